@@ -1,0 +1,86 @@
+# kgl — a transformer layer that learns a knowledge graph, on its own autodiff.
+#
+#   make            build build/libkgl.a and build/kgl
+#   make run        build, then train on the academic world
+#   make test       build and run every test (last line: N passed, N failed)
+#   make sanitize   the tests, built with AddressSanitizer + UBSan
+#   make CC=clang test   the same with clang (objects go to build/clang/)
+#   make clean
+
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+CC_NAME := $(notdir $(firstword $(CC)))
+ifeq ($(CC_NAME),gcc)
+BUILD ?= build
+else
+BUILD ?= build/$(CC_NAME)
+endif
+
+# stb_ds.h comes from Debian's libstb-dev (the only dependency besides libc, libm).
+STB_DIR ?= /usr/include/stb
+STB_DS := $(STB_DIR)/stb_ds.h
+
+CFLAGS ?= -O2 -g
+KGL_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -I$(STB_DIR) -MMD -MP $(CFLAGS)
+LDLIBS := -lm
+
+LIB_SRC := $(wildcard src/*.c)
+CLI_SRC := $(wildcard train/*.c)
+TEST_SRC := $(wildcard tests/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
+
+# The test binary counts every malloc the library makes (tests/alloc_count.c).
+TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
+
+.PHONY: all run test sanitize clean
+all: $(BUILD)/libkgl.a $(BUILD)/kgl
+
+$(STB_DS):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "stb_ds.h is missing: installing Debian's libstb-dev"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -q libstb-dev >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libstb-dev >/dev/null; }; \
+	fi
+	@test -f $@ || { echo "kgl needs $@: install it with 'sudo apt-get install libstb-dev' (or set STB_DIR=dir)" >&2; exit 1; }
+
+$(BUILD)/obj/%.o: %.c | $(STB_DS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KGL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libkgl.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/kgl: $(CLI_OBJ) $(BUILD)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
+
+# Every `TEST(name)` in tests/*.c is listed for the runner (tests/main.c).
+$(BUILD)/test_list.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	grep -ho '^TEST([a-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/X(\1)/' > $@
+
+$(BUILD)/obj/tests/main.o: $(BUILD)/test_list.h
+$(BUILD)/obj/tests/%.o: KGL_CFLAGS += -I$(BUILD) -Itests
+
+$(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_WRAP) $(TEST_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
+
+run: $(BUILD)/kgl
+	$(BUILD)/kgl train
+
+test: $(BUILD)/kgl $(BUILD)/kgl_tests
+	$(BUILD)/kgl_tests --kgl $(BUILD)/kgl
+
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+sanitize:
+	$(MAKE) BUILD=build/sanitize CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" test
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

@@ -1,0 +1,361 @@
+/* kgl.h — a minimal transformer layer over a knowledge graph, on a tiny
+ * reverse-mode autodiff engine. The public interface of build/libkgl.a.
+ *
+ * Reading order: RNG -> arena -> tensor and tape -> ops (src/ops.c, each op's
+ * forward, backward and gradient-check spec side by side) -> gradient checker
+ * (src/gradcheck.c) -> parameters and the layer of MODEL.md (src/model.c).
+ *
+ * Everything is IEEE double. Matrices are row-major; a vector is a 1 x n
+ * matrix; a scalar is 1 x 1. */
+#ifndef KGL_H
+#define KGL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------ RNG --
+ * Explicit, seeded, no global state. xoshiro256** seeded through splitmix64
+ * (the seeding its authors recommend). Every draw is documented so that a
+ * reference implementation can reproduce our initial parameters:
+ *   uniform  = (next() >> 11) * 2^-53                      in [0, 1)
+ *   normal   = sqrt(-2 ln(1 - u1)) * cos(2 pi u2)          two uniforms per draw
+ *   below(n) = Lemire's multiply-shift with rejection       in [0, n)          */
+typedef struct kgl_rng {
+    uint64_t s[4];
+} kgl_rng;
+
+void kgl_rng_seed(kgl_rng *rng, uint64_t seed);
+uint64_t kgl_rng_next(kgl_rng *rng);
+double kgl_rng_uniform(kgl_rng *rng);
+double kgl_rng_normal(kgl_rng *rng);
+uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
+
+/* ---------------------------------------------------------------- arena --
+ * Activations and the tape live in an arena: a bump allocator that is reset,
+ * not freed, between steps. While the first step runs the arena may grow by
+ * chaining blocks; the reset after it replaces the chain with one block of the
+ * high-water size, so from then on a step of the same shape calls malloc
+ * zero times. `mallocs` counts the blocks ever requested (tests read it). */
+typedef struct kgl_arena_block kgl_arena_block;
+typedef struct kgl_arena {
+    kgl_arena_block *blocks; /* newest first */
+    size_t used;             /* bytes handed out since the last reset */
+    size_t high_water;       /* most bytes ever in use between two resets */
+    size_t mallocs;          /* blocks obtained from malloc so far */
+} kgl_arena;
+
+void *kgl_arena_alloc(kgl_arena *a, size_t bytes);  /* 64-byte aligned, not zeroed */
+void *kgl_arena_zalloc(kgl_arena *a, size_t bytes); /* zeroed */
+void kgl_arena_reset(kgl_arena *a);
+void kgl_arena_free(kgl_arena *a);
+
+/* --------------------------------------------------------------- tensor --
+ * A dense row-major matrix of doubles. `grad` is NULL for a tensor that needs
+ * no gradient; otherwise it has the same shape as `data`. */
+typedef struct kgl_tensor {
+    int rows, cols;
+    double *data;
+    double *grad;
+} kgl_tensor;
+
+static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
+
+/* ----------------------------------------------------------------- tape --
+ * Ops append a node to the tape as they compute their output. kgl_backward
+ * walks the nodes newest to oldest and each node's backward adds its
+ * contribution into its inputs' grad (+=, so a tensor used twice gets both).
+ * With recording off (evaluation) ops compute values only. */
+typedef struct kgl_op kgl_op;
+typedef struct kgl_node kgl_node;
+
+typedef struct kgl_tape {
+    kgl_arena arena; /* outputs, their grads, nodes and op scratch */
+    kgl_node *last;  /* newest node */
+    int n_nodes;
+    bool recording;
+} kgl_tape;
+
+/* A boolean mask for softmax rows: none, causal (column j > row i is masked),
+ * or explicit keep flags (rows*cols bytes, nonzero = keep). A row whose every
+ * entry is masked yields all-zero weights and passes no gradient. */
+typedef enum { KGL_MASK_NONE = 0, KGL_MASK_CAUSAL, KGL_MASK_KEEP } kgl_mask_kind;
+typedef struct kgl_mask {
+    kgl_mask_kind kind;
+    const unsigned char *keep;
+} kgl_mask;
+
+/* One recorded op application. The attribute fields are the op's own: each
+ * op documents which it uses. Index arrays are borrowed from the caller and
+ * must live until backward has run. */
+struct kgl_node {
+    const kgl_op *op;
+    kgl_node *prev;
+    kgl_tensor *out;
+    int n_in;
+    kgl_tensor **in;
+    const int *idx0, *idx1; /* row indices (gather, trilinear, targets) */
+    int n_idx;
+    kgl_mask mask;
+    double alpha; /* scalar attribute (scale factor, label smoothing) */
+    int i0;       /* integer attribute (column offset) */
+    double *saved; /* op scratch saved by forward for backward */
+};
+
+void kgl_tape_init(kgl_tape *t);
+void kgl_tape_reset(kgl_tape *t); /* forget nodes and activations; keep memory */
+void kgl_tape_free(kgl_tape *t);
+
+/* New tensor in the tape's arena; its grad is allocated (zeroed) when
+ * `with_grad` and the tape is recording. */
+kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad);
+/* Backward from a 1x1 root (its gradient seeded with 1), or from any tensor
+ * with an explicit seed gradient of its shape. */
+void kgl_backward(kgl_tape *t, kgl_tensor *root);
+void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed);
+
+/* ------------------------------------------------------------------ ops --
+ * Each returns a new tensor in the tape's arena. Shapes are checked; a wrong
+ * shape is a programming error and aborts with a message naming the op. */
+kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* A B   */
+kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* A Bᵀ  */
+kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* Aᵀ B  */
+kgl_tensor *kgl_add(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* same shape, or b is [1, cols] broadcast over rows */
+kgl_tensor *kgl_mul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* elementwise */
+kgl_tensor *kgl_scale(kgl_tape *t, kgl_tensor *a, double alpha);   /* alpha * A */
+kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *table, const int *rows, int n);
+kgl_tensor *kgl_slice_cols(kgl_tape *t, kgl_tensor *a, int col0, int width);
+kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts);
+kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *s, kgl_mask mask);
+kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *x, kgl_tensor *gamma, kgl_tensor *beta);
+kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *x);
+/* mean over rows b of  logsumexp_j z[b,j] - sum_j q[b,j] z[b,j],  with the
+ * target distribution q = (1 - smoothing) onehot(targets[b]) + smoothing / cols. */
+kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *targets, double smoothing);
+/* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (MODEL.md readout) */
+kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
+                          const int *rels, int n);
+kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
+kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
+
+#define KGL_LN_EPS 1e-5
+
+/* The explicit softmax Jacobian, J = diag(p) - p pᵀ, for study and tests:
+ * fills J (n*n, row-major). Backward never builds it: it uses J g = p ⊙ (g - <g, p>). */
+void kgl_softmax_jacobian(const double *p, int n, double *J);
+/* Softmax of one vector (max subtracted first). */
+void kgl_softmax_vec(const double *z, int n, double *p);
+/* ‖J‖_F by the closed form sqrt(Σp² − 2Σp³ + (Σp²)²). */
+double kgl_softmax_jacobian_fro(const double *p, int n);
+
+/* -------------------------------------------------- op registry, checks --
+ * Every op is registered with the spec of its gradient check. kgl gradcheck
+ * and the tests iterate over kgl_op_registry; the tests also fail if any op
+ * recorded on a tape is missing from it. */
+#define KGL_CHECK_MAX_INPUTS 8
+
+typedef struct kgl_check_case {
+    char label[64];                                /* shapes, e.g. "3x4·4x5" */
+    int n_inputs;                                  /* differentiable inputs */
+    kgl_tensor *inputs[KGL_CHECK_MAX_INPUTS];
+    kgl_tensor *(*run)(kgl_tape *t, const struct kgl_check_case *c); /* applies the op */
+    const int *idx0, *idx1;                        /* attributes handed to the op */
+    int n_idx;
+    kgl_mask mask;
+    double alpha;
+    int i0, i1;
+    double h; /* finite-difference step; 0 means 1e-5 */
+} kgl_check_case;
+
+typedef struct kgl_check_spec {
+    int n_cases;
+    /* Builds case `which` with inputs from `rng`, allocated in `keep`. */
+    void (*make_case)(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c);
+    double rel_tol;         /* pass iff every element's relative error <= rel_tol */
+    const char *tol_reason; /* why this tolerance */
+} kgl_check_spec;
+
+struct kgl_op {
+    const char *name;
+    void (*backward)(kgl_node *node);
+    kgl_check_spec check;
+};
+
+extern const kgl_op *const kgl_op_registry[];
+extern const int kgl_op_registry_count;
+const kgl_op *kgl_op_find(const char *name);
+
+/* Relative error of one analytic partial a against its finite difference n:
+ * |a - n| / max(|a|, |n|, KGL_REL_FLOOR). The floor keeps partials that are
+ * zero in exact arithmetic (where both sides are round-off) from dividing by
+ * round-off; above it the measure is the plain relative error. */
+#define KGL_REL_FLOOR 1e-3
+double kgl_rel_error(double analytic, double numeric);
+
+typedef struct kgl_check_result {
+    char name[48];
+    char shapes[256];
+    long checks; /* elements compared */
+    double max_abs_err, max_rel_err;
+    double rel_tol;
+    bool pass;
+    char why[160]; /* first failure, for people */
+} kgl_check_result;
+
+/* Central differences for every element of every input of every case of
+ * `op`, against the analytic gradient of f = Σ w ⊙ op(inputs) with fixed
+ * random weights w. Returns res->pass. */
+bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res);
+
+/* The generic comparison both checks use. `eval` returns the scalar f at the
+ * current value of x; every perturbed element is restored. */
+typedef double (*kgl_scalar_fn)(void *ctx);
+typedef struct kgl_fd_stats {
+    long checks;
+    double max_abs_err, max_rel_err;
+    long failures;
+    bool nonzero;   /* some analytic partial was nonzero */
+    long first_bad; /* index of the first failing element, or -1 */
+    double first_bad_analytic, first_bad_numeric;
+} kgl_fd_stats;
+void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
+                    void *ctx, kgl_fd_stats *st);
+
+/* ----------------------------------------------------------- parameters --
+ * Every parameter, its gradient and its Adam moments live in one allocation. */
+#define KGL_MAX_PARAMS 32
+#define KGL_NAME_MAX 48
+
+typedef struct kgl_param {
+    char name[KGL_NAME_MAX];
+    kgl_tensor t; /* data and grad */
+    double *m, *v; /* Adam moments */
+} kgl_param;
+
+typedef struct kgl_params {
+    int n;
+    kgl_param p[KGL_MAX_PARAMS];
+    double *block; /* the one allocation: data | grad | m | v of every parameter */
+    size_t total;  /* doubles per section */
+} kgl_params;
+
+/* Declare, then allocate once. Returns the parameter's tensor (stable). */
+kgl_tensor *kgl_params_add(kgl_params *ps, const char *name, int rows, int cols);
+void kgl_params_alloc(kgl_params *ps);
+void kgl_params_free(kgl_params *ps);
+void kgl_params_zero_grad(kgl_params *ps);
+kgl_param *kgl_params_find(kgl_params *ps, const char *name);
+
+/* ----------------------------------------------------------- optimiser --
+ * Adam as torch.optim.Adam (bias-corrected, eps after the square root);
+ * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first).
+ * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b). */
+typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD } kgl_optimizer_kind;
+typedef struct kgl_optim {
+    kgl_optimizer_kind kind;
+    double lr, beta1, beta2, eps, weight_decay, momentum;
+    long step; /* updates already applied */
+} kgl_optim;
+void kgl_optim_defaults(kgl_optim *o);
+void kgl_optim_step(kgl_optim *o, kgl_params *ps);
+
+/* ---------------------------------------------------------------- model --
+ * The layer of MODEL.md, built from the ops above. */
+#define KGL_MAX_HEADS 64
+
+typedef enum { KGL_SCALE_SQRT = 0, KGL_SCALE_NONE, KGL_SCALE_VALUE } kgl_scale_kind;
+
+typedef struct kgl_config {
+    int n_entities;   /* n */
+    int n_relations;  /* m, original relations */
+    bool reciprocal;  /* relation_emb has 2m rows; the inverse of k is m + k */
+    int dim, heads, ffn;
+    kgl_scale_kind scale;
+    double scale_value; /* τ when scale == KGL_SCALE_VALUE */
+    double init_scale;  /* s in N(0, (s/√d)²) for the attention weights */
+} kgl_config;
+
+typedef struct kgl_model {
+    kgl_config cfg;
+    kgl_params params;
+    kgl_tensor *entity_emb, *relation_emb;
+    kgl_tensor *wq, *wk, *wv, *wo;
+    kgl_tensor *ln1_gamma, *ln1_beta;
+    kgl_tensor *ffn_w1, *ffn_b1, *ffn_w2, *ffn_b2, *ln2_gamma, *ln2_beta; /* NULL without FFN */
+} kgl_model;
+
+/* Sets defaults: d 8, H 2, no FFN, sqrt scale, init scale 1, reciprocal. */
+void kgl_config_defaults(kgl_config *cfg);
+/* A configuration error for people ("--heads 3 does not divide --dim 8"),
+ * or NULL when the configuration is valid. */
+const char *kgl_config_error(const kgl_config *cfg);
+int kgl_config_relation_rows(const kgl_config *cfg);
+double kgl_config_tau(const kgl_config *cfg);
+
+/* Declares and allocates the parameters (all zero); then either initialise
+ * them (kgl_model_init) or load them. The config must be valid. */
+void kgl_model_create(kgl_model *m, const kgl_config *cfg);
+/* MODEL.md's init, drawn from `rng` parameter by parameter in declaration
+ * order (entity_emb, relation_emb, attn.wq, attn.wk, attn.wv, attn.wo,
+ * ffn.w1, ffn.w2), each in row-major order; gammas 1, betas and biases 0. */
+void kgl_model_init(kgl_model *m, kgl_rng *rng);
+void kgl_model_free(kgl_model *m);
+
+/* A batch of examples (head i, relation r, tail t); relation ids < m are
+ * forward, m + k the inverse of k. The arrays are borrowed. */
+typedef struct kgl_batch {
+    int n;
+    const int *head, *rel, *tail;
+} kgl_batch;
+
+/* Head supervision: head_of[r] is the head assigned to original relation r,
+ * or -1. NULL (or no assigned relation in the batch) means no aux term. */
+typedef struct kgl_supervision {
+    const int *head_of; /* [m] */
+    double weight;      /* λ */
+} kgl_supervision;
+
+typedef struct kgl_forward {
+    kgl_tensor *context;                /* C [n, d] */
+    kgl_tensor *q, *k;                  /* Q, K [n, d] */
+    kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled) */
+    kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
+    kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
+    kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
+    kgl_tensor *main_loss, *aux_loss;   /* aux NULL when nothing was supervised */
+    kgl_tensor *loss;                   /* main + λ aux */
+    int n_supervised;
+} kgl_forward;
+
+/* The contextual states C of every entity (and the attention on the way). */
+void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
+/* Context, readout and loss of MODEL.md for one batch. */
+void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                    kgl_forward *out);
+
+/* Finite differences of the whole loss, parameter by parameter. Fills one
+ * result per parameter (at most KGL_MAX_PARAMS) and returns how many. */
+int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
+                        kgl_check_result *res);
+
+/* The standard whole-layer checks of `kgl gradcheck`: n = 13, d = 8, H = 2,
+ * m = 5 relations with reciprocals, seeded random triples; without FFN, with
+ * an FFN of width 16, and with the FFN plus head supervision (relation 0 on
+ * head 0, relation 1 on head 1). */
+#define KGL_LAYER_CHECKS 3
+const char *kgl_layer_check_name(int which);
+int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
+
+/* The chapter's experiment: softmax of 5 seeded N(0,1) logits, the explicit
+ * Jacobian against central differences of the softmax with step h. Fills
+ * z[5], J[25] and J_fd[25] when non-NULL; returns max |J − J_fd|. */
+double kgl_softmax_jacobian_experiment(uint64_t seed, double h, double *z, double *J, double *J_fd);
+
+/* ----------------------------------------------------------------- json --
+ * Writing: a string with escapes; a number with 17 significant digits (a
+ * double survives the round trip), null for NaN or infinity. */
+void kgl_json_string(FILE *f, const char *s);
+void kgl_json_number(FILE *f, double v);
+
+#endif

@@ -1,0 +1,17 @@
+/* kgl_internal.h — helpers shared by the library's sources, not public. */
+#ifndef KGL_INTERNAL_H
+#define KGL_INTERNAL_H
+
+#include "kgl.h"
+
+/* A programming error inside the library (a broken invariant, a shape
+ * mismatch, out of memory): print "kgl: message" and abort. Input errors made
+ * by people never come here; they are reported with file:line and a status. */
+_Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Records a node for `op` with the given inputs (copied into the arena). */
+kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, kgl_tensor *const *in);
+/* Output of an op: grad allocated iff the tape records and an input has one. */
+kgl_tensor *kgl_op_output(kgl_tape *t, int rows, int cols, int n_in, kgl_tensor *const *in);
+
+#endif

@@ -1,0 +1,40 @@
+/* cli.h — what the subcommands of build/kgl share: option parsing that
+ * reports mistakes as "kgl CMD: ..." with exit status 2. */
+#ifndef KGL_CLI_H
+#define KGL_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define EXIT_USAGE 2
+
+/* Iterates over "--name value", "--name=value" and bare flags. */
+typedef struct cli_args {
+    const char *cmd; /* for messages: "train" */
+    int argc;
+    char **argv;
+    int i;
+    const char *opt;    /* the current option, e.g. "--dim" */
+    const char *inline_val;
+} cli_args;
+
+void cli_init(cli_args *a, const char *cmd, int argc, char **argv);
+/* Advances to the next option; false at the end. A positional argument is
+ * returned with opt set to it (callers reject what they do not expect). */
+bool cli_next(cli_args *a);
+bool cli_is(const cli_args *a, const char *name);
+/* The option's value (inline or the next argument); NULL after reporting. */
+const char *cli_value(cli_args *a);
+/* Reports "kgl CMD: message" plus a hint and returns EXIT_USAGE. */
+int cli_usage_error(const cli_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_unknown(const cli_args *a);
+/* A flag given a value (--json=1) is a usage error. */
+bool cli_flag(cli_args *a);
+
+bool cli_int(cli_args *a, long lo, long hi, long *out);
+bool cli_double(cli_args *a, double lo, double hi, double *out);
+bool cli_u64(cli_args *a, uint64_t *out);
+
+int cmd_gradcheck(int argc, char **argv);
+
+#endif

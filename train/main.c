@@ -1,0 +1,41 @@
+/* main.c — build/kgl: one binary, one subcommand per job. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+};
+#define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kgl COMMAND [OPTIONS]\n\n"
+               "A transformer layer that learns the relations of a knowledge graph,\n"
+               "on its own reverse-mode autodiff engine.\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "kgl: unknown command '%s'\nTry 'kgl --help'.\n", argv[1]);
+    return EXIT_USAGE;
+}
