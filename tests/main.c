@@ -1,4 +1,4 @@
-/* main.c — the test runner: every TEST in tests/*.c, in file order.
+/* main.c — the test runner: every TEST in tests/ (*.c), in file order.
  *   build/kgl_tests [--kgl PATH] [SUBSTRING]   (runs the tests whose name contains SUBSTRING) */
 #include <stdarg.h>
 #include <stdlib.h>

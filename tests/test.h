@@ -1,6 +1,6 @@
 /* test.h — the test runner's small vocabulary.
  *
- * A test is `TEST(name) { ... }` in any tests/*.c file; the Makefile lists
+ * A test is `TEST(name) { ... }` in any tests/ (*.c) file; the Makefile lists
  * them for tests/main.c. Each CHECK that fails prints file:line and the
  * condition; a test passes when none of its checks failed. The runner ends
  * with "N passed, N failed" and exits 1 if anything failed. */
