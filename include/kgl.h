@@ -358,4 +358,33 @@ double kgl_softmax_jacobian_experiment(uint64_t seed, double h, double *z, doubl
 void kgl_json_string(FILE *f, const char *s);
 void kgl_json_number(FILE *f, double v);
 
+/* ----------------------------------------------------------- text input --
+ * The one way kgl reads text files (triples, types, CSV): the whole file is
+ * read at once, then iterated line by line. Blank lines (empty once a
+ * trailing \r is removed) and lines whose first byte is '#' are skipped;
+ * fields are split on one separator byte and never trimmed. */
+#define KGL_LINE_MAX 65536 /* bytes in a line, without its newline */
+
+typedef struct kgl_text {
+    char *name;     /* for messages: the path, or a display name */
+    char *buf;      /* the contents, NUL-terminated (owned) */
+    size_t len;     /* bytes in buf */
+    size_t pos;     /* start of the next line */
+    int lineno;     /* number of the line last returned (1-based) */
+} kgl_text;
+
+/* Reads a file. On failure writes "path: why" into err and returns false. */
+bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap);
+/* Uses a copy of `len` bytes of `data`, named `name` in messages. */
+void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_t len);
+/* The next line that is not blank and not a comment, split on `sep`: fills
+ * up to max_fields pointers (into the buffer, NUL-terminated) and sets
+ * *n_fields to the number of fields the line has. Returns 1 for a line, 0
+ * at the end, -1 with "name:line: what is wrong" in err for a NUL byte,
+ * invalid UTF-8 or a line longer than KGL_LINE_MAX. */
+int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_fields, char *err, size_t err_cap);
+void kgl_text_close(kgl_text *t);
+/* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
+bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
+
 #endif
