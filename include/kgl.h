@@ -387,4 +387,65 @@ void kgl_text_close(kgl_text *t);
 /* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
 bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
 
+/* ----------------------------------------------------------------- data --
+ * Triples files (MODEL.md, "Data"; README, "File formats"): UTF-8, one triple
+ * per line, head<TAB>relation<TAB>tail, read with the line reader above (so
+ * blank and '#' lines are skipped, a trailing \r is tolerated, a line is at
+ * most KGL_LINE_MAX bytes). Exactly three non-empty fields, never trimmed.
+ * Every malformed input is reported as "file:line: what is wrong" (or
+ * "file: what is wrong", e.g. "file: no triples"). */
+typedef struct kgl_triple { int head, rel, tail; } kgl_triple;
+
+/* A file to load: read from `path`, or, when `text` is non-NULL, from those
+ * `len` bytes (then `path` is only the name used in messages). */
+typedef struct kgl_source { const char *path; const char *text; size_t len; } kgl_source;
+
+typedef struct kgl_split {
+    char *path;          /* name for messages (owned copy) */
+    kgl_triple *triples; /* unique triples in file order (first occurrence kept) */
+    int n;
+    int n_duplicates;    /* lines that repeated an earlier triple of the same file */
+    int first_duplicate_line; /* line number of the first such repeat, 0 if none */
+} kgl_split;
+
+#define KGL_MAX_SPLITS 8
+typedef struct kgl_dataset {
+    int n_entities, n_relations;          /* n, m (original relations) */
+    char **entity_names, **relation_names; /* id order: byte-sorted (strcmp), ids from 0 */
+    int n_splits;
+    kgl_split splits[KGL_MAX_SPLITS];     /* in the order given: train, valid, test */
+    /* filter index (private to data.c): CSR over (entity, relation-or-inverse) */
+    int *known_offsets;  /* [n * 2m + 1] */
+    int *known;          /* sorted entity ids per key */
+} kgl_dataset;
+
+/* Loads the sources together: entity ids are every name appearing as head or
+ * tail in ANY of them, sorted by byte order; relation ids likewise. Returns
+ * false and writes one message "file:line: what is wrong" (or "file: ...") into err.
+ * On failure *ds is left empty (kgl_dataset_free on it is harmless). */
+bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap);
+void kgl_dataset_free(kgl_dataset *ds);
+int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name);   /* -1 if unknown */
+int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if unknown */
+/* Filtered-ranking index over every triple of every split: for rel < m, the
+ * sorted tails t of known triples (head, rel, t); for rel = m + k, the sorted
+ * heads h of known triples (h, k, head) (the inverse direction). No hashing at
+ * lookup time (it is called during training-time evaluation). Each entity
+ * appears once per key even when several splits hold the triple. */
+const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *count);
+
+/* entity<TAB>type files (data/academic.types.tsv): names and types, in file order. */
+typedef struct kgl_types { int n; char **entity; char **type; } kgl_types;
+/* Same rules and error style as triples files; 2 fields per line; an entity
+ * listed twice is an error. */
+bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_cap);
+void kgl_types_free(kgl_types *ty);
+
+/* The academic world (data/academic.tsv, data/academic.types.tsv) embedded
+ * byte for byte in the library (src/academic.c). */
+extern const char kgl_academic_tsv[];
+extern const size_t kgl_academic_tsv_len;
+extern const char kgl_academic_types_tsv[];
+extern const size_t kgl_academic_types_tsv_len;
+
 #endif
