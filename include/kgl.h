@@ -429,14 +429,16 @@ struct kgl_json {
 
 typedef struct kgl_json_doc {
     kgl_json *root;
-    size_t error_at; /* after a failed parse: the byte offset of the error */
+    size_t error_at; /* after a failed parse: the byte offset of the error (SIZE_MAX: out of memory) */
     void *block_;    /* private: nodes and strings */
 } kgl_json_doc;
 
 /* Parses `len` bytes of `text` (no NUL terminator needed). On failure writes
  * "at byte N: what was expected/found" into err and returns false; the doc
- * then holds nothing to free (kgl_json_free is harmless). Allocation failure
- * aborts like every other out-of-memory in kgl. */
+ * then holds nothing to free (kgl_json_free is harmless). A hostile text can
+ * need much more memory than its length (~70 bytes per value): when that is
+ * not available the result is false with "out of memory: ..." (error_at is
+ * SIZE_MAX), never an abort. */
 bool kgl_json_parse(const char *text, size_t len, kgl_json_doc *doc, char *err, size_t err_cap);
 void kgl_json_free(kgl_json_doc *doc);
 /* The member `key` of an object, or NULL (absent, or obj is not an object). */

@@ -296,16 +296,23 @@ static bool parse_number(parser *p, kgl_json *v)
 static bool parse_value(parser *p, kgl_json *v, int depth);
 
 /* First pass: reserve a count slot for a container, in opening order. */
-static size_t open_container(parser *p)
+static bool open_container(parser *p, size_t *slot)
 {
     if (p->n_counts == p->counts_cap) {
-        p->counts_cap = p->counts_cap ? 2 * p->counts_cap : 64;
-        size_t *c = realloc(p->counts, p->counts_cap * sizeof *c);
-        if (!c) kgl_die("out of memory parsing JSON");
+        size_t cap = p->counts_cap ? 2 * p->counts_cap : 64;
+        size_t *c = realloc(p->counts, cap * sizeof *c);
+        if (!c) {
+            if (p->err && p->err_cap) snprintf(p->err, p->err_cap, "out of memory: %zu containers", p->n_counts);
+            p->failed = true;
+            p->err_at = SIZE_MAX;
+            return false;
+        }
         p->counts = c;
+        p->counts_cap = cap;
     }
     p->counts[p->n_counts] = 0;
-    return p->n_counts++;
+    *slot = p->n_counts++;
+    return true;
 }
 
 static int cmp_keys(const void *a, const void *b)
@@ -327,12 +334,13 @@ static bool check_duplicates(parser *p, const kgl_json *obj)
     const kgl_json *dup = NULL;
     for (size_t i = 1; i < obj->len; i++) {
         const kgl_json *a = p->scratch[i - 1], *b = p->scratch[i];
-        if (a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0 && (!dup || b->key_offset < dup->key_offset))
-            dup = b;
+        bool same = a->key_len == b->key_len && memcmp(a->key, b->key, a->key_len) == 0;
+        if (same && (!dup || b->key_offset < dup->key_offset)) dup = b;
     }
     if (!dup) return true;
     char shown[96];
-    return fail(p, dup->key_offset, "duplicate key \"%s\" in an object", kgl_show(shown, sizeof shown, dup->key, dup->key_len));
+    return fail(p, dup->key_offset, "duplicate key \"%s\" in an object",
+                kgl_show(shown, sizeof shown, dup->key, dup->key_len));
 }
 
 static bool parse_container(parser *p, kgl_json *v, int depth, bool object)
@@ -347,7 +355,7 @@ static bool parse_container(parser *p, kgl_json *v, int depth, bool object)
         v->child = p->pool + p->pool_used;
         p->pool_used += v->len;
     } else {
-        slot = open_container(p);
+        if (!open_container(p, &slot)) return false;
     }
     p->pos++;
     skip_ws(p);
@@ -458,10 +466,21 @@ bool kgl_json_parse(const char *text, size_t len, kgl_json_doc *doc, char *err, 
     p.err_cap = err_cap;
     bool ok = run_pass(&p, NULL);
     if (ok) {
+        /* A hostile text can need far more memory than its size (a node per
+         * two bytes): failing to get it is an error, not an abort. */
         size_t nodes = p.n_nodes * sizeof(kgl_json);
         char *block = malloc(nodes + p.n_bytes);
         p.scratch = malloc((p.max_members ? p.max_members : 1) * sizeof *p.scratch);
-        if (!block || !p.scratch) kgl_die("out of memory parsing JSON (%zu bytes)", len);
+        if (!block || !p.scratch) {
+            free(block);
+            free(p.scratch);
+            free(p.counts);
+            if (err && err_cap)
+                snprintf(err, err_cap, "out of memory: the tree of %zu values needs %zu bytes", p.n_nodes,
+                         nodes + p.n_bytes);
+            doc->error_at = SIZE_MAX;
+            return false;
+        }
         p.pool = (kgl_json *)block;
         p.pool_used = 1;
         p.strs = block + nodes;

@@ -452,7 +452,10 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
         goto fail;
     }
     buf = malloc((size_t)size);
-    if (!buf) kgl_die("out of memory reading %s (%" PRIu64 " bytes)", path, size);
+    if (!buf) {
+        errorf(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", size);
+        goto fail;
+    }
     memcpy(buf, head, 8);
     size_t got = fread(buf + 8, 1, (size_t)size - 8, f);
     if (got != size - 8) {
@@ -496,7 +499,10 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         goto done;
     }
     if (!kgl_json_parse(header, (size_t)hlen, &doc, jerr, sizeof jerr)) {
-        errorf(err, cap, path, "header is not valid JSON %s", jerr);
+        if (doc.error_at == SIZE_MAX)
+            errorf(err, cap, path, "cannot parse the header: %s", jerr);
+        else
+            errorf(err, cap, path, "header is not valid JSON %s", jerr);
         goto done;
     }
     const kgl_json *root = doc.root; /* an object: it starts with '{' */
@@ -523,8 +529,11 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
     size_t tensors_bytes = n_t * sizeof(kgl_st_tensor), ptr_bytes = 2 * n_m * sizeof(char *);
     char *storage = malloc(tensors_bytes + ptr_bytes + str_bytes + 1);
     spans = malloc((n_t ? n_t : 1) * sizeof *spans);
-    if (!storage || !spans) kgl_die("out of memory reading %s", path);
     out->storage_ = storage;
+    if (!storage || !spans) {
+        errorf(err, cap, path, "out of memory for the names of %zu tensors", n_t);
+        goto done;
+    }
     out->tensors = (kgl_st_tensor *)storage;
     out->meta_keys = (char **)(storage + tensors_bytes);
     out->meta_values = out->meta_keys + n_m;
@@ -598,9 +607,9 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         uint64_t u = get_le64(buf + o);
         memcpy(buf + o, &u, 8);
     }
-    unsigned char *data = data_size ? realloc(buf, (size_t)data_size) : buf;
-    if (!data) kgl_die("out of memory reading %s", path);
-    buf = data;
+    unsigned char *data = data_size ? realloc(buf, (size_t)data_size) : buf; /* shrinks */
+    if (data) buf = data;
+    data = buf;
     for (size_t i = 0; i < n_t; i++) {
         const span *s = &spans[i];
         out->tensors[s->index].data = (double *)(void *)(data + s->begin);
