@@ -447,5 +447,128 @@ extern const char kgl_academic_tsv[];
 extern const size_t kgl_academic_tsv_len;
 extern const char kgl_academic_types_tsv[];
 extern const size_t kgl_academic_types_tsv_len;
+/* ---------------------------------------------------------- json input --
+ * A strict JSON parser (RFC 8259): objects, arrays, strings (every escape;
+ * \uXXXX surrogate pairs become one UTF-8 character; raw control characters,
+ * invalid UTF-8 and unpaired surrogates are errors), numbers, true, false,
+ * null. Nesting is limited to KGL_JSON_MAX_DEPTH containers; a key repeated
+ * within one object is an error; anything but whitespace after the value is
+ * an error. The tree owns copies of every string, in one allocation, so the
+ * text may be freed after parsing.
+ *
+ *   kgl_json_doc doc;
+ *   if (!kgl_json_parse(text, len, &doc, err, sizeof err)) ... err is
+ *       "at byte 57: expected ',' or '}', found '\"'" (offset from text[0])
+ *   const kgl_json *v = kgl_json_get(doc.root, "shape");
+ *   for (size_t i = 0; v && v->type == KGL_JSON_ARRAY && i < v->len; i++) ... v->child[i]
+ *   kgl_json_free(&doc);                                                     */
+#define KGL_JSON_MAX_DEPTH 64
+
+typedef enum kgl_json_type {
+    KGL_JSON_NULL,
+    KGL_JSON_FALSE,
+    KGL_JSON_TRUE,
+    KGL_JSON_NUMBER,
+    KGL_JSON_STRING,
+    KGL_JSON_ARRAY,
+    KGL_JSON_OBJECT
+} kgl_json_type;
+
+typedef struct kgl_json kgl_json;
+struct kgl_json {
+    kgl_json_type type;
+    size_t offset;     /* byte offset of the value in the text */
+    const char *key;   /* a member of an object: its key, decoded, NUL-terminated; else NULL */
+    size_t key_len;    /* bytes in key (a key may contain "\u0000") */
+    size_t key_offset; /* byte offset of the key in the text */
+    const char *str;   /* STRING: decoded UTF-8, NUL-terminated; NUMBER: its text as written */
+    size_t len;        /* STRING, NUMBER: bytes in str; ARRAY, OBJECT: number of children */
+    double num;        /* NUMBER: the nearest double (±HUGE_VAL beyond the range) */
+    kgl_json *child;   /* ARRAY, OBJECT: the `len` children, in text order */
+};
+
+typedef struct kgl_json_doc {
+    kgl_json *root;
+    size_t error_at; /* after a failed parse: the byte offset of the error (SIZE_MAX: out of memory) */
+    void *block_;    /* private: nodes and strings */
+} kgl_json_doc;
+
+/* Parses `len` bytes of `text` (no NUL terminator needed). On failure writes
+ * "at byte N: what was expected/found" into err and returns false; the doc
+ * then holds nothing to free (kgl_json_free is harmless). A hostile text can
+ * need much more memory than its length (~70 bytes per value): when that is
+ * not available the result is false with "out of memory: ..." (error_at is
+ * SIZE_MAX), never an abort. */
+bool kgl_json_parse(const char *text, size_t len, kgl_json_doc *doc, char *err, size_t err_cap);
+void kgl_json_free(kgl_json_doc *doc);
+/* The member `key` of an object, or NULL (absent, or obj is not an object). */
+const kgl_json *kgl_json_get(const kgl_json *obj, const char *key);
+/* A number written as an integer (-?digits: no fraction, no exponent) that
+ * fits an int64_t: stores it and returns true. "2", "-0" yes; "2.0", "2e0",
+ * "9223372036854775808" no. */
+bool kgl_json_int64(const kgl_json *v, int64_t *out);
+/* "null", "a boolean", "a number", "a string", "a list", "an object". */
+const char *kgl_json_type_name(kgl_json_type t);
+
+/* ---------------------------------------------------------- safetensors --
+ * The checkpoint format (MODEL.md): an 8-byte little-endian header length
+ * N, N bytes of JSON header, then the data section. The header maps each
+ * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte
+ * offsets into the data section) and may hold "__metadata__", an object of
+ * strings. kgl writes and reads dtype F64 only (little-endian, C order), and
+ * tensors of 1 or 2 dimensions; a dimension may be 0 (an empty tensor: no
+ * bytes, data_offsets [x, x]). */
+#define KGL_ST_MAX_HEADER 100000000 /* bytes; the reference implementation's cap */
+
+typedef struct kgl_st_entry {
+    const char *name;
+    int ndim;         /* 1 (a vector, e.g. ln1.gamma [d]) or 2 ([rows, cols]) */
+    int64_t shape[2]; /* shape[1] is ignored when ndim is 1 */
+    const double *data; /* prod(shape) values, row-major; may be NULL when that is 0 */
+} kgl_st_entry;
+
+/* Writes tensors (dtype F64, little-endian, C order) in the order given and
+ * string metadata (meta_kv: n_meta key/value pairs, flattened as
+ * k0,v0,k1,v1,...; written first, as "__metadata__") to `path` atomically: a
+ * temporary file in the same folder ("path.PID.K.tmp"), fwrite, fflush, fsync,
+ * then rename over `path` (and a best-effort fsync of the folder). The header
+ * JSON is padded with spaces to a multiple of 8 bytes, so every tensor's data
+ * is 8-byte aligned in the file. Names and metadata must be valid UTF-8,
+ * unique, and no tensor may be called "__metadata__". On failure the temp
+ * file is removed, `path` is untouched (a previous file there stays as it
+ * was), err says "path: why" and the result is false. */
+bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta,
+                  char *err, size_t err_cap);
+
+typedef struct kgl_st_tensor {
+    char *name;
+    int ndim;
+    int64_t shape[2]; /* shape[1] is 1 when ndim is 1 */
+    double *data;     /* aligned copy, host order; valid (not NULL) even when empty */
+} kgl_st_tensor;
+
+typedef struct kgl_st_file {
+    int n;                   /* tensors, in header order */
+    kgl_st_tensor *tensors;
+    int n_meta;              /* metadata pairs, in header order */
+    char **meta_keys, **meta_values;
+    void *storage_, *data_;  /* private: names and metadata; the values */
+} kgl_st_file;
+
+/* Reads and validates the whole file before returning; on any problem
+ * returns false with "path: what is wrong" in err and *f empty. Checked: at
+ * least 8 bytes; header length within the file and at most
+ * KGL_ST_MAX_HEADER; the header starts with '{' and is valid JSON (messages
+ * give the byte offset within the header); each tensor entry is an object with
+ * exactly dtype, shape and data_offsets; dtype "F64"; a shape of 1 or 2
+ * non-negative integers; data_offsets [begin, end] with begin <= end <= the
+ * data section's size and end - begin = 8 * prod(shape); no two tensors
+ * overlap and every byte of the data section belongs to a tensor;
+ * __metadata__ (optional) an object of strings; names, keys and values free
+ * of NUL bytes. */
+bool kgl_st_read(const char *path, kgl_st_file *f, char *err, size_t err_cap);
+void kgl_st_free(kgl_st_file *f);
+const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name); /* NULL if absent */
+const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NULL if absent */
 
 #endif

@@ -14,4 +14,9 @@ kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, k
 /* Output of an op: grad allocated iff the tape records and an input has one. */
 kgl_tensor *kgl_op_output(kgl_tape *t, int rows, int cols, int n_in, kgl_tensor *const *in);
 
+/* `s` (n bytes, which may include NULs) for a message: control bytes
+ * escaped (\n, \t, \xNN), cut to about 60 bytes with "..." at a UTF-8
+ * boundary. Writes into buf (cap bytes) and returns it. */
+const char *kgl_show(char *buf, size_t cap, const char *s, size_t n);
+
 #endif
