@@ -136,6 +136,8 @@ kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *target
 /* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (MODEL.md readout) */
 kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
                           const int *rels, int n);
+/* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
+kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 
@@ -229,8 +231,10 @@ void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, doubl
 
 typedef struct kgl_param {
     char name[KGL_NAME_MAX];
-    kgl_tensor t; /* data and grad */
+    kgl_tensor t;  /* data and grad */
     double *m, *v; /* Adam moments */
+    bool vector;   /* a [1, n] row stored with shape [n] */
+    bool frozen;   /* skipped by the optimiser (no update, no decay) */
 } kgl_param;
 
 typedef struct kgl_params {
@@ -242,6 +246,7 @@ typedef struct kgl_params {
 
 /* Declare, then allocate once. Returns the parameter's tensor (stable). */
 kgl_tensor *kgl_params_add(kgl_params *ps, const char *name, int rows, int cols);
+kgl_tensor *kgl_params_add_vector(kgl_params *ps, const char *name, int n);
 void kgl_params_alloc(kgl_params *ps);
 void kgl_params_free(kgl_params *ps);
 void kgl_params_zero_grad(kgl_params *ps);
@@ -274,6 +279,9 @@ typedef struct kgl_config {
     kgl_scale_kind scale;
     double scale_value; /* τ when scale == KGL_SCALE_VALUE */
     double init_scale;  /* s in N(0, (s/√d)²) for the attention weights */
+    /* Remedies for saturation (extensions of MODEL.md, off by default): */
+    bool qk_norm;       /* layer-normalise each head's Q and K rows (ViT-22B) */
+    bool learn_temperature; /* S_h = exp(θ_h) τ Q_h K_hᵀ with a learned θ_h, init 0 */
 } kgl_config;
 
 typedef struct kgl_model {
@@ -283,6 +291,9 @@ typedef struct kgl_model {
     kgl_tensor *wq, *wk, *wv, *wo;
     kgl_tensor *ln1_gamma, *ln1_beta;
     kgl_tensor *ffn_w1, *ffn_b1, *ffn_w2, *ffn_b2, *ln2_gamma, *ln2_beta; /* NULL without FFN */
+    kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
+    kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
+    bool ablate[KGL_MAX_HEADS]; /* zero these heads' outputs (a runtime switch for studies) */
 } kgl_model;
 
 /* Sets defaults: d 8, H 2, no FFN, sqrt scale, init scale 1, reciprocal. */
@@ -341,9 +352,10 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
 
 /* The standard whole-layer checks of `kgl gradcheck`: n = 13, d = 8, H = 2,
  * m = 5 relations with reciprocals, seeded random triples; without FFN, with
- * an FFN of width 16, and with the FFN plus head supervision (relation 0 on
- * head 0, relation 1 on head 1). */
-#define KGL_LAYER_CHECKS 3
+ * an FFN of width 16, with the FFN plus head supervision (relation 0 on
+ * head 0, relation 1 on head 1), and with the saturation remedies (qk-norm
+ * and a learned temperature per head). */
+#define KGL_LAYER_CHECKS 4
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 
@@ -570,5 +582,166 @@ bool kgl_st_read(const char *path, kgl_st_file *f, char *err, size_t err_cap);
 void kgl_st_free(kgl_st_file *f);
 const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name); /* NULL if absent */
 const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NULL if absent */
+
+/* ------------------------------------------------------------- training --
+ * Requires the data section (kgl_dataset, kgl_triple). */
+
+/* Filtered ranking metrics (MODEL.md, "Evaluation"). */
+typedef struct kgl_metrics {
+    double mrr, hits1, hits3, hits10;
+    long n; /* ranked examples */
+} kgl_metrics;
+
+typedef struct kgl_eval {
+    int n_relations;
+    kgl_metrics tail, head, both;
+    kgl_metrics *rel_tail, *rel_head; /* per original relation [m] */
+    double *scores;                   /* scratch [n] */
+} kgl_eval;
+
+void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations);
+void kgl_eval_free(kgl_eval *e);
+/* The realistic filtered rank of `target` among scores[0..n): 1 + (number of
+ * unfiltered candidates scoring higher) + (number scoring equal)/2, skipping
+ * the candidates in `known` (sorted) other than the target. A NaN score
+ * counts as higher than the target's; a NaN target ranks last. */
+double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known);
+/* Ranks every triple of tr[0..n) for its tail and its head with the entity
+ * states C (from kgl_model_context). Allocates nothing. */
+void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
+                  kgl_eval *out);
+/* The training tails of every (relation, entity), deduplicated: what spec
+ * and the head reports measure attention against. */
+typedef struct kgl_tails {
+    int n_entities, n_relations;
+    int *offsets; /* [m * n + 1]: tails of (r, i) are tails[offsets[r*n+i] .. offsets[r*n+i+1]) */
+    int *tails;
+} kgl_tails;
+void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n);
+void kgl_tails_free(kgl_tails *tl);
+/* spec[h][r] (MODEL.md, "Diagnostics"): mean over entities i with at least
+ * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
+ * NAN for a relation without tails. */
+void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+
+typedef struct kgl_train_config {
+    int batch;                  /* examples per step (MODEL.md: default 1024) */
+    uint64_t seed;              /* init and shuffle */
+    kgl_optim optim;
+    const int *head_of;         /* head supervision [m], or NULL */
+    double aux_weight;          /* λ */
+} kgl_train_config;
+
+typedef struct kgl_trainer {
+    const kgl_dataset *ds;
+    kgl_model model;
+    kgl_optim optim;
+    kgl_train_config cfg;
+    int *head_of;               /* owned copy, or NULL */
+    kgl_supervision sup;
+    kgl_tape tape;              /* the training step's activations */
+    kgl_tape eval_tape;         /* evaluations between steps */
+    kgl_forward fwd;            /* the last step's forward (valid until the next step) */
+    const kgl_triple *train;    /* the training triples in use */
+    int n_train;
+    kgl_tails tails;            /* their tails per (relation, entity) */
+    int n_examples;             /* forward examples, then their reciprocals */
+    int *ex_head, *ex_rel, *ex_tail;
+    int *order;                 /* this epoch's permutation of the examples */
+    int *b_head, *b_rel, *b_tail; /* the current batch */
+    int cursor;                 /* next position in `order` (0: a new epoch starts) */
+    kgl_rng epoch_rng;          /* shuffle state before this epoch's shuffle */
+    kgl_rng shuffle_rng;        /* shuffle state now */
+    double last_main, last_aux; /* of the last step (aux NAN when none) */
+} kgl_trainer;
+
+/* Prepares training of `model_cfg` (entity and relation counts are taken
+ * from ds) on train[0..n_train), with fresh parameters drawn from the seed.
+ * The triples must outlive the trainer. */
+void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *train, int n_train,
+                      const kgl_config *model_cfg, const kgl_train_config *tc);
+void kgl_trainer_free(kgl_trainer *tr);
+/* One optimiser step on the next batch: kgl_trainer_compute (forward and
+ * backward; the gradients and tr->fwd then describe the parameters before
+ * the update) followed by kgl_trainer_update. Returns the loss of the
+ * forward pass. A non-finite loss leaves the parameters untouched (the
+ * caller stops). */
+double kgl_trainer_step(kgl_trainer *tr);
+double kgl_trainer_compute(kgl_trainer *tr);
+void kgl_trainer_update(kgl_trainer *tr);
+/* Entity states C of the current parameters (on eval_tape, no gradients). */
+kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
+/* Whether every training triple ranks first, tail and head (filtered). */
+bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);
+/* Restores the batch position saved with a checkpoint: the shuffle state
+ * before the current epoch and the cursor into it. */
+void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor);
+
+/* ----------------------------------------------------------- checkpoint --
+ * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
+ * Adam's moments as adam.m.<name> / adam.v.<name>, and string metadata:
+ * format, d_model, n_heads, ffn, scale, init_scale, reciprocal, step, seed,
+ * entities, relations; plus what an exact resume needs (optimizer, lr,
+ * weight_decay, momentum, batch, aux_weight, supervise_heads, shuffle_state,
+ * batch_cursor). Requires the data and safetensors sections. */
+typedef struct kgl_train_state {
+    long step;                 /* updates already applied */
+    uint64_t seed;
+    kgl_optim optim;           /* kind, lr, betas, eps, weight decay, momentum (step = `step`) */
+    int batch;
+    double aux_weight;
+    char supervise[512];       /* "advises=0,authored=1" or "" */
+    kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
+    int cursor;                /* and the position inside it */
+} kgl_train_state;
+
+/* Writes atomically (temporary file, fsync, rename). */
+bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
+                         char *err, size_t err_cap);
+
+typedef struct kgl_checkpoint {
+    kgl_config cfg;
+    kgl_train_state st;
+    bool has_adam;             /* adam.m.* and adam.v.* present */
+    void *file;                /* the opened safetensors file (private) */
+} kgl_checkpoint;
+
+/* Reads and validates a checkpoint against the loaded triples (entities and
+ * relations must match in name and order); says exactly what is wrong. */
+bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t err_cap);
+/* Copies parameters (and Adam moments when present) into a model created
+ * with ck->cfg. */
+void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
+void kgl_checkpoint_close(kgl_checkpoint *ck);
+
+/* ---------------------------------------------------------- diagnostics --
+ * What the saturation and specialisation studies measure (MODEL.md,
+ * "Diagnostics"), per head, at one training step. */
+typedef struct kgl_head_diag {
+    double max_prob_mean, max_prob_min; /* of max_j A_h[i, j] over the rows i */
+    double entropy;                     /* mean of −Σ_j A log A */
+    double max_abs_logit;               /* max |S_h[i, j]| */
+    double jac_fro;                     /* mean ‖diag(a) − a aᵀ‖_F */
+    double grad_logits;                 /* ‖∂L/∂S_h‖_F */
+    double grad_wq, grad_wk;            /* ‖∂L/∂W‖_F over the head's columns */
+    double wq_move, wk_move;            /* ‖W − W₀‖_F / ‖W₀‖_F over the head's columns */
+    double attn_tv;                     /* mean over rows of ½ Σ_j |A − A₀| */
+} kgl_head_diag;
+
+typedef struct kgl_diag {
+    int heads, n, d, m;
+    double *attn0;                 /* [H n n] attention at the reference point */
+    double *wq0, *wk0;             /* [d d] */
+    kgl_head_diag head[KGL_MAX_HEADS];
+    double *spec;                  /* [H m] */
+} kgl_diag;
+
+/* Takes the trainer's current parameters as step 0 (W₀, A₀). */
+void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
+/* Measures after kgl_trainer_compute and before kgl_trainer_update: the
+ * attention and gradients of that forward pass, at the parameters it used.
+ * Reads only: the trajectory is the same with or without it. */
+void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
+void kgl_diag_free(kgl_diag *dg);
 
 #endif

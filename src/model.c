@@ -73,16 +73,24 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
     m->wk = kgl_params_add(ps, "attn.wk", d, d);
     m->wv = kgl_params_add(ps, "attn.wv", d, d);
     m->wo = kgl_params_add(ps, "attn.wo", d, d);
-    m->ln1_gamma = kgl_params_add(ps, "ln1.gamma", 1, d);
-    m->ln1_beta = kgl_params_add(ps, "ln1.beta", 1, d);
+    m->ln1_gamma = kgl_params_add_vector(ps, "ln1.gamma", d);
+    m->ln1_beta = kgl_params_add_vector(ps, "ln1.beta", d);
     if (f > 0) {
         m->ffn_w1 = kgl_params_add(ps, "ffn.w1", d, f);
-        m->ffn_b1 = kgl_params_add(ps, "ffn.b1", 1, f);
+        m->ffn_b1 = kgl_params_add_vector(ps, "ffn.b1", f);
         m->ffn_w2 = kgl_params_add(ps, "ffn.w2", f, d);
-        m->ffn_b2 = kgl_params_add(ps, "ffn.b2", 1, d);
-        m->ln2_gamma = kgl_params_add(ps, "ln2.gamma", 1, d);
-        m->ln2_beta = kgl_params_add(ps, "ln2.beta", 1, d);
+        m->ffn_b2 = kgl_params_add_vector(ps, "ffn.b2", d);
+        m->ln2_gamma = kgl_params_add_vector(ps, "ln2.gamma", d);
+        m->ln2_beta = kgl_params_add_vector(ps, "ln2.beta", d);
     }
+    int dk = d / cfg->heads;
+    if (cfg->qk_norm) {
+        m->qn_gamma = kgl_params_add_vector(ps, "attn.q_norm.gamma", dk);
+        m->qn_beta = kgl_params_add_vector(ps, "attn.q_norm.beta", dk);
+        m->kn_gamma = kgl_params_add_vector(ps, "attn.k_norm.gamma", dk);
+        m->kn_beta = kgl_params_add_vector(ps, "attn.k_norm.beta", dk);
+    }
+    if (cfg->learn_temperature) m->log_temperature = kgl_params_add_vector(ps, "attn.log_temperature", cfg->heads);
     kgl_params_alloc(ps);
 }
 
@@ -116,6 +124,13 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
         fill_const(m->ln2_gamma, 1.0);
         fill_const(m->ln2_beta, 0.0);
     }
+    if (c->qk_norm) {
+        fill_const(m->qn_gamma, 1.0);
+        fill_const(m->qn_beta, 0.0);
+        fill_const(m->kn_gamma, 1.0);
+        fill_const(m->kn_beta, 0.0);
+    }
+    if (c->learn_temperature) fill_const(m->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
     /* Adam starts from zero moments. */
     memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(double));
 }
@@ -139,12 +154,22 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
         kgl_tensor *Qh = H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q;
         kgl_tensor *Kh = H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K;
         kgl_tensor *Vh = H > 1 ? kgl_slice_cols(t, V, h * dk, dk) : V;
+        if (c->qk_norm) {
+            Qh = kgl_layernorm(t, Qh, m->qn_gamma, m->qn_beta);
+            Kh = kgl_layernorm(t, Kh, m->kn_gamma, m->kn_beta);
+        }
         kgl_tensor *S = kgl_matmul_nt(t, Qh, Kh);
         if (tau != 1.0) S = kgl_scale(t, S, tau);
+        if (c->learn_temperature) S = kgl_scale_exp(t, S, m->log_temperature, h);
         kgl_tensor *A = kgl_softmax_rows(t, S, (kgl_mask){KGL_MASK_NONE, NULL});
         out->logits_attn[h] = S;
         out->attn[h] = A;
         out->head_out[h] = kgl_matmul(t, A, Vh);
+        if (m->ablate[h]) { /* a head switched off: its output is replaced by zeros */
+            kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
+            memset(zero->data, 0, kgl_numel(zero) * sizeof(double));
+            out->head_out[h] = zero;
+        }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
     kgl_tensor *U = kgl_add(t, X, kgl_matmul(t, O, m->wo));
@@ -273,7 +298,8 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
 
 const char *kgl_layer_check_name(int which)
 {
-    static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads"};
+    static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
+                                                         "qk-norm + learned temperature"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -284,12 +310,17 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_config_defaults(&cfg);
     cfg.n_entities = N;
     cfg.n_relations = M;
-    cfg.ffn = which >= 1 ? 16 : 0;
+    cfg.ffn = which == 1 || which == 2 ? 16 : 0;
+    cfg.qk_norm = cfg.learn_temperature = which == 3;
     kgl_model m;
     kgl_model_create(&m, &cfg);
     kgl_rng rng;
     kgl_rng_seed(&rng, seed);
     kgl_model_init(&m, &rng);
+    if (which == 3) /* away from the init values, so every path carries gradient */
+        for (int k = 0; k < m.params.n; k++)
+            if (m.params.p[k].vector)
+                for (int i = 0; i < m.params.p[k].t.cols; i++) m.params.p[k].t.data[i] += 0.3 * kgl_rng_normal(&rng);
     /* T seeded triples and their reciprocals, as kgl train builds a batch */
     int head[2 * T], rel[2 * T], tail[2 * T];
     for (int e = 0; e < T; e++) {

@@ -948,6 +948,61 @@ static const kgl_op op_trilinear = {"trilinear",
                                     {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
+ * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
+ * k = node->i0 (a learned temperature per attention head).
+ *   dX = e^{s_k} G;   ∂Y/∂s_k = e^{s_k} X = Y  ⇒  ds_k = Σ_ij G_ij Y_ij.
+ * ======================================================================== */
+static const kgl_op op_scale_exp;
+
+static void scale_exp_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *s = nd->in[1], *Y = nd->out;
+    size_t n = kgl_numel(X);
+    double factor = exp(s->data[nd->i0]), ds = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (X->grad) X->grad[i] += factor * Y->grad[i];
+        ds += Y->grad[i] * Y->data[i];
+    }
+    if (s->grad) s->grad[nd->i0] += ds;
+}
+
+kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *X, kgl_tensor *s, int k)
+{
+    if (s->rows != 1 || k < 0 || k >= s->cols) kgl_die("scale_exp: index %d outside a %dx%d scale", k, s->rows, s->cols);
+    kgl_tensor *in[2] = {X, s};
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 2, in);
+    double factor = exp(s->data[k]);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = factor * X->data[i];
+    kgl_node *nd = kgl_record(t, &op_scale_exp, Y, 2, in);
+    if (nd) nd->i0 = k;
+    return Y;
+}
+
+static kgl_tensor *scale_exp_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_scale_exp(t, c->inputs[0], c->inputs[1], c->i0);
+}
+
+static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int spec[][3] = {{3, 4, 2}, {5, 5, 1}, {2, 3, 3}}; /* rows, cols, K */
+    const int *sp = spec[which];
+    c->inputs[0] = check_input(keep, rng, sp[0], sp[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, 1, sp[2], 0.5, 0);
+    c->n_inputs = 2;
+    c->i0 = sp[2] - 1;
+    c->run = scale_exp_run;
+    snprintf(c->label, sizeof c->label, "e^s[%d]·%dx%d", c->i0, sp[0], sp[1]);
+}
+
+/* The scale vector's entries other than k have zero gradient exactly; the
+ * case with K = 1 makes sure the checked entry is the only one. */
+static const kgl_op op_scale_exp = {"scale_exp",
+                                    scale_exp_backward,
+                                    {3, scale_exp_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
  * ======================================================================== */
 static const kgl_op op_sum, op_mean;
@@ -1032,7 +1087,7 @@ double kgl_softmax_jacobian_fro(const double *p, int n)
 const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
-    &op_cross_entropy, &op_trilinear, &op_sum, &op_mean,
+    &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

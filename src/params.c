@@ -20,6 +20,13 @@ kgl_tensor *kgl_params_add(kgl_params *ps, const char *name, int rows, int cols)
     return &p->t;
 }
 
+kgl_tensor *kgl_params_add_vector(kgl_params *ps, const char *name, int n)
+{
+    kgl_tensor *t = kgl_params_add(ps, name, 1, n);
+    ps->p[ps->n - 1].vector = true;
+    return t;
+}
+
 void kgl_params_alloc(kgl_params *ps)
 {
     size_t total = 0;
@@ -79,28 +86,30 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
     o->step++;
     double t = (double)o->step;
     double bc1 = 1.0 - pow(o->beta1, t), bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
-    double step_size = o->lr / bc1;
-    size_t n = ps->total;
-    double *theta = ps->block, *g = ps->block + n, *m = ps->block + 2 * n, *v = ps->block + 3 * n;
-    if (o->weight_decay != 0) {
-        double keep = 1.0 - o->lr * o->weight_decay;
-        for (size_t i = 0; i < n; i++) theta[i] *= keep;
-    }
-    if (o->kind == KGL_OPT_SGD) {
-        for (size_t i = 0; i < n; i++) {
-            double d = g[i];
-            if (o->momentum != 0) {
-                m[i] = o->momentum * m[i] + g[i]; /* b starts at 0, so b = g at step 1 */
-                d = m[i];
+    double step_size = o->lr / bc1, keep = 1.0 - o->lr * o->weight_decay;
+    for (int k = 0; k < ps->n; k++) {
+        kgl_param *p = &ps->p[k];
+        if (p->frozen) continue;
+        size_t n = kgl_numel(&p->t);
+        double *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
+        if (o->weight_decay != 0)
+            for (size_t i = 0; i < n; i++) theta[i] *= keep;
+        if (o->kind == KGL_OPT_SGD) {
+            for (size_t i = 0; i < n; i++) {
+                double d = g[i];
+                if (o->momentum != 0) {
+                    m[i] = o->momentum * m[i] + g[i]; /* b starts at 0, so b = g at step 1 */
+                    d = m[i];
+                }
+                theta[i] -= o->lr * d;
             }
-            theta[i] -= o->lr * d;
+            continue;
         }
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        m[i] += (1.0 - o->beta1) * (g[i] - m[i]);
-        v[i] = v[i] * o->beta2 + (1.0 - o->beta2) * g[i] * g[i];
-        double denom = sqrt(v[i]) / bc2_sqrt + o->eps;
-        theta[i] -= step_size * (m[i] / denom);
+        for (size_t i = 0; i < n; i++) {
+            m[i] += (1.0 - o->beta1) * (g[i] - m[i]);
+            v[i] = v[i] * o->beta2 + (1.0 - o->beta2) * g[i] * g[i];
+            double denom = sqrt(v[i]) / bc2_sqrt + o->eps;
+            theta[i] -= step_size * (m[i] / denom);
+        }
     }
 }

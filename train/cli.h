@@ -36,5 +36,8 @@ bool cli_double(cli_args *a, double lo, double hi, double *out);
 bool cli_u64(cli_args *a, uint64_t *out);
 
 int cmd_gradcheck(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_grad(int argc, char **argv);
 
 #endif

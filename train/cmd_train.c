@@ -1,0 +1,516 @@
+/* cmd_train.c — `kgl train`: the layer of MODEL.md learns the triples. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static const char help[] =
+    "usage: kgl train [OPTIONS]\n\n"
+    "Trains the layer of MODEL.md on triples (default: the embedded academic world,\n"
+    "data/academic.tsv) and prints filtered ranking metrics per relation, the step\n"
+    "at which the training triples were fit, and the head-specialisation matrix.\n\n"
+    "data\n"
+    "  --train F            training triples (head<TAB>relation<TAB>tail)\n"
+    "  --valid F, --test F  evaluation triples (ids are shared across the files)\n"
+    "  --relations A,B      train and evaluate only these relations\n"
+    "model (MODEL.md)\n"
+    "  --dim D              d_model (default 8)\n"
+    "  --heads H            attention heads; must divide D (default 2)\n"
+    "  --ffn F              FFN width, 0 for none (default 0)\n"
+    "  --scale S            attention logit scale: sqrt (1/sqrt(dk), default), none, or a number\n"
+    "  --init-scale S       attention weights ~ N(0, (S/sqrt(d))^2) (default 1)\n"
+    "  --no-reciprocal      no inverse relations; head prediction scores C[j].R[r].E[t]\n"
+    "training\n"
+    "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
+    "  --lr X               learning rate (default 0.01)\n"
+    "  --batch B            examples per step (default 1024; all of them in file\n"
+    "                       order when they fit, else a seeded shuffle per epoch)\n"
+    "  --weight-decay W     decoupled weight decay: AdamW (default 0)\n"
+    "  --optimizer adam|sgd optimiser (default adam, as torch.optim.Adam)\n"
+    "  --momentum M         SGD momentum (default 0)\n"
+    "  --seed N             initialisation and shuffle seed (default 1)\n"
+    "  --supervise-heads R=H,...  head supervision, e.g. advises=0,authored=1\n"
+    "  --aux-weight L       weight of the supervision loss (default 1)\n"
+    "  --until-fit          stop at the first step after which every training\n"
+    "                       triple ranks first, tail and head\n"
+    "output\n"
+    "  --log F.csv          CSV log, one row per logged step\n"
+    "  --log-every K        log and progress every K steps (default 10)\n"
+    "  --save F             write a checkpoint (safetensors) at the end\n"
+    "  --resume F           continue from a checkpoint (model options come from it;\n"
+    "                       training options default to the checkpoint's)\n"
+    "  --json               print one JSON object instead of tables\n"
+    "  --quiet              no progress lines\n"
+    "exit status: 0 done, 1 training failed (non-finite loss), 2 bad arguments or input\n";
+
+typedef struct train_opts {
+    data_args data;
+    kgl_config cfg;
+    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal;
+    long steps;
+    kgl_optim optim;
+    bool set_lr, set_wd, set_optimizer, set_momentum, set_batch, set_seed, set_aux;
+    long batch;
+    uint64_t seed;
+    const char *supervise;
+    double aux_weight;
+    bool until_fit, json, quiet;
+    const char *log_path, *save_path, *resume_path;
+    long log_every;
+} train_opts;
+
+static bool parse_scale(cli_args *a, kgl_config *cfg)
+{
+    const char *v = cli_value(a);
+    if (!v) return false;
+    if (strcmp(v, "sqrt") == 0) {
+        cfg->scale = KGL_SCALE_SQRT;
+    } else if (strcmp(v, "none") == 0) {
+        cfg->scale = KGL_SCALE_NONE;
+    } else {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !isfinite(x) || x <= 0) {
+            cli_usage_error(a, "--scale expects sqrt, none or a positive number, got '%s'", v);
+            return false;
+        }
+        cfg->scale = KGL_SCALE_VALUE;
+        cfg->scale_value = x;
+    }
+    return true;
+}
+
+/* Returns -1 to go on, or an exit status. */
+static int parse(int argc, char **argv, train_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    kgl_config_defaults(&o->cfg);
+    kgl_optim_defaults(&o->optim);
+    o->steps = 300;
+    o->batch = 1024;
+    o->seed = 1;
+    o->aux_weight = 1;
+    o->log_every = 10;
+    cli_args a;
+    cli_init(&a, "train", argc, argv);
+    while (cli_next(&a)) {
+        long v;
+        int st;
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (data_option(&a, &o->data, &st)) {
+            if (st) return st;
+        } else if (cli_is(&a, "--dim")) {
+            if (!cli_int(&a, 1, 4096, &v)) return EXIT_USAGE;
+            o->cfg.dim = (int)v, o->set_dim = true;
+        } else if (cli_is(&a, "--heads")) {
+            if (!cli_int(&a, 1, KGL_MAX_HEADS, &v)) return EXIT_USAGE;
+            o->cfg.heads = (int)v, o->set_heads = true;
+        } else if (cli_is(&a, "--ffn")) {
+            if (!cli_int(&a, 0, 65536, &v)) return EXIT_USAGE;
+            o->cfg.ffn = (int)v, o->set_ffn = true;
+        } else if (cli_is(&a, "--scale")) {
+            if (!parse_scale(&a, &o->cfg)) return EXIT_USAGE;
+            o->set_scale = true;
+        } else if (cli_is(&a, "--init-scale")) {
+            if (!cli_double(&a, 0, 1e6, &o->cfg.init_scale)) return EXIT_USAGE;
+            o->set_init_scale = true;
+        } else if (cli_is(&a, "--no-reciprocal")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->cfg.reciprocal = false, o->set_reciprocal = true;
+        } else if (cli_is(&a, "--steps")) {
+            if (!cli_int(&a, 0, 100000000, &o->steps)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--lr")) {
+            if (!cli_double(&a, 0, 1e6, &o->optim.lr)) return EXIT_USAGE;
+            o->set_lr = true;
+        } else if (cli_is(&a, "--batch")) {
+            if (!cli_int(&a, 1, 1L << 30, &o->batch)) return EXIT_USAGE;
+            o->set_batch = true;
+        } else if (cli_is(&a, "--weight-decay")) {
+            if (!cli_double(&a, 0, 1e6, &o->optim.weight_decay)) return EXIT_USAGE;
+            o->set_wd = true;
+        } else if (cli_is(&a, "--optimizer")) {
+            const char *name = cli_value(&a);
+            if (!name) return EXIT_USAGE;
+            if (strcmp(name, "adam") == 0)
+                o->optim.kind = KGL_OPT_ADAM;
+            else if (strcmp(name, "sgd") == 0)
+                o->optim.kind = KGL_OPT_SGD;
+            else
+                return cli_usage_error(&a, "--optimizer expects adam or sgd, got '%s'", name);
+            o->set_optimizer = true;
+        } else if (cli_is(&a, "--momentum")) {
+            if (!cli_double(&a, 0, 1, &o->optim.momentum)) return EXIT_USAGE;
+            o->set_momentum = true;
+        } else if (cli_is(&a, "--seed")) {
+            if (!cli_u64(&a, &o->seed)) return EXIT_USAGE;
+            o->set_seed = true;
+        } else if (cli_is(&a, "--supervise-heads")) {
+            if (!(o->supervise = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--aux-weight")) {
+            if (!cli_double(&a, 0, 1e6, &o->aux_weight)) return EXIT_USAGE;
+            o->set_aux = true;
+        } else if (cli_is(&a, "--until-fit")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->until_fit = true;
+        } else if (cli_is(&a, "--log")) {
+            if (!(o->log_path = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--log-every")) {
+            if (!cli_int(&a, 1, 100000000, &o->log_every)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--save")) {
+            if (!(o->save_path = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--resume")) {
+            if (!(o->resume_path = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--json")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->json = true;
+        } else if (cli_is(&a, "--quiet")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->quiet = true;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (o->optim.momentum != 0 && o->optim.kind != KGL_OPT_SGD) {
+        fprintf(stderr, "kgl train: --momentum applies to --optimizer sgd\n");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* With --resume the model comes from the checkpoint: a model option given on
+   the command line must agree with it; training options not given default
+   to the checkpoint's. */
+static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
+{
+    const kgl_config *c = &ck->cfg;
+    struct {
+        bool set, same;
+        const char *what;
+    } model_opts[] = {
+        {o->set_dim, o->cfg.dim == c->dim, "--dim"},
+        {o->set_heads, o->cfg.heads == c->heads, "--heads"},
+        {o->set_ffn, o->cfg.ffn == c->ffn, "--ffn"},
+        {o->set_scale, o->cfg.scale == c->scale && (c->scale != KGL_SCALE_VALUE || o->cfg.scale_value == c->scale_value),
+         "--scale"},
+        {o->set_init_scale, o->cfg.init_scale == c->init_scale, "--init-scale"},
+        {o->set_reciprocal, o->cfg.reciprocal == c->reciprocal, "--no-reciprocal"},
+    };
+    for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
+        if (model_opts[k].set && !model_opts[k].same) {
+            fprintf(stderr, "kgl train: %s differs from the checkpoint %s, whose model it resumes\n", model_opts[k].what,
+                    o->resume_path);
+            return EXIT_USAGE;
+        }
+    o->cfg = *c;
+    const kgl_train_state *s = &ck->st;
+    if (!o->set_optimizer) o->optim.kind = s->optim.kind;
+    if (!o->set_lr) o->optim.lr = s->optim.lr;
+    if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
+    if (!o->set_momentum) o->optim.momentum = s->optim.momentum;
+    if (!o->set_batch) o->batch = s->batch;
+    if (!o->set_seed) o->seed = s->seed;
+    if (!o->set_aux) o->aux_weight = s->aux_weight;
+    if (!o->supervise && s->supervise[0]) o->supervise = s->supervise;
+    return -1;
+}
+
+typedef struct run_state {
+    train_opts *o;
+    data_view *v;
+    kgl_trainer tr;
+    kgl_eval ev;
+    FILE *log;
+    char log_tmp[4096];
+    double t0;
+    bool tty;
+    double last_progress;
+    long fit_step;
+    bool track_fit;
+    double *spec;
+    kgl_diag diag;
+} run_state;
+
+static double train_hits1(run_state *rs)
+{
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(&rs->tr, &f);
+    kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[0], rs->v->n[0], &rs->ev);
+    return rs->ev.both.hits1;
+}
+
+/* The per-head columns of the log, in this order, each prefixed "h<k>_". */
+static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "entropy", "max_abs_logit",
+                                           "jac_fro",       "grad_logits",  "grad_wq", "grad_wk",
+                                           "wq_move",       "wk_move",      "attn_tv"};
+#define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
+
+/* A CSV field: quoted (with quotes doubled) when it holds , " or a newline. */
+static void csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void log_header(run_state *rs)
+{
+    fprintf(rs->log, "step,loss,main_loss,aux_loss,lr,seconds");
+    const kgl_dataset *ds = &rs->v->ds;
+    for (int h = 0; h < rs->tr.model.cfg.heads; h++) {
+        for (int c = 0; c < N_HEAD_COLUMNS; c++) fprintf(rs->log, ",h%d_%s", h, head_columns[c]);
+        for (int r = 0; r < ds->n_relations; r++) {
+            if (!rs->v->use_relation[r]) continue;
+            char name[600];
+            snprintf(name, sizeof name, "h%d_spec_%s", h, ds->relation_names[r]);
+            fputc(',', rs->log);
+            csv_field(rs->log, name);
+        }
+    }
+    fputc('\n', rs->log);
+}
+
+static void log_number(FILE *f, double v)
+{
+    fputc(',', f);
+    if (!isnan(v)) fprintf(f, "%.17g", v); /* empty: NaN in pandas */
+}
+
+/* One row: the losses of the step's forward pass and the diagnostics
+   measured between its backward and its update. */
+static void log_row(run_state *rs, long step, double loss)
+{
+    fprintf(rs->log, "%ld", step);
+    log_number(rs->log, loss);
+    log_number(rs->log, rs->tr.last_main);
+    log_number(rs->log, rs->tr.last_aux);
+    log_number(rs->log, rs->tr.optim.lr);
+    fprintf(rs->log, ",%.6f", now_seconds() - rs->t0);
+    const kgl_diag *dg = &rs->diag;
+    for (int h = 0; h < dg->heads; h++) {
+        const kgl_head_diag *hd = &dg->head[h];
+        double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
+                                    hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
+                                    hd->wq_move,       hd->wk_move,      hd->attn_tv};
+        for (int c = 0; c < N_HEAD_COLUMNS; c++) log_number(rs->log, v[c]);
+        for (int r = 0; r < dg->m; r++)
+            if (rs->v->use_relation[r]) log_number(rs->log, dg->spec[h * dg->m + r]);
+    }
+    fputc('\n', rs->log);
+}
+
+static void progress(run_state *rs, long step, long last, double loss, bool force)
+{
+    if (rs->o->quiet || rs->o->json) return;
+    double now = now_seconds();
+    if (rs->tty) {
+        if (!force && now - rs->last_progress < 0.1) return;
+        rs->last_progress = now;
+        fprintf(stderr, "\rstep %6ld/%ld  loss %.6f  train H@1 %.3f ", step, last, loss, train_hits1(rs));
+        if (force) fputc('\n', stderr);
+    } else if (force || step % rs->o->log_every == 0) {
+        fprintf(stderr, "step %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", step, last, loss, train_hits1(rs),
+                now - rs->t0);
+    }
+}
+
+static bool open_log(run_state *rs)
+{
+    if (!rs->o->log_path) return true;
+    snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->o->log_path);
+    rs->log = fopen(rs->log_tmp, "w");
+    if (!rs->log) {
+        fprintf(stderr, "kgl train: cannot write the log %s: ", rs->log_tmp);
+        perror(NULL);
+        return false;
+    }
+    kgl_diag_init(&rs->diag, &rs->tr);
+    log_header(rs);
+    return true;
+}
+
+static bool close_log(run_state *rs)
+{
+    if (!rs->log) return true;
+    kgl_diag_free(&rs->diag);
+    bool ok = fclose(rs->log) == 0 && rename(rs->log_tmp, rs->o->log_path) == 0;
+    if (!ok) fprintf(stderr, "kgl train: could not finish the log %s\n", rs->o->log_path);
+    rs->log = NULL;
+    return ok;
+}
+
+static void report(run_state *rs, long steps_done, double final_loss, double seconds)
+{
+    data_view *v = rs->v;
+    kgl_trainer *tr = &rs->tr;
+    const kgl_dataset *ds = &v->ds;
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(tr, &f);
+    kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec);
+    if (rs->o->json) {
+        printf("{\"steps\":%ld,\"final_loss\":", steps_done);
+        kgl_json_number(stdout, final_loss);
+        printf(",\"fit_step\":");
+        if (rs->fit_step >= 0) printf("%ld", rs->fit_step);
+        else printf("null");
+        printf(",\"seconds\":");
+        kgl_json_number(stdout, seconds);
+        printf(",\"metrics\":{");
+    }
+    bool first = true;
+    for (int s = 0; s < 3; s++) {
+        if (!v->present[s]) continue;
+        kgl_evaluate(&tr->model, C, ds, v->split[s], v->n[s], &rs->ev);
+        if (rs->o->json) {
+            if (!first) putchar(',');
+            printf("\"%s\":", v->name[s]);
+            json_metrics(stdout, ds, v->use_relation, &rs->ev);
+        } else {
+            print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &rs->ev);
+        }
+        first = false;
+    }
+    if (rs->o->json) {
+        printf("},\"spec\":");
+        json_spec(stdout, ds, v->use_relation, tr->model.cfg.heads, rs->spec);
+        printf("}\n");
+        return;
+    }
+    if (rs->fit_step >= 0)
+        printf("\nfit: every training triple ranks first (tail and head) after step %ld\n", rs->fit_step);
+    else if (rs->track_fit)
+        printf("\nfit: not every training triple ranks first after %ld steps\n", steps_done);
+    print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec);
+    printf("\n%ld steps in %.2f s, final loss %.6f\n", steps_done, seconds, final_loss);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_opts o;
+    int st = parse(argc, argv, &o);
+    if (st >= 0) return st;
+    run_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.o = &o;
+    rs.fit_step = -1;
+    data_view v;
+    if ((st = data_load("train", &o.data, &v, o.quiet || o.json))) return st;
+    rs.v = &v;
+
+    kgl_checkpoint ck;
+    bool resumed = false;
+    char err[1024];
+    if (o.resume_path) {
+        if (!kgl_checkpoint_open(o.resume_path, &v.ds, &ck, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            data_free(&v);
+            return EXIT_USAGE;
+        }
+        resumed = true;
+        if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;
+    }
+    o.cfg.n_entities = v.ds.n_entities;
+    o.cfg.n_relations = v.ds.n_relations;
+    const char *cfg_err = kgl_config_error(&o.cfg);
+    if (cfg_err) {
+        fprintf(stderr, "kgl train: %s\n", cfg_err);
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
+    int *head_of = NULL;
+    if (o.supervise) {
+        head_of = malloc((size_t)v.ds.n_relations * sizeof(int));
+        if (!parse_supervision("train", o.supervise, &v.ds, o.cfg.heads, head_of)) {
+            free(head_of);
+            st = EXIT_USAGE;
+            goto done_ck;
+        }
+    }
+    kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight};
+    kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
+    free(head_of);
+    if (resumed) {
+        kgl_checkpoint_apply(&ck, &rs.tr.model);
+        rs.tr.optim.step = ck.st.step;
+        kgl_trainer_set_position(&rs.tr, &ck.st.epoch_rng, ck.st.cursor);
+        kgl_checkpoint_close(&ck);
+        resumed = false;
+    }
+    kgl_eval_init(&rs.ev, v.ds.n_entities, v.ds.n_relations);
+    rs.spec = malloc((size_t)o.cfg.heads * (size_t)v.ds.n_relations * sizeof(double));
+    /* Checking the fit costs one evaluation of the training triples; do it
+       every step when that is cheap or asked for, else at logged steps. */
+    double fit_cost = (double)v.n[0] * v.ds.n_entities * o.cfg.dim;
+    rs.track_fit = o.until_fit || fit_cost <= 2e7;
+    rs.tty = isatty(STDERR_FILENO);
+    if (!open_log(&rs)) {
+        st = EXIT_USAGE;
+        goto done;
+    }
+    rs.t0 = now_seconds();
+    long first = rs.tr.optim.step + 1, last = rs.tr.optim.step + o.steps;
+    double loss = NAN;
+    st = 0;
+    for (long step = first; step <= last; step++) {
+        loss = kgl_trainer_compute(&rs.tr);
+        if (!isfinite(loss)) {
+            if (rs.tty && !o.quiet && !o.json) fputc('\n', stderr);
+            fprintf(stderr,
+                    "kgl train: step %ld: the loss is %g; stopping (parameters are those after step %ld). "
+                    "Try a smaller --lr or --init-scale.\n",
+                    step, loss, step - 1);
+            st = 1;
+            break;
+        }
+        bool logged = (step - first + 1) % o.log_every == 0 || step == last;
+        /* with --until-fit the fit step is logged too, so measure every step */
+        if (rs.log && (logged || o.until_fit)) kgl_diag_measure(&rs.diag, &rs.tr);
+        if (rs.log && logged) log_row(&rs, step, loss);
+        kgl_trainer_update(&rs.tr);
+        if ((rs.track_fit || logged) && rs.fit_step < 0 && kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
+        progress(&rs, step, last, loss, step == last);
+        if (o.until_fit && rs.fit_step >= 0) {
+            if (rs.log && !logged) log_row(&rs, step, loss);
+            progress(&rs, step, last, loss, true);
+            break;
+        }
+    }
+    double seconds = now_seconds() - rs.t0;
+    if (!close_log(&rs) && st == 0) st = 1;
+    if (st == 0) report(&rs, rs.tr.optim.step, loss, seconds);
+    if (o.save_path) {
+        kgl_train_state ts = {0};
+        ts.step = rs.tr.optim.step;
+        ts.seed = o.seed;
+        ts.optim = rs.tr.optim;
+        ts.batch = (int)o.batch;
+        ts.aux_weight = o.aux_weight;
+        snprintf(ts.supervise, sizeof ts.supervise, "%s", o.supervise ? o.supervise : "");
+        ts.epoch_rng = rs.tr.epoch_rng;
+        ts.cursor = rs.tr.cursor;
+        if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
+            fprintf(stderr, "kgl train: %s\n", err);
+            st = 1;
+        } else if (!o.quiet && !o.json) {
+            printf("saved %s (step %ld)\n", o.save_path, ts.step);
+        }
+    }
+done:
+    free(rs.spec);
+    kgl_eval_free(&rs.ev);
+    kgl_trainer_free(&rs.tr);
+done_ck:
+    if (resumed) kgl_checkpoint_close(&ck);
+    data_free(&v);
+    return st;
+}

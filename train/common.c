@@ -1,0 +1,275 @@
+/* common.c — data loading, relation filters, supervision and metric output
+ * shared by the subcommands. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool data_option(cli_args *a, data_args *d, int *status)
+{
+    const char **slot = cli_is(a, "--train")       ? &d->train
+                        : cli_is(a, "--valid")     ? &d->valid
+                        : cli_is(a, "--test")      ? &d->test
+                        : cli_is(a, "--relations") ? &d->relations
+                                                   : NULL;
+    if (!slot) return false;
+    *slot = cli_value(a);
+    *status = *slot ? 0 : EXIT_USAGE;
+    return true;
+}
+
+/* Splits "a,b,c" and marks each named relation; false on an unknown name. */
+static bool choose_relations(const char *cmd, const char *list, const kgl_dataset *ds, bool *use)
+{
+    for (int r = 0; r < ds->n_relations; r++) use[r] = list == NULL;
+    if (!list) return true;
+    char *copy = strdup(list);
+    bool ok = true;
+    int chosen = 0;
+    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
+        int r = kgl_dataset_relation_id(ds, tok);
+        if (r < 0) {
+            fprintf(stderr, "kgl %s: --relations: no relation '%s' in the triples (they have:", cmd, tok);
+            for (int k = 0; k < ds->n_relations; k++) fprintf(stderr, " %s", ds->relation_names[k]);
+            fprintf(stderr, ")\n");
+            ok = false;
+        } else {
+            chosen += !use[r];
+            use[r] = true;
+        }
+    }
+    free(copy);
+    if (ok && chosen == 0) {
+        fprintf(stderr, "kgl %s: --relations: the list is empty\n", cmd);
+        ok = false;
+    }
+    return ok;
+}
+
+int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
+{
+    memset(v, 0, sizeof *v);
+    kgl_source src[3];
+    int n_src = 0;
+    const char *paths[3] = {d->train, d->valid, d->test};
+    v->name[0] = "train";
+    v->name[1] = "valid";
+    v->name[2] = "test";
+    for (int s = 0; s < 3; s++) {
+        if (s == 0 && !paths[0]) {
+            src[n_src++] = (kgl_source){"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+            v->present[0] = true;
+        } else if (paths[s]) {
+            src[n_src++] = (kgl_source){paths[s], NULL, 0};
+            v->present[s] = true;
+        }
+    }
+    char err[1024];
+    if (!kgl_dataset_load(&v->ds, src, n_src, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return EXIT_USAGE;
+    }
+    v->use_relation = malloc((size_t)v->ds.n_relations * sizeof(bool));
+    if (!choose_relations(cmd, d->relations, &v->ds, v->use_relation)) {
+        data_free(v);
+        return EXIT_USAGE;
+    }
+    int loaded = 0;
+    for (int s = 0; s < 3; s++) {
+        if (!v->present[s]) continue;
+        const kgl_split *sp = &v->ds.splits[loaded++];
+        v->split[s] = malloc((size_t)(sp->n ? sp->n : 1) * sizeof(kgl_triple));
+        for (int k = 0; k < sp->n; k++)
+            if (v->use_relation[sp->triples[k].rel]) v->split[s][v->n[s]++] = sp->triples[k];
+        if (sp->n_duplicates && !quiet)
+            fprintf(stderr, "%s: %d duplicate triple%s counted once (first at line %d)\n", sp->path, sp->n_duplicates,
+                    sp->n_duplicates == 1 ? "" : "s", sp->first_duplicate_line);
+    }
+    if (v->n[0] == 0) {
+        fprintf(stderr, "kgl %s: no training triples with the chosen relations\n", cmd);
+        data_free(v);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+void data_free(data_view *v)
+{
+    for (int s = 0; s < 3; s++) free(v->split[s]);
+    free(v->use_relation);
+    kgl_dataset_free(&v->ds);
+    memset(v, 0, sizeof *v);
+}
+
+bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of)
+{
+    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
+    char *copy = strdup(spec);
+    bool ok = true;
+    int assigned = 0;
+    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
+        char *eq = strrchr(tok, '=');
+        if (!eq) {
+            fprintf(stderr, "kgl %s: --supervise-heads: '%s' is not RELATION=HEAD\n", cmd, tok);
+            ok = false;
+            break;
+        }
+        *eq = 0;
+        int r = kgl_dataset_relation_id(ds, tok);
+        char *end;
+        long h = strtol(eq + 1, &end, 10);
+        if (r < 0) {
+            fprintf(stderr, "kgl %s: --supervise-heads: no relation '%s' in the triples\n", cmd, tok);
+            ok = false;
+        } else if (end == eq + 1 || *end || h < 0 || h >= heads) {
+            fprintf(stderr, "kgl %s: --supervise-heads: head '%s' for %s must be a number from 0 to %d\n", cmd, eq + 1,
+                    tok, heads - 1);
+            ok = false;
+        } else if (head_of[r] >= 0) {
+            fprintf(stderr, "kgl %s: --supervise-heads: relation '%s' is assigned twice\n", cmd, tok);
+            ok = false;
+        } else {
+            head_of[r] = (int)h;
+            assigned++;
+        }
+    }
+    free(copy);
+    if (ok && !assigned) {
+        fprintf(stderr, "kgl %s: --supervise-heads: the list is empty\n", cmd);
+        ok = false;
+    }
+    return ok;
+}
+
+static void metric_cells(const kgl_metrics *m)
+{
+    printf("  %6.3f  %6.3f  %6.3f  %6.3f", m->mrr, m->hits1, m->hits3, m->hits10);
+}
+
+static int name_width(const kgl_dataset *ds, const bool *use)
+{
+    int w = 8;
+    for (int r = 0; r < ds->n_relations; r++) {
+        int len = (int)strlen(ds->relation_names[r]);
+        if (use[r] && len > w) w = len;
+    }
+    return w > 40 ? 40 : w;
+}
+
+void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
+{
+    int w = name_width(ds, use);
+    printf("\n%s: %d triple%s, filtered ranking (ties: mean of optimistic and pessimistic rank)\n", split, n_triples,
+           n_triples == 1 ? "" : "s");
+    printf("%-*s %6s  %-30s  %-30s\n", w, "", "", "tail prediction (h, r, ?)", "head prediction (?, r, t)");
+    printf("%-*s %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s\n", w, "relation", "n", "MRR", "H@1", "H@3", "H@10", "MRR",
+           "H@1", "H@3", "H@10");
+    for (int r = 0; r < ds->n_relations; r++) {
+        if (!use[r] || e->rel_tail[r].n == 0) continue;
+        printf("%-*.*s %6ld", w, w, ds->relation_names[r], e->rel_tail[r].n);
+        metric_cells(&e->rel_tail[r]);
+        metric_cells(&e->rel_head[r]);
+        printf("\n");
+    }
+    printf("%-*s %6ld", w, "all", e->tail.n);
+    metric_cells(&e->tail);
+    metric_cells(&e->head);
+    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", e->both.n, e->both.mrr,
+           e->both.hits1, e->both.hits3, e->both.hits10);
+}
+
+void json_metric(FILE *f, const kgl_metrics *m)
+{
+    fprintf(f, "{\"mrr\":");
+    kgl_json_number(f, m->mrr);
+    fprintf(f, ",\"hits1\":");
+    kgl_json_number(f, m->hits1);
+    fprintf(f, ",\"hits3\":");
+    kgl_json_number(f, m->hits3);
+    fprintf(f, ",\"hits10\":");
+    kgl_json_number(f, m->hits10);
+    fprintf(f, ",\"n\":%ld}", m->n);
+}
+
+void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
+{
+    fprintf(f, "{\"tail\":");
+    json_metric(f, &e->tail);
+    fprintf(f, ",\"head\":");
+    json_metric(f, &e->head);
+    fprintf(f, ",\"both\":");
+    json_metric(f, &e->both);
+    fprintf(f, ",\"per_relation\":{");
+    bool first = true;
+    for (int r = 0; r < ds->n_relations; r++) {
+        if (!use[r] || e->rel_tail[r].n == 0) continue;
+        if (!first) fputc(',', f);
+        first = false;
+        kgl_json_string(f, ds->relation_names[r]);
+        fprintf(f, ":{\"tail\":");
+        json_metric(f, &e->rel_tail[r]);
+        fprintf(f, ",\"head\":");
+        json_metric(f, &e->rel_head[r]);
+        fputc('}', f);
+    }
+    fprintf(f, "}}");
+}
+
+void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec)
+{
+    int m = ds->n_relations;
+    printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n%-6s", "head");
+    for (int r = 0; r < m; r++)
+        if (use[r]) printf(" %*s", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
+                           ds->relation_names[r]);
+    printf("\n");
+    for (int h = 0; h < heads; h++) {
+        printf("%-6d", h);
+        for (int r = 0; r < m; r++)
+            if (use[r])
+                printf(" %*.3f", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
+                       spec[h * m + r]);
+        printf("\n");
+    }
+}
+
+void json_spec(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const double *spec)
+{
+    int m = ds->n_relations;
+    fputc('{', f);
+    bool first = true;
+    for (int r = 0; r < m; r++) {
+        if (!use[r]) continue;
+        if (!first) fputc(',', f);
+        first = false;
+        kgl_json_string(f, ds->relation_names[r]);
+        fputc(':', f);
+        fputc('[', f);
+        for (int h = 0; h < heads; h++) {
+            if (h) fputc(',', f);
+            kgl_json_number(f, spec[h * m + r]);
+        }
+        fputc(']', f);
+    }
+    fputc('}', f);
+}
+
+int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
+{
+    char err[1024];
+    if (!kgl_checkpoint_open(path, &v->ds, ck, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return EXIT_USAGE;
+    }
+    kgl_model_create(m, &ck->cfg);
+    kgl_checkpoint_apply(ck, m);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* common.h — what train, eval, grad and heads share: loading the triples,
+ * choosing relations, parsing head supervision, printing metrics. */
+#ifndef KGL_COMMON_H
+#define KGL_COMMON_H
+
+#include "cli.h"
+#include "kgl.h"
+
+/* The files a command reads; train == NULL means the embedded academic world. */
+typedef struct data_args {
+    const char *train, *valid, *test;
+    const char *relations; /* --relations a,b (NULL: all) */
+} data_args;
+
+/* Triples in use after --relations: one array per split (train, valid, test). */
+typedef struct data_view {
+    kgl_dataset ds;
+    bool *use_relation; /* [m] */
+    kgl_triple *split[3];
+    int n[3];
+    bool present[3];
+    const char *name[3]; /* "train", "valid", "test" */
+} data_view;
+
+/* Parses a data option (--train/--valid/--test/--relations); true if it was one. */
+bool data_option(cli_args *a, data_args *d, int *status);
+/* Loads and filters. On failure prints the error and returns 2 (input error). */
+int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet);
+void data_free(data_view *v);
+
+/* "advises=0,authored=1" → head_of[m] (-1 elsewhere). Returns false after
+ * printing "kgl CMD: --supervise-heads: ...". */
+bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of);
+
+/* Prints the per-relation metrics table of one split. */
+void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use_relation,
+                         const kgl_eval *e);
+/* JSON: {"tail":{...},"head":{...},"both":{...},"per_relation":{...}} */
+void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use_relation, const kgl_eval *e);
+void json_metric(FILE *f, const kgl_metrics *m);
+/* The spec matrix as an aligned table (heads as rows) and as JSON {REL:[…]}. */
+void print_spec_table(const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
+void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
+
+double now_seconds(void);
+
+
+
+/* Opens a checkpoint for the loaded triples and builds its model. Prints the
+ * error and returns 2 on failure; the checkpoint stays open (for its state)
+ * until kgl_checkpoint_close. */
+int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck);
+#endif
