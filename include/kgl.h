@@ -673,8 +673,11 @@ void kgl_trainer_update(kgl_trainer *tr);
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
 /* Whether every training triple ranks first, tail and head (filtered). */
 bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);
-/* Restores the batch position saved with a checkpoint: the shuffle state
- * before the current epoch and the cursor into it. */
+/* The batch position, for a checkpoint: the shuffle state that (re)creates
+ * the current epoch's order, and the cursor into it. At an epoch boundary
+ * (cursor 0) that is the state the next epoch will shuffle with. */
+void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor);
+/* Restores a position from kgl_trainer_get_position. */
 void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor);
 
 /* ----------------------------------------------------------- checkpoint --

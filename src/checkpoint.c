@@ -150,8 +150,8 @@ static bool meta_double(const kgl_st_file *f, const char *key, double lo, double
 }
 
 /* The names list (joined by \n) must be the loaded one, in id order. */
-static bool same_names(const char *joined, char *const *names, int n, const char *what, const char *path, char *err,
-                       size_t cap)
+static bool same_names(const char *joined, char *const *names, int n, const char *what, const char *plural,
+                       const char *path, char *err, size_t cap)
 {
     const char *p = joined;
     int count = 0;
@@ -166,8 +166,8 @@ static bool same_names(const char *joined, char *const *names, int n, const char
         p = nl + 1;
     }
     if (count != n)
-        return fail(err, cap, path, "the checkpoint has %d %ss, the triples have %d (a model is tied to its data)",
-                    count, what, n);
+        return fail(err, cap, path, "the checkpoint has %d %s, the triples have %d (a model is tied to its data)",
+                    count, plural, n);
     return true;
 }
 
@@ -253,9 +253,9 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         }
     }
     if (!(v = need_meta(f, "entities", path, err, cap))) goto bad;
-    if (!same_names(v, ds->entity_names, ds->n_entities, "entity", path, err, cap)) goto bad;
+    if (!same_names(v, ds->entity_names, ds->n_entities, "entity", "entities", path, err, cap)) goto bad;
     if (!(v = need_meta(f, "relations", path, err, cap))) goto bad;
-    if (!same_names(v, ds->relation_names, ds->n_relations, "relation", path, err, cap)) goto bad;
+    if (!same_names(v, ds->relation_names, ds->n_relations, "relation", "relations", path, err, cap)) goto bad;
     c->n_entities = ds->n_entities;
     c->n_relations = ds->n_relations;
     const char *cfg_err = kgl_config_error(c);

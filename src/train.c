@@ -273,6 +273,12 @@ static void shuffle_epoch(kgl_trainer *tr)
     }
 }
 
+void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor)
+{
+    *epoch_rng = tr->cursor == 0 ? tr->shuffle_rng : tr->epoch_rng;
+    *cursor = tr->cursor;
+}
+
 void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor)
 {
     tr->epoch_rng = *epoch_rng;

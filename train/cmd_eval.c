@@ -37,7 +37,7 @@ int cmd_eval(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     data_view v;
-    if ((st = data_load("eval", &d, &v, json))) return st;
+    if ((st = data_load("eval", &d, &v, false))) return st;
     kgl_model m;
     kgl_checkpoint ck;
     if ((st = model_load(ckpt, &v, &m, &ck))) {

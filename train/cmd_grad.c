@@ -52,7 +52,7 @@ int cmd_grad(int argc, char **argv)
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (!out) return cli_usage_error(&a, "--out is required");
     data_view v;
-    if ((st = data_load("grad", &d, &v, json))) return st;
+    if ((st = data_load("grad", &d, &v, false))) return st;
     kgl_model m;
     kgl_checkpoint ck;
     if ((st = model_load(ckpt, &v, &m, &ck))) {

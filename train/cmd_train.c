@@ -404,7 +404,7 @@ int cmd_train(int argc, char **argv)
     rs.o = &o;
     rs.fit_step = -1;
     data_view v;
-    if ((st = data_load("train", &o.data, &v, o.quiet || o.json))) return st;
+    if ((st = data_load("train", &o.data, &v, o.quiet))) return st;
     rs.v = &v;
 
     kgl_checkpoint ck;
@@ -466,9 +466,9 @@ int cmd_train(int argc, char **argv)
         if (!isfinite(loss)) {
             if (rs.tty && !o.quiet && !o.json) fputc('\n', stderr);
             fprintf(stderr,
-                    "kgl train: step %ld: the loss is %g; stopping (parameters are those after step %ld). "
-                    "Try a smaller --lr or --init-scale.\n",
-                    step, loss, step - 1);
+                    "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
+                    "Try a smaller --lr, --init-scale or --scale.\n",
+                    step, isnan(loss) ? "NaN" : "infinite", o.save_path ? " and no checkpoint is written" : "");
             st = 1;
             break;
         }
@@ -488,7 +488,7 @@ int cmd_train(int argc, char **argv)
     double seconds = now_seconds() - rs.t0;
     if (!close_log(&rs) && st == 0) st = 1;
     if (st == 0) report(&rs, rs.tr.optim.step, loss, seconds);
-    if (o.save_path) {
+    if (o.save_path && st == 0) {
         kgl_train_state ts = {0};
         ts.step = rs.tr.optim.step;
         ts.seed = o.seed;
@@ -496,8 +496,7 @@ int cmd_train(int argc, char **argv)
         ts.batch = (int)o.batch;
         ts.aux_weight = o.aux_weight;
         snprintf(ts.supervise, sizeof ts.supervise, "%s", o.supervise ? o.supervise : "");
-        ts.epoch_rng = rs.tr.epoch_rng;
-        ts.cursor = rs.tr.cursor;
+        kgl_trainer_get_position(&rs.tr, &ts.epoch_rng, &ts.cursor);
         if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
             fprintf(stderr, "kgl train: %s\n", err);
             st = 1;
