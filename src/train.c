@@ -73,11 +73,21 @@ static void finish(kgl_metrics *m)
     m->hits10 /= (double)m->n;
 }
 
-/* scores[j] = Σ_c a[c] b[c] E[j, c] */
+/* scores[j] = Σ_c a[c] b[c] E[j, c], each sum over c in order; four
+   candidates at a time (four independent sums: the same bits, faster). */
 static void score_all(const kgl_tensor *E, const double *a, const double *b, double *scores)
 {
-    int n = E->rows, d = E->cols;
-    for (int j = 0; j < n; j++) {
+    int n = E->rows, d = E->cols, j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const double *e0 = E->data + (size_t)j * d, *e1 = e0 + d, *e2 = e1 + d, *e3 = e2 + d;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int c = 0; c < d; c++) {
+            double v = a[c] * b[c];
+            s0 += v * e0[c], s1 += v * e1[c], s2 += v * e2[c], s3 += v * e3[c];
+        }
+        scores[j] = s0, scores[j + 1] = s1, scores[j + 2] = s2, scores[j + 3] = s3;
+    }
+    for (; j < n; j++) {
         const double *e = E->data + (size_t)j * d;
         double s = 0;
         for (int c = 0; c < d; c++) s += a[c] * b[c] * e[c];
