@@ -137,14 +137,22 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
 
 void kgl_model_free(kgl_model *m) { kgl_params_free(&m->params); }
 
-void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
+void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_model_context_reg(m, t, NULL, out); }
+
+/* Training-time regularisers (NULL: none, as at evaluation). Dropout masks
+   are drawn from reg->rng in the order the forward meets them: X, then each
+   head's attention weights, then the attention output, then the FFN output,
+   then (in the loss) the per-example head states. */
+void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     int H = c->heads, dk = c->dim / H;
     double tau = kgl_config_tau(c);
     memset(out, 0, sizeof *out);
+    kgl_rng *rng = reg ? reg->rng : NULL;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
 
-    kgl_tensor *X = m->entity_emb;
+    kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
     kgl_tensor *Q = kgl_matmul(t, X, m->wq);
     kgl_tensor *K = kgl_matmul(t, X, m->wk);
     kgl_tensor *V = kgl_matmul(t, X, m->wv);
@@ -164,7 +172,7 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
         kgl_tensor *A = kgl_softmax_rows(t, S, (kgl_mask){KGL_MASK_NONE, NULL});
         out->logits_attn[h] = S;
         out->attn[h] = A;
-        out->head_out[h] = kgl_matmul(t, A, Vh);
+        out->head_out[h] = kgl_matmul(t, kgl_dropout(t, A, p_attn, rng), Vh);
         if (m->ablate[h]) { /* a head switched off: its output is replaced by zeros */
             kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
             memset(zero->data, 0, kgl_numel(zero) * sizeof(double));
@@ -172,11 +180,12 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
         }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
-    kgl_tensor *U = kgl_add(t, X, kgl_matmul(t, O, m->wo));
+    kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, m->wo), p, rng));
     kgl_tensor *Y = kgl_layernorm(t, U, m->ln1_gamma, m->ln1_beta);
     if (c->ffn > 0) {
         kgl_tensor *Z = kgl_add(t, kgl_matmul(t, Y, m->ffn_w1), m->ffn_b1);
         kgl_tensor *F = kgl_add(t, kgl_matmul(t, kgl_gelu(t, Z), m->ffn_w2), m->ffn_b2);
+        F = kgl_dropout(t, F, p, rng);
         Y = kgl_layernorm(t, kgl_add(t, Y, F), m->ln2_gamma, m->ln2_beta);
     }
     out->context = Y;
@@ -223,9 +232,24 @@ static kgl_tensor *supervision_loss(const kgl_model *m, kgl_tape *t, const kgl_b
 
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup, kgl_forward *out)
 {
-    kgl_model_context(m, t, out);
-    out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
-    out->main_loss = kgl_cross_entropy(t, out->scores, b->tail, 0.0);
+    kgl_model_loss_reg(m, t, b, sup, NULL, out);
+}
+
+void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                        const kgl_regularisers *reg, kgl_forward *out)
+{
+    kgl_model_context_reg(m, t, reg, out);
+    if (reg && reg->rng && reg->hidden_dropout > 0) {
+        /* a mask per example: gather the head states, drop, read out row b */
+        kgl_tensor *Cb = kgl_gather_rows(t, out->context, b->head, b->n);
+        Cb = kgl_dropout(t, Cb, reg->hidden_dropout, reg->rng);
+        int *rows = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
+        for (int k = 0; k < b->n; k++) rows[k] = k;
+        out->scores = kgl_trilinear(t, Cb, m->relation_emb, m->entity_emb, rows, b->rel, b->n);
+    } else {
+        out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
+    }
+    out->main_loss = kgl_cross_entropy(t, out->scores, b->tail, reg ? reg->label_smoothing : 0.0);
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }

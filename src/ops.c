@@ -954,6 +954,73 @@ static const kgl_op op_scale_exp = {"scale_exp",
                                     {3, scale_exp_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
+ * dropout with a given mask: Y = X ⊙ keep / (1 − p)
+ *   (keep ∈ {0, 1} per element in node->mask.keep, α = 1/(1 − p) in alpha)
+ *   dX = α G ⊙ keep.   The mask is an attribute, not a function of X: the
+ *   gradient check fixes it (drawn once in make_case), as training fixes it
+ *   for one step; kgl_dropout draws it from an explicit stream.
+ * ======================================================================== */
+static const kgl_op op_dropout;
+
+static void dropout_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0];
+    size_t n = kgl_numel(X);
+    const unsigned char *keep = nd->mask.keep;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i]) X->grad[i] += nd->alpha * nd->out->grad[i];
+}
+
+kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *keep, double p)
+{
+    if (!(p >= 0 && p < 1)) kgl_die("dropout: rate %g outside [0, 1)", p);
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    double alpha = 1.0 / (1.0 - p);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = keep[i] ? alpha * X->data[i] : 0.0;
+    kgl_node *nd = kgl_record(t, &op_dropout, Y, 1, &X);
+    if (nd) {
+        nd->mask = (kgl_mask){KGL_MASK_KEEP, keep};
+        nd->alpha = alpha;
+    }
+    return Y;
+}
+
+kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *X, double p, kgl_rng *rng)
+{
+    if (p == 0 || !rng) return X;
+    size_t n = kgl_numel(X);
+    unsigned char *keep = kgl_arena_alloc(&t->arena, n ? n : 1);
+    for (size_t i = 0; i < n; i++) keep[i] = kgl_rng_uniform(rng) >= p;
+    return kgl_dropout_mask(t, X, keep, p);
+}
+
+static kgl_tensor *dropout_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_dropout_mask(t, c->inputs[0], c->mask.keep, c->alpha);
+}
+
+static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][2] = {{3, 4}, {1, 6}, {5, 5}};
+    static const double rates[] = {0.5, 0.1, 0.8};
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->n_inputs = 1;
+    c->alpha = rates[which];
+    unsigned char *mask = kgl_arena_alloc(keep, (size_t)(s[0] * s[1]));
+    int kept = 0;
+    for (int i = 0; i < s[0] * s[1]; i++) kept += mask[i] = kgl_rng_uniform(rng) >= rates[which];
+    if (!kept) mask[0] = 1; /* at least one element carries gradient */
+    c->mask = (kgl_mask){KGL_MASK_KEEP, mask};
+    c->run = dropout_run;
+    snprintf(c->label, sizeof c->label, "%dx%d p=%g", s[0], s[1], rates[which]);
+}
+
+/* Linear in X: the central difference is exact up to round-off (~1e-11). */
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
  * ======================================================================== */
 static const kgl_op op_sum, op_mean;
@@ -1039,6 +1106,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
     &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
+    &op_dropout,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 
