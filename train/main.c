@@ -15,6 +15,7 @@ static const command commands[] = {
     {"eval", cmd_eval, "filtered ranking metrics of a saved model"},
     {"grad", cmd_grad, "full-batch loss and every parameter's gradient at a checkpoint"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+    {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
