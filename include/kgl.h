@@ -377,13 +377,18 @@ void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, con
  * result per parameter (at most KGL_MAX_PARAMS) and returns how many. */
 int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
                         kgl_check_result *res);
+/* The same with regularisers: the dropout masks are those reg->rng draws
+ * from its state at the call, replayed for every evaluation (fixed masks). */
+int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup,
+                            const kgl_regularisers *reg, double rel_tol, kgl_check_result *res);
 
 /* The standard whole-layer checks of `kgl gradcheck`: n = 13, d = 8, H = 2,
  * m = 5 relations with reciprocals, seeded random triples; without FFN, with
  * an FFN of width 16, with the FFN plus head supervision (relation 0 on
- * head 0, relation 1 on head 1), and with the saturation remedies (qk-norm
- * and a learned temperature per head). */
-#define KGL_LAYER_CHECKS 4
+ * head 0, relation 1 on head 1), with the saturation remedies (qk-norm
+ * and a learned temperature per head), and with the FFN, every dropout and
+ * label smoothing (masks drawn once from a seeded stream, then fixed). */
+#define KGL_LAYER_CHECKS 5
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 

@@ -261,7 +261,20 @@ typedef struct model_eval_ctx {
     kgl_tape *tape;
     const kgl_batch *b;
     const kgl_supervision *sup;
+    const kgl_regularisers *reg; /* with dropout: every evaluation replays the same masks */
+    kgl_rng rng0;
 } model_eval_ctx;
+
+static void model_loss_fixed_masks(model_eval_ctx *ctx, kgl_forward *f)
+{
+    kgl_regularisers reg;
+    kgl_rng rng = ctx->rng0;
+    if (ctx->reg) {
+        reg = *ctx->reg;
+        reg.rng = &rng;
+    }
+    kgl_model_loss_reg(ctx->m, ctx->tape, ctx->b, ctx->sup, ctx->reg ? &reg : NULL, f);
+}
 
 static double model_eval(void *vctx)
 {
@@ -269,18 +282,26 @@ static double model_eval(void *vctx)
     kgl_tape_reset(ctx->tape);
     ctx->tape->recording = false;
     kgl_forward f;
-    kgl_model_loss(ctx->m, ctx->tape, ctx->b, ctx->sup, &f);
+    model_loss_fixed_masks(ctx, &f);
     return f.loss->data[0];
 }
 
 int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
                         kgl_check_result *res)
 {
+    return kgl_gradcheck_model_reg(m, b, sup, NULL, rel_tol, res);
+}
+
+int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup,
+                            const kgl_regularisers *reg, double rel_tol, kgl_check_result *res)
+{
     kgl_tape tape;
     kgl_tape_init(&tape);
     kgl_params_zero_grad(&m->params);
     kgl_forward f;
-    kgl_model_loss(m, &tape, b, sup, &f);
+    model_eval_ctx ctx = {m, &tape, b, sup, reg, {{0}}};
+    if (reg && reg->rng) ctx.rng0 = *reg->rng;
+    model_loss_fixed_masks(&ctx, &f);
     kgl_backward(&tape, f.loss);
 
     /* the analytic gradients are overwritten by nothing below (evaluations do
@@ -290,7 +311,6 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
     double *analytic = kgl_arena_alloc(&keep, total * sizeof(double));
     memcpy(analytic, m->params.block + total, total * sizeof(double));
 
-    model_eval_ctx ctx = {m, &tape, b, sup};
     size_t off = 0;
     for (int i = 0; i < m->params.n; i++) {
         kgl_param *p = &m->params.p[i];
@@ -323,7 +343,8 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
 const char *kgl_layer_check_name(int which)
 {
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
-                                                         "qk-norm + learned temperature"};
+                                                         "qk-norm + learned temperature",
+                                                         "FFN 16 + dropout + smooth"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -334,7 +355,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_config_defaults(&cfg);
     cfg.n_entities = N;
     cfg.n_relations = M;
-    cfg.ffn = which == 1 || which == 2 ? 16 : 0;
+    cfg.ffn = which == 1 || which == 2 || which == 4 ? 16 : 0;
     cfg.qk_norm = cfg.learn_temperature = which == 3;
     kgl_model m;
     kgl_model_create(&m, &cfg);
@@ -360,7 +381,12 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_supervision sup = {head_of, 1.0};
     /* The loss is a composition of ~30 smooth ops with O(1) values; the
        finite-difference error stays ~1e-9 relative, so 1e-6 has headroom. */
-    int n = kgl_gradcheck_model(&m, &b, which == 2 ? &sup : NULL, 1e-6, res);
+    /* which 4: every dropout of the model and label smoothing, the masks
+       drawn from a fixed stream state, replayed for every evaluation */
+    kgl_rng drop_rng;
+    kgl_rng_seed(&drop_rng, seed + 4);
+    kgl_regularisers reg = {0.2, 0.1, 0.3, 0.1, &drop_rng};
+    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;
 }

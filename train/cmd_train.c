@@ -40,7 +40,8 @@ static const char help[] =
     "  --attn-dropout P     dropout on the attention weights\n"
     "  --hidden-dropout P   dropout on each example's head state in the readout\n"
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
-    "  --lr-schedule S      constant (default), cosine or linear decay over --steps\n"
+    "  --lr-schedule S      constant (default), cosine or linear decay\n"
+    "  --decay-steps T      the decay ends at step T (default: --steps)\n"
     "  --warmup W           linear learning-rate warmup over the first W steps\n"
     "  --lr-floor F         the decay ends at F * lr (default 0)\n"
     "model selection\n"
@@ -76,7 +77,7 @@ typedef struct train_opts {
     kgl_regularisers reg;
     bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing;
     kgl_schedule sched;
-    bool set_schedule, set_warmup, set_floor;
+    bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
 } train_opts;
 
@@ -192,6 +193,9 @@ static int parse(int argc, char **argv, train_opts *o)
             else if (strcmp(name, "linear") == 0) o->sched.kind = KGL_SCHED_LINEAR;
             else return cli_usage_error(&a, "--lr-schedule expects constant, cosine or linear, got '%s'", name);
             o->set_schedule = true;
+        } else if (cli_is(&a, "--decay-steps")) {
+            if (!cli_int(&a, 1, 100000000, &o->sched.total)) return EXIT_USAGE;
+            o->set_decay = true;
         } else if (cli_is(&a, "--warmup")) {
             if (!cli_int(&a, 0, 100000000, &o->sched.warmup)) return EXIT_USAGE;
             o->set_warmup = true;
@@ -276,7 +280,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
-    if (!o->set_schedule) o->sched.kind = s->sched.kind, o->sched.total = s->sched.total;
+    if (!o->set_schedule) o->sched.kind = s->sched.kind;
+    if (!o->set_decay) o->sched.total = s->sched.total;
     if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
     if (!o->set_floor) o->sched.floor = s->sched.floor;
     if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
