@@ -358,14 +358,15 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
  * embeddings X = drop(E) (Q, K, V and the residual read X; the readout's
  * candidates are E itself), each head's attention weights, the attention
  * output before the residual U = X + drop(O Wo) (and the FFN output before
- * its residual), and in the loss each example's head state C[i], then its
- * relation embedding R[r] (a mask per example). Label smoothing is the cross entropy's ε. With rng NULL no
+ * its residual), and in the loss each example's head state C[i] (a mask per
+ * example). Label smoothing is the cross entropy's ε. With rng NULL no
  * dropout happens (evaluation). */
 typedef struct kgl_regularisers {
     double dropout;         /* --dropout: input embeddings, before each residual */
     double attn_dropout;    /* --attn-dropout: attention weights */
-    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout */
-    double relation_dropout; /* --relation-dropout: the relation embedding of each example */
+    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout
+                               (a mask on R[r] instead would be the same: the readout
+                               multiplies C[i], R[r] and E[j] feature by feature) */
     double label_smoothing; /* --label-smoothing: ε */
     kgl_rng *rng;
 } kgl_regularisers;
@@ -784,7 +785,7 @@ typedef struct kgl_train_state {
     kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
     int cursor;                /* and the position inside it */
     /* regularisers and schedule (metadata dropout, attn_dropout,
-       hidden_dropout, relation_dropout, label_smoothing, dropout_state, lr_schedule,
+       hidden_dropout, label_smoothing, dropout_state, lr_schedule,
        lr_warmup, lr_total, lr_floor; absent means none) */
     kgl_regularisers reg;      /* rates only */
     kgl_rng dropout_rng;

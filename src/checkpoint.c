@@ -84,12 +84,11 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(shuffle, sizeof shuffle, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64, st->epoch_rng.s[0],
              st->epoch_rng.s[1], st->epoch_rng.s[2], st->epoch_rng.s[3]);
     snprintf(cursor, sizeof cursor, "%d", st->cursor);
-    char drop[64], attn_drop[64], hidden_drop[64], rel_drop[64], smooth[64], drop_state[96], warmup[32], total[32], floor_[64],
+    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], drop_state[96], warmup[32], total[32], floor_[64],
         base_lr[64];
     snprintf(drop, sizeof drop, "%.17g", st->reg.dropout);
     snprintf(attn_drop, sizeof attn_drop, "%.17g", st->reg.attn_dropout);
     snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
-    snprintf(rel_drop, sizeof rel_drop, "%.17g", st->reg.relation_dropout);
     snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
     snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
@@ -107,8 +106,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
         "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
-        "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "relation_dropout", rel_drop,
-        "label_smoothing", smooth,
+        "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
         "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
     };
@@ -330,7 +328,6 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         } reg[] = {{"dropout", &st->reg.dropout, 0, 0.999999},
                    {"attn_dropout", &st->reg.attn_dropout, 0, 0.999999},
                    {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
-                   {"relation_dropout", &st->reg.relation_dropout, 0, 0.999999},
                    {"label_smoothing", &st->reg.label_smoothing, 0, 1},
                    {"lr_floor", &st->sched.floor, 0, 1},
                    {"base_lr", &st->base_lr, 0, 1e6}};

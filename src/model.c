@@ -239,23 +239,13 @@ void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, con
                         const kgl_regularisers *reg, kgl_forward *out)
 {
     kgl_model_context_reg(m, t, reg, out);
-    bool drop_c = reg && reg->rng && reg->hidden_dropout > 0, drop_r = reg && reg->rng && reg->relation_dropout > 0;
-    if (drop_c || drop_r) {
-        /* a mask per example: gather the head states (relation rows), drop,
-           and read out example b from row b */
+    if (reg && reg->rng && reg->hidden_dropout > 0) {
+        /* a mask per example: gather the head states, drop, read out row b */
+        kgl_tensor *Cb = kgl_gather_rows(t, out->context, b->head, b->n);
+        Cb = kgl_dropout(t, Cb, reg->hidden_dropout, reg->rng);
         int *rows = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
         for (int k = 0; k < b->n; k++) rows[k] = k;
-        kgl_tensor *Cb = out->context, *Rb = m->relation_emb;
-        const int *hi = b->head, *ri = b->rel;
-        if (drop_c) {
-            Cb = kgl_dropout(t, kgl_gather_rows(t, out->context, b->head, b->n), reg->hidden_dropout, reg->rng);
-            hi = rows;
-        }
-        if (drop_r) {
-            Rb = kgl_dropout(t, kgl_gather_rows(t, m->relation_emb, b->rel, b->n), reg->relation_dropout, reg->rng);
-            ri = rows;
-        }
-        out->scores = kgl_trilinear(t, Cb, Rb, m->entity_emb, hi, ri, b->n);
+        out->scores = kgl_trilinear(t, Cb, m->relation_emb, m->entity_emb, rows, b->rel, b->n);
     } else {
         out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
     }
@@ -395,8 +385,8 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
        drawn from a fixed stream state, replayed for every evaluation */
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
-    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .relation_dropout = 0.2,
-                            .label_smoothing = 0.1, .rng = &drop_rng};
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
+                            .rng = &drop_rng};
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;

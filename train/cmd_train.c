@@ -39,7 +39,6 @@ static const char help[] =
     "  --dropout P          dropout on the input embeddings and before each residual\n"
     "  --attn-dropout P     dropout on the attention weights\n"
     "  --hidden-dropout P   dropout on each example's head state in the readout\n"
-    "  --relation-dropout P dropout on each example's relation embedding\n"
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
     "  --lr-schedule S      constant (default), cosine or linear decay\n"
     "  --decay-steps T      the decay ends at step T (default: --steps)\n"
@@ -76,7 +75,7 @@ typedef struct train_opts {
     const char *log_path, *save_path, *resume_path;
     long log_every;
     kgl_regularisers reg;
-    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_relation_dropout, set_smoothing;
+    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing;
     kgl_schedule sched;
     bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
@@ -183,9 +182,6 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--hidden-dropout")) {
             if (!cli_double(&a, 0, 0.99, &o->reg.hidden_dropout)) return EXIT_USAGE;
             o->set_hidden_dropout = true;
-        } else if (cli_is(&a, "--relation-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.relation_dropout)) return EXIT_USAGE;
-            o->set_relation_dropout = true;
         } else if (cli_is(&a, "--label-smoothing")) {
             if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
             o->set_smoothing = true;
@@ -283,7 +279,6 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_dropout) o->reg.dropout = s->reg.dropout;
     if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
-    if (!o->set_relation_dropout) o->reg.relation_dropout = s->reg.relation_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
     if (!o->set_schedule) o->sched.kind = s->sched.kind;
     if (!o->set_decay) o->sched.total = s->sched.total;
