@@ -747,4 +747,84 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
 void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
 void kgl_diag_free(kgl_diag *dg);
 
+/* ------------------------------------------------------------------ svg --
+ * Pictures for people: heatmaps (attention maps, one per head) and line plots
+ * (diagnostics vs step) as self-contained SVG 1.1 files that open in any
+ * browser. No plotting library: src/svg.c writes the XML itself.
+ *
+ * Every function writes the whole picture into memory, then to a temporary
+ * file beside `path` (mode 0644) and renames it over `path`, so a half-written
+ * file never remains. On failure (a bad argument, or the file cannot be
+ * written) it writes "path: why" into err and returns false, leaving nothing.
+ * Output is deterministic: the same input gives the same bytes (coordinates
+ * with at most 2 decimals, values in tooltips with 4 significant digits).
+ * All text is XML-escaped; invalid UTF-8 and control characters in labels
+ * become U+FFFD. Labels longer than about 16 characters are shortened with
+ * "…" on the page; tooltips always carry the full text.
+ *
+ * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
+ * legible in greyscale), interpolated linearly between 9 anchors; line series
+ * use the Okabe–Ito palette, each with its own dash pattern and marker shape
+ * so that the series can also be told apart in greyscale. */
+
+typedef struct kgl_heatmap {
+    const char *title;                 /* panel title (the page title for kgl_svg_heatmap), or NULL */
+    int rows, cols;                    /* at most 1,000,000 cells */
+    const double *values;              /* rows*cols, row-major */
+    const char *const *row_labels;     /* rows names, or NULL for indices 0, 1, ... */
+    const char *const *col_labels;     /* cols names, or NULL for indices */
+    const char *row_axis, *col_axis;   /* axis titles, e.g. "query entity", "key entity", or NULL */
+    /* The colour scale. NaN, or vmin == vmax (so also the 0, 0 of a zeroed
+     * struct), means "from the data": the finite minimum and maximum. Values
+     * outside the scale are drawn in its end colours (the legend counts them). */
+    double vmin, vmax;
+    const unsigned char *outline;      /* rows*cols flags: nonzero cells get a black-and-white box, or NULL */
+    const char *outline_label;         /* legend text for outlined cells, e.g. "true tail (advises)" */
+    const char *value_label;           /* colour-bar title, e.g. "attention weight" */
+    bool annotate;                     /* print each value in its cell (when cells are >= 24 px) */
+} kgl_heatmap;
+
+/* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
+ * columns and shrink to 4 px (about 480 px in all); when they are too small
+ * for every label, every k-th is shown (k = 2, 5, 10, ...) and the axis title
+ * says so. Column labels are rotated 45°. Each cell is a <rect class="cell">
+ * with a <title> tooltip "row → col: value"; a non-finite value is a grey
+ * hatched cell whose tooltip says "not finite". The legend shows the colour
+ * bar with round ticks, and counts outlined, non-finite and clamped cells. */
+bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap);
+/* n_panels heatmaps (each with its own title, labels and shape) in a grid of
+ * n_cols columns, with ONE colour scale and one legend: the scale runs from
+ * the smallest to the largest of the panels' bounds, each panel's bound being
+ * its vmin/vmax when set and its data otherwise. The legend's title is the
+ * first value_label given, its outline text the first outline_label. */
+bool kgl_svg_heatmap_grid(const char *path, const char *title, const kgl_heatmap *panels, int n_panels,
+                          int n_cols, char *err, size_t err_cap);
+
+typedef struct kgl_series {
+    const char *label; /* legend text, or NULL for "series 1", ... */
+    int n;             /* points */
+    const double *x;   /* n values, or NULL for 0, 1, ..., n-1 */
+    const double *y;   /* n values */
+} kgl_series;
+
+typedef struct kgl_lineplot {
+    const char *title, *x_label, *y_label; /* each may be NULL */
+    bool log_y; /* log10 axis with ticks at decades: non-positive values are skipped (counted in a note) */
+    bool log_x;
+    const kgl_series *series;
+    int n_series;
+} kgl_lineplot;
+
+/* Axes with round ticks (1, 2 or 5 times a power of ten; decades on log
+ * axes), grid lines, axis labels, a legend entry per series, and one
+ * <polyline> per run of drawable points of each series, in a distinct colour
+ * AND dash pattern. Points that cannot be drawn (non-finite, or non-positive
+ * on a log axis) break the line, are counted in a note under the plot and in
+ * the series' legend tooltip. A series of at most 60 points also gets a
+ * marker per point with a <title> tooltip "label: (x, y)". */
+bool kgl_svg_lineplot(const char *path, const kgl_lineplot *p, char *err, size_t err_cap);
+/* Several independent line plots on one page, n_cols per row, under `title`. */
+bool kgl_svg_lineplot_grid(const char *path, const char *title, const kgl_lineplot *plots, int n_plots,
+                           int n_cols, char *err, size_t err_cap);
+
 #endif
