@@ -14,6 +14,7 @@ static const command commands[] = {
     {"train", cmd_train, "train the layer on triples (default: the academic world)"},
     {"eval", cmd_eval, "filtered ranking metrics of a saved model"},
     {"grad", cmd_grad, "full-batch loss and every parameter's gradient at a checkpoint"},
+    {"heads", cmd_heads, "what each attention head looks at: specialisation, top-3, ablation, SVG"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
