@@ -36,5 +36,6 @@ bool cli_double(cli_args *a, double lo, double hi, double *out);
 bool cli_u64(cli_args *a, uint64_t *out);
 
 int cmd_gradcheck(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 
 #endif

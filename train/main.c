@@ -12,6 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+    {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
