@@ -209,7 +209,7 @@ static bool sec_variance(const demo_ctx *c)
         return r.pass;
     }
     printf("    %d,%03d pairs q, k ~ N(0, I) per dk (the chapter drew 10,000, for which the band\n"
-           "    [%.2f, %.2f] is only about 2 standard errors wide):\n\n",
+           "    [%.2f, %.2f] is only 1.6 to 2.1 standard errors wide):\n\n",
            KGL_DEMO_VAR_PAIRS / 1000, KGL_DEMO_VAR_PAIRS % 1000, KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI);
     printf("      %5s", "dk");
     rcell("Var(q·k)", 12);
@@ -261,9 +261,9 @@ static bool sec_jacobian(const demo_ctx *c)
         jarr("max_jii", r.max_jii, KGL_DEMO_JAC_SWEEP);
         return r.pass;
     }
-    printf("    logits z = ");
+    printf("    %d seeded N(0, 1) logits (those of kgl gradcheck's Jacobian check):\n      z = ", N);
     vec(r.z, N, "%.4f");
-    printf("  (%d seeded N(0, 1) draws, as in kgl gradcheck)\n    p = softmax(z) = ", N);
+    printf("\n      p = softmax(z) = ");
     vec(r.p, N, "%.4f");
     printf("\n    J = diag(p) − p pᵀ:\n");
     for (int i = 0; i < N; i++) {
@@ -271,10 +271,13 @@ static bool sec_jacobian(const demo_ctx *c)
         for (int j = 0; j < N; j++) printf("%9.5f", r.J[i * N + j]);
         putchar('\n');
     }
-    printf("    max |J − J_fd|, central differences with h = 1e-5:    %.2e  (the chapter: 3.65e-12)\n", r.fd_err);
-    printf("    max |J − hand formulas|, J_ii = p_i(1 − p_i), J_ij = −p_i p_j: %.2e\n", r.hand_err);
-    printf("    max |J e_k − backward of softmax_rows seeded with e_k|: %.2e  (the tape never builds J)\n",
-           r.tape_err);
+    printf("    ");
+    cell("max |J − J_fd|, central differences with h = 1e-5:", 64);
+    printf("%.2e  (the chapter: 3.65e-12)\n    ", r.fd_err);
+    cell("max |J − hand formulas J_ii = p_i(1 − p_i), J_ij = −p_i p_j|:", 64);
+    printf("%.2e\n    ", r.hand_err);
+    cell("max |J e_k − backward through softmax_rows seeded with e_k|:", 64);
+    printf("%.2e  (the tape never builds J)\n", r.tape_err);
     printf("\n    freezing: softmax(c·z) as the logits' scale c grows; J → 0 as p → one-hot:\n\n");
     printf("      %3s  %9s", "c", "max_prob");
     rcell("1 − max_prob", 14);
@@ -334,8 +337,8 @@ static bool sec_lookup(const demo_ctx *c)
     vec(r.V + 4, 4, "%.4f");
     printf(", output at c = 8: ");
     vec(r.out[1], 4, "%.4f");
-    printf("\n    check: |p(slot 2) − e^c/(e^c+3)| = %.0e, %.0e < 1e-12; cos at c = 8 = %.7f > %.2f  %s\n",
-           fabs(r.p2[0] - r.p2_exact[0]), fabs(r.p2[1] - r.p2_exact[1]), r.cos[1], KGL_DEMO_LOOKUP_COS_MIN,
+    printf("\n    check: |p(slot 2) − e^c/(e^c+3)| = %.0e, %.0e < 1e-12; cos at c = 8 = 1 − %.1e > %.2f  %s\n",
+           fabs(r.p2[0] - r.p2_exact[0]), fabs(r.p2[1] - r.p2_exact[1]), fmax(0.0, 1 - r.cos[1]), KGL_DEMO_LOOKUP_COS_MIN,
            verdict(r.pass));
     return r.pass;
 }
@@ -380,9 +383,10 @@ static bool sec_multihead(const demo_ctx *c)
     printf("    %s's top-1 key:", w->entity[r.query]);
     for (int h = 0; h < KGL_DEMO_HEADS; h++)
         printf("%s head %d %s (%.4f)", h ? "," : "", h + 1, w->entity[r.top[h]], r.top_weight[h]);
-    printf("\n    check: shapes as traced %s; rows sum to 1 (%.0e); concat·Wo = Σ_h O_h Wo[rows of h] (%.0e);\n"
+    printf("\n    check: %s; rows sum to 1 (%.0e); concat·Wo = Σ_h O_h Wo[rows of h] (%.0e);\n"
            "           both < 1e-12  %s\n",
-           r.shapes_ok ? "yes" : "NO", r.max_row_sum_err, r.split_err, verdict(r.pass));
+           r.shapes_ok ? "shapes as traced" : "shapes NOT as traced", r.max_row_sum_err, r.split_err,
+           verdict(r.pass));
     return r.pass;
 }
 
@@ -484,10 +488,12 @@ static bool sec_mask(const demo_ctx *c)
     mask_table(&r, 0, "bidirectional");
     putchar('\n');
     mask_table(&r, 1, "causal (a key after the query is masked)");
-    printf("    check: causal weights above the diagonal max %g (exactly 0); rows sum to 1 (%.0e < 1e-12);\n"
-           "           without 1/√4 no row is flatter and %d of 10 are sharper; everyone else's top key is\n"
-           "           'gave', and gave's are the persons and the thing: %s  %s\n",
-           r.above_diag, r.max_row_sum_err, r.sharper_rows, r.roles_ok ? "yes" : "NO", verdict(r.pass));
+    printf("    check: above the diagonal the causal weights are exactly 0 (max %g); rows sum to 1 (%.0e < 1e-12);\n"
+           "           without 1/√4 no row is flatter and %d of 10 are sharper; %s  %s\n",
+           r.above_diag, r.max_row_sum_err, r.sharper_rows,
+           r.roles_ok ? "the others' top key is 'gave',\n           whose top keys are the persons and the thing"
+                      : "the roles are NOT\n           as W_Q sets them",
+           verdict(r.pass));
     return r.pass;
 }
 
@@ -672,7 +678,7 @@ int cmd_demo(int argc, char **argv)
         kgl_types_free(&ty);
         return EXIT_USAGE;
     }
-    static kgl_memo memo; /* large; loaded once per run */
+    kgl_memo memo;
     kgl_source msrc = {memo_path ? memo_path : "data/safety_memo.csv (built in)", memo_path ? NULL : kgl_safety_memo_csv,
                        memo_path ? 0 : kgl_safety_memo_csv_len};
     if (!kgl_memo_load(&memo, &msrc, err, sizeof err)) {
