@@ -446,6 +446,16 @@ TEST(cli_demo_one_section_and_options)
     CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "X (3 x 8)") != NULL && strstr(out, "Cat 0, Dog 1") != NULL);
     CHECK(strstr(out, "over all 3 rows") != NULL);
+    /* without --entity, a world without bob queries its first entity */
+    snprintf(args, sizeof args, "demo attention --types '%s'", tp);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "query ann: ") != NULL);
+    /* one entity: nothing to shuffle, and the section says so without failing */
+    const char one[] = "solo\tThing\n";
+    tp = write_tmp(T, 4, "one.tsv", one, sizeof one - 1);
+    snprintf(args, sizeof args, "demo permutation --types '%s'", tp);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "causal not testable with one row  PASS") != NULL);
 }
 
 TEST(cli_demo_usage_and_input_errors_exit_2)

@@ -26,7 +26,8 @@ static const char help[] =
     "  permutation  without a mask, attention is permutation-equivariant\n"
     "  memo         the self-attention article's worked example (a Korean memo)\n\n"
     "  --seed N       seed of every random draw (default 1); each section seeds its own\n"
-    "  --entity NAME  the query of 'attention' and 'multihead' (default bob)\n"
+    "  --entity NAME  the query of 'attention' and 'multihead' (default bob, or the\n"
+    "                 first entity of a --types file without bob)\n"
     "  --types FILE   entity<TAB>type file of the academic world (default: the copy of\n"
     "                 data/academic.types.tsv built into kgl)\n"
     "  --memo FILE    the memo CSV (default: the built-in copy of data/safety_memo.csv)\n"
@@ -515,6 +516,12 @@ static bool sec_permutation(const demo_ctx *c)
     for (int i = 0; i < r.n; i++) printf("%s%s", i ? " " : "", w->entity[r.perm[i]]);
     printf("\n    max |attn(PX) − P attn(X)|\n");
     printf("      no mask      %.2e   equivariant: the same outputs, shuffled\n", r.free_err);
+    if (r.n == 1) {
+        printf("      causal mask  %.2e   one row: there is no other order\n", r.causal_err);
+        printf("    check: no mask %.0e < 1e-12; causal not testable with one row  %s\n", r.free_err,
+               verdict(r.pass));
+        return r.pass;
+    }
     printf("      causal mask  %.2e   %d of %d rows differ: position now matters\n", r.causal_err,
            r.causal_rows_differ, r.n);
     printf("    check: no mask %.0e < 1e-12; causal %.2g > 1e-9  %s\n", r.free_err, r.causal_err, verdict(r.pass));
@@ -625,7 +632,7 @@ int cmd_demo(int argc, char **argv)
     cli_args a;
     cli_init(&a, "demo", argc, argv);
     demo_ctx c = {.seed = 1};
-    const char *which = NULL, *entity = "bob", *types_path = NULL, *memo_path = NULL;
+    const char *which = NULL, *entity = NULL, *types_path = NULL, *memo_path = NULL;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
@@ -672,7 +679,9 @@ int cmd_demo(int argc, char **argv)
     }
     c.world = &world;
     c.types_name = tsrc.path;
-    c.query = kgl_demo_world_find(&world, entity);
+    /* the default query is bob, or the first entity of a world without him */
+    c.query = kgl_demo_world_find(&world, entity ? entity : "bob");
+    if (c.query < 0 && !entity) c.query = 0;
     if (c.query < 0) {
         cli_usage_error(&a, "--entity '%s' is not an entity of %s", entity, tsrc.path);
         kgl_types_free(&ty);
