@@ -16,6 +16,7 @@ static const command commands[] = {
     {"grad", cmd_grad, "full-batch loss and every parameter's gradient at a checkpoint"},
     {"heads", cmd_heads, "what each attention head looks at: specialisation, top-3, ablation, SVG"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+    {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
