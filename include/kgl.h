@@ -148,7 +148,8 @@ kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 void kgl_softmax_jacobian(const double *p, int n, double *J);
 /* Softmax of one vector (max subtracted first). */
 void kgl_softmax_vec(const double *z, int n, double *p);
-/* ‖J‖_F by the closed form sqrt(Σp² − 2Σp³ + (Σp²)²). */
+/* ‖J‖_F (MODEL.md's closed form sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
+ * does not cancel to 0 near one-hot). */
 double kgl_softmax_jacobian_fro(const double *p, int n);
 
 /* -------------------------------------------------- op registry, checks --

@@ -39,6 +39,22 @@ static int *check_indices(kgl_arena *keep, int n, const int *values)
     "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
     "far below 1e-6"
 
+/* Σ a[k] b[k] with four partial sums (fixed order, so deterministic): one
+ * chain of dependent additions would make every dot product latency-bound. */
+static inline double dot(const double *restrict a, const double *restrict b, int n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int k = 0;
+    for (; k + 4 <= n; k += 4) {
+        s0 += a[k] * b[k];
+        s1 += a[k + 1] * b[k + 1];
+        s2 += a[k + 2] * b[k + 2];
+        s3 += a[k + 3] * b[k + 3];
+    }
+    for (; k < n; k++) s0 += a[k] * b[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
 static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
 {
     if (!ok) kgl_die("%s: incompatible shapes %dx%d and %dx%d", op, a->rows, a->cols, b->rows, b->cols);
@@ -58,11 +74,7 @@ static void matmul_backward(kgl_node *nd)
     const double *G = Y->grad;
     if (A->grad)
         for (int i = 0; i < n; i++)
-            for (int l = 0; l < k; l++) {
-                double s = 0;
-                for (int j = 0; j < p; j++) s += G[i * p + j] * B->data[l * p + j];
-                A->grad[i * k + l] += s;
-            }
+            for (int l = 0; l < k; l++) A->grad[i * k + l] += dot(G + (size_t)i * p, B->data + (size_t)l * p, p);
     if (B->grad)
         for (int i = 0; i < n; i++)
             for (int l = 0; l < k; l++) {
@@ -134,10 +146,7 @@ kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
     for (int i = 0; i < n; i++)
         for (int j = 0; j < p; j++) {
-            const double *a = A->data + (size_t)i * k, *b = B->data + (size_t)j * k;
-            double s = 0;
-            for (int l = 0; l < k; l++) s += a[l] * b[l];
-            Y->data[i * p + j] = s;
+            Y->data[i * p + j] = dot(A->data + (size_t)i * k, B->data + (size_t)j * k, k);
         }
     kgl_record(t, &op_matmul_nt, Y, 2, in);
     return Y;
@@ -1072,14 +1081,27 @@ void kgl_softmax_jacobian(const double *p, int n, double *J)
 
 double kgl_softmax_jacobian_fro(const double *p, int n)
 {
-    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σ p² − 2 Σ p³ + (Σ p²)² */
-    double s2 = 0, s3 = 0;
+    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (MODEL.md), but
+       near one-hot that closed form cancels to 0 while ‖J‖ is still ~1e-9.
+       The same sum, term by term, without the cancellation:
+         ‖J‖² = Σ_i p_i² (1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j²,
+       with 1 − p_max and Σ_{j≠max} p_j² summed from the other entries. */
+    if (n < 1) return 0;
+    int top = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[top]) top = i;
+    double s2 = 0, rest1 = 0, rest2 = 0;
     for (int i = 0; i < n; i++) {
         s2 += p[i] * p[i];
-        s3 += p[i] * p[i] * p[i];
+        if (i != top) rest1 += p[i], rest2 += p[i] * p[i];
     }
-    double f2 = s2 - 2 * s3 + s2 * s2;
-    return sqrt(f2 > 0 ? f2 : 0);
+    double f2 = 0;
+    for (int i = 0; i < n; i++) {
+        double one_minus = i == top ? rest1 : 1.0 - p[i];
+        double others = i == top ? rest2 : s2 - p[i] * p[i];
+        f2 += p[i] * p[i] * (one_minus * one_minus + others);
+    }
+    return sqrt(f2);
 }
 
 /* ---- the registry ---------------------------------------------------------- */
