@@ -272,10 +272,9 @@ bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r)
     }
     kgl_tape_free(&rec);
 
-    /* Freezing: softmax(c z). ‖J‖_F and J_ii are computed without
-       cancellation: 1 − p_i is Σ_{j≠i} p_j, so J_ii = p_i Σ_{j≠i} p_j stays
-       accurate when p_i rounds to 1 (the closed form Σp² − 2Σp³ + (Σp²)²
-       cancels to round-off there). The bound ‖J‖_F ≤ Σ_ij |J_ij| = 2 tr J =
+    /* Freezing: softmax(c z). ‖J‖_F comes from kgl_softmax_jacobian_fro,
+       which avoids the cancellation of the closed form near one-hot; J_ii is
+       p_i Σ_{j≠i} p_j for the same reason (1 − p_i rounds to 0 when p_i ≈ 1). The bound ‖J‖_F ≤ Σ_ij |J_ij| = 2 tr J =
        2 Σ_i p_i (1 − p_i) ≤ 4 (1 − max_prob) ties J → 0 to p → one-hot. */
     bool ok = r->fd_err < KGL_DEMO_JAC_FD_BOUND && r->hand_err < KGL_DEMO_EXACT && r->tape_err < KGL_DEMO_EXACT;
     kgl_tensor *z = tensor(&t, 1, N, r->z);
@@ -283,22 +282,17 @@ bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r)
         double c = r->c[s] = (double)(1 << s);
         const double *p = kgl_softmax_rows(&t, kgl_scale(&t, z, c), no_mask)->data;
         int m = argmax(p, N);
-        double fro2 = 0, jii = 0, rest = 0;
+        double jii = 0, rest = 0;
         for (int i = 0; i < N; i++) {
             double others = 0;
             for (int j = 0; j < N; j++)
-                if (j != i) {
-                    others += p[j];
-                    fro2 += p[i] * p[j] * p[i] * p[j];
-                }
-            double d = p[i] * others;
-            fro2 += d * d;
-            if (d > jii) jii = d;
+                if (j != i) others += p[j];
+            if (p[i] * others > jii) jii = p[i] * others;
             if (i == m) rest = others;
         }
         r->max_prob[s] = p[m];
         r->rest[s] = rest;
-        r->fro[s] = sqrt(fro2);
+        r->fro[s] = kgl_softmax_jacobian_fro(p, N);
         r->max_jii[s] = jii;
         ok = ok && r->fro[s] <= 4 * rest && jii <= 0.25 && (s == 0 || r->max_prob[s] >= r->max_prob[s - 1]);
     }

@@ -40,6 +40,7 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
+int cmd_saturation(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 
 #endif
