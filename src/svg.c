@@ -87,15 +87,17 @@ static const char *N(svgbuf *b, double v)
 /* --------------------------------------------------------------- text -- */
 
 /* The UTF-8 sequence at s if it encodes an XML character: its length (1-4)
- * and code point; 0 for anything else (invalid UTF-8, a control character,
- * U+FFFE, U+FFFF). Reading stops at the first byte that does not fit, so a
- * sequence cut short by the terminating NUL is never read past. */
+ * and code point. Minus its length for a well-formed sequence of a character
+ * XML forbids (a control character, a surrogate, U+FFFE, U+FFFF); 0 for a
+ * byte that starts no valid sequence. Reading stops at the first byte that
+ * does not fit, so a sequence cut short by the terminating NUL is never read
+ * past. */
 static int xml_char(const unsigned char *s, unsigned *cp_out)
 {
     unsigned c = s[0], cp, min;
     int k;
     if (c < 0x80) {
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return 0;
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return -1;
         *cp_out = c;
         return 1;
     } else if ((c & 0xe0) == 0xc0) {
@@ -111,7 +113,8 @@ static int xml_char(const unsigned char *s, unsigned *cp_out)
         if ((s[i] & 0xc0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
+    if (cp < min || cp > 0x10ffff) return 0;
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return -k;
     *cp_out = cp;
     return k;
 }
@@ -139,7 +142,7 @@ static void sb_text_fit(svgbuf *b, const char *s, double max_em)
         for (size_t i = 0; p[i];) {
             unsigned cp = 0xfffd;
             int k = xml_char(p + i, &cp);
-            if (k == 0) k = 1, cp = 0xfffd;
+            if (k <= 0) k = k ? -k : 1, cp = 0xfffd;
             total += char_em(cp);
             i += (size_t)k;
             if (total + ELLIPSIS_EM <= max_em) last_fit = i;
@@ -149,9 +152,9 @@ static void sb_text_fit(svgbuf *b, const char *s, double max_em)
     for (size_t i = 0; p[i] && i < cut;) {
         unsigned cp;
         int k = xml_char(p + i, &cp);
-        if (k == 0) {
+        if (k <= 0) {
             sb_puts(b, "\xef\xbf\xbd"); /* U+FFFD */
-            i++;
+            i += k ? (size_t)-k : 1;
             continue;
         }
         switch (p[i]) {
@@ -178,7 +181,7 @@ static double text_em(const char *s, double max_em)
     for (size_t i = 0; p[i];) {
         unsigned cp = 0xfffd;
         int k = xml_char(p + i, &cp);
-        if (k == 0) k = 1, cp = 0xfffd;
+        if (k <= 0) k = k ? -k : 1, cp = 0xfffd;
         total += char_em(cp);
         i += (size_t)k;
     }
