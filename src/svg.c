@@ -262,6 +262,16 @@ static double nice_step(double raw)
     return m * mag;
 }
 
+/* 1, 2 or 5 times a power of ten, nearest to raw (for data axes: the axis
+ * then wastes less of the plot than with the next step up). */
+static double nice_step_near(double raw)
+{
+    double mag = pow(10, floor(log10(raw)));
+    double f = raw / mag;
+    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    return m * mag;
+}
+
 #define MAX_TICKS 24
 
 typedef struct ticks {
@@ -289,7 +299,8 @@ static void linear_label(char *s, size_t cap, double v, double step, double maxa
     }
 }
 
-/* Round ticks strictly inside [lo, hi], about `target` of them. */
+/* Round ticks inside [lo, hi] (ends included when round), at most about
+ * `target` + 1 of them. */
 static void ticks_inside(ticks *t, double lo, double hi, int target)
 {
     t->n = 0;
@@ -326,10 +337,10 @@ static void axis_linear(double mn, double mx, double *lo, double *hi, ticks *t)
         fmt_value(t->label[1], sizeof t->label[1], mx);
         return;
     }
-    double step = nice_step((mx - mn) / 5);
+    double step = nice_step_near((mx - mn) / 5);
     *lo = floor(mn / step + 1e-9) * step;
     *hi = ceil(mx / step - 1e-9) * step;
-    ticks_inside(t, *lo, *hi, 5);
+    ticks_inside(t, *lo, *hi, (int)floor((*hi - *lo) / step + 0.5)); /* one tick per step */
 }
 
 static const char *const superscript[10] = {"\xe2\x81\xb0", "\xc2\xb9", "\xc2\xb2", "\xc2\xb3", "\xe2\x81\xb4",
