@@ -119,6 +119,16 @@ static int xml_char(const unsigned char *s, unsigned *cp_out)
     return k;
 }
 
+/* Bytes of s to keep so that at most max bytes are kept and no UTF-8
+ * sequence is cut (for "%.*s" into fixed buffers). */
+static int utf8_prefix(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max) return (int)n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--;
+    return (int)max;
+}
+
 /* Estimated advance of one character, in em. */
 static double char_em(unsigned cp)
 {
@@ -537,9 +547,9 @@ static void axis_title_with_every(char *s, size_t cap, const char *title, int ev
     char num[16];
     if (!ord) snprintf(num, sizeof num, "%dth", every), ord = num;
     if (every == 1)
-        snprintf(s, cap, "%s", title);
+        snprintf(s, cap, "%.*s", utf8_prefix(title, cap - 40), title);
     else
-        snprintf(s, cap, "%s (every %s labelled)", title, ord);
+        snprintf(s, cap, "%.*s (every %s labelled)", utf8_prefix(title, cap - 40), title, ord);
 }
 
 static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double ox, double oy, double lo, double hi,
@@ -678,8 +688,10 @@ typedef struct hm_legend {
 static int legend_lines(const hm_legend *L, char lines[4][160])
 {
     int n = 0;
-    if (L->any_outline)
-        snprintf(lines[n++], 160, "%.100s (%ld)", L->outline_label ? L->outline_label : "outlined", L->cnt.outlined);
+    if (L->any_outline) {
+        const char *ol = L->outline_label ? L->outline_label : "outlined";
+        snprintf(lines[n++], 160, "%.*s (%ld)", utf8_prefix(ol, 100), ol, L->cnt.outlined);
+    }
     if (L->cnt.nonfinite) snprintf(lines[n++], 160, "not finite (%ld)", L->cnt.nonfinite);
     if (L->cnt.below) snprintf(lines[n++], 160, "below the scale (%ld)", L->cnt.below);
     if (L->cnt.above) snprintf(lines[n++], 160, "above the scale (%ld)", L->cnt.above);

@@ -877,7 +877,9 @@ TEST(svg_bad_text_in_labels_is_replaced_or_shortened)
     static const char *const rows[3] = {"bad \xc3\x28 utf8", "ctrl\001\037char", "overlong \xc0\xaf"};
     static const char *const cols[2] = {"a_very_long_entity_name_that_goes_on_and_on", "\xef\xbf\xbe"};
     double v[6] = {1, 2, 3, 4, 5, 6};
-    kgl_heatmap h = {.rows = 3, .cols = 2, .values = v, .row_labels = rows, .col_labels = cols};
+    char korean[601] = ""; /* 200 × 김: an axis title longer than any buffer, cut only between characters */
+    for (int i = 0; i < 200; i++) strcat(korean, "\xea\xb9\x80");
+    kgl_heatmap h = {.rows = 3, .cols = 2, .values = v, .row_labels = rows, .col_labels = cols, .row_axis = korean};
     char path[512], err[512];
     tmp_path(T, path, sizeof path, "badtext.svg");
     CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
@@ -885,6 +887,8 @@ TEST(svg_bad_text_in_labels_is_replaced_or_shortened)
     if (!load(T, path, &d)) return;
     CHECK(has_text(&d, "bad \xef\xbf\xbd( utf8") && has_text(&d, "ctrl\xef\xbf\xbd\xef\xbf\xbd\x63har"));
     CHECK(has_text(&d, "overlong \xef\xbf\xbd\xef\xbf\xbd")); /* each byte of an overlong '/' */
+    const char *axis = text_at(&d, nth(&d, "text", "axis-title", ANYWHERE, 0));
+    CHECK(strncmp(axis, korean, 300) == 0 && strstr(axis, "\xef\xbf\xbd") == NULL);
     int cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
     const char *shown = text_at(&d, nth(&d, "text", NULL, cl, 0)); /* shortened on the page ... */
     CHECK(strncmp(shown, "a_very_long_entity", 18) == 0 && strlen(shown) < 40 &&
