@@ -87,15 +87,17 @@ static const char *N(svgbuf *b, double v)
 /* --------------------------------------------------------------- text -- */
 
 /* The UTF-8 sequence at s if it encodes an XML character: its length (1-4)
- * and code point; 0 for anything else (invalid UTF-8, a control character,
- * U+FFFE, U+FFFF). Reading stops at the first byte that does not fit, so a
- * sequence cut short by the terminating NUL is never read past. */
+ * and code point. Minus its length for a well-formed sequence of a character
+ * XML forbids (a control character, a surrogate, U+FFFE, U+FFFF); 0 for a
+ * byte that starts no valid sequence. Reading stops at the first byte that
+ * does not fit, so a sequence cut short by the terminating NUL is never read
+ * past. */
 static int xml_char(const unsigned char *s, unsigned *cp_out)
 {
     unsigned c = s[0], cp, min;
     int k;
     if (c < 0x80) {
-        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return 0;
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return -1;
         *cp_out = c;
         return 1;
     } else if ((c & 0xe0) == 0xc0) {
@@ -111,9 +113,20 @@ static int xml_char(const unsigned char *s, unsigned *cp_out)
         if ((s[i] & 0xc0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return 0;
+    if (cp < min || cp > 0x10ffff) return 0;
+    if ((cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff) return -k;
     *cp_out = cp;
     return k;
+}
+
+/* Bytes of s to keep so that at most max bytes are kept and no UTF-8
+ * sequence is cut (for "%.*s" into fixed buffers). */
+static int utf8_prefix(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n <= max) return (int)n;
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--;
+    return (int)max;
 }
 
 /* Estimated advance of one character, in em. */
@@ -139,7 +152,7 @@ static void sb_text_fit(svgbuf *b, const char *s, double max_em)
         for (size_t i = 0; p[i];) {
             unsigned cp = 0xfffd;
             int k = xml_char(p + i, &cp);
-            if (k == 0) k = 1, cp = 0xfffd;
+            if (k <= 0) k = k ? -k : 1, cp = 0xfffd;
             total += char_em(cp);
             i += (size_t)k;
             if (total + ELLIPSIS_EM <= max_em) last_fit = i;
@@ -149,9 +162,9 @@ static void sb_text_fit(svgbuf *b, const char *s, double max_em)
     for (size_t i = 0; p[i] && i < cut;) {
         unsigned cp;
         int k = xml_char(p + i, &cp);
-        if (k == 0) {
+        if (k <= 0) {
             sb_puts(b, "\xef\xbf\xbd"); /* U+FFFD */
-            i++;
+            i += k ? (size_t)-k : 1;
             continue;
         }
         switch (p[i]) {
@@ -178,7 +191,7 @@ static double text_em(const char *s, double max_em)
     for (size_t i = 0; p[i];) {
         unsigned cp = 0xfffd;
         int k = xml_char(p + i, &cp);
-        if (k == 0) k = 1, cp = 0xfffd;
+        if (k <= 0) k = k ? -k : 1, cp = 0xfffd;
         total += char_em(cp);
         i += (size_t)k;
     }
@@ -259,6 +272,16 @@ static double nice_step(double raw)
     return m * mag;
 }
 
+/* 1, 2 or 5 times a power of ten, nearest to raw (for data axes: the axis
+ * then wastes less of the plot than with the next step up). */
+static double nice_step_near(double raw)
+{
+    double mag = pow(10, floor(log10(raw)));
+    double f = raw / mag;
+    double m = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    return m * mag;
+}
+
 #define MAX_TICKS 24
 
 typedef struct ticks {
@@ -286,7 +309,8 @@ static void linear_label(char *s, size_t cap, double v, double step, double maxa
     }
 }
 
-/* Round ticks strictly inside [lo, hi], about `target` of them. */
+/* Round ticks inside [lo, hi] (ends included when round), at most about
+ * `target` + 1 of them. */
 static void ticks_inside(ticks *t, double lo, double hi, int target)
 {
     t->n = 0;
@@ -323,10 +347,10 @@ static void axis_linear(double mn, double mx, double *lo, double *hi, ticks *t)
         fmt_value(t->label[1], sizeof t->label[1], mx);
         return;
     }
-    double step = nice_step((mx - mn) / 5);
+    double step = nice_step_near((mx - mn) / 5);
     *lo = floor(mn / step + 1e-9) * step;
     *hi = ceil(mx / step - 1e-9) * step;
-    ticks_inside(t, *lo, *hi, 5);
+    ticks_inside(t, *lo, *hi, (int)floor((*hi - *lo) / step + 0.5)); /* one tick per step */
 }
 
 static const char *const superscript[10] = {"\xe2\x81\xb0", "\xc2\xb9", "\xc2\xb2", "\xc2\xb3", "\xe2\x81\xb4",
@@ -523,9 +547,9 @@ static void axis_title_with_every(char *s, size_t cap, const char *title, int ev
     char num[16];
     if (!ord) snprintf(num, sizeof num, "%dth", every), ord = num;
     if (every == 1)
-        snprintf(s, cap, "%s", title);
+        snprintf(s, cap, "%.*s", utf8_prefix(title, cap - 40), title);
     else
-        snprintf(s, cap, "%s (every %s labelled)", title, ord);
+        snprintf(s, cap, "%.*s (every %s labelled)", utf8_prefix(title, cap - 40), title, ord);
 }
 
 static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double ox, double oy, double lo, double hi,
@@ -664,8 +688,10 @@ typedef struct hm_legend {
 static int legend_lines(const hm_legend *L, char lines[4][160])
 {
     int n = 0;
-    if (L->any_outline)
-        snprintf(lines[n++], 160, "%.100s (%ld)", L->outline_label ? L->outline_label : "outlined", L->cnt.outlined);
+    if (L->any_outline) {
+        const char *ol = L->outline_label ? L->outline_label : "outlined";
+        snprintf(lines[n++], 160, "%.*s (%ld)", utf8_prefix(ol, 100), ol, L->cnt.outlined);
+    }
     if (L->cnt.nonfinite) snprintf(lines[n++], 160, "not finite (%ld)", L->cnt.nonfinite);
     if (L->cnt.below) snprintf(lines[n++], 160, "below the scale (%ld)", L->cnt.below);
     if (L->cnt.above) snprintf(lines[n++], 160, "above the scale (%ld)", L->cnt.above);
