@@ -418,7 +418,7 @@ static char *slurp(const char *path, size_t *len)
 /* Reads and parses path; a test check fails when it is not well-formed. */
 static bool load(test_ctx *T, const char *path, xdoc *d)
 {
-    size_t len;
+    size_t len = 0;
     char *s = slurp(path, &len);
     if (!CHECK(s != NULL)) return memset(d, 0, sizeof *d), false;
     bool ok = xml_parse(s, len, d);
@@ -447,7 +447,7 @@ static bool file_exists(const char *path)
 
 static bool same_file_bytes(const char *a, const char *b)
 {
-    size_t na, nb;
+    size_t na = 0, nb = 0;
     char *x = slurp(a, &na), *y = slurp(b, &nb);
     bool same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x);
