@@ -631,6 +631,13 @@ typedef struct kgl_train_config {
     kgl_optim optim;
     const int *head_of;         /* head supervision [m], or NULL */
     double aux_weight;          /* λ */
+    bool freeze_embeddings;     /* entity_emb stays at its initial value (fixed features) */
+    /* Attention as lookup (an extension for the specialisation study): fixed
+     * entity features, Wv = Wo = I (frozen), so a head's output is the
+     * attended entities' own features, and each relation row tied within
+     * each head's columns, so a relation can only choose which heads to read
+     * (projected after every update). Implies freeze_embeddings. */
+    bool lookup;
 } kgl_train_config;
 
 typedef struct kgl_trainer {
@@ -695,6 +702,7 @@ typedef struct kgl_train_state {
     int batch;
     double aux_weight;
     char supervise[512];       /* "advises=0,authored=1" or "" */
+    bool freeze_embeddings, lookup;
     kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
     int cursor;                /* and the position inside it */
 } kgl_train_state;

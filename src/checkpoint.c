@@ -93,6 +93,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
         "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
+        "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -289,6 +290,17 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         st->batch = (int)x;
     }
     if ((v = kgl_st_meta(f, "supervise_heads"))) snprintf(st->supervise, sizeof st->supervise, "%s", v);
+    if ((v = kgl_st_meta(f, "frozen"))) {
+        if (*v && strcmp(v, "entity_emb") != 0) {
+            fail(err, cap, path, "metadata 'frozen' is '%s'; only entity_emb can be frozen", v);
+            goto bad;
+        }
+        st->freeze_embeddings = *v != 0;
+    }
+    if (kgl_st_meta(f, "lookup")) {
+        if (!meta_long(f, "lookup", 0, 1, &x, path, err, cap)) goto bad;
+        st->lookup = x == 1;
+    }
     if ((v = kgl_st_meta(f, "shuffle_state"))) {
         int used = 0;
         if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &st->epoch_rng.s[0], &st->epoch_rng.s[1],

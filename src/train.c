@@ -188,6 +188,27 @@ void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn,
 
 /* ---- the trainer ------------------------------------------------------------- */
 
+/* --lookup: each row of relation_emb constant within every head's block of
+   columns (its block mean), so a relation weighs whole heads. */
+static void tie_relation_blocks(kgl_model *m)
+{
+    int d = m->cfg.dim, dk = d / m->cfg.heads;
+    kgl_tensor *R = m->relation_emb;
+    for (int r = 0; r < R->rows; r++)
+        for (int c0 = 0; c0 < d; c0 += dk) {
+            double *x = R->data + (size_t)r * d + c0, mean = 0;
+            for (int c = 0; c < dk; c++) mean += x[c];
+            mean /= dk;
+            for (int c = 0; c < dk; c++) x[c] = mean;
+        }
+}
+
+static void set_identity(kgl_tensor *w)
+{
+    memset(w->data, 0, kgl_numel(w) * sizeof(double));
+    for (int i = 0; i < w->rows; i++) w->data[(size_t)i * w->cols + i] = 1.0;
+}
+
 /* The shuffle stream is separate from the init stream, so changing --batch
    never changes the initial parameters. */
 #define SHUFFLE_STREAM 0x53485546464c45ULL /* "SHUFFLE" */
@@ -206,6 +227,14 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_rng rng;
     kgl_rng_seed(&rng, tc->seed);
     kgl_model_init(&tr->model, &rng);
+    if (tc->freeze_embeddings || tc->lookup) kgl_params_find(&tr->model.params, "entity_emb")->frozen = true;
+    if (tc->lookup) {
+        set_identity(tr->model.wv);
+        set_identity(tr->model.wo);
+        kgl_params_find(&tr->model.params, "attn.wv")->frozen = true;
+        kgl_params_find(&tr->model.params, "attn.wo")->frozen = true;
+        tie_relation_blocks(&tr->model);
+    }
     kgl_rng_seed(&tr->shuffle_rng, tc->seed ^ SHUFFLE_STREAM);
     tr->epoch_rng = tr->shuffle_rng;
 
@@ -325,7 +354,11 @@ double kgl_trainer_compute(kgl_trainer *tr)
     return loss;
 }
 
-void kgl_trainer_update(kgl_trainer *tr) { kgl_optim_step(&tr->optim, &tr->model.params); }
+void kgl_trainer_update(kgl_trainer *tr)
+{
+    kgl_optim_step(&tr->optim, &tr->model.params);
+    if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
+}
 
 double kgl_trainer_step(kgl_trainer *tr)
 {

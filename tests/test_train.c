@@ -467,7 +467,7 @@ TEST(no_allocation_inside_a_training_step)
     kgl_config cfg;
     kgl_config_defaults(&cfg);
     cfg.ffn = 8;
-    kgl_train_config tc = {10, 3, {0}, NULL, 1};
+    kgl_train_config tc = {10, 3, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);

@@ -146,7 +146,7 @@ static void run_one(sat_study *st, sat_run *run)
     int head_of[256];
     for (int r = 0; r < v->ds.n_relations && r < 256; r++) head_of[r] = -1;
     head_of[st->advises] = 0;
-    kgl_train_config tc = {1024, (uint64_t)run->seed, {0}, c->supervise ? head_of : NULL, 1.0};
+    kgl_train_config tc = {1024, (uint64_t)run->seed, {0}, c->supervise ? head_of : NULL, 1.0, false, false};
     kgl_optim_defaults(&tc.optim);
     tc.optim.kind = c->optimizer;
     tc.optim.lr = c->lr;
