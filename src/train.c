@@ -8,22 +8,15 @@
 #include "kgl.h"
 #include "kgl_internal.h"
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) kgl_die("out of memory (%zu bytes)", n);
-    return p;
-}
-
 /* ---- evaluation ------------------------------------------------------------ */
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations)
 {
     memset(e, 0, sizeof *e);
     e->n_relations = n_relations;
-    e->rel_tail = xmalloc((size_t)n_relations * sizeof *e->rel_tail);
-    e->rel_head = xmalloc((size_t)n_relations * sizeof *e->rel_head);
-    e->scores = xmalloc((size_t)n_entities * sizeof *e->scores);
+    e->rel_tail = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_tail);
+    e->rel_head = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_head);
+    e->scores = kgl_xmalloc((size_t)n_entities * sizeof *e->scores);
 }
 
 void kgl_eval_free(kgl_eval *e)
@@ -140,11 +133,11 @@ void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_t
     tl->n_entities = n_entities;
     tl->n_relations = n_relations;
     tl->offsets = calloc(keys + 1, sizeof(int));
-    tl->tails = xmalloc((size_t)n * sizeof(int));
+    tl->tails = kgl_xmalloc((size_t)n * sizeof(int));
     if (!tl->offsets) kgl_die("out of memory");
     for (int k = 0; k < n; k++) tl->offsets[(size_t)tr[k].rel * n_entities + tr[k].head + 1]++;
     for (size_t key = 0; key < keys; key++) tl->offsets[key + 1] += tl->offsets[key];
-    int *fill = xmalloc(keys * sizeof(int));
+    int *fill = kgl_xmalloc(keys * sizeof(int));
     for (size_t key = 0; key < keys; key++) fill[key] = tl->offsets[key];
     for (int k = 0; k < n; k++) tl->tails[fill[(size_t)tr[k].rel * n_entities + tr[k].head]++] = tr[k].tail;
     free(fill);
@@ -243,9 +236,9 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_tails_build(&tr->tails, ds->n_entities, ds->n_relations, train, n_train);
     int m = ds->n_relations, n_ex = cfg.reciprocal ? 2 * n_train : n_train;
     tr->n_examples = n_ex;
-    tr->ex_head = xmalloc((size_t)n_ex * sizeof(int));
-    tr->ex_rel = xmalloc((size_t)n_ex * sizeof(int));
-    tr->ex_tail = xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_head = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_rel = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_tail = kgl_xmalloc((size_t)n_ex * sizeof(int));
     for (int k = 0; k < n_train; k++) {
         tr->ex_head[k] = train[k].head;
         tr->ex_rel[k] = train[k].rel;
@@ -257,12 +250,12 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
         }
     }
     int B = tc->batch < n_ex ? tc->batch : n_ex;
-    tr->order = xmalloc((size_t)n_ex * sizeof(int));
-    tr->b_head = xmalloc((size_t)B * sizeof(int));
-    tr->b_rel = xmalloc((size_t)B * sizeof(int));
-    tr->b_tail = xmalloc((size_t)B * sizeof(int));
+    tr->order = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->b_head = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_rel = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_tail = kgl_xmalloc((size_t)B * sizeof(int));
     if (tc->head_of) {
-        tr->head_of = xmalloc((size_t)m * sizeof(int));
+        tr->head_of = kgl_xmalloc((size_t)m * sizeof(int));
         memcpy(tr->head_of, tc->head_of, (size_t)m * sizeof(int));
         tr->sup.head_of = tr->head_of;
         tr->sup.weight = tc->aux_weight;

@@ -201,28 +201,19 @@ int cmd_heads(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if (data_option(&a, &d, &st)) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
             if (st) return st;
-        } else if (cli_is(&a, "--checkpoint")) {
-            if (!(ckpt = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--svg")) {
             if (!(svg_dir = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--json")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            json = true;
         } else {
             return cli_unknown(&a);
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     data_view v;
-    if ((st = data_load("heads", &d, &v, false))) return st;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = model_load(ckpt, &v, &m, &ck))) {
-        data_free(&v);
-        return st;
-    }
+    if ((st = open_model("heads", &d, ckpt, &v, &m, &ck))) return st;
     heads_report rep = {m.cfg.heads, v.ds.n_entities, v.ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
     int H = rep.H, n = rep.n, nr = rep.m;
     rep.spec = malloc((size_t)H * nr * sizeof(double));
