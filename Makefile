@@ -5,6 +5,7 @@
 #   make test       build and run every test (last line: N passed, N failed)
 #   make sanitize   the tests, built with AddressSanitizer + UBSan
 #   make CC=clang test   the same with clang (objects go to build/clang/)
+#   make benchmark  UMLS and Nations (from KG_DATA) beside the published results
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -35,7 +36,14 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 # The test binary counts every malloc the library makes (tests/alloc_count.c).
 TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 
-.PHONY: all run test sanitize clean
+# The public KG benchmarks live beside the repository, not in it (README,
+# "Benchmarks"); KG_DATA=dir points elsewhere. The tests read Nations from
+# there too, and skip that test when the folder is absent.
+KG_DATA ?= ../shared/kg
+SEEDS ?= 1,2,3
+JOBS ?= 1
+
+.PHONY: all run test sanitize clean benchmark
 all: $(BUILD)/libkgl.a $(BUILD)/kgl
 
 $(STB_DS):
@@ -74,7 +82,10 @@ run: $(BUILD)/kgl
 	$(BUILD)/kgl train
 
 test: $(BUILD)/kgl $(BUILD)/kgl_tests
-	$(BUILD)/kgl_tests --kgl $(BUILD)/kgl
+	KG_DATA='$(KG_DATA)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
+
+benchmark: $(BUILD)/kgl
+	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:

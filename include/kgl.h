@@ -138,6 +138,13 @@ kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor 
                           const int *rels, int n);
 /* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
 kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
+/* Dropout with a given mask: Y = X ⊙ keep / (1 − p), keep[i] ∈ {0, 1}
+ * (borrowed; must live until backward). */
+kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *x, const unsigned char *keep, double p);
+/* Dropout drawing its mask from `rng` (one uniform u per element, in
+ * row-major order; kept iff u >= p) into the tape's arena. p = 0 or rng NULL
+ * returns x itself and draws nothing. */
+kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 
@@ -346,17 +353,43 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                     kgl_forward *out);
 
+/* Training-time regularisers (extensions of MODEL.md, all off by default).
+ * Dropout (inverted: kept values scaled by 1/(1 − p)) draws its masks from
+ * `rng`, an explicit stream of its own, in forward order: the input
+ * embeddings X = drop(E) (Q, K, V and the residual read X; the readout's
+ * candidates are E itself), each head's attention weights, the attention
+ * output before the residual U = X + drop(O Wo) (and the FFN output before
+ * its residual), and in the loss each example's head state C[i] (a mask per
+ * example). Label smoothing is the cross entropy's ε. With rng NULL no
+ * dropout happens (evaluation). */
+typedef struct kgl_regularisers {
+    double dropout;         /* --dropout: input embeddings, before each residual */
+    double attn_dropout;    /* --attn-dropout: attention weights */
+    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout */
+    double label_smoothing; /* --label-smoothing: ε */
+    kgl_rng *rng;
+} kgl_regularisers;
+/* The same with regularisers (reg NULL: exactly the functions above). */
+void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out);
+void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                        const kgl_regularisers *reg, kgl_forward *out);
+
 /* Finite differences of the whole loss, parameter by parameter. Fills one
  * result per parameter (at most KGL_MAX_PARAMS) and returns how many. */
 int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
                         kgl_check_result *res);
+/* The same with regularisers: the dropout masks are those reg->rng draws
+ * from its state at the call, replayed for every evaluation (fixed masks). */
+int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup,
+                            const kgl_regularisers *reg, double rel_tol, kgl_check_result *res);
 
 /* The standard whole-layer checks of `kgl gradcheck`: n = 13, d = 8, H = 2,
  * m = 5 relations with reciprocals, seeded random triples; without FFN, with
  * an FFN of width 16, with the FFN plus head supervision (relation 0 on
- * head 0, relation 1 on head 1), and with the saturation remedies (qk-norm
- * and a learned temperature per head). */
-#define KGL_LAYER_CHECKS 4
+ * head 0, relation 1 on head 1), with the saturation remedies (qk-norm
+ * and a learned temperature per head), and with the FFN, every dropout and
+ * label smoothing (masks drawn once from a seeded stream, then fixed). */
+#define KGL_LAYER_CHECKS 5
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 
@@ -598,6 +631,9 @@ typedef struct kgl_eval {
     kgl_metrics tail, head, both;
     kgl_metrics *rel_tail, *rel_head; /* per original relation [m] */
     double *scores;                   /* scratch [n] */
+    /* the same with the optimistic rank (ties counted in the target's
+       favour: 1 + number scoring higher), as NTP reports */
+    kgl_metrics tail_optimistic, head_optimistic, both_optimistic;
 } kgl_eval;
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations);
@@ -607,6 +643,10 @@ void kgl_eval_free(kgl_eval *e);
  * the candidates in `known` (sorted) other than the target. A NaN score
  * counts as higher than the target's; a NaN target ranks last. */
 double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known);
+/* The same count, both ends of the tie range: optimistic 1 + higher,
+ * pessimistic 1 + higher + equal (the realistic rank is their mean). */
+void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
+                             double *optimistic, double *pessimistic);
 /* Ranks every triple of tr[0..n) for its tail and its head with the entity
  * states C (from kgl_model_context). Allocates nothing. */
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
@@ -624,6 +664,22 @@ void kgl_tails_free(kgl_tails *tl);
  * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
  * NAN for a relation without tails. */
 void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+
+/* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
+ * update t is lr · f(t) with
+ *   constant:  f = 1
+ *   warmup W:  f = min(1, t / W)  before whichever decay follows
+ *   cosine:    f = floor + (1 − floor) (1 + cos(π min(t, T)/T)) / 2   (T = steps)
+ *   linear:    f = 1 − (1 − floor) min(t, T)/T
+ * Extensions of MODEL.md (which trains at a constant lr). */
+typedef enum { KGL_SCHED_CONSTANT = 0, KGL_SCHED_COSINE, KGL_SCHED_LINEAR } kgl_schedule_kind;
+typedef struct kgl_schedule {
+    kgl_schedule_kind kind;
+    long warmup;  /* W steps of linear warmup (0: none) */
+    long total;   /* T: the step at which the decay ends */
+    double floor; /* the final fraction of lr */
+} kgl_schedule;
+double kgl_schedule_factor(const kgl_schedule *s, long step);
 
 typedef struct kgl_train_config {
     int batch;                  /* examples per step (MODEL.md: default 1024) */
@@ -661,6 +717,14 @@ typedef struct kgl_trainer {
     kgl_rng epoch_rng;          /* shuffle state before this epoch's shuffle */
     kgl_rng shuffle_rng;        /* shuffle state now */
     double last_main, last_aux; /* of the last step (aux NAN when none) */
+    /* regularisers (kgl_trainer_set_regularisers; none by default) and the
+       dropout stream, seeded from the seed apart from init and shuffle */
+    kgl_regularisers reg;
+    kgl_rng dropout_rng;
+    /* learning-rate schedule (kgl_trainer_set_schedule): optim.lr is set
+       from base_lr before every update */
+    kgl_schedule sched;
+    double base_lr;
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken
@@ -687,6 +751,28 @@ bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);
 void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor);
 /* Restores a position from kgl_trainer_get_position. */
 void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor);
+/* Turns on the regularisers (the rates of r; r->rng is ignored: the trainer
+ * uses its own dropout stream). Dropout happens only in training steps. */
+void kgl_trainer_set_regularisers(kgl_trainer *tr, const kgl_regularisers *r);
+/* Sets the schedule; the rate given in the train config is its base. */
+void kgl_trainer_set_schedule(kgl_trainer *tr, const kgl_schedule *s);
+
+/* A copy of everything that determines the rest of a run: parameters, the
+ * optimiser's moments and step, the batch position and the dropout stream.
+ * Restoring it makes the trainer continue exactly as from that moment (the
+ * best model on valid is kept this way). The buffer is allocated on first
+ * use and reused. */
+typedef struct kgl_snapshot {
+    double *values; /* data, m, v of every parameter */
+    size_t total;
+    long step;
+    kgl_rng epoch_rng;
+    int cursor;
+    kgl_rng dropout_rng;
+} kgl_snapshot;
+void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s);
+void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s);
+void kgl_snapshot_free(kgl_snapshot *s);
 
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
@@ -705,6 +791,14 @@ typedef struct kgl_train_state {
     bool freeze_embeddings, lookup;
     kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
     int cursor;                /* and the position inside it */
+    /* regularisers and schedule (metadata dropout, attn_dropout,
+       hidden_dropout, label_smoothing, dropout_state, lr_schedule,
+       lr_warmup, lr_total, lr_floor; absent means none) */
+    kgl_regularisers reg;      /* rates only */
+    kgl_rng dropout_rng;
+    bool has_dropout_rng;
+    kgl_schedule sched;
+    double base_lr;            /* the schedule's base rate (lr is the last rate used) */
 } kgl_train_state;
 
 /* Writes atomically (temporary file, fsync, rename). */

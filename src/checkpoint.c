@@ -84,6 +84,19 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(shuffle, sizeof shuffle, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64, st->epoch_rng.s[0],
              st->epoch_rng.s[1], st->epoch_rng.s[2], st->epoch_rng.s[3]);
     snprintf(cursor, sizeof cursor, "%d", st->cursor);
+    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], drop_state[96], warmup[32], total[32], floor_[64],
+        base_lr[64];
+    snprintf(drop, sizeof drop, "%.17g", st->reg.dropout);
+    snprintf(attn_drop, sizeof attn_drop, "%.17g", st->reg.attn_dropout);
+    snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
+    snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
+    snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
+             st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
+    snprintf(warmup, sizeof warmup, "%ld", st->sched.warmup);
+    snprintf(total, sizeof total, "%ld", st->sched.total);
+    snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
+    snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
+    static const char *const sched_names[] = {"constant", "cosine", "linear"};
     char *entities = join_names(ds->entity_names, ds->n_entities);
     char *relations = join_names(ds->relation_names, ds->n_relations);
     const char *meta[] = {
@@ -94,6 +107,9 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
         "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
+        "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
+        "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
+        "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -315,6 +331,52 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         kgl_rng_seed(&st->epoch_rng, st->seed ^ 0x53485546464c45ULL);
     }
     st->optim.step = st->step;
+
+    /* regularisers and schedule (absent in checkpoints written before them) */
+    {
+        struct {
+            const char *key;
+            double *dst, lo, hi;
+        } reg[] = {{"dropout", &st->reg.dropout, 0, 0.999999},
+                   {"attn_dropout", &st->reg.attn_dropout, 0, 0.999999},
+                   {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
+                   {"label_smoothing", &st->reg.label_smoothing, 0, 1},
+                   {"lr_floor", &st->sched.floor, 0, 1},
+                   {"base_lr", &st->base_lr, 0, 1e6}};
+        st->base_lr = st->optim.lr;
+        for (size_t k = 0; k < sizeof reg / sizeof reg[0]; k++)
+            if (kgl_st_meta(f, reg[k].key) &&
+                !meta_double(f, reg[k].key, reg[k].lo, reg[k].hi, reg[k].dst, path, err, cap))
+                goto bad;
+        if ((v = kgl_st_meta(f, "dropout_state"))) {
+            int used = 0;
+            kgl_rng *r = &st->dropout_rng;
+            if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &r->s[0], &r->s[1], &r->s[2], &r->s[3],
+                       &used) != 4 ||
+                v[used] != 0) {
+                fail(err, cap, path, "metadata 'dropout_state' is '%s', expected four hexadecimal words", v);
+                goto bad;
+            }
+            st->has_dropout_rng = true;
+        }
+        if ((v = kgl_st_meta(f, "lr_schedule"))) {
+            if (strcmp(v, "constant") == 0) st->sched.kind = KGL_SCHED_CONSTANT;
+            else if (strcmp(v, "cosine") == 0) st->sched.kind = KGL_SCHED_COSINE;
+            else if (strcmp(v, "linear") == 0) st->sched.kind = KGL_SCHED_LINEAR;
+            else {
+                fail(err, cap, path, "metadata 'lr_schedule' is '%s', expected constant, cosine or linear", v);
+                goto bad;
+            }
+        }
+        if (kgl_st_meta(f, "lr_warmup")) {
+            if (!meta_long(f, "lr_warmup", 0, 1L << 40, &x, path, err, cap)) goto bad;
+            st->sched.warmup = x;
+        }
+        if (kgl_st_meta(f, "lr_total")) {
+            if (!meta_long(f, "lr_total", 0, 1L << 40, &x, path, err, cap)) goto bad;
+            st->sched.total = x;
+        }
+    }
 
     /* every tensor the model needs, with its shape; optimiser state all or none */
     {

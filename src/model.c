@@ -137,14 +137,22 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
 
 void kgl_model_free(kgl_model *m) { kgl_params_free(&m->params); }
 
-void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
+void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_model_context_reg(m, t, NULL, out); }
+
+/* Training-time regularisers (NULL: none, as at evaluation). Dropout masks
+   are drawn from reg->rng in the order the forward meets them: X, then each
+   head's attention weights, then the attention output, then the FFN output,
+   then (in the loss) the per-example head states. */
+void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     int H = c->heads, dk = c->dim / H;
     double tau = kgl_config_tau(c);
     memset(out, 0, sizeof *out);
+    kgl_rng *rng = reg ? reg->rng : NULL;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
 
-    kgl_tensor *X = m->entity_emb;
+    kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
     kgl_tensor *Q = kgl_matmul(t, X, m->wq);
     kgl_tensor *K = kgl_matmul(t, X, m->wk);
     kgl_tensor *V = kgl_matmul(t, X, m->wv);
@@ -164,7 +172,7 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
         kgl_tensor *A = kgl_softmax_rows(t, S, (kgl_mask){KGL_MASK_NONE, NULL});
         out->logits_attn[h] = S;
         out->attn[h] = A;
-        out->head_out[h] = kgl_matmul(t, A, Vh);
+        out->head_out[h] = kgl_matmul(t, kgl_dropout(t, A, p_attn, rng), Vh);
         if (m->ablate[h]) { /* a head switched off: its output is replaced by zeros */
             kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
             memset(zero->data, 0, kgl_numel(zero) * sizeof(double));
@@ -172,11 +180,12 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out)
         }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
-    kgl_tensor *U = kgl_add(t, X, kgl_matmul(t, O, m->wo));
+    kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, m->wo), p, rng));
     kgl_tensor *Y = kgl_layernorm(t, U, m->ln1_gamma, m->ln1_beta);
     if (c->ffn > 0) {
         kgl_tensor *Z = kgl_add(t, kgl_matmul(t, Y, m->ffn_w1), m->ffn_b1);
         kgl_tensor *F = kgl_add(t, kgl_matmul(t, kgl_gelu(t, Z), m->ffn_w2), m->ffn_b2);
+        F = kgl_dropout(t, F, p, rng);
         Y = kgl_layernorm(t, kgl_add(t, Y, F), m->ln2_gamma, m->ln2_beta);
     }
     out->context = Y;
@@ -223,9 +232,24 @@ static kgl_tensor *supervision_loss(const kgl_model *m, kgl_tape *t, const kgl_b
 
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup, kgl_forward *out)
 {
-    kgl_model_context(m, t, out);
-    out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
-    out->main_loss = kgl_cross_entropy(t, out->scores, b->tail, 0.0);
+    kgl_model_loss_reg(m, t, b, sup, NULL, out);
+}
+
+void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                        const kgl_regularisers *reg, kgl_forward *out)
+{
+    kgl_model_context_reg(m, t, reg, out);
+    if (reg && reg->rng && reg->hidden_dropout > 0) {
+        /* a mask per example: gather the head states, drop, read out row b */
+        kgl_tensor *Cb = kgl_gather_rows(t, out->context, b->head, b->n);
+        Cb = kgl_dropout(t, Cb, reg->hidden_dropout, reg->rng);
+        int *rows = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
+        for (int k = 0; k < b->n; k++) rows[k] = k;
+        out->scores = kgl_trilinear(t, Cb, m->relation_emb, m->entity_emb, rows, b->rel, b->n);
+    } else {
+        out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
+    }
+    out->main_loss = kgl_cross_entropy(t, out->scores, b->tail, reg ? reg->label_smoothing : 0.0);
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }
@@ -237,7 +261,20 @@ typedef struct model_eval_ctx {
     kgl_tape *tape;
     const kgl_batch *b;
     const kgl_supervision *sup;
+    const kgl_regularisers *reg; /* with dropout: every evaluation replays the same masks */
+    kgl_rng rng0;
 } model_eval_ctx;
+
+static void model_loss_fixed_masks(model_eval_ctx *ctx, kgl_forward *f)
+{
+    kgl_regularisers reg;
+    kgl_rng rng = ctx->rng0;
+    if (ctx->reg) {
+        reg = *ctx->reg;
+        reg.rng = &rng;
+    }
+    kgl_model_loss_reg(ctx->m, ctx->tape, ctx->b, ctx->sup, ctx->reg ? &reg : NULL, f);
+}
 
 static double model_eval(void *vctx)
 {
@@ -245,18 +282,26 @@ static double model_eval(void *vctx)
     kgl_tape_reset(ctx->tape);
     ctx->tape->recording = false;
     kgl_forward f;
-    kgl_model_loss(ctx->m, ctx->tape, ctx->b, ctx->sup, &f);
+    model_loss_fixed_masks(ctx, &f);
     return f.loss->data[0];
 }
 
 int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
                         kgl_check_result *res)
 {
+    return kgl_gradcheck_model_reg(m, b, sup, NULL, rel_tol, res);
+}
+
+int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup,
+                            const kgl_regularisers *reg, double rel_tol, kgl_check_result *res)
+{
     kgl_tape tape;
     kgl_tape_init(&tape);
     kgl_params_zero_grad(&m->params);
     kgl_forward f;
-    kgl_model_loss(m, &tape, b, sup, &f);
+    model_eval_ctx ctx = {m, &tape, b, sup, reg, {{0}}};
+    if (reg && reg->rng) ctx.rng0 = *reg->rng;
+    model_loss_fixed_masks(&ctx, &f);
     kgl_backward(&tape, f.loss);
 
     /* the analytic gradients are overwritten by nothing below (evaluations do
@@ -266,7 +311,6 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
     double *analytic = kgl_arena_alloc(&keep, total * sizeof(double));
     memcpy(analytic, m->params.block + total, total * sizeof(double));
 
-    model_eval_ctx ctx = {m, &tape, b, sup};
     size_t off = 0;
     for (int i = 0; i < m->params.n; i++) {
         kgl_param *p = &m->params.p[i];
@@ -299,7 +343,8 @@ int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision 
 const char *kgl_layer_check_name(int which)
 {
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
-                                                         "qk-norm + learned temperature"};
+                                                         "qk-norm + learned temperature",
+                                                         "FFN 16 + dropout + smooth"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -310,7 +355,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_config_defaults(&cfg);
     cfg.n_entities = N;
     cfg.n_relations = M;
-    cfg.ffn = which == 1 || which == 2 ? 16 : 0;
+    cfg.ffn = which == 1 || which == 2 || which == 4 ? 16 : 0;
     cfg.qk_norm = cfg.learn_temperature = which == 3;
     kgl_model m;
     kgl_model_create(&m, &cfg);
@@ -336,7 +381,12 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_supervision sup = {head_of, 1.0};
     /* The loss is a composition of ~30 smooth ops with O(1) values; the
        finite-difference error stays ~1e-9 relative, so 1e-6 has headroom. */
-    int n = kgl_gradcheck_model(&m, &b, which == 2 ? &sup : NULL, 1e-6, res);
+    /* which 4: every dropout of the model and label smoothing, the masks
+       drawn from a fixed stream state, replayed for every evaluation */
+    kgl_rng drop_rng;
+    kgl_rng_seed(&drop_rng, seed + 4);
+    kgl_regularisers reg = {0.2, 0.1, 0.3, 0.1, &drop_rng};
+    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;
 }

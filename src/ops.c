@@ -3,12 +3,15 @@
  *
  * Notation in the derivations: an op computes Y = f(X, ...); during backward
  * G = ∂L/∂Y is complete (node->out->grad) and the op adds ∂L/∂X = G ∂Y/∂X
- * into each input's grad. All loops are plain; the shapes of this model are
- * small and the loop orders are chosen so the innermost loop is contiguous. */
+ * into each input's grad. The matrix products and the readout run on the
+ * blocked kernels of src/kernel.c, which sum every output element in the same
+ * order as the plain loop written beside each call (so the bits are the plain
+ * loop's); the other loops are plain, innermost loop contiguous. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "kernel.h"
 #include "kgl.h"
 #include "kgl_internal.h"
 
@@ -39,22 +42,6 @@ static int *check_indices(kgl_arena *keep, int n, const int *values)
     "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
     "far below 1e-6"
 
-/* Σ a[k] b[k] with four partial sums (fixed order, so deterministic): one
- * chain of dependent additions would make every dot product latency-bound. */
-static inline double dot(const double *restrict a, const double *restrict b, int n)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    int k = 0;
-    for (; k + 4 <= n; k += 4) {
-        s0 += a[k] * b[k];
-        s1 += a[k + 1] * b[k + 1];
-        s2 += a[k + 2] * b[k + 2];
-        s3 += a[k + 3] * b[k + 3];
-    }
-    for (; k < n; k++) s0 += a[k] * b[k];
-    return (s0 + s1) + (s2 + s3);
-}
-
 static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
 {
     if (!ok) kgl_die("%s: incompatible shapes %dx%d and %dx%d", op, a->rows, a->cols, b->rows, b->cols);
@@ -72,15 +59,10 @@ static void matmul_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->cols;
     const double *G = Y->grad;
-    if (A->grad)
-        for (int i = 0; i < n; i++)
-            for (int l = 0; l < k; l++) A->grad[i * k + l] += dot(G + (size_t)i * p, B->data + (size_t)l * p, p);
-    if (B->grad)
-        for (int i = 0; i < n; i++)
-            for (int l = 0; l < k; l++) {
-                double a = A->data[i * k + l];
-                for (int j = 0; j < p; j++) B->grad[l * p + j] += a * G[i * p + j];
-            }
+    /* dA[i,l] += (Σ_j G[i,j] B[l,j])         the sum over j, then added */
+    if (A->grad) kgl_gemm_nt(n, k, p, G, p, B->data, p, A->grad, k, KGL_AFTER);
+    /* dB[l,j] += A[i,l] G[i,j], i = 0, 1, …   each term into dB, i in order */
+    if (B->grad) kgl_gemm_tn(k, p, n, A->data, k, G, p, B->grad, p, KGL_INTO);
 }
 
 kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -89,15 +71,8 @@ kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     int n = A->rows, k = A->cols, p = B->cols;
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
-    for (int i = 0; i < n; i++) {
-        double *y = Y->data + (size_t)i * p;
-        for (int j = 0; j < p; j++) y[j] = 0;
-        for (int l = 0; l < k; l++) {
-            double a = A->data[i * k + l];
-            const double *b = B->data + (size_t)l * p;
-            for (int j = 0; j < p; j++) y[j] += a * b[j];
-        }
-    }
+    /* Y[i,j] = 0 + A[i,0] B[0,j] + A[i,1] B[1,j] + …   (l in order) */
+    kgl_gemm_nn(n, p, k, A->data, k, B->data, p, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul, Y, 2, in);
     return Y;
 }
@@ -128,14 +103,9 @@ static void matmul_nt_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->rows;
     const double *G = Y->grad;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < p; j++) {
-            double g = G[i * p + j];
-            if (A->grad)
-                for (int l = 0; l < k; l++) A->grad[i * k + l] += g * B->data[j * k + l];
-            if (B->grad)
-                for (int l = 0; l < k; l++) B->grad[j * k + l] += g * A->data[i * k + l];
-        }
+    /* dA[i,l] += G[i,j] B[j,l], j in order;  dB[j,l] += G[i,j] A[i,l], i in order */
+    if (A->grad) kgl_gemm_nn(n, k, p, G, p, B->data, k, A->grad, k, KGL_INTO);
+    if (B->grad) kgl_gemm_tn(p, k, n, G, p, A->data, k, B->grad, k, KGL_INTO);
 }
 
 kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -144,10 +114,8 @@ kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     int n = A->rows, k = A->cols, p = B->rows;
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < p; j++) {
-            Y->data[i * p + j] = dot(A->data + (size_t)i * k, B->data + (size_t)j * k, k);
-        }
+    /* Y[i,j] = 0 + A[i,0] B[j,0] + A[i,1] B[j,1] + …   (l in order) */
+    kgl_gemm_nt(n, p, k, A->data, k, B->data, k, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul_nt, Y, 2, in);
     return Y;
 }
@@ -183,19 +151,9 @@ static void matmul_tn_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int k = A->rows, n = A->cols, p = B->cols;
     const double *G = Y->grad;
-    for (int l = 0; l < k; l++)
-        for (int i = 0; i < n; i++) {
-            const double *g = G + (size_t)i * p;
-            if (A->grad) {
-                double s = 0;
-                for (int j = 0; j < p; j++) s += B->data[l * p + j] * g[j];
-                A->grad[l * n + i] += s;
-            }
-            if (B->grad) {
-                double a = A->data[l * n + i];
-                for (int j = 0; j < p; j++) B->grad[l * p + j] += a * g[j];
-            }
-        }
+    /* dA[l,i] += (Σ_j B[l,j] G[i,j]);  dB[l,j] += A[l,i] G[i,j], i in order */
+    if (A->grad) kgl_gemm_nt(k, n, p, B->data, p, G, p, A->grad, n, KGL_AFTER);
+    if (B->grad) kgl_gemm_nn(k, p, n, A->data, n, G, p, B->grad, p, KGL_INTO);
 }
 
 kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -204,12 +162,8 @@ kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     int k = A->rows, n = A->cols, p = B->cols;
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
-    memset(Y->data, 0, kgl_numel(Y) * sizeof(double));
-    for (int l = 0; l < k; l++)
-        for (int i = 0; i < n; i++) {
-            double a = A->data[l * n + i];
-            for (int j = 0; j < p; j++) Y->data[i * p + j] += a * B->data[l * p + j];
-        }
+    /* Y[i,j] = 0 + A[0,i] B[0,j] + A[1,i] B[1,j] + …   (l in order) */
+    kgl_gemm_tn(n, p, k, A->data, n, B->data, p, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul_tn, Y, 2, in);
     return Y;
 }
@@ -856,28 +810,24 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
  *   Y[b, j] = Σ_c C[i,c] R[r,c] E[j,c] = ⟨v_b, E[j]⟩,  v_b = C[i] ⊙ R[r].
  * With G [B, n] and u_b = Σ_j G[b,j] E[j]  (the gradient reaching v_b):
  *   dE[j] += Σ_b G[b,j] v_b,   dC[i] += u_b ⊙ R[r],   dR[r] += u_b ⊙ C[i].
- * (idx0 = heads i, idx1 = relations r; saved = scratch for u_b.)
+ * (idx0 = heads i, idx1 = relations r; saved = [B, d] scratch: v_b in the
+ * forward, u_b in the backward.) The forward is the product V Eᵀ and u the
+ * product G E, both on the blocked kernels; dE[j] sums its terms
+ * (G[b,j] C[i,c]) R[r,c] in example order.
  * ======================================================================== */
 static const kgl_op op_trilinear;
 
 static void trilinear_backward(kgl_node *nd)
 {
     kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
-    int n = E->rows, d = E->cols;
-    double *u = nd->saved;
-    for (int b = 0; b < nd->n_idx; b++) {
+    int n = E->rows, d = E->cols, B = nd->n_idx;
+    double *U = nd->saved;
+    /* u_b[c] = 0 + G[b,0] E[0,c] + G[b,1] E[1,c] + …   (j in order) */
+    kgl_gemm_nn(B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
+    if (E->grad) kgl_readout_grad_e(Y->grad, C->data, R->data, n, d, nd->idx0, nd->idx1, B, 0, n, E->grad);
+    for (int b = 0; b < B; b++) {
         const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
-        const double *g = Y->grad + (size_t)b * n;
-        for (int k = 0; k < d; k++) u[k] = 0;
-        for (int j = 0; j < n; j++) {
-            const double *e = E->data + (size_t)j * d;
-            for (int k = 0; k < d; k++) u[k] += g[j] * e[k];
-        }
-        if (E->grad)
-            for (int j = 0; j < n; j++) {
-                double *de = E->grad + (size_t)j * d;
-                for (int k = 0; k < d; k++) de[k] += g[j] * c[k] * r[k];
-            }
+        const double *u = U + (size_t)b * d;
         if (C->grad) {
             double *dc = C->grad + (size_t)nd->idx0[b] * d;
             for (int k = 0; k < d; k++) dc[k] += u[k] * r[k];
@@ -900,23 +850,15 @@ kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor 
             kgl_die("trilinear: example %d (head %d, relation %d) out of range", b, heads[b], rels[b]);
     kgl_tensor *in[3] = {C, R, E};
     kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
-    double *v = kgl_arena_alloc(&t->arena, (size_t)d * sizeof(double));
-    for (int b = 0; b < n_ex; b++) {
-        const double *c = C->data + (size_t)heads[b] * d, *r = R->data + (size_t)rels[b] * d;
-        for (int k = 0; k < d; k++) v[k] = c[k] * r[k];
-        for (int j = 0; j < n; j++) {
-            const double *e = E->data + (size_t)j * d;
-            double s = 0;
-            for (int k = 0; k < d; k++) s += v[k] * e[k];
-            Y->data[(size_t)b * n + j] = s;
-        }
-    }
+    double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
+    /* Y[b,j] = 0 + v_b[0] E[j,0] + v_b[1] E[j,1] + …,  v_b = C[i] ⊙ R[r] */
+    kgl_readout_rows(C->data, R->data, E->data, n, d, heads, rels, 0, n_ex, Y->data, v);
     kgl_node *nd = kgl_record(t, &op_trilinear, Y, 3, in);
     if (nd) {
         nd->idx0 = heads;
         nd->idx1 = rels;
         nd->n_idx = n_ex;
-        nd->saved = v; /* reused as the u_b scratch */
+        nd->saved = v; /* reused as the u_b scratch in backward */
     }
     return Y;
 }
@@ -1010,6 +952,73 @@ static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 static const kgl_op op_scale_exp = {"scale_exp",
                                     scale_exp_backward,
                                     {3, scale_exp_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * dropout with a given mask: Y = X ⊙ keep / (1 − p)
+ *   (keep ∈ {0, 1} per element in node->mask.keep, α = 1/(1 − p) in alpha)
+ *   dX = α G ⊙ keep.   The mask is an attribute, not a function of X: the
+ *   gradient check fixes it (drawn once in make_case), as training fixes it
+ *   for one step; kgl_dropout draws it from an explicit stream.
+ * ======================================================================== */
+static const kgl_op op_dropout;
+
+static void dropout_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0];
+    size_t n = kgl_numel(X);
+    const unsigned char *keep = nd->mask.keep;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i]) X->grad[i] += nd->alpha * nd->out->grad[i];
+}
+
+kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *keep, double p)
+{
+    if (!(p >= 0 && p < 1)) kgl_die("dropout: rate %g outside [0, 1)", p);
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    double alpha = 1.0 / (1.0 - p);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = keep[i] ? alpha * X->data[i] : 0.0;
+    kgl_node *nd = kgl_record(t, &op_dropout, Y, 1, &X);
+    if (nd) {
+        nd->mask = (kgl_mask){KGL_MASK_KEEP, keep};
+        nd->alpha = alpha;
+    }
+    return Y;
+}
+
+kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *X, double p, kgl_rng *rng)
+{
+    if (p == 0 || !rng) return X;
+    size_t n = kgl_numel(X);
+    unsigned char *keep = kgl_arena_alloc(&t->arena, n ? n : 1);
+    for (size_t i = 0; i < n; i++) keep[i] = kgl_rng_uniform(rng) >= p;
+    return kgl_dropout_mask(t, X, keep, p);
+}
+
+static kgl_tensor *dropout_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_dropout_mask(t, c->inputs[0], c->mask.keep, c->alpha);
+}
+
+static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][2] = {{3, 4}, {1, 6}, {5, 5}};
+    static const double rates[] = {0.5, 0.1, 0.8};
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->n_inputs = 1;
+    c->alpha = rates[which];
+    unsigned char *mask = kgl_arena_alloc(keep, (size_t)(s[0] * s[1]));
+    int kept = 0;
+    for (int i = 0; i < s[0] * s[1]; i++) kept += mask[i] = kgl_rng_uniform(rng) >= rates[which];
+    if (!kept) mask[0] = 1; /* at least one element carries gradient */
+    c->mask = (kgl_mask){KGL_MASK_KEEP, mask};
+    c->run = dropout_run;
+    snprintf(c->label, sizeof c->label, "%dx%d p=%g", s[0], s[1], rates[which]);
+}
+
+/* Linear in X: the central difference is exact up to round-off (~1e-11). */
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
@@ -1110,6 +1119,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
     &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
+    &op_dropout,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

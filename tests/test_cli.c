@@ -71,7 +71,7 @@ TEST(cli_gradcheck_json)
     CHECK(ops == kgl_op_registry_count);
     CHECK(checks > 500);
     CHECK(strcmp(pass, "True") == 0);
-    CHECK(layer == 8 + 14 + 14 + 13);
+    CHECK(layer == 8 + 14 + 14 + 13 + 14); /* parameters of each whole-layer configuration */
 }
 
 TEST(cli_gradcheck_single_op)

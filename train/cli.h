@@ -42,5 +42,6 @@ int cmd_grad(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_saturation(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_benchmark(int argc, char **argv);
 
 #endif

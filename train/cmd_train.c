@@ -42,6 +42,21 @@ static const char help[] =
     "                       without supervision (README, \"What we found\")\n"
     "  --until-fit          stop at the first step after which every training\n"
     "                       triple ranks first, tail and head\n"
+    "regularisers and schedule (extensions of MODEL.md; off by default)\n"
+    "  --dropout P          dropout on the input embeddings and before each residual\n"
+    "  --attn-dropout P     dropout on the attention weights\n"
+    "  --hidden-dropout P   dropout on each example's head state in the readout\n"
+    "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
+    "  --lr-schedule S      constant (default), cosine or linear decay\n"
+    "  --decay-steps T      the decay ends at step T (default: --steps)\n"
+    "  --warmup W           linear learning-rate warmup over the first W steps\n"
+    "  --lr-floor F         the decay ends at F * lr (default 0)\n"
+    "model selection\n"
+    "  --eval-every K       every K steps (and at the last) rank the --valid triples\n"
+    "                       (filtered MRR, both directions); the model that scores\n"
+    "                       best is the one reported and saved. --test is ranked once,\n"
+    "                       at the end, on that model\n"
+    "  --patience P         stop after P evaluations without a better valid MRR\n"
     "output\n"
     "  --log F.csv          CSV log, one row per logged step\n"
     "  --log-every K        log and progress every K steps (default 10)\n"
@@ -67,6 +82,11 @@ typedef struct train_opts {
     bool until_fit, json, quiet;
     const char *log_path, *save_path, *resume_path;
     long log_every;
+    kgl_regularisers reg;
+    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing;
+    kgl_schedule sched;
+    bool set_schedule, set_warmup, set_floor, set_decay;
+    long eval_every, patience;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -176,6 +196,39 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--aux-weight")) {
             if (!cli_double(&a, 0, 1e6, &o->aux_weight)) return EXIT_USAGE;
             o->set_aux = true;
+        } else if (cli_is(&a, "--dropout")) {
+            if (!cli_double(&a, 0, 0.99, &o->reg.dropout)) return EXIT_USAGE;
+            o->set_dropout = true;
+        } else if (cli_is(&a, "--attn-dropout")) {
+            if (!cli_double(&a, 0, 0.99, &o->reg.attn_dropout)) return EXIT_USAGE;
+            o->set_attn_dropout = true;
+        } else if (cli_is(&a, "--hidden-dropout")) {
+            if (!cli_double(&a, 0, 0.99, &o->reg.hidden_dropout)) return EXIT_USAGE;
+            o->set_hidden_dropout = true;
+        } else if (cli_is(&a, "--label-smoothing")) {
+            if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
+            o->set_smoothing = true;
+        } else if (cli_is(&a, "--lr-schedule")) {
+            const char *name = cli_value(&a);
+            if (!name) return EXIT_USAGE;
+            if (strcmp(name, "constant") == 0) o->sched.kind = KGL_SCHED_CONSTANT;
+            else if (strcmp(name, "cosine") == 0) o->sched.kind = KGL_SCHED_COSINE;
+            else if (strcmp(name, "linear") == 0) o->sched.kind = KGL_SCHED_LINEAR;
+            else return cli_usage_error(&a, "--lr-schedule expects constant, cosine or linear, got '%s'", name);
+            o->set_schedule = true;
+        } else if (cli_is(&a, "--decay-steps")) {
+            if (!cli_int(&a, 1, 100000000, &o->sched.total)) return EXIT_USAGE;
+            o->set_decay = true;
+        } else if (cli_is(&a, "--warmup")) {
+            if (!cli_int(&a, 0, 100000000, &o->sched.warmup)) return EXIT_USAGE;
+            o->set_warmup = true;
+        } else if (cli_is(&a, "--lr-floor")) {
+            if (!cli_double(&a, 0, 1, &o->sched.floor)) return EXIT_USAGE;
+            o->set_floor = true;
+        } else if (cli_is(&a, "--eval-every")) {
+            if (!cli_int(&a, 1, 100000000, &o->eval_every)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--patience")) {
+            if (!cli_int(&a, 1, 100000000, &o->patience)) return EXIT_USAGE;
         } else if (cli_is(&a, "--until-fit")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->until_fit = true;
@@ -199,6 +252,14 @@ static int parse(int argc, char **argv, train_opts *o)
     }
     if (o->optim.momentum != 0 && o->optim.kind != KGL_OPT_SGD) {
         fprintf(stderr, "kgl train: --momentum applies to --optimizer sgd\n");
+        return EXIT_USAGE;
+    }
+    if (o->eval_every && !o->data.valid) {
+        fprintf(stderr, "kgl train: --eval-every ranks the --valid triples: give --valid F\n");
+        return EXIT_USAGE;
+    }
+    if (o->patience && !o->eval_every) {
+        fprintf(stderr, "kgl train: --patience counts evaluations: give --eval-every K\n");
         return EXIT_USAGE;
     }
     return -1;
@@ -242,6 +303,15 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->supervise && s->supervise[0]) o->supervise = s->supervise;
     if (!o->set_freeze) o->freeze = s->freeze_embeddings;
     if (!o->set_lookup) o->lookup = s->lookup;
+    if (!o->set_dropout) o->reg.dropout = s->reg.dropout;
+    if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
+    if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
+    if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
+    if (!o->set_schedule) o->sched.kind = s->sched.kind;
+    if (!o->set_decay) o->sched.total = s->sched.total;
+    if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
+    if (!o->set_floor) o->sched.floor = s->sched.floor;
+    if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     return -1;
 }
 
@@ -259,7 +329,38 @@ typedef struct run_state {
     bool track_fit;
     double *spec;
     kgl_diag diag;
+    /* model selection (--eval-every) */
+    kgl_eval valid_ev;
+    kgl_snapshot best;
+    long best_step, evals_since_best, evaluations;
+    double best_mrr, last_valid_mrr;
+    bool stopped_early;
 } run_state;
+
+/* Ranks the valid triples with the current parameters; keeps a snapshot of
+   the best model so far. Returns false when patience has run out. */
+static bool select_model(run_state *rs, long step)
+{
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(&rs->tr, &f);
+    kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[1], rs->v->n[1], &rs->valid_ev);
+    double mrr = rs->valid_ev.both.mrr;
+    rs->last_valid_mrr = mrr;
+    rs->evaluations++;
+    if (rs->best_step < 0 || mrr > rs->best_mrr) {
+        rs->best_mrr = mrr;
+        rs->best_step = step;
+        rs->evals_since_best = 0;
+        kgl_trainer_snapshot(&rs->tr, &rs->best);
+    } else {
+        rs->evals_since_best++;
+    }
+    if (!rs->o->quiet && !rs->o->json)
+        fprintf(stderr, "%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
+                rs->tty ? "\r" : "", step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
+                rs->best_step, now_seconds() - rs->t0);
+    return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
+}
 
 static double train_hits1(run_state *rs)
 {
@@ -293,6 +394,7 @@ static void csv_field(FILE *f, const char *s)
 static void log_header(run_state *rs)
 {
     fprintf(rs->log, "step,loss,main_loss,aux_loss,lr,seconds");
+    bool selecting = rs->o->eval_every > 0;
     const kgl_dataset *ds = &rs->v->ds;
     for (int h = 0; h < rs->tr.model.cfg.heads; h++) {
         for (int c = 0; c < N_HEAD_COLUMNS; c++) fprintf(rs->log, ",h%d_%s", h, head_columns[c]);
@@ -304,6 +406,7 @@ static void log_header(run_state *rs)
             csv_field(rs->log, name);
         }
     }
+    if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", rs->log);
     fputc('\n', rs->log);
 }
 
@@ -315,7 +418,7 @@ static void log_number(FILE *f, double v)
 
 /* One row: the losses of the step's forward pass and the diagnostics
    measured between its backward and its update. */
-static void log_row(run_state *rs, long step, double loss)
+static void log_row(run_state *rs, long step, double loss, bool evaluated)
 {
     fprintf(rs->log, "%ld", step);
     log_number(rs->log, loss);
@@ -332,6 +435,12 @@ static void log_row(run_state *rs, long step, double loss)
         for (int c = 0; c < N_HEAD_COLUMNS; c++) log_number(rs->log, v[c]);
         for (int r = 0; r < dg->m; r++)
             if (rs->v->use_relation[r]) log_number(rs->log, dg->spec[h * dg->m + r]);
+    }
+    if (rs->o->eval_every) { /* of the parameters after this step's update */
+        const kgl_metrics *b = &rs->valid_ev.both;
+        log_number(rs->log, evaluated ? b->mrr : NAN);
+        log_number(rs->log, evaluated ? b->hits1 : NAN);
+        log_number(rs->log, evaluated ? b->hits10 : NAN);
     }
     fputc('\n', rs->log);
 }
@@ -392,6 +501,12 @@ static void report(run_state *rs, long steps_done, double final_loss, double sec
         else printf("null");
         printf(",\"seconds\":");
         kgl_json_number(stdout, seconds);
+        if (rs->o->eval_every) {
+            printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
+            kgl_json_number(stdout, rs->best_mrr);
+            printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
+        }
+        printf(",\"params\":%zu", tr->model.params.total);
         printf(",\"metrics\":{");
     }
     bool first = true;
@@ -418,6 +533,10 @@ static void report(run_state *rs, long steps_done, double final_loss, double sec
     else if (rs->track_fit)
         printf("\nfit: not every training triple ranks first after %ld steps\n", steps_done);
     print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec);
+    if (rs->o->eval_every)
+        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
+               "checkpoint are of that model\n",
+               rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
     printf("\n%ld steps in %.2f s, final loss %.6f\n", steps_done, seconds, final_loss);
 }
 
@@ -466,14 +585,22 @@ int cmd_train(int argc, char **argv)
     kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
     kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
     free(head_of);
+    kgl_trainer_set_regularisers(&rs.tr, &o.reg);
+    if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
+    kgl_trainer_set_schedule(&rs.tr, &o.sched);
     if (resumed) {
         kgl_checkpoint_apply(&ck, &rs.tr.model);
         rs.tr.optim.step = ck.st.step;
+        rs.tr.optim.lr = ck.st.optim.lr;
+        if (o.set_lr) rs.tr.optim.lr = o.optim.lr;
         kgl_trainer_set_position(&rs.tr, &ck.st.epoch_rng, ck.st.cursor);
+        if (ck.st.has_dropout_rng) rs.tr.dropout_rng = ck.st.dropout_rng;
         kgl_checkpoint_close(&ck);
         resumed = false;
     }
     kgl_eval_init(&rs.ev, v.ds.n_entities, v.ds.n_relations);
+    kgl_eval_init(&rs.valid_ev, v.ds.n_entities, v.ds.n_relations);
+    rs.best_step = -1;
     rs.spec = malloc((size_t)o.cfg.heads * (size_t)v.ds.n_relations * sizeof(double));
     /* Checking the fit costs one evaluation of the training triples; do it
        every step when that is cheap or asked for, else at logged steps. */
@@ -500,21 +627,29 @@ int cmd_train(int argc, char **argv)
             break;
         }
         bool logged = (step - first + 1) % o.log_every == 0 || step == last;
+        bool evaluate = o.eval_every && ((step - first + 1) % o.eval_every == 0 || step == last);
         /* with --until-fit the fit step is logged too, so measure every step */
-        if (rs.log && (logged || o.until_fit)) kgl_diag_measure(&rs.diag, &rs.tr);
-        if (rs.log && logged) log_row(&rs, step, loss);
+        if (rs.log && (logged || evaluate || o.until_fit)) kgl_diag_measure(&rs.diag, &rs.tr);
         kgl_trainer_update(&rs.tr);
+        bool go_on = !evaluate || select_model(&rs, step);
+        if (rs.log && (logged || evaluate)) log_row(&rs, step, loss, evaluate);
         if ((rs.track_fit || logged) && rs.fit_step < 0 && kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
-        progress(&rs, step, last, loss, step == last);
+        progress(&rs, step, last, loss, step == last || !go_on);
         if (o.until_fit && rs.fit_step >= 0) {
-            if (rs.log && !logged) log_row(&rs, step, loss);
+            if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
             progress(&rs, step, last, loss, true);
+            break;
+        }
+        if (!go_on) {
+            rs.stopped_early = true;
             break;
         }
     }
     double seconds = now_seconds() - rs.t0;
+    long steps_run = rs.tr.optim.step;
+    if (st == 0 && rs.best_step >= 0) kgl_trainer_restore(&rs.tr, &rs.best); /* the model selected on valid */
     if (!close_log(&rs) && st == 0) st = 1;
-    if (st == 0) report(&rs, rs.tr.optim.step, loss, seconds);
+    if (st == 0) report(&rs, steps_run, loss, seconds);
     if (o.save_path && st == 0) {
         kgl_train_state ts = {0};
         ts.step = rs.tr.optim.step;
@@ -526,6 +661,12 @@ int cmd_train(int argc, char **argv)
         ts.freeze_embeddings = o.freeze;
         ts.lookup = o.lookup;
         kgl_trainer_get_position(&rs.tr, &ts.epoch_rng, &ts.cursor);
+        ts.reg = o.reg;
+        ts.reg.rng = NULL;
+        ts.dropout_rng = rs.tr.dropout_rng;
+        ts.has_dropout_rng = true;
+        ts.sched = rs.tr.sched;
+        ts.base_lr = rs.tr.base_lr;
         if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
             fprintf(stderr, "kgl train: %s\n", err);
             st = 1;
@@ -536,6 +677,8 @@ int cmd_train(int argc, char **argv)
 done:
     free(rs.spec);
     kgl_eval_free(&rs.ev);
+    kgl_eval_free(&rs.valid_ev);
+    kgl_snapshot_free(&rs.best);
     kgl_trainer_free(&rs.tr);
 done_ck:
     if (resumed) kgl_checkpoint_close(&ck);

@@ -184,6 +184,9 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
     metric_cells(&e->head);
     printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", e->both.n, e->both.mrr,
            e->both.hits1, e->both.hits3, e->both.hits10);
+    const kgl_metrics *o = &e->both_optimistic;
+    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", "", o->mrr, o->hits1, o->hits3,
+           o->hits10);
 }
 
 void json_metric(FILE *f, const kgl_metrics *m)
@@ -207,7 +210,13 @@ void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eva
     json_metric(f, &e->head);
     fprintf(f, ",\"both\":");
     json_metric(f, &e->both);
-    fprintf(f, ",\"per_relation\":{");
+    fprintf(f, ",\"optimistic\":{\"tail\":");
+    json_metric(f, &e->tail_optimistic);
+    fprintf(f, ",\"head\":");
+    json_metric(f, &e->head_optimistic);
+    fprintf(f, ",\"both\":");
+    json_metric(f, &e->both_optimistic);
+    fprintf(f, "},\"per_relation\":{");
     bool first = true;
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
