@@ -365,7 +365,9 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
 typedef struct kgl_regularisers {
     double dropout;         /* --dropout: input embeddings, before each residual */
     double attn_dropout;    /* --attn-dropout: attention weights */
-    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout */
+    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout
+                               (a mask on R[r] instead would be the same: the readout
+                               multiplies C[i], R[r] and E[j] feature by feature) */
     double label_smoothing; /* --label-smoothing: ε */
     kgl_rng *rng;
 } kgl_regularisers;

@@ -385,7 +385,8 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
        drawn from a fixed stream state, replayed for every evaluation */
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
-    kgl_regularisers reg = {0.2, 0.1, 0.3, 0.1, &drop_rng};
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
+                            .rng = &drop_rng};
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;

@@ -233,7 +233,8 @@ TEST(dropout_is_seeded_separate_and_off_at_evaluation)
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
-    kgl_regularisers reg = {0.5, 0.5, 0.5, 0.1, NULL};
+    kgl_regularisers reg = {.dropout = 0.5, .attn_dropout = 0.5, .hidden_dropout = 0.5,
+                            .label_smoothing = 0.1};
     kgl_trainer_set_regularisers(&tr, &reg);
     for (int s = 0; s < 5; s++) kgl_trainer_step(&tr);
     kgl_rng before = tr.dropout_rng;
@@ -273,7 +274,8 @@ TEST(no_allocation_inside_a_regularised_training_step)
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
-    kgl_regularisers reg = {0.2, 0.1, 0.3, 0.1, NULL};
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
+                            .label_smoothing = 0.1};
     kgl_trainer_set_regularisers(&tr, &reg);
     kgl_schedule sched = {KGL_SCHED_COSINE, 5, 60, 0.1};
     kgl_trainer_set_schedule(&tr, &sched);
@@ -308,7 +310,8 @@ TEST(snapshot_restore_continues_exactly)
     kgl_config_defaults(&cfg);
     kgl_train_config tc = {8, 9, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
-    kgl_regularisers reg = {0.2, 0.1, 0.3, 0.1, NULL};
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
+                            .label_smoothing = 0.1};
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
     kgl_trainer_set_regularisers(&tr, &reg);

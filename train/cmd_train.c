@@ -335,6 +335,7 @@ typedef struct run_state {
     long best_step, evals_since_best, evaluations;
     double best_mrr, last_valid_mrr;
     bool stopped_early;
+    long ev_step; /* the step whose training-triple ranks rs.ev holds, or -1 */
 } run_state;
 
 /* Ranks the valid triples with the current parameters; keeps a snapshot of
@@ -362,8 +363,10 @@ static bool select_model(run_state *rs, long step)
     return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
 }
 
-static double train_hits1(run_state *rs)
+static double train_hits1(run_state *rs, long step)
 {
+    if (rs->ev_step == step) return rs->ev.both.hits1; /* the fit check just ranked them */
+    rs->ev_step = step;
     kgl_forward f;
     kgl_tensor *C = kgl_trainer_context(&rs->tr, &f);
     kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[0], rs->v->n[0], &rs->ev);
@@ -452,10 +455,10 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
     if (rs->tty) {
         if (!force && now - rs->last_progress < 0.1) return;
         rs->last_progress = now;
-        fprintf(stderr, "\rstep %6ld/%ld  loss %.6f  train H@1 %.3f ", step, last, loss, train_hits1(rs));
+        fprintf(stderr, "\rstep %6ld/%ld  loss %.6f  train H@1 %.3f ", step, last, loss, train_hits1(rs, step));
         if (force) fputc('\n', stderr);
     } else if (force || step % rs->o->log_every == 0) {
-        fprintf(stderr, "step %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", step, last, loss, train_hits1(rs),
+        fprintf(stderr, "step %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", step, last, loss, train_hits1(rs, step),
                 now - rs->t0);
     }
 }
@@ -601,6 +604,7 @@ int cmd_train(int argc, char **argv)
     kgl_eval_init(&rs.ev, v.ds.n_entities, v.ds.n_relations);
     kgl_eval_init(&rs.valid_ev, v.ds.n_entities, v.ds.n_relations);
     rs.best_step = -1;
+    rs.ev_step = -1;
     rs.spec = malloc((size_t)o.cfg.heads * (size_t)v.ds.n_relations * sizeof(double));
     /* Checking the fit costs one evaluation of the training triples; do it
        every step when that is cheap or asked for, else at logged steps. */
@@ -633,7 +637,10 @@ int cmd_train(int argc, char **argv)
         kgl_trainer_update(&rs.tr);
         bool go_on = !evaluate || select_model(&rs, step);
         if (rs.log && (logged || evaluate)) log_row(&rs, step, loss, evaluate);
-        if ((rs.track_fit || logged) && rs.fit_step < 0 && kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
+        if ((rs.track_fit || logged) && rs.fit_step < 0) {
+            if (kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
+            rs.ev_step = step; /* rs.ev holds the training triples' ranks at this step */
+        }
         progress(&rs, step, last, loss, step == last || !go_on);
         if (o.until_fit && rs.fit_step >= 0) {
             if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
