@@ -22,9 +22,9 @@ endif
 STB_DIR ?= /usr/include/stb
 STB_DS := $(STB_DIR)/stb_ds.h
 
-CFLAGS ?= -O2 -g
+CFLAGS ?= -O3 -g
 KGL_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -I$(STB_DIR) -MMD -MP $(CFLAGS)
-LDLIBS := -lm
+LDLIBS := -lm -pthread
 
 LIB_SRC := $(wildcard src/*.c)
 CLI_SRC := $(wildcard train/*.c)

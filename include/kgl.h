@@ -155,7 +155,8 @@ kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 void kgl_softmax_jacobian(const double *p, int n, double *J);
 /* Softmax of one vector (max subtracted first). */
 void kgl_softmax_vec(const double *z, int n, double *p);
-/* ‖J‖_F by the closed form sqrt(Σp² − 2Σp³ + (Σp²)²). */
+/* ‖J‖_F (MODEL.md's closed form sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
+ * does not cancel to 0 near one-hot). */
 double kgl_softmax_jacobian_fro(const double *p, int n);
 
 /* -------------------------------------------------- op registry, checks --
@@ -688,6 +689,13 @@ typedef struct kgl_train_config {
     kgl_optim optim;
     const int *head_of;         /* head supervision [m], or NULL */
     double aux_weight;          /* λ */
+    bool freeze_embeddings;     /* entity_emb stays at its initial value (fixed features) */
+    /* Attention as lookup (an extension for the specialisation study): fixed
+     * entity features, Wv = Wo = I (frozen), so a head's output is the
+     * attended entities' own features, and each relation row tied within
+     * each head's columns, so a relation can only choose which heads to read
+     * (projected after every update). Implies freeze_embeddings. */
+    bool lookup;
 } kgl_train_config;
 
 typedef struct kgl_trainer {
@@ -782,6 +790,7 @@ typedef struct kgl_train_state {
     int batch;
     double aux_weight;
     char supervise[512];       /* "advises=0,authored=1" or "" */
+    bool freeze_embeddings, lookup;
     kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
     int cursor;                /* and the position inside it */
     /* regularisers and schedule (metadata dropout, attn_dropout,
@@ -842,5 +851,286 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
  * Reads only: the trajectory is the same with or without it. */
 void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
 void kgl_diag_free(kgl_diag *dg);
+
+/* ------------------------------------------------------------------ svg --
+ * Pictures for people: heatmaps (attention maps, one per head) and line plots
+ * (diagnostics vs step) as self-contained SVG 1.1 files that open in any
+ * browser. No plotting library: src/svg.c writes the XML itself.
+ *
+ * Every function writes the whole picture into memory, then to a temporary
+ * file beside `path` (mode 0644) and renames it over `path`, so a half-written
+ * file never remains. On failure (a bad argument, or the file cannot be
+ * written) it writes "path: why" into err and returns false, leaving nothing.
+ * Output is deterministic: the same input gives the same bytes (coordinates
+ * with at most 2 decimals, values in tooltips with 4 significant digits).
+ * All text is XML-escaped; invalid UTF-8 and control characters in labels
+ * become U+FFFD. Labels longer than about 16 characters are shortened with
+ * "…" on the page; tooltips always carry the full text.
+ *
+ * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
+ * legible in greyscale), interpolated linearly between 9 anchors; line series
+ * use the Okabe–Ito palette, each with its own dash pattern and marker shape
+ * so that the series can also be told apart in greyscale. */
+
+typedef struct kgl_heatmap {
+    const char *title;                 /* panel title (the page title for kgl_svg_heatmap), or NULL */
+    int rows, cols;                    /* at most 1,000,000 cells */
+    const double *values;              /* rows*cols, row-major */
+    const char *const *row_labels;     /* rows names, or NULL for indices 0, 1, ... */
+    const char *const *col_labels;     /* cols names, or NULL for indices */
+    const char *row_axis, *col_axis;   /* axis titles, e.g. "query entity", "key entity", or NULL */
+    /* The colour scale. NaN, or vmin == vmax (so also the 0, 0 of a zeroed
+     * struct), means "from the data": the finite minimum and maximum. Values
+     * outside the scale are drawn in its end colours (the legend counts them). */
+    double vmin, vmax;
+    const unsigned char *outline;      /* rows*cols flags: nonzero cells get a black-and-white box, or NULL */
+    const char *outline_label;         /* legend text for outlined cells, e.g. "true tail (advises)" */
+    const char *value_label;           /* colour-bar title, e.g. "attention weight" */
+    bool annotate;                     /* print each value in its cell (when cells are >= 24 px) */
+} kgl_heatmap;
+
+/* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
+ * columns and shrink to 4 px (about 480 px in all); when they are too small
+ * for every label, every k-th is shown (k = 2, 5, 10, ...) and the axis title
+ * says so. Column labels are rotated 45°. Each cell is a <rect class="cell">
+ * with a <title> tooltip "row → col: value"; a non-finite value is a grey
+ * hatched cell whose tooltip says "not finite". The legend shows the colour
+ * bar with round ticks, and counts outlined, non-finite and clamped cells. */
+bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap);
+/* n_panels heatmaps (each with its own title, labels and shape) in a grid of
+ * n_cols columns, with ONE colour scale and one legend: the scale runs from
+ * the smallest to the largest of the panels' bounds, each panel's bound being
+ * its vmin/vmax when set and its data otherwise. The legend's title is the
+ * first value_label given, its outline text the first outline_label. */
+bool kgl_svg_heatmap_grid(const char *path, const char *title, const kgl_heatmap *panels, int n_panels,
+                          int n_cols, char *err, size_t err_cap);
+
+typedef struct kgl_series {
+    const char *label; /* legend text, or NULL for "series 1", ... */
+    int n;             /* points */
+    const double *x;   /* n values, or NULL for 0, 1, ..., n-1 */
+    const double *y;   /* n values */
+} kgl_series;
+
+typedef struct kgl_lineplot {
+    const char *title, *x_label, *y_label; /* each may be NULL */
+    bool log_y; /* log10 axis with ticks at decades: non-positive values are skipped (counted in a note) */
+    bool log_x;
+    const kgl_series *series;
+    int n_series;
+} kgl_lineplot;
+
+/* Axes with round ticks (1, 2 or 5 times a power of ten; decades on log
+ * axes), grid lines, axis labels, a legend entry per series, and one
+ * <polyline> per run of drawable points of each series, in a distinct colour
+ * AND dash pattern. Points that cannot be drawn (non-finite, or non-positive
+ * on a log axis) break the line, are counted in a note under the plot and in
+ * the series' legend tooltip. A series of at most 60 points also gets a
+ * marker per point with a <title> tooltip "label: (x, y)". */
+bool kgl_svg_lineplot(const char *path, const kgl_lineplot *p, char *err, size_t err_cap);
+/* Several independent line plots on one page, n_cols per row, under `title`. */
+bool kgl_svg_lineplot_grid(const char *path, const char *title, const kgl_lineplot *plots, int n_plots,
+                           int n_cols, char *err, size_t err_cap);
+
+/* ----------------------------------------------------------------- demo --
+ * The chapter on attention as relevance-based reasoning, re-derived with the
+ * engine's ops (`kgl demo`, src/demo.c). Each kgl_demo_* runs one section on
+ * a tape that does not record (except where a gradient is the point), fills
+ * its result and returns whether every check of the section holds; each
+ * check is computed from the numbers against the bound defined here. A
+ * section seeds its own RNG with `seed`, so it gives the same numbers alone
+ * as among all nine. */
+#define KGL_DEMO_D 8          /* width of X in the academic sections */
+#define KGL_DEMO_DK 4         /* key width (per head) */
+#define KGL_DEMO_MAX_N 64     /* entities in a --types file */
+#define KGL_DEMO_EXACT 1e-12  /* identities that hold up to round-off */
+
+/* The world the academic sections run on: names and types borrowed from a
+ * kgl_types (which must outlive it). Type k, in order of first appearance,
+ * is dimension k of X. */
+typedef struct kgl_demo_world {
+    int n, n_types;
+    char *const *entity;
+    const char *type_name[KGL_DEMO_D];
+    int type_of[KGL_DEMO_MAX_N];
+} kgl_demo_world;
+/* False with "name: what is wrong" in err for more than KGL_DEMO_MAX_N
+ * entities or more than KGL_DEMO_D types. */
+bool kgl_demo_world_init(kgl_demo_world *w, const kgl_types *ty, const char *name, char *err, size_t err_cap);
+int kgl_demo_world_find(const kgl_demo_world *w, const char *entity); /* -1 if absent */
+
+/* 1. attention. X = N(0,1) + 0.5 on the type's dimension (n x 8, drawn row
+ * by row), then Wq, Wk, Wv (8 x 4) ~ N(0,1); A = softmax(Q Kᵀ / √4), O = A V.
+ * The query's row traced; check: max |row sum − 1| over every row < 1e-12. */
+typedef struct kgl_demo_attention {
+    int query, n_top;
+    double raw[KGL_DEMO_MAX_N], scaled[KGL_DEMO_MAX_N], weight[KGL_DEMO_MAX_N]; /* the query's row */
+    int top[3];
+    double out[KGL_DEMO_DK]; /* A[query] V */
+    double max_row_sum_err;
+    bool pass;
+} kgl_demo_attention;
+bool kgl_demo_attention_run(const kgl_demo_world *w, int query, uint64_t seed, kgl_demo_attention *r);
+
+/* 2. variance. Var(q·k) of KGL_DEMO_VAR_PAIRS pairs of N(0,1) vectors (q
+ * then k drawn per pair) for dk = 4, 64, 256; then the largest softmax weight
+ * of one query against 13 keys at dk = 256, unscaled and scaled by 1/√dk,
+ * averaged over 1000 draws.
+ * Why 50,000 pairs and not the chapter's 10,000: the sample variance of n
+ * products has relative standard error √((κ − 1)/n), κ = 3 + 6/dk the
+ * kurtosis of q·k, so at n = 10,000 the band [0.97, 1.03] is only 1.6 (dk =
+ * 4) to 2.1 (dk = 256) standard errors wide and 29 of seeds 1..200 failed it
+ * (seed 1 among them, at dk = 256). At 50,000 it is 3.6 to 4.7 standard
+ * errors: a failure is a 1-in-3000 seed. */
+#define KGL_DEMO_VAR_PAIRS 50000
+#define KGL_DEMO_VAR_LO 0.97
+#define KGL_DEMO_VAR_HI 1.03
+#define KGL_DEMO_SAT_DK 256
+#define KGL_DEMO_SAT_KEYS 13
+#define KGL_DEMO_SAT_DRAWS 1000
+#define KGL_DEMO_SAT_UNSCALED_MIN 0.9
+#define KGL_DEMO_SAT_SCALED_MAX 0.5
+typedef struct kgl_demo_variance {
+    int dk[3];
+    double var[3], ratio[3];
+    double sat_unscaled, sat_scaled;
+    bool pass;
+} kgl_demo_variance;
+bool kgl_demo_variance_run(uint64_t seed, kgl_demo_variance *r);
+
+/* 3. jacobian. The 5 logits of kgl_softmax_jacobian_experiment: J against
+ * central differences, the hand formulas, and the tape's backward (J e_k);
+ * then the logits scaled by c = 1, 2, …, 64. */
+#define KGL_DEMO_JAC_N 5
+#define KGL_DEMO_JAC_H 1e-5
+#define KGL_DEMO_JAC_FD_BOUND 1e-9
+#define KGL_DEMO_JAC_SWEEP 7
+typedef struct kgl_demo_jacobian {
+    double z[KGL_DEMO_JAC_N], p[KGL_DEMO_JAC_N], J[KGL_DEMO_JAC_N * KGL_DEMO_JAC_N];
+    double fd_err;   /* max |J − J_fd| */
+    double hand_err; /* max |J − (J_ii = p_i (1 − p_i), J_ij = −p_i p_j)| */
+    double tape_err; /* max |J − J e_k from kgl_backward_seeded through softmax_rows| */
+    double c[KGL_DEMO_JAC_SWEEP], max_prob[KGL_DEMO_JAC_SWEEP], rest[KGL_DEMO_JAC_SWEEP]; /* rest = 1 − max_prob */
+    double fro[KGL_DEMO_JAC_SWEEP], max_jii[KGL_DEMO_JAC_SWEEP];
+    bool pass;
+} kgl_demo_jacobian;
+bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r);
+
+/* 4. lookup. Keys I₄, values 4 x 4 ~ N(0,1), q = c k₂ (no scaling) for c = 3, 8. */
+#define KGL_DEMO_LOOKUP_COS_MIN 0.99
+typedef struct kgl_demo_lookup {
+    double c[2];
+    double V[16];
+    double weight[2][4], out[2][4];
+    double p2[2], p2_exact[2], cos[2]; /* p(slot 2), e^c / (e^c + 3), cos(out, v₂) */
+    bool pass;
+} kgl_demo_lookup;
+bool kgl_demo_lookup_run(uint64_t seed, kgl_demo_lookup *r);
+
+/* 5. multihead. X as in 1, then Wq, Wk, Wv, Wo (8 x 8) ~ N(0, 1/8); head h
+ * uses columns 4h..4h+3 of Q, K, V. Checks: the shapes, row sums, and
+ * concat(O₁, O₂) Wo = Σ_h O_h Wo[4h..4h+3, :]. */
+#define KGL_DEMO_HEADS 2
+typedef struct kgl_demo_multihead {
+    int query;
+    int shape[6][2]; /* X, Q, Q_h, O_h, concat, output: from the tensors */
+    int top[KGL_DEMO_HEADS];
+    double top_weight[KGL_DEMO_HEADS];
+    double max_row_sum_err, split_err;
+    bool shapes_ok, pass;
+} kgl_demo_multihead;
+bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, kgl_demo_multihead *r);
+
+/* 6. maxweight. One query, 8 keys ~ N(0,1) in d dims, 300 draws: the mean
+ * largest weight unscaled and scaled by 1/√d. */
+#define KGL_DEMO_MW_DIMS 5
+#define KGL_DEMO_MW_KEYS 8
+#define KGL_DEMO_MW_DRAWS 300
+#define KGL_DEMO_MW_UNSCALED_MIN 0.9 /* at the largest d */
+#define KGL_DEMO_MW_SCALED_MAX 0.5   /* at every d */
+typedef struct kgl_demo_maxweight {
+    int d[KGL_DEMO_MW_DIMS];
+    double unscaled[KGL_DEMO_MW_DIMS], scaled[KGL_DEMO_MW_DIMS];
+    bool pass;
+} kgl_demo_maxweight;
+bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
+
+/* 7. mask. Five tokens, features (person, thing, time, action), W_K = W_V = I,
+ * W_Q by hand (no draws). Attention with 1/√4 and without, bidirectional
+ * and causal. */
+#define KGL_DEMO_T 5
+#define KGL_DEMO_F 4
+typedef struct kgl_demo_mask {
+    const char *token[KGL_DEMO_T], *feature[KGL_DEMO_F];
+    double X[KGL_DEMO_T * KGL_DEMO_F], Wq[KGL_DEMO_F * KGL_DEMO_F];
+    double bi[KGL_DEMO_T * KGL_DEMO_T], causal[KGL_DEMO_T * KGL_DEMO_T]; /* scaled by 1/√4 */
+    double max_w[2][KGL_DEMO_T], max_w_unscaled[2][KGL_DEMO_T];         /* [0] bidirectional, [1] causal */
+    double above_diag;      /* max |weight| above the diagonal under the causal mask */
+    double max_row_sum_err; /* every row of all four matrices */
+    int sharper_rows;       /* rows (of 10) where the unscaled max weight is larger */
+    bool never_flatter;     /* in no row is the unscaled max weight smaller */
+    bool roles_ok;          /* others' largest weight is on the action; the action's on persons and things */
+    bool pass;
+} kgl_demo_mask;
+bool kgl_demo_mask_run(kgl_demo_mask *r);
+
+/* 8. permutation. The attention of 1 on the rows of X shuffled by a seeded
+ * permutation (drawn after 1's parameters; never the identity), with and
+ * without the causal mask, against the shuffled outputs. */
+#define KGL_DEMO_PERM_BREAK_MIN 1e-9 /* the causal difference must exceed round-off */
+typedef struct kgl_demo_permutation {
+    int n;
+    int perm[KGL_DEMO_MAX_N]; /* row i of PX is row perm[i] of X */
+    double free_err, causal_err;
+    int causal_rows_differ;
+    bool pass;
+} kgl_demo_permutation;
+bool kgl_demo_permutation_run(const kgl_demo_world *w, uint64_t seed, kgl_demo_permutation *r);
+
+/* 9. memo. The self-attention article's worked example, from a CSV with the
+ * header document_id,target_token,candidate_token,candidate_role,
+ * evidence_pack,evidence_cap,evidence_action,score. Rows are grouped by
+ * (document, target) in order of first appearance. */
+#define KGL_MEMO_DIM 3
+#define KGL_MEMO_MAX_GROUPS 16
+#define KGL_MEMO_MAX_CANDIDATES 32
+typedef struct kgl_memo_group {
+    const char *document, *target; /* point into the memo's text */
+    int line;                      /* of its first row */
+    int n;
+    const char *token[KGL_MEMO_MAX_CANDIDATES], *role[KGL_MEMO_MAX_CANDIDATES];
+    double vec[KGL_MEMO_MAX_CANDIDATES][KGL_MEMO_DIM], score[KGL_MEMO_MAX_CANDIDATES];
+} kgl_memo_group;
+typedef struct kgl_memo {
+    kgl_text text;
+    int n_groups;
+    kgl_memo_group g[KGL_MEMO_MAX_GROUPS];
+} kgl_memo;
+/* Reads and validates every row (8 fields, no empty text, numbers that parse
+ * and are finite). False with "file:line: what is wrong" in err. */
+bool kgl_memo_load(kgl_memo *m, const kgl_source *src, char *err, size_t err_cap);
+void kgl_memo_free(kgl_memo *m);
+/* data/safety_memo.csv, embedded byte for byte (src/memo_data.c). */
+extern const char kgl_safety_memo_csv[];
+extern const size_t kgl_safety_memo_csv_len;
+
+/* Per group: the uniform baseline (mean of the vectors), softmax of the
+ * scores, the new representation w V, the shift, the top token and the
+ * weight on the missing step (roles missing_object, missing_action,
+ * current_action). Checks: rows sum to 1, and the article's numbers for
+ * document memo_cap_missing, targets 그것 and 씌우지, to 3 decimals. */
+typedef struct kgl_demo_memo_result {
+    double baseline[KGL_MEMO_DIM], weight[KGL_MEMO_MAX_CANDIDATES], repr[KGL_MEMO_DIM], shift[KGL_MEMO_DIM];
+    int top;
+    double step_weight;
+} kgl_demo_memo_result;
+typedef struct kgl_demo_memo {
+    kgl_demo_memo_result g[KGL_MEMO_MAX_GROUPS];
+    double max_row_sum_err;
+    int article_values, article_mismatches; /* values compared with the article, and how many differ */
+    char first_mismatch[200];
+    bool pass;
+} kgl_demo_memo;
+bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
 
 #endif

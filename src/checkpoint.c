@@ -106,6 +106,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
         "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
+        "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
         "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
@@ -305,6 +306,17 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         st->batch = (int)x;
     }
     if ((v = kgl_st_meta(f, "supervise_heads"))) snprintf(st->supervise, sizeof st->supervise, "%s", v);
+    if ((v = kgl_st_meta(f, "frozen"))) {
+        if (*v && strcmp(v, "entity_emb") != 0) {
+            fail(err, cap, path, "metadata 'frozen' is '%s'; only entity_emb can be frozen", v);
+            goto bad;
+        }
+        st->freeze_embeddings = *v != 0;
+    }
+    if (kgl_st_meta(f, "lookup")) {
+        if (!meta_long(f, "lookup", 0, 1, &x, path, err, cap)) goto bad;
+        st->lookup = x == 1;
+    }
     if ((v = kgl_st_meta(f, "shuffle_state"))) {
         int used = 0;
         if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &st->epoch_rng.s[0], &st->epoch_rng.s[1],

@@ -23,22 +23,6 @@
 #endif
 #include "stb_ds.h"
 
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (!p) kgl_die("out of memory");
-    memcpy(p, s, n);
-    return p;
-}
-
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) kgl_die("out of memory: cannot allocate %zu bytes", n);
-    return p;
-}
-
 static bool open_source(kgl_text *t, const kgl_source *s, char *err, size_t err_cap)
 {
     if (s->text) {
@@ -98,7 +82,7 @@ static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **
     static const char *const field_name[3] = {"head", "relation", "tail"};
     kgl_text t;
     if (!open_source(&t, src, err, err_cap)) return false;
-    sp->path = copy_string(t.name);
+    sp->path = kgl_strdup(t.name);
     triple_entry *seen = NULL;
     bool ok = false;
     char *f[3];
@@ -148,13 +132,13 @@ static int cmp_name_entry(const void *a, const void *b)
 static char **assign_ids(const name_entry *map, int **final)
 {
     int n = (int)shlen(map);
-    name_entry *sorted = xmalloc((size_t)n * sizeof *sorted);
+    name_entry *sorted = kgl_xmalloc((size_t)n * sizeof *sorted);
     memcpy(sorted, map, (size_t)n * sizeof *sorted);
     qsort(sorted, (size_t)n, sizeof *sorted, cmp_name_entry);
-    char **names = xmalloc((size_t)n * sizeof *names);
-    *final = xmalloc((size_t)n * sizeof **final);
+    char **names = kgl_xmalloc((size_t)n * sizeof *names);
+    *final = kgl_xmalloc((size_t)n * sizeof **final);
     for (int id = 0; id < n; id++) {
-        names[id] = copy_string(sorted[id].key);
+        names[id] = kgl_strdup(sorted[id].key);
         (*final)[sorted[id].value] = id;
     }
     free(sorted);
@@ -178,7 +162,7 @@ static void build_known(kgl_dataset *ds)
     size_t total = 0;
     for (int s = 0; s < ds->n_splits; s++) total += 2 * (size_t)ds->splits[s].n;
     int *count = calloc(n_keys + 1, sizeof *count);
-    int *all = xmalloc(total * sizeof *all);
+    int *all = kgl_xmalloc(total * sizeof *all);
     if (!count) kgl_die("out of memory: filter index of %zu keys", n_keys);
     for (int s = 0; s < ds->n_splits; s++) {
         const kgl_split *sp = &ds->splits[s];
@@ -188,7 +172,7 @@ static void build_known(kgl_dataset *ds)
         }
     }
     for (size_t k = 0; k < n_keys; k++) count[k + 1] += count[k]; /* count[k] = start of key k */
-    int *fill = xmalloc(n_keys * sizeof *fill);
+    int *fill = kgl_xmalloc(n_keys * sizeof *fill);
     memcpy(fill, count, n_keys * sizeof *fill);
     for (int s = 0; s < ds->n_splits; s++) {
         const kgl_split *sp = &ds->splits[s];
@@ -255,7 +239,7 @@ bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *e
     for (int s = 0; s < n_src; s++) {
         kgl_split *sp = &ds->splits[s];
         sp->n = (int)arrlen(raw[s]);
-        sp->triples = xmalloc((size_t)sp->n * sizeof *sp->triples);
+        sp->triples = kgl_xmalloc((size_t)sp->n * sizeof *sp->triples);
         for (int i = 0; i < sp->n; i++) {
             sp->triples[i].head = ent_id[raw[s][i].head];
             sp->triples[i].rel = rel_id[raw[s][i].rel];
@@ -361,8 +345,8 @@ bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_
             goto done;
         }
         shput(seen, f[0], t.lineno);
-        arrput(ent, copy_string(f[0]));
-        arrput(typ, copy_string(f[1]));
+        arrput(ent, kgl_strdup(f[0]));
+        arrput(typ, kgl_strdup(f[1]));
     }
     if (rc < 0) goto done;
     if (arrlen(ent) == 0) {
@@ -370,8 +354,8 @@ bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_
         goto done;
     }
     ty->n = (int)arrlen(ent);
-    ty->entity = xmalloc((size_t)ty->n * sizeof *ty->entity);
-    ty->type = xmalloc((size_t)ty->n * sizeof *ty->type);
+    ty->entity = kgl_xmalloc((size_t)ty->n * sizeof *ty->entity);
+    ty->type = kgl_xmalloc((size_t)ty->n * sizeof *ty->type);
     memcpy(ty->entity, ent, (size_t)ty->n * sizeof *ty->entity);
     memcpy(ty->type, typ, (size_t)ty->n * sizeof *ty->type);
     ok = true;

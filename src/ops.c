@@ -1090,14 +1090,27 @@ void kgl_softmax_jacobian(const double *p, int n, double *J)
 
 double kgl_softmax_jacobian_fro(const double *p, int n)
 {
-    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σ p² − 2 Σ p³ + (Σ p²)² */
-    double s2 = 0, s3 = 0;
+    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (MODEL.md), but
+       near one-hot that closed form cancels to 0 while ‖J‖ is still ~1e-9.
+       The same sum, term by term, without the cancellation:
+         ‖J‖² = Σ_i p_i² (1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j²,
+       with 1 − p_max and Σ_{j≠max} p_j² summed from the other entries. */
+    if (n < 1) return 0;
+    int top = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[top]) top = i;
+    double s2 = 0, rest1 = 0, rest2 = 0;
     for (int i = 0; i < n; i++) {
         s2 += p[i] * p[i];
-        s3 += p[i] * p[i] * p[i];
+        if (i != top) rest1 += p[i], rest2 += p[i] * p[i];
     }
-    double f2 = s2 - 2 * s3 + s2 * s2;
-    return sqrt(f2 > 0 ? f2 : 0);
+    double f2 = 0;
+    for (int i = 0; i < n; i++) {
+        double one_minus = i == top ? rest1 : 1.0 - p[i];
+        double others = i == top ? rest2 : s2 - p[i] * p[i];
+        f2 += p[i] * p[i] * (one_minus * one_minus + others);
+    }
+    return sqrt(f2);
 }
 
 /* ---- the registry ---------------------------------------------------------- */

@@ -25,6 +25,19 @@ void kgl_die(const char *fmt, ...)
     abort();
 }
 
+void *kgl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) kgl_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+char *kgl_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(kgl_xmalloc(n), s, n);
+}
+
 void kgl_tape_init(kgl_tape *t)
 {
     memset(t, 0, sizeof *t);

@@ -6,15 +6,6 @@
 #include "kgl.h"
 #include "kgl_internal.h"
 
-static char *copy_string(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (!p) kgl_die("out of memory");
-    memcpy(p, s, n);
-    return p;
-}
-
 bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
 {
     memset(t, 0, sizeof *t);
@@ -46,7 +37,7 @@ bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
         return false;
     }
     buf[len] = 0;
-    t->name = copy_string(path);
+    t->name = kgl_strdup(path);
     t->buf = buf;
     t->len = len;
     return true;
@@ -55,7 +46,7 @@ bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
 void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_t len)
 {
     memset(t, 0, sizeof *t);
-    t->name = copy_string(name);
+    t->name = kgl_strdup(name);
     t->buf = malloc(len + 1);
     if (!t->buf) kgl_die("out of memory");
     memcpy(t->buf, data, len);

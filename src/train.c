@@ -8,22 +8,15 @@
 #include "kgl.h"
 #include "kgl_internal.h"
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p) kgl_die("out of memory (%zu bytes)", n);
-    return p;
-}
-
 /* ---- evaluation ------------------------------------------------------------ */
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations)
 {
     memset(e, 0, sizeof *e);
     e->n_relations = n_relations;
-    e->rel_tail = xmalloc((size_t)n_relations * sizeof *e->rel_tail);
-    e->rel_head = xmalloc((size_t)n_relations * sizeof *e->rel_head);
-    e->scores = xmalloc((size_t)n_entities * sizeof *e->scores);
+    e->rel_tail = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_tail);
+    e->rel_head = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_head);
+    e->scores = kgl_xmalloc((size_t)n_entities * sizeof *e->scores);
 }
 
 void kgl_eval_free(kgl_eval *e)
@@ -175,11 +168,11 @@ void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_t
     tl->n_entities = n_entities;
     tl->n_relations = n_relations;
     tl->offsets = calloc(keys + 1, sizeof(int));
-    tl->tails = xmalloc((size_t)n * sizeof(int));
+    tl->tails = kgl_xmalloc((size_t)n * sizeof(int));
     if (!tl->offsets) kgl_die("out of memory");
     for (int k = 0; k < n; k++) tl->offsets[(size_t)tr[k].rel * n_entities + tr[k].head + 1]++;
     for (size_t key = 0; key < keys; key++) tl->offsets[key + 1] += tl->offsets[key];
-    int *fill = xmalloc(keys * sizeof(int));
+    int *fill = kgl_xmalloc(keys * sizeof(int));
     for (size_t key = 0; key < keys; key++) fill[key] = tl->offsets[key];
     for (int k = 0; k < n; k++) tl->tails[fill[(size_t)tr[k].rel * n_entities + tr[k].head]++] = tr[k].tail;
     free(fill);
@@ -223,6 +216,27 @@ void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn,
 
 /* ---- the trainer ------------------------------------------------------------- */
 
+/* --lookup: each row of relation_emb constant within every head's block of
+   columns (its block mean), so a relation weighs whole heads. */
+static void tie_relation_blocks(kgl_model *m)
+{
+    int d = m->cfg.dim, dk = d / m->cfg.heads;
+    kgl_tensor *R = m->relation_emb;
+    for (int r = 0; r < R->rows; r++)
+        for (int c0 = 0; c0 < d; c0 += dk) {
+            double *x = R->data + (size_t)r * d + c0, mean = 0;
+            for (int c = 0; c < dk; c++) mean += x[c];
+            mean /= dk;
+            for (int c = 0; c < dk; c++) x[c] = mean;
+        }
+}
+
+static void set_identity(kgl_tensor *w)
+{
+    memset(w->data, 0, kgl_numel(w) * sizeof(double));
+    for (int i = 0; i < w->rows; i++) w->data[(size_t)i * w->cols + i] = 1.0;
+}
+
 /* The shuffle stream is separate from the init stream, so changing --batch
    never changes the initial parameters. */
 #define SHUFFLE_STREAM 0x53485546464c45ULL /* "SHUFFLE" */
@@ -244,6 +258,14 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_rng rng;
     kgl_rng_seed(&rng, tc->seed);
     kgl_model_init(&tr->model, &rng);
+    if (tc->freeze_embeddings || tc->lookup) kgl_params_find(&tr->model.params, "entity_emb")->frozen = true;
+    if (tc->lookup) {
+        set_identity(tr->model.wv);
+        set_identity(tr->model.wo);
+        kgl_params_find(&tr->model.params, "attn.wv")->frozen = true;
+        kgl_params_find(&tr->model.params, "attn.wo")->frozen = true;
+        tie_relation_blocks(&tr->model);
+    }
     kgl_rng_seed(&tr->shuffle_rng, tc->seed ^ SHUFFLE_STREAM);
     tr->epoch_rng = tr->shuffle_rng;
     kgl_rng_seed(&tr->dropout_rng, tc->seed ^ DROPOUT_STREAM);
@@ -255,9 +277,9 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_tails_build(&tr->tails, ds->n_entities, ds->n_relations, train, n_train);
     int m = ds->n_relations, n_ex = cfg.reciprocal ? 2 * n_train : n_train;
     tr->n_examples = n_ex;
-    tr->ex_head = xmalloc((size_t)n_ex * sizeof(int));
-    tr->ex_rel = xmalloc((size_t)n_ex * sizeof(int));
-    tr->ex_tail = xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_head = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_rel = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_tail = kgl_xmalloc((size_t)n_ex * sizeof(int));
     for (int k = 0; k < n_train; k++) {
         tr->ex_head[k] = train[k].head;
         tr->ex_rel[k] = train[k].rel;
@@ -269,12 +291,12 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
         }
     }
     int B = tc->batch < n_ex ? tc->batch : n_ex;
-    tr->order = xmalloc((size_t)n_ex * sizeof(int));
-    tr->b_head = xmalloc((size_t)B * sizeof(int));
-    tr->b_rel = xmalloc((size_t)B * sizeof(int));
-    tr->b_tail = xmalloc((size_t)B * sizeof(int));
+    tr->order = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->b_head = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_rel = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_tail = kgl_xmalloc((size_t)B * sizeof(int));
     if (tc->head_of) {
-        tr->head_of = xmalloc((size_t)m * sizeof(int));
+        tr->head_of = kgl_xmalloc((size_t)m * sizeof(int));
         memcpy(tr->head_of, tc->head_of, (size_t)m * sizeof(int));
         tr->sup.head_of = tr->head_of;
         tr->sup.weight = tc->aux_weight;
@@ -372,6 +394,7 @@ void kgl_trainer_update(kgl_trainer *tr)
     if (tr->sched.kind != KGL_SCHED_CONSTANT || tr->sched.warmup > 0)
         tr->optim.lr = tr->base_lr * kgl_schedule_factor(&tr->sched, tr->optim.step + 1);
     kgl_optim_step(&tr->optim, &tr->model.params);
+    if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
 }
 
 double kgl_schedule_factor(const kgl_schedule *s, long step)
@@ -397,7 +420,7 @@ void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s)
     const kgl_params *ps = &tr->model.params;
     if (!s->values) {
         s->total = ps->total;
-        s->values = xmalloc(3 * ps->total * sizeof(double));
+        s->values = kgl_xmalloc(3 * ps->total * sizeof(double));
     }
     if (s->total != ps->total) kgl_die("snapshot: taken of another model");
     memcpy(s->values, ps->block, ps->total * sizeof(double));                        /* data */

@@ -229,7 +229,7 @@ TEST(dropout_is_seeded_separate_and_off_at_evaluation)
     kgl_config cfg;
     kgl_config_defaults(&cfg);
     cfg.ffn = 8;
-    kgl_train_config tc = {10, 5, {0}, NULL, 1};
+    kgl_train_config tc = {10, 5, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
@@ -270,7 +270,7 @@ TEST(no_allocation_inside_a_regularised_training_step)
     kgl_config cfg;
     kgl_config_defaults(&cfg);
     cfg.ffn = 8;
-    kgl_train_config tc = {10, 3, {0}, NULL, 1};
+    kgl_train_config tc = {10, 3, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
@@ -308,7 +308,7 @@ TEST(snapshot_restore_continues_exactly)
     if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
     kgl_config cfg;
     kgl_config_defaults(&cfg);
-    kgl_train_config tc = {8, 9, {0}, NULL, 1};
+    kgl_train_config tc = {8, 9, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
                             .label_smoothing = 0.1};

@@ -159,6 +159,26 @@ TEST(explicit_jacobian)
     /* one-hot: J vanishes */
     double onehot[3] = {0, 1, 0};
     CHECK(kgl_softmax_jacobian_fro(onehot, 3) == 0.0);
+    /* near one-hot the closed form Σp² − 2Σp³ + (Σp²)² cancels to 0, and so
+       does the explicit J (p − p² rounds to 0 at p ≈ 1). The reference here
+       writes every entry of J from the small weights, without cancellation:
+       J_tt = p_t ε (ε = Σ of the others), J_tj = −p_t p_j, J_jj = p_j (1 − p_j),
+       J_jk = −p_j p_k; it agrees with ours to 1e-12 relative. */
+    double z[4] = {40, 0, 1, -3}, q[4], e[4], S = 1;
+    for (int j = 1; j < 4; j++) S += (e[j] = exp(z[j] - 40));
+    double eps = 0;
+    for (int j = 1; j < 4; j++) eps += e[j] / S;
+    double pt = 1 / S, ref = (pt * eps) * (pt * eps);
+    for (int j = 1; j < 4; j++) {
+        double pj = e[j] / S;
+        ref += 2 * (pt * pj) * (pt * pj) + (pj * (1 - pj)) * (pj * (1 - pj));
+        for (int k = 1; k < 4; k++)
+            if (k != j) ref += (pj * e[k] / S) * (pj * e[k] / S);
+    }
+    ref = sqrt(ref);
+    kgl_softmax_vec(z, 4, q);
+    CHECK(ref > 1e-17 && ref < 1e-15);
+    CHECK_NEAR(kgl_softmax_jacobian_fro(q, 4) / ref, 1.0, 1e-12);
     /* the chapter's experiment: below 1e-9 (the chapter measured 3.65e-12) */
     double err = kgl_softmax_jacobian_experiment(1, 1e-5, NULL, NULL, NULL);
     CHECK(err < 1e-9);

@@ -166,8 +166,7 @@ TEST(resume_is_exact)
     static const char *const variants[] = {"", "--batch 10", "--ffn 8 --supervise-heads advises=0,authored=1",
                                            "--optimizer sgd --momentum 0.9 --lr 0.1 --batch 16",
                                            /* the dropout stream and the regularisers are in the checkpoint */
-                                           "--batch 10 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 "
-                                           "--label-smoothing 0.1",
+                                           "--batch 10 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 --label-smoothing 0.1",
                                            "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char cmd[1024], straight[64], resumed[64];
@@ -471,7 +470,7 @@ TEST(no_allocation_inside_a_training_step)
     kgl_config cfg;
     kgl_config_defaults(&cfg);
     cfg.ffn = 8;
-    kgl_train_config tc = {10, 3, {0}, NULL, 1};
+    kgl_train_config tc = {10, 3, {0}, NULL, 1, false, false};
     kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);

@@ -39,6 +39,9 @@ int cmd_gradcheck(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_grad(int argc, char **argv);
+int cmd_heads(int argc, char **argv);
+int cmd_saturation(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 int cmd_benchmark(int argc, char **argv);
 
 #endif

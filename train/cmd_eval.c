@@ -24,26 +24,17 @@ int cmd_eval(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if (data_option(&a, &d, &st)) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
             if (st) return st;
-        } else if (cli_is(&a, "--checkpoint")) {
-            if (!(ckpt = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--json")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            json = true;
         } else {
             return cli_unknown(&a);
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     data_view v;
-    if ((st = data_load("eval", &d, &v, false))) return st;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = model_load(ckpt, &v, &m, &ck))) {
-        data_free(&v);
-        return st;
-    }
+    if ((st = open_model("eval", &d, ckpt, &v, &m, &ck))) return st;
     kgl_tape t;
     kgl_tape_init(&t);
     t.recording = false;

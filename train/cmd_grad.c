@@ -32,19 +32,14 @@ int cmd_grad(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if (data_option(&a, &d, &st)) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
             if (st) return st;
-        } else if (cli_is(&a, "--checkpoint")) {
-            if (!(ckpt = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--out")) {
             if (!(out = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise-heads")) {
             if (!(supervise = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--aux-weight")) {
             if (!cli_double(&a, 0, 1e6, &aux_weight)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--json")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            json = true;
         } else {
             return cli_unknown(&a);
         }
@@ -52,13 +47,9 @@ int cmd_grad(int argc, char **argv)
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (!out) return cli_usage_error(&a, "--out is required");
     data_view v;
-    if ((st = data_load("grad", &d, &v, false))) return st;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = model_load(ckpt, &v, &m, &ck))) {
-        data_free(&v);
-        return st;
-    }
+    if ((st = open_model("grad", &d, ckpt, &v, &m, &ck))) return st;
     if (!supervise && ck.st.supervise[0]) supervise = ck.st.supervise;
     if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;
     int n_rel = v.ds.n_relations, *head_of = NULL;

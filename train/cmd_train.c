@@ -22,6 +22,8 @@ static const char help[] =
     "  --scale S            attention logit scale: sqrt (1/sqrt(dk), default), none, or a number\n"
     "  --init-scale S       attention weights ~ N(0, (S/sqrt(d))^2) (default 1)\n"
     "  --no-reciprocal      no inverse relations; head prediction scores C[j].R[r].E[t]\n"
+    "  --qk-norm            layer-normalise each head's queries and keys (a saturation remedy)\n"
+    "  --temperature T      fixed (default) or learn: a learned log-scale per head on the logits\n"
     "training\n"
     "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
     "  --lr X               learning rate (default 0.01)\n"
@@ -33,6 +35,11 @@ static const char help[] =
     "  --seed N             initialisation and shuffle seed (default 1)\n"
     "  --supervise-heads R=H,...  head supervision, e.g. advises=0,authored=1\n"
     "  --aux-weight L       weight of the supervision loss (default 1)\n"
+    "  --freeze-embeddings  keep entity_emb at its random initial value (fixed features)\n"
+    "  --lookup             attention as lookup: fixed features, Wv = Wo = I (frozen), and\n"
+    "                       each relation reads whole heads (its vector tied within each\n"
+    "                       head's columns); the setting in which heads specialise most\n"
+    "                       without supervision (README, \"What we found\")\n"
     "  --until-fit          stop at the first step after which every training\n"
     "                       triple ranks first, tail and head\n"
     "regularisers and schedule (extensions of MODEL.md; off by default)\n"
@@ -63,7 +70,8 @@ static const char help[] =
 typedef struct train_opts {
     data_args data;
     kgl_config cfg;
-    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal;
+    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature;
+    bool freeze, set_freeze, lookup, set_lookup;
     long steps;
     kgl_optim optim;
     bool set_lr, set_wd, set_optimizer, set_momentum, set_batch, set_seed, set_aux;
@@ -141,6 +149,21 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--no-reciprocal")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->cfg.reciprocal = false, o->set_reciprocal = true;
+        } else if (cli_is(&a, "--qk-norm")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->cfg.qk_norm = true, o->set_qk_norm = true;
+        } else if (cli_is(&a, "--temperature")) {
+            const char *t = cli_value(&a);
+            if (!t) return EXIT_USAGE;
+            if (strcmp(t, "learn") != 0 && strcmp(t, "fixed") != 0)
+                return cli_usage_error(&a, "--temperature expects fixed or learn, got '%s'", t);
+            o->cfg.learn_temperature = strcmp(t, "learn") == 0, o->set_temperature = true;
+        } else if (cli_is(&a, "--lookup")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->lookup = true, o->set_lookup = true;
+        } else if (cli_is(&a, "--freeze-embeddings")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->freeze = true, o->set_freeze = true;
         } else if (cli_is(&a, "--steps")) {
             if (!cli_int(&a, 0, 100000000, &o->steps)) return EXIT_USAGE;
         } else if (cli_is(&a, "--lr")) {
@@ -259,6 +282,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
          "--scale"},
         {o->set_init_scale, o->cfg.init_scale == c->init_scale, "--init-scale"},
         {o->set_reciprocal, o->cfg.reciprocal == c->reciprocal, "--no-reciprocal"},
+        {o->set_qk_norm, o->cfg.qk_norm == c->qk_norm, "--qk-norm"},
+        {o->set_temperature, o->cfg.learn_temperature == c->learn_temperature, "--temperature"},
     };
     for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
         if (model_opts[k].set && !model_opts[k].same) {
@@ -276,6 +301,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_seed) o->seed = s->seed;
     if (!o->set_aux) o->aux_weight = s->aux_weight;
     if (!o->supervise && s->supervise[0]) o->supervise = s->supervise;
+    if (!o->set_freeze) o->freeze = s->freeze_embeddings;
+    if (!o->set_lookup) o->lookup = s->lookup;
     if (!o->set_dropout) o->reg.dropout = s->reg.dropout;
     if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
@@ -558,7 +585,7 @@ int cmd_train(int argc, char **argv)
             goto done_ck;
         }
     }
-    kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight};
+    kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
     kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
     free(head_of);
     kgl_trainer_set_regularisers(&rs.tr, &o.reg);
@@ -638,6 +665,8 @@ int cmd_train(int argc, char **argv)
         ts.batch = (int)o.batch;
         ts.aux_weight = o.aux_weight;
         snprintf(ts.supervise, sizeof ts.supervise, "%s", o.supervise ? o.supervise : "");
+        ts.freeze_embeddings = o.freeze;
+        ts.lookup = o.lookup;
         kgl_trainer_get_position(&rs.tr, &ts.epoch_rng, &ts.cursor);
         ts.reg = o.reg;
         ts.reg.rng = NULL;

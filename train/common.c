@@ -282,3 +282,25 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
     kgl_checkpoint_apply(ck, m);
     return 0;
 }
+
+int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *json)
+{
+    int st;
+    if (data_option(a, d, &st)) return st;
+    if (cli_is(a, "--checkpoint")) return (*checkpoint = cli_value(a)) ? 0 : EXIT_USAGE;
+    if (cli_is(a, "--json")) {
+        if (!cli_flag(a)) return EXIT_USAGE;
+        *json = true;
+        return 0;
+    }
+    return -1;
+}
+
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
+               kgl_checkpoint *ck)
+{
+    int st = data_load(cmd, d, v, false);
+    if (st) return st;
+    if ((st = model_load(checkpoint, v, m, ck))) data_free(v);
+    return st;
+}

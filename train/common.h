@@ -46,6 +46,16 @@ double now_seconds(void);
 
 
 
+/* The options every command that reads a saved model takes: the data
+ * options, --checkpoint F and --json. Returns -1 if `a` is none of them,
+ * 0 when it was parsed, or an exit status after reporting a usage error. */
+int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *json);
+/* Loads the triples, then the checkpoint's model for them (the checkpoint
+ * stays open until kgl_checkpoint_close). Returns 0, or an exit status after
+ * reporting; on failure nothing needs freeing. */
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
+               kgl_checkpoint *ck);
+
 /* Opens a checkpoint for the loaded triples and builds its model. Prints the
  * error and returns 2 on failure; the checkpoint stays open (for its state)
  * until kgl_checkpoint_close. */

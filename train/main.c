@@ -14,7 +14,10 @@ static const command commands[] = {
     {"train", cmd_train, "train the layer on triples (default: the academic world)"},
     {"eval", cmd_eval, "filtered ranking metrics of a saved model"},
     {"grad", cmd_grad, "full-batch loss and every parameter's gradient at a checkpoint"},
+    {"heads", cmd_heads, "what each attention head looks at: specialisation, top-3, ablation, SVG"},
+    {"saturation", cmd_saturation, "the softmax-saturation study: a grid of runs, CSV, SVG plots, summary"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+    {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
     {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
