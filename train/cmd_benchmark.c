@@ -33,7 +33,8 @@ static const char help[] =
     "  --configs DIR    default data/bench\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
-    "exit status: 0 done, 1 a run failed, 2 bad arguments or missing files\n";
+    "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
+    "in a configuration (the run's message is shown)\n";
 
 /* Published filtered results on the same splits (both directions):
    MRR, Hits@1, Hits@3, Hits@10. */
@@ -562,9 +563,14 @@ int cmd_benchmark(int argc, char **argv)
             run_result *res = &job[j].runs[s];
             double wall = now_seconds() - started[k];
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                fprintf(stderr, "kgl benchmark: %s seed %llu failed (see %s/%s-seed%llu.err)\n", job[j].name,
-                        seeds[s], out, job[j].name, seeds[s]);
-                failed = 1;
+                char err_path[1200];
+                snprintf(err_path, sizeof err_path, "%s/%s-seed%llu.err", out, job[j].name, seeds[s]);
+                char *text = read_all(err_path, NULL);
+                fprintf(stderr, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, seeds[s], err_path,
+                        text ? text : "");
+                free(text);
+                /* a bad option in the .args file is bad input, like any other */
+                failed = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
             } else if (!read_run(out, &job[j], res)) {
                 failed = 1;
             } else {
@@ -586,5 +592,5 @@ int cmd_benchmark(int argc, char **argv)
         else printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>.{json,csv,safetensors}\n", out, out);
     }
     for (int j = 0; j < n_jobs; j++) free(job[j].args_buf);
-    return failed ? 1 : 0;
+    return failed;
 }
