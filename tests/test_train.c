@@ -167,7 +167,10 @@ TEST(resume_is_exact)
                                            "--optimizer sgd --momentum 0.9 --lr 0.1 --batch 16",
                                            /* the dropout stream and the regularisers are in the checkpoint */
                                            "--batch 10 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 --label-smoothing 0.1",
-                                           "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10"};
+                                           "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10",
+                                           /* data/bench/umls.args at this scale: the remedies' parameters resume too */
+                                           ("--qk-norm --temperature learn --batch 10 --lr-schedule cosine --decay-steps 100 "
+                                            "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1")};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char cmd[1024], straight[64], resumed[64];
         snprintf(cmd, sizeof cmd, "train %s --steps 100 --json", variants[v]);
@@ -184,8 +187,17 @@ TEST(resume_is_exact)
                 printf("    variant '%s', resumed after %d: %s vs %s\n", variants[v], first, resumed, straight);
         }
     }
-    /* a model option that contradicts the checkpoint is refused */
     char cmd[1024];
+    /* a schedule that has ended is said, not silently run at its floor */
+    snprintf(cmd, sizeof cmd, "train --lr-schedule cosine --steps 5 --save %s/c.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s/c.st --steps 1 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "decay ended at step 5;") != NULL);
+    snprintf(cmd, sizeof cmd, "train --resume %s/c.st --steps 1 --decay-steps 10 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "decay ended") == NULL);
+    /* a model option that contradicts the checkpoint is refused */
     snprintf(cmd, sizeof cmd, "train --resume %s/r.st --dim 16", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--dim differs from the checkpoint") != NULL);

@@ -594,6 +594,11 @@ int cmd_train(int argc, char **argv)
     if (resumed) {
         kgl_checkpoint_apply(&ck, &rs.tr.model);
         rs.tr.optim.step = ck.st.step;
+        if (o.sched.kind != KGL_SCHED_CONSTANT && ck.st.step >= o.sched.total)
+            fprintf(stderr,
+                    "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
+                    "its floor (%g x lr). --decay-steps T extends it.\n",
+                    o.sched.total, o.sched.floor);
         rs.tr.optim.lr = ck.st.optim.lr;
         if (o.set_lr) rs.tr.optim.lr = o.optim.lr;
         kgl_trainer_set_position(&rs.tr, &ck.st.epoch_rng, ck.st.cursor);
