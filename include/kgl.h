@@ -758,6 +758,9 @@ void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cur
 void kgl_trainer_set_regularisers(kgl_trainer *tr, const kgl_regularisers *r);
 /* Sets the schedule; the rate given in the train config is its base. */
 void kgl_trainer_set_schedule(kgl_trainer *tr, const kgl_schedule *s);
+/* Continues as if `step` updates had been applied (a resume): the
+ * optimiser's step count, and with a schedule the rate of that step. */
+void kgl_trainer_set_step(kgl_trainer *tr, long step);
 
 /* A copy of everything that determines the rest of a run: parameters, the
  * optimiser's moments and step, the batch position and the dropout stream.

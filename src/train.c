@@ -269,7 +269,6 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_rng_seed(&tr->shuffle_rng, tc->seed ^ SHUFFLE_STREAM);
     tr->epoch_rng = tr->shuffle_rng;
     kgl_rng_seed(&tr->dropout_rng, tc->seed ^ DROPOUT_STREAM);
-    tr->reg.rng = &tr->dropout_rng;
     tr->base_lr = tc->optim.lr;
 
     tr->train = train;
@@ -380,7 +379,7 @@ double kgl_trainer_compute(kgl_trainer *tr)
     kgl_batch b = next_batch(tr);
     kgl_tape_reset(&tr->tape);
     kgl_params_zero_grad(&tr->model.params);
-    tr->reg.rng = &tr->dropout_rng; /* the trainer may have been moved since init */
+    tr->reg.rng = &tr->dropout_rng; /* set here, not at init: the trainer may have been moved */
     kgl_model_loss_reg(&tr->model, &tr->tape, &b, tr->head_of ? &tr->sup : NULL, &tr->reg, &tr->fwd);
     double loss = tr->fwd.loss->data[0];
     tr->last_main = tr->fwd.main_loss->data[0];
@@ -389,10 +388,22 @@ double kgl_trainer_compute(kgl_trainer *tr)
     return loss;
 }
 
-void kgl_trainer_update(kgl_trainer *tr)
+/* optim.lr = the schedule's rate for `step` (left alone without a schedule) */
+static void follow_schedule(kgl_trainer *tr, long step)
 {
     if (tr->sched.kind != KGL_SCHED_CONSTANT || tr->sched.warmup > 0)
-        tr->optim.lr = tr->base_lr * kgl_schedule_factor(&tr->sched, tr->optim.step + 1);
+        tr->optim.lr = tr->base_lr * kgl_schedule_factor(&tr->sched, step);
+}
+
+void kgl_trainer_set_step(kgl_trainer *tr, long step)
+{
+    tr->optim.step = step;
+    follow_schedule(tr, step > 0 ? step : 1); /* the rate the last update used */
+}
+
+void kgl_trainer_update(kgl_trainer *tr)
+{
+    follow_schedule(tr, tr->optim.step + 1);
     kgl_optim_step(&tr->optim, &tr->model.params);
     if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
 }
@@ -410,7 +421,6 @@ double kgl_schedule_factor(const kgl_schedule *s, long step)
 void kgl_trainer_set_regularisers(kgl_trainer *tr, const kgl_regularisers *r)
 {
     tr->reg = *r;
-    tr->reg.rng = &tr->dropout_rng;
 }
 
 void kgl_trainer_set_schedule(kgl_trainer *tr, const kgl_schedule *s) { tr->sched = *s; }
@@ -436,9 +446,7 @@ void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s)
     if (!s->values || s->total != ps->total) kgl_die("restore: no snapshot of this model");
     memcpy(ps->block, s->values, ps->total * sizeof(double));
     memcpy(ps->block + 2 * ps->total, s->values + ps->total, 2 * ps->total * sizeof(double));
-    tr->optim.step = s->step;
-    if (tr->sched.kind != KGL_SCHED_CONSTANT || tr->sched.warmup > 0)
-        tr->optim.lr = tr->base_lr * kgl_schedule_factor(&tr->sched, s->step > 0 ? s->step : 1);
+    kgl_trainer_set_step(tr, s->step);
     kgl_trainer_set_position(tr, &s->epoch_rng, s->cursor);
     tr->dropout_rng = s->dropout_rng;
 }

@@ -294,7 +294,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     o->cfg = *c;
     const kgl_train_state *s = &ck->st;
     if (!o->set_optimizer) o->optim.kind = s->optim.kind;
-    if (!o->set_lr) o->optim.lr = s->optim.lr;
+    if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
     if (!o->set_momentum) o->optim.momentum = s->optim.momentum;
     if (!o->set_batch) o->batch = s->batch;
@@ -311,7 +311,6 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_decay) o->sched.total = s->sched.total;
     if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
     if (!o->set_floor) o->sched.floor = s->sched.floor;
-    if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     return -1;
 }
 
@@ -593,14 +592,12 @@ int cmd_train(int argc, char **argv)
     kgl_trainer_set_schedule(&rs.tr, &o.sched);
     if (resumed) {
         kgl_checkpoint_apply(&ck, &rs.tr.model);
-        rs.tr.optim.step = ck.st.step;
+        kgl_trainer_set_step(&rs.tr, ck.st.step);
         if (o.sched.kind != KGL_SCHED_CONSTANT && ck.st.step >= o.sched.total)
             fprintf(stderr,
                     "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
                     "its floor (%g x lr). --decay-steps T extends it.\n",
                     o.sched.total, o.sched.floor);
-        rs.tr.optim.lr = ck.st.optim.lr;
-        if (o.set_lr) rs.tr.optim.lr = o.optim.lr;
         kgl_trainer_set_position(&rs.tr, &ck.st.epoch_rng, ck.st.cursor);
         if (ck.st.has_dropout_rng) rs.tr.dropout_rng = ck.st.dropout_rng;
         kgl_checkpoint_close(&ck);
