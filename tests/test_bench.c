@@ -185,6 +185,24 @@ TEST(schedule_factors)
     CHECK_NEAR(kgl_schedule_factor(&s, 4), 1.0, 1e-15);
 }
 
+/* A trainer on the embedded academic world (Adam defaults, FFN width `ffn`,
+   `batch` examples a step) with the regularisers `reg` turned on. */
+static bool regularised_trainer(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, int ffn, int batch, uint64_t seed,
+                                const kgl_regularisers *reg)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[256];
+    if (!CHECK(kgl_dataset_load(ds, &src, 1, e, sizeof e))) return false;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.ffn = ffn;
+    kgl_train_config tc = {batch, seed, {0}, NULL, 1, false, false};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer_init(tr, ds, ds->splits[0].triples, ds->splits[0].n, &cfg, &tc);
+    kgl_trainer_set_regularisers(tr, reg);
+    return true;
+}
+
 /* Turning dropout on changes neither the initial parameters (its stream is
    its own) nor evaluation (off there); a seed gives the same bits. */
 TEST(dropout_is_seeded_separate_and_off_at_evaluation)
@@ -224,18 +242,10 @@ TEST(dropout_is_seeded_separate_and_off_at_evaluation)
 
     /* off at evaluation: the trainer's context is the plain forward, twice the same */
     kgl_dataset ds;
-    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
-    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.ffn = 8;
-    kgl_train_config tc = {10, 5, {0}, NULL, 1, false, false};
-    kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
-    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
     kgl_regularisers reg = {.dropout = 0.5, .attn_dropout = 0.5, .hidden_dropout = 0.5,
                             .label_smoothing = 0.1};
-    kgl_trainer_set_regularisers(&tr, &reg);
+    if (!regularised_trainer(T, &ds, &tr, 8, 10, 5, &reg)) return;
     for (int s = 0; s < 5; s++) kgl_trainer_step(&tr);
     kgl_rng before = tr.dropout_rng;
     kgl_forward f;
@@ -264,19 +274,10 @@ TEST(dropout_is_seeded_separate_and_off_at_evaluation)
 TEST(no_allocation_inside_a_regularised_training_step)
 {
     kgl_dataset ds;
-    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
-    char e[256];
-    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.ffn = 8;
-    kgl_train_config tc = {10, 3, {0}, NULL, 1, false, false};
-    kgl_optim_defaults(&tc.optim);
     kgl_trainer tr;
-    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
                             .label_smoothing = 0.1};
-    kgl_trainer_set_regularisers(&tr, &reg);
+    if (!regularised_trainer(T, &ds, &tr, 8, 10, 3, &reg)) return;
     kgl_schedule sched = {KGL_SCHED_COSINE, 5, 60, 0.1};
     kgl_trainer_set_schedule(&tr, &sched);
     kgl_eval ev;
@@ -303,18 +304,10 @@ TEST(no_allocation_inside_a_regularised_training_step)
 TEST(snapshot_restore_continues_exactly)
 {
     kgl_dataset ds;
-    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
-    char e[256];
-    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    kgl_train_config tc = {8, 9, {0}, NULL, 1, false, false};
-    kgl_optim_defaults(&tc.optim);
+    kgl_trainer tr;
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
                             .label_smoothing = 0.1};
-    kgl_trainer tr;
-    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
-    kgl_trainer_set_regularisers(&tr, &reg);
+    if (!regularised_trainer(T, &ds, &tr, 0, 8, 9, &reg)) return;
     kgl_snapshot snap = {0};
     double want[10], got[10];
     for (int s = 0; s < 7; s++) kgl_trainer_step(&tr); /* 7 batches of 8 in 42 examples: inside an epoch */
