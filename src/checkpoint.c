@@ -16,8 +16,7 @@ static char *join_names(char *const *names, int n)
 {
     size_t len = 1;
     for (int i = 0; i < n; i++) len += strlen(names[i]) + 1;
-    char *s = malloc(len), *p = s;
-    if (!s) kgl_die("out of memory");
+    char *s = kgl_xmalloc(len), *p = s;
     for (int i = 0; i < n; i++) {
         size_t k = strlen(names[i]);
         memcpy(p, names[i], k);

@@ -210,8 +210,7 @@ bool kgl_demo_variance_run(uint64_t seed, kgl_demo_variance *r)
     kgl_rng_seed(&rng, seed);
     kgl_tape t;
     tape_eval(&t);
-    double *dot = malloc(KGL_DEMO_VAR_PAIRS * sizeof *dot);
-    if (!dot) kgl_die("out of memory");
+    double *dot = kgl_xmalloc(KGL_DEMO_VAR_PAIRS * sizeof *dot);
     bool ok = true;
     for (int k = 0; k < 3; k++) {
         int dk = r->dk[k] = dks[k];

@@ -10,10 +10,7 @@
 
 static double *copy_of(const double *src, size_t n)
 {
-    double *p = malloc(n * sizeof(double));
-    if (!p) kgl_die("out of memory");
-    memcpy(p, src, n * sizeof(double));
-    return p;
+    return memcpy(kgl_xmalloc(n * sizeof(double)), src, n * sizeof(double));
 }
 
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
@@ -25,9 +22,8 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
     dg->d = c->dim;
     dg->m = c->n_relations;
     size_t nn = (size_t)dg->n * dg->n, dd = (size_t)dg->d * dg->d;
-    dg->attn0 = malloc((size_t)dg->heads * nn * sizeof(double));
-    dg->spec = malloc((size_t)dg->heads * dg->m * sizeof(double));
-    if (!dg->attn0 || !dg->spec) kgl_die("out of memory");
+    dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(double));
+    dg->spec = kgl_xmalloc((size_t)dg->heads * dg->m * sizeof(double));
     kgl_forward f;
     kgl_trainer_context(tr, &f);
     for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(double));
