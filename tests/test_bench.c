@@ -443,8 +443,14 @@ TEST(benchmark_command_runs_tables_and_results_json)
     snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets bad", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "bad.args: --seed is set by kgl benchmark; remove it from the file") != NULL);
+    /* a config without model selection: the table would report a model nobody selected */
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5\\n' > %s/cfg/nosel.args", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nosel", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "nosel.args: give --eval-every K") != NULL);
     /* an option kgl train does not know: the run's own message, exit 2 */
-    snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --frobnicate 3\\n' > %s/cfg/typo.args && mkdir -p %s/kg/typo && "
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --eval-every 5 --frobnicate 3\\n' > %s/cfg/typo.args && mkdir -p %s/kg/typo && "
              "cp %s/kg/acad/* %s/kg/typo/", T->tmp, T->tmp, T->tmp, T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
     snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets typo --seeds 1 --out %s/bout", T->tmp,

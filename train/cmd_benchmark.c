@@ -20,10 +20,11 @@ extern char **environ;
 static const char help[] =
     "usage: kgl benchmark [--data DIR] [--datasets umls,nations] [--seeds 1,2,3]\n"
     "                     [--configs DIR] [--out DIR] [--jobs N]\n\n"
-    "Trains on each dataset with the options in CONFIGS/<dataset>.args (model\n"
-    "selection on its valid split), once per seed, each run a `kgl train`\n"
-    "process writing OUT/<dataset>-seed<S>.{json,csv,safetensors} (its output,\n"
-    "its training log, the best checkpoint). Then prints one markdown table per\n"
+    "Trains on each dataset with the options in CONFIGS/<dataset>.args (they\n"
+    "must include --eval-every K: model selection on the valid split), once per\n"
+    "seed, each run a `kgl train` process writing\n"
+    "OUT/<dataset>-seed<S>.{json,csv,safetensors} (its output, its training log,\n"
+    "the best checkpoint). Then prints one markdown table per\n"
     "dataset: the filtered test MRR and Hits@1/3/10 over both directions (mean\n"
     "and standard deviation over the seeds; realistic and optimistic tie ranks)\n"
     "beside the published rows, and writes OUT/results.json.\n\n"
@@ -76,7 +77,7 @@ typedef struct dataset_job {
     char args_text[4096]; /* the options, one line, for tables and JSON */
     char *argv[MAX_ARGS];
     int argc;
-    char *args_buf;
+    kgl_text args_file; /* the file's text: argv points into it */
     run_result runs[MAX_SEEDS];
 } dataset_job;
 
@@ -85,36 +86,6 @@ static const char *display_name(const char *d)
     if (strcmp(d, "umls") == 0) return "UMLS";
     if (strcmp(d, "nations") == 0) return "Nations";
     return d;
-}
-
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return NULL;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = bigger;
-        }
-        size_t k = fread(buf + n, 1, cap - n - 1, f);
-        if (k == 0) break;
-        n += k;
-    }
-    fclose(f);
-    buf[n] = 0;
-    if (len) *len = n;
-    return buf;
 }
 
 /* The options of CONFIGS/<name>.args: whitespace-separated words; '#' starts
@@ -127,12 +98,12 @@ static int load_config(dataset_job *job, const char *configs)
         return EXIT_USAGE;
     }
     memcpy(job->config_path, path, sizeof path);
-    job->args_buf = read_all(job->config_path, NULL);
-    if (!job->args_buf) {
-        fprintf(stderr, "kgl benchmark: cannot read %s: %s\n", job->config_path, strerror(errno));
+    char err[1400];
+    if (!kgl_text_open(&job->args_file, job->config_path, err, sizeof err)) {
+        fprintf(stderr, "kgl benchmark: %s\n", err);
         return EXIT_USAGE;
     }
-    char *p = job->args_buf;
+    char *p = job->args_file.buf;
     size_t used = 0;
     job->argc = 0;
     job->args_text[0] = 0;
@@ -157,7 +128,9 @@ static int load_config(dataset_job *job, const char *configs)
             while (*p && *p != '\n') p++;
         }
     }
+    bool selects = false;
     for (int k = 0; k < job->argc; k++) {
+        selects |= strcmp(job->argv[k], "--eval-every") == 0;
         if (strcmp(job->argv[k], "--seed") == 0 || strncmp(job->argv[k], "--seed=", 7) == 0 ||
             strcmp(job->argv[k], "--train") == 0 || strcmp(job->argv[k], "--valid") == 0 ||
             strcmp(job->argv[k], "--test") == 0 || strcmp(job->argv[k], "--save") == 0 ||
@@ -172,6 +145,11 @@ static int load_config(dataset_job *job, const char *configs)
             fprintf(stderr, "%s: the options are too long\n", job->config_path);
             return EXIT_USAGE;
         }
+    }
+    if (!selects) {
+        fprintf(stderr, "%s: give --eval-every K: kgl benchmark reports the model selected on the valid split\n",
+                job->config_path);
+        return EXIT_USAGE;
     }
     return 0;
 }
@@ -235,30 +213,35 @@ static double json_num(const kgl_json *obj, const char *key)
     return v && v->type == KGL_JSON_NUMBER ? v->num : NAN;
 }
 
+/* A whole number of `obj`, or -1 when it is missing or not one */
+static long json_count(const kgl_json *obj, const char *key)
+{
+    double x = json_num(obj, key);
+    return x >= 0 && x <= 1e15 && x == floor(x) ? (long)x : -1;
+}
+
 /* Reads OUT/<dataset>-seed<S>.json into r. */
 static bool read_run(const char *out, const dataset_job *job, run_result *r)
 {
-    char path[1200], err[512];
+    char path[1200], err[1400];
     snprintf(path, sizeof path, "%s/%s-seed%llu.json", out, job->name, r->seed);
-    size_t len;
-    char *text = read_all(path, &len);
-    if (!text) {
-        fprintf(stderr, "kgl benchmark: cannot read %s\n", path);
+    kgl_text text;
+    if (!kgl_text_open(&text, path, err, sizeof err)) {
+        fprintf(stderr, "kgl benchmark: %s\n", err);
         return false;
     }
     kgl_json_doc doc;
-    bool ok = kgl_json_parse(text, len, &doc, err, sizeof err);
-    free(text);
+    bool ok = kgl_json_parse(text.buf, text.len, &doc, err, sizeof err);
+    kgl_text_close(&text);
     if (!ok) {
         fprintf(stderr, "kgl benchmark: %s: %s\n", path, err);
         return false;
     }
     const kgl_json *root = doc.root, *metrics = kgl_json_get(root, "metrics");
-    r->seconds = json_num(root, "seconds");
-    r->train_seconds = json_num(root, "seconds");
-    r->best_step = (long)json_num(root, "best_step");
-    r->steps = (long)json_num(root, "steps");
-    r->params = (long)json_num(root, "params");
+    r->train_seconds = json_num(root, "seconds"); /* r->seconds is the process's wall time, set by the caller */
+    r->best_step = json_count(root, "best_step");
+    r->steps = json_count(root, "steps");
+    r->params = json_count(root, "params");
     for (int s = 0; s < 2 && ok; s++) {
         const kgl_json *sp = kgl_json_get(metrics, SPLITS[s]);
         for (int o = 0; o < 2 && ok; o++) {
@@ -272,7 +255,7 @@ static bool read_run(const char *out, const dataset_job *job, run_result *r)
                     break;
                 }
                 for (int k = 0; k < 4; k++) r->m[s][o][d][k] = json_num(dir, KEYS[k]);
-                if (s == 1 && d == 2 && o == 0) r->n_test = (long)json_num(dir, "n");
+                if (s == 1 && d == 2 && o == 0) r->n_test = json_count(dir, "n");
             }
         }
     }
@@ -526,7 +509,7 @@ int cmd_benchmark(int argc, char **argv)
         }
     }
     if (st) {
-        for (int j = 0; j < n_jobs; j++) free(job[j].args_buf);
+        for (int j = 0; j < n_jobs; j++) kgl_text_close(&job[j].args_file);
         return st;
     }
 
@@ -565,10 +548,12 @@ int cmd_benchmark(int argc, char **argv)
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
                 char err_path[1200];
                 snprintf(err_path, sizeof err_path, "%s/%s-seed%llu.err", out, job[j].name, seeds[s]);
-                char *text = read_all(err_path, NULL);
+                char why[1400];
+                kgl_text text;
+                bool shown = kgl_text_open(&text, err_path, why, sizeof why);
                 fprintf(stderr, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, seeds[s], err_path,
-                        text ? text : "");
-                free(text);
+                        shown ? text.buf : why);
+                if (shown) kgl_text_close(&text);
                 /* a bad option in the .args file is bad input, like any other */
                 failed = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
             } else if (!read_run(out, &job[j], res)) {
@@ -591,6 +576,6 @@ int cmd_benchmark(int argc, char **argv)
         if (!write_results(out, job, n_jobs, seeds, n_seeds)) failed = 1;
         else printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>.{json,csv,safetensors}\n", out, out);
     }
-    for (int j = 0; j < n_jobs; j++) free(job[j].args_buf);
+    for (int j = 0; j < n_jobs; j++) kgl_text_close(&job[j].args_file);
     return failed;
 }
