@@ -26,7 +26,9 @@ CFLAGS ?= -O3 -g
 KGL_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -I$(STB_DIR) -MMD -MP $(CFLAGS)
 LDLIBS := -lm -pthread
 
-LIB_SRC := $(wildcard src/*.c)
+# Library sources live one folder deep, by layer (README, "How the code is
+# organised"); every .c is found by wildcard, so adding a file edits no list.
+LIB_SRC := $(wildcard src/*/*.c)
 CLI_SRC := $(wildcard train/*.c)
 TEST_SRC := $(wildcard tests/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)

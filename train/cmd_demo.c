@@ -1,5 +1,5 @@
 /* cmd_demo.c — `kgl demo`: the chapter on attention as relevance-based
- * reasoning, re-derived section by section by the engine (src/demo.c does
+ * reasoning, re-derived section by section by the engine (src/studies/demo.c does
  * the computing; this file prints it). Every section ends in a check line;
  * exit 1 if any check fails, 2 on a usage or input error. */
 #include <math.h>

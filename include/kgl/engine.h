@@ -1,0 +1,283 @@
+/* kgl/engine.h — the autodiff engine: an explicit RNG, the arena, tensors and
+ * the tape, the ops (each with its forward, backward and gradient-check spec
+ * in src/engine/ops.c), the op registry and the gradient checker, parameters
+ * and the optimisers. It knows nothing of knowledge graphs.
+ *
+ * Reading order: RNG -> arena -> tensor and tape -> ops -> registry and
+ * checks -> parameters -> optimiser.
+ *
+ * Everything is IEEE double. Matrices are row-major; a vector is a 1 x n
+ * matrix; a scalar is 1 x 1. */
+#ifndef KGL_ENGINE_H
+#define KGL_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------ RNG --
+ * Explicit, seeded, no global state. xoshiro256** seeded through splitmix64
+ * (the seeding its authors recommend). Every draw is documented so that a
+ * reference implementation can reproduce our initial parameters:
+ *   uniform  = (next() >> 11) * 2^-53                      in [0, 1)
+ *   normal   = sqrt(-2 ln(1 - u1)) * cos(2 pi u2)          two uniforms per draw
+ *   below(n) = Lemire's multiply-shift with rejection       in [0, n)          */
+typedef struct kgl_rng {
+    uint64_t s[4];
+} kgl_rng;
+
+void kgl_rng_seed(kgl_rng *rng, uint64_t seed);
+uint64_t kgl_rng_next(kgl_rng *rng);
+double kgl_rng_uniform(kgl_rng *rng);
+double kgl_rng_normal(kgl_rng *rng);
+uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
+
+/* ---------------------------------------------------------------- arena --
+ * Activations and the tape live in an arena: a bump allocator that is reset,
+ * not freed, between steps. While the first step runs the arena may grow by
+ * chaining blocks; the reset after it replaces the chain with one block of the
+ * high-water size, so from then on a step of the same shape calls malloc
+ * zero times. `mallocs` counts the blocks ever requested (tests read it). */
+typedef struct kgl_arena_block kgl_arena_block;
+typedef struct kgl_arena {
+    kgl_arena_block *blocks; /* newest first */
+    size_t used;             /* bytes handed out since the last reset */
+    size_t high_water;       /* most bytes ever in use between two resets */
+    size_t mallocs;          /* blocks obtained from malloc so far */
+} kgl_arena;
+
+void *kgl_arena_alloc(kgl_arena *a, size_t bytes);  /* 64-byte aligned, not zeroed */
+void *kgl_arena_zalloc(kgl_arena *a, size_t bytes); /* zeroed */
+void kgl_arena_reset(kgl_arena *a);
+void kgl_arena_free(kgl_arena *a);
+
+/* --------------------------------------------------------------- tensor --
+ * A dense row-major matrix of doubles. `grad` is NULL for a tensor that needs
+ * no gradient; otherwise it has the same shape as `data`. */
+typedef struct kgl_tensor {
+    int rows, cols;
+    double *data;
+    double *grad;
+} kgl_tensor;
+
+static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
+
+/* ----------------------------------------------------------------- tape --
+ * Ops append a node to the tape as they compute their output. kgl_backward
+ * walks the nodes newest to oldest and each node's backward adds its
+ * contribution into its inputs' grad (+=, so a tensor used twice gets both).
+ * With recording off (evaluation) ops compute values only. */
+typedef struct kgl_op kgl_op;
+typedef struct kgl_node kgl_node;
+
+typedef struct kgl_tape {
+    kgl_arena arena; /* outputs, their grads, nodes and op scratch */
+    kgl_node *last;  /* newest node */
+    int n_nodes;
+    bool recording;
+} kgl_tape;
+
+/* A boolean mask for softmax rows: none, causal (column j > row i is masked),
+ * or explicit keep flags (rows*cols bytes, nonzero = keep). A row whose every
+ * entry is masked yields all-zero weights and passes no gradient. */
+typedef enum { KGL_MASK_NONE = 0, KGL_MASK_CAUSAL, KGL_MASK_KEEP } kgl_mask_kind;
+typedef struct kgl_mask {
+    kgl_mask_kind kind;
+    const unsigned char *keep;
+} kgl_mask;
+
+/* One recorded op application. The attribute fields are the op's own: each
+ * op documents which it uses. Index arrays are borrowed from the caller and
+ * must live until backward has run. */
+struct kgl_node {
+    const kgl_op *op;
+    kgl_node *prev;
+    kgl_tensor *out;
+    int n_in;
+    kgl_tensor **in;
+    const int *idx0, *idx1; /* row indices (gather, trilinear, targets) */
+    int n_idx;
+    kgl_mask mask;
+    double alpha; /* scalar attribute (scale factor, label smoothing) */
+    int i0;       /* integer attribute (column offset) */
+    double *saved; /* op scratch saved by forward for backward */
+};
+
+void kgl_tape_init(kgl_tape *t);
+void kgl_tape_reset(kgl_tape *t); /* forget nodes and activations; keep memory */
+void kgl_tape_free(kgl_tape *t);
+
+/* New tensor in the tape's arena; its grad is allocated (zeroed) when
+ * `with_grad` and the tape is recording. */
+kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad);
+/* Backward from a 1x1 root (its gradient seeded with 1), or from any tensor
+ * with an explicit seed gradient of its shape. */
+void kgl_backward(kgl_tape *t, kgl_tensor *root);
+void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed);
+
+/* ------------------------------------------------------------------ ops --
+ * Each returns a new tensor in the tape's arena. Shapes are checked; a wrong
+ * shape is a programming error and aborts with a message naming the op. */
+kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* A B   */
+kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* A Bᵀ  */
+kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* Aᵀ B  */
+kgl_tensor *kgl_add(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* same shape, or b is [1, cols] broadcast over rows */
+kgl_tensor *kgl_mul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* elementwise */
+kgl_tensor *kgl_scale(kgl_tape *t, kgl_tensor *a, double alpha);   /* alpha * A */
+kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *table, const int *rows, int n);
+kgl_tensor *kgl_slice_cols(kgl_tape *t, kgl_tensor *a, int col0, int width);
+kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts);
+kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *s, kgl_mask mask);
+kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *x, kgl_tensor *gamma, kgl_tensor *beta);
+kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *x);
+/* mean over rows b of  logsumexp_j z[b,j] - sum_j q[b,j] z[b,j],  with the
+ * target distribution q = (1 - smoothing) onehot(targets[b]) + smoothing / cols. */
+kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *targets, double smoothing);
+/* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (MODEL.md readout) */
+kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
+                          const int *rels, int n);
+/* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
+kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
+/* Dropout with a given mask: Y = X ⊙ keep / (1 − p), keep[i] ∈ {0, 1}
+ * (borrowed; must live until backward). */
+kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *x, const unsigned char *keep, double p);
+/* Dropout drawing its mask from `rng` (one uniform u per element, in
+ * row-major order; kept iff u >= p) into the tape's arena. p = 0 or rng NULL
+ * returns x itself and draws nothing. */
+kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
+kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
+kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
+
+#define KGL_LN_EPS 1e-5
+
+/* The explicit softmax Jacobian, J = diag(p) - p pᵀ, for study and tests:
+ * fills J (n*n, row-major). Backward never builds it: it uses J g = p ⊙ (g - <g, p>). */
+void kgl_softmax_jacobian(const double *p, int n, double *J);
+/* Softmax of one vector (max subtracted first). */
+void kgl_softmax_vec(const double *z, int n, double *p);
+/* ‖J‖_F (MODEL.md's closed form sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
+ * does not cancel to 0 near one-hot). */
+double kgl_softmax_jacobian_fro(const double *p, int n);
+
+/* -------------------------------------------------- op registry, checks --
+ * Every op is registered with the spec of its gradient check. kgl gradcheck
+ * and the tests iterate over kgl_op_registry; the tests also fail if any op
+ * recorded on a tape is missing from it. */
+#define KGL_CHECK_MAX_INPUTS 8
+
+typedef struct kgl_check_case {
+    char label[64];                                /* shapes, e.g. "3x4·4x5" */
+    int n_inputs;                                  /* differentiable inputs */
+    kgl_tensor *inputs[KGL_CHECK_MAX_INPUTS];
+    kgl_tensor *(*run)(kgl_tape *t, const struct kgl_check_case *c); /* applies the op */
+    const int *idx0, *idx1;                        /* attributes handed to the op */
+    int n_idx;
+    kgl_mask mask;
+    double alpha;
+    int i0, i1;
+    double h; /* finite-difference step; 0 means 1e-5 */
+} kgl_check_case;
+
+typedef struct kgl_check_spec {
+    int n_cases;
+    /* Builds case `which` with inputs from `rng`, allocated in `keep`. */
+    void (*make_case)(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c);
+    double rel_tol;         /* pass iff every element's relative error <= rel_tol */
+    const char *tol_reason; /* why this tolerance */
+} kgl_check_spec;
+
+struct kgl_op {
+    const char *name;
+    void (*backward)(kgl_node *node);
+    kgl_check_spec check;
+};
+
+extern const kgl_op *const kgl_op_registry[];
+extern const int kgl_op_registry_count;
+const kgl_op *kgl_op_find(const char *name);
+
+/* Relative error of one analytic partial a against its finite difference n:
+ * |a - n| / max(|a|, |n|, KGL_REL_FLOOR). The floor keeps partials that are
+ * zero in exact arithmetic (where both sides are round-off) from dividing by
+ * round-off; above it the measure is the plain relative error. */
+#define KGL_REL_FLOOR 1e-3
+double kgl_rel_error(double analytic, double numeric);
+
+typedef struct kgl_check_result {
+    char name[48];
+    char shapes[256];
+    long checks; /* elements compared */
+    double max_abs_err, max_rel_err;
+    double rel_tol;
+    bool pass;
+    char why[160]; /* first failure, for people */
+} kgl_check_result;
+
+/* Central differences for every element of every input of every case of
+ * `op`, against the analytic gradient of f = Σ w ⊙ op(inputs) with fixed
+ * random weights w. Returns res->pass. */
+bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res);
+
+/* The generic comparison both checks use. `eval` returns the scalar f at the
+ * current value of x; every perturbed element is restored. */
+typedef double (*kgl_scalar_fn)(void *ctx);
+typedef struct kgl_fd_stats {
+    long checks;
+    double max_abs_err, max_rel_err;
+    long failures;
+    bool nonzero;   /* some analytic partial was nonzero */
+    long first_bad; /* index of the first failing element, or -1 */
+    double first_bad_analytic, first_bad_numeric;
+} kgl_fd_stats;
+void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
+                    void *ctx, kgl_fd_stats *st);
+
+/* ----------------------------------------------------------- parameters --
+ * Every parameter, its gradient and its Adam moments live in one allocation. */
+#define KGL_MAX_PARAMS 32
+#define KGL_NAME_MAX 48
+
+typedef struct kgl_param {
+    char name[KGL_NAME_MAX];
+    kgl_tensor t;  /* data and grad */
+    double *m, *v; /* Adam moments */
+    bool vector;   /* a [1, n] row stored with shape [n] */
+    bool frozen;   /* skipped by the optimiser (no update, no decay) */
+} kgl_param;
+
+typedef struct kgl_params {
+    int n;
+    kgl_param p[KGL_MAX_PARAMS];
+    double *block; /* the one allocation: data | grad | m | v of every parameter */
+    size_t total;  /* doubles per section */
+} kgl_params;
+
+/* Declare, then allocate once. Returns the parameter's tensor (stable). */
+kgl_tensor *kgl_params_add(kgl_params *ps, const char *name, int rows, int cols);
+kgl_tensor *kgl_params_add_vector(kgl_params *ps, const char *name, int n);
+void kgl_params_alloc(kgl_params *ps);
+void kgl_params_free(kgl_params *ps);
+void kgl_params_zero_grad(kgl_params *ps);
+kgl_param *kgl_params_find(kgl_params *ps, const char *name);
+
+/* ----------------------------------------------------------- optimiser --
+ * Adam as torch.optim.Adam (bias-corrected, eps after the square root);
+ * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first).
+ * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b). */
+typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD } kgl_optimizer_kind;
+typedef struct kgl_optim {
+    kgl_optimizer_kind kind;
+    double lr, beta1, beta2, eps, weight_decay, momentum;
+    long step; /* updates already applied */
+} kgl_optim;
+void kgl_optim_defaults(kgl_optim *o);
+void kgl_optim_step(kgl_optim *o, kgl_params *ps);
+
+
+/* The chapter's experiment: softmax of 5 seeded N(0,1) logits, the explicit
+ * Jacobian against central differences of the softmax with step h. Fills
+ * z[5], J[25] and J_fd[25] when non-NULL; returns max |J − J_fd|. */
+double kgl_softmax_jacobian_experiment(uint64_t seed, double h, double *z, double *J, double *J_fd);
+
+#endif

@@ -1,0 +1,307 @@
+/* kgl/io.h — files in and out: the line reader, triples and entity-types
+ * files (the dataset), JSON writing and reading, safetensors, and the SVG
+ * writer. It knows the shape of a knowledge graph (names, ids, triples) but
+ * nothing of the model's maths. Uses no other part of kgl. */
+#ifndef KGL_IO_H
+#define KGL_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ----------------------------------------------------------------- json --
+ * Writing: a string with escapes; a number with 17 significant digits (a
+ * double survives the round trip), null for NaN or infinity. */
+void kgl_json_string(FILE *f, const char *s);
+void kgl_json_number(FILE *f, double v);
+
+/* ----------------------------------------------------------- text input --
+ * The one way kgl reads text files (triples, types, CSV): the whole file is
+ * read at once, then iterated line by line. Blank lines (empty once a
+ * trailing \r is removed) and lines whose first byte is '#' are skipped;
+ * fields are split on one separator byte and never trimmed. */
+#define KGL_LINE_MAX 65536 /* bytes in a line, without its newline */
+
+typedef struct kgl_text {
+    char *name;     /* for messages: the path, or a display name */
+    char *buf;      /* the contents, NUL-terminated (owned) */
+    size_t len;     /* bytes in buf */
+    size_t pos;     /* start of the next line */
+    int lineno;     /* number of the line last returned (1-based) */
+} kgl_text;
+
+/* Reads a file. On failure writes "path: why" into err and returns false. */
+bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap);
+/* Uses a copy of `len` bytes of `data`, named `name` in messages. */
+void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_t len);
+/* The next line that is not blank and not a comment, split on `sep`: fills
+ * up to max_fields pointers (into the buffer, NUL-terminated) and sets
+ * *n_fields to the number of fields the line has. Returns 1 for a line, 0
+ * at the end, -1 with "name:line: what is wrong" in err for a NUL byte,
+ * invalid UTF-8 or a line longer than KGL_LINE_MAX. */
+int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_fields, char *err, size_t err_cap);
+void kgl_text_close(kgl_text *t);
+/* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
+bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
+
+/* ----------------------------------------------------------------- data --
+ * Triples files (MODEL.md, "Data"; README, "File formats"): UTF-8, one triple
+ * per line, head<TAB>relation<TAB>tail, read with the line reader above (so
+ * blank and '#' lines are skipped, a trailing \r is tolerated, a line is at
+ * most KGL_LINE_MAX bytes). Exactly three non-empty fields, never trimmed.
+ * Every malformed input is reported as "file:line: what is wrong" (or
+ * "file: what is wrong", e.g. "file: no triples"). */
+typedef struct kgl_triple { int head, rel, tail; } kgl_triple;
+
+/* A file to load: read from `path`, or, when `text` is non-NULL, from those
+ * `len` bytes (then `path` is only the name used in messages). */
+typedef struct kgl_source { const char *path; const char *text; size_t len; } kgl_source;
+
+typedef struct kgl_split {
+    char *path;          /* name for messages (owned copy) */
+    kgl_triple *triples; /* unique triples in file order (first occurrence kept) */
+    int n;
+    int n_duplicates;    /* lines that repeated an earlier triple of the same file */
+    int first_duplicate_line; /* line number of the first such repeat, 0 if none */
+} kgl_split;
+
+#define KGL_MAX_SPLITS 8
+typedef struct kgl_dataset {
+    int n_entities, n_relations;          /* n, m (original relations) */
+    char **entity_names, **relation_names; /* id order: byte-sorted (strcmp), ids from 0 */
+    int n_splits;
+    kgl_split splits[KGL_MAX_SPLITS];     /* in the order given: train, valid, test */
+    /* filter index (private to data.c): CSR over (entity, relation-or-inverse) */
+    int *known_offsets;  /* [n * 2m + 1] */
+    int *known;          /* sorted entity ids per key */
+} kgl_dataset;
+
+/* Loads the sources together: entity ids are every name appearing as head or
+ * tail in ANY of them, sorted by byte order; relation ids likewise. Returns
+ * false and writes one message "file:line: what is wrong" (or "file: ...") into err.
+ * On failure *ds is left empty (kgl_dataset_free on it is harmless). */
+bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap);
+void kgl_dataset_free(kgl_dataset *ds);
+int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name);   /* -1 if unknown */
+int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if unknown */
+/* Filtered-ranking index over every triple of every split: for rel < m, the
+ * sorted tails t of known triples (head, rel, t); for rel = m + k, the sorted
+ * heads h of known triples (h, k, head) (the inverse direction). No hashing at
+ * lookup time (it is called during training-time evaluation). Each entity
+ * appears once per key even when several splits hold the triple. */
+const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *count);
+
+/* entity<TAB>type files (data/academic.types.tsv): names and types, in file order. */
+typedef struct kgl_types { int n; char **entity; char **type; } kgl_types;
+/* Same rules and error style as triples files; 2 fields per line; an entity
+ * listed twice is an error. */
+bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_cap);
+void kgl_types_free(kgl_types *ty);
+
+
+/* ---------------------------------------------------------- json input --
+ * A strict JSON parser (RFC 8259): objects, arrays, strings (every escape;
+ * \uXXXX surrogate pairs become one UTF-8 character; raw control characters,
+ * invalid UTF-8 and unpaired surrogates are errors), numbers, true, false,
+ * null. Nesting is limited to KGL_JSON_MAX_DEPTH containers; a key repeated
+ * within one object is an error; anything but whitespace after the value is
+ * an error. The tree owns copies of every string, in one allocation, so the
+ * text may be freed after parsing.
+ *
+ *   kgl_json_doc doc;
+ *   if (!kgl_json_parse(text, len, &doc, err, sizeof err)) ... err is
+ *       "at byte 57: expected ',' or '}', found '\"'" (offset from text[0])
+ *   const kgl_json *v = kgl_json_get(doc.root, "shape");
+ *   for (size_t i = 0; v && v->type == KGL_JSON_ARRAY && i < v->len; i++) ... v->child[i]
+ *   kgl_json_free(&doc);                                                     */
+#define KGL_JSON_MAX_DEPTH 64
+
+typedef enum kgl_json_type {
+    KGL_JSON_NULL,
+    KGL_JSON_FALSE,
+    KGL_JSON_TRUE,
+    KGL_JSON_NUMBER,
+    KGL_JSON_STRING,
+    KGL_JSON_ARRAY,
+    KGL_JSON_OBJECT
+} kgl_json_type;
+
+typedef struct kgl_json kgl_json;
+struct kgl_json {
+    kgl_json_type type;
+    size_t offset;     /* byte offset of the value in the text */
+    const char *key;   /* a member of an object: its key, decoded, NUL-terminated; else NULL */
+    size_t key_len;    /* bytes in key (a key may contain "\u0000") */
+    size_t key_offset; /* byte offset of the key in the text */
+    const char *str;   /* STRING: decoded UTF-8, NUL-terminated; NUMBER: its text as written */
+    size_t len;        /* STRING, NUMBER: bytes in str; ARRAY, OBJECT: number of children */
+    double num;        /* NUMBER: the nearest double (±HUGE_VAL beyond the range) */
+    kgl_json *child;   /* ARRAY, OBJECT: the `len` children, in text order */
+};
+
+typedef struct kgl_json_doc {
+    kgl_json *root;
+    size_t error_at; /* after a failed parse: the byte offset of the error (SIZE_MAX: out of memory) */
+    void *block_;    /* private: nodes and strings */
+} kgl_json_doc;
+
+/* Parses `len` bytes of `text` (no NUL terminator needed). On failure writes
+ * "at byte N: what was expected/found" into err and returns false; the doc
+ * then holds nothing to free (kgl_json_free is harmless). A hostile text can
+ * need much more memory than its length (~70 bytes per value): when that is
+ * not available the result is false with "out of memory: ..." (error_at is
+ * SIZE_MAX), never an abort. */
+bool kgl_json_parse(const char *text, size_t len, kgl_json_doc *doc, char *err, size_t err_cap);
+void kgl_json_free(kgl_json_doc *doc);
+/* The member `key` of an object, or NULL (absent, or obj is not an object). */
+const kgl_json *kgl_json_get(const kgl_json *obj, const char *key);
+/* A number written as an integer (-?digits: no fraction, no exponent) that
+ * fits an int64_t: stores it and returns true. "2", "-0" yes; "2.0", "2e0",
+ * "9223372036854775808" no. */
+bool kgl_json_int64(const kgl_json *v, int64_t *out);
+/* "null", "a boolean", "a number", "a string", "a list", "an object". */
+const char *kgl_json_type_name(kgl_json_type t);
+
+/* ---------------------------------------------------------- safetensors --
+ * The checkpoint format (MODEL.md): an 8-byte little-endian header length
+ * N, N bytes of JSON header, then the data section. The header maps each
+ * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte
+ * offsets into the data section) and may hold "__metadata__", an object of
+ * strings. kgl writes and reads dtype F64 only (little-endian, C order), and
+ * tensors of 1 or 2 dimensions; a dimension may be 0 (an empty tensor: no
+ * bytes, data_offsets [x, x]). */
+#define KGL_ST_MAX_HEADER 100000000 /* bytes; the reference implementation's cap */
+
+typedef struct kgl_st_entry {
+    const char *name;
+    int ndim;         /* 1 (a vector, e.g. ln1.gamma [d]) or 2 ([rows, cols]) */
+    int64_t shape[2]; /* shape[1] is ignored when ndim is 1 */
+    const double *data; /* prod(shape) values, row-major; may be NULL when that is 0 */
+} kgl_st_entry;
+
+/* Writes tensors (dtype F64, little-endian, C order) in the order given and
+ * string metadata (meta_kv: n_meta key/value pairs, flattened as
+ * k0,v0,k1,v1,...; written first, as "__metadata__") to `path` atomically: a
+ * temporary file in the same folder ("path.PID.K.tmp"), fwrite, fflush, fsync,
+ * then rename over `path` (and a best-effort fsync of the folder). The header
+ * JSON is padded with spaces to a multiple of 8 bytes, so every tensor's data
+ * is 8-byte aligned in the file. Names and metadata must be valid UTF-8,
+ * unique, and no tensor may be called "__metadata__". On failure the temp
+ * file is removed, `path` is untouched (a previous file there stays as it
+ * was), err says "path: why" and the result is false. */
+bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta,
+                  char *err, size_t err_cap);
+
+typedef struct kgl_st_tensor {
+    char *name;
+    int ndim;
+    int64_t shape[2]; /* shape[1] is 1 when ndim is 1 */
+    double *data;     /* aligned copy, host order; valid (not NULL) even when empty */
+} kgl_st_tensor;
+
+typedef struct kgl_st_file {
+    int n;                   /* tensors, in header order */
+    kgl_st_tensor *tensors;
+    int n_meta;              /* metadata pairs, in header order */
+    char **meta_keys, **meta_values;
+    void *storage_, *data_;  /* private: names and metadata; the values */
+} kgl_st_file;
+
+/* Reads and validates the whole file before returning; on any problem
+ * returns false with "path: what is wrong" in err and *f empty. Checked: at
+ * least 8 bytes; header length within the file and at most
+ * KGL_ST_MAX_HEADER; the header starts with '{' and is valid JSON (messages
+ * give the byte offset within the header); each tensor entry is an object with
+ * exactly dtype, shape and data_offsets; dtype "F64"; a shape of 1 or 2
+ * non-negative integers; data_offsets [begin, end] with begin <= end <= the
+ * data section's size and end - begin = 8 * prod(shape); no two tensors
+ * overlap and every byte of the data section belongs to a tensor;
+ * __metadata__ (optional) an object of strings; names, keys and values free
+ * of NUL bytes. */
+bool kgl_st_read(const char *path, kgl_st_file *f, char *err, size_t err_cap);
+void kgl_st_free(kgl_st_file *f);
+const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name); /* NULL if absent */
+const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NULL if absent */
+
+/* ------------------------------------------------------------------ svg --
+ * Pictures for people: heatmaps (attention maps, one per head) and line plots
+ * (diagnostics vs step) as self-contained SVG 1.1 files that open in any
+ * browser. No plotting library: src/io/svg.c writes the XML itself.
+ *
+ * Every function writes the whole picture into memory, then to a temporary
+ * file beside `path` (mode 0644) and renames it over `path`, so a half-written
+ * file never remains. On failure (a bad argument, or the file cannot be
+ * written) it writes "path: why" into err and returns false, leaving nothing.
+ * Output is deterministic: the same input gives the same bytes (coordinates
+ * with at most 2 decimals, values in tooltips with 4 significant digits).
+ * All text is XML-escaped; invalid UTF-8 and control characters in labels
+ * become U+FFFD. Labels longer than about 16 characters are shortened with
+ * "…" on the page; tooltips always carry the full text.
+ *
+ * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
+ * legible in greyscale), interpolated linearly between 9 anchors; line series
+ * use the Okabe–Ito palette, each with its own dash pattern and marker shape
+ * so that the series can also be told apart in greyscale. */
+
+typedef struct kgl_heatmap {
+    const char *title;                 /* panel title (the page title for kgl_svg_heatmap), or NULL */
+    int rows, cols;                    /* at most 1,000,000 cells */
+    const double *values;              /* rows*cols, row-major */
+    const char *const *row_labels;     /* rows names, or NULL for indices 0, 1, ... */
+    const char *const *col_labels;     /* cols names, or NULL for indices */
+    const char *row_axis, *col_axis;   /* axis titles, e.g. "query entity", "key entity", or NULL */
+    /* The colour scale. NaN, or vmin == vmax (so also the 0, 0 of a zeroed
+     * struct), means "from the data": the finite minimum and maximum. Values
+     * outside the scale are drawn in its end colours (the legend counts them). */
+    double vmin, vmax;
+    const unsigned char *outline;      /* rows*cols flags: nonzero cells get a black-and-white box, or NULL */
+    const char *outline_label;         /* legend text for outlined cells, e.g. "true tail (advises)" */
+    const char *value_label;           /* colour-bar title, e.g. "attention weight" */
+    bool annotate;                     /* print each value in its cell (when cells are >= 24 px) */
+} kgl_heatmap;
+
+/* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
+ * columns and shrink to 4 px (about 480 px in all); when they are too small
+ * for every label, every k-th is shown (k = 2, 5, 10, ...) and the axis title
+ * says so. Column labels are rotated 45°. Each cell is a <rect class="cell">
+ * with a <title> tooltip "row → col: value"; a non-finite value is a grey
+ * hatched cell whose tooltip says "not finite". The legend shows the colour
+ * bar with round ticks, and counts outlined, non-finite and clamped cells. */
+bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap);
+/* n_panels heatmaps (each with its own title, labels and shape) in a grid of
+ * n_cols columns, with ONE colour scale and one legend: the scale runs from
+ * the smallest to the largest of the panels' bounds, each panel's bound being
+ * its vmin/vmax when set and its data otherwise. The legend's title is the
+ * first value_label given, its outline text the first outline_label. */
+bool kgl_svg_heatmap_grid(const char *path, const char *title, const kgl_heatmap *panels, int n_panels,
+                          int n_cols, char *err, size_t err_cap);
+
+typedef struct kgl_series {
+    const char *label; /* legend text, or NULL for "series 1", ... */
+    int n;             /* points */
+    const double *x;   /* n values, or NULL for 0, 1, ..., n-1 */
+    const double *y;   /* n values */
+} kgl_series;
+
+typedef struct kgl_lineplot {
+    const char *title, *x_label, *y_label; /* each may be NULL */
+    bool log_y; /* log10 axis with ticks at decades: non-positive values are skipped (counted in a note) */
+    bool log_x;
+    const kgl_series *series;
+    int n_series;
+} kgl_lineplot;
+
+/* Axes with round ticks (1, 2 or 5 times a power of ten; decades on log
+ * axes), grid lines, axis labels, a legend entry per series, and one
+ * <polyline> per run of drawable points of each series, in a distinct colour
+ * AND dash pattern. Points that cannot be drawn (non-finite, or non-positive
+ * on a log axis) break the line, are counted in a note under the plot and in
+ * the series' legend tooltip. A series of at most 60 points also gets a
+ * marker per point with a <title> tooltip "label: (x, y)". */
+bool kgl_svg_lineplot(const char *path, const kgl_lineplot *p, char *err, size_t err_cap);
+/* Several independent line plots on one page, n_cols per row, under `title`. */
+bool kgl_svg_lineplot_grid(const char *path, const char *title, const kgl_lineplot *plots, int n_plots,
+                           int n_cols, char *err, size_t err_cap);
+
+#endif

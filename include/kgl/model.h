@@ -1,0 +1,373 @@
+/* kgl/model.h — the layer of MODEL.md built from the engine's ops, the
+ * trainer (batches, schedules, regularisers, filtered evaluation), the
+ * checkpoint file, and the per-head diagnostics the studies measure. Built on
+ * kgl/engine.h and kgl/io.h. */
+#ifndef KGL_MODEL_H
+#define KGL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kgl/engine.h"
+#include "kgl/io.h"
+
+/* ---------------------------------------------------------------- model --
+ * The layer of MODEL.md, built from the ops above. */
+#define KGL_MAX_HEADS 64
+
+typedef enum { KGL_SCALE_SQRT = 0, KGL_SCALE_NONE, KGL_SCALE_VALUE } kgl_scale_kind;
+
+typedef struct kgl_config {
+    int n_entities;   /* n */
+    int n_relations;  /* m, original relations */
+    bool reciprocal;  /* relation_emb has 2m rows; the inverse of k is m + k */
+    int dim, heads, ffn;
+    kgl_scale_kind scale;
+    double scale_value; /* τ when scale == KGL_SCALE_VALUE */
+    double init_scale;  /* s in N(0, (s/√d)²) for the attention weights */
+    /* Remedies for saturation (extensions of MODEL.md, off by default): */
+    bool qk_norm;       /* layer-normalise each head's Q and K rows (ViT-22B) */
+    bool learn_temperature; /* S_h = exp(θ_h) τ Q_h K_hᵀ with a learned θ_h, init 0 */
+} kgl_config;
+
+typedef struct kgl_model {
+    kgl_config cfg;
+    kgl_params params;
+    kgl_tensor *entity_emb, *relation_emb;
+    kgl_tensor *wq, *wk, *wv, *wo;
+    kgl_tensor *ln1_gamma, *ln1_beta;
+    kgl_tensor *ffn_w1, *ffn_b1, *ffn_w2, *ffn_b2, *ln2_gamma, *ln2_beta; /* NULL without FFN */
+    kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
+    kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
+    bool ablate[KGL_MAX_HEADS]; /* zero these heads' outputs (a runtime switch for studies) */
+} kgl_model;
+
+/* Sets defaults: d 8, H 2, no FFN, sqrt scale, init scale 1, reciprocal. */
+void kgl_config_defaults(kgl_config *cfg);
+/* A configuration error for people ("--heads 3 does not divide --dim 8"),
+ * or NULL when the configuration is valid. */
+const char *kgl_config_error(const kgl_config *cfg);
+int kgl_config_relation_rows(const kgl_config *cfg);
+double kgl_config_tau(const kgl_config *cfg);
+
+/* Declares and allocates the parameters (all zero); then either initialise
+ * them (kgl_model_init) or load them. The config must be valid. */
+void kgl_model_create(kgl_model *m, const kgl_config *cfg);
+/* MODEL.md's init, drawn from `rng` parameter by parameter in declaration
+ * order (entity_emb, relation_emb, attn.wq, attn.wk, attn.wv, attn.wo,
+ * ffn.w1, ffn.w2), each in row-major order; gammas 1, betas and biases 0. */
+void kgl_model_init(kgl_model *m, kgl_rng *rng);
+void kgl_model_free(kgl_model *m);
+
+/* A batch of examples (head i, relation r, tail t); relation ids < m are
+ * forward, m + k the inverse of k. The arrays are borrowed. */
+typedef struct kgl_batch {
+    int n;
+    const int *head, *rel, *tail;
+} kgl_batch;
+
+/* Head supervision: head_of[r] is the head assigned to original relation r,
+ * or -1. NULL (or no assigned relation in the batch) means no aux term. */
+typedef struct kgl_supervision {
+    const int *head_of; /* [m] */
+    double weight;      /* λ */
+} kgl_supervision;
+
+typedef struct kgl_forward {
+    kgl_tensor *context;                /* C [n, d] */
+    kgl_tensor *q, *k;                  /* Q, K [n, d] */
+    kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled) */
+    kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
+    kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
+    kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
+    kgl_tensor *main_loss, *aux_loss;   /* aux NULL when nothing was supervised */
+    kgl_tensor *loss;                   /* main + λ aux */
+    int n_supervised;
+} kgl_forward;
+
+/* The contextual states C of every entity (and the attention on the way). */
+void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
+/* Context, readout and loss of MODEL.md for one batch. */
+void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                    kgl_forward *out);
+
+/* Training-time regularisers (extensions of MODEL.md, all off by default).
+ * Dropout (inverted: kept values scaled by 1/(1 − p)) draws its masks from
+ * `rng`, an explicit stream of its own, in forward order: the input
+ * embeddings X = drop(E) (Q, K, V and the residual read X; the readout's
+ * candidates are E itself), each head's attention weights, the attention
+ * output before the residual U = X + drop(O Wo) (and the FFN output before
+ * its residual), and in the loss each example's head state C[i] (a mask per
+ * example). Label smoothing is the cross entropy's ε. With rng NULL no
+ * dropout happens (evaluation). */
+typedef struct kgl_regularisers {
+    double dropout;         /* --dropout: input embeddings, before each residual */
+    double attn_dropout;    /* --attn-dropout: attention weights */
+    double hidden_dropout;  /* --hidden-dropout: the head state of each example in the readout
+                               (a mask on R[r] instead would be the same: the readout
+                               multiplies C[i], R[r] and E[j] feature by feature) */
+    double label_smoothing; /* --label-smoothing: ε */
+    kgl_rng *rng;
+} kgl_regularisers;
+/* The same with regularisers (reg NULL: exactly the functions above). */
+void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out);
+void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
+                        const kgl_regularisers *reg, kgl_forward *out);
+
+/* Finite differences of the whole loss, parameter by parameter. Fills one
+ * result per parameter (at most KGL_MAX_PARAMS) and returns how many. */
+int kgl_gradcheck_model(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup, double rel_tol,
+                        kgl_check_result *res);
+/* The same with regularisers: the dropout masks are those reg->rng draws
+ * from its state at the call, replayed for every evaluation (fixed masks). */
+int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervision *sup,
+                            const kgl_regularisers *reg, double rel_tol, kgl_check_result *res);
+
+/* The standard whole-layer checks of `kgl gradcheck`: n = 13, d = 8, H = 2,
+ * m = 5 relations with reciprocals, seeded random triples; without FFN, with
+ * an FFN of width 16, with the FFN plus head supervision (relation 0 on
+ * head 0, relation 1 on head 1), with the saturation remedies (qk-norm
+ * and a learned temperature per head), and with the FFN, every dropout and
+ * label smoothing (masks drawn once from a seeded stream, then fixed). */
+#define KGL_LAYER_CHECKS 5
+const char *kgl_layer_check_name(int which);
+int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
+/* ------------------------------------------------------------- training --
+ * Requires the data section (kgl_dataset, kgl_triple). */
+
+/* Filtered ranking metrics (MODEL.md, "Evaluation"). */
+typedef struct kgl_metrics {
+    double mrr, hits1, hits3, hits10;
+    long n; /* ranked examples */
+} kgl_metrics;
+
+typedef struct kgl_eval {
+    int n_relations;
+    kgl_metrics tail, head, both;
+    kgl_metrics *rel_tail, *rel_head; /* per original relation [m] */
+    double *scores;                   /* scratch [n] */
+    /* the same with the optimistic rank (ties counted in the target's
+       favour: 1 + number scoring higher), as NTP reports */
+    kgl_metrics tail_optimistic, head_optimistic, both_optimistic;
+} kgl_eval;
+
+void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations);
+void kgl_eval_free(kgl_eval *e);
+/* The realistic filtered rank of `target` among scores[0..n): 1 + (number of
+ * unfiltered candidates scoring higher) + (number scoring equal)/2, skipping
+ * the candidates in `known` (sorted) other than the target. A NaN score
+ * counts as higher than the target's; a NaN target ranks last. */
+double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known);
+/* The same count, both ends of the tie range: optimistic 1 + higher,
+ * pessimistic 1 + higher + equal (the realistic rank is their mean). */
+void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
+                             double *optimistic, double *pessimistic);
+/* Ranks every triple of tr[0..n) for its tail and its head with the entity
+ * states C (from kgl_model_context). Allocates nothing. */
+void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
+                  kgl_eval *out);
+/* The training tails of every (relation, entity), deduplicated: what spec
+ * and the head reports measure attention against. */
+typedef struct kgl_tails {
+    int n_entities, n_relations;
+    int *offsets; /* [m * n + 1]: tails of (r, i) are tails[offsets[r*n+i] .. offsets[r*n+i+1]) */
+    int *tails;
+} kgl_tails;
+void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n);
+void kgl_tails_free(kgl_tails *tl);
+/* spec[h][r] (MODEL.md, "Diagnostics"): mean over entities i with at least
+ * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
+ * NAN for a relation without tails. */
+void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+
+/* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
+ * update t is lr · f(t) with
+ *   constant:  f = 1
+ *   warmup W:  f = min(1, t / W)  before whichever decay follows
+ *   cosine:    f = floor + (1 − floor) (1 + cos(π min(t, T)/T)) / 2   (T = steps)
+ *   linear:    f = 1 − (1 − floor) min(t, T)/T
+ * Extensions of MODEL.md (which trains at a constant lr). */
+typedef enum { KGL_SCHED_CONSTANT = 0, KGL_SCHED_COSINE, KGL_SCHED_LINEAR } kgl_schedule_kind;
+typedef struct kgl_schedule {
+    kgl_schedule_kind kind;
+    long warmup;  /* W steps of linear warmup (0: none) */
+    long total;   /* T: the step at which the decay ends */
+    double floor; /* the final fraction of lr */
+} kgl_schedule;
+double kgl_schedule_factor(const kgl_schedule *s, long step);
+
+typedef struct kgl_train_config {
+    int batch;                  /* examples per step (MODEL.md: default 1024) */
+    uint64_t seed;              /* init and shuffle */
+    kgl_optim optim;
+    const int *head_of;         /* head supervision [m], or NULL */
+    double aux_weight;          /* λ */
+    bool freeze_embeddings;     /* entity_emb stays at its initial value (fixed features) */
+    /* Attention as lookup (an extension for the specialisation study): fixed
+     * entity features, Wv = Wo = I (frozen), so a head's output is the
+     * attended entities' own features, and each relation row tied within
+     * each head's columns, so a relation can only choose which heads to read
+     * (projected after every update). Implies freeze_embeddings. */
+    bool lookup;
+} kgl_train_config;
+
+typedef struct kgl_trainer {
+    const kgl_dataset *ds;
+    kgl_model model;
+    kgl_optim optim;
+    kgl_train_config cfg;
+    int *head_of;               /* owned copy, or NULL */
+    kgl_supervision sup;
+    kgl_tape tape;              /* the training step's activations */
+    kgl_tape eval_tape;         /* evaluations between steps */
+    kgl_forward fwd;            /* the last step's forward (valid until the next step) */
+    const kgl_triple *train;    /* the training triples in use */
+    int n_train;
+    kgl_tails tails;            /* their tails per (relation, entity) */
+    int n_examples;             /* forward examples, then their reciprocals */
+    int *ex_head, *ex_rel, *ex_tail;
+    int *order;                 /* this epoch's permutation of the examples */
+    int *b_head, *b_rel, *b_tail; /* the current batch */
+    int cursor;                 /* next position in `order` (0: a new epoch starts) */
+    kgl_rng epoch_rng;          /* shuffle state before this epoch's shuffle */
+    kgl_rng shuffle_rng;        /* shuffle state now */
+    double last_main, last_aux; /* of the last step (aux NAN when none) */
+    /* regularisers (kgl_trainer_set_regularisers; none by default) and the
+       dropout stream, seeded from the seed apart from init and shuffle */
+    kgl_regularisers reg;
+    kgl_rng dropout_rng;
+    /* learning-rate schedule (kgl_trainer_set_schedule): optim.lr is set
+       from base_lr before every update */
+    kgl_schedule sched;
+    double base_lr;
+} kgl_trainer;
+
+/* Prepares training of `model_cfg` (entity and relation counts are taken
+ * from ds) on train[0..n_train), with fresh parameters drawn from the seed.
+ * The triples must outlive the trainer. */
+void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *train, int n_train,
+                      const kgl_config *model_cfg, const kgl_train_config *tc);
+void kgl_trainer_free(kgl_trainer *tr);
+/* One optimiser step on the next batch: kgl_trainer_compute (forward and
+ * backward; the gradients and tr->fwd then describe the parameters before
+ * the update) followed by kgl_trainer_update. Returns the loss of the
+ * forward pass. A non-finite loss leaves the parameters untouched (the
+ * caller stops). */
+double kgl_trainer_step(kgl_trainer *tr);
+double kgl_trainer_compute(kgl_trainer *tr);
+void kgl_trainer_update(kgl_trainer *tr);
+/* Entity states C of the current parameters (on eval_tape, no gradients). */
+kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
+/* Whether every training triple ranks first, tail and head (filtered). */
+bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);
+/* The batch position, for a checkpoint: the shuffle state that (re)creates
+ * the current epoch's order, and the cursor into it. At an epoch boundary
+ * (cursor 0) that is the state the next epoch will shuffle with. */
+void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor);
+/* Restores a position from kgl_trainer_get_position. */
+void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor);
+/* Turns on the regularisers (the rates of r; r->rng is ignored: the trainer
+ * uses its own dropout stream). Dropout happens only in training steps. */
+void kgl_trainer_set_regularisers(kgl_trainer *tr, const kgl_regularisers *r);
+/* Sets the schedule; the rate given in the train config is its base. */
+void kgl_trainer_set_schedule(kgl_trainer *tr, const kgl_schedule *s);
+/* Continues as if `step` updates had been applied (a resume): the
+ * optimiser's step count, and with a schedule the rate of that step. */
+void kgl_trainer_set_step(kgl_trainer *tr, long step);
+
+/* A copy of everything that determines the rest of a run: parameters, the
+ * optimiser's moments and step, the batch position and the dropout stream.
+ * Restoring it makes the trainer continue exactly as from that moment (the
+ * best model on valid is kept this way). The buffer is allocated on first
+ * use and reused. */
+typedef struct kgl_snapshot {
+    double *values; /* data, m, v of every parameter */
+    size_t total;
+    long step;
+    kgl_rng epoch_rng;
+    int cursor;
+    kgl_rng dropout_rng;
+} kgl_snapshot;
+void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s);
+void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s);
+void kgl_snapshot_free(kgl_snapshot *s);
+
+/* ----------------------------------------------------------- checkpoint --
+ * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
+ * Adam's moments as adam.m.<name> / adam.v.<name>, and string metadata:
+ * format, d_model, n_heads, ffn, scale, init_scale, reciprocal, step, seed,
+ * entities, relations; plus what an exact resume needs (optimizer, lr,
+ * weight_decay, momentum, batch, aux_weight, supervise_heads, shuffle_state,
+ * batch_cursor). Requires the data and safetensors sections. */
+typedef struct kgl_train_state {
+    long step;                 /* updates already applied */
+    uint64_t seed;
+    kgl_optim optim;           /* kind, lr, betas, eps, weight decay, momentum (step = `step`) */
+    int batch;
+    double aux_weight;
+    char supervise[512];       /* "advises=0,authored=1" or "" */
+    bool freeze_embeddings, lookup;
+    kgl_rng epoch_rng;         /* batch position: shuffle state before this epoch */
+    int cursor;                /* and the position inside it */
+    /* regularisers and schedule (metadata dropout, attn_dropout,
+       hidden_dropout, label_smoothing, dropout_state, lr_schedule,
+       lr_warmup, lr_total, lr_floor; absent means none) */
+    kgl_regularisers reg;      /* rates only */
+    kgl_rng dropout_rng;
+    bool has_dropout_rng;
+    kgl_schedule sched;
+    double base_lr;            /* the schedule's base rate (lr is the last rate used) */
+} kgl_train_state;
+
+/* Writes atomically (temporary file, fsync, rename). */
+bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
+                         char *err, size_t err_cap);
+
+typedef struct kgl_checkpoint {
+    kgl_config cfg;
+    kgl_train_state st;
+    bool has_adam;             /* adam.m.* and adam.v.* present */
+    void *file;                /* the opened safetensors file (private) */
+} kgl_checkpoint;
+
+/* Reads and validates a checkpoint against the loaded triples (entities and
+ * relations must match in name and order); says exactly what is wrong. */
+bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t err_cap);
+/* Copies parameters (and Adam moments when present) into a model created
+ * with ck->cfg. */
+void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
+void kgl_checkpoint_close(kgl_checkpoint *ck);
+
+/* ---------------------------------------------------------- diagnostics --
+ * What the saturation and specialisation studies measure (MODEL.md,
+ * "Diagnostics"), per head, at one training step. */
+typedef struct kgl_head_diag {
+    double max_prob_mean, max_prob_min; /* of max_j A_h[i, j] over the rows i */
+    double entropy;                     /* mean of −Σ_j A log A */
+    double max_abs_logit;               /* max |S_h[i, j]| */
+    double jac_fro;                     /* mean ‖diag(a) − a aᵀ‖_F */
+    double grad_logits;                 /* ‖∂L/∂S_h‖_F */
+    double grad_wq, grad_wk;            /* ‖∂L/∂W‖_F over the head's columns */
+    double wq_move, wk_move;            /* ‖W − W₀‖_F / ‖W₀‖_F over the head's columns */
+    double attn_tv;                     /* mean over rows of ½ Σ_j |A − A₀| */
+} kgl_head_diag;
+
+typedef struct kgl_diag {
+    int heads, n, d, m;
+    double *attn0;                 /* [H n n] attention at the reference point */
+    double *wq0, *wk0;             /* [d d] */
+    kgl_head_diag head[KGL_MAX_HEADS];
+    double *spec;                  /* [H m] */
+} kgl_diag;
+
+/* Takes the trainer's current parameters as step 0 (W₀, A₀). */
+void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
+/* Measures after kgl_trainer_compute and before kgl_trainer_update: the
+ * attention and gradients of that forward pass, at the parameters it used.
+ * Reads only: the trajectory is the same with or without it. */
+void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
+void kgl_diag_free(kgl_diag *dg);
+
+#endif

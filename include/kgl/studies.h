@@ -1,0 +1,224 @@
+/* kgl/studies.h — the experiments behind `kgl demo` (the chapter on attention
+ * re-derived with the engine's ops), the memo example, and the embedded
+ * academic world. Built on the layers below. */
+#ifndef KGL_STUDIES_H
+#define KGL_STUDIES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kgl/engine.h"
+#include "kgl/io.h"
+#include "kgl/model.h"
+
+/* The academic world (data/academic.tsv, data/academic.types.tsv) embedded
+ * byte for byte in the library (src/studies/academic.c). */
+extern const char kgl_academic_tsv[];
+extern const size_t kgl_academic_tsv_len;
+extern const char kgl_academic_types_tsv[];
+extern const size_t kgl_academic_types_tsv_len;
+
+/* ----------------------------------------------------------------- demo --
+ * The chapter on attention as relevance-based reasoning, re-derived with the
+ * engine's ops (`kgl demo`, src/studies/demo.c). Each kgl_demo_* runs one section on
+ * a tape that does not record (except where a gradient is the point), fills
+ * its result and returns whether every check of the section holds; each
+ * check is computed from the numbers against the bound defined here. A
+ * section seeds its own RNG with `seed`, so it gives the same numbers alone
+ * as among all nine. */
+#define KGL_DEMO_D 8          /* width of X in the academic sections */
+#define KGL_DEMO_DK 4         /* key width (per head) */
+#define KGL_DEMO_MAX_N 64     /* entities in a --types file */
+#define KGL_DEMO_EXACT 1e-12  /* identities that hold up to round-off */
+
+/* The world the academic sections run on: names and types borrowed from a
+ * kgl_types (which must outlive it). Type k, in order of first appearance,
+ * is dimension k of X. */
+typedef struct kgl_demo_world {
+    int n, n_types;
+    char *const *entity;
+    const char *type_name[KGL_DEMO_D];
+    int type_of[KGL_DEMO_MAX_N];
+} kgl_demo_world;
+/* False with "name: what is wrong" in err for more than KGL_DEMO_MAX_N
+ * entities or more than KGL_DEMO_D types. */
+bool kgl_demo_world_init(kgl_demo_world *w, const kgl_types *ty, const char *name, char *err, size_t err_cap);
+int kgl_demo_world_find(const kgl_demo_world *w, const char *entity); /* -1 if absent */
+
+/* 1. attention. X = N(0,1) + 0.5 on the type's dimension (n x 8, drawn row
+ * by row), then Wq, Wk, Wv (8 x 4) ~ N(0,1); A = softmax(Q Kᵀ / √4), O = A V.
+ * The query's row traced; check: max |row sum − 1| over every row < 1e-12. */
+typedef struct kgl_demo_attention {
+    int query, n_top;
+    double raw[KGL_DEMO_MAX_N], scaled[KGL_DEMO_MAX_N], weight[KGL_DEMO_MAX_N]; /* the query's row */
+    int top[3];
+    double out[KGL_DEMO_DK]; /* A[query] V */
+    double max_row_sum_err;
+    bool pass;
+} kgl_demo_attention;
+bool kgl_demo_attention_run(const kgl_demo_world *w, int query, uint64_t seed, kgl_demo_attention *r);
+
+/* 2. variance. Var(q·k) of KGL_DEMO_VAR_PAIRS pairs of N(0,1) vectors (q
+ * then k drawn per pair) for dk = 4, 64, 256; then the largest softmax weight
+ * of one query against 13 keys at dk = 256, unscaled and scaled by 1/√dk,
+ * averaged over 1000 draws.
+ * Why 50,000 pairs and not the chapter's 10,000: the sample variance of n
+ * products has relative standard error √((κ − 1)/n), κ = 3 + 6/dk the
+ * kurtosis of q·k, so at n = 10,000 the band [0.97, 1.03] is only 1.6 (dk =
+ * 4) to 2.1 (dk = 256) standard errors wide and 29 of seeds 1..200 failed it
+ * (seed 1 among them, at dk = 256). At 50,000 it is 3.6 to 4.7 standard
+ * errors: a failure is a 1-in-3000 seed. */
+#define KGL_DEMO_VAR_PAIRS 50000
+#define KGL_DEMO_VAR_LO 0.97
+#define KGL_DEMO_VAR_HI 1.03
+#define KGL_DEMO_SAT_DK 256
+#define KGL_DEMO_SAT_KEYS 13
+#define KGL_DEMO_SAT_DRAWS 1000
+#define KGL_DEMO_SAT_UNSCALED_MIN 0.9
+#define KGL_DEMO_SAT_SCALED_MAX 0.5
+typedef struct kgl_demo_variance {
+    int dk[3];
+    double var[3], ratio[3];
+    double sat_unscaled, sat_scaled;
+    bool pass;
+} kgl_demo_variance;
+bool kgl_demo_variance_run(uint64_t seed, kgl_demo_variance *r);
+
+/* 3. jacobian. The 5 logits of kgl_softmax_jacobian_experiment: J against
+ * central differences, the hand formulas, and the tape's backward (J e_k);
+ * then the logits scaled by c = 1, 2, …, 64. */
+#define KGL_DEMO_JAC_N 5
+#define KGL_DEMO_JAC_H 1e-5
+#define KGL_DEMO_JAC_FD_BOUND 1e-9
+#define KGL_DEMO_JAC_SWEEP 7
+typedef struct kgl_demo_jacobian {
+    double z[KGL_DEMO_JAC_N], p[KGL_DEMO_JAC_N], J[KGL_DEMO_JAC_N * KGL_DEMO_JAC_N];
+    double fd_err;   /* max |J − J_fd| */
+    double hand_err; /* max |J − (J_ii = p_i (1 − p_i), J_ij = −p_i p_j)| */
+    double tape_err; /* max |J − J e_k from kgl_backward_seeded through softmax_rows| */
+    double c[KGL_DEMO_JAC_SWEEP], max_prob[KGL_DEMO_JAC_SWEEP], rest[KGL_DEMO_JAC_SWEEP]; /* rest = 1 − max_prob */
+    double fro[KGL_DEMO_JAC_SWEEP], max_jii[KGL_DEMO_JAC_SWEEP];
+    bool pass;
+} kgl_demo_jacobian;
+bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r);
+
+/* 4. lookup. Keys I₄, values 4 x 4 ~ N(0,1), q = c k₂ (no scaling) for c = 3, 8. */
+#define KGL_DEMO_LOOKUP_COS_MIN 0.99
+typedef struct kgl_demo_lookup {
+    double c[2];
+    double V[16];
+    double weight[2][4], out[2][4];
+    double p2[2], p2_exact[2], cos[2]; /* p(slot 2), e^c / (e^c + 3), cos(out, v₂) */
+    bool pass;
+} kgl_demo_lookup;
+bool kgl_demo_lookup_run(uint64_t seed, kgl_demo_lookup *r);
+
+/* 5. multihead. X as in 1, then Wq, Wk, Wv, Wo (8 x 8) ~ N(0, 1/8); head h
+ * uses columns 4h..4h+3 of Q, K, V. Checks: the shapes, row sums, and
+ * concat(O₁, O₂) Wo = Σ_h O_h Wo[4h..4h+3, :]. */
+#define KGL_DEMO_HEADS 2
+typedef struct kgl_demo_multihead {
+    int query;
+    int shape[6][2]; /* X, Q, Q_h, O_h, concat, output: from the tensors */
+    int top[KGL_DEMO_HEADS];
+    double top_weight[KGL_DEMO_HEADS];
+    double max_row_sum_err, split_err;
+    bool shapes_ok, pass;
+} kgl_demo_multihead;
+bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, kgl_demo_multihead *r);
+
+/* 6. maxweight. One query, 8 keys ~ N(0,1) in d dims, 300 draws: the mean
+ * largest weight unscaled and scaled by 1/√d. */
+#define KGL_DEMO_MW_DIMS 5
+#define KGL_DEMO_MW_KEYS 8
+#define KGL_DEMO_MW_DRAWS 300
+#define KGL_DEMO_MW_UNSCALED_MIN 0.9 /* at the largest d */
+#define KGL_DEMO_MW_SCALED_MAX 0.5   /* at every d */
+typedef struct kgl_demo_maxweight {
+    int d[KGL_DEMO_MW_DIMS];
+    double unscaled[KGL_DEMO_MW_DIMS], scaled[KGL_DEMO_MW_DIMS];
+    bool pass;
+} kgl_demo_maxweight;
+bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
+
+/* 7. mask. Five tokens, features (person, thing, time, action), W_K = W_V = I,
+ * W_Q by hand (no draws). Attention with 1/√4 and without, bidirectional
+ * and causal. */
+#define KGL_DEMO_T 5
+#define KGL_DEMO_F 4
+typedef struct kgl_demo_mask {
+    const char *token[KGL_DEMO_T], *feature[KGL_DEMO_F];
+    double X[KGL_DEMO_T * KGL_DEMO_F], Wq[KGL_DEMO_F * KGL_DEMO_F];
+    double bi[KGL_DEMO_T * KGL_DEMO_T], causal[KGL_DEMO_T * KGL_DEMO_T]; /* scaled by 1/√4 */
+    double max_w[2][KGL_DEMO_T], max_w_unscaled[2][KGL_DEMO_T];         /* [0] bidirectional, [1] causal */
+    double above_diag;      /* max |weight| above the diagonal under the causal mask */
+    double max_row_sum_err; /* every row of all four matrices */
+    int sharper_rows;       /* rows (of 10) where the unscaled max weight is larger */
+    bool never_flatter;     /* in no row is the unscaled max weight smaller */
+    bool roles_ok;          /* others' largest weight is on the action; the action's on persons and things */
+    bool pass;
+} kgl_demo_mask;
+bool kgl_demo_mask_run(kgl_demo_mask *r);
+
+/* 8. permutation. The attention of 1 on the rows of X shuffled by a seeded
+ * permutation (drawn after 1's parameters; never the identity), with and
+ * without the causal mask, against the shuffled outputs. */
+#define KGL_DEMO_PERM_BREAK_MIN 1e-9 /* the causal difference must exceed round-off */
+typedef struct kgl_demo_permutation {
+    int n;
+    int perm[KGL_DEMO_MAX_N]; /* row i of PX is row perm[i] of X */
+    double free_err, causal_err;
+    int causal_rows_differ;
+    bool pass;
+} kgl_demo_permutation;
+bool kgl_demo_permutation_run(const kgl_demo_world *w, uint64_t seed, kgl_demo_permutation *r);
+
+/* 9. memo. The self-attention article's worked example, from a CSV with the
+ * header document_id,target_token,candidate_token,candidate_role,
+ * evidence_pack,evidence_cap,evidence_action,score. Rows are grouped by
+ * (document, target) in order of first appearance. */
+#define KGL_MEMO_DIM 3
+#define KGL_MEMO_MAX_GROUPS 16
+#define KGL_MEMO_MAX_CANDIDATES 32
+typedef struct kgl_memo_group {
+    const char *document, *target; /* point into the memo's text */
+    int line;                      /* of its first row */
+    int n;
+    const char *token[KGL_MEMO_MAX_CANDIDATES], *role[KGL_MEMO_MAX_CANDIDATES];
+    double vec[KGL_MEMO_MAX_CANDIDATES][KGL_MEMO_DIM], score[KGL_MEMO_MAX_CANDIDATES];
+} kgl_memo_group;
+typedef struct kgl_memo {
+    kgl_text text;
+    int n_groups;
+    kgl_memo_group g[KGL_MEMO_MAX_GROUPS];
+} kgl_memo;
+/* Reads and validates every row (8 fields, no empty text, numbers that parse
+ * and are finite). False with "file:line: what is wrong" in err. */
+bool kgl_memo_load(kgl_memo *m, const kgl_source *src, char *err, size_t err_cap);
+void kgl_memo_free(kgl_memo *m);
+/* data/safety_memo.csv, embedded byte for byte (src/studies/memo_data.c). */
+extern const char kgl_safety_memo_csv[];
+extern const size_t kgl_safety_memo_csv_len;
+
+/* Per group: the uniform baseline (mean of the vectors), softmax of the
+ * scores, the new representation w V, the shift, the top token and the
+ * weight on the missing step (roles missing_object, missing_action,
+ * current_action). Checks: rows sum to 1, and the article's numbers for
+ * document memo_cap_missing, targets 그것 and 씌우지, to 3 decimals. */
+typedef struct kgl_demo_memo_result {
+    double baseline[KGL_MEMO_DIM], weight[KGL_MEMO_MAX_CANDIDATES], repr[KGL_MEMO_DIM], shift[KGL_MEMO_DIM];
+    int top;
+    double step_weight;
+} kgl_demo_memo_result;
+typedef struct kgl_demo_memo {
+    kgl_demo_memo_result g[KGL_MEMO_MAX_GROUPS];
+    double max_row_sum_err;
+    int article_values, article_mismatches; /* values compared with the article, and how many differ */
+    char first_mismatch[200];
+    bool pass;
+} kgl_demo_memo;
+bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
+
+#endif

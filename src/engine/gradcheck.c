@@ -1,0 +1,182 @@
+/* gradcheck.c — central finite differences against the analytic gradients.
+ *
+ * For an op Y = f(X_1..X_k) we check the scalar F = Σ W ⊙ Y with weights W
+ * drawn once per case from N(0, 1). A plain sum would not do: Σ softmax is
+ * constant, so its gradient is 0 whatever the backward computes. For every
+ * element x of every input:
+ *     numeric  = (F(x + h) − F(x − h)) / ((x + h) − (x − h))
+ *     analytic = (the backward of the op, seeded with W)[x]
+ * x is restored bit for bit after each pair of evaluations. An element fails
+ * unless its relative error is <= the op's tolerance (written !(err <= tol),
+ * so a NaN fails), and an input whose analytic gradient is all zeros fails:
+ * that is what a backward that forgot to write looks like. */
+#include <math.h>
+#include <string.h>
+
+#include "kgl/engine.h"
+#include "internal.h"
+
+double kgl_rel_error(double analytic, double numeric)
+{
+    double den = fmax(fmax(fabs(analytic), fabs(numeric)), KGL_REL_FLOOR);
+    return fabs(analytic - numeric) / den;
+}
+
+static void keep_max(double *m, double v)
+{
+    if (!(v <= *m)) *m = v; /* a NaN sticks */
+}
+
+void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
+                    void *ctx, kgl_fd_stats *st)
+{
+    for (size_t i = 0; i < n; i++) {
+        double orig = x[i];
+        double up = orig + h, down = orig - h;
+        x[i] = up;
+        double f_up = eval(ctx);
+        x[i] = down;
+        double f_down = eval(ctx);
+        x[i] = orig;
+        double numeric = (f_up - f_down) / (up - down);
+        double a = analytic[i];
+        double abs_err = fabs(a - numeric), rel_err = kgl_rel_error(a, numeric);
+        st->checks++;
+        keep_max(&st->max_abs_err, abs_err);
+        keep_max(&st->max_rel_err, rel_err);
+        if (a != 0) st->nonzero = true;
+        if (!(rel_err <= rel_tol)) {
+            if (st->failures == 0) {
+                st->first_bad = (long)i;
+                st->first_bad_analytic = a;
+                st->first_bad_numeric = numeric;
+            }
+            st->failures++;
+        }
+    }
+}
+
+typedef struct op_eval_ctx {
+    kgl_tape *tape;
+    const kgl_check_case *c;
+    const double *w;
+} op_eval_ctx;
+
+static double weighted_sum(const kgl_tensor *y, const double *w)
+{
+    double f = 0;
+    size_t n = kgl_numel(y);
+    for (size_t i = 0; i < n; i++) f += w[i] * y->data[i];
+    return f;
+}
+
+static double op_eval(void *vctx)
+{
+    op_eval_ctx *ctx = vctx;
+    kgl_tape_reset(ctx->tape);
+    ctx->tape->recording = false;
+    kgl_tensor *y = ctx->c->run(ctx->tape, ctx->c);
+    return weighted_sum(y, ctx->w);
+}
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->name, sizeof res->name, "%s", op->name);
+    res->rel_tol = op->check.rel_tol;
+    res->pass = true;
+    if (op->check.n_cases < 1 || !op->check.make_case || !(op->check.rel_tol > 0)) {
+        res->pass = false;
+        snprintf(res->why, sizeof res->why, "op has no gradient-check spec");
+        return false;
+    }
+    kgl_arena keep = {0};
+    kgl_tape tape;
+    kgl_tape_init(&tape);
+    size_t shapes_len = 0;
+    for (int which = 0; which < op->check.n_cases; which++) {
+        kgl_rng rng;
+        kgl_rng_seed(&rng, seed ^ name_hash(op->name) ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(which + 1)));
+        kgl_check_case c;
+        memset(&c, 0, sizeof c);
+        kgl_arena_reset(&keep);
+        op->check.make_case(which, &rng, &keep, &c);
+        shapes_len += (size_t)snprintf(res->shapes + shapes_len, sizeof res->shapes - shapes_len, "%s%s",
+                                       which ? ", " : "", c.label);
+        if (shapes_len >= sizeof res->shapes) shapes_len = sizeof res->shapes - 1;
+
+        /* analytic: one recorded forward, backward seeded with W */
+        kgl_tape_reset(&tape);
+        tape.recording = true;
+        for (int k = 0; k < c.n_inputs; k++) memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(double));
+        kgl_tensor *y = c.run(&tape, &c);
+        double *w = kgl_arena_alloc(&keep, kgl_numel(y) * sizeof(double));
+        for (size_t i = 0; i < kgl_numel(y); i++) w[i] = kgl_rng_normal(&rng);
+        if (!y->grad) {
+            res->pass = false;
+            snprintf(res->why, sizeof res->why, "case %s: output has no gradient", c.label);
+            break;
+        }
+        kgl_backward_seeded(&tape, y, w);
+
+        op_eval_ctx ctx = {&tape, &c, w};
+        double h = c.h > 0 ? c.h : 1e-5;
+        for (int k = 0; k < c.n_inputs; k++) {
+            kgl_fd_stats st = {0};
+            st.first_bad = -1;
+            kgl_fd_compare(c.inputs[k]->data, c.inputs[k]->grad, kgl_numel(c.inputs[k]), h, op->check.rel_tol, op_eval,
+                           &ctx, &st);
+            res->checks += st.checks;
+            keep_max(&res->max_abs_err, st.max_abs_err);
+            keep_max(&res->max_rel_err, st.max_rel_err);
+            if (res->pass && st.failures) {
+                res->pass = false;
+                snprintf(res->why, sizeof res->why, "case %s, input %d, element %ld: analytic %.10g, numeric %.10g",
+                         c.label, k, st.first_bad, st.first_bad_analytic, st.first_bad_numeric);
+            }
+            if (res->pass && !st.nonzero) {
+                res->pass = false;
+                snprintf(res->why, sizeof res->why, "case %s, input %d: analytic gradient is all zero", c.label, k);
+            }
+        }
+    }
+    kgl_tape_free(&tape);
+    kgl_arena_free(&keep);
+    return res->pass;
+}
+
+double kgl_softmax_jacobian_experiment(uint64_t seed, double h, double *z_out, double *J_out, double *J_fd_out)
+{
+    enum { N = 5 };
+    kgl_rng rng;
+    kgl_rng_seed(&rng, seed);
+    double z[N], p[N], J[N * N], J_fd[N * N], p_up[N], p_down[N];
+    for (int i = 0; i < N; i++) z[i] = kgl_rng_normal(&rng);
+    kgl_softmax_vec(z, N, p);
+    kgl_softmax_jacobian(p, N, J);
+    double max_err = 0;
+    for (int k = 0; k < N; k++) {
+        /* column k of J: ∂p/∂z_k */
+        double orig = z[k], up = orig + h, down = orig - h;
+        z[k] = up;
+        kgl_softmax_vec(z, N, p_up);
+        z[k] = down;
+        kgl_softmax_vec(z, N, p_down);
+        z[k] = orig;
+        for (int i = 0; i < N; i++) {
+            J_fd[i * N + k] = (p_up[i] - p_down[i]) / (up - down);
+            keep_max(&max_err, fabs(J[i * N + k] - J_fd[i * N + k]));
+        }
+    }
+    if (z_out) memcpy(z_out, z, sizeof z);
+    if (J_out) memcpy(J_out, J, sizeof J);
+    if (J_fd_out) memcpy(J_fd_out, J_fd, sizeof J_fd);
+    return max_err;
+}

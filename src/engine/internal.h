@@ -1,0 +1,23 @@
+/* internal.h — helpers shared by the library's sources (every layer may use
+ * them: the engine is the lowest layer), not public. */
+#ifndef KGL_INTERNAL_H
+#define KGL_INTERNAL_H
+
+#include "kgl/engine.h"
+
+/* A programming error inside the library (a broken invariant, a shape
+ * mismatch, out of memory): print "kgl: message" and abort. Input errors made
+ * by people never come here; they are reported with file:line and a status. */
+_Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* malloc that dies with a message instead of returning NULL (0 bytes → 1). */
+void *kgl_xmalloc(size_t n);
+/* A malloc'd copy of a string. */
+char *kgl_strdup(const char *s);
+
+/* Records a node for `op` with the given inputs (copied into the arena). */
+kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, kgl_tensor *const *in);
+/* Output of an op: grad allocated iff the tape records and an input has one. */
+kgl_tensor *kgl_op_output(kgl_tape *t, int rows, int cols, int n_in, kgl_tensor *const *in);
+
+#endif

@@ -1,0 +1,1131 @@
+/* ops.c — every op of the engine: forward, backward, and gradient-check spec,
+ * side by side, then the registry.
+ *
+ * Notation in the derivations: an op computes Y = f(X, ...); during backward
+ * G = ∂L/∂Y is complete (node->out->grad) and the op adds ∂L/∂X = G ∂Y/∂X
+ * into each input's grad. The matrix products and the readout run on the
+ * blocked kernels of src/engine/kernel.c, which sum every output element in the same
+ * order as the plain loop written beside each call (so the bits are the plain
+ * loop's); the other loops are plain, innermost loop contiguous. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "kgl/engine.h"
+#include "internal.h"
+
+/* ---- helpers for the check specs --------------------------------------- */
+
+/* A differentiable check input: N(0, scale²) entries plus `shift`. */
+static kgl_tensor *check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, double scale, double shift)
+{
+    kgl_tensor *x = kgl_arena_alloc(keep, sizeof *x);
+    size_t n = (size_t)rows * (size_t)cols;
+    x->rows = rows;
+    x->cols = cols;
+    x->data = kgl_arena_alloc(keep, n * sizeof(double));
+    x->grad = kgl_arena_zalloc(keep, n * sizeof(double));
+    for (size_t i = 0; i < n; i++) x->data[i] = shift + scale * kgl_rng_normal(rng);
+    return x;
+}
+
+static int *check_indices(kgl_arena *keep, int n, const int *values)
+{
+    int *p = kgl_arena_alloc(keep, (size_t)n * sizeof(int));
+    memcpy(p, values, (size_t)n * sizeof(int));
+    return p;
+}
+
+#define DEFAULT_TOL 1e-6
+#define DEFAULT_TOL_REASON                                                                                      \
+    "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
+    "far below 1e-6"
+
+static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
+{
+    if (!ok) kgl_die("%s: incompatible shapes %dx%d and %dx%d", op, a->rows, a->cols, b->rows, b->cols);
+}
+
+/* ========================================================================
+ * matmul: Y = A B,   A [n,k], B [k,p], Y [n,p]
+ *   Y_ij = Σ_l A_il B_lj  ⇒  ∂L/∂A_il = Σ_j G_ij B_lj   (dA = G Bᵀ)
+ *                            ∂L/∂B_lj = Σ_i A_il G_ij   (dB = Aᵀ G)
+ * ======================================================================== */
+static const kgl_op op_matmul;
+
+static void matmul_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
+    int n = A->rows, k = A->cols, p = B->cols;
+    const double *G = Y->grad;
+    /* dA[i,l] += (Σ_j G[i,j] B[l,j])         the sum over j, then added */
+    if (A->grad) kgl_gemm_nt(n, k, p, G, p, B->data, p, A->grad, k, KGL_AFTER);
+    /* dB[l,j] += A[i,l] G[i,j], i = 0, 1, …   each term into dB, i in order */
+    if (B->grad) kgl_gemm_tn(k, p, n, A->data, k, G, p, B->grad, p, KGL_INTO);
+}
+
+kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
+{
+    shape_check(A->cols == B->rows, "matmul", A, B);
+    int n = A->rows, k = A->cols, p = B->cols;
+    kgl_tensor *in[2] = {A, B};
+    kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
+    /* Y[i,j] = 0 + A[i,0] B[0,j] + A[i,1] B[1,j] + …   (l in order) */
+    kgl_gemm_nn(n, p, k, A->data, k, B->data, p, Y->data, p, KGL_SET);
+    kgl_record(t, &op_matmul, Y, 2, in);
+    return Y;
+}
+
+static kgl_tensor *matmul_run(kgl_tape *t, const kgl_check_case *c) { return kgl_matmul(t, c->inputs[0], c->inputs[1]); }
+
+static void matmul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][3] = {{2, 3, 2}, {4, 1, 3}, {5, 7, 3}};
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, s[1], s[2], 1, 0);
+    c->n_inputs = 2;
+    c->run = matmul_run;
+    snprintf(c->label, sizeof c->label, "%dx%d·%dx%d", s[0], s[1], s[1], s[2]);
+}
+
+static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * matmul_nt: Y = A Bᵀ,   A [n,k], B [p,k], Y [n,p]   (attention's Q Kᵀ)
+ *   Y_ij = Σ_l A_il B_jl  ⇒  dA = G B,  dB = Gᵀ A
+ * ======================================================================== */
+static const kgl_op op_matmul_nt;
+
+static void matmul_nt_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
+    int n = A->rows, k = A->cols, p = B->rows;
+    const double *G = Y->grad;
+    /* dA[i,l] += G[i,j] B[j,l], j in order;  dB[j,l] += G[i,j] A[i,l], i in order */
+    if (A->grad) kgl_gemm_nn(n, k, p, G, p, B->data, k, A->grad, k, KGL_INTO);
+    if (B->grad) kgl_gemm_tn(p, k, n, G, p, A->data, k, B->grad, k, KGL_INTO);
+}
+
+kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
+{
+    shape_check(A->cols == B->cols, "matmul_nt", A, B);
+    int n = A->rows, k = A->cols, p = B->rows;
+    kgl_tensor *in[2] = {A, B};
+    kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
+    /* Y[i,j] = 0 + A[i,0] B[j,0] + A[i,1] B[j,1] + …   (l in order) */
+    kgl_gemm_nt(n, p, k, A->data, k, B->data, k, Y->data, p, KGL_SET);
+    kgl_record(t, &op_matmul_nt, Y, 2, in);
+    return Y;
+}
+
+static kgl_tensor *matmul_nt_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_matmul_nt(t, c->inputs[0], c->inputs[1]);
+}
+
+static void matmul_nt_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][3] = {{3, 4, 3}, {1, 2, 5}, {6, 3, 6}}; /* n, k, p */
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, s[2], s[1], 1, 0);
+    c->n_inputs = 2;
+    c->run = matmul_nt_run;
+    snprintf(c->label, sizeof c->label, "%dx%d·(%dx%d)ᵀ", s[0], s[1], s[2], s[1]);
+}
+
+static const kgl_op op_matmul_nt = {"matmul_nt",
+                                    matmul_nt_backward,
+                                    {3, matmul_nt_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * matmul_tn: Y = Aᵀ B,   A [k,n], B [k,p], Y [n,p]
+ *   Y_ij = Σ_l A_li B_lj  ⇒  dA_li = Σ_j B_lj G_ij (dA = B Gᵀ),  dB = A G
+ * ======================================================================== */
+static const kgl_op op_matmul_tn;
+
+static void matmul_tn_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
+    int k = A->rows, n = A->cols, p = B->cols;
+    const double *G = Y->grad;
+    /* dA[l,i] += (Σ_j B[l,j] G[i,j]);  dB[l,j] += A[l,i] G[i,j], i in order */
+    if (A->grad) kgl_gemm_nt(k, n, p, B->data, p, G, p, A->grad, n, KGL_AFTER);
+    if (B->grad) kgl_gemm_nn(k, p, n, A->data, n, G, p, B->grad, p, KGL_INTO);
+}
+
+kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
+{
+    shape_check(A->rows == B->rows, "matmul_tn", A, B);
+    int k = A->rows, n = A->cols, p = B->cols;
+    kgl_tensor *in[2] = {A, B};
+    kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
+    /* Y[i,j] = 0 + A[0,i] B[0,j] + A[1,i] B[1,j] + …   (l in order) */
+    kgl_gemm_tn(n, p, k, A->data, n, B->data, p, Y->data, p, KGL_SET);
+    kgl_record(t, &op_matmul_tn, Y, 2, in);
+    return Y;
+}
+
+static kgl_tensor *matmul_tn_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_matmul_tn(t, c->inputs[0], c->inputs[1]);
+}
+
+static void matmul_tn_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][3] = {{3, 2, 4}, {5, 1, 2}, {2, 6, 3}}; /* k, n, p */
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, s[0], s[2], 1, 0);
+    c->n_inputs = 2;
+    c->run = matmul_tn_run;
+    snprintf(c->label, sizeof c->label, "(%dx%d)ᵀ·%dx%d", s[0], s[1], s[0], s[2]);
+}
+
+static const kgl_op op_matmul_tn = {"matmul_tn",
+                                    matmul_tn_backward,
+                                    {3, matmul_tn_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * add: Y = A + B, B of A's shape, or B a row [1, cols] added to every row.
+ *   dA = G;  dB = G, or for the broadcast row dB_j = Σ_i G_ij.
+ * ======================================================================== */
+static const kgl_op op_add;
+
+static void add_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
+    size_t n = kgl_numel(Y);
+    int cols = Y->cols;
+    if (A->grad)
+        for (size_t i = 0; i < n; i++) A->grad[i] += Y->grad[i];
+    if (B->grad) {
+        bool broadcast = B->rows != A->rows;
+        for (size_t i = 0; i < n; i++) B->grad[broadcast ? i % (size_t)cols : i] += Y->grad[i];
+    }
+}
+
+kgl_tensor *kgl_add(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
+{
+    bool same = A->rows == B->rows && A->cols == B->cols;
+    bool row = B->rows == 1 && B->cols == A->cols;
+    shape_check(same || row, "add", A, B);
+    kgl_tensor *in[2] = {A, B};
+    kgl_tensor *Y = kgl_op_output(t, A->rows, A->cols, 2, in);
+    size_t n = kgl_numel(Y);
+    for (size_t i = 0; i < n; i++) Y->data[i] = A->data[i] + B->data[same ? i : i % (size_t)A->cols];
+    kgl_record(t, &op_add, Y, 2, in);
+    return Y;
+}
+
+static kgl_tensor *add_run(kgl_tape *t, const kgl_check_case *c) { return kgl_add(t, c->inputs[0], c->inputs[1]); }
+
+static void add_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][3] = {{3, 4, 3}, {5, 3, 1}, {1, 1, 1}}; /* rows, cols, rows of B */
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, s[2], s[1], 1, 0);
+    c->n_inputs = 2;
+    c->run = add_run;
+    snprintf(c->label, sizeof c->label, "%dx%d+%dx%d", s[0], s[1], s[2], s[1]);
+}
+
+static const kgl_op op_add = {"add", add_backward, {3, add_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * mul: Y = A ⊙ B (elementwise).   dA = G ⊙ B,  dB = G ⊙ A.
+ * When A and B are the same tensor both terms land in its grad: d(x²) = 2x.
+ * ======================================================================== */
+static const kgl_op op_mul;
+
+static void mul_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
+    size_t n = kgl_numel(Y);
+    if (A->grad)
+        for (size_t i = 0; i < n; i++) A->grad[i] += Y->grad[i] * B->data[i];
+    if (B->grad)
+        for (size_t i = 0; i < n; i++) B->grad[i] += Y->grad[i] * A->data[i];
+}
+
+kgl_tensor *kgl_mul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
+{
+    shape_check(A->rows == B->rows && A->cols == B->cols, "mul", A, B);
+    kgl_tensor *in[2] = {A, B};
+    kgl_tensor *Y = kgl_op_output(t, A->rows, A->cols, 2, in);
+    size_t n = kgl_numel(Y);
+    for (size_t i = 0; i < n; i++) Y->data[i] = A->data[i] * B->data[i];
+    kgl_record(t, &op_mul, Y, 2, in);
+    return Y;
+}
+
+static kgl_tensor *mul_run(kgl_tape *t, const kgl_check_case *c)
+{
+    /* case 2 multiplies a tensor by itself: the two contributions must add up */
+    return kgl_mul(t, c->inputs[0], c->n_inputs == 2 ? c->inputs[1] : c->inputs[0]);
+}
+
+static void mul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][2] = {{3, 4}, {1, 6}, {4, 2}};
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->n_inputs = 1;
+    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->run = mul_run;
+    if (which < 2)
+        snprintf(c->label, sizeof c->label, "%dx%d⊙%dx%d", s[0], s[1], s[0], s[1]);
+    else
+        snprintf(c->label, sizeof c->label, "x⊙x %dx%d", s[0], s[1]);
+}
+
+static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * scale: Y = α A (α a constant, node->alpha).   dA = α G.
+ * ======================================================================== */
+static const kgl_op op_scale;
+
+static void scale_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0];
+    size_t n = kgl_numel(A);
+    for (size_t i = 0; i < n; i++) A->grad[i] += nd->alpha * nd->out->grad[i];
+}
+
+kgl_tensor *kgl_scale(kgl_tape *t, kgl_tensor *A, double alpha)
+{
+    kgl_tensor *Y = kgl_op_output(t, A->rows, A->cols, 1, &A);
+    size_t n = kgl_numel(Y);
+    for (size_t i = 0; i < n; i++) Y->data[i] = alpha * A->data[i];
+    kgl_node *nd = kgl_record(t, &op_scale, Y, 1, &A);
+    if (nd) nd->alpha = alpha;
+    return Y;
+}
+
+static kgl_tensor *scale_run(kgl_tape *t, const kgl_check_case *c) { return kgl_scale(t, c->inputs[0], c->alpha); }
+
+static void scale_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const double alphas[] = {0.5, -3.0, 0.125};
+    c->inputs[0] = check_input(keep, rng, 3 + which, 4, 1, 0);
+    c->n_inputs = 1;
+    c->alpha = alphas[which];
+    c->run = scale_run;
+    snprintf(c->label, sizeof c->label, "%g·%dx4", alphas[which], 3 + which);
+}
+
+static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * gather_rows: Y[b] = T[idx[b]]   (embedding lookup; idx in node->idx0)
+ *   Each T row receives the sum of the G rows that copied it: a scatter-add,
+ *   dT[idx[b]] += G[b]; a row gathered twice gets both.
+ * ======================================================================== */
+static const kgl_op op_gather_rows;
+
+static void gather_rows_backward(kgl_node *nd)
+{
+    kgl_tensor *T = nd->in[0], *Y = nd->out;
+    int d = T->cols;
+    for (int b = 0; b < nd->n_idx; b++) {
+        double *dst = T->grad + (size_t)nd->idx0[b] * d;
+        const double *g = Y->grad + (size_t)b * d;
+        for (int c = 0; c < d; c++) dst[c] += g[c];
+    }
+}
+
+kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
+{
+    for (int b = 0; b < n; b++)
+        if (rows[b] < 0 || rows[b] >= T->rows) kgl_die("gather_rows: index %d outside 0..%d", rows[b], T->rows - 1);
+    kgl_tensor *Y = kgl_op_output(t, n, T->cols, 1, &T);
+    for (int b = 0; b < n; b++)
+        memcpy(Y->data + (size_t)b * T->cols, T->data + (size_t)rows[b] * T->cols, (size_t)T->cols * sizeof(double));
+    kgl_node *nd = kgl_record(t, &op_gather_rows, Y, 1, &T);
+    if (nd) {
+        nd->idx0 = rows;
+        nd->n_idx = n;
+    }
+    return Y;
+}
+
+static kgl_tensor *gather_rows_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_gather_rows(t, c->inputs[0], c->idx0, c->n_idx);
+}
+
+static void gather_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int idx_a[] = {4, 0, 4, 2, 4}; /* row 4 three times: scatter-add */
+    static const int idx_b[] = {1};
+    static const int idx_c[] = {2, 1, 0, 2};
+    const int *idx[] = {idx_a, idx_b, idx_c};
+    static const int n_idx[] = {5, 1, 4}, rows[] = {5, 3, 3}, cols[] = {3, 4, 2};
+    c->inputs[0] = check_input(keep, rng, rows[which], cols[which], 1, 0);
+    c->n_inputs = 1;
+    c->idx0 = check_indices(keep, n_idx[which], idx[which]);
+    c->n_idx = n_idx[which];
+    c->run = gather_rows_run;
+    snprintf(c->label, sizeof c->label, "%dx%d[%d rows]", rows[which], cols[which], n_idx[which]);
+}
+
+static const kgl_op op_gather_rows = {"gather_rows",
+                                      gather_rows_backward,
+                                      {3, gather_rows_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * slice_cols: Y = A[:, c0 : c0+w]   (split heads; c0 in node->i0)
+ *   dA[:, c0 : c0+w] += G; the other columns get nothing.
+ * ======================================================================== */
+static const kgl_op op_slice_cols;
+
+static void slice_cols_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *Y = nd->out;
+    for (int i = 0; i < Y->rows; i++)
+        for (int j = 0; j < Y->cols; j++) A->grad[(size_t)i * A->cols + nd->i0 + j] += Y->grad[(size_t)i * Y->cols + j];
+}
+
+kgl_tensor *kgl_slice_cols(kgl_tape *t, kgl_tensor *A, int col0, int width)
+{
+    if (col0 < 0 || width < 1 || col0 + width > A->cols)
+        kgl_die("slice_cols: columns %d..%d outside a %dx%d tensor", col0, col0 + width - 1, A->rows, A->cols);
+    kgl_tensor *Y = kgl_op_output(t, A->rows, width, 1, &A);
+    for (int i = 0; i < A->rows; i++)
+        memcpy(Y->data + (size_t)i * width, A->data + (size_t)i * A->cols + col0, (size_t)width * sizeof(double));
+    kgl_node *nd = kgl_record(t, &op_slice_cols, Y, 1, &A);
+    if (nd) nd->i0 = col0;
+    return Y;
+}
+
+static kgl_tensor *slice_cols_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_slice_cols(t, c->inputs[0], c->i0, c->i1);
+}
+
+static void slice_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int spec[][4] = {{3, 8, 2, 4}, {4, 4, 0, 4}, {2, 5, 4, 1}}; /* rows, cols, c0, width */
+    const int *s = spec[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->n_inputs = 1;
+    c->i0 = s[2];
+    c->i1 = s[3];
+    c->run = slice_cols_run;
+    snprintf(c->label, sizeof c->label, "%dx%d[:,%d:%d]", s[0], s[1], s[2], s[2] + s[3]);
+}
+
+/* Columns outside the slice have exactly zero gradient on both sides; the
+ * slice columns are copies, so the default tolerance holds with room. */
+static const kgl_op op_slice_cols = {"slice_cols",
+                                     slice_cols_backward,
+                                     {3, slice_cols_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * concat_cols: Y = [P_0 | P_1 | … ]   (merge heads)
+ *   Each part gets back its own block of columns of G.
+ * ======================================================================== */
+static const kgl_op op_concat_cols;
+
+static void concat_cols_backward(kgl_node *nd)
+{
+    kgl_tensor *Y = nd->out;
+    int off = 0;
+    for (int k = 0; k < nd->n_in; k++) {
+        kgl_tensor *P = nd->in[k];
+        if (P->grad)
+            for (int i = 0; i < P->rows; i++)
+                for (int j = 0; j < P->cols; j++) P->grad[(size_t)i * P->cols + j] += Y->grad[(size_t)i * Y->cols + off + j];
+        off += P->cols;
+    }
+}
+
+kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts)
+{
+    if (n_parts < 1) kgl_die("concat_cols: no parts");
+    int rows = parts[0]->rows, cols = 0;
+    for (int k = 0; k < n_parts; k++) {
+        shape_check(parts[k]->rows == rows, "concat_cols", parts[0], parts[k]);
+        cols += parts[k]->cols;
+    }
+    kgl_tensor *Y = kgl_op_output(t, rows, cols, n_parts, parts);
+    int off = 0;
+    for (int k = 0; k < n_parts; k++) {
+        const kgl_tensor *P = parts[k];
+        for (int i = 0; i < rows; i++)
+            memcpy(Y->data + (size_t)i * cols + off, P->data + (size_t)i * P->cols, (size_t)P->cols * sizeof(double));
+        off += P->cols;
+    }
+    kgl_record(t, &op_concat_cols, Y, n_parts, parts);
+    return Y;
+}
+
+static kgl_tensor *concat_cols_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_concat_cols(t, c->n_inputs, c->inputs);
+}
+
+static void concat_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int widths[][3] = {{2, 3, 0}, {1, 1, 4}, {4, 4, 0}};
+    int rows = 3 + which, len = 0;
+    c->n_inputs = 0;
+    for (int k = 0; k < 3 && widths[which][k]; k++) {
+        c->inputs[c->n_inputs++] = check_input(keep, rng, rows, widths[which][k], 1, 0);
+        len += snprintf(c->label + len, sizeof c->label - (size_t)len, "%s%dx%d", k ? "|" : "", rows, widths[which][k]);
+    }
+    c->run = concat_cols_run;
+}
+
+static const kgl_op op_concat_cols = {"concat_cols",
+                                      concat_cols_backward,
+                                      {3, concat_cols_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * softmax_rows: P[i] = softmax(S[i]) over the unmasked columns of row i
+ *   (the row max is subtracted first; masked entries are exactly 0).
+ *
+ *   The Jacobian of one row is J = ∂p/∂s = diag(p) − p pᵀ:
+ *     ∂p_j/∂s_k = p_j (δ_jk − p_k).
+ *   Backward never forms it. J is symmetric, so ds = J g with
+ *     ds_k = Σ_j g_j p_j (δ_jk − p_k) = p_k g_k − p_k Σ_j g_j p_j
+ *          = p_k (g_k − ⟨g, p⟩).
+ *   A masked entry has p_k = 0 and receives nothing; a fully masked row
+ *   has p = 0 and passes no gradient.
+ * ======================================================================== */
+static const kgl_op op_softmax_rows;
+
+static bool mask_keeps(kgl_mask m, int cols, int i, int j)
+{
+    switch (m.kind) {
+    case KGL_MASK_CAUSAL: return j <= i;
+    case KGL_MASK_KEEP: return m.keep[(size_t)i * cols + j] != 0;
+    default: return true;
+    }
+}
+
+static void softmax_rows_backward(kgl_node *nd)
+{
+    kgl_tensor *S = nd->in[0], *P = nd->out;
+    int cols = P->cols;
+    for (int i = 0; i < P->rows; i++) {
+        const double *p = P->data + (size_t)i * cols, *g = P->grad + (size_t)i * cols;
+        double gp = 0;
+        for (int j = 0; j < cols; j++) gp += g[j] * p[j];
+        double *ds = S->grad + (size_t)i * cols;
+        for (int j = 0; j < cols; j++) ds[j] += p[j] * (g[j] - gp);
+    }
+}
+
+kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *S, kgl_mask mask)
+{
+    int rows = S->rows, cols = S->cols;
+    kgl_tensor *P = kgl_op_output(t, rows, cols, 1, &S);
+    for (int i = 0; i < rows; i++) {
+        const double *s = S->data + (size_t)i * cols;
+        double *p = P->data + (size_t)i * cols;
+        double mx = -INFINITY;
+        for (int j = 0; j < cols; j++)
+            if (mask_keeps(mask, cols, i, j) && s[j] > mx) mx = s[j];
+        double z = 0;
+        for (int j = 0; j < cols; j++) {
+            p[j] = mask_keeps(mask, cols, i, j) ? exp(s[j] - mx) : 0.0;
+            z += p[j];
+        }
+        if (z > 0)
+            for (int j = 0; j < cols; j++) p[j] /= z;
+    }
+    kgl_node *nd = kgl_record(t, &op_softmax_rows, P, 1, &S);
+    if (nd) nd->mask = mask;
+    return P;
+}
+
+static kgl_tensor *softmax_rows_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_softmax_rows(t, c->inputs[0], c->mask);
+}
+
+static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    c->n_inputs = 1;
+    c->run = softmax_rows_run;
+    c->mask.kind = KGL_MASK_NONE;
+    switch (which) {
+    case 0:
+        c->inputs[0] = check_input(keep, rng, 3, 5, 1, 0);
+        snprintf(c->label, sizeof c->label, "3x5");
+        break;
+    case 1:
+        c->inputs[0] = check_input(keep, rng, 4, 4, 1, 0);
+        c->mask.kind = KGL_MASK_CAUSAL;
+        snprintf(c->label, sizeof c->label, "4x4 causal");
+        break;
+    case 2: {
+        /* explicit mask; row 1 fully masked (all-zero weights, no gradient) */
+        static const unsigned char keep_flags[3 * 4] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1};
+        c->inputs[0] = check_input(keep, rng, 3, 4, 1, 0);
+        c->mask.kind = KGL_MASK_KEEP;
+        c->mask.keep = keep_flags;
+        snprintf(c->label, sizeof c->label, "3x4 mask, 1 row empty");
+        break;
+    }
+    default: {
+        /* saturated: logits ±50 (plus noise), weights near one-hot */
+        kgl_tensor *x = check_input(keep, rng, 3, 6, 1, 0);
+        for (int k = 0; k < 18; k++) x->data[k] += (kgl_rng_uniform(rng) < 0.5 ? -50.0 : 50.0);
+        c->inputs[0] = x;
+        snprintf(c->label, sizeof c->label, "3x6 ±50");
+    }
+    }
+}
+
+static const kgl_op op_softmax_rows = {"softmax_rows",
+                                       softmax_rows_backward,
+                                       {4, softmax_rows_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * layernorm over the columns of each row (MODEL.md's LN, ε = 1e-5):
+ *   μ = mean(x),  σ² = mean((x − μ)²) (biased),  r = 1/√(σ² + ε),
+ *   x̂ = (x − μ) r,  y = γ ⊙ x̂ + β.          (μ and r saved per row)
+ * Backward, with d columns and ĝ = g ⊙ γ (the gradient reaching x̂):
+ *   dβ = Σ_rows g,   dγ = Σ_rows g ⊙ x̂,
+ *   ∂x̂_j/∂x_k = r (δ_jk − 1/d − x̂_j x̂_k / d)     (μ and σ² both move)
+ *   dx_k = Σ_j ĝ_j ∂x̂_j/∂x_k = r (ĝ_k − mean(ĝ) − x̂_k mean(ĝ ⊙ x̂)).
+ * ======================================================================== */
+static const kgl_op op_layernorm;
+
+static void layernorm_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2], *Y = nd->out;
+    int rows = X->rows, d = X->cols;
+    for (int i = 0; i < rows; i++) {
+        const double *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
+        double mu = nd->saved[2 * i], r = nd->saved[2 * i + 1];
+        double mean_gh = 0, mean_gh_xh = 0;
+        for (int j = 0; j < d; j++) {
+            double xh = (x[j] - mu) * r, gh = g[j] * gamma->data[j];
+            mean_gh += gh;
+            mean_gh_xh += gh * xh;
+            if (gamma->grad) gamma->grad[j] += g[j] * xh;
+            if (beta->grad) beta->grad[j] += g[j];
+        }
+        mean_gh /= d;
+        mean_gh_xh /= d;
+        if (X->grad)
+            for (int j = 0; j < d; j++) {
+                double xh = (x[j] - mu) * r, gh = g[j] * gamma->data[j];
+                X->grad[(size_t)i * d + j] += r * (gh - mean_gh - xh * mean_gh_xh);
+            }
+    }
+}
+
+kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
+{
+    int rows = X->rows, d = X->cols;
+    shape_check(gamma->rows == 1 && gamma->cols == d, "layernorm (gamma)", X, gamma);
+    shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
+    kgl_tensor *in[3] = {X, gamma, beta};
+    kgl_tensor *Y = kgl_op_output(t, rows, d, 3, in);
+    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(double));
+    for (int i = 0; i < rows; i++) {
+        const double *x = X->data + (size_t)i * d;
+        double mu = 0, var = 0;
+        for (int j = 0; j < d; j++) mu += x[j];
+        mu /= d;
+        for (int j = 0; j < d; j++) var += (x[j] - mu) * (x[j] - mu);
+        var /= d;
+        double r = 1.0 / sqrt(var + KGL_LN_EPS);
+        for (int j = 0; j < d; j++) Y->data[(size_t)i * d + j] = gamma->data[j] * ((x[j] - mu) * r) + beta->data[j];
+        stats[2 * i] = mu;
+        stats[2 * i + 1] = r;
+    }
+    kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
+    if (nd) nd->saved = stats;
+    return Y;
+}
+
+static kgl_tensor *layernorm_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_layernorm(t, c->inputs[0], c->inputs[1], c->inputs[2]);
+}
+
+static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][2] = {{4, 6}, {2, 8}, {3, 2}};
+    static const double shift[] = {0, 100, 0}; /* case 1: rows far from zero (mean subtraction) */
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, shift[which]);
+    c->inputs[1] = check_input(keep, rng, 1, s[1], 0.5, 1);
+    c->inputs[2] = check_input(keep, rng, 1, s[1], 0.5, 0);
+    c->n_inputs = 3;
+    c->run = layernorm_run;
+    snprintf(c->label, sizeof c->label, "%dx%d%s", s[0], s[1], shift[which] ? " (+100)" : "");
+}
+
+static const kgl_op op_layernorm = {"layernorm",
+                                    layernorm_backward,
+                                    {3, layernorm_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * gelu (exact): y = x Φ(x),  Φ(x) = (1 + erf(x/√2)) / 2.
+ *   dy/dx = Φ(x) + x φ(x),   φ(x) = exp(−x²/2) / √(2π).
+ * ======================================================================== */
+static const kgl_op op_gelu;
+
+#define INV_SQRT2 0.70710678118654752440
+#define INV_SQRT_2PI 0.39894228040143267794
+
+static void gelu_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *Y = nd->out;
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) {
+        double x = X->data[i];
+        double cdf = 0.5 * (1.0 + erf(x * INV_SQRT2));
+        double pdf = INV_SQRT_2PI * exp(-0.5 * x * x);
+        X->grad[i] += Y->grad[i] * (cdf + x * pdf);
+    }
+}
+
+kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *X)
+{
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = 0.5 * X->data[i] * (1.0 + erf(X->data[i] * INV_SQRT2));
+    kgl_record(t, &op_gelu, Y, 1, &X);
+    return Y;
+}
+
+static kgl_tensor *gelu_run(kgl_tape *t, const kgl_check_case *c) { return kgl_gelu(t, c->inputs[0]); }
+
+static void gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const double spread[] = {1, 3, 0.1};
+    c->inputs[0] = check_input(keep, rng, 3, 5, spread[which], 0);
+    c->n_inputs = 1;
+    c->run = gelu_run;
+    snprintf(c->label, sizeof c->label, "3x5 σ=%g", spread[which]);
+}
+
+static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
+ * B rows):  L = (1/B) Σ_b [ lse(z_b) − Σ_j q_bj z_bj ],
+ *   q_b = (1 − ε) onehot(t_b) + ε/n   (ε = node->alpha, label smoothing),
+ *   lse(z) = m + log Σ_j exp(z_j − m), m = max_j z_j  (stable for |z| ~ 1000).
+ * Since ∂lse/∂z_j = p_j (the softmax) and Σ_j q_bj = 1:
+ *   ∂L/∂z_bj = (p_bj − q_bj) / B.          (p saved by forward)
+ * ======================================================================== */
+static const kgl_op op_cross_entropy;
+
+static void cross_entropy_backward(kgl_node *nd)
+{
+    kgl_tensor *Z = nd->in[0];
+    int B = Z->rows, n = Z->cols;
+    double g = nd->out->grad[0] / B, eps = nd->alpha;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < n; j++) {
+            double q = eps / n + (j == nd->idx0[b] ? 1.0 - eps : 0.0);
+            Z->grad[(size_t)b * n + j] += g * (nd->saved[(size_t)b * n + j] - q);
+        }
+}
+
+kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *Z, const int *targets, double smoothing)
+{
+    int B = Z->rows, n = Z->cols;
+    if (B < 1) kgl_die("cross_entropy: empty batch");
+    for (int b = 0; b < B; b++)
+        if (targets[b] < 0 || targets[b] >= n) kgl_die("cross_entropy: target %d outside 0..%d", targets[b], n - 1);
+    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
+    double *p = Y->grad ? kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double)) : NULL;
+    double total = 0;
+    for (int b = 0; b < B; b++) {
+        const double *z = Z->data + (size_t)b * n;
+        double m = z[0];
+        for (int j = 1; j < n; j++)
+            if (z[j] > m) m = z[j];
+        double s = 0;
+        for (int j = 0; j < n; j++) s += exp(z[j] - m);
+        double lse = m + log(s);
+        double qz = (1.0 - smoothing) * z[targets[b]];
+        if (smoothing != 0) {
+            double zsum = 0;
+            for (int j = 0; j < n; j++) zsum += z[j];
+            qz += smoothing / n * zsum;
+        }
+        total += lse - qz;
+        if (p)
+            for (int j = 0; j < n; j++) p[(size_t)b * n + j] = exp(z[j] - lse);
+    }
+    Y->data[0] = total / B;
+    kgl_node *nd = kgl_record(t, &op_cross_entropy, Y, 1, &Z);
+    if (nd) {
+        nd->idx0 = targets;
+        nd->n_idx = B;
+        nd->alpha = smoothing;
+        nd->saved = p;
+    }
+    return Y;
+}
+
+static kgl_tensor *cross_entropy_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_cross_entropy(t, c->inputs[0], c->idx0, c->alpha);
+}
+
+static void cross_entropy_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int targets[] = {2, 0, 4, 4, 1};
+    c->n_inputs = 1;
+    c->run = cross_entropy_run;
+    c->idx0 = check_indices(keep, 5, targets);
+    c->n_idx = 5;
+    c->inputs[0] = check_input(keep, rng, which == 2 ? 3 : 5, 5, 1, 0);
+    if (which == 1) {
+        c->alpha = 0.1;
+        snprintf(c->label, sizeof c->label, "5x5 smooth 0.1");
+    } else if (which == 2) {
+        /* logits ±1000: the loss is ~1000/B, so round-off in f is ~1e-13;
+           h = 1e-3 keeps round-off/h at 1e-10, and the loss is piecewise
+           near-linear here, so truncation is negligible. */
+        for (int k = 0; k < 15; k++) c->inputs[0]->data[k] += (kgl_rng_uniform(rng) < 0.5 ? -1000.0 : 1000.0);
+        c->h = 1e-3;
+        snprintf(c->label, sizeof c->label, "3x5 ±1000");
+    } else {
+        snprintf(c->label, sizeof c->label, "5x5");
+    }
+}
+
+static const kgl_op op_cross_entropy = {"cross_entropy",
+                                        cross_entropy_backward,
+                                        {3, cross_entropy_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * trilinear readout (MODEL.md): for each example b = (i, r) and entity j,
+ *   Y[b, j] = Σ_c C[i,c] R[r,c] E[j,c] = ⟨v_b, E[j]⟩,  v_b = C[i] ⊙ R[r].
+ * With G [B, n] and u_b = Σ_j G[b,j] E[j]  (the gradient reaching v_b):
+ *   dE[j] += Σ_b G[b,j] v_b,   dC[i] += u_b ⊙ R[r],   dR[r] += u_b ⊙ C[i].
+ * (idx0 = heads i, idx1 = relations r; saved = [B, d] scratch: v_b in the
+ * forward, u_b in the backward.) The forward is the product V Eᵀ and u the
+ * product G E, both on the blocked kernels; dE[j] sums its terms
+ * (G[b,j] C[i,c]) R[r,c] in example order.
+ * ======================================================================== */
+static const kgl_op op_trilinear;
+
+static void trilinear_backward(kgl_node *nd)
+{
+    kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
+    int n = E->rows, d = E->cols, B = nd->n_idx;
+    double *U = nd->saved;
+    /* u_b[c] = 0 + G[b,0] E[0,c] + G[b,1] E[1,c] + …   (j in order) */
+    kgl_gemm_nn(B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
+    if (E->grad) kgl_readout_grad_e(Y->grad, C->data, R->data, n, d, nd->idx0, nd->idx1, B, 0, n, E->grad);
+    for (int b = 0; b < B; b++) {
+        const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
+        const double *u = U + (size_t)b * d;
+        if (C->grad) {
+            double *dc = C->grad + (size_t)nd->idx0[b] * d;
+            for (int k = 0; k < d; k++) dc[k] += u[k] * r[k];
+        }
+        if (R->grad) {
+            double *dr = R->grad + (size_t)nd->idx1[b] * d;
+            for (int k = 0; k < d; k++) dr[k] += u[k] * c[k];
+        }
+    }
+}
+
+kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
+                          const int *rels, int n_ex)
+{
+    int d = E->cols, n = E->rows;
+    shape_check(C->cols == d, "trilinear (C, E)", C, E);
+    shape_check(R->cols == d, "trilinear (R, E)", R, E);
+    for (int b = 0; b < n_ex; b++)
+        if (heads[b] < 0 || heads[b] >= C->rows || rels[b] < 0 || rels[b] >= R->rows)
+            kgl_die("trilinear: example %d (head %d, relation %d) out of range", b, heads[b], rels[b]);
+    kgl_tensor *in[3] = {C, R, E};
+    kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
+    double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
+    /* Y[b,j] = 0 + v_b[0] E[j,0] + v_b[1] E[j,1] + …,  v_b = C[i] ⊙ R[r] */
+    kgl_readout_rows(C->data, R->data, E->data, n, d, heads, rels, 0, n_ex, Y->data, v);
+    kgl_node *nd = kgl_record(t, &op_trilinear, Y, 3, in);
+    if (nd) {
+        nd->idx0 = heads;
+        nd->idx1 = rels;
+        nd->n_idx = n_ex;
+        nd->saved = v; /* reused as the u_b scratch in backward */
+    }
+    return Y;
+}
+
+static kgl_tensor *trilinear_run(kgl_tape *t, const kgl_check_case *c)
+{
+    /* case 2 passes one tensor as both C and E, as the model's E is used twice */
+    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0];
+    return kgl_trilinear(t, c->inputs[0], c->inputs[1], E, c->idx0, c->idx1, c->n_idx);
+}
+
+static void trilinear_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int heads_a[] = {0, 3, 1, 3, 2, 0}, rels_a[] = {2, 0, 1, 2, 2, 1};
+    static const int heads_b[] = {1}, rels_b[] = {0};
+    static const int heads_c[] = {4, 0, 4, 2}, rels_c[] = {1, 1, 0, 2};
+    const int *heads[] = {heads_a, heads_b, heads_c}, *rels[] = {rels_a, rels_b, rels_c};
+    static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5},
+                     d[] = {3, 4, 3};
+    c->inputs[0] = check_input(keep, rng, c_rows[which], d[which], 1, 0);
+    c->inputs[1] = check_input(keep, rng, r_rows[which], d[which], 1, 0);
+    c->n_inputs = 2;
+    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, e_rows[which], d[which], 1, 0);
+    c->idx0 = check_indices(keep, n_ex[which], heads[which]);
+    c->idx1 = check_indices(keep, n_ex[which], rels[which]);
+    c->n_idx = n_ex[which];
+    c->run = trilinear_run;
+    if (which < 2)
+        snprintf(c->label, sizeof c->label, "C%dx%d R%dx%d E%dx%d B%d", c_rows[which], d[which], r_rows[which],
+                 d[which], e_rows[which], d[which], n_ex[which]);
+    else
+        snprintf(c->label, sizeof c->label, "C=E %dx%d R%dx%d B%d", c_rows[which], d[which], r_rows[which], d[which],
+                 n_ex[which]);
+}
+
+static const kgl_op op_trilinear = {"trilinear",
+                                    trilinear_backward,
+                                    {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
+ * k = node->i0 (a learned temperature per attention head).
+ *   dX = e^{s_k} G;   ∂Y/∂s_k = e^{s_k} X = Y  ⇒  ds_k = Σ_ij G_ij Y_ij.
+ * ======================================================================== */
+static const kgl_op op_scale_exp;
+
+static void scale_exp_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *s = nd->in[1], *Y = nd->out;
+    size_t n = kgl_numel(X);
+    double factor = exp(s->data[nd->i0]), ds = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (X->grad) X->grad[i] += factor * Y->grad[i];
+        ds += Y->grad[i] * Y->data[i];
+    }
+    if (s->grad) s->grad[nd->i0] += ds;
+}
+
+kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *X, kgl_tensor *s, int k)
+{
+    if (s->rows != 1 || k < 0 || k >= s->cols) kgl_die("scale_exp: index %d outside a %dx%d scale", k, s->rows, s->cols);
+    kgl_tensor *in[2] = {X, s};
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 2, in);
+    double factor = exp(s->data[k]);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = factor * X->data[i];
+    kgl_node *nd = kgl_record(t, &op_scale_exp, Y, 2, in);
+    if (nd) nd->i0 = k;
+    return Y;
+}
+
+static kgl_tensor *scale_exp_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_scale_exp(t, c->inputs[0], c->inputs[1], c->i0);
+}
+
+static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int spec[][3] = {{3, 4, 2}, {5, 5, 1}, {2, 3, 3}}; /* rows, cols, K */
+    const int *sp = spec[which];
+    c->inputs[0] = check_input(keep, rng, sp[0], sp[1], 1, 0);
+    c->inputs[1] = check_input(keep, rng, 1, sp[2], 0.5, 0);
+    c->n_inputs = 2;
+    c->i0 = sp[2] - 1;
+    c->run = scale_exp_run;
+    snprintf(c->label, sizeof c->label, "e^s[%d]·%dx%d", c->i0, sp[0], sp[1]);
+}
+
+/* The scale vector's entries other than k have zero gradient exactly; the
+ * case with K = 1 makes sure the checked entry is the only one. */
+static const kgl_op op_scale_exp = {"scale_exp",
+                                    scale_exp_backward,
+                                    {3, scale_exp_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * dropout with a given mask: Y = X ⊙ keep / (1 − p)
+ *   (keep ∈ {0, 1} per element in node->mask.keep, α = 1/(1 − p) in alpha)
+ *   dX = α G ⊙ keep.   The mask is an attribute, not a function of X: the
+ *   gradient check fixes it (drawn once in make_case), as training fixes it
+ *   for one step; kgl_dropout draws it from an explicit stream.
+ * ======================================================================== */
+static const kgl_op op_dropout;
+
+static void dropout_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0];
+    size_t n = kgl_numel(X);
+    const unsigned char *keep = nd->mask.keep;
+    for (size_t i = 0; i < n; i++)
+        if (keep[i]) X->grad[i] += nd->alpha * nd->out->grad[i];
+}
+
+kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *keep, double p)
+{
+    if (!(p >= 0 && p < 1)) kgl_die("dropout: rate %g outside [0, 1)", p);
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    double alpha = 1.0 / (1.0 - p);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) Y->data[i] = keep[i] ? alpha * X->data[i] : 0.0;
+    kgl_node *nd = kgl_record(t, &op_dropout, Y, 1, &X);
+    if (nd) {
+        nd->mask = (kgl_mask){KGL_MASK_KEEP, keep};
+        nd->alpha = alpha;
+    }
+    return Y;
+}
+
+kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *X, double p, kgl_rng *rng)
+{
+    if (p == 0 || !rng) return X;
+    size_t n = kgl_numel(X);
+    unsigned char *keep = kgl_arena_alloc(&t->arena, n ? n : 1);
+    for (size_t i = 0; i < n; i++) keep[i] = kgl_rng_uniform(rng) >= p;
+    return kgl_dropout_mask(t, X, keep, p);
+}
+
+static kgl_tensor *dropout_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_dropout_mask(t, c->inputs[0], c->mask.keep, c->alpha);
+}
+
+static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][2] = {{3, 4}, {1, 6}, {5, 5}};
+    static const double rates[] = {0.5, 0.1, 0.8};
+    const int *s = shapes[which];
+    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->n_inputs = 1;
+    c->alpha = rates[which];
+    unsigned char *mask = kgl_arena_alloc(keep, (size_t)(s[0] * s[1]));
+    int kept = 0;
+    for (int i = 0; i < s[0] * s[1]; i++) kept += mask[i] = kgl_rng_uniform(rng) >= rates[which];
+    if (!kept) mask[0] = 1; /* at least one element carries gradient */
+    c->mask = (kgl_mask){KGL_MASK_KEEP, mask};
+    c->run = dropout_run;
+    snprintf(c->label, sizeof c->label, "%dx%d p=%g", s[0], s[1], rates[which]);
+}
+
+/* Linear in X: the central difference is exact up to round-off (~1e-11). */
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
+ * ======================================================================== */
+static const kgl_op op_sum, op_mean;
+
+static void sum_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0];
+    size_t n = kgl_numel(X);
+    double g = nd->out->grad[0] * nd->alpha; /* alpha: 1 for sum, 1/N for mean */
+    for (size_t i = 0; i < n; i++) X->grad[i] += g;
+}
+
+static kgl_tensor *reduce(kgl_tape *t, kgl_tensor *X, const kgl_op *op, double factor)
+{
+    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &X);
+    size_t n = kgl_numel(X);
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += X->data[i];
+    Y->data[0] = s * factor;
+    kgl_node *nd = kgl_record(t, op, Y, 1, &X);
+    if (nd) nd->alpha = factor;
+    return Y;
+}
+
+kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *X) { return reduce(t, X, &op_sum, 1.0); }
+kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *X) { return reduce(t, X, &op_mean, 1.0 / (double)kgl_numel(X)); }
+
+static kgl_tensor *sum_run(kgl_tape *t, const kgl_check_case *c) { return kgl_sum(t, c->inputs[0]); }
+static kgl_tensor *mean_run(kgl_tape *t, const kgl_check_case *c) { return kgl_mean(t, c->inputs[0]); }
+
+static void reduce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c, bool mean)
+{
+    static const int shapes[][2] = {{3, 4}, {1, 1}};
+    c->inputs[0] = check_input(keep, rng, shapes[which][0], shapes[which][1], 1, 0);
+    c->n_inputs = 1;
+    c->run = mean ? mean_run : sum_run;
+    snprintf(c->label, sizeof c->label, "%dx%d", shapes[which][0], shapes[which][1]);
+}
+static void sum_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    reduce_case(which, rng, keep, c, false);
+}
+static void mean_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    reduce_case(which, rng, keep, c, true);
+}
+
+static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ---- the softmax Jacobian, explicit, for study ----------------------------- */
+
+void kgl_softmax_vec(const double *z, int n, double *p)
+{
+    double m = z[0], s = 0;
+    for (int j = 1; j < n; j++)
+        if (z[j] > m) m = z[j];
+    for (int j = 0; j < n; j++) s += (p[j] = exp(z[j] - m));
+    for (int j = 0; j < n; j++) p[j] /= s;
+}
+
+void kgl_softmax_jacobian(const double *p, int n, double *J)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) J[i * n + j] = (i == j ? p[i] : 0.0) - p[i] * p[j];
+}
+
+double kgl_softmax_jacobian_fro(const double *p, int n)
+{
+    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (MODEL.md), but
+       near one-hot that closed form cancels to 0 while ‖J‖ is still ~1e-9.
+       The same sum, term by term, without the cancellation:
+         ‖J‖² = Σ_i p_i² (1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j²,
+       with 1 − p_max and Σ_{j≠max} p_j² summed from the other entries. */
+    if (n < 1) return 0;
+    int top = 0;
+    for (int i = 1; i < n; i++)
+        if (p[i] > p[top]) top = i;
+    double s2 = 0, rest1 = 0, rest2 = 0;
+    for (int i = 0; i < n; i++) {
+        s2 += p[i] * p[i];
+        if (i != top) rest1 += p[i], rest2 += p[i] * p[i];
+    }
+    double f2 = 0;
+    for (int i = 0; i < n; i++) {
+        double one_minus = i == top ? rest1 : 1.0 - p[i];
+        double others = i == top ? rest2 : s2 - p[i] * p[i];
+        f2 += p[i] * p[i] * (one_minus * one_minus + others);
+    }
+    return sqrt(f2);
+}
+
+/* ---- the registry ---------------------------------------------------------- */
+
+const kgl_op *const kgl_op_registry[] = {
+    &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
+    &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
+    &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
+    &op_dropout,
+};
+const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
+
+const kgl_op *kgl_op_find(const char *name)
+{
+    for (int i = 0; i < kgl_op_registry_count; i++)
+        if (strcmp(kgl_op_registry[i]->name, name) == 0) return kgl_op_registry[i];
+    return NULL;
+}

@@ -1,0 +1,108 @@
+/* tape.c — tensors in the arena, the tape, and reverse-mode backward.
+ *
+ * Forward: each op computes its output and, when the tape records, appends a
+ * node {op, inputs, output, attributes, saved scratch}. Backward: seed the
+ * root's gradient and visit the nodes newest first; by then a node's output
+ * gradient is complete, because every op that consumed that output was
+ * recorded after it and has already been visited. Each visit adds (+=) the
+ * node's contribution into its inputs' gradients, so a tensor used by two ops
+ * receives both contributions. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/engine.h"
+#include "internal.h"
+
+void kgl_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("kgl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    abort();
+}
+
+void *kgl_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) kgl_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+char *kgl_strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(kgl_xmalloc(n), s, n);
+}
+
+void kgl_tape_init(kgl_tape *t)
+{
+    memset(t, 0, sizeof *t);
+    t->recording = true;
+}
+
+void kgl_tape_reset(kgl_tape *t)
+{
+    kgl_arena_reset(&t->arena);
+    t->last = NULL;
+    t->n_nodes = 0;
+}
+
+void kgl_tape_free(kgl_tape *t)
+{
+    kgl_arena_free(&t->arena);
+    t->last = NULL;
+    t->n_nodes = 0;
+}
+
+kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad)
+{
+    if (rows < 0 || cols < 0) kgl_die("tensor shape %dx%d is negative", rows, cols);
+    kgl_tensor *x = kgl_arena_alloc(&t->arena, sizeof *x);
+    size_t n = (size_t)rows * (size_t)cols;
+    x->rows = rows;
+    x->cols = cols;
+    x->data = kgl_arena_alloc(&t->arena, n * sizeof(double));
+    x->grad = (with_grad && t->recording) ? kgl_arena_zalloc(&t->arena, n * sizeof(double)) : NULL;
+    return x;
+}
+
+kgl_tensor *kgl_op_output(kgl_tape *t, int rows, int cols, int n_in, kgl_tensor *const *in)
+{
+    bool any = false;
+    for (int i = 0; i < n_in; i++) any = any || in[i]->grad != NULL;
+    return kgl_tensor_new(t, rows, cols, any);
+}
+
+kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, kgl_tensor *const *in)
+{
+    if (!t->recording || !out->grad) return NULL; /* nothing upstream wants a gradient */
+    kgl_node *nd = kgl_arena_zalloc(&t->arena, sizeof *nd);
+    nd->op = op;
+    nd->out = out;
+    nd->n_in = n_in;
+    nd->in = kgl_arena_alloc(&t->arena, (size_t)n_in * sizeof *nd->in);
+    memcpy(nd->in, in, (size_t)n_in * sizeof *nd->in);
+    nd->prev = t->last;
+    t->last = nd;
+    t->n_nodes++;
+    return nd;
+}
+
+void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed)
+{
+    if (!root->grad) kgl_die("backward: the root tensor does not require a gradient");
+    size_t n = kgl_numel(root);
+    for (size_t i = 0; i < n; i++) root->grad[i] += seed[i];
+    for (kgl_node *nd = t->last; nd; nd = nd->prev) nd->op->backward(nd);
+}
+
+void kgl_backward(kgl_tape *t, kgl_tensor *root)
+{
+    if (root->rows != 1 || root->cols != 1) kgl_die("backward: root is %dx%d, not a scalar", root->rows, root->cols);
+    const double one = 1.0;
+    kgl_backward_seeded(t, root, &one);
+}

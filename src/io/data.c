@@ -1,0 +1,383 @@
+/* data.c — triples files and entity-type files (MODEL.md, "Data").
+ *
+ * Every file goes through the line reader of text.c, which already rejects a
+ * NUL byte, invalid UTF-8 and a line over KGL_LINE_MAX, skips blank and '#'
+ * lines and drops a trailing \r. This file checks the fields, gives names ids
+ * and builds the filter index of the evaluation protocol.
+ *
+ * Loading is two passes. While reading, names get temporary ids in order of
+ * first appearance (stb_ds string maps) and a per-file hash set of triples
+ * drops repeats. Once every file is read, the names are sorted by byte order
+ * (strcmp), a name's final id is its rank, and the triples are renumbered. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/io.h"
+#include "engine/internal.h"
+
+/* stb_ds's hm* macros spell GNU `typeof`, which gcc does not accept under
+ * -std=c11; __typeof__ is the same operator under every standard. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(typeof)
+#define typeof __typeof__
+#endif
+#include "stb_ds.h"
+
+static bool open_source(kgl_text *t, const kgl_source *s, char *err, size_t err_cap)
+{
+    if (s->text) {
+        kgl_text_from_memory(t, s->path ? s->path : "(memory)", s->text, s->len);
+        return true;
+    }
+    if (!s->path) kgl_die("data: a source has neither a path nor text");
+    return kgl_text_open(t, s->path, err, err_cap);
+}
+
+static bool all_whitespace(const char *s)
+{
+    for (; *s; s++)
+        if (*s != ' ' && *s != '\t' && *s != '\v' && *s != '\f' && *s != '\r') return false;
+    return true;
+}
+
+/* "expected 3 tab-separated fields (head, relation, tail), found 2", with a
+ * hint when the one field found is whitespace or holds spaces. */
+static void field_count_error(const kgl_text *t, int want, const char *names, int found, const char *first,
+                              char *err, size_t err_cap)
+{
+    const char *hint = "";
+    if (found == 1 && all_whitespace(first))
+        hint = " (the line is only whitespace)";
+    else if (found == 1 && strchr(first, ' '))
+        hint = " (fields are separated by tabs, not spaces)";
+    snprintf(err, err_cap, "%s:%d: expected %d tab-separated fields (%s), found %d%s", t->name, t->lineno, want,
+             names, found, hint);
+}
+
+/* ------------------------------------------------------------- triples -- */
+
+typedef struct name_entry {
+    char *key;
+    int value; /* temporary id: order of first appearance */
+} name_entry;
+
+typedef struct triple_entry {
+    kgl_triple key; /* temporary ids */
+    int value;      /* line of its first occurrence */
+} triple_entry;
+
+static int intern(name_entry **map, const char *name)
+{
+    ptrdiff_t i = shgeti(*map, name);
+    if (i >= 0) return (*map)[i].value;
+    int id = (int)shlen(*map);
+    shput(*map, name, id);
+    return id;
+}
+
+/* Reads one file: its unique triples (temporary ids) are appended to *raw. */
+static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **rels, kgl_split *sp,
+                         kgl_triple **raw, char *err, size_t err_cap)
+{
+    static const char *const field_name[3] = {"head", "relation", "tail"};
+    kgl_text t;
+    if (!open_source(&t, src, err, err_cap)) return false;
+    sp->path = kgl_strdup(t.name);
+    triple_entry *seen = NULL;
+    bool ok = false;
+    char *f[3];
+    int nf, rc;
+    while ((rc = kgl_text_next(&t, '\t', f, 3, &nf, err, err_cap)) == 1) {
+        if (nf != 3) {
+            field_count_error(&t, 3, "head, relation, tail", nf, f[0], err, err_cap);
+            goto done;
+        }
+        for (int k = 0; k < 3; k++) {
+            if (f[k][0] == 0) {
+                snprintf(err, err_cap, "%s:%d: empty %s field", t.name, t.lineno, field_name[k]);
+                goto done;
+            }
+        }
+        kgl_triple tr;
+        tr.head = intern(ents, f[0]);
+        tr.rel = intern(rels, f[1]);
+        tr.tail = intern(ents, f[2]);
+        ptrdiff_t i = hmgeti(seen, tr);
+        if (i >= 0) {
+            if (sp->n_duplicates++ == 0) sp->first_duplicate_line = t.lineno;
+            continue;
+        }
+        hmput(seen, tr, t.lineno);
+        arrput(*raw, tr);
+    }
+    if (rc < 0) goto done;
+    if (arrlen(*raw) == 0) {
+        snprintf(err, err_cap, "%s: no triples", t.name);
+        goto done;
+    }
+    ok = true;
+done:
+    hmfree(seen);
+    kgl_text_close(&t);
+    return ok;
+}
+
+static int cmp_name_entry(const void *a, const void *b)
+{
+    return strcmp(((const name_entry *)a)->key, ((const name_entry *)b)->key);
+}
+
+/* Sorts the names of `map` by byte order: fills names[id] (owned copies) and
+ * final[temporary id] = id. */
+static char **assign_ids(const name_entry *map, int **final)
+{
+    int n = (int)shlen(map);
+    name_entry *sorted = kgl_xmalloc((size_t)n * sizeof *sorted);
+    memcpy(sorted, map, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_name_entry);
+    char **names = kgl_xmalloc((size_t)n * sizeof *names);
+    *final = kgl_xmalloc((size_t)n * sizeof **final);
+    for (int id = 0; id < n; id++) {
+        names[id] = kgl_strdup(sorted[id].key);
+        (*final)[sorted[id].value] = id;
+    }
+    free(sorted);
+    return names;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The CSR filter index: key (e, r) = e * 2m + r; for each triple (h, r, t)
+ * of any split, t is known for (h, r) and h for (t, m + r). Counting sort by
+ * key, then each key's entities are sorted and repeats (a triple in two
+ * splits) dropped. */
+static void build_known(kgl_dataset *ds)
+{
+    const int m2 = 2 * ds->n_relations;
+    const size_t n_keys = (size_t)ds->n_entities * (size_t)m2;
+    size_t total = 0;
+    for (int s = 0; s < ds->n_splits; s++) total += 2 * (size_t)ds->splits[s].n;
+    int *count = calloc(n_keys + 1, sizeof *count);
+    int *all = kgl_xmalloc(total * sizeof *all);
+    if (!count) kgl_die("out of memory: filter index of %zu keys", n_keys);
+    for (int s = 0; s < ds->n_splits; s++) {
+        const kgl_split *sp = &ds->splits[s];
+        for (int i = 0; i < sp->n; i++) {
+            count[(size_t)sp->triples[i].head * m2 + sp->triples[i].rel + 1]++;
+            count[(size_t)sp->triples[i].tail * m2 + ds->n_relations + sp->triples[i].rel + 1]++;
+        }
+    }
+    for (size_t k = 0; k < n_keys; k++) count[k + 1] += count[k]; /* count[k] = start of key k */
+    int *fill = kgl_xmalloc(n_keys * sizeof *fill);
+    memcpy(fill, count, n_keys * sizeof *fill);
+    for (int s = 0; s < ds->n_splits; s++) {
+        const kgl_split *sp = &ds->splits[s];
+        for (int i = 0; i < sp->n; i++) {
+            const kgl_triple *tr = &sp->triples[i];
+            all[fill[(size_t)tr->head * m2 + tr->rel]++] = tr->tail;
+            all[fill[(size_t)tr->tail * m2 + ds->n_relations + tr->rel]++] = tr->head;
+        }
+    }
+    free(fill);
+    /* sort each key's entities and compact them, dropping repeats */
+    int *off = count; /* reused in place: off[k] becomes the compacted start */
+    int out = 0, start = 0;
+    for (size_t k = 0; k < n_keys; k++) {
+        int end = off[k + 1];
+        if (end - start > 1) qsort(all + start, (size_t)(end - start), sizeof *all, cmp_int);
+        off[k] = out;
+        for (int j = start; j < end; j++) /* out <= j: never overwrites what is still to be read */
+            if (j == start || all[j] != all[out - 1]) all[out++] = all[j];
+        start = end;
+    }
+    off[n_keys] = out;
+    ds->known_offsets = off;
+    ds->known = all;
+}
+
+bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap)
+{
+    memset(ds, 0, sizeof *ds);
+    if (n_src < 1) {
+        snprintf(err, err_cap, "no triples files to load");
+        return false;
+    }
+    if (n_src > KGL_MAX_SPLITS) {
+        snprintf(err, err_cap, "%d triples files given; at most %d can be loaded together", n_src, KGL_MAX_SPLITS);
+        return false;
+    }
+    name_entry *ents = NULL, *rels = NULL;
+    sh_new_arena(ents); /* the maps keep their own copies of the names */
+    sh_new_arena(rels);
+    kgl_triple *raw[KGL_MAX_SPLITS] = {0};
+    int *ent_id = NULL, *rel_id = NULL;
+    size_t n, m, total = 0;
+    bool ok = false;
+
+    for (int s = 0; s < n_src; s++) {
+        ds->n_splits = s + 1;
+        if (!read_triples(&src[s], &ents, &rels, &ds->splits[s], &raw[s], err, err_cap)) goto done;
+    }
+    /* n·2m + 1 offsets must be addressable and every count must fit an int */
+    n = (size_t)shlen(ents);
+    m = (size_t)shlen(rels);
+    for (int s = 0; s < n_src; s++) total += (size_t)arrlen(raw[s]);
+    if (n > (size_t)INT32_MAX || m > (size_t)INT32_MAX / 2 || total > (size_t)INT32_MAX / 2 ||
+        n * 2 * m >= SIZE_MAX / sizeof(int)) {
+        snprintf(err, err_cap, "%s: too large: %zu entities, %zu relations, %zu triples", ds->splits[0].path, n, m,
+                 total);
+        goto done;
+    }
+    ds->n_entities = (int)n;
+    ds->n_relations = (int)m;
+    ds->entity_names = assign_ids(ents, &ent_id);
+    ds->relation_names = assign_ids(rels, &rel_id);
+    for (int s = 0; s < n_src; s++) {
+        kgl_split *sp = &ds->splits[s];
+        sp->n = (int)arrlen(raw[s]);
+        sp->triples = kgl_xmalloc((size_t)sp->n * sizeof *sp->triples);
+        for (int i = 0; i < sp->n; i++) {
+            sp->triples[i].head = ent_id[raw[s][i].head];
+            sp->triples[i].rel = rel_id[raw[s][i].rel];
+            sp->triples[i].tail = ent_id[raw[s][i].tail];
+        }
+    }
+    build_known(ds);
+    ok = true;
+done:
+    for (int s = 0; s < KGL_MAX_SPLITS; s++) arrfree(raw[s]);
+    shfree(ents);
+    shfree(rels);
+    free(ent_id);
+    free(rel_id);
+    if (!ok) kgl_dataset_free(ds);
+    return ok;
+}
+
+void kgl_dataset_free(kgl_dataset *ds)
+{
+    if (ds->entity_names)
+        for (int i = 0; i < ds->n_entities; i++) free(ds->entity_names[i]);
+    if (ds->relation_names)
+        for (int i = 0; i < ds->n_relations; i++) free(ds->relation_names[i]);
+    free(ds->entity_names);
+    free(ds->relation_names);
+    for (int s = 0; s < KGL_MAX_SPLITS; s++) {
+        free(ds->splits[s].path);
+        free(ds->splits[s].triples);
+    }
+    free(ds->known_offsets);
+    free(ds->known);
+    memset(ds, 0, sizeof *ds);
+}
+
+static int cmp_key_name(const void *key, const void *elem)
+{
+    return strcmp((const char *)key, *(char *const *)elem);
+}
+
+/* Names are sorted by strcmp, so a binary search finds one. */
+static int find_name(char *const *names, int n, const char *name)
+{
+    if (!names || n <= 0) return -1;
+    char *const *p = bsearch(name, names, (size_t)n, sizeof *names, cmp_key_name);
+    return p ? (int)(p - names) : -1;
+}
+
+int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name)
+{
+    return find_name(ds->entity_names, ds->n_entities, name);
+}
+
+int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name)
+{
+    return find_name(ds->relation_names, ds->n_relations, name);
+}
+
+const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *count)
+{
+    if (head < 0 || head >= ds->n_entities || rel < 0 || rel >= 2 * ds->n_relations)
+        kgl_die("dataset_known: (entity %d, relation %d) out of range (%d entities, %d relations and inverses)", head,
+                rel, ds->n_entities, 2 * ds->n_relations);
+    size_t key = (size_t)head * (size_t)(2 * ds->n_relations) + (size_t)rel;
+    int a = ds->known_offsets[key];
+    *count = ds->known_offsets[key + 1] - a;
+    return ds->known + a;
+}
+
+/* --------------------------------------------------------------- types -- */
+
+typedef struct line_entry {
+    char *key;  /* entity name, pointing into the text buffer */
+    int value;  /* its line */
+} line_entry;
+
+bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_cap)
+{
+    static const char *const field_name[2] = {"entity", "type"};
+    memset(ty, 0, sizeof *ty);
+    kgl_text t;
+    if (!open_source(&t, src, err, err_cap)) return false;
+    line_entry *seen = NULL; /* keys are borrowed from t, which outlives the map */
+    char **ent = NULL, **typ = NULL; /* stb arrays of owned copies */
+    bool ok = false;
+    char *f[2];
+    int nf, rc;
+    while ((rc = kgl_text_next(&t, '\t', f, 2, &nf, err, err_cap)) == 1) {
+        if (nf != 2) {
+            field_count_error(&t, 2, "entity, type", nf, f[0], err, err_cap);
+            goto done;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (f[k][0] == 0) {
+                snprintf(err, err_cap, "%s:%d: empty %s field", t.name, t.lineno, field_name[k]);
+                goto done;
+            }
+        }
+        ptrdiff_t i = shgeti(seen, f[0]);
+        if (i >= 0) {
+            snprintf(err, err_cap, "%s:%d: entity \"%s\" is listed twice (first on line %d)", t.name, t.lineno, f[0],
+                     seen[i].value);
+            goto done;
+        }
+        shput(seen, f[0], t.lineno);
+        arrput(ent, kgl_strdup(f[0]));
+        arrput(typ, kgl_strdup(f[1]));
+    }
+    if (rc < 0) goto done;
+    if (arrlen(ent) == 0) {
+        snprintf(err, err_cap, "%s: no entities", t.name);
+        goto done;
+    }
+    ty->n = (int)arrlen(ent);
+    ty->entity = kgl_xmalloc((size_t)ty->n * sizeof *ty->entity);
+    ty->type = kgl_xmalloc((size_t)ty->n * sizeof *ty->type);
+    memcpy(ty->entity, ent, (size_t)ty->n * sizeof *ty->entity);
+    memcpy(ty->type, typ, (size_t)ty->n * sizeof *ty->type);
+    ok = true;
+done:
+    if (!ok) {
+        for (ptrdiff_t i = 0; i < arrlen(ent); i++) free(ent[i]);
+        for (ptrdiff_t i = 0; i < arrlen(typ); i++) free(typ[i]);
+    }
+    arrfree(ent);
+    arrfree(typ);
+    shfree(seen);
+    kgl_text_close(&t);
+    return ok;
+}
+
+void kgl_types_free(kgl_types *ty)
+{
+    for (int i = 0; i < ty->n; i++) {
+        free(ty->entity[i]);
+        free(ty->type[i]);
+    }
+    free(ty->entity);
+    free(ty->type);
+    memset(ty, 0, sizeof *ty);
+}

@@ -1,0 +1,458 @@
+/* checkpoint.c — the model and its optimiser state as a safetensors file
+ * (MODEL.md, "Checkpoint file"), written atomically and validated on load. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+#define FORMAT "kgl/1"
+
+static char *join_names(char *const *names, int n)
+{
+    size_t len = 1;
+    for (int i = 0; i < n; i++) len += strlen(names[i]) + 1;
+    char *s = kgl_xmalloc(len), *p = s;
+    for (int i = 0; i < n; i++) {
+        size_t k = strlen(names[i]);
+        memcpy(p, names[i], k);
+        p += k;
+        if (i + 1 < n) *p++ = '\n';
+    }
+    *p = 0;
+    return s;
+}
+
+static const char *optimizer_name(kgl_optimizer_kind k) { return k == KGL_OPT_SGD ? "sgd" : "adam"; }
+
+bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
+                         char *err, size_t err_cap)
+{
+    const kgl_params *ps = &m->params;
+    const kgl_config *c = &m->cfg;
+    bool sgd = st->optim.kind == KGL_OPT_SGD;
+    /* parameters, then the optimiser's state under adam.m./adam.v. (or
+       sgd.momentum. for SGD) */
+    int n_state = sgd ? 1 : 2;
+    int n = ps->n * (1 + n_state);
+    kgl_st_entry *entries = calloc((size_t)n, sizeof *entries);
+    char(*names)[KGL_NAME_MAX + 16] = calloc((size_t)n, sizeof *names);
+    if (!entries || !names) kgl_die("out of memory");
+    for (int k = 0; k < ps->n; k++) {
+        const kgl_param *p = &ps->p[k];
+        const double *data[3] = {p->t.data, p->m, p->v};
+        const char *prefix[3] = {"", sgd ? "sgd.momentum." : "adam.m.", "adam.v."};
+        for (int s = 0; s <= n_state; s++) {
+            int e = s * ps->n + k;
+            snprintf(names[e], sizeof names[e], "%s%s", prefix[s], p->name);
+            entries[e].name = names[e];
+            entries[e].data = data[s];
+            if (p->vector) { /* [1, d] in memory, [d] in the file, as MODEL.md lists it */
+                entries[e].ndim = 1;
+                entries[e].shape[0] = p->t.cols;
+            } else {
+                entries[e].ndim = 2;
+                entries[e].shape[0] = p->t.rows;
+                entries[e].shape[1] = p->t.cols;
+            }
+        }
+    }
+    char d_model[32], heads[32], ffn[32], scale[64], init_scale[64], step[32], seed[32], lr[64], wd[64], mom[64],
+        b1[64], b2[64], eps[64], batch[32], aux[64], shuffle[96], cursor[32];
+    snprintf(d_model, sizeof d_model, "%d", c->dim);
+    snprintf(heads, sizeof heads, "%d", c->heads);
+    snprintf(ffn, sizeof ffn, "%d", c->ffn);
+    if (c->scale == KGL_SCALE_SQRT) snprintf(scale, sizeof scale, "sqrt");
+    else if (c->scale == KGL_SCALE_NONE) snprintf(scale, sizeof scale, "none");
+    else snprintf(scale, sizeof scale, "%.17g", c->scale_value);
+    snprintf(init_scale, sizeof init_scale, "%.17g", c->init_scale);
+    snprintf(step, sizeof step, "%ld", st->step);
+    snprintf(seed, sizeof seed, "%" PRIu64, st->seed);
+    snprintf(lr, sizeof lr, "%.17g", st->optim.lr);
+    snprintf(wd, sizeof wd, "%.17g", st->optim.weight_decay);
+    snprintf(mom, sizeof mom, "%.17g", st->optim.momentum);
+    snprintf(b1, sizeof b1, "%.17g", st->optim.beta1);
+    snprintf(b2, sizeof b2, "%.17g", st->optim.beta2);
+    snprintf(eps, sizeof eps, "%.17g", st->optim.eps);
+    snprintf(batch, sizeof batch, "%d", st->batch);
+    snprintf(aux, sizeof aux, "%.17g", st->aux_weight);
+    snprintf(shuffle, sizeof shuffle, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64, st->epoch_rng.s[0],
+             st->epoch_rng.s[1], st->epoch_rng.s[2], st->epoch_rng.s[3]);
+    snprintf(cursor, sizeof cursor, "%d", st->cursor);
+    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], drop_state[96], warmup[32], total[32], floor_[64],
+        base_lr[64];
+    snprintf(drop, sizeof drop, "%.17g", st->reg.dropout);
+    snprintf(attn_drop, sizeof attn_drop, "%.17g", st->reg.attn_dropout);
+    snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
+    snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
+    snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
+             st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
+    snprintf(warmup, sizeof warmup, "%ld", st->sched.warmup);
+    snprintf(total, sizeof total, "%ld", st->sched.total);
+    snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
+    snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
+    static const char *const sched_names[] = {"constant", "cosine", "linear"};
+    char *entities = join_names(ds->entity_names, ds->n_entities);
+    char *relations = join_names(ds->relation_names, ds->n_relations);
+    const char *meta[] = {
+        "format", FORMAT, "d_model", d_model, "n_heads", heads, "ffn", ffn, "scale", scale,
+        "init_scale", init_scale, "reciprocal", c->reciprocal ? "1" : "0", "step", step, "seed", seed,
+        "entities", entities, "relations", relations, "optimizer", optimizer_name(st->optim.kind), "lr", lr,
+        "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
+        "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
+        "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
+        "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
+        "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
+        "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
+        "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
+    };
+    bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
+    free(entities);
+    free(relations);
+    free(entries);
+    free(names);
+    return ok;
+}
+
+/* ---- loading --------------------------------------------------------------- */
+
+static bool fail(char *err, size_t cap, const char *path, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool fail(char *err, size_t cap, const char *path, const char *fmt, ...)
+{
+    int k = snprintf(err, cap, "%s: ", path);
+    va_list ap;
+    va_start(ap, fmt);
+    if (k >= 0 && (size_t)k < cap) vsnprintf(err + k, cap - (size_t)k, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static const char *need_meta(const kgl_st_file *f, const char *key, const char *path, char *err, size_t cap)
+{
+    const char *v = kgl_st_meta(f, key);
+    if (!v) fail(err, cap, path, "metadata has no '%s' (is this a kgl checkpoint?)", key);
+    return v;
+}
+
+static bool meta_long(const kgl_st_file *f, const char *key, long lo, long hi, long *out, const char *path, char *err,
+                      size_t cap)
+{
+    const char *v = need_meta(f, key, path, err, cap);
+    if (!v) return false;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi)
+        return fail(err, cap, path, "metadata '%s' is '%s', expected a whole number from %ld to %ld", key, v, lo, hi);
+    *out = x;
+    return true;
+}
+
+static bool meta_double(const kgl_st_file *f, const char *key, double lo, double hi, double *out, const char *path,
+                        char *err, size_t cap)
+{
+    const char *v = need_meta(f, key, path, err, cap);
+    if (!v) return false;
+    char *end;
+    double x = strtod(v, &end);
+    if (end == v || *end || !isfinite(x) || x < lo || x > hi)
+        return fail(err, cap, path, "metadata '%s' is '%s', expected a number from %g to %g", key, v, lo, hi);
+    *out = x;
+    return true;
+}
+
+/* The names list (joined by \n) must be the loaded one, in id order. */
+static bool same_names(const char *joined, char *const *names, int n, const char *what, const char *plural,
+                       const char *path, char *err, size_t cap)
+{
+    const char *p = joined;
+    int count = 0;
+    for (;;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (count < n && (strlen(names[count]) != len || memcmp(names[count], p, len) != 0))
+            return fail(err, cap, path, "%s %d is '%.*s' in the checkpoint but '%s' in the triples", what, count,
+                        (int)len, p, names[count]);
+        count++;
+        if (!nl) break;
+        p = nl + 1;
+    }
+    if (count != n)
+        return fail(err, cap, path, "the checkpoint has %d %s, the triples have %d (a model is tied to its data)",
+                    count, plural, n);
+    return true;
+}
+
+static bool check_tensor(const kgl_st_file *f, const char *name, const kgl_tensor *want, bool vec, const char *path,
+                         char *err, size_t cap, bool required, bool *present)
+{
+    const kgl_st_tensor *t = kgl_st_find(f, name);
+    *present = t != NULL;
+    if (!t) return required ? fail(err, cap, path, "tensor '%s' is missing", name) : true;
+    bool ok = vec ? t->ndim == 1 && t->shape[0] == want->cols
+                  : t->ndim == 2 && t->shape[0] == want->rows && t->shape[1] == want->cols;
+    if (!ok) {
+        if (vec) return fail(err, cap, path, "tensor '%s' should have shape [%d]", name, want->cols);
+        return fail(err, cap, path, "tensor '%s' should have shape [%d, %d] for this model", name, want->rows,
+                    want->cols);
+    }
+    size_t n = kgl_numel(want);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(t->data[i])) return fail(err, cap, path, "tensor '%s' holds %g at index %zu", name, t->data[i], i);
+    return true;
+}
+
+bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
+{
+    memset(ck, 0, sizeof *ck);
+    kgl_st_file *f = calloc(1, sizeof *f);
+    if (!f) kgl_die("out of memory");
+    if (!kgl_st_read(path, f, err, cap)) {
+        free(f);
+        return false;
+    }
+    ck->file = f;
+    const char *v;
+    long x;
+    kgl_config *c = &ck->cfg;
+    kgl_config_defaults(c);
+    kgl_train_state *st = &ck->st;
+    kgl_optim_defaults(&st->optim);
+    if (!(v = need_meta(f, "format", path, err, cap))) goto bad;
+    if (strcmp(v, FORMAT) != 0) {
+        fail(err, cap, path, "format is '%s'; this kgl reads '%s'", v, FORMAT);
+        goto bad;
+    }
+    if (!meta_long(f, "d_model", 1, 1 << 20, &x, path, err, cap)) goto bad;
+    c->dim = (int)x;
+    if (!meta_long(f, "n_heads", 1, KGL_MAX_HEADS, &x, path, err, cap)) goto bad;
+    c->heads = (int)x;
+    if (!meta_long(f, "ffn", 0, 1 << 20, &x, path, err, cap)) goto bad;
+    c->ffn = (int)x;
+    if (!(v = need_meta(f, "scale", path, err, cap))) goto bad;
+    if (strcmp(v, "sqrt") == 0) {
+        c->scale = KGL_SCALE_SQRT;
+    } else if (strcmp(v, "none") == 0) {
+        c->scale = KGL_SCALE_NONE;
+    } else {
+        c->scale = KGL_SCALE_VALUE;
+        if (!meta_double(f, "scale", 1e-300, 1e300, &c->scale_value, path, err, cap)) goto bad;
+    }
+    if (!meta_double(f, "init_scale", 0, 1e6, &c->init_scale, path, err, cap)) goto bad;
+    if (!meta_long(f, "reciprocal", 0, 1, &x, path, err, cap)) goto bad;
+    c->reciprocal = x == 1;
+    /* the remedies (absent in checkpoints of the plain MODEL.md layer) */
+    if (kgl_st_meta(f, "qk_norm")) {
+        if (!meta_long(f, "qk_norm", 0, 1, &x, path, err, cap)) goto bad;
+        c->qk_norm = x == 1;
+    }
+    if ((v = kgl_st_meta(f, "temperature"))) {
+        if (strcmp(v, "learn") != 0 && strcmp(v, "fixed") != 0) {
+            fail(err, cap, path, "metadata 'temperature' is '%s', expected learn or fixed", v);
+            goto bad;
+        }
+        c->learn_temperature = strcmp(v, "learn") == 0;
+    }
+    if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
+    if (!(v = need_meta(f, "seed", path, err, cap))) goto bad;
+    {
+        char *end;
+        errno = 0;
+        st->seed = strtoull(v, &end, 10);
+        if (errno || end == v || *end) {
+            fail(err, cap, path, "metadata 'seed' is '%s', expected a whole number", v);
+            goto bad;
+        }
+    }
+    if (!(v = need_meta(f, "entities", path, err, cap))) goto bad;
+    if (!same_names(v, ds->entity_names, ds->n_entities, "entity", "entities", path, err, cap)) goto bad;
+    if (!(v = need_meta(f, "relations", path, err, cap))) goto bad;
+    if (!same_names(v, ds->relation_names, ds->n_relations, "relation", "relations", path, err, cap)) goto bad;
+    c->n_entities = ds->n_entities;
+    c->n_relations = ds->n_relations;
+    const char *cfg_err = kgl_config_error(c);
+    if (cfg_err) {
+        fail(err, cap, path, "invalid model: %s", cfg_err);
+        goto bad;
+    }
+
+    /* training options: optional (a checkpoint written elsewhere may lack them) */
+    if ((v = kgl_st_meta(f, "optimizer"))) {
+        if (strcmp(v, "sgd") == 0) st->optim.kind = KGL_OPT_SGD;
+        else if (strcmp(v, "adam") != 0) {
+            fail(err, cap, path, "optimizer '%s' is neither adam nor sgd", v);
+            goto bad;
+        }
+    }
+    struct {
+        const char *key;
+        double *dst, lo, hi;
+    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},          {"weight_decay", &st->optim.weight_decay, 0, 1e6},
+               {"momentum", &st->optim.momentum, 0, 1}, {"beta1", &st->optim.beta1, 0, 1},
+               {"beta2", &st->optim.beta2, 0, 1},       {"eps", &st->optim.eps, 0, 1},
+               {"aux_weight", &st->aux_weight, 0, 1e6}};
+    st->aux_weight = 1;
+    for (size_t k = 0; k < sizeof opt / sizeof opt[0]; k++)
+        if (kgl_st_meta(f, opt[k].key) && !meta_double(f, opt[k].key, opt[k].lo, opt[k].hi, opt[k].dst, path, err, cap))
+            goto bad;
+    st->batch = 1024;
+    if (kgl_st_meta(f, "batch")) {
+        if (!meta_long(f, "batch", 1, 1L << 30, &x, path, err, cap)) goto bad;
+        st->batch = (int)x;
+    }
+    if ((v = kgl_st_meta(f, "supervise_heads"))) snprintf(st->supervise, sizeof st->supervise, "%s", v);
+    if ((v = kgl_st_meta(f, "frozen"))) {
+        if (*v && strcmp(v, "entity_emb") != 0) {
+            fail(err, cap, path, "metadata 'frozen' is '%s'; only entity_emb can be frozen", v);
+            goto bad;
+        }
+        st->freeze_embeddings = *v != 0;
+    }
+    if (kgl_st_meta(f, "lookup")) {
+        if (!meta_long(f, "lookup", 0, 1, &x, path, err, cap)) goto bad;
+        st->lookup = x == 1;
+    }
+    if ((v = kgl_st_meta(f, "shuffle_state"))) {
+        int used = 0;
+        if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &st->epoch_rng.s[0], &st->epoch_rng.s[1],
+                   &st->epoch_rng.s[2], &st->epoch_rng.s[3], &used) != 4 ||
+            v[used] != 0) {
+            fail(err, cap, path, "metadata 'shuffle_state' is '%s', expected four hexadecimal words", v);
+            goto bad;
+        }
+        if (!meta_long(f, "batch_cursor", 0, 1L << 30, &x, path, err, cap)) goto bad;
+        st->cursor = (int)x;
+    } else {
+        kgl_rng_seed(&st->epoch_rng, st->seed ^ 0x53485546464c45ULL);
+    }
+    st->optim.step = st->step;
+
+    /* regularisers and schedule (absent in checkpoints written before them) */
+    {
+        struct {
+            const char *key;
+            double *dst, lo, hi;
+        } reg[] = {{"dropout", &st->reg.dropout, 0, 0.999999},
+                   {"attn_dropout", &st->reg.attn_dropout, 0, 0.999999},
+                   {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
+                   {"label_smoothing", &st->reg.label_smoothing, 0, 1},
+                   {"lr_floor", &st->sched.floor, 0, 1},
+                   {"base_lr", &st->base_lr, 0, 1e6}};
+        st->base_lr = st->optim.lr;
+        for (size_t k = 0; k < sizeof reg / sizeof reg[0]; k++)
+            if (kgl_st_meta(f, reg[k].key) &&
+                !meta_double(f, reg[k].key, reg[k].lo, reg[k].hi, reg[k].dst, path, err, cap))
+                goto bad;
+        if ((v = kgl_st_meta(f, "dropout_state"))) {
+            int used = 0;
+            kgl_rng *r = &st->dropout_rng;
+            if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &r->s[0], &r->s[1], &r->s[2], &r->s[3],
+                       &used) != 4 ||
+                v[used] != 0) {
+                fail(err, cap, path, "metadata 'dropout_state' is '%s', expected four hexadecimal words", v);
+                goto bad;
+            }
+            st->has_dropout_rng = true;
+        }
+        if ((v = kgl_st_meta(f, "lr_schedule"))) {
+            if (strcmp(v, "constant") == 0) st->sched.kind = KGL_SCHED_CONSTANT;
+            else if (strcmp(v, "cosine") == 0) st->sched.kind = KGL_SCHED_COSINE;
+            else if (strcmp(v, "linear") == 0) st->sched.kind = KGL_SCHED_LINEAR;
+            else {
+                fail(err, cap, path, "metadata 'lr_schedule' is '%s', expected constant, cosine or linear", v);
+                goto bad;
+            }
+        }
+        if (kgl_st_meta(f, "lr_warmup")) {
+            if (!meta_long(f, "lr_warmup", 0, 1L << 40, &x, path, err, cap)) goto bad;
+            st->sched.warmup = x;
+        }
+        if (kgl_st_meta(f, "lr_total")) {
+            if (!meta_long(f, "lr_total", 0, 1L << 40, &x, path, err, cap)) goto bad;
+            st->sched.total = x;
+        }
+    }
+
+    /* every tensor the model needs, with its shape; optimiser state all or none */
+    {
+        kgl_model probe;
+        kgl_model_create(&probe, c);
+        bool sgd = st->optim.kind == KGL_OPT_SGD;
+        int state_found = 0, state_needed = 0;
+        bool ok = true;
+        for (int k = 0; k < probe.params.n && ok; k++) {
+            const kgl_param *p = &probe.params.p[k];
+            bool present;
+            ok = check_tensor(f, p->name, &p->t, p->vector, path, err, cap, true, &present);
+            char name[KGL_NAME_MAX + 16];
+            const char *prefix[2] = {sgd ? "sgd.momentum." : "adam.m.", "adam.v."};
+            for (int s = 0; s < (sgd ? 1 : 2) && ok; s++) {
+                snprintf(name, sizeof name, "%s%s", prefix[s], p->name);
+                ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
+                state_needed++;
+                state_found += present;
+            }
+        }
+        if (ok && state_found && state_found != state_needed)
+            ok = fail(err, cap, path, "optimiser state is incomplete (%d of %d tensors)", state_found, state_needed);
+        /* and nothing else: every tensor of the file is one of those */
+        for (int k = 0; k < f->n && ok; k++) {
+            const char *name = f->tensors[k].name;
+            bool expected = false;
+            for (int q = 0; q < probe.params.n && !expected; q++) {
+                const char *pn = probe.params.p[q].name;
+                char with[KGL_NAME_MAX + 16];
+                expected = strcmp(name, pn) == 0;
+                for (int s = 0; s < (sgd ? 1 : 2) && !expected && state_found; s++) {
+                    snprintf(with, sizeof with, "%s%s", s == 0 ? (sgd ? "sgd.momentum." : "adam.m.") : "adam.v.", pn);
+                    expected = strcmp(name, with) == 0;
+                }
+            }
+            if (!expected)
+                ok = fail(err, cap, path, "unexpected tensor '%s' for this model (d_model %d, ffn %d, optimizer %s)",
+                          name, c->dim, c->ffn, optimizer_name(st->optim.kind));
+        }
+        kgl_model_free(&probe);
+        if (!ok) goto bad;
+        ck->has_adam = state_found > 0;
+    }
+    return true;
+bad:
+    kgl_st_free(f);
+    free(f);
+    ck->file = NULL;
+    return false;
+}
+
+void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)
+{
+    const kgl_st_file *f = ck->file;
+    bool sgd = ck->st.optim.kind == KGL_OPT_SGD;
+    for (int k = 0; k < m->params.n; k++) {
+        kgl_param *p = &m->params.p[k];
+        size_t bytes = kgl_numel(&p->t) * sizeof(double);
+        memcpy(p->t.data, kgl_st_find(f, p->name)->data, bytes);
+        char name[KGL_NAME_MAX + 16];
+        memset(p->m, 0, bytes);
+        memset(p->v, 0, bytes);
+        if (!ck->has_adam) continue;
+        snprintf(name, sizeof name, "%s%s", sgd ? "sgd.momentum." : "adam.m.", p->name);
+        memcpy(p->m, kgl_st_find(f, name)->data, bytes);
+        if (sgd) continue;
+        snprintf(name, sizeof name, "adam.v.%s", p->name);
+        memcpy(p->v, kgl_st_find(f, name)->data, bytes);
+    }
+}
+
+void kgl_checkpoint_close(kgl_checkpoint *ck)
+{
+    if (ck->file) {
+        kgl_st_free(ck->file);
+        free(ck->file);
+    }
+    ck->file = NULL;
+}

@@ -1,0 +1,480 @@
+/* train.c — examples, batches, the training step, filtered evaluation and
+ * head specialisation (MODEL.md: "Readout", "Optimiser", "Evaluation",
+ * "Diagnostics"). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+/* ---- evaluation ------------------------------------------------------------ */
+
+void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations)
+{
+    memset(e, 0, sizeof *e);
+    e->n_relations = n_relations;
+    e->rel_tail = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_tail);
+    e->rel_head = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_head);
+    e->scores = kgl_xmalloc((size_t)n_entities * sizeof *e->scores);
+}
+
+void kgl_eval_free(kgl_eval *e)
+{
+    free(e->rel_tail);
+    free(e->rel_head);
+    free(e->scores);
+    memset(e, 0, sizeof *e);
+}
+
+double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known)
+{
+    double lo, hi;
+    kgl_filtered_rank_range(scores, n, target, known, n_known, &lo, &hi);
+    return (lo + hi) / 2;
+}
+
+void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
+                             double *optimistic, double *pessimistic)
+{
+    double s = scores[target];
+    if (isnan(s)) {
+        *optimistic = *pessimistic = n;
+        return;
+    }
+    long higher = 0, equal = 0;
+    int k = 0;
+    for (int j = 0; j < n; j++) {
+        while (k < n_known && known[k] < j) k++;
+        if (k < n_known && known[k] == j) continue; /* a known answer (the target too) is not a rival */
+        if (j == target) continue;
+        if (scores[j] == s)
+            equal++;
+        else if (!(scores[j] < s))
+            higher++; /* higher, or NaN */
+    }
+    *optimistic = 1.0 + (double)higher;
+    *pessimistic = 1.0 + (double)higher + (double)equal;
+}
+
+static void add_rank(kgl_metrics *m, double rank)
+{
+    m->n++;
+    m->mrr += 1.0 / rank;
+    m->hits1 += rank <= 1;
+    m->hits3 += rank <= 3;
+    m->hits10 += rank <= 10;
+}
+
+static void finish(kgl_metrics *m)
+{
+    if (m->n == 0) {
+        m->mrr = m->hits1 = m->hits3 = m->hits10 = NAN;
+        return;
+    }
+    m->mrr /= (double)m->n;
+    m->hits1 /= (double)m->n;
+    m->hits3 /= (double)m->n;
+    m->hits10 /= (double)m->n;
+}
+
+/* scores[j] = Σ_c a[c] b[c] E[j, c], each sum over c in order; four
+   candidates at a time (four independent sums: the same bits, faster). */
+static void score_all(const kgl_tensor *E, const double *a, const double *b, double *scores)
+{
+    int n = E->rows, d = E->cols, j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const double *e0 = E->data + (size_t)j * d, *e1 = e0 + d, *e2 = e1 + d, *e3 = e2 + d;
+        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        for (int c = 0; c < d; c++) {
+            double v = a[c] * b[c];
+            s0 += v * e0[c], s1 += v * e1[c], s2 += v * e2[c], s3 += v * e3[c];
+        }
+        scores[j] = s0, scores[j + 1] = s1, scores[j + 2] = s2, scores[j + 3] = s3;
+    }
+    for (; j < n; j++) {
+        const double *e = E->data + (size_t)j * d;
+        double s = 0;
+        for (int c = 0; c < d; c++) s += a[c] * b[c] * e[c];
+        scores[j] = s;
+    }
+}
+
+void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
+                  kgl_eval *out)
+{
+    int n_rel = m->cfg.n_relations, n_ent = m->cfg.n_entities, d = m->cfg.dim;
+    memset(&out->tail, 0, sizeof out->tail);
+    memset(&out->head, 0, sizeof out->head);
+    memset(&out->both, 0, sizeof out->both);
+    memset(out->rel_tail, 0, (size_t)n_rel * sizeof *out->rel_tail);
+    memset(out->rel_head, 0, (size_t)n_rel * sizeof *out->rel_head);
+    memset(&out->tail_optimistic, 0, sizeof out->tail_optimistic);
+    memset(&out->head_optimistic, 0, sizeof out->head_optimistic);
+    memset(&out->both_optimistic, 0, sizeof out->both_optimistic);
+    const kgl_tensor *E = m->entity_emb, *R = m->relation_emb;
+    double lo, hi;
+    for (int k = 0; k < n; k++) {
+        int i = tr[k].head, r = tr[k].rel, t = tr[k].tail, count;
+        /* tail: (i, r, ?) */
+        score_all(E, C->data + (size_t)i * d, R->data + (size_t)r * d, out->scores);
+        const int *known = kgl_dataset_known(ds, i, r, &count);
+        kgl_filtered_rank_range(out->scores, n_ent, t, known, count, &lo, &hi);
+        double rank = (lo + hi) / 2;
+        add_rank(&out->tail_optimistic, lo);
+        add_rank(&out->both_optimistic, lo);
+        add_rank(&out->tail, rank);
+        add_rank(&out->rel_tail[r], rank);
+        add_rank(&out->both, rank);
+        /* head: (?, r, t) is (t, r⁻¹, ?) in reciprocal mode; otherwise each
+           candidate j is scored C[j]·R[r]·E[t] */
+        if (m->cfg.reciprocal) {
+            score_all(E, C->data + (size_t)t * d, R->data + (size_t)(n_rel + r) * d, out->scores);
+        } else {
+            score_all(C, R->data + (size_t)r * d, E->data + (size_t)t * d, out->scores);
+        }
+        known = kgl_dataset_known(ds, t, n_rel + r, &count);
+        kgl_filtered_rank_range(out->scores, n_ent, i, known, count, &lo, &hi);
+        rank = (lo + hi) / 2;
+        add_rank(&out->head_optimistic, lo);
+        add_rank(&out->both_optimistic, lo);
+        add_rank(&out->head, rank);
+        add_rank(&out->rel_head[r], rank);
+        add_rank(&out->both, rank);
+    }
+    finish(&out->tail);
+    finish(&out->head);
+    finish(&out->both);
+    finish(&out->tail_optimistic);
+    finish(&out->head_optimistic);
+    finish(&out->both_optimistic);
+    for (int r = 0; r < n_rel; r++) {
+        finish(&out->rel_tail[r]);
+        finish(&out->rel_head[r]);
+    }
+}
+
+/* ---- specialisation ---------------------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n)
+{
+    size_t keys = (size_t)n_entities * (size_t)n_relations;
+    tl->n_entities = n_entities;
+    tl->n_relations = n_relations;
+    tl->offsets = calloc(keys + 1, sizeof(int));
+    tl->tails = kgl_xmalloc((size_t)n * sizeof(int));
+    if (!tl->offsets) kgl_die("out of memory");
+    for (int k = 0; k < n; k++) tl->offsets[(size_t)tr[k].rel * n_entities + tr[k].head + 1]++;
+    for (size_t key = 0; key < keys; key++) tl->offsets[key + 1] += tl->offsets[key];
+    int *fill = kgl_xmalloc(keys * sizeof(int));
+    for (size_t key = 0; key < keys; key++) fill[key] = tl->offsets[key];
+    for (int k = 0; k < n; k++) tl->tails[fill[(size_t)tr[k].rel * n_entities + tr[k].head]++] = tr[k].tail;
+    free(fill);
+    /* sort each list and drop repeats (a triple given in two files) */
+    int w = 0;
+    for (size_t key = 0; key < keys; key++) {
+        int lo = tl->offsets[key], hi = tl->offsets[key + 1];
+        qsort(tl->tails + lo, (size_t)(hi - lo), sizeof(int), cmp_int);
+        tl->offsets[key] = w;
+        for (int k = lo; k < hi; k++)
+            if (k == lo || tl->tails[k] != tl->tails[k - 1]) tl->tails[w++] = tl->tails[k];
+    }
+    tl->offsets[keys] = w;
+}
+
+void kgl_tails_free(kgl_tails *tl)
+{
+    free(tl->offsets);
+    free(tl->tails);
+    memset(tl, 0, sizeof *tl);
+}
+
+void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec)
+{
+    int n = tl->n_entities, m = tl->n_relations;
+    for (int h = 0; h < heads; h++)
+        for (int r = 0; r < m; r++) {
+            double total = 0;
+            int entities = 0;
+            for (int i = 0; i < n; i++) {
+                size_t key = (size_t)r * n + i;
+                int lo = tl->offsets[key], hi = tl->offsets[key + 1];
+                if (lo == hi) continue;
+                const double *a = attn[h]->data + (size_t)i * n;
+                for (int k = lo; k < hi; k++) total += a[tl->tails[k]];
+                entities++;
+            }
+            spec[h * m + r] = entities ? total / entities : NAN;
+        }
+}
+
+/* ---- the trainer ------------------------------------------------------------- */
+
+/* --lookup: each row of relation_emb constant within every head's block of
+   columns (its block mean), so a relation weighs whole heads. */
+static void tie_relation_blocks(kgl_model *m)
+{
+    int d = m->cfg.dim, dk = d / m->cfg.heads;
+    kgl_tensor *R = m->relation_emb;
+    for (int r = 0; r < R->rows; r++)
+        for (int c0 = 0; c0 < d; c0 += dk) {
+            double *x = R->data + (size_t)r * d + c0, mean = 0;
+            for (int c = 0; c < dk; c++) mean += x[c];
+            mean /= dk;
+            for (int c = 0; c < dk; c++) x[c] = mean;
+        }
+}
+
+static void set_identity(kgl_tensor *w)
+{
+    memset(w->data, 0, kgl_numel(w) * sizeof(double));
+    for (int i = 0; i < w->rows; i++) w->data[(size_t)i * w->cols + i] = 1.0;
+}
+
+/* The shuffle stream is separate from the init stream, so changing --batch
+   never changes the initial parameters. */
+#define SHUFFLE_STREAM 0x53485546464c45ULL /* "SHUFFLE" */
+/* Dropout has a stream of its own too: turning it on changes neither the
+   initial parameters nor the batches. */
+#define DROPOUT_STREAM 0x44524f504f5554ULL /* "DROPOUT" */
+
+void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *train, int n_train,
+                      const kgl_config *model_cfg, const kgl_train_config *tc)
+{
+    memset(tr, 0, sizeof *tr);
+    tr->ds = ds;
+    tr->cfg = *tc;
+    tr->optim = tc->optim;
+    kgl_config cfg = *model_cfg;
+    cfg.n_entities = ds->n_entities;
+    cfg.n_relations = ds->n_relations;
+    kgl_model_create(&tr->model, &cfg);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, tc->seed);
+    kgl_model_init(&tr->model, &rng);
+    if (tc->freeze_embeddings || tc->lookup) kgl_params_find(&tr->model.params, "entity_emb")->frozen = true;
+    if (tc->lookup) {
+        set_identity(tr->model.wv);
+        set_identity(tr->model.wo);
+        kgl_params_find(&tr->model.params, "attn.wv")->frozen = true;
+        kgl_params_find(&tr->model.params, "attn.wo")->frozen = true;
+        tie_relation_blocks(&tr->model);
+    }
+    kgl_rng_seed(&tr->shuffle_rng, tc->seed ^ SHUFFLE_STREAM);
+    tr->epoch_rng = tr->shuffle_rng;
+    kgl_rng_seed(&tr->dropout_rng, tc->seed ^ DROPOUT_STREAM);
+    tr->base_lr = tc->optim.lr;
+
+    tr->train = train;
+    tr->n_train = n_train;
+    kgl_tails_build(&tr->tails, ds->n_entities, ds->n_relations, train, n_train);
+    int m = ds->n_relations, n_ex = cfg.reciprocal ? 2 * n_train : n_train;
+    tr->n_examples = n_ex;
+    tr->ex_head = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_rel = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->ex_tail = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    for (int k = 0; k < n_train; k++) {
+        tr->ex_head[k] = train[k].head;
+        tr->ex_rel[k] = train[k].rel;
+        tr->ex_tail[k] = train[k].tail;
+        if (cfg.reciprocal) { /* (t, r⁻¹, h) after all forward examples */
+            tr->ex_head[n_train + k] = train[k].tail;
+            tr->ex_rel[n_train + k] = m + train[k].rel;
+            tr->ex_tail[n_train + k] = train[k].head;
+        }
+    }
+    int B = tc->batch < n_ex ? tc->batch : n_ex;
+    tr->order = kgl_xmalloc((size_t)n_ex * sizeof(int));
+    tr->b_head = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_rel = kgl_xmalloc((size_t)B * sizeof(int));
+    tr->b_tail = kgl_xmalloc((size_t)B * sizeof(int));
+    if (tc->head_of) {
+        tr->head_of = kgl_xmalloc((size_t)m * sizeof(int));
+        memcpy(tr->head_of, tc->head_of, (size_t)m * sizeof(int));
+        tr->sup.head_of = tr->head_of;
+        tr->sup.weight = tc->aux_weight;
+    }
+    kgl_tape_init(&tr->tape);
+    kgl_tape_init(&tr->eval_tape);
+    tr->eval_tape.recording = false;
+}
+
+void kgl_trainer_free(kgl_trainer *tr)
+{
+    kgl_model_free(&tr->model);
+    free(tr->ex_head);
+    free(tr->ex_rel);
+    free(tr->ex_tail);
+    free(tr->order);
+    free(tr->b_head);
+    free(tr->b_rel);
+    free(tr->b_tail);
+    free(tr->head_of);
+    kgl_tails_free(&tr->tails);
+    kgl_tape_free(&tr->tape);
+    kgl_tape_free(&tr->eval_tape);
+    memset(tr, 0, sizeof *tr);
+}
+
+/* Fisher–Yates over the identity, drawing from shuffle_rng. */
+static void shuffle_epoch(kgl_trainer *tr)
+{
+    int n = tr->n_examples;
+    for (int k = 0; k < n; k++) tr->order[k] = k;
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)kgl_rng_below(&tr->shuffle_rng, (uint32_t)k + 1);
+        int tmp = tr->order[k];
+        tr->order[k] = tr->order[j];
+        tr->order[j] = tmp;
+    }
+}
+
+void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor)
+{
+    *epoch_rng = tr->cursor == 0 ? tr->shuffle_rng : tr->epoch_rng;
+    *cursor = tr->cursor;
+}
+
+void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cursor)
+{
+    tr->epoch_rng = *epoch_rng;
+    tr->shuffle_rng = *epoch_rng;
+    tr->cursor = 0;
+    if (tr->cfg.batch < tr->n_examples && cursor > 0 && cursor < tr->n_examples) {
+        shuffle_epoch(tr); /* replays this epoch's shuffle */
+        tr->cursor = cursor;
+    }
+}
+
+/* The next batch: everything in file order when it fits (no random draws),
+   otherwise consecutive slices of a fresh permutation per epoch. */
+static kgl_batch next_batch(kgl_trainer *tr)
+{
+    int n = tr->n_examples;
+    if (tr->cfg.batch >= n) return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail};
+    if (tr->cursor == 0) {
+        tr->epoch_rng = tr->shuffle_rng;
+        shuffle_epoch(tr);
+    }
+    int size = n - tr->cursor < tr->cfg.batch ? n - tr->cursor : tr->cfg.batch;
+    for (int k = 0; k < size; k++) {
+        int e = tr->order[tr->cursor + k];
+        tr->b_head[k] = tr->ex_head[e];
+        tr->b_rel[k] = tr->ex_rel[e];
+        tr->b_tail[k] = tr->ex_tail[e];
+    }
+    tr->cursor += size;
+    if (tr->cursor >= n) tr->cursor = 0;
+    return (kgl_batch){size, tr->b_head, tr->b_rel, tr->b_tail};
+}
+
+double kgl_trainer_compute(kgl_trainer *tr)
+{
+    kgl_batch b = next_batch(tr);
+    kgl_tape_reset(&tr->tape);
+    kgl_params_zero_grad(&tr->model.params);
+    tr->reg.rng = &tr->dropout_rng; /* set here, not at init: the trainer may have been moved */
+    kgl_model_loss_reg(&tr->model, &tr->tape, &b, tr->head_of ? &tr->sup : NULL, &tr->reg, &tr->fwd);
+    double loss = tr->fwd.loss->data[0];
+    tr->last_main = tr->fwd.main_loss->data[0];
+    tr->last_aux = tr->fwd.aux_loss ? tr->fwd.aux_loss->data[0] : NAN;
+    if (isfinite(loss)) kgl_backward(&tr->tape, tr->fwd.loss);
+    return loss;
+}
+
+/* optim.lr = the schedule's rate for `step` (left alone without a schedule) */
+static void follow_schedule(kgl_trainer *tr, long step)
+{
+    if (tr->sched.kind != KGL_SCHED_CONSTANT || tr->sched.warmup > 0)
+        tr->optim.lr = tr->base_lr * kgl_schedule_factor(&tr->sched, step);
+}
+
+void kgl_trainer_set_step(kgl_trainer *tr, long step)
+{
+    tr->optim.step = step;
+    follow_schedule(tr, step > 0 ? step : 1); /* the rate the last update used */
+}
+
+void kgl_trainer_update(kgl_trainer *tr)
+{
+    follow_schedule(tr, tr->optim.step + 1);
+    kgl_optim_step(&tr->optim, &tr->model.params);
+    if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
+}
+
+double kgl_schedule_factor(const kgl_schedule *s, long step)
+{
+    double f = 1, t = (double)step, T = (double)(s->total > 0 ? s->total : 1);
+    if (t > T) t = T;
+    if (s->kind == KGL_SCHED_COSINE) f = s->floor + (1 - s->floor) * 0.5 * (1 + cos(3.14159265358979323846 * t / T));
+    if (s->kind == KGL_SCHED_LINEAR) f = 1 - (1 - s->floor) * t / T;
+    if (s->warmup > 0 && step < s->warmup) f *= (double)step / (double)s->warmup;
+    return f;
+}
+
+void kgl_trainer_set_regularisers(kgl_trainer *tr, const kgl_regularisers *r)
+{
+    tr->reg = *r;
+}
+
+void kgl_trainer_set_schedule(kgl_trainer *tr, const kgl_schedule *s) { tr->sched = *s; }
+
+void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s)
+{
+    const kgl_params *ps = &tr->model.params;
+    if (!s->values) {
+        s->total = ps->total;
+        s->values = kgl_xmalloc(3 * ps->total * sizeof(double));
+    }
+    if (s->total != ps->total) kgl_die("snapshot: taken of another model");
+    memcpy(s->values, ps->block, ps->total * sizeof(double));                        /* data */
+    memcpy(s->values + ps->total, ps->block + 2 * ps->total, 2 * ps->total * sizeof(double)); /* m, v */
+    s->step = tr->optim.step;
+    kgl_trainer_get_position(tr, &s->epoch_rng, &s->cursor);
+    s->dropout_rng = tr->dropout_rng;
+}
+
+void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s)
+{
+    kgl_params *ps = &tr->model.params;
+    if (!s->values || s->total != ps->total) kgl_die("restore: no snapshot of this model");
+    memcpy(ps->block, s->values, ps->total * sizeof(double));
+    memcpy(ps->block + 2 * ps->total, s->values + ps->total, 2 * ps->total * sizeof(double));
+    kgl_trainer_set_step(tr, s->step);
+    kgl_trainer_set_position(tr, &s->epoch_rng, s->cursor);
+    tr->dropout_rng = s->dropout_rng;
+}
+
+void kgl_snapshot_free(kgl_snapshot *s)
+{
+    free(s->values);
+    memset(s, 0, sizeof *s);
+}
+
+double kgl_trainer_step(kgl_trainer *tr)
+{
+    double loss = kgl_trainer_compute(tr);
+    if (isfinite(loss)) kgl_trainer_update(tr);
+    return loss;
+}
+
+kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f)
+{
+    kgl_tape_reset(&tr->eval_tape);
+    kgl_model_context(&tr->model, &tr->eval_tape, f);
+    return f->context;
+}
+
+bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch)
+{
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(tr, &f);
+    kgl_evaluate(&tr->model, C, tr->ds, tr->train, tr->n_train, scratch);
+    return scratch->both.n > 0 && scratch->both.hits1 == 1.0;
+}

@@ -1,0 +1,1035 @@
+/* io_svg.c — the SVG writer: every picture is well-formed XML (checked by
+ * the small parser below and, when python3 is present, by ElementTree), has
+ * one cell per value and one point per sample, escapes its text, says what it
+ * could not draw, is byte-for-byte deterministic, and leaves no file behind
+ * when it fails. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "test.h"
+
+/* ------------------------------------------------- a small XML parser --
+ * Checks well-formedness (XML 1.0 as far as SVG files use it: declaration,
+ * comments, elements, quoted attributes without duplicates, the five named
+ * entities and character references, one root, valid UTF-8, no control
+ * characters) and keeps every element with its attributes and its own text,
+ * both unescaped. No DOCTYPE, CDATA or non-ASCII names: we never write them. */
+typedef struct xattr {
+    char *name, *value;
+} xattr;
+
+typedef struct xel {
+    char *name;
+    int parent, depth;
+    int n_attr;
+    xattr *attr;
+    char *text; /* text directly inside, unescaped (NULL if none) */
+} xel;
+
+typedef struct xdoc {
+    xel *el;
+    int n, cap;
+    char err[256];
+} xdoc;
+
+typedef struct xparser {
+    const char *s;
+    size_t len, i;
+    xdoc *d;
+} xparser;
+
+static bool xerr(xparser *p, const char *what)
+{
+    snprintf(p->d->err, sizeof p->d->err, "byte %zu: %s", p->i, what);
+    return false;
+}
+
+static bool name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == ':'; }
+static bool name_char(char c) { return name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
+static bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *r = malloc(n + 1);
+    memcpy(r, s, n);
+    r[n] = 0;
+    return r;
+}
+
+static void append(char **dst, size_t *len, const char *s, size_t n)
+{
+    *dst = realloc(*dst, *len + n + 1);
+    memcpy(*dst + *len, s, n);
+    *len += n;
+    (*dst)[*len] = 0;
+}
+
+static bool xml_char_ok(unsigned long c)
+{
+    return c == 0x9 || c == 0xa || c == 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) ||
+           (c >= 0x10000 && c <= 0x10ffff);
+}
+
+/* At '&': a valid reference, appended (decoded) to *out. */
+static bool reference(xparser *p, char **out, size_t *len)
+{
+    const char *s = p->s + p->i + 1;
+    const char *semi = memchr(s, ';', p->len - p->i - 1);
+    if (!semi || semi - s > 10) return xerr(p, "'&' that does not start a reference");
+    size_t n = (size_t)(semi - s);
+    static const struct {
+        const char *name, *ch;
+    } named[] = {{"amp", "&"}, {"lt", "<"}, {"gt", ">"}, {"quot", "\""}, {"apos", "'"}};
+    for (size_t k = 0; k < 5; k++)
+        if (strlen(named[k].name) == n && memcmp(s, named[k].name, n) == 0) {
+            append(out, len, named[k].ch, 1);
+            p->i += n + 2;
+            return true;
+        }
+    if (n >= 2 && s[0] == '#') {
+        bool hex = s[1] == 'x';
+        size_t start = hex ? 2 : 1;
+        if (start >= n) return xerr(p, "empty character reference");
+        unsigned long c = 0;
+        for (size_t k = start; k < n; k++) {
+            char ch = s[k];
+            int dgt = ch >= '0' && ch <= '9' ? ch - '0'
+                      : hex && ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                      : hex && ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                                      : -1;
+            if (dgt < 0 || c > 0x10ffff) return xerr(p, "bad character reference");
+            c = c * (hex ? 16 : 10) + (unsigned long)dgt;
+        }
+        if (!xml_char_ok(c)) return xerr(p, "character reference to a character XML forbids");
+        char u[4];
+        size_t un = c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4;
+        if (un == 1) u[0] = (char)c;
+        else if (un == 2) u[0] = (char)(0xc0 | c >> 6), u[1] = (char)(0x80 | (c & 0x3f));
+        else if (un == 3) u[0] = (char)(0xe0 | c >> 12), u[1] = (char)(0x80 | ((c >> 6) & 0x3f)), u[2] = (char)(0x80 | (c & 0x3f));
+        else
+            u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | ((c >> 12) & 0x3f)),
+            u[2] = (char)(0x80 | ((c >> 6) & 0x3f)), u[3] = (char)(0x80 | (c & 0x3f));
+        append(out, len, u, un);
+        p->i += n + 2;
+        return true;
+    }
+    return xerr(p, "unknown entity");
+}
+
+static bool read_name(xparser *p, size_t *start, size_t *n)
+{
+    if (p->i >= p->len || !name_start(p->s[p->i])) return xerr(p, "expected a name");
+    *start = p->i;
+    while (p->i < p->len && name_char(p->s[p->i])) p->i++;
+    *n = p->i - *start;
+    return true;
+}
+
+static void skip_space(xparser *p)
+{
+    while (p->i < p->len && space(p->s[p->i])) p->i++;
+}
+
+/* Comments, processing instructions (the declaration) and white space. */
+static bool misc(xparser *p, bool *more)
+{
+    *more = false;
+    if (p->len - p->i >= 4 && memcmp(p->s + p->i, "<!--", 4) == 0) {
+        const char *end = strstr(p->s + p->i + 4, "--");
+        if (!end || end[2] != '>') return xerr(p, "'--' inside a comment, or an unclosed comment");
+        p->i = (size_t)(end - p->s) + 3;
+        *more = true;
+    } else if (p->len - p->i >= 2 && memcmp(p->s + p->i, "<?", 2) == 0) {
+        const char *end = strstr(p->s + p->i + 2, "?>");
+        if (!end) return xerr(p, "unclosed processing instruction");
+        p->i = (size_t)(end - p->s) + 2;
+        *more = true;
+    }
+    return true;
+}
+
+static void xml_free(xdoc *d)
+{
+    for (int k = 0; k < d->n; k++) {
+        free(d->el[k].name);
+        free(d->el[k].text);
+        for (int a = 0; a < d->el[k].n_attr; a++) free(d->el[k].attr[a].name), free(d->el[k].attr[a].value);
+        free(d->el[k].attr);
+    }
+    free(d->el);
+    memset(d, 0, sizeof *d);
+}
+
+static bool xml_parse(const char *s, size_t len, xdoc *d)
+{
+    memset(d, 0, sizeof *d);
+    xparser P = {s, len, 0, d}, *p = &P;
+    size_t bad;
+    if (!kgl_utf8_valid((const unsigned char *)s, len, &bad)) {
+        p->i = bad;
+        return xerr(p, "invalid UTF-8");
+    }
+    for (size_t k = 0; k < len; k++)
+        if ((unsigned char)s[k] < 0x20 && !space(s[k])) {
+            p->i = k;
+            return xerr(p, "control character");
+        }
+    if (len >= 5 && memcmp(s, "<?xml", 5) == 0 && !space(s[5])) return xerr(p, "bad XML declaration");
+    int stack[256], depth = 0;
+    bool root_seen = false, more;
+    for (;;) { /* prolog */
+        skip_space(p);
+        if (!misc(p, &more)) return false;
+        if (!more) break;
+    }
+    if (p->i >= len || s[p->i] != '<') return xerr(p, "no root element");
+    while (p->i < len) {
+        char c = s[p->i];
+        if (depth == 0 && root_seen) { /* after the root: only misc */
+            skip_space(p);
+            if (p->i >= len) break;
+            if (!misc(p, &more)) return false;
+            if (!more) return xerr(p, "content after the root element");
+            continue;
+        }
+        if (c == '<') {
+            if (!misc(p, &more)) return false;
+            if (more) continue;
+            if (p->i + 1 < len && s[p->i + 1] == '!') return xerr(p, "DOCTYPE or CDATA (not expected)");
+            if (p->i + 1 < len && s[p->i + 1] == '/') { /* end tag */
+                p->i += 2;
+                size_t st, n;
+                if (!read_name(p, &st, &n)) return false;
+                skip_space(p);
+                if (p->i >= len || s[p->i] != '>') return xerr(p, "end tag without '>'");
+                p->i++;
+                if (depth == 0) return xerr(p, "end tag with nothing open");
+                const char *open = d->el[stack[depth - 1]].name;
+                if (strlen(open) != n || memcmp(open, s + st, n) != 0) return xerr(p, "end tag does not match");
+                depth--;
+                continue;
+            }
+            p->i++;
+            size_t st, n;
+            if (!read_name(p, &st, &n)) return false;
+            if (d->n == d->cap) d->cap = d->cap ? 2 * d->cap : 256, d->el = realloc(d->el, sizeof *d->el * (size_t)d->cap);
+            xel *e = &d->el[d->n];
+            memset(e, 0, sizeof *e);
+            e->name = dup_n(s + st, n);
+            e->parent = depth ? stack[depth - 1] : -1;
+            e->depth = depth;
+            int me = d->n++;
+            for (;;) {
+                size_t before = p->i;
+                skip_space(p);
+                if (p->i >= len) return xerr(p, "unclosed start tag");
+                if (s[p->i] == '>' || (s[p->i] == '/' && p->i + 1 < len && s[p->i + 1] == '>')) break;
+                if (p->i == before) return xerr(p, "attributes must be separated by white space");
+                size_t ast, an;
+                if (!read_name(p, &ast, &an)) return false;
+                skip_space(p);
+                if (p->i >= len || s[p->i] != '=') return xerr(p, "attribute without '='");
+                p->i++;
+                skip_space(p);
+                if (p->i >= len || (s[p->i] != '"' && s[p->i] != '\'')) return xerr(p, "unquoted attribute value");
+                char q = s[p->i++];
+                char *val = calloc(1, 1);
+                size_t vlen = 0;
+                while (p->i < len && s[p->i] != q) {
+                    if (s[p->i] == '<') return free(val), xerr(p, "'<' in an attribute value");
+                    if (s[p->i] == '&') {
+                        if (!reference(p, &val, &vlen)) return free(val), false;
+                    } else {
+                        append(&val, &vlen, s + p->i, 1);
+                        p->i++;
+                    }
+                }
+                if (p->i >= len) return free(val), xerr(p, "unclosed attribute value");
+                p->i++;
+                e = &d->el[me];
+                for (int a = 0; a < e->n_attr; a++)
+                    if (strlen(e->attr[a].name) == an && memcmp(e->attr[a].name, s + ast, an) == 0)
+                        return free(val), xerr(p, "duplicate attribute");
+                e->attr = realloc(e->attr, sizeof *e->attr * (size_t)(e->n_attr + 1));
+                e->attr[e->n_attr].name = dup_n(s + ast, an);
+                e->attr[e->n_attr].value = val;
+                e->n_attr++;
+            }
+            if (depth == 0) {
+                if (root_seen) return xerr(p, "a second root element");
+                root_seen = true;
+            }
+            if (s[p->i] == '/') {
+                p->i += 2;
+            } else {
+                p->i++;
+                if (depth == 256) return xerr(p, "nesting too deep for this checker");
+                stack[depth++] = me;
+            }
+            continue;
+        }
+        /* character data */
+        if (depth == 0) return xerr(p, "text outside the root element");
+        xel *e = &d->el[stack[depth - 1]];
+        size_t tl = e->text ? strlen(e->text) : 0;
+        if (c == '&') {
+            if (!reference(p, &e->text, &tl)) return false;
+        } else {
+            if (c == '>' && p->i >= 2 && s[p->i - 1] == ']' && s[p->i - 2] == ']') return xerr(p, "']]>' in text");
+            append(&e->text, &tl, s + p->i, 1);
+            p->i++;
+        }
+    }
+    if (depth) return xerr(p, "unclosed element at the end");
+    if (!root_seen) return xerr(p, "no root element");
+    return true;
+}
+
+static const char *xattr_get(const xel *e, const char *name)
+{
+    for (int a = 0; a < e->n_attr; a++)
+        if (strcmp(e->attr[a].name, name) == 0) return e->attr[a].value;
+    return NULL;
+}
+
+static bool has_class(const xel *e, const char *cls)
+{
+    const char *c = xattr_get(e, "class");
+    size_t n = strlen(cls);
+    while (c && *c) {
+        while (*c == ' ') c++;
+        size_t k = strcspn(c, " ");
+        if (k == n && strncmp(c, cls, n) == 0) return true;
+        c += k;
+    }
+    return false;
+}
+
+/* Element indices for the queries below: ANYWHERE as a scope means the
+ * whole document; NONE is what a query returns when nothing matches (as a
+ * scope it contains nothing). */
+#define ANYWHERE (-1)
+#define NONE (-2)
+
+/* The first child of element i named `name`, or NONE. */
+static int child(const xdoc *d, int i, const char *name)
+{
+    if (i < 0) return NONE;
+    for (int j = i + 1; j < d->n && d->el[j].depth > d->el[i].depth; j++)
+        if (d->el[j].parent == i && strcmp(d->el[j].name, name) == 0) return j;
+    return NONE;
+}
+
+/* Whether j lies inside element i. */
+static bool within(const xdoc *d, int j, int i)
+{
+    if (i < 0) return false;
+    for (int k = d->el[j].parent; k >= 0; k = d->el[k].parent)
+        if (k == i) return true;
+    return false;
+}
+
+/* The tooltip of element i; "" when there is no such element or title
+ * (so that a missing element fails a check instead of crashing the run). */
+static const char *title_of(const xdoc *d, int i)
+{
+    int t = child(d, i, "title");
+    return t >= 0 && d->el[t].text ? d->el[t].text : "";
+}
+
+/* Attribute `name` of element i, or "" (no element or no attribute). */
+static const char *attr_at(const xdoc *d, int i, const char *name)
+{
+    const char *v = i >= 0 && i < d->n ? xattr_get(&d->el[i], name) : NULL;
+    return v ? v : "";
+}
+
+/* The text directly inside element i, or "". */
+static const char *text_at(const xdoc *d, int i)
+{
+    return i >= 0 && i < d->n && d->el[i].text ? d->el[i].text : "";
+}
+
+/* Elements named `name` (any when NULL) with class `cls` (any when NULL) inside `scope`. */
+static int count(const xdoc *d, const char *name, const char *cls, int scope)
+{
+    int n = 0;
+    for (int j = 0; j < d->n; j++)
+        if ((!name || strcmp(d->el[j].name, name) == 0) && (!cls || has_class(&d->el[j], cls)) &&
+            (scope == ANYWHERE || within(d, j, scope)))
+            n++;
+    return n;
+}
+
+/* The k-th (0-based) element named `name` with class `cls` inside scope, or NONE. */
+static int nth(const xdoc *d, const char *name, const char *cls, int scope, int k)
+{
+    for (int j = 0; j < d->n; j++)
+        if ((!name || strcmp(d->el[j].name, name) == 0) && (!cls || has_class(&d->el[j], cls)) &&
+            (scope == ANYWHERE || within(d, j, scope)) && k-- == 0)
+            return j;
+    return NONE;
+}
+
+/* Whether some <text> element reads exactly s. */
+static bool has_text(const xdoc *d, const char *s)
+{
+    for (int j = 0; j < d->n; j++)
+        if (strcmp(d->el[j].name, "text") == 0 && d->el[j].text && strcmp(d->el[j].text, s) == 0) return true;
+    return false;
+}
+
+/* rect elements with a <title> child: the heatmap cells. */
+static int titled_rects(const xdoc *d)
+{
+    int n = 0;
+    for (int j = 0; j < d->n; j++)
+        if (strcmp(d->el[j].name, "rect") == 0 && child(d, j, "title") >= 0) n++;
+    return n;
+}
+
+/* Coordinate pairs in a polyline's points attribute. */
+static int point_pairs(const char *pts)
+{
+    int n = 0;
+    for (const char *c = pts; c && *c; c++)
+        if (*c == ',') n++;
+    return n;
+}
+
+/* ------------------------------------------------------------ helpers -- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = 0;
+    if (len) *len = got;
+    return b;
+}
+
+/* Reads and parses path; a test check fails when it is not well-formed. */
+static bool load(test_ctx *T, const char *path, xdoc *d)
+{
+    size_t len = 0;
+    char *s = slurp(path, &len);
+    if (!CHECK(s != NULL)) return memset(d, 0, sizeof *d), false;
+    bool ok = xml_parse(s, len, d);
+    if (!ok) printf("    %s: not well-formed: %s\n", path, d->err);
+    CHECK(ok);
+    if (ok) {
+        CHECK(strcmp(d->el[0].name, "svg") == 0);
+        CHECK(strcmp(attr_at(d, 0, "xmlns"), "http://www.w3.org/2000/svg") == 0);
+        CHECK(*attr_at(d, 0, "viewBox") != 0);
+    }
+    free(s);
+    return ok;
+}
+
+static const char *tmp_path(test_ctx *T, char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", T->tmp, name);
+    return buf;
+}
+
+static bool file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool same_file_bytes(const char *a, const char *b)
+{
+    size_t na = 0, nb = 0;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* ------------------------------------------------------- the checker -- */
+
+TEST(svg_xml_checker_rejects_bad_xml)
+{
+    static const char *const good[] = {
+        "<a/>",
+        "<?xml version=\"1.0\"?>\n<!-- c --><a x='1' y=\"&lt;&amp;&#x41;&#66;\"><b>t &gt; u</b><c/></a>\n",
+    };
+    static const char *const bad[] = {
+        "<a><b></a></b>",       /* crossed */
+        "<a>",                  /* unclosed */
+        "<a x=1/>",             /* unquoted */
+        "<a x='1' x='2'/>",     /* duplicate attribute */
+        "<a x='1'y='2'/>",      /* no space between attributes */
+        "<a x='<'/>",           /* '<' in a value */
+        "<a>&foo;</a>",         /* unknown entity */
+        "<a>AT&T</a>",          /* bare '&' */
+        "<a>&#1;</a>",          /* forbidden character */
+        "<a/><b/>",             /* two roots */
+        "<a/>text",             /* text after the root */
+        "<a>\x01</a>",          /* control character */
+        "<a>\xc3\x28</a>",      /* invalid UTF-8 */
+        "<a><!-- x -- y --></a>", /* '--' in a comment */
+        "</a>",
+        "",
+    };
+    xdoc d;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        bool ok = xml_parse(good[i], strlen(good[i]), &d);
+        if (!CHECK(ok)) printf("    good[%zu]: %s\n", i, d.err);
+        xml_free(&d);
+    }
+    CHECK(xml_parse(good[1], strlen(good[1]), &d));
+    CHECK(d.n == 3 && strcmp(attr_at(&d, 0, "y"), "<&AB") == 0 && strcmp(d.el[1].text, "t > u") == 0);
+    CHECK(d.el[1].parent == 0 && d.el[2].parent == 0 && child(&d, 0, "c") == 2);
+    xml_free(&d);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (!CHECK(!xml_parse(bad[i], strlen(bad[i]), &d))) printf("    bad[%zu] accepted: %s\n", i, bad[i]);
+        xml_free(&d);
+    }
+}
+
+/* ---------------------------------------------------------- heatmaps -- */
+
+TEST(svg_heatmap_cells_tooltips_escaping)
+{
+    /* 3 x 4 values from 0 to 1: the minimum is viridis' first anchor, the
+     * maximum its last, 0.5 the middle anchor #21908c, and 1/16 halfway
+     * between #440154 and #472d7b, rounded: #461768 */
+    static const double v[12] = {0, 0.25, 0.5, 1, 0.125, 0.375, 0.625, 0.875, 0.0625, 0.2, 0.3, 0.4};
+    static const char *const rows[3] = {"alice", "\xea\xb9\x80\xeb\xaf\xbc\xec\xa4\x80", "a<&>\"'b"}; /* 김민준 */
+    static const char *const cols[4] = {"MIT", "x", "y", "z"};
+    kgl_heatmap h = {.title = "Head 0 <attention>", .rows = 3, .cols = 4, .values = v, .row_labels = rows,
+                     .col_labels = cols, .row_axis = "query entity", .col_axis = "key entity", .vmin = NAN,
+                     .vmax = NAN, .value_label = "attention weight", .annotate = true};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "cells.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 12);
+    CHECK(count(&d, "rect", "cell", ANYWHERE) == 12);
+    /* cells are written row-major: cell k is (k / 4, k % 4) */
+    CHECK(strcmp(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 4)), "\xea\xb9\x80\xeb\xaf\xbc\xec\xa4\x80 \xe2\x86\x92 MIT: 0.125") == 0);
+    CHECK(strcmp(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 11)), "a<&>\"'b \xe2\x86\x92 z: 0.4") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 0), "fill"), "#440154") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 3), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 2), "fill"), "#21908c") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 8), "fill"), "#461768") == 0);
+    /* labels, axis titles, title, legend and printed values are on the page */
+    CHECK(has_text(&d, "a<&>\"'b") && has_text(&d, "\xea\xb9\x80\xeb\xaf\xbc\xec\xa4\x80") && has_text(&d, "MIT"));
+    CHECK(has_text(&d, "query entity") && has_text(&d, "key entity") && has_text(&d, "Head 0 <attention>"));
+    CHECK(has_text(&d, "attention weight") && has_text(&d, "0.30") && has_text(&d, "1.00")); /* values in cells */
+    CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 3);
+    CHECK(count(&d, "text", NULL, nth(&d, "g", "col-labels", ANYWHERE, 0)) == 4);
+    CHECK(count(&d, "g", "colorbar", ANYWHERE) == 1);
+    /* colour-bar ticks are round: 0.0 0.2 ... 1.0, under its title */
+    int bar = nth(&d, "g", "colorbar", ANYWHERE, 0);
+    CHECK(has_text(&d, "0.2") && has_text(&d, "0.8") && count(&d, "text", NULL, bar) == 1 + 6);
+    CHECK(strcmp(title_of(&d, 0), "Head 0 <attention>") == 0);
+    xml_free(&d);
+    /* the escaping in the file itself */
+    char *raw = slurp(path, NULL);
+    CHECK(raw && strstr(raw, "a&lt;&amp;&gt;&quot;&apos;b") != NULL);
+    free(raw);
+}
+
+TEST(svg_heatmap_outlines_nan_and_clamping)
+{
+    double v[16];
+    for (int i = 0; i < 16; i++) v[i] = i / 15.0;
+    v[5] = NAN;
+    v[9] = -INFINITY;
+    unsigned char out[16] = {0};
+    out[0] = out[5] = out[6] = out[10] = out[15] = 1;
+    kgl_heatmap h = {.rows = 4, .cols = 4, .values = v, .vmin = NAN, .vmax = NAN, .outline = out,
+                     .outline_label = "true tail (advises)", .value_label = "attention weight"};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "outline.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 16);
+    CHECK(count(&d, "rect", "outlined", ANYWHERE) == 5);
+    CHECK(count(&d, "path", NULL, nth(&d, "g", "outlines", ANYWHERE, 0)) == 2); /* black, then white */
+    CHECK(strstr(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 6)), "[true tail (advises)]") != NULL);
+    CHECK(strstr(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 1)), "[") == NULL);
+    CHECK(has_text(&d, "true tail (advises) (5)"));
+    /* non-finite: hatched, said in the tooltip and counted in the legend; the scale ignores them */
+    int nan_cell = nth(&d, "rect", "cell", ANYWHERE, 5), inf_cell = nth(&d, "rect", "cell", ANYWHERE, 9);
+    CHECK(strcmp(attr_at(&d, nan_cell, "fill"), "url(#kgl-nan)") == 0);
+    CHECK(strcmp(attr_at(&d, inf_cell, "fill"), "url(#kgl-nan)") == 0);
+    CHECK(strcmp(title_of(&d, nan_cell), "1 \xe2\x86\x92 1: NaN (not finite: drawn hatched grey) [true tail (advises)]") == 0);
+    CHECK(strstr(title_of(&d, inf_cell), ": -Inf (not finite") != NULL);
+    CHECK(count(&d, "pattern", NULL, ANYWHERE) == 1 && has_text(&d, "not finite (2)"));
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 0), "fill"), "#440154") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 15), "fill"), "#fde725") == 0);
+    xml_free(&d);
+
+    /* a fixed scale: values beyond it take the end colours and are counted */
+    h.vmin = 0.2, h.vmax = 0.6, h.outline = NULL;
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    CHECK(count(&d, "rect", "outlined", ANYWHERE) == 0 && count(&d, "g", "outlines", ANYWHERE) == 0);
+    CHECK(has_text(&d, "below the scale (3)") && has_text(&d, "above the scale (6)")); /* 0, 1/15, 2/15; 10/15..15/15 less 9 */
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 15), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 0), "fill"), "#440154") == 0);
+    xml_free(&d);
+
+    /* nothing finite at all still draws */
+    double all_nan[4] = {NAN, NAN, INFINITY, NAN};
+    kgl_heatmap z = {.rows = 2, .cols = 2, .values = all_nan};
+    CHECK(kgl_svg_heatmap(path, &z, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 4 && has_text(&d, "not finite (4)"));
+    xml_free(&d);
+}
+
+static double *ramp(int n, double scale)
+{
+    double *v = malloc(sizeof *v * (size_t)n);
+    for (int i = 0; i < n; i++) v[i] = scale * sin(i * 0.37) * cos(i * 0.011);
+    return v;
+}
+
+/* The width attribute of the first cell. */
+static int cell_size(const xdoc *d) { return atoi(attr_at(d, nth(d, "rect", "cell", ANYWHERE, 0), "width")); }
+
+TEST(svg_heatmap_sizes_adapt_13_and_135)
+{
+    static const char *const names[13] = {"alice", "bob", "carol", "dave", "erin", "MIT", "Stanford",
+                                          "KAIST", "databases", "machine_learning", "theory", "logic", "systems"};
+    double *v = ramp(13 * 13, 1);
+    kgl_heatmap h = {.title = "13", .rows = 13, .cols = 13, .values = v, .row_labels = names, .col_labels = names,
+                     .row_axis = "query", .col_axis = "key", .vmin = NAN, .vmax = NAN};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "h13.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (load(T, path, &d)) {
+        CHECK(titled_rects(&d) == 169);
+        CHECK(cell_size(&d) >= 28 && cell_size(&d) <= 36);
+        int cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
+        CHECK(count(&d, "text", NULL, cl) == 13 && count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 13);
+        CHECK(strstr(attr_at(&d, nth(&d, "text", NULL, cl, 0), "transform"), "rotate(-45") != NULL);
+        CHECK(has_text(&d, "machine_learning") && has_text(&d, "key"));
+        xml_free(&d);
+    }
+    free(v);
+
+    int n = 135;
+    v = ramp(n * n, 3);
+    kgl_heatmap big = {.title = "135", .rows = n, .cols = n, .values = v, .row_axis = "query", .col_axis = "key",
+                       .vmin = NAN, .vmax = NAN, .annotate = true};
+    tmp_path(T, path, sizeof path, "h135.svg");
+    CHECK(kgl_svg_heatmap(path, &big, err, sizeof err));
+    if (load(T, path, &d)) {
+        CHECK(titled_rects(&d) == n * n);
+        CHECK(cell_size(&d) >= 3 && cell_size(&d) < 28);
+        int shown = count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0));
+        CHECK(shown >= 10 && shown < n);
+        CHECK(has_text(&d, "query (every 5th labelled)") && has_text(&d, "130"));
+        CHECK(count(&d, "g", "values", ANYWHERE) == 0); /* cells too small to print values in */
+        char want[64];
+        snprintf(want, sizeof want, "1 \xe2\x86\x92 2: %.4g", v[n + 2]);
+        CHECK(strcmp(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, n + 2)), want) == 0);
+        xml_free(&d);
+    }
+    free(v);
+}
+
+TEST(svg_heatmap_grid_shares_one_scale)
+{
+    static const double a[4] = {0.5, 1, 1.5, 2};                          /* 2 x 2 */
+    static const double b[9] = {-1, 0, 0.5, 0, 0, 0, 0, 0, 0};            /* 3 x 3: holds the minimum */
+    static const double c[8] = {0.5, 0, 0, 0, 0, 0, 0, 3};                /* 2 x 4: holds the maximum */
+    kgl_heatmap p[3] = {
+        {.title = "head 0", .rows = 2, .cols = 2, .values = a, .vmin = NAN, .vmax = NAN, .value_label = "weight"},
+        {.title = "head 1", .rows = 3, .cols = 3, .values = b, .vmin = NAN, .vmax = NAN},
+        {.title = "head 2", .rows = 2, .cols = 4, .values = c, .vmin = NAN, .vmax = NAN},
+    };
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "grid.svg");
+    CHECK(kgl_svg_heatmap_grid(path, "all heads", p, 3, 2, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 4 + 9 + 8);
+    CHECK(count(&d, "g", "heatmap", ANYWHERE) == 3 && count(&d, "g", "colorbar", ANYWHERE) == 1);
+    for (int k = 0; k < 3; k++) CHECK(count(&d, "rect", "cell", nth(&d, "g", "heatmap", ANYWHERE, k)) == p[k].rows * p[k].cols);
+    CHECK(has_text(&d, "all heads") && has_text(&d, "head 0") && has_text(&d, "head 2") && has_text(&d, "weight"));
+    int g0 = nth(&d, "g", "heatmap", ANYWHERE, 0), g1 = nth(&d, "g", "heatmap", ANYWHERE, 1), g2 = nth(&d, "g", "heatmap", ANYWHERE, 2);
+    /* the same value has the same colour in every panel; the ends are the global ones */
+    const char *half0 = attr_at(&d, nth(&d, "rect", "cell", g0, 0), "fill");
+    CHECK(strcmp(half0, attr_at(&d, nth(&d, "rect", "cell", g1, 2), "fill")) == 0);
+    CHECK(strcmp(half0, attr_at(&d, nth(&d, "rect", "cell", g2, 0), "fill")) == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", g1, 0), "fill"), "#440154") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", g2, 7), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", g0, 3), "fill"), "#fde725") != 0); /* 2 < 3 */
+    CHECK(strcmp(title_of(&d, nth(&d, "g", "colorbar", ANYWHERE, 0)), "colour scale (viridis): -1 to 3") == 0);
+    /* cells of every panel have one size and start at the same offset in their slot */
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", g0, 0), "x"), attr_at(&d, nth(&d, "rect", "cell", g2, 0), "x")) == 0);
+    xml_free(&d);
+
+    /* a panel's own bounds widen the shared scale */
+    p[0].vmin = -2, p[0].vmax = 2;
+    CHECK(kgl_svg_heatmap_grid(path, NULL, p, 3, 3, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    CHECK(strcmp(title_of(&d, nth(&d, "g", "colorbar", ANYWHERE, 0)), "colour scale (viridis): -2 to 3") == 0);
+    CHECK(count(&d, "g", "colorbar", ANYWHERE) == 1 && titled_rects(&d) == 21);
+    xml_free(&d);
+}
+
+TEST(svg_same_input_same_bytes)
+{
+    double *v = ramp(7 * 5, 1);
+    v[3] = NAN;
+    static const char *const rows[7] = {"a", "b", "c", "d", "e", "f", "\xea\xb9\x80"};
+    kgl_heatmap h = {.title = "t", .rows = 7, .cols = 5, .values = v, .row_labels = rows, .vmin = NAN, .vmax = NAN,
+                     .annotate = true};
+    char p1[512], p2[512], err[512];
+    tmp_path(T, p1, sizeof p1, "same1.svg");
+    tmp_path(T, p2, sizeof p2, "same2.svg");
+    CHECK(kgl_svg_heatmap(p1, &h, err, sizeof err) && kgl_svg_heatmap(p2, &h, err, sizeof err));
+    CHECK(same_file_bytes(p1, p2));
+    v[10] += 1e-3; /* any change shows */
+    CHECK(kgl_svg_heatmap(p2, &h, err, sizeof err));
+    CHECK(!same_file_bytes(p1, p2));
+    free(v);
+
+    double x[50], y[50];
+    for (int i = 0; i < 50; i++) x[i] = i, y[i] = exp(-i / 7.0);
+    kgl_series s[2] = {{"loss", 50, x, y}, {NULL, 50, NULL, y}};
+    kgl_lineplot lp = {.title = "loss", .x_label = "step", .log_y = true, .series = s, .n_series = 2};
+    CHECK(kgl_svg_lineplot(p1, &lp, err, sizeof err) && kgl_svg_lineplot(p2, &lp, err, sizeof err));
+    CHECK(same_file_bytes(p1, p2));
+}
+
+/* -------------------------------------------------------- line plots -- */
+
+/* The y (or x) tick labels of the n-th line plot. */
+static int tick_labels(const xdoc *d, int plot, const char *cls, const char **out, int cap)
+{
+    int g = nth(d, "g", cls, plot, 0), n = 0;
+    for (int j = g + 1; g >= 0 && j < d->n && d->el[j].depth > d->el[g].depth; j++)
+        if (strcmp(d->el[j].name, "text") == 0 && n < cap) out[n++] = text_at(d, j);
+    return n;
+}
+
+TEST(svg_lineplot_points_legend_styles)
+{
+    double x1[5] = {0, 9, 18, 27, 37}, y1[5] = {0.87, 0.5, 0.3, 0.2, 0.13};
+    double y2[7] = {0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5};
+    double x3[80], y3[80];
+    for (int i = 0; i < 80; i++) x3[i] = i * 0.45, y3[i] = 0.5 + 0.3 * sin(i * 0.2);
+    kgl_series s[3] = {{"train <loss> & \xea\xb9\x80", 5, x1, y1}, {"valid", 7, NULL, y2}, {NULL, 80, x3, y3}};
+    kgl_lineplot lp = {.title = "loss vs step", .x_label = "step", .y_label = "loss", .series = s, .n_series = 3};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "lines.svg");
+    CHECK(kgl_svg_lineplot(path, &lp, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(count(&d, "g", "series", ANYWHERE) == 3);
+    const char *strokes[3], *dashes[3];
+    for (int k = 0; k < 3; k++) {
+        int g = nth(&d, "g", "series", ANYWHERE, k);
+        CHECK(count(&d, "polyline", NULL, g) == 1);
+        CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g, 0), "points")) == s[k].n);
+        CHECK(count(&d, NULL, "pt", g) == (s[k].n <= 60 ? s[k].n : 0)); /* markers only for few points */
+        strokes[k] = attr_at(&d, g, "stroke");
+        dashes[k] = attr_at(&d, g, "stroke-dasharray");
+    }
+    CHECK(*strokes[0] && strcmp(strokes[0], strokes[1]) != 0 && strcmp(strokes[1], strokes[2]) != 0 && strcmp(strokes[0], strokes[2]) != 0);
+    CHECK(!*dashes[0] && *dashes[1] && *dashes[2] && strcmp(dashes[1], dashes[2]) != 0); /* solid, then dashed */
+    /* marker tooltips: the label, escaped in the file, and the point; x NULL means 0, 1, ... */
+    int g0 = nth(&d, "g", "series", ANYWHERE, 0), g1 = nth(&d, "g", "series", ANYWHERE, 1);
+    CHECK(strcmp(title_of(&d, nth(&d, NULL, "pt", g0, 1)), "train <loss> & \xea\xb9\x80: (9, 0.5)") == 0);
+    CHECK(strcmp(title_of(&d, nth(&d, NULL, "pt", g1, 6)), "valid: (6, 0.5)") == 0);
+    /* one legend entry per series, with its label */
+    int leg = nth(&d, "g", "legend", ANYWHERE, 0);
+    CHECK(count(&d, "g", "entry", leg) == 3);
+    CHECK(has_text(&d, "train <loss> & \xea\xb9\x80") && has_text(&d, "valid") && has_text(&d, "series 3"));
+    CHECK(strcmp(title_of(&d, nth(&d, "g", "entry", leg, 1)), "valid: 7 points") == 0);
+    CHECK(count(&d, NULL, "key", leg) == 3 && count(&d, "line", NULL, leg) == 3);
+    /* round ticks: x over 0..37 -> 0 10 20 30 40; y over 0.13..0.87 -> 0.1 0.2 ... 0.9 */
+    const char *t[32];
+    int n = tick_labels(&d, ANYWHERE, "x-ticks", t, 32);
+    CHECK(n == 5 && strcmp(t[0], "0") == 0 && strcmp(t[1], "10") == 0 && strcmp(t[4], "40") == 0);
+    n = tick_labels(&d, ANYWHERE, "y-ticks", t, 32);
+    CHECK(n == 9 && strcmp(t[0], "0.1") == 0 && strcmp(t[1], "0.2") == 0 && strcmp(t[8], "0.9") == 0);
+    CHECK(has_text(&d, "loss vs step") && has_text(&d, "step") && has_text(&d, "loss"));
+    CHECK(count(&d, "text", "note", ANYWHERE) == 0);
+    xml_free(&d);
+    char *raw = slurp(path, NULL);
+    CHECK(raw && strstr(raw, "train &lt;loss&gt; &amp; ") != NULL);
+    free(raw);
+}
+
+TEST(svg_lineplot_log_axis_decades)
+{
+    double x[10] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+    double y[10] = {20, 3, 0.5, 0, 0.02, -1, 1e-3, 3e-4, 2e-4, 1e-4};
+    kgl_series s = {"ratio", 10, x, y};
+    kgl_lineplot lp = {.title = "log", .log_y = true, .log_x = true, .series = &s, .n_series = 1};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "log.svg");
+    CHECK(kgl_svg_lineplot(path, &lp, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    const char *t[32];
+    int n = tick_labels(&d, ANYWHERE, "y-ticks", t, 32);
+    static const char *const want_y[7] = {"10\xe2\x81\xbb\xe2\x81\xb4", "0.001", "0.01", "0.1", "1", "10", "100"};
+    CHECK(n == 7);
+    for (int i = 0; i < n && i < 7; i++) CHECK(strcmp(t[i], want_y[i]) == 0 || printf("    tick %d: %s\n", i, t[i]) < 0);
+    n = tick_labels(&d, ANYWHERE, "x-ticks", t, 32);
+    CHECK(n == 4 && strcmp(t[0], "1") == 0 && strcmp(t[1], "10") == 0 && strcmp(t[3], "1000") == 0);
+    /* decades are equally spaced */
+    int yt = nth(&d, "g", "y-ticks", ANYWHERE, 0);
+    double y0 = atof(attr_at(&d, nth(&d, "line", NULL, yt, 0), "y1"));
+    double y1 = atof(attr_at(&d, nth(&d, "line", NULL, yt, 1), "y1"));
+    double y6 = atof(attr_at(&d, nth(&d, "line", NULL, yt, 6), "y1"));
+    CHECK_NEAR(y0 - y6, 6 * (y0 - y1), 0.05);
+    CHECK(count(&d, "line", NULL, nth(&d, "g", "minor", ANYWHERE, 0)) == 8 * 6 + 8 * 3); /* 2..9 in each decade */
+    /* the two non-positive values are skipped: the line breaks there */
+    int g = nth(&d, "g", "series", ANYWHERE, 0);
+    CHECK(count(&d, "polyline", NULL, g) == 2);
+    CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g, 0), "points")) == 3);
+    CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g, 1), "points")) == 4);
+    CHECK(count(&d, NULL, "pt", g) == 8); /* 3 + 1 isolated + 4 */
+    CHECK(has_text(&d, "2 points not drawn: 2 non-positive on a log axis"));
+    CHECK(strcmp(title_of(&d, nth(&d, "g", "entry", ANYWHERE, 0)), "ratio: 10 points, 2 not drawn (2 non-positive on a log axis)") == 0);
+    xml_free(&d);
+}
+
+TEST(svg_lineplot_nonfinite_breaks_the_line)
+{
+    double y[8] = {1, 2, 3, NAN, 5, 6, INFINITY, 8};
+    double x[8] = {0, 1, 2, 3, 4, -INFINITY, 6, 7};
+    double big_y[200];
+    for (int i = 0; i < 200; i++) big_y[i] = i == 100 ? NAN : i;
+    kgl_series s[2] = {{"a", 8, x, y}, {"b", 200, NULL, big_y}};
+    kgl_lineplot lp = {.series = s, .n_series = 2};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "nan.svg");
+    CHECK(kgl_svg_lineplot(path, &lp, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    int g = nth(&d, "g", "series", ANYWHERE, 0);
+    /* points 0-2, then 4 alone, then 7 alone: one polyline and markers for all 5 drawn points */
+    CHECK(count(&d, "polyline", NULL, g) == 1);
+    CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g, 0), "points")) == 3);
+    CHECK(count(&d, NULL, "pt", g) == 5);
+    /* 200 points: no markers, but the isolated... none here: two runs of 100 and 99 */
+    int g1 = nth(&d, "g", "series", ANYWHERE, 1);
+    CHECK(count(&d, "polyline", NULL, g1) == 2 && count(&d, NULL, "pt", g1) == 0);
+    CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g1, 0), "points")) == 100);
+    CHECK(point_pairs(attr_at(&d, nth(&d, "polyline", NULL, g1, 1), "points")) == 99);
+    CHECK(has_text(&d, "4 points not drawn: 4 not finite"));
+    CHECK(strcmp(title_of(&d, nth(&d, "g", "entry", ANYWHERE, 0)), "a: 8 points, 3 not drawn (3 not finite)") == 0);
+    xml_free(&d);
+}
+
+TEST(svg_lineplot_grid_of_diagnostics)
+{
+    double y[4][30];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 30; i++) y[k][i] = (k + 1) * exp(-i / (5.0 + k));
+    kgl_series s[4] = {{"loss", 30, NULL, y[0]}, {"grad norm", 30, NULL, y[1]}, {"entropy", 30, NULL, y[2]},
+                       {"max weight", 30, NULL, y[3]}};
+    kgl_lineplot p[5] = {
+        {.title = "loss", .log_y = true, .series = &s[0], .n_series = 1},
+        {.title = "gradient", .series = &s[1], .n_series = 1},
+        {.title = "attention", .x_label = "step", .series = &s[2], .n_series = 2},
+        {.title = "empty"},
+        {.title = "only bad", .log_y = true, .series = (kgl_series[]){{"neg", 2, NULL, (double[]){-1, 0}}}, .n_series = 1},
+    };
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "lpgrid.svg");
+    CHECK(kgl_svg_lineplot_grid(path, "every diagnostic vs step", p, 5, 2, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(count(&d, "g", "lineplot", ANYWHERE) == 5);
+    for (int k = 0; k < 5; k++) {
+        int g = nth(&d, "g", "lineplot", ANYWHERE, k);
+        CHECK(count(&d, "g", "series", g) == p[k].n_series);
+        CHECK(count(&d, "g", "entry", g) == p[k].n_series);
+        CHECK(count(&d, "rect", "frame", g) == 1);
+    }
+    CHECK(has_text(&d, "every diagnostic vs step") && has_text(&d, "attention") && has_text(&d, "max weight"));
+    CHECK(count(&d, "text", "note", nth(&d, "g", "lineplot", ANYWHERE, 3)) == 1 && has_text(&d, "no data"));
+    CHECK(has_text(&d, "2 points not drawn: 2 non-positive on a log axis"));
+    /* plot areas line up: the frames of plots 0 and 2 start at the same x */
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "frame", ANYWHERE, 0), "x"), attr_at(&d, nth(&d, "rect", "frame", ANYWHERE, 2), "x")) == 0);
+    xml_free(&d);
+}
+
+/* ----------------------------------------------------- text, failure -- */
+
+TEST(svg_bad_text_in_labels_is_replaced_or_shortened)
+{
+    static const char *const rows[3] = {"bad \xc3\x28 utf8", "ctrl\001\037char", "overlong \xc0\xaf"};
+    static const char *const cols[2] = {"a_very_long_entity_name_that_goes_on_and_on", "\xef\xbf\xbe"};
+    double v[6] = {1, 2, 3, 4, 5, 6};
+    char korean[601] = ""; /* 200 × 김: an axis title longer than any buffer, cut only between characters */
+    for (int i = 0; i < 200; i++) strcat(korean, "\xea\xb9\x80");
+    kgl_heatmap h = {.rows = 3, .cols = 2, .values = v, .row_labels = rows, .col_labels = cols, .row_axis = korean};
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "badtext.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(has_text(&d, "bad \xef\xbf\xbd( utf8") && has_text(&d, "ctrl\xef\xbf\xbd\xef\xbf\xbd\x63har"));
+    CHECK(has_text(&d, "overlong \xef\xbf\xbd\xef\xbf\xbd")); /* each byte of an overlong '/' */
+    const char *axis = text_at(&d, nth(&d, "text", "axis-title", ANYWHERE, 0));
+    CHECK(strncmp(axis, korean, 300) == 0 && strstr(axis, "\xef\xbf\xbd") == NULL);
+    int cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
+    const char *shown = text_at(&d, nth(&d, "text", NULL, cl, 0)); /* shortened on the page ... */
+    CHECK(strncmp(shown, "a_very_long_entity", 18) == 0 && strlen(shown) < 40 &&
+          strcmp(shown + strlen(shown) - 3, "\xe2\x80\xa6") == 0);
+    CHECK(strstr(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 0)), "a_very_long_entity_name_that_goes_on_and_on") != NULL); /* not in the tooltip */
+    CHECK(strcmp(text_at(&d, nth(&d, "text", NULL, cl, 1)), "\xef\xbf\xbd") == 0); /* U+FFFE is no XML character */
+    xml_free(&d);
+}
+
+/* Names in dir other than . and .. */
+static int dir_entries(const char *dir, char *first, size_t cap)
+{
+    DIR *dp = opendir(dir);
+    if (!dp) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dp)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            if (n++ == 0 && first) snprintf(first, cap, "%s", e->d_name);
+        }
+    closedir(dp);
+    return n;
+}
+
+TEST(svg_failed_write_reports_and_leaves_nothing)
+{
+    double v[1] = {1};
+    kgl_heatmap h = {.rows = 1, .cols = 1, .values = v};
+    char err[512] = "";
+    CHECK(!kgl_svg_heatmap("/nonexistent/dir/x.svg", &h, err, sizeof err));
+    CHECK(strcmp(err, "/nonexistent/dir/x.svg: cannot create a file there: No such file or directory") == 0 ||
+          printf("    %s\n", err) < 0);
+    CHECK(!file_exists("/nonexistent/dir/x.svg"));
+
+    /* the temporary file is written, then the rename fails (the target is a
+     * directory): it is removed */
+    char dir[512], target[600], first[256] = "";
+    tmp_path(T, dir, sizeof dir, "svgfail");
+    mkdir(dir, 0755);
+    snprintf(target, sizeof target, "%s/taken.svg", dir);
+    mkdir(target, 0755);
+    kgl_series s = {"s", 1, NULL, v};
+    kgl_lineplot lp = {.series = &s, .n_series = 1};
+    err[0] = 0;
+    CHECK(!kgl_svg_lineplot(target, &lp, err, sizeof err));
+    CHECK(strncmp(err, target, strlen(target)) == 0 && strstr(err, ": cannot replace it: ") != NULL);
+    CHECK(dir_entries(dir, first, sizeof first) == 1 && strcmp(first, "taken.svg") == 0);
+
+    /* a good write replaces an existing file, and leaves only it */
+    snprintf(target, sizeof target, "%s/ok.svg", dir);
+    FILE *f = fopen(target, "w");
+    if (f) fputs("old", f), fclose(f);
+    CHECK(kgl_svg_lineplot(target, &lp, err, sizeof err));
+    char *raw = slurp(target, NULL);
+    CHECK(raw && strncmp(raw, "<?xml", 5) == 0);
+    free(raw);
+    CHECK(dir_entries(dir, NULL, 0) == 2);
+    struct stat st;
+    CHECK(stat(target, &st) == 0 && (st.st_mode & 0777) == 0644);
+}
+
+TEST(svg_bad_arguments_are_reported)
+{
+    char path[512], err[512];
+    tmp_path(T, path, sizeof path, "never.svg");
+    double v[4] = {1, 2, 3, 4};
+    kgl_heatmap h = {.rows = 0, .cols = 2, .values = v};
+    CHECK(!kgl_svg_heatmap(path, &h, err, sizeof err));
+    CHECK(strncmp(err, path, strlen(path)) == 0 && strstr(err, "heatmap has 0 x 2 cells") != NULL);
+    h.rows = 2, h.values = NULL;
+    CHECK(!kgl_svg_heatmap(path, &h, err, sizeof err) && strstr(err, ": heatmap has no values") != NULL);
+    h.values = v, h.vmin = 1, h.vmax = 0;
+    CHECK(!kgl_svg_heatmap(path, &h, err, sizeof err) && strstr(err, "vmin 1 is above vmax 0") != NULL);
+    h.vmin = h.vmax = NAN;
+    CHECK(!kgl_svg_heatmap_grid(path, NULL, &h, 1, 0, err, sizeof err) && strstr(err, "n_cols is 0") != NULL);
+    kgl_heatmap two[2] = {h, h};
+    two[1].cols = -1;
+    CHECK(!kgl_svg_heatmap_grid(path, NULL, two, 2, 2, err, sizeof err) && strstr(err, "panel 1 has 2 x -1") != NULL);
+    CHECK(!kgl_svg_heatmap(path, NULL, err, sizeof err) && strstr(err, "no heatmap") != NULL);
+    kgl_series s = {"s", 3, NULL, NULL};
+    kgl_lineplot lp = {.series = &s, .n_series = 1};
+    CHECK(!kgl_svg_lineplot(path, &lp, err, sizeof err) && strstr(err, "series 0 has no y values") != NULL);
+    s.n = -1, s.y = v;
+    CHECK(!kgl_svg_lineplot(path, &lp, err, sizeof err) && strstr(err, "series 0 has -1 points") != NULL);
+    CHECK(!kgl_svg_lineplot_grid(path, NULL, &lp, 0, 1, err, sizeof err) && strstr(err, "no line plot") != NULL);
+    CHECK(!file_exists(path));
+    CHECK(!kgl_svg_heatmap(NULL, &h, NULL, 0)); /* no message buffer: still false, no crash */
+}
+
+/* ------------------------------------------------- a second opinion -- */
+
+TEST(svg_python_elementtree_agrees)
+{
+    char out[4096], errs[4096];
+    if (run_sh(T, "command -v python3", out, sizeof out, errs, sizeof errs) != 0) {
+        test_skip(T, "python3 not found: ElementTree cross-check not run");
+        return;
+    }
+    char paths[4][512], err[512];
+    double *v = ramp(13 * 13, 1);
+    v[7] = NAN;
+    unsigned char outl[169] = {0};
+    outl[3] = outl[100] = 1;
+    static const char *const names[13] = {"<&>\"'", "\xea\xb9\x80\xeb\xaf\xbc\xec\xa4\x80", "c", "d", "e", "f", "g",
+                                          "h", "i", "j", "k", "l", "m"};
+    kgl_heatmap h = {.title = "t & <u>", .rows = 13, .cols = 13, .values = v, .row_labels = names,
+                     .col_labels = names, .row_axis = "q", .col_axis = "k", .vmin = NAN, .vmax = NAN,
+                     .outline = outl, .outline_label = "tail \"x\"", .value_label = "w", .annotate = true};
+    kgl_heatmap panels[2] = {h, h};
+    panels[1].rows = 5;
+    double y[20];
+    for (int i = 0; i < 20; i++) y[i] = i == 4 ? -1 : exp(-i * 0.3);
+    kgl_series s[2] = {{"a<b", 20, NULL, y}, {"\xea\xb9\x80", 20, NULL, y}};
+    kgl_lineplot lp = {.title = "l", .log_y = true, .series = s, .n_series = 2};
+    kgl_lineplot lps[2] = {lp, lp};
+    lps[1].log_y = false;
+    CHECK(kgl_svg_heatmap(tmp_path(T, paths[0], 512, "py0.svg"), &h, err, sizeof err));
+    CHECK(kgl_svg_heatmap_grid(tmp_path(T, paths[1], 512, "py1.svg"), "g", panels, 2, 2, err, sizeof err));
+    CHECK(kgl_svg_lineplot(tmp_path(T, paths[2], 512, "py2.svg"), &lp, err, sizeof err));
+    CHECK(kgl_svg_lineplot_grid(tmp_path(T, paths[3], 512, "py3.svg"), "G", lps, 2, 1, err, sizeof err));
+    free(v);
+    /* ElementTree counts every element and the rects with a <title>; ours must agree */
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "python3 -c 'import sys, xml.etree.ElementTree as ET; S = \"{http://www.w3.org/2000/svg}\"; "
+             "rs = [ET.parse(f).getroot() for f in sys.argv[1:]]; "
+             "print(\" \".join(\"%%d/%%d\" %% (sum(1 for _ in r.iter()), "
+             "sum(1 for e in r.iter(S + \"rect\") if e.find(S + \"title\") is not None)) for r in rs))' "
+             "'%s' '%s' '%s' '%s'",
+             paths[0], paths[1], paths[2], paths[3]);
+    int st = run_sh(T, cmd, out, sizeof out, errs, sizeof errs);
+    if (!CHECK(st == 0)) printf("    python3: %s\n", errs);
+    char want[256] = "";
+    size_t n = 0;
+    for (int k = 0; k < 4; k++) {
+        xdoc d;
+        if (load(T, paths[k], &d))
+            n += (size_t)snprintf(want + n, sizeof want - n, "%s%d/%d", k ? " " : "", d.n, titled_rects(&d));
+        xml_free(&d);
+    }
+    snprintf(want + n, sizeof want - n, "\n");
+    CHECK(strcmp(out, want) == 0 || printf("    python3: %s    ours:    %s", out, want) < 0);
+    CHECK(strstr(want, "/169 ") != NULL); /* the 13 x 13 heatmap's cells */
+}

@@ -1,0 +1,65 @@
+/* io_text.c — the line reader every input format goes through. */
+#include "test.h"
+
+static int next(kgl_text *t, char **f, int *nf, char *err)
+{
+    return kgl_text_next(t, '\t', f, 4, nf, err, 512);
+}
+
+TEST(text_lines_fields_comments_crlf)
+{
+    const char data[] = "# header\n\na\tb\tc\r\n#x\td\n  \nlast\tline";
+    kgl_text t;
+    kgl_text_from_memory(&t, "mem.tsv", data, sizeof data - 1);
+    char *f[4], err[512];
+    int nf;
+    CHECK(next(&t, f, &nf, err) == 1);
+    CHECK(t.lineno == 3 && nf == 3 && strcmp(f[0], "a") == 0 && strcmp(f[2], "c") == 0); /* \r removed */
+    CHECK(next(&t, f, &nf, err) == 1);
+    CHECK(t.lineno == 5 && nf == 1 && strcmp(f[0], "  ") == 0); /* whitespace is not blank: the caller rejects it */
+    CHECK(next(&t, f, &nf, err) == 1);
+    CHECK(t.lineno == 6 && nf == 2 && strcmp(f[1], "line") == 0); /* no final newline */
+    CHECK(next(&t, f, &nf, err) == 0);
+    kgl_text_close(&t);
+}
+
+TEST(text_errors_name_file_and_line)
+{
+    char *f[4], err[512];
+    int nf;
+    kgl_text t;
+    const char nul[] = "a\tb\tc\nx\ty\0z\n";
+    kgl_text_from_memory(&t, "n.tsv", nul, sizeof nul - 1);
+    CHECK(next(&t, f, &nf, err) == 1);
+    CHECK(next(&t, f, &nf, err) == -1);
+    CHECK(strcmp(err, "n.tsv:2: line contains a NUL byte (column 4)") == 0);
+    kgl_text_close(&t);
+
+    const char bad[] = "ok\n\xc3\x28\n";
+    kgl_text_from_memory(&t, "u.tsv", bad, sizeof bad - 1);
+    CHECK(next(&t, f, &nf, err) == 1);
+    CHECK(next(&t, f, &nf, err) == -1);
+    CHECK(strcmp(err, "u.tsv:2: invalid UTF-8 at byte 1 of the line") == 0);
+    kgl_text_close(&t);
+
+    static char longline[KGL_LINE_MAX + 10];
+    memset(longline, 'a', sizeof longline);
+    kgl_text_from_memory(&t, "l.tsv", longline, sizeof longline);
+    CHECK(next(&t, f, &nf, err) == -1);
+    CHECK(strstr(err, "l.tsv:1: line is 65546 bytes long; the limit is 65536") != NULL);
+    kgl_text_close(&t);
+
+    CHECK(!kgl_text_open(&t, "/nonexistent/dir/x.tsv", err, sizeof err));
+    CHECK(strcmp(err, "/nonexistent/dir/x.tsv: cannot open: No such file or directory") == 0);
+}
+
+TEST(utf8_validation)
+{
+    size_t at = 0;
+    CHECK(kgl_utf8_valid((const unsigned char *)"\xed\x95\x9c\xea\xb5\xad\xec\x96\xb4", 9, &at)); /* 한국어 */
+    CHECK(kgl_utf8_valid((const unsigned char *)"\xf0\x9f\x98\x80", 4, &at));                      /* emoji */
+    CHECK(!kgl_utf8_valid((const unsigned char *)"ab\xc0\xaf", 4, &at) && at == 2);                 /* overlong */
+    CHECK(!kgl_utf8_valid((const unsigned char *)"\xed\xa0\x80", 3, &at) && at == 0);               /* surrogate */
+    CHECK(!kgl_utf8_valid((const unsigned char *)"x\xe2\x82", 3, &at) && at == 1);                  /* truncated */
+    CHECK(!kgl_utf8_valid((const unsigned char *)"\xff", 1, &at));
+}

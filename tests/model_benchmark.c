@@ -1,0 +1,462 @@
+/* model_benchmark.c — what the benchmark work added: the blocked kernels give the
+ * plain loops' bits, and the like. */
+#include <stdlib.h>
+
+#include "engine/kernel.h"
+#include "test.h"
+
+static void fill(double *x, int n, kgl_rng *rng)
+{
+    for (int i = 0; i < n; i++) x[i] = kgl_rng_normal(rng);
+}
+
+/* The contract of kernel.h: each output is one running sum in reduction
+   order, so the blocked kernels equal the plain loops bit for bit, for every
+   shape (tiles and remainders) and every mode. Compared with ==. */
+TEST(blocked_kernels_equal_plain_loops_bit_for_bit)
+{
+    static const int sizes[] = {1, 3, 4, 5, 8, 9};
+    enum { NS = sizeof sizes / sizeof sizes[0], MAX = 9 };
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 11);
+    double A[MAX * MAX], B[MAX * MAX], C0[MAX * MAX], C[MAX * MAX], want[MAX * MAX];
+    long compared = 0, differ = 0;
+    for (int layout = 0; layout < 3; layout++)
+        for (int mode = KGL_SET; mode <= KGL_AFTER; mode++)
+            for (int a = 0; a < NS; a++)
+                for (int b = 0; b < NS; b++)
+                    for (int c = 0; c < NS; c++) {
+                        int M = sizes[a], N = sizes[b], K = sizes[c];
+                        fill(A, MAX * MAX, &rng);
+                        fill(B, MAX * MAX, &rng);
+                        fill(C0, MAX * MAX, &rng);
+                        for (int i = 0; i < M; i++)
+                            for (int j = 0; j < N; j++) {
+                                double s = mode == KGL_INTO ? C0[i * N + j] : 0;
+                                for (int k = 0; k < K; k++) {
+                                    double x = layout == 2 ? A[k * M + i] : A[i * K + k];
+                                    double y = layout == 1 ? B[j * K + k] : B[k * N + j];
+                                    s += x * y;
+                                }
+                                want[i * N + j] = mode == KGL_AFTER ? C0[i * N + j] + s : s;
+                            }
+                        memcpy(C, C0, sizeof C);
+                        if (layout == 0) kgl_gemm_nn(M, N, K, A, K, B, N, C, N, mode);
+                        if (layout == 1) kgl_gemm_nt(M, N, K, A, K, B, K, C, N, mode);
+                        if (layout == 2) kgl_gemm_tn(M, N, K, A, M, B, N, C, N, mode);
+                        for (int i = 0; i < M * N; i++, compared++) differ += C[i] != want[i];
+                        for (int i = M * N; i < MAX * MAX; i++) differ += C[i] != C0[i]; /* nothing else written */
+                    }
+    CHECK(compared == 3 * 3 * 30 * 30 * NS); /* layouts x modes x ΣM x ΣN x |K| */
+    CHECK(differ == 0);
+
+    /* the readout: Y[b,j] = Σ_c (C[h]R[r])_c E[j,c], and dE's three-factor terms */
+    enum { n = 7, d = 6, NB = 5 };
+    double Cm[4 * d], R[3 * d], E[n * d], Y[NB * n], V[NB * d], G[NB * n], dE[n * d], dE_want[n * d];
+    int heads[NB] = {0, 3, 1, 3, 2}, rels[NB] = {2, 0, 1, 2, 2};
+    fill(Cm, 4 * d, &rng), fill(R, 3 * d, &rng), fill(E, n * d, &rng), fill(G, NB * n, &rng), fill(dE, n * d, &rng);
+    memcpy(dE_want, dE, sizeof dE);
+    kgl_readout_rows(Cm, R, E, n, d, heads, rels, 0, NB, Y, V);
+    kgl_readout_grad_e(G, Cm, R, n, d, heads, rels, NB, 0, n, dE);
+    differ = 0;
+    for (int b = 0; b < NB; b++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < d; k++) s += Cm[heads[b] * d + k] * R[rels[b] * d + k] * E[j * d + k];
+            differ += Y[b * n + j] != s;
+        }
+    for (int j = 0; j < n; j++)
+        for (int k = 0; k < d; k++) {
+            double e = dE_want[j * d + k];
+            for (int b = 0; b < NB; b++) e += G[b * n + j] * Cm[heads[b] * d + k] * R[rels[b] * d + k];
+            differ += dE[j * d + k] != e;
+        }
+    CHECK(differ == 0);
+}
+
+static char out[1 << 17], err[1 << 14];
+
+/* The folder of the public KG benchmarks: KG_DATA (the Makefile passes it),
+   else ../shared/kg as in a clean clone. NULL when Nations is not there. */
+static const char *kg_data(void)
+{
+    const char *dir = getenv("KG_DATA");
+    if (!dir || !*dir) dir = "../shared/kg";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/nations/train.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    fclose(f);
+    return dir;
+}
+
+static double json_number_after(const char *json, const char *key)
+{
+    const char *p = strstr(json, key);
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* Nations (14 entities, 55 relations): 300 steps of a small layer take about
+   a second. Measured (d 32, 4 heads, seeds 1-3): untrained valid MRR 0.33,
+   0.34, 0.36; best valid MRR after 300 steps 0.759, 0.751, 0.745. The checks
+   leave a wide margin under those: +0.3 over the untrained model, and 0.65. */
+TEST(nations_valid_mrr_rises_well_above_untrained)
+{
+    const char *dir = kg_data();
+    if (!dir) {
+        test_skip(T, "no nations/ in KG_DATA or ../shared/kg (the public KG data lives beside the repository; "
+                     "make test KG_DATA=dir)");
+        return;
+    }
+    char files[3200], cmd[4096];
+    snprintf(files, sizeof files, "--train %s/nations/train.txt --valid %s/nations/valid.txt --test %s/nations/test.txt",
+             dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "train %s --dim 32 --heads 4 --steps 0 --json", files);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    const char *valid = strstr(out, "\"valid\":{\"tail\":");
+    double before = valid ? json_number_after(valid, "\"both\":{\"mrr\":") : NAN;
+    snprintf(cmd, sizeof cmd, "train %s --dim 32 --heads 4 --steps 300 --eval-every 50 --json", files);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    double best = json_number_after(out, "\"best_valid_mrr\":");
+    printf("    Nations valid MRR: untrained %.3f, best after 300 steps %.3f\n", before, best);
+    CHECK(before > 0.2 && before < 0.45);
+    CHECK(best >= before + 0.3);
+    CHECK(best >= 0.65);
+    CHECK(strstr(out, "\"steps\":300,") != NULL);
+}
+
+TEST(optimistic_and_pessimistic_ranks)
+{
+    double s[6] = {1.0, 3.0, 3.0, 2.0, 3.0, 0.5}, lo, hi;
+    kgl_filtered_rank_range(s, 6, 1, NULL, 0, &lo, &hi); /* tied with 2 and 4 */
+    CHECK(lo == 1 && hi == 3);
+    CHECK(kgl_filtered_rank(s, 6, 1, NULL, 0) == 2); /* realistic: the mean */
+    int known[1] = {4};
+    kgl_filtered_rank_range(s, 6, 1, known, 1, &lo, &hi); /* 4 is another answer: filtered */
+    CHECK(lo == 1 && hi == 2);
+    kgl_filtered_rank_range(s, 6, 3, NULL, 0, &lo, &hi); /* three higher, no tie */
+    CHECK(lo == 4 && hi == 4);
+    double nan_s[2] = {NAN, 1};
+    kgl_filtered_rank_range(nan_s, 2, 0, NULL, 0, &lo, &hi);
+    CHECK(lo == 2 && hi == 2);
+    /* in the evaluation: a model whose scores all tie (every parameter 0) ranks
+       every answer first optimistically, and at the tie midpoint realistically */
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[256];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    kgl_model m;
+    kgl_model_create(&m, &cfg);
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(&m, &t, &f);
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    kgl_evaluate(&m, f.context, &ds, ds.splits[0].triples, ds.splits[0].n, &ev);
+    CHECK(ev.both_optimistic.n == 42 && ev.both_optimistic.mrr == 1 && ev.both_optimistic.hits1 == 1);
+    CHECK(ev.tail_optimistic.n == 21 && ev.head_optimistic.n == 21);
+    CHECK(ev.both.mrr < 0.2);
+    kgl_eval_free(&ev);
+    kgl_tape_free(&t);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+TEST(schedule_factors)
+{
+    kgl_schedule s = {KGL_SCHED_COSINE, 0, 100, 0.0};
+    CHECK_NEAR(kgl_schedule_factor(&s, 0), 1.0, 1e-15);
+    CHECK_NEAR(kgl_schedule_factor(&s, 50), 0.5, 1e-15);
+    CHECK_NEAR(kgl_schedule_factor(&s, 100), 0.0, 1e-15);
+    CHECK_NEAR(kgl_schedule_factor(&s, 150), 0.0, 1e-15); /* stays at the floor */
+    s.floor = 0.1;
+    CHECK_NEAR(kgl_schedule_factor(&s, 100), 0.1, 1e-15);
+    s = (kgl_schedule){KGL_SCHED_LINEAR, 10, 100, 0.0};
+    CHECK_NEAR(kgl_schedule_factor(&s, 5), 0.5 * 0.95, 1e-15); /* warmup 5/10 of the linear decay's 0.95 */
+    CHECK_NEAR(kgl_schedule_factor(&s, 40), 0.6, 1e-15);
+    s = (kgl_schedule){KGL_SCHED_CONSTANT, 4, 0, 0.0};
+    CHECK_NEAR(kgl_schedule_factor(&s, 1), 0.25, 1e-15);
+    CHECK_NEAR(kgl_schedule_factor(&s, 4), 1.0, 1e-15);
+}
+
+/* A trainer on the embedded academic world (Adam defaults, FFN width `ffn`,
+   `batch` examples a step) with the regularisers `reg` turned on. */
+static bool regularised_trainer(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, int ffn, int batch, uint64_t seed,
+                                const kgl_regularisers *reg)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[256];
+    if (!CHECK(kgl_dataset_load(ds, &src, 1, e, sizeof e))) return false;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.ffn = ffn;
+    kgl_train_config tc = {batch, seed, {0}, NULL, 1, false, false};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer_init(tr, ds, ds->splits[0].triples, ds->splits[0].n, &cfg, &tc);
+    kgl_trainer_set_regularisers(tr, reg);
+    return true;
+}
+
+/* Turning dropout on changes neither the initial parameters (its stream is
+   its own) nor evaluation (off there); a seed gives the same bits. */
+TEST(dropout_is_seeded_separate_and_off_at_evaluation)
+{
+    char cmd[1024], a[600], b[600];
+    snprintf(a, sizeof a, "%s/d0.st", T->tmp);
+    snprintf(b, sizeof b, "%s/d1.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 0 --ffn 8 --save %s --quiet", a);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd,
+             "train --steps 0 --ffn 8 --dropout 0.3 --attn-dropout 0.2 --hidden-dropout 0.3 --save %s --quiet", b);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    kgl_st_file fa, fb;
+    char e[512];
+    if (!CHECK(kgl_st_read(a, &fa, e, sizeof e) && kgl_st_read(b, &fb, e, sizeof e))) return;
+    CHECK(fa.n == fb.n);
+    for (int k = 0; k < fa.n && k < fb.n; k++) {
+        const kgl_st_tensor *x = &fa.tensors[k], *y = kgl_st_find(&fb, x->name);
+        CHECK(y && memcmp(x->data, y->data, (size_t)(x->shape[0] * x->shape[1]) * sizeof(double)) == 0);
+    }
+    CHECK(strcmp(kgl_st_meta(&fb, "dropout"), "0.29999999999999999") == 0);
+    CHECK(kgl_st_meta(&fb, "dropout_state") != NULL);
+    kgl_st_free(&fa);
+    kgl_st_free(&fb);
+
+    /* the same seed, the same bits; without dropout another run */
+    static char first[1 << 12];
+    const char *args = "train --steps 30 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 --json";
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    char *fl = strstr(out, "\"final_loss\":");
+    if (!CHECK(fl != NULL)) return;
+    snprintf(first, sizeof first, "%.40s", fl);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, first) != NULL);
+    CHECK(run_kgl(T, "train --steps 30 --ffn 8 --json", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, first) == NULL);
+
+    /* off at evaluation: the trainer's context is the plain forward, twice the same */
+    kgl_dataset ds;
+    kgl_trainer tr;
+    kgl_regularisers reg = {.dropout = 0.5, .attn_dropout = 0.5, .hidden_dropout = 0.5,
+                            .label_smoothing = 0.1};
+    if (!regularised_trainer(T, &ds, &tr, 8, 10, 5, &reg)) return;
+    for (int s = 0; s < 5; s++) kgl_trainer_step(&tr);
+    kgl_rng before = tr.dropout_rng;
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(&tr, &f);
+    size_t nd = kgl_numel(C);
+    double *c1 = malloc(nd * sizeof(double));
+    memcpy(c1, C->data, nd * sizeof(double));
+    kgl_tape plain;
+    kgl_tape_init(&plain);
+    plain.recording = false;
+    kgl_forward g;
+    kgl_model_context(&tr.model, &plain, &g);
+    CHECK(memcmp(c1, g.context->data, nd * sizeof(double)) == 0);
+    CHECK(memcmp(&before, &tr.dropout_rng, sizeof before) == 0); /* evaluation draws nothing */
+    /* and a training step does draw */
+    kgl_trainer_step(&tr);
+    CHECK(memcmp(&before, &tr.dropout_rng, sizeof before) != 0);
+    free(c1);
+    kgl_tape_free(&plain);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
+/* A regularised step allocates nothing either: dropout masks live in the
+   tape's arena; nor does model selection (evaluate, snapshot) between steps. */
+TEST(no_allocation_inside_a_regularised_training_step)
+{
+    kgl_dataset ds;
+    kgl_trainer tr;
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
+                            .label_smoothing = 0.1};
+    if (!regularised_trainer(T, &ds, &tr, 8, 10, 3, &reg)) return;
+    kgl_schedule sched = {KGL_SCHED_COSINE, 5, 60, 0.1};
+    kgl_trainer_set_schedule(&tr, &sched);
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    kgl_snapshot snap = {0};
+    for (int s = 0; s < 6; s++) kgl_trainer_step(&tr), kgl_trainer_fits(&tr, &ev), kgl_trainer_snapshot(&tr, &snap);
+    long before = test_alloc_count();
+    for (int s = 0; s < 40; s++) {
+        kgl_trainer_step(&tr);
+        kgl_trainer_fits(&tr, &ev);
+        kgl_trainer_snapshot(&tr, &snap);
+        if (s == 20) kgl_trainer_restore(&tr, &snap);
+    }
+    CHECK(test_alloc_count() == before);
+    kgl_snapshot_free(&snap);
+    kgl_eval_free(&ev);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
+/* Restoring a snapshot continues exactly as from that moment (parameters,
+   moments, batch position, dropout stream): the best model's run goes on as
+   if nothing had happened. */
+TEST(snapshot_restore_continues_exactly)
+{
+    kgl_dataset ds;
+    kgl_trainer tr;
+    kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3,
+                            .label_smoothing = 0.1};
+    if (!regularised_trainer(T, &ds, &tr, 0, 8, 9, &reg)) return;
+    kgl_snapshot snap = {0};
+    double want[10], got[10];
+    for (int s = 0; s < 7; s++) kgl_trainer_step(&tr); /* 7 batches of 8 in 42 examples: inside an epoch */
+    kgl_trainer_snapshot(&tr, &snap);
+    for (int s = 0; s < 10; s++) want[s] = kgl_trainer_step(&tr);
+    kgl_trainer_restore(&tr, &snap);
+    for (int s = 0; s < 10; s++) got[s] = kgl_trainer_step(&tr);
+    CHECK(memcmp(want, got, sizeof want) == 0);
+    CHECK(tr.optim.step == 17);
+    kgl_snapshot_free(&snap);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
+/* --eval-every: the model that scores best on valid is the one reported and
+   saved; the test triples choose nothing (another test file, the same run);
+   --patience stops early. */
+TEST(eval_every_keeps_the_best_model_and_ignores_test)
+{
+    /* held-out triples over the academic world's names (so the ids do not
+       change); the valid and test queries share no (entity, relation) key,
+       so the test triples do not even filter a valid ranking */
+    const char *valid = write_tmp(T, 0, "v.tsv", "carol\tadvises\tdave\nerin\tcites\tp1\n", 32);
+    const char *test1 = write_tmp(T, 1, "t1.tsv", "dave\tabout\tnesy\n", 16);
+    const char *test2 = write_tmp(T, 2, "t2.tsv", "erin\tabout\tlogic\n", 17);
+    char cmd[2048], ck[600], best_mrr[64] = "", best_step[32] = "";
+    snprintf(ck, sizeof ck, "%s/best.st", T->tmp);
+    for (int run = 0; run < 2; run++) {
+        snprintf(cmd, sizeof cmd, "train --valid %s --test %s --steps 60 --eval-every 4 --dropout 0.1 --json --save %s",
+                 valid, run ? test2 : test1, ck);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        const char *p = strstr(out, "\"best_step\":"), *q = strstr(out, "\"best_valid_mrr\":");
+        if (!CHECK(p && q)) return;
+        char step[32], mrr[64];
+        snprintf(step, sizeof step, "%.*s", (int)strcspn(p + 12, ","), p + 12);
+        snprintf(mrr, sizeof mrr, "%.*s", (int)strcspn(q + 17, ","), q + 17);
+        CHECK(strstr(out, "\"steps\":60,") != NULL);
+        CHECK(strstr(out, "\"evaluations\":15,") != NULL); /* steps 4, 8, …, 60 */
+        if (run == 0) {
+            snprintf(best_step, sizeof best_step, "%s", step);
+            snprintf(best_mrr, sizeof best_mrr, "%s", mrr);
+            /* the reported valid metrics are the best model's */
+            char both[128];
+            snprintf(both, sizeof both, "\"valid\":{\"tail\":");
+            const char *v = strstr(out, both);
+            CHECK(v && json_number_after(v, "\"both\":{\"mrr\":") == strtod(mrr, NULL));
+        } else {
+            CHECK(strcmp(step, best_step) == 0); /* another test file chose the same model */
+            CHECK(strcmp(mrr, best_mrr) == 0);
+        }
+    }
+    printf("    best valid MRR %s at step %s of 60\n", best_mrr, best_step);
+    /* the checkpoint holds that model: kgl eval reproduces the number */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --valid %s --test %s --json", ck, valid, test2);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    char step_field[64];
+    snprintf(step_field, sizeof step_field, "{\"step\":%s,", best_step);
+    CHECK(strstr(out, step_field) == out);
+    const char *v = strstr(out, "\"valid\":{\"tail\":");
+    CHECK(v && json_number_after(v, "\"both\":{\"mrr\":") == strtod(best_mrr, NULL));
+
+    /* patience: stops after P evaluations without a better model */
+    snprintf(cmd, sizeof cmd, "train --valid %s --steps 500 --eval-every 1 --patience 3 --lr 0.05 --json", valid);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"stopped_early\":true") != NULL);
+    long steps = (long)json_number_after(out, "{\"steps\":"), best = (long)json_number_after(out, "\"best_step\":");
+    CHECK(steps == best + 3);
+    CHECK(steps < 500);
+
+    /* usage errors */
+    CHECK(run_kgl(T, "train --eval-every 5", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--eval-every ranks the --valid triples: give --valid F") != NULL);
+    snprintf(cmd, sizeof cmd, "train --valid %s --patience 2", valid);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--patience counts evaluations: give --eval-every K") != NULL);
+    CHECK(run_kgl(T, "train --dropout 1.5", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--dropout") != NULL);
+    CHECK(run_kgl(T, "train --lr-schedule step", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--lr-schedule expects constant, cosine or linear, got 'step'") != NULL);
+}
+
+/* kgl benchmark end to end on a tiny dataset folder: the runs, their files,
+   the tables and results.json in the issue's schema; and its input errors. */
+TEST(benchmark_command_runs_tables_and_results_json)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/kg/acad %s/cfg && grep -v '^#' data/academic.tsv > %s/kg/acad/train.txt && "
+             "printf 'carol\\tadvises\\tdave\\nerin\\tcites\\tp1\\n' > %s/kg/acad/valid.txt && "
+             "printf 'dave\\tabout\\tnesy\\n' > %s/kg/acad/test.txt && "
+             "printf '# a comment\\n--dim 8 --heads 2  # another\\n--steps 20 --eval-every 10 --dropout 0.1\\n' > "
+             "%s/cfg/acad.args",
+             T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1,2 --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
+    CHECK(strstr(out, "### acad: filtered test ranking, both directions (2 queries)") != NULL);
+    CHECK(strstr(out, "| model | MRR | Hits@1 | Hits@3 | Hits@10 |") != NULL);
+    CHECK(strstr(out, "| **kgl**, realistic ties (mean ± std, 2 seeds) |") != NULL);
+    CHECK(strstr(out, "| **kgl**, optimistic ties (mean ± std, 2 seeds) |") != NULL);
+    CHECK(strstr(out, "`--dim 8 --heads 2 --steps 20 --eval-every 10 --dropout 0.1`") != NULL);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/bout && ls acad-seed1.json acad-seed1.csv acad-seed1.safetensors acad-seed2.safetensors && "
+             "command -v python3 >/dev/null || exit 77; python3 -c \"import json; d=json.load(open('results.json'))['acad']; "
+             "print(sorted(d['test']), sorted(d['test']['both']), d['params'], d['seeds'], len(d['runs']), "
+             "d['config'])\"",
+             T->tmp);
+    int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (st != 77) {
+        CHECK(st == 0);
+        /* 456 parameters: E 13x8, R 10x8, four 8x8, two 8 */
+        if (!CHECK(strstr(out, "['both', 'head', 'optimistic', 'tail'] ['hits1', 'hits10', 'hits3', 'mrr'] 456 [1, 2] 2 "
+                               "--dim 8 --heads 2 --steps 20 --eval-every 10 --dropout 0.1") != NULL))
+            printf("    got: %s\n", out);
+    }
+    /* the published rows appear for the datasets they belong to */
+    snprintf(cmd, sizeof cmd, "cp %s/cfg/acad.args %s/cfg/nations.args && mkdir -p %s/kg/nations && cp %s/kg/acad/* %s/kg/nations/",
+             T->tmp, T->tmp, T->tmp, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nations --seeds 3 --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "| ConvE (Dettmers et al. 2018) | 0.82 | 0.72 | 0.88 | 1.00 |") != NULL);
+    CHECK(strstr(out, "| **kgl**, realistic ties (seed 3) |") != NULL);
+
+    /* errors: a missing data folder, a config that sets what the command sets */
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/nowhere --configs %s/cfg --datasets acad", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "nowhere/acad/train.txt") && strstr(err, "KG_DATA=DIR"));
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --seed 4\\n' > %s/cfg/bad.args", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets bad", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "bad.args: --seed is set by kgl benchmark; remove it from the file") != NULL);
+    /* a config without model selection: the table would report a model nobody selected */
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5\\n' > %s/cfg/nosel.args", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nosel", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "nosel.args: give --eval-every K") != NULL);
+    /* an option kgl train does not know: the run's own message, exit 2 */
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --eval-every 5 --frobnicate 3\\n' > %s/cfg/typo.args && mkdir -p %s/kg/typo && "
+             "cp %s/kg/acad/* %s/kg/typo/", T->tmp, T->tmp, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets typo --seeds 1 --out %s/bout", T->tmp,
+             T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "typo seed 1 failed") && strstr(err, "unknown option '--frobnicate'"));
+    CHECK(run_kgl(T, "benchmark --seeds 1,x", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--seeds expects") != NULL);
+}

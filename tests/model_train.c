@@ -1,0 +1,501 @@
+/* model_train.c — kgl train, eval and grad: the academic world is learned by
+ * every seed, runs are bit-reproducible, resume is exact, kgl grad agrees
+ * with finite differences, checkpoints open in Python, and every malformed
+ * input gets file:line and exit status 2. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 17], err[1 << 14];
+
+static bool load_academic(kgl_dataset *ds)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[512];
+    return kgl_dataset_load(ds, &src, 1, e, sizeof e);
+}
+
+TEST(filtered_rank_ties_and_filters)
+{
+    double s[5] = {1.0, 3.0, 3.0, 2.0, 0.5};
+    CHECK(kgl_filtered_rank(s, 5, 1, NULL, 0) == 1.5);       /* tied with entity 2: (1 + 2)/2 */
+    int known[1] = {2};
+    CHECK(kgl_filtered_rank(s, 5, 1, known, 1) == 1.0);      /* entity 2 is another known answer */
+    CHECK(kgl_filtered_rank(s, 5, 3, NULL, 0) == 3.0);       /* two higher */
+    int known2[2] = {1, 3};                                  /* the target itself may be in the list */
+    CHECK(kgl_filtered_rank(s, 5, 3, known2, 2) == 2.0);
+    double nan_s[3] = {NAN, 1, 2};
+    CHECK(kgl_filtered_rank(nan_s, 3, 0, NULL, 0) == 3.0);   /* a NaN target ranks last */
+    CHECK(kgl_filtered_rank(nan_s, 3, 2, NULL, 0) == 2.0);   /* a NaN rival counts as higher */
+    double all_equal[4] = {0, 0, 0, 0};
+    CHECK(kgl_filtered_rank(all_equal, 4, 0, NULL, 0) == 2.5); /* realistic: (1 + 4)/2 */
+}
+
+/* MODEL.md's evaluation on a model whose scores we can predict: with every
+   parameter zero but E, each score is 0, so every rank is the tie rank. */
+TEST(evaluate_counts_both_directions)
+{
+    kgl_dataset ds;
+    CHECK(load_academic(&ds));
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    kgl_model m;
+    kgl_model_create(&m, &cfg); /* all zeros: every score is 0 */
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(&m, &t, &f);
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    kgl_evaluate(&m, f.context, &ds, ds.splits[0].triples, ds.splits[0].n, &ev);
+    CHECK(ev.tail.n == 21 && ev.head.n == 21 && ev.both.n == 42);
+    /* (alice, advises, dave): 13 candidates, erin filtered → 11 rivals all
+       tied → rank 1 + 11/2 = 6.5 */
+    int advises = kgl_dataset_relation_id(&ds, "advises");
+    CHECK(ev.rel_tail[advises].n == 3);
+    /* advises tails: alice→{dave, erin} filters one rival each: 6.5, 6.5; bob→carol: 7 */
+    CHECK_NEAR(ev.rel_tail[advises].mrr, (1 / 6.5 + 1 / 6.5 + 1 / 7.0) / 3, 1e-15);
+    CHECK(ev.rel_tail[advises].hits1 == 0 && ev.rel_tail[advises].hits10 == 1);
+    kgl_eval_free(&ev);
+    kgl_tape_free(&t);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* The acceptance test: seeds 1–10, --until-fit --steps 1000, all fit. */
+TEST(every_seed_fits_the_academic_world)
+{
+    int fits = 0;
+    for (int seed = 1; seed <= 10; seed++) {
+        char args[128];
+        snprintf(args, sizeof args, "train --until-fit --steps 1000 --seed %d --json", seed);
+        int st = run_kgl(T, args, out, sizeof out, err, sizeof err);
+        CHECK(st == 0);
+        long fit = -1;
+        const char *p = strstr(out, "\"fit_step\":");
+        if (CHECK(p != NULL)) fit = strtol(p + 11, NULL, 10);
+        CHECK(fit > 0 && fit <= 1000);
+        /* fit means Hits@1 = 1 in both directions on the training triples */
+        CHECK(strstr(out, "\"train\":{\"tail\":{\"mrr\":1,\"hits1\":1,") != NULL);
+        CHECK(strstr(out, "\"head\":{\"mrr\":1,\"hits1\":1,") != NULL);
+        fits += fit > 0;
+    }
+    CHECK(fits == 10);
+}
+
+TEST(make_run_default_learns_every_relation)
+{
+    CHECK(run_kgl(T, "train --quiet", out, sizeof out, err, sizeof err) == 0);
+    const char *rels[5] = {"about", "advises", "affiliated", "authored", "cites"};
+    for (int r = 0; r < 5; r++) {
+        /* relation row: n, then tail MRR H@1 … head MRR H@1 …, all perfect */
+        char row[128];
+        snprintf(row, sizeof row, "\n%-10s", rels[r]);
+        const char *p = strstr(out, row);
+        if (!CHECK(p != NULL)) continue;
+        double v[9];
+        CHECK(sscanf(p + 1 + strlen(rels[r]), "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
+                     &v[5], &v[6], &v[7], &v[8]) == 9);
+        CHECK(v[2] == 1.0 && v[6] == 1.0); /* tail and head Hits@1 */
+    }
+    CHECK(strstr(out, "fit: every training triple ranks first (tail and head) after step") != NULL);
+    CHECK(strstr(out, "head specialisation spec[h][r]") != NULL);
+}
+
+TEST(same_seed_same_loss_bits)
+{
+    static char a[1 << 17], b[1 << 17];
+    CHECK(run_kgl(T, "train --steps 40 --seed 7 --ffn 8 --json", out, sizeof out, err, sizeof err) == 0);
+    snprintf(a, sizeof a, "%s", out);
+    CHECK(run_kgl(T, "train --steps 40 --seed 7 --ffn 8 --json", out, sizeof out, err, sizeof err) == 0);
+    snprintf(b, sizeof b, "%s", out);
+    /* identical up to the wall-clock field */
+    char *sa = strstr(a, "\"seconds\""), *sb = strstr(b, "\"seconds\"");
+    CHECK(sa && sb && sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0);
+    CHECK(strstr(a, "\"final_loss\":") != NULL);
+    CHECK(run_kgl(T, "train --steps 40 --seed 8 --ffn 8 --json", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strncmp(out, a, (size_t)(sa - a)) != 0); /* another seed, another run */
+}
+
+/* The CSV log: header, one row per logged step, 17 significant digits. */
+TEST(train_log_csv)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "train --steps 25 --log-every 10 --log %s/log.csv --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    char path[600];
+    snprintf(path, sizeof path, "%s/log.csv", T->tmp);
+    FILE *f = fopen(path, "r");
+    if (!CHECK(f != NULL)) return;
+    char line[4096];
+    CHECK(fgets(line, sizeof line, f) && strncmp(line, "step,loss,main_loss,aux_loss,lr,seconds", 39) == 0);
+    long steps[4];
+    int rows = 0;
+    while (fgets(line, sizeof line, f) && rows < 4) {
+        double loss, main_loss;
+        CHECK(sscanf(line, "%ld,%lf,%lf,", &steps[rows], &loss, &main_loss) == 3);
+        CHECK(loss == main_loss); /* no supervision: loss = main */
+        CHECK(strstr(line, ",,") != NULL); /* aux_loss empty: NaN in pandas */
+        rows++;
+    }
+    fclose(f);
+    CHECK(rows == 3 && steps[0] == 10 && steps[1] == 20 && steps[2] == 25);
+}
+
+/* "final_loss" of a --json run, as the exact text printed (17 digits). */
+static bool final_loss_text(const char *json, char *buf, size_t cap)
+{
+    const char *p = strstr(json, "\"final_loss\":");
+    if (!p) return false;
+    p += 13;
+    size_t n = strcspn(p, ",}");
+    if (n + 1 > cap) return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return true;
+}
+
+/* 50 steps, save, resume for 50 more = 100 steps in one run, bit for bit;
+   also from a --steps 0 checkpoint, and with shuffled mini-batches (the
+   checkpoint carries the shuffle state and the position in the epoch). */
+TEST(resume_is_exact)
+{
+    static const char *const variants[] = {"", "--batch 10", "--ffn 8 --supervise-heads advises=0,authored=1",
+                                           "--optimizer sgd --momentum 0.9 --lr 0.1 --batch 16",
+                                           /* the dropout stream and the regularisers are in the checkpoint */
+                                           "--batch 10 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 --label-smoothing 0.1",
+                                           "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10",
+                                           /* data/bench/umls.args at this scale: the remedies' parameters resume too */
+                                           ("--qk-norm --temperature learn --batch 10 --lr-schedule cosine --decay-steps 100 "
+                                            "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1")};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        char cmd[1024], straight[64], resumed[64];
+        snprintf(cmd, sizeof cmd, "train %s --steps 100 --json", variants[v]);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        CHECK(final_loss_text(out, straight, sizeof straight));
+        for (int first = 0; first <= 50; first += 50) {
+            snprintf(cmd, sizeof cmd, "train %s --steps %d --save %s/r.st --quiet", variants[v], first, T->tmp);
+            CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+            snprintf(cmd, sizeof cmd, "train --resume %s/r.st --steps %d --json", T->tmp, 100 - first);
+            CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+            CHECK(strstr(out, "{\"steps\":100,") == out);
+            CHECK(final_loss_text(out, resumed, sizeof resumed));
+            if (!CHECK(strcmp(straight, resumed) == 0))
+                printf("    variant '%s', resumed after %d: %s vs %s\n", variants[v], first, resumed, straight);
+        }
+    }
+    char cmd[1024];
+    /* a schedule that has ended is said, not silently run at its floor */
+    snprintf(cmd, sizeof cmd, "train --lr-schedule cosine --steps 5 --save %s/c.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s/c.st --steps 1 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "decay ended at step 5;") != NULL);
+    snprintf(cmd, sizeof cmd, "train --resume %s/c.st --steps 1 --decay-steps 10 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "decay ended") == NULL);
+    /* a model option that contradicts the checkpoint is refused */
+    snprintf(cmd, sizeof cmd, "train --resume %s/r.st --dim 16", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--dim differs from the checkpoint") != NULL);
+}
+
+/* Parses "advises=0,authored=1" the way a reader of the checkpoint would. */
+static void head_map(const kgl_dataset *ds, const char *spec, int *head_of)
+{
+    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
+    char copy[512];
+    snprintf(copy, sizeof copy, "%s", spec);
+    for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        *eq = 0;
+        head_of[kgl_dataset_relation_id(ds, tok)] = atoi(eq + 1);
+    }
+}
+
+typedef struct full_loss_ctx {
+    kgl_model *m;
+    kgl_tape *t;
+    kgl_batch *b;
+    kgl_supervision *sup;
+} full_loss_ctx;
+
+static double full_loss(void *vctx)
+{
+    full_loss_ctx *c = vctx;
+    kgl_tape_reset(c->t);
+    c->t->recording = false;
+    kgl_forward f;
+    kgl_model_loss(c->m, c->t, c->b, c->sup, &f);
+    return f.loss->data[0];
+}
+
+/* kgl grad's output against central differences of the full loss at a saved
+   checkpoint, every element of every parameter (FFN and head supervision
+   on, so every op of the layer is in the loss). */
+TEST(grad_command_matches_finite_differences)
+{
+    char cmd[2048], ck[600], gr[600];
+    snprintf(ck, sizeof ck, "%s/g.st", T->tmp);
+    snprintf(gr, sizeof gr, "%s/grad.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 30 --ffn 8 --supervise-heads advises=0,authored=1 --save %s --quiet", ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "grad --checkpoint %s --out %s --json", ck, gr);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    double printed = NAN;
+    CHECK(sscanf(out, "{\"loss\":%lf", &printed) == 1);
+
+    kgl_dataset ds;
+    CHECK(load_academic(&ds));
+    kgl_checkpoint c;
+    char e[1024];
+    if (!CHECK(kgl_checkpoint_open(ck, &ds, &c, e, sizeof e))) return;
+    kgl_model m;
+    kgl_model_create(&m, &c.cfg);
+    kgl_checkpoint_apply(&c, &m);
+    int head_of[16];
+    head_map(&ds, c.st.supervise, head_of);
+    kgl_supervision sup = {head_of, c.st.aux_weight};
+    const kgl_split *sp = &ds.splits[0];
+    int n = 2 * sp->n, h[64], r[64], t[64];
+    for (int k = 0; k < sp->n; k++) {
+        h[k] = sp->triples[k].head, r[k] = sp->triples[k].rel, t[k] = sp->triples[k].tail;
+        h[sp->n + k] = t[k], r[sp->n + k] = ds.n_relations + r[k], t[sp->n + k] = h[k];
+    }
+    kgl_batch b = {n, h, r, t};
+    kgl_tape tape;
+    kgl_tape_init(&tape);
+    full_loss_ctx ctx = {&m, &tape, &b, &sup};
+    CHECK(full_loss(&ctx) == printed); /* the same computation, the same bits (17 digits round-trip) */
+
+    kgl_st_file g;
+    if (!CHECK(kgl_st_read(gr, &g, e, sizeof e))) return;
+    CHECK(strcmp(kgl_st_meta(&g, "format"), "kgl-grad/1") == 0);
+    CHECK(g.n == m.params.n);
+    long checked = 0;
+    for (int k = 0; k < m.params.n; k++) {
+        kgl_param *p = &m.params.p[k];
+        const kgl_st_tensor *gt = kgl_st_find(&g, p->name);
+        if (!CHECK(gt != NULL)) continue;
+        CHECK((size_t)(gt->shape[0] * gt->shape[1]) == kgl_numel(&p->t));
+        kgl_fd_stats st = {0};
+        st.first_bad = -1;
+        kgl_fd_compare(p->t.data, gt->data, kgl_numel(&p->t), 1e-5, 1e-6, full_loss, &ctx, &st);
+        if (st.failures) printf("    %s: %s\n", p->name, "finite differences disagree");
+        CHECK(st.failures == 0 && st.nonzero);
+        CHECK(st.max_rel_err <= 1e-6);
+        checked += st.checks;
+    }
+    CHECK(checked == 616); /* every element of the 14 parameters (d 8, FFN 8) */
+    kgl_st_free(&g);
+    kgl_tape_free(&tape);
+    kgl_model_free(&m);
+    kgl_checkpoint_close(&c);
+    kgl_dataset_free(&ds);
+}
+
+/* A checkpoint opens with 20 lines of stdlib Python (json + struct), and holds
+   what MODEL.md lists with the right shapes and values. */
+TEST(checkpoint_opens_in_python)
+{
+    char cmd[1024], ck[600];
+    snprintf(ck, sizeof ck, "%s/py.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 20 --ffn 4 --save %s --quiet", ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "command -v python3 >/dev/null || exit 77; python3 tests/read_safetensors.py %s", ck);
+    int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (st == 77) {
+        test_skip(T, "python3 not installed");
+        return;
+    }
+    CHECK(st == 0);
+    static const char *const shapes[] = {"entity_emb [13, 8]", "relation_emb [10, 8]", "attn.wq [8, 8]",
+                                         "attn.wo [8, 8]",     "ln1.gamma [8]",        "ln1.beta [8]",
+                                         "ffn.w1 [8, 4]",      "ffn.b1 [4]",           "ffn.w2 [4, 8]",
+                                         "ln2.beta [8]",       "adam.m.entity_emb [13, 8]", "adam.v.ffn.w2 [4, 8]"};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        char line[128];
+        snprintf(line, sizeof line, "%s%s [", k ? "\n" : "", shapes[k]);
+        if (!CHECK(strstr(out, line) != NULL)) printf("    missing: %s\n", shapes[k]);
+    }
+    /* values: Python's repr of entity_emb[0][0] equals our double, exactly */
+    kgl_st_file f;
+    char e[512];
+    if (!CHECK(kgl_st_read(ck, &f, e, sizeof e))) return;
+    const char *p = strstr(out, "entity_emb [13, 8] [");
+    double first = NAN;
+    if (CHECK(p != NULL)) first = strtod(p + 20, NULL);
+    CHECK(first == kgl_st_find(&f, "entity_emb")->data[0]);
+    CHECK(strstr(out, "\"entities\": \"alice\\nbob\\ncarol\\ncmu\\ndave\\nerin\\nlogic\\nmit\\nml\\nnesy\\np1\\np2\\np3\"") !=
+          NULL);
+    CHECK(strstr(out, "\"format\": \"kgl/1\"") && strstr(out, "\"step\": \"20\"") && strstr(out, "\"ffn\": \"4\""));
+    CHECK(strstr(out, "\"relations\": \"about\\nadvises\\naffiliated\\nauthored\\ncites\"") != NULL);
+    kgl_st_free(&f);
+}
+
+/* Every malformed input: file:line, what is wrong, exit status 2. */
+TEST(malformed_triples_exit_2_with_file_and_line)
+{
+    static char longline[KGL_LINE_MAX + 100];
+    memset(longline, 'x', sizeof longline - 1);
+    longline[sizeof longline - 1] = 0;
+    struct {
+        const char *text;
+        size_t len;
+        const char *message;
+    } cases[] = {
+        {"a\tr\tb\nc\td\n", 0, "bad.tsv:2: expected 3 tab-separated fields (head, relation, tail), found 2"},
+        {"a\tr\tb\tc\n", 0, "bad.tsv:1: expected 3 tab-separated fields (head, relation, tail), found 4"},
+        {"a\t\tb\n", 0, "bad.tsv:1: empty relation field"},
+        {"\tr\tb\n", 0, "bad.tsv:1: empty head field"},
+        {"a\tr\tb\n   \n", 0, "bad.tsv:2: expected 3 tab-separated fields"},
+        {"a\tr\tb\nx\ty\0z\tw\n", 13, "bad.tsv:2: line contains a NUL byte"},
+        {"a\tr\tb\n\xff\tr\tb\n", 0, "bad.tsv:2: invalid UTF-8"},
+        {longline, 0, "bad.tsv:1: line is 65635 bytes long; the limit is 65536"},
+        {"", 0, "bad.tsv: no triples"},
+        {"# only a comment\n\n", 0, "bad.tsv: no triples"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t len = cases[k].len ? cases[k].len : strlen(cases[k].text);
+        write_tmp(T, 0, "bad.tsv", cases[k].text, len);
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "train --train %s/bad.tsv --steps 1", T->tmp);
+        int st = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+        CHECK(st == 2);
+        if (!CHECK(strstr(err, cases[k].message) != NULL)) printf("    case %zu: got '%s'\n", k, err);
+        CHECK(strncmp(err, T->tmp, strlen(T->tmp)) == 0); /* the message starts with the path */
+    }
+    /* an unreadable path, and an error in the second file names that file */
+    CHECK(run_kgl(T, "train --train /nonexistent/x.tsv", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "/nonexistent/x.tsv: cannot open: No such file or directory") != NULL);
+    write_tmp(T, 1, "good.tsv", "a\tr\tb\n", 6);
+    write_tmp(T, 2, "bad2.tsv", "a\tr\n", 4);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "eval --checkpoint x --train %s/good.tsv --valid %s/bad2.tsv", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "bad2.tsv:1: expected 3") != NULL);
+}
+
+TEST(utf8_names_duplicates_and_spaces_train)
+{
+    const char text[] = "# Korean and spaced names\n"
+                        "\xea\xb9\x80\xec\xb2\xa0\xec\x88\x98\tadvises\tJane Doe\n" /* 김철수 */
+                        "Jane Doe\tauthored\tpaper one\n"
+                        "\xea\xb9\x80\xec\xb2\xa0\xec\x88\x98\tadvises\tJane Doe\r\n" /* the same triple again */
+                        "paper one\tabout\tlogic\n";
+    write_tmp(T, 0, "k.tsv", text, sizeof text - 1);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "train --train %s/k.tsv --until-fit --steps 500 --json", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "k.tsv: 1 duplicate triple counted once (first at line 4)") != NULL);
+    CHECK(strstr(out, "\"train\":{\"tail\":{\"mrr\":1,\"hits1\":1,\"hits3\":1,\"hits10\":1,\"n\":3}") != NULL);
+}
+
+TEST(train_option_errors_exit_2)
+{
+    struct {
+        const char *args, *message;
+    } cases[] = {
+        {"train --heads 3", "--heads must divide --dim"},
+        {"train --dim 0", "--dim expects a whole number from 1"},
+        {"train --scale banana", "--scale expects sqrt, none or a positive number"},
+        {"train --relations advises,frobs", "--relations: no relation 'frobs' in the triples"},
+        {"train --supervise-heads advises=2", "--supervise-heads: head '2' for advises must be a number from 0 to 1"},
+        {"train --supervise-heads advises", "'advises' is not RELATION=HEAD"},
+        {"train --supervise-heads nope=0", "no relation 'nope'"},
+        {"train --optimizer rmsprop", "--optimizer expects adam or sgd"},
+        {"train --momentum 0.9", "--momentum applies to --optimizer sgd"},
+        {"train --resume /nonexistent.st", "/nonexistent.st"},
+        {"eval", "--checkpoint is required"},
+        {"grad --checkpoint x", "--out is required"},
+        {"train --steps -1", "--steps expects a whole number"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CHECK(run_kgl(T, cases[k].args, out, sizeof out, err, sizeof err) == 2);
+        if (!CHECK(strstr(err, cases[k].message) != NULL)) printf("    %s: got '%s'\n", cases[k].args, err);
+    }
+    CHECK(run_kgl(T, "train --help", out, sizeof out, err, sizeof err) == 0);
+    static const char *const opts[] = {"--train", "--valid", "--test", "--relations", "--dim", "--heads", "--ffn",
+                                       "--scale", "--init-scale", "--steps", "--lr", "--batch", "--weight-decay",
+                                       "--seed", "--no-reciprocal", "--supervise-heads", "--aux-weight", "--until-fit",
+                                       "--log", "--log-every", "--save", "--resume", "--json", "--quiet",
+                                       "--optimizer", "--momentum"};
+    for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) CHECK(strstr(out, opts[k]) != NULL);
+}
+
+TEST(checkpoint_validation_messages)
+{
+    char cmd[1024], ck[600];
+    snprintf(ck, sizeof ck, "%s/v.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 0 --save %s --quiet", ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    /* tied to its data: another entity set is refused with the first difference */
+    write_tmp(T, 0, "other.tsv", "alice\tadvises\tzed\n", 18);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --train %s/other.tsv", ck, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "entity 1 is 'bob' in the checkpoint but 'zed' in the triples") != NULL);
+    /* not a safetensors file */
+    const char *junk = write_tmp(T, 1, "junk.st", "hello, world", 12);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s", junk);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "junk.st: ") != NULL);
+    /* a safetensors file without kgl's metadata */
+    kgl_st_entry e = {"x", 1, {2, 1}, (const double[]){1, 2}};
+    char msg[512], path[600];
+    snprintf(path, sizeof path, "%s/plain.st", T->tmp);
+    CHECK(kgl_st_write(path, &e, 1, NULL, 0, msg, sizeof msg));
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "metadata has no 'format'") != NULL);
+    /* eval of the saved model agrees with train's own report of the same model */
+    snprintf(cmd, sizeof cmd, "train --steps 60 --save %s --json", ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    char *train_metrics = strstr(out, "\"metrics\":{");
+    char *spec = strstr(out, ",\"spec\"");
+    if (!CHECK(train_metrics && spec)) return;
+    *spec = 0;
+    char expected[8192];
+    snprintf(expected, sizeof expected, "%s", train_metrics);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "{\"step\":60,") == out);
+    CHECK(strstr(out, expected) != NULL);
+}
+
+TEST(non_finite_loss_stops_training)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "train --scale 1e300 --init-scale 1e6 --steps 5 --save %s/nan.st", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 1);
+    CHECK(strstr(err, "kgl train: step 1: the loss is NaN; training stopped before this step's update") != NULL);
+    snprintf(cmd, sizeof cmd, "test -e %s/nan.st", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) != 0); /* no checkpoint of a failed run */
+}
+
+TEST(no_allocation_inside_a_training_step)
+{
+    kgl_dataset ds;
+    CHECK(load_academic(&ds));
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.ffn = 8;
+    kgl_train_config tc = {10, 3, {0}, NULL, 1, false, false};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer tr;
+    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    for (int s = 0; s < 6; s++) kgl_trainer_step(&tr), kgl_trainer_fits(&tr, &ev); /* one epoch sizes the arenas */
+    long before = test_alloc_count();
+    for (int s = 0; s < 40; s++) {
+        kgl_trainer_step(&tr); /* shuffled mini-batches: epochs begin inside this loop */
+        kgl_trainer_fits(&tr, &ev);
+    }
+    CHECK(test_alloc_count() == before);
+    kgl_eval_free(&ev);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
