@@ -84,7 +84,7 @@ run: $(BUILD)/kgl
 	$(BUILD)/kgl train
 
 test: $(BUILD)/kgl $(BUILD)/kgl_tests
-	KG_DATA='$(KG_DATA)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
+	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
 benchmark: $(BUILD)/kgl
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
