@@ -1,6 +1,7 @@
 /* kgl/studies.h — the experiments behind `kgl demo` (the chapter on attention
- * re-derived with the engine's ops), the memo example, and the embedded
- * academic world. Built on the layers below. */
+ * re-derived with the engine's ops), the memo example, the embedded academic
+ * world, the softmax-saturation study (`kgl saturation`) and the pieces of
+ * the public benchmarks (`kgl benchmark`). Built on the layers below. */
 #ifndef KGL_STUDIES_H
 #define KGL_STUDIES_H
 
@@ -220,5 +221,148 @@ typedef struct kgl_demo_memo {
     bool pass;
 } kgl_demo_memo;
 bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
+
+/* ----------------------------------------------------------- saturation --
+ * The softmax-saturation study (`kgl saturation`, src/studies/saturation.c).
+ * For every combination of the axes it trains the layer (one head, d = dk,
+ * on the academic world) for each seed, measures the attention diagnostics
+ * at every step, and summarises each configuration by its means over the
+ * seeds. Diagnostics at step k describe the forward pass of step k (the
+ * parameters after k-1 updates); "init" is step 1, "final" the last step.
+ *
+ * Use: kgl_saturation_spec_defaults, change axes, kgl_saturation_run, then
+ * kgl_saturation_summarise per configuration and kgl_saturation_write for the
+ * CSV and the plots; kgl_saturation_free. */
+
+/* The per-step diagnostics of one run (the CSV's metric columns, in order). */
+typedef enum kgl_saturation_metric {
+    KGL_SAT_LOSS,          /* main + aux */
+    KGL_SAT_MAIN_LOSS,
+    KGL_SAT_AUX_LOSS,      /* head supervision −log A[i, advisee]; NaN when not supervised */
+    KGL_SAT_MAX_PROB,      /* mean over rows of the largest attention weight */
+    KGL_SAT_MAX_PROB_MIN,  /* the smallest such weight */
+    KGL_SAT_ENTROPY,       /* mean attention entropy (nats) */
+    KGL_SAT_MAX_ABS_LOGIT,
+    KGL_SAT_JAC_FRO,       /* mean softmax Jacobian norm ‖diag(a) − a aᵀ‖_F */
+    KGL_SAT_GRAD_LOGITS,   /* ‖∂L/∂S‖, the gradient reaching the attention logits */
+    KGL_SAT_GRAD_WQ,
+    KGL_SAT_GRAD_WK,
+    KGL_SAT_WQ_MOVE,       /* how far Wq moved from its initial value */
+    KGL_SAT_WK_MOVE,
+    KGL_SAT_ATTN_TV,       /* mean total variation of the attention rows from step 0 */
+    KGL_SAT_SPEC_ADVISES,  /* spec[0][advises]: attention mass on the advisees */
+    KGL_SAT_N_METRICS
+} kgl_saturation_metric;
+/* "loss", "main_loss", "aux_loss", …, "spec_advises": the CSV's column names. */
+extern const char *const kgl_saturation_metric_names[KGL_SAT_N_METRICS];
+
+/* What each configuration is also run with when spec.remedies is set. */
+typedef enum kgl_saturation_remedy {
+    KGL_SAT_REMEDY_NONE,
+    KGL_SAT_REMEDY_QK_NORM,     /* kgl_config.qk_norm */
+    KGL_SAT_REMEDY_TEMPERATURE, /* kgl_config.learn_temperature */
+    KGL_SAT_N_REMEDIES
+} kgl_saturation_remedy;
+extern const char *const kgl_saturation_remedy_names[KGL_SAT_N_REMEDIES]; /* "none", "qk-norm", "temperature" */
+
+/* One axis of the grid: its values, and how each reads in the labels (the
+ * text as given on the command line; "" is replaced by the value's %g, or
+ * its word for scale, optimizer and supervise). */
+#define KGL_SAT_AXIS_MAX 16
+typedef struct kgl_saturation_axis {
+    int n;
+    double value[KGL_SAT_AXIS_MAX];
+    char text[KGL_SAT_AXIS_MAX][32];
+} kgl_saturation_axis;
+/* Values of the scale axis besides a positive number τ (logits times τ). */
+#define KGL_SAT_SCALE_SQRT (-1.0) /* 1/sqrt(dk) */
+#define KGL_SAT_SCALE_NONE (-2.0) /* 1 */
+
+typedef struct kgl_saturation_spec {
+    kgl_saturation_axis dk;         /* head width, whole numbers ≥ 1 (d_model = dk, one head) */
+    kgl_saturation_axis scale;      /* KGL_SAT_SCALE_SQRT, KGL_SAT_SCALE_NONE or τ > 0 */
+    kgl_saturation_axis init_scale; /* attention weights ~ N(0, (s/sqrt(d))^2), s ≥ 0 */
+    kgl_saturation_axis optimizer;  /* KGL_OPT_ADAM, KGL_OPT_SGD */
+    kgl_saturation_axis lr;         /* learning rates ≥ 0 */
+    kgl_saturation_axis supervise;  /* 0 off, 1 on (head 0 supervised on advises) */
+    bool remedies;   /* also run each configuration with qk-norm and with a learned temperature */
+    double momentum; /* SGD momentum, in [0, 1] */
+    int steps;       /* steps per run */
+    int seeds;       /* seeds 1..seeds per configuration (summaries are means) */
+    int jobs;        /* runs in parallel, 1..64 (results do not depend on it) */
+    /* The triples trained on; dataset NULL: the embedded academic world.
+     * They must include the relation "advises". */
+    const kgl_dataset *dataset;
+    const kgl_triple *train;
+    int n_train;
+    /* Called after each finished run (under a lock, from any worker), or NULL. */
+    void (*progress)(int done, int total, void *ctx);
+    void *progress_ctx;
+} kgl_saturation_spec;
+/* The defaults of `kgl saturation`: dk 4,64,256; scale sqrt,none; init-scale
+ * 1,3; adam; lr 0.01; supervise off; no remedies; momentum 0; 300 steps;
+ * 3 seeds; 2 jobs; the academic world; no progress. */
+void kgl_saturation_spec_defaults(kgl_saturation_spec *spec);
+
+/* One point of the grid, with the label its rows and plot series carry
+ * ("dk=4 sqrt s=1", then optimizer, lr, sup and remedy where they vary). */
+typedef struct kgl_saturation_config {
+    int dk;
+    kgl_scale_kind scale;
+    double scale_value; /* τ when scale == KGL_SCALE_VALUE */
+    double init_scale;
+    kgl_optimizer_kind optimizer;
+    double lr;
+    bool supervise;
+    kgl_saturation_remedy remedy;
+    char label[96];
+} kgl_saturation_config;
+
+/* One run: one configuration, one seed, its diagnostics at every step. */
+typedef struct kgl_saturation_trace {
+    const kgl_saturation_config *config;
+    int seed;
+    double *rows;   /* steps x KGL_SAT_N_METRICS; row k-1 is step k */
+    long fit_step;  /* first step after whose update every training triple ranks first; -1 if never */
+    int steps_done; /* fewer than steps if the loss became non-finite (at step steps_done + 1) */
+} kgl_saturation_trace;
+
+typedef struct kgl_saturation {
+    int steps, seeds;
+    kgl_saturation_config *configs; /* the grid, the axes nested in the spec's order, remedy innermost */
+    int n_configs;
+    kgl_saturation_trace *runs;     /* run k: configs[k / seeds], seed 1 + k % seeds */
+    int n_runs;
+    double seconds;                 /* wall time of the runs */
+} kgl_saturation;
+
+/* Expands the grid and trains every run. False with "what is wrong" in err
+ * for a spec out of range or data without "advises" (nothing to free then);
+ * a run whose loss became non-finite is not a failure (see steps_done). */
+bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *result, char *err, size_t err_cap);
+void kgl_saturation_free(kgl_saturation *s);
+
+/* Mean of `metric` at `step` (1-based) over the seeds of configuration
+ * `config` whose run reached that step and measured a number; NaN if none. */
+double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, kgl_saturation_metric metric);
+
+/* The summary of one configuration: means over its seeds at init and at the end. */
+typedef struct kgl_saturation_summary {
+    double init[KGL_SAT_N_METRICS], final[KGL_SAT_N_METRICS];
+    double aux_mean; /* the aux loss averaged over every step of the run (then over seeds) */
+    double fit_step; /* mean over seeds, NaN unless every seed fit */
+    int fit_seeds;   /* seeds that fit */
+} kgl_saturation_summary;
+void kgl_saturation_summarise(const kgl_saturation *s, int config, kgl_saturation_summary *sm);
+
+/* One row per run and step: config,dk,scale,init_scale,optimizer,lr,
+ * supervise,remedy,seed,step and the metrics (empty for NaN). Written to
+ * path.tmp, then renamed. False with the reason in err. */
+bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
+/* DIR/<metric>.svg for the plotted metrics (seed means against the step, one
+ * series per configuration) and DIR/saturation.svg with all of them. */
+bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
+/* Creates DIR if needed, then DIR/saturation.csv and the plots. */
+bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
 
 #endif
