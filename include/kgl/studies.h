@@ -365,4 +365,85 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
 /* Creates DIR if needed, then DIR/saturation.csv and the plots. */
 bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
 
+/* ------------------------------------------------------------ benchmark --
+ * The public link-prediction benchmarks (`kgl benchmark`,
+ * src/studies/benchmark.c): the published rows to compare with, a dataset's
+ * configuration CONFIGS/<dataset>.args, a run's results (what `kgl train
+ * --json` printed), their mean and standard deviation over seeds, and
+ * results.json. Running the runs is the caller's (`kgl benchmark` starts one
+ * `kgl train` process per dataset and seed). */
+#define KGL_BENCHMARK_MAX_SEEDS 16
+#define KGL_BENCHMARK_MAX_ARGS 128 /* argv slots; a configuration holds at most MAX_ARGS − 24 words */
+
+/* A published filtered result on the same splits (both directions). */
+typedef struct kgl_benchmark_published {
+    const char *dataset, *model, *source;
+    double v[4]; /* MRR, Hits@1, Hits@3, Hits@10 */
+} kgl_benchmark_published;
+extern const kgl_benchmark_published kgl_benchmark_published_rows[];
+extern const int kgl_benchmark_n_published;
+/* "UMLS" for umls, "Nations" for nations, any other name as it is. */
+const char *kgl_benchmark_display_name(const char *dataset);
+
+/* The indices of kgl_benchmark_run.m, named as in the JSON. */
+extern const char *const kgl_benchmark_splits[2];     /* "valid", "test" */
+extern const char *const kgl_benchmark_directions[3]; /* "tail", "head", "both" */
+extern const char *const kgl_benchmark_metrics[4];    /* "mrr", "hits1", "hits3", "hits10" */
+
+/* One run's numbers. */
+typedef struct kgl_benchmark_run {
+    unsigned long long seed;
+    double m[2][2][3][4];          /* [split][optimistic ties][direction][metric]; NaN if missing */
+    long n_test;                   /* test queries, both directions */
+    double seconds;                /* the run's wall time, measured by whoever ran it */
+    double train_seconds;          /* the training time the run reported */
+    long best_step, steps, params; /* -1 if missing or not a whole number */
+} kgl_benchmark_run;
+
+/* One dataset of a benchmark: its configuration and its runs. */
+typedef struct kgl_benchmark_dataset {
+    char name[64];
+    char config_path[1024];                /* CONFIGS/<name>.args */
+    char args_text[4096];                  /* the options on one line, for tables and JSON */
+    char *argv[KGL_BENCHMARK_MAX_ARGS];    /* the options, word by word (pointing into args_file) */
+    int argc;
+    kgl_text args_file;
+    int n_runs;
+    kgl_benchmark_run runs[KGL_BENCHMARK_MAX_SEEDS];
+} kgl_benchmark_dataset;
+
+typedef enum kgl_benchmark_config_status {
+    KGL_BENCHMARK_CONFIG_OK,
+    KGL_BENCHMARK_CONFIG_UNREADABLE, /* the file could not be read: "path: why" in err */
+    KGL_BENCHMARK_CONFIG_INVALID     /* what it says is refused: "path: what is wrong" in err */
+} kgl_benchmark_config_status;
+/* Empties *d, names it and reads CONFIGS/<name>.args: whitespace-separated
+ * words; '#' starts a comment that runs to the end of its line. Refused: more
+ * than MAX_ARGS − 24 words, an option the benchmark sets itself (--seed,
+ * --train, --valid, --test, --save, --log), and no --eval-every (the tables
+ * report the model selected on the valid split). kgl_benchmark_dataset_free
+ * afterwards, whatever the status. */
+kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs_dir,
+                                                      const char *name, char *err, size_t err_cap);
+void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d);
+
+/* OUT/<dataset>-seed<S>.<ext>, the files of one run (json: its output, err:
+ * its messages, csv: its training log, safetensors: its best checkpoint).
+ * Returns what snprintf returns. */
+int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *dataset, unsigned long long seed,
+                           const char *ext);
+/* Reads a run's `kgl train --json` output into r (all but seed and seconds).
+ * False with "what is wrong" in err. */
+bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, size_t err_cap);
+/* Mean and sample standard deviation (0 for one run) of m[split][optimistic][direction][metric]. */
+void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int split, int optimistic, int direction,
+                            int metric, double *mean, double *sd);
+/* {"<dataset>":{"valid":…,"test":…,"seconds","params","config","config_file",
+ * "seeds","std":{…},"runs":[…],"published":{…}},…}: the means over each
+ * dataset's runs (realistic ties, and "optimistic":{…}), their standard
+ * deviations, every run, and the published rows. Written to path.tmp, then
+ * renamed. False with the reason in err. */
+bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
+                                 size_t err_cap);
+
 #endif

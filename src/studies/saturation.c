@@ -141,7 +141,9 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
         kgl_saturation_config *x = &cfgs[c];
         double sv = scale->value[i_scale];
         x->dk = (int)dk->value[i_dk];
-        x->scale = sv == KGL_SAT_SCALE_SQRT ? KGL_SCALE_SQRT : sv == KGL_SAT_SCALE_NONE ? KGL_SCALE_NONE : KGL_SCALE_VALUE;
+        x->scale = sv == KGL_SAT_SCALE_SQRT   ? KGL_SCALE_SQRT
+                   : sv == KGL_SAT_SCALE_NONE ? KGL_SCALE_NONE
+                                              : KGL_SCALE_VALUE;
         x->scale_value = sv;
         x->init_scale = init->value[i_init];
         x->optimizer = (kgl_optimizer_kind)opt->value[i_opt];

@@ -1,0 +1,279 @@
+/* benchmark.c — the public link-prediction benchmarks (UMLS, Nations) beside
+ * the published numbers (`kgl benchmark`). What a run is (a `kgl train`
+ * process in the command) is not here; this file holds what surrounds the
+ * runs: the published rows, a dataset's configuration, reading a run's
+ * --json output back, the mean and standard deviation over seeds, and
+ * results.json. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/studies.h"
+#include "engine/internal.h"
+
+/* Published filtered results on the same splits (both directions):
+   MRR, Hits@1, Hits@3, Hits@10. */
+const kgl_benchmark_published kgl_benchmark_published_rows[] = {
+    {"umls", "ConvE", "Dettmers et al. 2018", {0.94, 0.92, 0.97, 0.99}},
+    {"umls", "NTPλ", "Rocktäschel & Riedel 2017", {0.93, 0.87, 0.98, 1.00}},
+    {"umls", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.89, 0.82, 0.96, 1.00}},
+    {"nations", "ConvE", "Dettmers et al. 2018", {0.82, 0.72, 0.88, 1.00}},
+    {"nations", "NTPλ", "Rocktäschel & Riedel 2017", {0.74, 0.59, 0.89, 0.99}},
+    {"nations", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.75, 0.62, 0.84, 0.99}},
+};
+const int kgl_benchmark_n_published =
+    (int)(sizeof kgl_benchmark_published_rows / sizeof kgl_benchmark_published_rows[0]);
+
+const char *const kgl_benchmark_splits[2] = {"valid", "test"};
+const char *const kgl_benchmark_directions[3] = {"tail", "head", "both"};
+const char *const kgl_benchmark_metrics[4] = {"mrr", "hits1", "hits3", "hits10"};
+
+const char *kgl_benchmark_display_name(const char *d)
+{
+    if (strcmp(d, "umls") == 0) return "UMLS";
+    if (strcmp(d, "nations") == 0) return "Nations";
+    return d;
+}
+
+/* ---- the configuration ------------------------------------------------------- */
+
+/* The options of CONFIGS/<name>.args: whitespace-separated words; '#' starts
+   a comment that runs to the end of its line. */
+kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs,
+                                                      const char *name, char *err, size_t cap)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    char path[sizeof d->config_path]; /* a local first: gcc -O1 cannot tell the members apart (-Wrestrict) */
+    if (snprintf(path, sizeof path, "%s/%s.args", configs, name) >= (int)sizeof path) {
+        snprintf(err, cap, "%s/%s.args: the path is too long", configs, name);
+        return KGL_BENCHMARK_CONFIG_UNREADABLE;
+    }
+    memcpy(d->config_path, path, sizeof path);
+    if (!kgl_text_open(&d->args_file, d->config_path, err, cap)) return KGL_BENCHMARK_CONFIG_UNREADABLE;
+    char *p = d->args_file.buf;
+    size_t used = 0;
+    while (*p) {
+        if (*p == '#') {
+            while (*p && *p != '\n') *p++ = ' ';
+            continue;
+        }
+        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
+            *p++ = 0;
+            continue;
+        }
+        if (d->argc >= KGL_BENCHMARK_MAX_ARGS - 24) {
+            snprintf(err, cap, "%s: more than %d words", d->config_path, KGL_BENCHMARK_MAX_ARGS - 24);
+            return KGL_BENCHMARK_CONFIG_INVALID;
+        }
+        d->argv[d->argc++] = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '#') p++;
+        if (*p == '#') { /* a comment glued to a word */
+            *p = 0;
+            p++;
+            while (*p && *p != '\n') p++;
+        }
+    }
+    bool selects = false;
+    for (int k = 0; k < d->argc; k++) {
+        const char *w = d->argv[k];
+        selects |= strcmp(w, "--eval-every") == 0;
+        if (strcmp(w, "--seed") == 0 || strncmp(w, "--seed=", 7) == 0 || strcmp(w, "--train") == 0 ||
+            strcmp(w, "--valid") == 0 || strcmp(w, "--test") == 0 || strcmp(w, "--save") == 0 ||
+            strcmp(w, "--log") == 0) {
+            snprintf(err, cap, "%s: %s is set by kgl benchmark; remove it from the file", d->config_path, w);
+            return KGL_BENCHMARK_CONFIG_INVALID;
+        }
+        used += (size_t)snprintf(d->args_text + used, used < sizeof d->args_text ? sizeof d->args_text - used : 0,
+                                 "%s%s", k ? " " : "", w);
+        if (used >= sizeof d->args_text) {
+            snprintf(err, cap, "%s: the options are too long", d->config_path);
+            return KGL_BENCHMARK_CONFIG_INVALID;
+        }
+    }
+    if (!selects) {
+        snprintf(err, cap, "%s: give --eval-every K: kgl benchmark reports the model selected on the valid split",
+                 d->config_path);
+        return KGL_BENCHMARK_CONFIG_INVALID;
+    }
+    return KGL_BENCHMARK_CONFIG_OK;
+}
+
+void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d)
+{
+    kgl_text_close(&d->args_file);
+    d->argc = 0;
+}
+
+/* ---- a run's results --------------------------------------------------------- */
+
+int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *dataset, unsigned long long seed,
+                           const char *ext)
+{
+    return snprintf(buf, cap, "%s/%s-seed%llu.%s", out, dataset, seed, ext);
+}
+
+/* A number of `obj`, or NaN when it is missing or not one. */
+static double json_num(const kgl_json *obj, const char *key)
+{
+    const kgl_json *v = kgl_json_get(obj, key);
+    return v && v->type == KGL_JSON_NUMBER ? v->num : NAN;
+}
+
+/* A whole number of `obj`, or -1 when it is missing or not one */
+static long json_count(const kgl_json *obj, const char *key)
+{
+    double x = json_num(obj, key);
+    return x >= 0 && x <= 1e15 && x == floor(x) ? (long)x : -1;
+}
+
+bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, size_t cap)
+{
+    kgl_text text;
+    if (!kgl_text_open(&text, path, err, cap)) return false;
+    kgl_json_doc doc;
+    char why[1400];
+    bool ok = kgl_json_parse(text.buf, text.len, &doc, why, sizeof why);
+    kgl_text_close(&text);
+    if (!ok) {
+        snprintf(err, cap, "%s: %s", path, why);
+        return false;
+    }
+    const kgl_json *root = doc.root, *metrics = kgl_json_get(root, "metrics");
+    r->train_seconds = json_num(root, "seconds"); /* r->seconds is the process's wall time, set by the caller */
+    r->best_step = json_count(root, "best_step");
+    r->steps = json_count(root, "steps");
+    r->params = json_count(root, "params");
+    for (int s = 0; s < 2 && ok; s++) {
+        const kgl_json *sp = kgl_json_get(metrics, kgl_benchmark_splits[s]);
+        for (int o = 0; o < 2 && ok; o++) {
+            const kgl_json *base = o ? kgl_json_get(sp, "optimistic") : sp;
+            for (int d = 0; d < 3 && ok; d++) {
+                const kgl_json *dir = kgl_json_get(base, kgl_benchmark_directions[d]);
+                if (!dir) {
+                    snprintf(err, cap, "%s has no metrics.%s%s.%s", path, kgl_benchmark_splits[s],
+                             o ? ".optimistic" : "", kgl_benchmark_directions[d]);
+                    ok = false;
+                    break;
+                }
+                for (int k = 0; k < 4; k++) r->m[s][o][d][k] = json_num(dir, kgl_benchmark_metrics[k]);
+                if (s == 1 && d == 2 && o == 0) r->n_test = json_count(dir, "n");
+            }
+        }
+    }
+    kgl_json_free(&doc);
+    return ok;
+}
+
+void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int s, int o, int d, int k, double *mean,
+                            double *sd)
+{
+    double sum = 0, sq = 0;
+    for (int i = 0; i < n; i++) sum += runs[i].m[s][o][d][k];
+    *mean = sum / n;
+    for (int i = 0; i < n; i++) sq += (runs[i].m[s][o][d][k] - *mean) * (runs[i].m[s][o][d][k] - *mean);
+    *sd = n > 1 ? sqrt(sq / (n - 1)) : 0; /* sample standard deviation */
+}
+
+/* ---- results.json ------------------------------------------------------------ */
+
+/* "tail":{…},"head":{…},"both":{…} of one rank kind (o: optimistic) */
+static void json_dirs(FILE *f, const kgl_benchmark_run *runs, int n, int s, int o, bool sd)
+{
+    for (int d = 0; d < 3; d++) {
+        fprintf(f, "%s\"%s\":{", d ? "," : "", kgl_benchmark_directions[d]);
+        for (int k = 0; k < 4; k++) {
+            double mean, dev;
+            kgl_benchmark_mean_std(runs, n, s, o, d, k, &mean, &dev);
+            fprintf(f, "%s\"%s\":", k ? "," : "", kgl_benchmark_metrics[k]);
+            kgl_json_number(f, sd ? dev : mean);
+        }
+        fputc('}', f);
+    }
+}
+
+/* {"tail","head","both"} with the realistic rank, and "optimistic":{…} */
+static void json_split(FILE *f, const kgl_benchmark_run *runs, int n, int s, bool sd)
+{
+    fputc('{', f);
+    json_dirs(f, runs, n, s, 0, sd);
+    fprintf(f, ",\"optimistic\":{");
+    json_dirs(f, runs, n, s, 1, sd);
+    fprintf(f, "}}");
+}
+
+/* One dataset's object of results.json. */
+static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
+{
+    const kgl_benchmark_run *runs = d->runs;
+    int n = d->n_runs;
+    double secs = 0;
+    for (int i = 0; i < n; i++) secs += runs[i].seconds;
+    fprintf(f, "\"%s\":{", d->name);
+    for (int s = 0; s < 2; s++) {
+        fprintf(f, "\"%s\":", kgl_benchmark_splits[s]);
+        json_split(f, runs, n, s, false);
+        fputc(',', f);
+    }
+    fprintf(f, "\"seconds\":");
+    kgl_json_number(f, secs / n);
+    fprintf(f, ",\"params\":%ld,\"config\":", runs[0].params);
+    kgl_json_string(f, d->args_text);
+    fprintf(f, ",\"config_file\":");
+    kgl_json_string(f, d->config_path);
+    fprintf(f, ",\"seeds\":[");
+    for (int i = 0; i < n; i++) fprintf(f, "%s%llu", i ? "," : "", runs[i].seed);
+    fprintf(f, "],\"std\":{");
+    for (int s = 0; s < 2; s++) {
+        fprintf(f, "%s\"%s\":", s ? "," : "", kgl_benchmark_splits[s]);
+        json_split(f, runs, n, s, true);
+    }
+    fprintf(f, "},\"runs\":[");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%s{\"seed\":%llu,\"best_step\":%ld,\"steps\":%ld,\"seconds\":", i ? "," : "", runs[i].seed,
+                runs[i].best_step, runs[i].steps);
+        kgl_json_number(f, runs[i].seconds);
+        fprintf(f, ",\"train_seconds\":");
+        kgl_json_number(f, runs[i].train_seconds);
+        for (int s = 0; s < 2; s++) {
+            fprintf(f, ",\"%s\":", kgl_benchmark_splits[s]);
+            json_split(f, &runs[i], 1, s, false);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "],\"published\":{");
+    bool first = true;
+    for (int p = 0; p < kgl_benchmark_n_published; p++) {
+        const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
+        if (strcmp(pub->dataset, d->name) != 0) continue;
+        fprintf(f, "%s\"%s\":{\"mrr\":%.2f,\"hits1\":%.2f,\"hits3\":%.2f,\"hits10\":%.2f}", first ? "" : ",",
+                pub->model, pub->v[0], pub->v[1], pub->v[2], pub->v[3]);
+        first = false;
+    }
+    fprintf(f, "}}");
+}
+
+bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
+                                 size_t cap)
+{
+    size_t tmp_len = strlen(path) + 5;
+    char *tmp = kgl_xmalloc(tmp_len);
+    snprintf(tmp, tmp_len, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, cap, "cannot write %s: %s", tmp, strerror(errno));
+        free(tmp);
+        return false;
+    }
+    fputc('{', f);
+    for (int j = 0; j < n_datasets; j++) {
+        if (j) fputc(',', f);
+        json_dataset(f, &d[j]);
+    }
+    fprintf(f, "}\n");
+    bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
+    if (!ok) snprintf(err, cap, "could not write %s", path);
+    free(tmp);
+    return ok;
+}
