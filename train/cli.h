@@ -43,5 +43,6 @@ int cmd_heads(int argc, char **argv);
 int cmd_saturation(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_benchmark(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

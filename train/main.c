@@ -18,6 +18,7 @@ static const command commands[] = {
     {"saturation", cmd_saturation, "the softmax-saturation study: a grid of runs, CSV, SVG plots, summary"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
     {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
+    {"bench", cmd_bench, "speed: training steps, evaluation, GEMM, memory (beside PyTorch: compare.sh)"},
     {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])

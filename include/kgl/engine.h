@@ -63,6 +63,28 @@ typedef struct kgl_tensor {
 
 static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
 
+/* -------------------------------------------------------------- threads --
+ * A persistent pool of threads (src/engine/pool.c): the caller plus
+ * threads − 1 pthread workers, created once. Kernels split their work into
+ * tasks that write disjoint outputs and compute every output element with
+ * the same operations whatever thread runs it, so every result is the same
+ * bits for any number of threads. A pool serves one caller at a time. */
+typedef struct kgl_pool kgl_pool;
+#define KGL_MAX_THREADS 256
+/* threads >= 1, or 0 for one per online core (at most KGL_MAX_THREADS).
+ * Aborts with a message if the threads cannot be created. */
+kgl_pool *kgl_pool_create(int threads);
+void kgl_pool_free(kgl_pool *p); /* NULL is fine */
+int kgl_pool_threads(const kgl_pool *p);
+/* Runs fn(ctx, task, worker) for task = 0 … n_tasks − 1 on the pool's
+ * threads (the caller takes part) and returns when all are done; worker in
+ * [0, threads) names the thread, for per-thread scratch. */
+void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int worker), void *ctx);
+/* The kernels' instruction set: "avx512", "avx2" or "portable" (chosen at
+ * run time from the CPU; the environment variable KGL_ISA=portable|avx2 can
+ * lower it). */
+const char *kgl_kernels_isa(void);
+
 /* ----------------------------------------------------------------- tape --
  * Ops append a node to the tape as they compute their output. kgl_backward
  * walks the nodes newest to oldest and each node's backward adds its
@@ -76,6 +98,8 @@ typedef struct kgl_tape {
     kgl_node *last;  /* newest node */
     int n_nodes;
     bool recording;
+    kgl_pool *pool;  /* the threads the ops run on (a 1-thread pool of its own by default) */
+    bool owns_pool;
 } kgl_tape;
 
 /* A boolean mask for softmax rows: none, causal (column j > row i is masked),
@@ -102,11 +126,17 @@ struct kgl_node {
     double alpha; /* scalar attribute (scale factor, label smoothing) */
     int i0;       /* integer attribute (column offset) */
     double *saved; /* op scratch saved by forward for backward */
+    double *scratch; /* more of it, for ops that need a second buffer */
+    double *stats;   /* measurements an op fills for the caller (attention) */
+    kgl_pool *pool;  /* the tape's threads, for backward */
 };
 
 void kgl_tape_init(kgl_tape *t);
 void kgl_tape_reset(kgl_tape *t); /* forget nodes and activations; keep memory */
 void kgl_tape_free(kgl_tape *t);
+/* Runs the tape's ops on `pool` (borrowed: it must outlive the tape's use;
+ * NULL goes back to a 1-thread pool of the tape's own). */
+void kgl_tape_set_pool(kgl_tape *t, kgl_pool *pool);
 
 /* New tensor in the tape's arena; its grad is allocated (zeroed) when
  * `with_grad` and the tape is recording. */
@@ -146,6 +176,16 @@ kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *x, const unsigned char *ke
  * row-major order; kept iff u >= p) into the tape's arena. p = 0 or rng NULL
  * returns x itself and draws nothing. */
 kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
+/* Multi-head scaled dot-product attention in one op (MODEL.md's attention):
+ * Q, K, V [n, d] with `heads` heads of dk = d / heads columns each;
+ *   S_h = τ_h Q_h K_hᵀ,  τ_h = tau, or tau·e^{θ_h} with log_temp = θ [1, heads]
+ *   A_h = softmax_rows(S_h),   O = [A_0 V_0 | … | A_{H−1} V_{H−1}]   [n, d].
+ * attn (NULL, or heads tensors) receives views of the A_h (no gradient).
+ * *stats (when stats is non-NULL) points to 2·heads doubles: max |S_h| now,
+ * and ‖∂L/∂S_h‖_F once backward has run (NAN before). */
+#define KGL_ATTENTION_MAX_HEADS 64
+kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, kgl_tensor *v, int heads, double tau,
+                          kgl_tensor *log_temp, kgl_tensor *attn, double **stats);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 

@@ -42,6 +42,11 @@ typedef struct kgl_model {
     kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
     kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
     bool ablate[KGL_MAX_HEADS]; /* zero these heads' outputs (a runtime switch for studies) */
+    /* Build the attention from matmul_nt, scale, softmax_rows and matmul
+     * (every S_h a tensor with its gradient) instead of the fused
+     * kgl_attention op; the same numbers to round-off. Automatic when head
+     * supervision, attention dropout or an ablated head needs it. */
+    bool composed_attention;
 } kgl_model;
 
 /* Sets defaults: d 8, H 2, no FFN, sqrt scale, init scale 1, reciprocal. */
@@ -78,7 +83,8 @@ typedef struct kgl_supervision {
 typedef struct kgl_forward {
     kgl_tensor *context;                /* C [n, d] */
     kgl_tensor *q, *k;                  /* Q, K [n, d] */
-    kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled) */
+    kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
+    double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
     kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
     kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
@@ -143,18 +149,34 @@ typedef struct kgl_metrics {
     long n; /* ranked examples */
 } kgl_metrics;
 
+/* One ranking query: the scores are (left[a] ⊙ mid[b]) · cand[j] for every
+ * candidate j; `target` is ranked, the known answers of (key_entity,
+ * key_rel) are filtered out. */
+typedef struct kgl_eval_query {
+    int a, b, target, key_entity, key_rel;
+} kgl_eval_query;
+
 typedef struct kgl_eval {
-    int n_relations;
+    int n_relations, n_entities;
     kgl_metrics tail, head, both;
     kgl_metrics *rel_tail, *rel_head; /* per original relation [m] */
-    double *scores;                   /* scratch [n] */
     /* the same with the optimistic rank (ties counted in the target's
        favour: 1 + number scoring higher), as NTP reports */
     kgl_metrics tail_optimistic, head_optimistic, both_optimistic;
+    /* scratch, grown by the first evaluation to the data's size */
+    double *scores;                   /* [chunk, n] a chunk of queries' scores */
+    double *vecs;                     /* [chunk, d] their left ⊙ mid rows */
+    kgl_eval_query *queries;          /* [2 n_triples] tail queries, then head queries */
+    double *rank_lo, *rank_hi;        /* [2 n_triples] optimistic and pessimistic ranks */
+    size_t cap_vecs, cap_queries, cap_ranks;
+    kgl_pool *pool;                   /* threads (a 1-thread pool of its own by default) */
+    bool owns_pool;
 } kgl_eval;
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations);
 void kgl_eval_free(kgl_eval *e);
+/* Scores and ranks on `pool` (borrowed; NULL: a 1-thread pool of its own). */
+void kgl_eval_set_pool(kgl_eval *e, kgl_pool *pool);
 /* The realistic filtered rank of `target` among scores[0..n): 1 + (number of
  * unfiltered candidates scoring higher) + (number scoring equal)/2, skipping
  * the candidates in `known` (sorted) other than the target. A NaN score
@@ -165,7 +187,11 @@ double kgl_filtered_rank(const double *scores, int n, int target, const int *kno
 void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
                              double *optimistic, double *pessimistic);
 /* Ranks every triple of tr[0..n) for its tail and its head with the entity
- * states C (from kgl_model_context). Allocates nothing. */
+ * states C (from kgl_model_context). Queries are scored in chunks as one
+ * matrix product against every candidate, then filtered and ranked, rows in
+ * parallel on the eval's pool; the metrics are summed in triple order, so
+ * they are the same bits for any number of threads. Allocates nothing once
+ * its scratch has grown to the data's size (the first call). */
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out);
 /* The training tails of every (relation, entity), deduplicated: what spec
@@ -250,6 +276,9 @@ typedef struct kgl_trainer {
 void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *train, int n_train,
                       const kgl_config *model_cfg, const kgl_train_config *tc);
 void kgl_trainer_free(kgl_trainer *tr);
+/* Runs the trainer's steps and evaluations on `pool` (borrowed; NULL: one
+ * thread). Every result is the same bits for any number of threads. */
+void kgl_trainer_set_pool(kgl_trainer *tr, kgl_pool *pool);
 /* One optimiser step on the next batch: kgl_trainer_compute (forward and
  * backward; the gradients and tr->fwd then describe the parameters before
  * the update) followed by kgl_trainer_update. Returns the loss of the
@@ -257,6 +286,9 @@ void kgl_trainer_free(kgl_trainer *tr);
  * caller stops). */
 double kgl_trainer_step(kgl_trainer *tr);
 double kgl_trainer_compute(kgl_trainer *tr);
+/* kgl_trainer_compute on a given batch instead of the next one (the batch
+ * position does not move); `kgl bench` times steps on a fixed batch. */
+double kgl_trainer_compute_batch(kgl_trainer *tr, const kgl_batch *b);
 void kgl_trainer_update(kgl_trainer *tr);
 /* Entity states C of the current parameters (on eval_tape, no gradients). */
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
@@ -369,5 +401,36 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
  * Reads only: the trajectory is the same with or without it. */
 void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
 void kgl_diag_free(kgl_diag *dg);
+
+/* ---------------------------------------------------------------- bench --
+ * `kgl bench` (src/model/bench.c): steady-state training steps of the
+ * trainer on the first `batch` examples in file order, one filtered
+ * evaluation of every training triple (both directions), kgl's GEMM at
+ * 1024³ and the peak resident memory. */
+typedef struct kgl_bench_spec {
+    const char *train;             /* triples file */
+    int dim, heads, ffn, batch;
+    int reps, warmup;              /* timed steps, untimed steps first */
+    int threads;                   /* 0: every core */
+    uint64_t seed;
+    bool eval, gemm;               /* also time the evaluation / the GEMM */
+} kgl_bench_spec;
+
+typedef struct kgl_bench_result {
+    double step_ms_median, step_ms_min, step_ms_mean;
+    double eval_s, train_mrr;      /* NAN without eval */
+    double gemm_gflops;            /* NAN without gemm */
+    double peak_rss_mb;            /* measured before the GEMM */
+    double first_loss;
+    int threads, n_entities, n_relations, n_examples, batch;
+    long params;
+    const char *isa;               /* the kernels' instruction set */
+} kgl_bench_result;
+
+void kgl_bench_defaults(kgl_bench_spec *s);
+/* False with a message in err (bad input, or a non-finite loss). */
+bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *r, char *err, size_t err_cap);
+/* GFLOP/s of C = A B (size³, best of reps) on kgl's kernel. */
+double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps);
 
 #endif

@@ -1,153 +1,460 @@
-/* kernel.c — blocked dense loops for the ops (see kernel.h for the contract:
- * every output element is one running sum in reduction order, so the bits
- * are those of the plain loop).
+/* kernel.c — double-precision GEMM: packed, register-blocked, multi-threaded.
  *
- * A tile of 4 x 4 outputs keeps 16 independent sums in flight: the plain
- * loop's single dependent chain waits for each addition to finish (about 4
- * cycles), a tile issues a multiply and an add every cycle. Element (i, k)
- * of A is A[i·ai + k·ak] and (k, j) of B is B[k·bk + j·bj], so one body
- * serves the three layouts; the wrappers pass the unit strides as constants
- * and the compiler specialises each. */
+ * The loop nest is GotoBLAS's (as in BLIS), for C[M,N] (+)= A[M,K] B[K,N]:
+ *
+ *   for jc over N in steps of NC          a column block of C and B
+ *     for pc over K in steps of KC        a slice of the sum
+ *       pack B[pc:+KC, jc:+NC]            into NR-wide panels, k-major (lives in L3)
+ *       for ic over M in steps of MC      a row block of C and A
+ *         pack A[ic:+MC, pc:+KC]          into MR-tall panels, k-major (lives in L2)
+ *         for jr over NC in steps of NR   (the macro-kernel; one B panel stays in L1)
+ *           for ir over MC in steps of MR
+ *             micro-kernel: an MR x NR tile of C held in vector registers gets kc
+ *             rank-1 updates (broadcast A[i,k], load B[k, j:j+NR], fma), in k order
+ *
+ * Packing makes both operands unit-stride whatever the layout (NN, NT, TN),
+ * so one micro-kernel serves all three. Panels are zero-padded to MR / NR;
+ * an edge tile is computed in full into a small buffer and only its valid
+ * part copied to C, so every element of C goes through the same micro-kernel
+ * code as an interior one.
+ *
+ * Determinism: each element of C is one chain, c = fma(a_ik, b_kj, c) for k
+ * in increasing order, started from 0 (KGL_SET) or C (KGL_ADD); a KC slice
+ * stores the chain to C and the next slice reloads it, which is exact. So
+ * the blocking, the row/column split between threads, the small-matrix path
+ * and the choice AVX2 / AVX-512 cannot change a bit. The portable path runs
+ * the same chain with a rounded multiply and a rounded add.
+ *
+ * Threads: C is cut into one row block or column block per thread (whichever
+ * balances better, in whole micro-tiles); each thread runs the nest above on
+ * its block with its own packing buffers from the pool. Tiny products skip
+ * packing and threads (the "direct" path): the micro-kernel reads A and B in
+ * place, packing only edge panels. */
 #include <stddef.h>
+#include <string.h>
 
+#include "cpu.h"
 #include "kernel.h"
 
-#define A_(i, k) A[(ptrdiff_t)(i) * ai + (ptrdiff_t)(k) * ak]
-#define B_(k, j) B[(ptrdiff_t)(k) * bk + (ptrdiff_t)(j) * bj]
-#define C_(i, j) C[(ptrdiff_t)(i) * ldc + (j)]
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
-static inline __attribute__((always_inline)) void gemm(int M, int N, int K, const double *A, ptrdiff_t ai,
-                                                       ptrdiff_t ak, const double *B, ptrdiff_t bk, ptrdiff_t bj,
-                                                       double *C, int ldc, int mode)
+#define KC_MAX KGL_GEMM_KC
+#define NC KGL_GEMM_NC
+enum { MR_MAX = 12, NR_MAX = 16 };
+
+/* Below this many flops (2MNK) the direct path is used (with K <= KC); at or above this many, threads. */
+#define DIRECT_MAX_FLOPS 40000.0
+#define PARALLEL_MIN_FLOPS 500000.0
+
+/* A micro-kernel: the MR x NR tile c (row stride ldc) = (add ? c : 0) + sum over k < kc of
+ * a(:,k) b(k,:), with a(r,k) = a[r*ars + k*aks] and b(k,j) = b[k*bks + j]. */
+typedef void ukernel(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
+                     double *c, ptrdiff_t ldc, int add);
+
+/* One ISA's micro-tile and blocking, and its kernels for packed and in-place operands. */
+typedef struct {
+    int mr, nr, mc, kc;
+    ukernel *packed, *strided;
+} isa_cfg;
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* ------------------------------------------------------------------ portable */
+
+enum { P_MR = 4, P_NR = 4 };
+
+/* Portable 4 x 4 micro-kernel body: multiply, then add (two statements, so never contracted to an fma). */
+INLINE void portable_body(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
+                          double *c, ptrdiff_t ldc, int add)
 {
-    int i = 0;
-    for (; i + 4 <= M; i += 4) {
-        int j = 0;
-        for (; j + 4 <= N; j += 4) {
-            double c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-            double c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
-            if (mode == KGL_INTO) {
-                c00 = C_(i, j), c01 = C_(i, j + 1), c02 = C_(i, j + 2), c03 = C_(i, j + 3);
-                c10 = C_(i + 1, j), c11 = C_(i + 1, j + 1), c12 = C_(i + 1, j + 2), c13 = C_(i + 1, j + 3);
-                c20 = C_(i + 2, j), c21 = C_(i + 2, j + 1), c22 = C_(i + 2, j + 2), c23 = C_(i + 2, j + 3);
-                c30 = C_(i + 3, j), c31 = C_(i + 3, j + 1), c32 = C_(i + 3, j + 2), c33 = C_(i + 3, j + 3);
-            }
-            for (int k = 0; k < K; k++) {
-                double a0 = A_(i, k), a1 = A_(i + 1, k), a2 = A_(i + 2, k), a3 = A_(i + 3, k);
-                double b0 = B_(k, j), b1 = B_(k, j + 1), b2 = B_(k, j + 2), b3 = B_(k, j + 3);
-                c00 += a0 * b0, c01 += a0 * b1, c02 += a0 * b2, c03 += a0 * b3;
-                c10 += a1 * b0, c11 += a1 * b1, c12 += a1 * b2, c13 += a1 * b3;
-                c20 += a2 * b0, c21 += a2 * b1, c22 += a2 * b2, c23 += a2 * b3;
-                c30 += a3 * b0, c31 += a3 * b1, c32 += a3 * b2, c33 += a3 * b3;
-            }
-            if (mode != KGL_AFTER) {
-                C_(i, j) = c00, C_(i, j + 1) = c01, C_(i, j + 2) = c02, C_(i, j + 3) = c03;
-                C_(i + 1, j) = c10, C_(i + 1, j + 1) = c11, C_(i + 1, j + 2) = c12, C_(i + 1, j + 3) = c13;
-                C_(i + 2, j) = c20, C_(i + 2, j + 1) = c21, C_(i + 2, j + 2) = c22, C_(i + 2, j + 3) = c23;
-                C_(i + 3, j) = c30, C_(i + 3, j + 1) = c31, C_(i + 3, j + 2) = c32, C_(i + 3, j + 3) = c33;
-            } else {
-                C_(i, j) += c00, C_(i, j + 1) += c01, C_(i, j + 2) += c02, C_(i, j + 3) += c03;
-                C_(i + 1, j) += c10, C_(i + 1, j + 1) += c11, C_(i + 1, j + 2) += c12, C_(i + 1, j + 3) += c13;
-                C_(i + 2, j) += c20, C_(i + 2, j + 1) += c21, C_(i + 2, j + 2) += c22, C_(i + 2, j + 3) += c23;
-                C_(i + 3, j) += c30, C_(i + 3, j + 1) += c31, C_(i + 3, j + 2) += c32, C_(i + 3, j + 3) += c33;
+    double acc[P_MR][P_NR];
+    for (int r = 0; r < P_MR; r++)
+        for (int j = 0; j < P_NR; j++) acc[r][j] = add ? c[r * ldc + j] : 0.0;
+    for (int k = 0; k < kc; k++, a += aks, b += bks)
+        for (int r = 0; r < P_MR; r++) {
+            double ar = a[r * ars];
+            for (int j = 0; j < P_NR; j++) {
+                double t = ar * b[j];
+                acc[r][j] += t;
             }
         }
-        for (; j < N; j++) { /* the last columns: four rows at a time */
-            double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-            if (mode == KGL_INTO) c0 = C_(i, j), c1 = C_(i + 1, j), c2 = C_(i + 2, j), c3 = C_(i + 3, j);
-            for (int k = 0; k < K; k++) {
-                double b = B_(k, j);
-                c0 += A_(i, k) * b, c1 += A_(i + 1, k) * b, c2 += A_(i + 2, k) * b, c3 += A_(i + 3, k) * b;
-            }
-            if (mode != KGL_AFTER) C_(i, j) = c0, C_(i + 1, j) = c1, C_(i + 2, j) = c2, C_(i + 3, j) = c3;
-            else C_(i, j) += c0, C_(i + 1, j) += c1, C_(i + 2, j) += c2, C_(i + 3, j) += c3;
-        }
+    for (int r = 0; r < P_MR; r++)
+        for (int j = 0; j < P_NR; j++) c[r * ldc + j] = acc[r][j];
+}
+
+/* Portable micro-kernel on packed panels. */
+static void portable_packed(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
+                            double *c, ptrdiff_t ldc, int add)
+{
+    (void)ars, (void)aks, (void)bks;
+    portable_body(kc, a, 1, P_MR, b, P_NR, c, ldc, add);
+}
+
+/* Portable micro-kernel on operands in place. */
+static void portable_strided(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
+                             double *c, ptrdiff_t ldc, int add)
+{
+    portable_body(kc, a, ars, aks, b, bks, c, ldc, add);
+}
+
+#if defined(__x86_64__)
+
+/* ------------------------------------------------------------------ AVX2: 6 x 8 */
+
+#define TARGET_AVX2 __attribute__((target("avx2,fma")))
+enum { A2_MR = 6, A2_NR = 8 };
+
+/* AVX2 6 x 8 micro-kernel body: 12 ymm accumulators, 2 loads of B and 6 broadcasts of A per k. */
+INLINE TARGET_AVX2 void avx2_body(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                  ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
+{
+    __m256d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+#define LOAD_ROW(r) (c##r##0 = _mm256_loadu_pd(c + r * ldc), c##r##1 = _mm256_loadu_pd(c + r * ldc + 4))
+#define ZERO_ROW(r) (c##r##0 = _mm256_setzero_pd(), c##r##1 = _mm256_setzero_pd())
+#define FMA_ROW(r)                                                                                                     \
+    (t = _mm256_broadcast_sd(a + r * ars), c##r##0 = _mm256_fmadd_pd(t, b0, c##r##0),                                 \
+     c##r##1 = _mm256_fmadd_pd(t, b1, c##r##1))
+#define STORE_ROW(r) (_mm256_storeu_pd(c + r * ldc, c##r##0), _mm256_storeu_pd(c + r * ldc + 4, c##r##1))
+    if (add) {
+        LOAD_ROW(0), LOAD_ROW(1), LOAD_ROW(2), LOAD_ROW(3), LOAD_ROW(4), LOAD_ROW(5);
+    } else {
+        ZERO_ROW(0), ZERO_ROW(1), ZERO_ROW(2), ZERO_ROW(3), ZERO_ROW(4), ZERO_ROW(5);
     }
-    for (; i < M; i++) { /* the last rows: four columns at a time */
-        int j = 0;
-        for (; j + 4 <= N; j += 4) {
-            double c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-            if (mode == KGL_INTO) c0 = C_(i, j), c1 = C_(i, j + 1), c2 = C_(i, j + 2), c3 = C_(i, j + 3);
-            for (int k = 0; k < K; k++) {
-                double a = A_(i, k);
-                c0 += a * B_(k, j), c1 += a * B_(k, j + 1), c2 += a * B_(k, j + 2), c3 += a * B_(k, j + 3);
-            }
-            if (mode != KGL_AFTER) C_(i, j) = c0, C_(i, j + 1) = c1, C_(i, j + 2) = c2, C_(i, j + 3) = c3;
-            else C_(i, j) += c0, C_(i, j + 1) += c1, C_(i, j + 2) += c2, C_(i, j + 3) += c3;
-        }
-        for (; j < N; j++) {
-            double c = mode == KGL_INTO ? C_(i, j) : 0;
-            for (int k = 0; k < K; k++) c += A_(i, k) * B_(k, j);
-            if (mode != KGL_AFTER) C_(i, j) = c;
-            else C_(i, j) += c;
-        }
+    for (int k = 0; k < kc; k++, a += aks, b += bks) {
+        __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4), t;
+        FMA_ROW(0), FMA_ROW(1), FMA_ROW(2), FMA_ROW(3), FMA_ROW(4), FMA_ROW(5);
     }
+    STORE_ROW(0), STORE_ROW(1), STORE_ROW(2), STORE_ROW(3), STORE_ROW(4), STORE_ROW(5);
+#undef LOAD_ROW
+#undef ZERO_ROW
+#undef FMA_ROW
+#undef STORE_ROW
 }
 
-void kgl_gemm_nn(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc, int mode)
+/* AVX2 micro-kernel on packed panels. */
+static TARGET_AVX2 void avx2_packed(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                    ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
 {
-    gemm(M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
+    (void)ars, (void)aks, (void)bks;
+    avx2_body(kc, a, 1, A2_MR, b, A2_NR, c, ldc, add);
 }
 
-void kgl_gemm_nt(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc, int mode)
+/* AVX2 micro-kernel on operands in place. */
+static TARGET_AVX2 void avx2_strided(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                     ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
 {
-    gemm(M, N, K, A, lda, 1, B, 1, ldb, C, ldc, mode);
+    avx2_body(kc, a, ars, aks, b, bks, c, ldc, add);
 }
 
-void kgl_gemm_tn(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc, int mode)
-{
-    gemm(M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
-}
+/* ------------------------------------------------------------------ AVX-512: 12 x 16 */
 
-void kgl_readout_rows(const double *C, const double *R, const double *E, int n, int d, const int *heads,
-                      const int *rels, int b0, int b1, double *Y, double *v)
+#define TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,fma")))
+enum { A5_MR = 12, A5_NR = 16 };
+
+/* AVX-512 12 x 16 micro-kernel body: 24 zmm accumulators, 2 loads of B and 12 broadcasts of A per k. */
+INLINE TARGET_AVX512 void avx512_body(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                      ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
 {
-    for (int b = b0; b < b1; b++) {
-        const double *c = C + (size_t)heads[b] * d, *r = R + (size_t)rels[b] * d;
-        double *vb = v + (size_t)(b - b0) * d;
-        for (int k = 0; k < d; k++) vb[k] = c[k] * r[k];
+    __m512d c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+    __m512d c60, c61, c70, c71, c80, c81, c90, c91, cA0, cA1, cB0, cB1;
+#define LOAD_ROW(r, i) (c##r##0 = _mm512_loadu_pd(c + i * ldc), c##r##1 = _mm512_loadu_pd(c + i * ldc + 8))
+#define ZERO_ROW(r) (c##r##0 = _mm512_setzero_pd(), c##r##1 = _mm512_setzero_pd())
+#define FMA_ROW(r, i)                                                                                                  \
+    (t = _mm512_set1_pd(a[i * ars]), c##r##0 = _mm512_fmadd_pd(t, b0, c##r##0),                                       \
+     c##r##1 = _mm512_fmadd_pd(t, b1, c##r##1))
+#define STORE_ROW(r, i) (_mm512_storeu_pd(c + i * ldc, c##r##0), _mm512_storeu_pd(c + i * ldc + 8, c##r##1))
+    if (add) {
+        LOAD_ROW(0, 0), LOAD_ROW(1, 1), LOAD_ROW(2, 2), LOAD_ROW(3, 3), LOAD_ROW(4, 4), LOAD_ROW(5, 5);
+        LOAD_ROW(6, 6), LOAD_ROW(7, 7), LOAD_ROW(8, 8), LOAD_ROW(9, 9), LOAD_ROW(A, 10), LOAD_ROW(B, 11);
+    } else {
+        ZERO_ROW(0), ZERO_ROW(1), ZERO_ROW(2), ZERO_ROW(3), ZERO_ROW(4), ZERO_ROW(5);
+        ZERO_ROW(6), ZERO_ROW(7), ZERO_ROW(8), ZERO_ROW(9), ZERO_ROW(A), ZERO_ROW(B);
     }
-    /* Y[b0:b1] = V Eᵀ, each entry summed over c in order from 0 */
-    kgl_gemm_nt(b1 - b0, n, d, v, d, E, d, Y + (size_t)b0 * n, n, KGL_SET);
+    for (int k = 0; k < kc; k++, a += aks, b += bks) {
+        __m512d b0 = _mm512_loadu_pd(b), b1 = _mm512_loadu_pd(b + 8), t;
+        FMA_ROW(0, 0), FMA_ROW(1, 1), FMA_ROW(2, 2), FMA_ROW(3, 3), FMA_ROW(4, 4), FMA_ROW(5, 5);
+        FMA_ROW(6, 6), FMA_ROW(7, 7), FMA_ROW(8, 8), FMA_ROW(9, 9), FMA_ROW(A, 10), FMA_ROW(B, 11);
+    }
+    STORE_ROW(0, 0), STORE_ROW(1, 1), STORE_ROW(2, 2), STORE_ROW(3, 3), STORE_ROW(4, 4), STORE_ROW(5, 5);
+    STORE_ROW(6, 6), STORE_ROW(7, 7), STORE_ROW(8, 8), STORE_ROW(9, 9), STORE_ROW(A, 10), STORE_ROW(B, 11);
+#undef LOAD_ROW
+#undef ZERO_ROW
+#undef FMA_ROW
+#undef STORE_ROW
 }
 
-void kgl_readout_grad_e(const double *G, const double *C, const double *R, int n, int d, const int *heads,
-                        const int *rels, int B, int j0, int j1, double *dE)
+/* AVX-512 micro-kernel on packed panels. */
+static TARGET_AVX512 void avx512_packed(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                        ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
 {
-    /* a tile of 4 entities j x 4 features c, the examples b in order */
-    int j = j0;
-    for (; j + 4 <= j1; j += 4) {
+    (void)ars, (void)aks, (void)bks;
+    avx512_body(kc, a, 1, A5_MR, b, A5_NR, c, ldc, add);
+}
+
+/* AVX-512 micro-kernel on operands in place. */
+static TARGET_AVX512 void avx512_strided(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                                         ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
+{
+    avx512_body(kc, a, ars, aks, b, bks, c, ldc, add);
+}
+
+#endif /* __x86_64__ */
+
+/* The per-ISA configurations, indexed by kgl_isa. MC is a multiple of MR; KC * NR * 8 bytes (one B
+ * panel) stays well inside L1, MC * KC * 8 (the A block) inside L2. */
+static const isa_cfg configs[] = {
+    {P_MR, P_NR, 128, 256, portable_packed, portable_strided},
+#if defined(__x86_64__)
+    {A2_MR, A2_NR, 96, 256, avx2_packed, avx2_strided},
+    {A5_MR, A5_NR, 144, 192, avx512_packed, avx512_strided},
+#endif
+};
+
+/* ------------------------------------------------------------------ packing */
+
+/* Packs a w-wide, kc-deep panel k-major: dst[k*w + r] = src[r*sr + k*sk] for r < n, 0 for n <= r < w. */
+INLINE void pack_body(double *restrict dst, const double *restrict src, int n, const int w, int kc, ptrdiff_t sr,
+                      ptrdiff_t sk)
+{
+    if (n == w && sr == 1) { /* rows of the panel are contiguous in memory */
+        for (int k = 0; k < kc; k++)
+            for (int r = 0; r < w; r++) dst[(ptrdiff_t)k * w + r] = src[k * sk + r];
+    } else if (n == w && sk == 1) { /* a transpose: w streams, each contiguous in k */
         int k = 0;
-        for (; k + 4 <= d; k += 4) {
-            double e[4][4];
-            for (int jj = 0; jj < 4; jj++)
-                for (int kk = 0; kk < 4; kk++) e[jj][kk] = dE[(size_t)(j + jj) * d + k + kk];
-            for (int b = 0; b < B; b++) {
-                const double *c = C + (size_t)heads[b] * d + k, *r = R + (size_t)rels[b] * d + k;
-                const double *g = G + (size_t)b * n + j;
-                for (int jj = 0; jj < 4; jj++) {
-                    double gj = g[jj];
-                    e[jj][0] += gj * c[0] * r[0];
-                    e[jj][1] += gj * c[1] * r[1];
-                    e[jj][2] += gj * c[2] * r[2];
-                    e[jj][3] += gj * c[3] * r[3];
-                }
+        for (; k + 4 <= kc; k += 4)
+            for (int r = 0; r < w; r++) {
+                const double *s = src + r * sr + k;
+                double *d = dst + (ptrdiff_t)k * w + r;
+                d[0] = s[0], d[w] = s[1], d[2 * w] = s[2], d[3 * w] = s[3];
             }
-            for (int jj = 0; jj < 4; jj++)
-                for (int kk = 0; kk < 4; kk++) dE[(size_t)(j + jj) * d + k + kk] = e[jj][kk];
-        }
-        for (; k < d; k++)
-            for (int jj = 0; jj < 4; jj++) {
-                double e = dE[(size_t)(j + jj) * d + k];
-                for (int b = 0; b < B; b++)
-                    e += G[(size_t)b * n + j + jj] * C[(size_t)heads[b] * d + k] * R[(size_t)rels[b] * d + k];
-                dE[(size_t)(j + jj) * d + k] = e;
-            }
+        for (; k < kc; k++)
+            for (int r = 0; r < w; r++) dst[(ptrdiff_t)k * w + r] = src[r * sr + k];
+    } else {
+        for (int k = 0; k < kc; k++)
+            for (int r = 0; r < w; r++) dst[(ptrdiff_t)k * w + r] = r < n ? src[r * sr + k * sk] : 0.0;
     }
-    for (; j < j1; j++)
-        for (int k = 0; k < d; k++) {
-            double e = dE[(size_t)j * d + k];
-            for (int b = 0; b < B; b++) e += G[(size_t)b * n + j] * C[(size_t)heads[b] * d + k] * R[(size_t)rels[b] * d + k];
-            dE[(size_t)j * d + k] = e;
+}
+
+/* pack_body with the panel width known at compile time for the widths the micro-kernels use. */
+static void pack_panel(double *restrict dst, const double *restrict src, int n, int w, int kc, ptrdiff_t sr,
+                       ptrdiff_t sk)
+{
+    switch (w) {
+    case 4: pack_body(dst, src, n, 4, kc, sr, sk); break;
+    case 6: pack_body(dst, src, n, 6, kc, sr, sk); break;
+    case 8: pack_body(dst, src, n, 8, kc, sr, sk); break;
+    case 12: pack_body(dst, src, n, 12, kc, sr, sk); break;
+    case 16: pack_body(dst, src, n, 16, kc, sr, sk); break;
+    default: pack_body(dst, src, n, w, kc, sr, sk); break;
+    }
+}
+
+/* ------------------------------------------------------------------ drivers */
+
+/* One GEMM call: C(i,j) (+)= sum_k A(i,k) B(k,j), A(i,k) = A[i*ars + k*acs], B(k,j) = B[k*brs + j*bcs]. */
+typedef struct {
+    const isa_cfg *f;
+    int M, N, K, mode;
+    const double *A;
+    ptrdiff_t ars, acs;
+    const double *B;
+    ptrdiff_t brs, bcs;
+    double *C;
+    ptrdiff_t ldc;
+    kgl_pool *pool;
+    int split_rows, chunk; /* parallel task t owns rows (or columns) [t*chunk, (t+1)*chunk) */
+} gemm_job;
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* An mr x nr (< MR x NR) tile of C: the full micro-kernel runs on a zero-padded copy, the valid part is copied back. */
+static void edge_tile(const isa_cfg *f, ukernel *kern, int mr, int nr, int kc, const double *a, ptrdiff_t ars,
+                      ptrdiff_t aks, const double *b, ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
+{
+    _Alignas(64) double t[MR_MAX * NR_MAX];
+    const int w = f->nr;
+    for (int i = 0; i < f->mr; i++)
+        for (int j = 0; j < w; j++) t[i * w + j] = add && i < mr && j < nr ? c[i * ldc + j] : 0.0;
+    kern(kc, a, ars, aks, b, bks, t, w, add);
+    for (int i = 0; i < mr; i++)
+        for (int j = 0; j < nr; j++) c[i * ldc + j] = t[i * w + j];
+}
+
+/* The macro-kernel: C[0:mc, 0:nc] (+)= packed A block (mc x kc) times packed B block (kc x nc). */
+static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const double *ap, const double *bp, double *C,
+                         ptrdiff_t ldc, int add)
+{
+    const int MR = f->mr, NR = f->nr;
+    for (int jr = 0; jr < nc; jr += NR) {
+        int nr = imin(NR, nc - jr);
+        const double *b = bp + (ptrdiff_t)jr * kc;
+        for (int ir = 0; ir < mc; ir += MR) {
+            int mr = imin(MR, mc - ir);
+            const double *a = ap + (ptrdiff_t)ir * kc;
+            double *c = C + ir * ldc + jr;
+            if (mr == MR && nr == NR) f->packed(kc, a, 1, MR, b, NR, c, ldc, add);
+            else edge_tile(f, f->packed, mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
         }
+    }
+}
+
+/* The packed loop nest (see the top of the file) on the block C[i0:i1, j0:j1], with one thread's workspace. */
+static void gemm_block(const gemm_job *g, int i0, int i1, int j0, int j1, double *ws)
+{
+    const isa_cfg *f = g->f;
+    const int MR = f->mr, NR = f->nr, MC = f->mc, KC = f->kc;
+    double *bp = ws, *ap = ws + (ptrdiff_t)KC_MAX * NC;
+    for (int jc = j0; jc < j1; jc += NC) {
+        int nc = imin(NC, j1 - jc);
+        for (int pc = 0; pc < g->K; pc += KC) {
+            int kc = imin(KC, g->K - pc);
+            int add = pc > 0 || g->mode == KGL_ADD;
+            for (int jr = 0; jr < nc; jr += NR)
+                pack_panel(bp + (ptrdiff_t)jr * kc, g->B + pc * g->brs + (jc + jr) * g->bcs, imin(NR, nc - jr), NR, kc,
+                           g->bcs, g->brs);
+            for (int ic = i0; ic < i1; ic += MC) {
+                int mc = imin(MC, i1 - ic);
+                for (int ir = 0; ir < mc; ir += MR)
+                    pack_panel(ap + (ptrdiff_t)ir * kc, g->A + (ic + ir) * g->ars + pc * g->acs, imin(MR, mc - ir), MR,
+                               kc, g->ars, g->acs);
+                macro_kernel(f, mc, nc, kc, ap, bp, g->C + ic * g->ldc + jc, g->ldc, add);
+            }
+        }
+    }
+}
+
+/* The direct path for small products (K <= KC): micro-kernels read A and B in place; only edge panels
+ * (and B's panels when B is transposed, so not contiguous along j) are packed. */
+static void gemm_direct(const gemm_job *g, double *ws)
+{
+    const isa_cfg *f = g->f;
+    const int MR = f->mr, NR = f->nr, K = g->K;
+    double *pa = ws, *pb = ws + MR_MAX * KC_MAX;
+    for (int j0 = 0; j0 < g->N; j0 += NR) {
+        int nr = imin(NR, g->N - j0);
+        const double *b = g->B + j0 * g->bcs;
+        ptrdiff_t bks = g->brs;
+        if (nr < NR || g->bcs != 1) {
+            pack_panel(pb, b, nr, NR, K, g->bcs, g->brs);
+            b = pb, bks = NR;
+        }
+        for (int i0 = 0; i0 < g->M; i0 += MR) {
+            int mr = imin(MR, g->M - i0);
+            const double *a = g->A + i0 * g->ars;
+            ptrdiff_t ars = g->ars, aks = g->acs;
+            if (mr < MR) {
+                pack_panel(pa, a, mr, MR, K, ars, aks);
+                a = pa, ars = 1, aks = MR;
+            }
+            double *c = g->C + i0 * g->ldc + j0;
+            if (mr == MR && nr == NR) f->strided(K, a, ars, aks, b, bks, c, g->ldc, g->mode);
+            else edge_tile(f, f->strided, mr, nr, K, a, ars, aks, b, bks, c, g->ldc, g->mode);
+        }
+    }
+}
+
+/* A pool task: the packed nest on this task's row or column block of C. */
+static void gemm_task(void *ctx, int task, int worker)
+{
+    const gemm_job *g = ctx;
+    double *ws = kgl_pool_gemm_workspace(g->pool, worker);
+    int lo = task * g->chunk;
+    if (g->split_rows) gemm_block(g, lo, imin(g->M, lo + g->chunk), 0, g->N, ws);
+    else gemm_block(g, 0, g->M, lo, imin(g->N, lo + g->chunk), ws);
+}
+
+/* Chooses the path and the split between threads, and runs the GEMM. */
+static void gemm_w(int isa, int path, kgl_pool *p, int worker, int M, int N, int K, const double *A, ptrdiff_t ars, ptrdiff_t acs,
+                 const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc, int mode)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (mode == KGL_SET)
+            for (int i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof *C);
+        return;
+    }
+    gemm_job g = {&configs[isa], M, N, K, mode, A, ars, acs, B, brs, bcs, C, ldc, p, 1, M};
+    double flops = 2.0 * M * N * K;
+    if (K <= KC_MAX && (path == KGL_PATH_DIRECT || (path == KGL_PATH_AUTO && flops < DIRECT_MAX_FLOPS))) {
+        gemm_direct(&g, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
+        return;
+    }
+    int T = worker < 0 ? kgl_pool_threads(p) : 1; /* inside a task: this thread alone */
+    if (T == 1 || flops < PARALLEL_MIN_FLOPS) {
+        gemm_block(&g, 0, M, 0, N, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
+        return;
+    }
+    /* One block per thread, in whole micro-tiles, cut along whichever dimension leaves the
+     * largest block smallest (rows on a tie: each thread then packs B, which is shared in L3). */
+    const int MR = g.f->mr, NR = g.f->nr;
+    int mt = (M + MR - 1) / MR, nt = (N + NR - 1) / NR;
+    int per_r = (mt + T - 1) / T, per_c = (nt + T - 1) / T;
+    g.split_rows = (long)per_r * nt * MR * NR <= (long)per_c * mt * MR * NR;
+    g.chunk = g.split_rows ? per_r * MR : per_c * NR;
+    int n_tasks = ((g.split_rows ? M : N) + g.chunk - 1) / g.chunk;
+    kgl_pool_run(p, n_tasks, gemm_task, &g);
+}
+
+static void gemm(int isa, int path, kgl_pool *p, int M, int N, int K, const double *A, ptrdiff_t ars, ptrdiff_t acs,
+                 const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc, int mode)
+{
+    gemm_w(isa, path, p, -1, M, N, K, A, ars, acs, B, brs, bcs, C, ldc, mode);
+}
+
+/* The ISA to use: the active one, or a requested one clamped to what the CPU and this build have. */
+static int pick_isa(int want)
+{
+#if defined(__x86_64__)
+    int best = (int)kgl_isa_best();
+    if (want < 0) return (int)kgl_isa_active();
+    return want < best ? want : best;
+#else
+    (void)want;
+    return KGL_ISA_PORTABLE;
+#endif
+}
+
+void kgl_gemm_nn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode)
+{
+    gemm(pick_isa(-1), KGL_PATH_AUTO, p, M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
+}
+
+void kgl_gemm_nt(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode)
+{
+    gemm(pick_isa(-1), KGL_PATH_AUTO, p, M, N, K, A, lda, 1, B, 1, ldb, C, ldc, mode);
+}
+
+void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode)
+{
+    gemm(pick_isa(-1), KGL_PATH_AUTO, p, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
+}
+
+void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const double *A,
+                        int lda, const double *B, int ldb, double *C, int ldc, int mode)
+{
+    gemm(pick_isa(isa < 0 ? 0 : isa), path, p, M, N, K, A, ta ? 1 : lda, ta ? lda : 1, B, tb ? 1 : ldb,
+         tb ? ldb : 1, C, ldc, mode);
+}
+
+void kgl_gemm_nn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode)
+{
+    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
+}
+
+void kgl_gemm_nt_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode)
+{
+    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, lda, 1, B, 1, ldb, C, ldc, mode);
+}
+
+void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode)
+{
+    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
 }

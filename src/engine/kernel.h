@@ -1,42 +1,60 @@
-/* kernel.h — the dense loops the ops spend their time in (src/engine/kernel.c).
- * Private to the library.
+/* kernel.h — double-precision matrix multiply for kgl (kernel.c).
  *
- * Every kernel computes each output element as one running sum over the
- * reduction index in increasing order, exactly as the plain triple loop it
- * replaces; the blocking only decides how many such sums run side by side
- * (a 4 x 4 tile of independent accumulators instead of one dependent chain).
- * So the results are bit-identical to the plain loops, whatever the tile
- * shape, and each output element is written by exactly one call: splitting
- * the rows of C between threads cannot change a bit either. */
+ * All matrices are row-major with leading dimensions (in elements). M, N or
+ * K may be 0; with K = 0, KGL_SET writes zeros. C must not alias A or B.
+ *
+ * Each element of C is one running sum over k in increasing order, started
+ * from 0 (KGL_SET) or from C's old value (KGL_ADD):
+ *   avx2 / avx512:  c = fma(a_ik, b_kj, c)            for k = 0, 1, ..., K-1
+ *   portable:       c = c + a_ik * b_kj (rounded twice) for k = 0, 1, ..., K-1
+ * The blocking, the number of threads and how the work is split change only
+ * which sums run side by side, never the operations inside one sum, so the
+ * bits are the same for any thread count, any pool and any C offset; AVX2
+ * and AVX-512 give the same bits as each other (and as a scalar fma() loop);
+ * the portable path gives those of the plain mul+add loop. */
 #ifndef KGL_KERNEL_H
 #define KGL_KERNEL_H
 
-#include <stdbool.h>
+#include "pool.h"
 
-/* How the sum meets C:
- *   KGL_SET:   C = ((0 + t_0) + t_1) + …          C's old value is not read
- *   KGL_INTO:  C = ((C + t_0) + t_1) + …          the terms land in C one by one
- *   KGL_AFTER: C = C + (((0 + t_0) + t_1) + …)    the sum first, then added */
-enum { KGL_SET = 0, KGL_INTO = 1, KGL_AFTER = 2 };
+enum { KGL_SET = 0, KGL_ADD = 1 }; /* C = A·B  or  C += A·B (the sum starts from C's value) */
 
-/* C[M,N] ⊕= A[M,K] B[K,N];  t_k = A[i,k] B[k,j] */
-void kgl_gemm_nn(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc,
-                 int mode);
-/* C[M,N] ⊕= A[M,K] B[N,K]ᵀ;  t_k = A[i,k] B[j,k] */
-void kgl_gemm_nt(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc,
-                 int mode);
-/* C[M,N] ⊕= A[K,M]ᵀ B[K,N];  t_k = A[k,i] B[k,j] */
-void kgl_gemm_tn(int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C, int ldc,
-                 int mode);
+/* Blocking constants (elements); see kernel.c. */
+enum {
+    KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
+    KGL_GEMM_MC = 144,  /* rows of C per packed block of A (largest over the ISAs) */
+    KGL_GEMM_NC = 2048, /* columns of C per packed block of B */
+};
+/* Bytes of per-thread packing space the GEMM needs: a KC x NC block of B and an MC x KC block of A. */
+#define KGL_GEMM_WORKSPACE ((unsigned long)(KGL_GEMM_KC * KGL_GEMM_NC + KGL_GEMM_MC * KGL_GEMM_KC) * sizeof(double))
 
-/* The trilinear readout for examples b in [b0, b1):
- *   Y[b, j] = Σ_c (C[heads[b], c] R[rels[b], c]) E[j, c]   (sum in c order)
- * v (d doubles per example of the block, scratch) receives C ⊙ R. */
-void kgl_readout_rows(const double *C, const double *R, const double *E, int n, int d, const int *heads,
-                      const int *rels, int b0, int b1, double *Y, double *v);
-/* dE[j, c] = ((dE[j, c] + (G[0, j] C[h_0, c]) R[r_0, c]) + (G[1, j] C[h_1, c]) R[r_1, c]) + …
- * for rows j in [j0, j1), the examples in order. */
-void kgl_readout_grad_e(const double *G, const double *C, const double *R, int n, int d, const int *heads,
-                        const int *rels, int B, int j0, int j1, double *dE);
+/* C[M,N] (+)= A[M,K] B[K,N] */
+void kgl_gemm_nn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode);
+/* C[M,N] (+)= A[M,K] B[N,K]^T */
+void kgl_gemm_nt(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode);
+/* C[M,N] (+)= A[K,M]^T B[K,N] */
+void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+                 int ldc, int mode);
+
+/* For tests and benchmarks only: the same GEMM with the ISA and the path forced.
+ * isa: a kgl_isa value no higher than kgl_isa_best() (lower values are honoured, higher ones clamped);
+ * ta, tb: 0 = as stored, 1 = transposed (ta = tb = 1 is not supported);
+ * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC) or KGL_PATH_PACKED. */
+enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2 };
+void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const double *A,
+                        int lda, const double *B, int ldb, double *C, int ldc, int mode);
+
+
+/* The same products run by one thread inside a task of pool p (worker
+ * `worker`, on its workspace): for ops that split their work into tasks
+ * themselves. The bits are those of the calls above. */
+void kgl_gemm_nn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode);
+void kgl_gemm_nt_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode);
+void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                    double *C, int ldc, int mode);
 
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernel.h"
+#include "vmath.h"
 #include "kgl/engine.h"
 #include "internal.h"
 
@@ -42,6 +43,13 @@ static int *check_indices(kgl_arena *keep, int n, const int *values)
     "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
     "far below 1e-6"
 
+/* Ops whose rows are independent run blocks of ROW_BLOCK rows as tasks on
+ * the tape's pool; attention blocks ATTN_BLOCK query (or key) rows. The
+ * sizes are fixed, so how the work is split never depends on the threads. */
+#define ROW_BLOCK 32
+#define ATTN_BLOCK 64
+static int row_blocks(int rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
+
 static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
 {
     if (!ok) kgl_die("%s: incompatible shapes %dx%d and %dx%d", op, a->rows, a->cols, b->rows, b->cols);
@@ -59,10 +67,9 @@ static void matmul_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->cols;
     const double *G = Y->grad;
-    /* dA[i,l] += (Σ_j G[i,j] B[l,j])         the sum over j, then added */
-    if (A->grad) kgl_gemm_nt(n, k, p, G, p, B->data, p, A->grad, k, KGL_AFTER);
-    /* dB[l,j] += A[i,l] G[i,j], i = 0, 1, …   each term into dB, i in order */
-    if (B->grad) kgl_gemm_tn(k, p, n, A->data, k, G, p, B->grad, p, KGL_INTO);
+    /* dA[i,l] += G[i,j] B[l,j], j in order;  dB[l,j] += A[i,l] G[i,j], i in order */
+    if (A->grad) kgl_gemm_nt(nd->pool, n, k, p, G, p, B->data, p, A->grad, k, KGL_ADD);
+    if (B->grad) kgl_gemm_tn(nd->pool, k, p, n, A->data, k, G, p, B->grad, p, KGL_ADD);
 }
 
 kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -72,7 +79,7 @@ kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
     /* Y[i,j] = 0 + A[i,0] B[0,j] + A[i,1] B[1,j] + …   (l in order) */
-    kgl_gemm_nn(n, p, k, A->data, k, B->data, p, Y->data, p, KGL_SET);
+    kgl_gemm_nn(t->pool, n, p, k, A->data, k, B->data, p, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul, Y, 2, in);
     return Y;
 }
@@ -104,8 +111,8 @@ static void matmul_nt_backward(kgl_node *nd)
     int n = A->rows, k = A->cols, p = B->rows;
     const double *G = Y->grad;
     /* dA[i,l] += G[i,j] B[j,l], j in order;  dB[j,l] += G[i,j] A[i,l], i in order */
-    if (A->grad) kgl_gemm_nn(n, k, p, G, p, B->data, k, A->grad, k, KGL_INTO);
-    if (B->grad) kgl_gemm_tn(p, k, n, G, p, A->data, k, B->grad, k, KGL_INTO);
+    if (A->grad) kgl_gemm_nn(nd->pool, n, k, p, G, p, B->data, k, A->grad, k, KGL_ADD);
+    if (B->grad) kgl_gemm_tn(nd->pool, p, k, n, G, p, A->data, k, B->grad, k, KGL_ADD);
 }
 
 kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -115,7 +122,7 @@ kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
     /* Y[i,j] = 0 + A[i,0] B[j,0] + A[i,1] B[j,1] + …   (l in order) */
-    kgl_gemm_nt(n, p, k, A->data, k, B->data, k, Y->data, p, KGL_SET);
+    kgl_gemm_nt(t->pool, n, p, k, A->data, k, B->data, k, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul_nt, Y, 2, in);
     return Y;
 }
@@ -152,8 +159,8 @@ static void matmul_tn_backward(kgl_node *nd)
     int k = A->rows, n = A->cols, p = B->cols;
     const double *G = Y->grad;
     /* dA[l,i] += (Σ_j B[l,j] G[i,j]);  dB[l,j] += A[l,i] G[i,j], i in order */
-    if (A->grad) kgl_gemm_nt(k, n, p, B->data, p, G, p, A->grad, n, KGL_AFTER);
-    if (B->grad) kgl_gemm_nn(k, p, n, A->data, n, G, p, B->grad, p, KGL_INTO);
+    if (A->grad) kgl_gemm_nt(nd->pool, k, n, p, B->data, p, G, p, A->grad, n, KGL_ADD);
+    if (B->grad) kgl_gemm_nn(nd->pool, k, p, n, A->data, n, G, p, B->grad, p, KGL_ADD);
 }
 
 kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -163,7 +170,7 @@ kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, p, 2, in);
     /* Y[i,j] = 0 + A[0,i] B[0,j] + A[1,i] B[1,j] + …   (l in order) */
-    kgl_gemm_tn(n, p, k, A->data, n, B->data, p, Y->data, p, KGL_SET);
+    kgl_gemm_tn(t->pool, n, p, k, A->data, n, B->data, p, Y->data, p, KGL_SET);
     kgl_record(t, &op_matmul_tn, Y, 2, in);
     return Y;
 }
@@ -512,13 +519,9 @@ static void softmax_rows_backward(kgl_node *nd)
 {
     kgl_tensor *S = nd->in[0], *P = nd->out;
     int cols = P->cols;
-    for (int i = 0; i < P->rows; i++) {
-        const double *p = P->data + (size_t)i * cols, *g = P->grad + (size_t)i * cols;
-        double gp = 0;
-        for (int j = 0; j < cols; j++) gp += g[j] * p[j];
-        double *ds = S->grad + (size_t)i * cols;
-        for (int j = 0; j < cols; j++) ds[j] += p[j] * (g[j] - gp);
-    }
+    for (int i = 0; i < P->rows; i++) /* ds += p ⊙ (g − ⟨g, p⟩) */
+        kgl_softmax_row_backward(P->data + (size_t)i * cols, P->grad + (size_t)i * cols, S->grad + (size_t)i * cols,
+                                 cols, 1);
 }
 
 kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *S, kgl_mask mask)
@@ -528,6 +531,12 @@ kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *S, kgl_mask mask)
     for (int i = 0; i < rows; i++) {
         const double *s = S->data + (size_t)i * cols;
         double *p = P->data + (size_t)i * cols;
+        if (mask.kind != KGL_MASK_KEEP) { /* no mask, or a causal prefix: on the vector kernel */
+            int kept = mask.kind == KGL_MASK_CAUSAL ? (i + 1 < cols ? i + 1 : cols) : cols;
+            if (kept > 0) kgl_softmax_row(s, p, kept);
+            for (int j = kept; j < cols; j++) p[j] = 0.0;
+            continue;
+        }
         double mx = -INFINITY;
         for (int j = 0; j < cols; j++)
             if (mask_keeps(mask, cols, i, j) && s[j] > mx) mx = s[j];
@@ -586,6 +595,233 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
 static const kgl_op op_softmax_rows = {"softmax_rows",
                                        softmax_rows_backward,
                                        {4, softmax_rows_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * attention: multi-head scaled dot-product attention, in one op.
+ *   Q, K, V [n, d]; head h owns columns h·dk … (h+1)·dk − 1 (H = node->i0);
+ *   S_h = τ_h Q_h K_hᵀ,   τ_h = τ (node->alpha), times e^{θ_h} when a learned
+ *                          log-temperature θ [1, H] is the fourth input
+ *   A_h = softmax_rows(S_h),   O_h = A_h V_h   (O's columns of head h)
+ * It is the composition matmul_nt → scale (→ scale_exp) → softmax_rows →
+ * matmul → concat_cols that the layer can also be built from (and is, when a
+ * study needs S_h itself); fused, it keeps only A_h for backward (H n²
+ * doubles: S_h is never stored, and ∂L/∂A_h, ∂L/∂S_h live one head at a
+ * time in an n × n scratch). With G = ∂L/∂O and G_h its head's columns:
+ *   dV_h += A_hᵀ G_h                               (O_h = A_h V_h)
+ *   dA_h  = G_h V_hᵀ
+ *   dS_h  = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h))      each row: J g with the
+ *           softmax Jacobian J = diag(a) − a aᵀ (see softmax_rows)
+ *   dQ_h += τ_h dS_h K_h,   dK_h += τ_h dS_hᵀ Q_h
+ *   dθ_h += Σ_ij dS_h,ij S_h,ij = Σ_i ⟨Q_h[i], τ_h (dS_h K_h)[i]⟩   (S_h = τ_h Q_h K_hᵀ)
+ * Work is split into blocks of ATTN_BLOCK query rows (forward, dA, dS, dQ)
+ * and of ATTN_BLOCK key rows (dK, dV: column blocks of dS and A), each a task
+ * on the tape's pool writing its own rows, so the bits never depend on the
+ * number of threads. The op also measures, for the studies, max |S_h| in
+ * the forward and ‖dS_h‖_F in the backward (node->stats).
+ * ======================================================================== */
+static const kgl_op op_attention;
+
+typedef struct attn_job {
+    const kgl_tensor *Q, *K, *V;
+    double *A;          /* [H, n, n] the weights */
+    double *O;          /* [n, d] forward output */
+    const double *G;    /* [n, d] ∂L/∂O (backward) */
+    double *dS;         /* [n, n] one head's ∂L/∂A, then τ_h ∂L/∂S */
+    double *dq;         /* [n, dk] τ_h dS K_h, with a learned temperature */
+    double *part;       /* [H · blocks] per-block partial results */
+    kgl_pool *pool;
+    int n, d, dk, H, h, blocks;
+    double tau[KGL_ATTENTION_MAX_HEADS];
+    bool learn;         /* a θ input */
+} attn_job;
+
+static int block_end(int b, int n) { return (b + 1) * ATTN_BLOCK < n ? (b + 1) * ATTN_BLOCK : n; }
+
+/* Forward, one block of query rows of one head: S rows, softmax, O rows. */
+static void attention_forward_block(void *ctx, int task, int worker)
+{
+    attn_job *J = ctx;
+    int h = task / J->blocks, b = task % J->blocks, i0 = b * ATTN_BLOCK, i1 = block_end(b, J->n);
+    int n = J->n, d = J->d, dk = J->dk, rows = i1 - i0;
+    double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
+    /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
+    kgl_gemm_nt_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, J->K->data + h * dk, d,
+                   A, n, KGL_SET);
+    double max_abs = 0;
+    for (int i = 0; i < rows; i++) {
+        double *s = A + (size_t)i * n;
+        for (int j = 0; j < n; j++) {
+            s[j] *= J->tau[h];
+            double a = fabs(s[j]);
+            if (a > max_abs || a != a) max_abs = a;
+        }
+        kgl_softmax_row(s, s, n);
+    }
+    J->part[task] = max_abs;
+    /* O_h[i0:i1] = A_h[i0:i1] V_h */
+    kgl_gemm_nn_on(J->pool, worker, rows, dk, n, A, n, J->V->data + h * dk, d, J->O + (size_t)i0 * d + h * dk, d,
+                   KGL_SET);
+}
+
+/* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ. */
+static void attention_backward_rows(void *ctx, int task, int worker)
+{
+    attn_job *J = ctx;
+    int h = J->h, i0 = task * ATTN_BLOCK, i1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
+    int rows = i1 - i0;
+    const double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
+    double *dS = J->dS + (size_t)i0 * n;
+    /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
+    kgl_gemm_nt_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, J->V->data + h * dk, d, dS, n,
+                   KGL_SET);
+    double sq = 0;
+    for (int i = 0; i < rows; i++) {
+        double *g = dS + (size_t)i * n;
+        kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0); /* dS = J dA, in place */
+        for (int j = 0; j < n; j++) {
+            sq += g[j] * g[j];
+            g[j] *= J->tau[h]; /* the gradient of the unscaled product Q_h K_hᵀ */
+        }
+    }
+    J->part[(size_t)h * J->blocks + task] = sq;
+    const double *Kh = J->K->data + h * dk;
+    if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
+        double *dq = J->dq + (size_t)i0 * dk, dot = 0;
+        kgl_gemm_nn_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, dq, dk, KGL_SET);
+        for (int i = 0; i < rows; i++) {
+            const double *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
+            for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
+            if (J->Q->grad) {
+                double *gq = J->Q->grad + (size_t)(i0 + i) * d + h * dk;
+                for (int c = 0; c < dk; c++) gq[c] += dq[(size_t)i * dk + c];
+            }
+        }
+        J->part[(size_t)(J->H + h) * J->blocks + task] = dot;
+    } else if (J->Q->grad) {
+        kgl_gemm_nn_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, J->Q->grad + (size_t)i0 * d + h * dk, d, KGL_ADD);
+    }
+}
+
+/* Backward, phase 2, one block of key rows j of head J->h: dK, dV. */
+static void attention_backward_cols(void *ctx, int task, int worker)
+{
+    attn_job *J = ctx;
+    int h = J->h, j0 = task * ATTN_BLOCK, j1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
+    /* dK_h[j0:j1] += (τ dS)[:, j0:j1]ᵀ Q_h,   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
+    if (J->K->grad)
+        kgl_gemm_tn_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, J->Q->data + h * dk, d,
+                       J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+    if (J->V->grad)
+        kgl_gemm_tn_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, J->G + h * dk, d,
+                       J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+}
+
+static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int H, double tau)
+{
+    memset(J, 0, sizeof *J);
+    J->Q = in[0], J->K = in[1], J->V = in[2];
+    J->n = J->Q->rows, J->d = J->Q->cols, J->H = H, J->dk = J->d / H;
+    J->blocks = (J->n + ATTN_BLOCK - 1) / ATTN_BLOCK;
+    J->learn = n_in > 3;
+    for (int h = 0; h < H; h++) J->tau[h] = J->learn ? exp(in[3]->data[h]) * tau : tau;
+}
+
+static void attention_backward(kgl_node *nd)
+{
+    attn_job J;
+    attention_job_init(&J, nd->in, nd->n_in, nd->i0, nd->alpha);
+    J.A = nd->saved;
+    J.G = nd->out->grad;
+    J.dS = nd->scratch;
+    J.dq = nd->scratch + (size_t)J.n * J.n;
+    J.part = nd->scratch + (size_t)J.n * J.n + (size_t)J.n * J.dk;
+    J.pool = nd->pool;
+    for (int h = 0; h < J.H; h++) {
+        J.h = h;
+        double work = 2.0 * J.n * J.n * J.dk;
+        kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_rows, &J);
+        kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_cols, &J);
+        double sq = 0, dtheta = 0;
+        for (int b = 0; b < J.blocks; b++) { /* block order, whatever the threads */
+            sq += J.part[(size_t)h * J.blocks + b];
+            if (J.learn) dtheta += J.part[(size_t)(J.H + h) * J.blocks + b];
+        }
+        nd->stats[J.H + h] = sqrt(sq);
+        if (J.learn && nd->in[3]->grad) nd->in[3]->grad[h] += dtheta;
+    }
+}
+
+kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor *V, int heads, double tau,
+                          kgl_tensor *log_temp, kgl_tensor *attn, double **stats)
+{
+    shape_check(Q->rows == K->rows && Q->cols == K->cols, "attention (Q, K)", Q, K);
+    shape_check(Q->rows == V->rows && Q->cols == V->cols, "attention (Q, V)", Q, V);
+    if (heads < 1 || heads > KGL_ATTENTION_MAX_HEADS || Q->cols % heads)
+        kgl_die("attention: %d heads do not divide %d columns", heads, Q->cols);
+    if (log_temp && (log_temp->rows != 1 || log_temp->cols != heads))
+        kgl_die("attention: the log-temperature is %dx%d, not 1x%d", log_temp->rows, log_temp->cols, heads);
+    kgl_tensor *in[4] = {Q, K, V, log_temp};
+    int n_in = log_temp ? 4 : 3;
+    attn_job J;
+    attention_job_init(&J, in, n_in, heads, tau);
+    int n = J.n, d = J.d;
+    kgl_tensor *O = kgl_op_output(t, n, d, n_in, in);
+    size_t parts = (size_t)2 * heads * J.blocks;
+    J.A = kgl_arena_alloc(&t->arena, (size_t)heads * n * n * sizeof(double));
+    J.O = O->data;
+    J.part = kgl_arena_alloc(&t->arena, ((size_t)heads * J.blocks + 2 * (size_t)heads) * sizeof(double));
+    double *st = J.part + (size_t)heads * J.blocks;
+    J.pool = t->pool;
+    kgl_parallel(t->pool, heads * J.blocks, 4.0 * heads * n * n * J.dk, attention_forward_block, &J);
+    for (int h = 0; h < heads; h++) {
+        double mx = 0;
+        for (int b = 0; b < J.blocks; b++) {
+            double v = J.part[(size_t)h * J.blocks + b];
+            if (v > mx || v != v) mx = v;
+        }
+        st[h] = mx;
+        st[heads + h] = NAN;
+    }
+    if (attn)
+        for (int h = 0; h < heads; h++) attn[h] = (kgl_tensor){n, n, J.A + (size_t)h * n * n, NULL};
+    if (stats) *stats = st;
+    kgl_node *nd = kgl_record(t, &op_attention, O, n_in, in);
+    if (nd) {
+        nd->i0 = heads;
+        nd->alpha = tau;
+        nd->saved = J.A;
+        nd->stats = st;
+        nd->scratch = kgl_arena_alloc(&t->arena, ((size_t)n * n + (size_t)n * J.dk + parts) * sizeof(double));
+    }
+    return O;
+}
+
+static kgl_tensor *attention_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_attention(t, c->inputs[0], c->inputs[1], c->inputs[2], c->i0, c->alpha,
+                         c->n_inputs > 3 ? c->inputs[3] : NULL, NULL, NULL);
+}
+
+static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    /* n, d, H, τ, learned temperature: one head; two heads; more rows than a
+       block (two blocks, the second partial) with a learned temperature; and
+       saturated logits (unscaled, weights near one-hot) */
+    static const int shape[][3] = {{5, 3, 1}, {6, 4, 2}, {ATTN_BLOCK + 5, 4, 2}, {4, 4, 2}};
+    static const double taus[] = {0.57735026918962584, 0.70710678118654752, 0.70710678118654752, 1.0};
+    const int *sh = shape[which];
+    double spread = which == 3 ? 4.0 : 1.0;
+    for (int k = 0; k < 3; k++) c->inputs[k] = check_input(keep, rng, sh[0], sh[1], k < 2 ? spread : 1.0, 0);
+    c->n_inputs = 3;
+    if (which == 2) c->inputs[c->n_inputs++] = check_input(keep, rng, 1, sh[2], 0.3, 0);
+    c->i0 = sh[2];
+    c->alpha = taus[which];
+    c->run = attention_run;
+    snprintf(c->label, sizeof c->label, "n%d d%d H%d%s%s", sh[0], sh[1], sh[2], which == 2 ? " learned temp" : "",
+             which == 3 ? " saturated" : "");
+}
+
+static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * layernorm over the columns of each row (MODEL.md's LN, ε = 1e-5):
@@ -720,19 +956,60 @@ static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, DEFAULT_TOL
  *   lse(z) = m + log Σ_j exp(z_j − m), m = max_j z_j  (stable for |z| ~ 1000).
  * Since ∂lse/∂z_j = p_j (the softmax) and Σ_j q_bj = 1:
  *   ∂L/∂z_bj = (p_bj − q_bj) / B.          (p saved by forward)
+ * Each row is one kgl_softmax_row (src/engine/vmath.c: vector exp, the sum
+ * in 8 lanes); the rows' losses are added in row order.
  * ======================================================================== */
 static const kgl_op op_cross_entropy;
+
+
+typedef struct ce_job {
+    const double *z;   /* [B, n] logits */
+    double *p, *dz;    /* softmax out (forward), gradient (backward) */
+    double *row_loss;  /* [B] lse − ⟨q, z⟩ per row */
+    const int *targets;
+    int B, n;
+    double eps, g;     /* smoothing; ∂L/∂loss / B */
+} ce_job;
+
+static void cross_entropy_rows(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const ce_job *J = ctx;
+    int b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
+    for (int b = task * ROW_BLOCK; b < b1; b++) {
+        const double *z = J->z + (size_t)b * J->n;
+        double *p = J->p + (size_t)b * J->n;
+        double lse = kgl_softmax_row(z, p, J->n); /* p = exp(z − lse), lse = log Σ exp z */
+        double qz = (1.0 - J->eps) * z[J->targets[b]];
+        if (J->eps != 0) {
+            double zsum = 0;
+            for (int j = 0; j < J->n; j++) zsum += z[j];
+            qz += J->eps / J->n * zsum;
+        }
+        J->row_loss[b] = lse - qz;
+    }
+}
+
+static void cross_entropy_grad_rows(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const ce_job *J = ctx;
+    int n = J->n, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
+    double off = J->eps / n;
+    for (int b = task * ROW_BLOCK; b < b1; b++) {
+        const double *p = J->p + (size_t)b * n;
+        double *dz = J->dz + (size_t)b * n;
+        for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
+        dz[J->targets[b]] -= J->g * (1.0 - J->eps);
+    }
+}
 
 static void cross_entropy_backward(kgl_node *nd)
 {
     kgl_tensor *Z = nd->in[0];
     int B = Z->rows, n = Z->cols;
-    double g = nd->out->grad[0] / B, eps = nd->alpha;
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < n; j++) {
-            double q = eps / n + (j == nd->idx0[b] ? 1.0 - eps : 0.0);
-            Z->grad[(size_t)b * n + j] += g * (nd->saved[(size_t)b * n + j] - q);
-        }
+    ce_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, B, n, nd->alpha, nd->out->grad[0] / B};
+    kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, cross_entropy_grad_rows, &J);
 }
 
 kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *Z, const int *targets, double smoothing)
@@ -742,26 +1019,12 @@ kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *Z, const int *targets, do
     for (int b = 0; b < B; b++)
         if (targets[b] < 0 || targets[b] >= n) kgl_die("cross_entropy: target %d outside 0..%d", targets[b], n - 1);
     kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
-    double *p = Y->grad ? kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double)) : NULL;
+    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
+    double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
+    ce_job J = {Z->data, p, NULL, row_loss, targets, B, n, smoothing, 0};
+    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_rows, &J);
     double total = 0;
-    for (int b = 0; b < B; b++) {
-        const double *z = Z->data + (size_t)b * n;
-        double m = z[0];
-        for (int j = 1; j < n; j++)
-            if (z[j] > m) m = z[j];
-        double s = 0;
-        for (int j = 0; j < n; j++) s += exp(z[j] - m);
-        double lse = m + log(s);
-        double qz = (1.0 - smoothing) * z[targets[b]];
-        if (smoothing != 0) {
-            double zsum = 0;
-            for (int j = 0; j < n; j++) zsum += z[j];
-            qz += smoothing / n * zsum;
-        }
-        total += lse - qz;
-        if (p)
-            for (int j = 0; j < n; j++) p[(size_t)b * n + j] = exp(z[j] - lse);
-    }
+    for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
     Y->data[0] = total / B;
     kgl_node *nd = kgl_record(t, &op_cross_entropy, Y, 1, &Z);
     if (nd) {
@@ -810,10 +1073,9 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
  *   Y[b, j] = Σ_c C[i,c] R[r,c] E[j,c] = ⟨v_b, E[j]⟩,  v_b = C[i] ⊙ R[r].
  * With G [B, n] and u_b = Σ_j G[b,j] E[j]  (the gradient reaching v_b):
  *   dE[j] += Σ_b G[b,j] v_b,   dC[i] += u_b ⊙ R[r],   dR[r] += u_b ⊙ C[i].
- * (idx0 = heads i, idx1 = relations r; saved = [B, d] scratch: v_b in the
- * forward, u_b in the backward.) The forward is the product V Eᵀ and u the
- * product G E, both on the blocked kernels; dE[j] sums its terms
- * (G[b,j] C[i,c]) R[r,c] in example order.
+ * (idx0 = heads i, idx1 = relations r; saved = V, the rows v_b; scratch =
+ * U, the rows u_b.) Three matrix products on the kernels: Y = V Eᵀ forward;
+ * U = G E and dE += Gᵀ V backward; then each u_b is scattered to its rows.
  * ======================================================================== */
 static const kgl_op op_trilinear;
 
@@ -821,11 +1083,13 @@ static void trilinear_backward(kgl_node *nd)
 {
     kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
     int n = E->rows, d = E->cols, B = nd->n_idx;
-    double *U = nd->saved;
-    /* u_b[c] = 0 + G[b,0] E[0,c] + G[b,1] E[1,c] + …   (j in order) */
-    kgl_gemm_nn(B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
-    if (E->grad) kgl_readout_grad_e(Y->grad, C->data, R->data, n, d, nd->idx0, nd->idx1, B, 0, n, E->grad);
-    for (int b = 0; b < B; b++) {
+    const double *V = nd->saved;
+    double *U = nd->scratch;
+    /* u_b = Σ_j G[b,j] E[j]  (U = G E, j in order) */
+    kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
+    /* dE[j] += Σ_b G[b,j] v_b  (dE += Gᵀ V, b in order) */
+    if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD);
+    for (int b = 0; b < B; b++) { /* scattered to the rows the examples name, in example order */
         const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
         const double *u = U + (size_t)b * d;
         if (C->grad) {
@@ -851,14 +1115,20 @@ kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor 
     kgl_tensor *in[3] = {C, R, E};
     kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
     double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
-    /* Y[b,j] = 0 + v_b[0] E[j,0] + v_b[1] E[j,1] + …,  v_b = C[i] ⊙ R[r] */
-    kgl_readout_rows(C->data, R->data, E->data, n, d, heads, rels, 0, n_ex, Y->data, v);
+    for (int b = 0; b < n_ex; b++) { /* v_b = C[i] ⊙ R[r] */
+        const double *c = C->data + (size_t)heads[b] * d, *r = R->data + (size_t)rels[b] * d;
+        double *vb = v + (size_t)b * d;
+        for (int k = 0; k < d; k++) vb[k] = c[k] * r[k];
+    }
+    /* Y = V Eᵀ: Y[b,j] = Σ_c v_b[c] E[j,c], c in order */
+    kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET);
     kgl_node *nd = kgl_record(t, &op_trilinear, Y, 3, in);
     if (nd) {
         nd->idx0 = heads;
         nd->idx1 = rels;
         nd->n_idx = n_ex;
-        nd->saved = v; /* reused as the u_b scratch in backward */
+        nd->saved = v;
+        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double)); /* u_b */
     }
     return Y;
 }
@@ -1119,7 +1389,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
     &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
-    &op_dropout,
+    &op_dropout, &op_attention,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

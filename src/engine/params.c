@@ -6,6 +6,7 @@
 
 #include "kgl/engine.h"
 #include "internal.h"
+#include "vmath.h"
 
 kgl_tensor *kgl_params_add(kgl_params *ps, const char *name, int rows, int cols)
 {
@@ -92,6 +93,11 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
         if (p->frozen) continue;
         size_t n = kgl_numel(&p->t);
         double *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
+        if (o->kind == KGL_OPT_ADAM) { /* the loop below, on the vector kernel (the same bits: vmath.c) */
+            kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, step_size, bc2_sqrt,
+                            o->weight_decay != 0 ? keep : 1.0);
+            continue;
+        }
         if (o->weight_decay != 0)
             for (size_t i = 0; i < n; i++) theta[i] *= keep;
         if (o->kind == KGL_OPT_SGD) {

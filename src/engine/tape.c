@@ -42,6 +42,15 @@ void kgl_tape_init(kgl_tape *t)
 {
     memset(t, 0, sizeof *t);
     t->recording = true;
+    t->pool = kgl_pool_create(1);
+    t->owns_pool = true;
+}
+
+void kgl_tape_set_pool(kgl_tape *t, kgl_pool *pool)
+{
+    if (t->owns_pool) kgl_pool_free(t->pool);
+    t->pool = pool ? pool : kgl_pool_create(1);
+    t->owns_pool = pool == NULL;
 }
 
 void kgl_tape_reset(kgl_tape *t)
@@ -53,6 +62,9 @@ void kgl_tape_reset(kgl_tape *t)
 
 void kgl_tape_free(kgl_tape *t)
 {
+    if (t->owns_pool) kgl_pool_free(t->pool);
+    t->pool = NULL;
+    t->owns_pool = false;
     kgl_arena_free(&t->arena);
     t->last = NULL;
     t->n_nodes = 0;
@@ -82,6 +94,7 @@ kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, k
     if (!t->recording || !out->grad) return NULL; /* nothing upstream wants a gradient */
     kgl_node *nd = kgl_arena_zalloc(&t->arena, sizeof *nd);
     nd->op = op;
+    nd->pool = t->pool;
     nd->out = out;
     nd->n_in = n_in;
     nd->in = kgl_arena_alloc(&t->arena, (size_t)n_in * sizeof *nd->in);

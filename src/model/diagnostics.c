@@ -81,8 +81,10 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
                 if (a[j] > mp) mp = a[j];
                 if (a[j] > 0) ent -= a[j] * log(a[j]);
                 row_tv += fabs(a[j] - a0[j]);
-                double s = fabs(S->data[(size_t)i * n + j]);
-                if (s > max_logit) max_logit = s;
+                if (S) {
+                    double s = fabs(S->data[(size_t)i * n + j]);
+                    if (s > max_logit) max_logit = s;
+                }
             }
             mp_sum += mp;
             if (mp < mp_min) mp_min = mp;
@@ -94,8 +96,10 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
         hd->entropy = ent / n;
         hd->jac_fro = jac / n;
         hd->attn_tv = tv / n;
-        hd->max_abs_logit = max_logit;
-        hd->grad_logits = S->grad ? frobenius(S->grad, nn) : NAN;
+        /* the fused attention measured these itself (it keeps no S_h) */
+        const double *st = tr->fwd.attn_stats;
+        hd->max_abs_logit = S ? max_logit : st ? st[h] : NAN;
+        hd->grad_logits = S ? (S->grad ? frobenius(S->grad, nn) : NAN) : st ? st[dg->heads + h] : NAN;
         hd->grad_wq = block_norm(m->wq->grad, d, h * dk, dk);
         hd->grad_wk = block_norm(m->wk->grad, d, h * dk, dk);
         hd->wq_move = block_move(m->wq->data, dg->wq0, d, h * dk, dk);

@@ -139,11 +139,35 @@ void kgl_model_free(kgl_model *m) { kgl_params_free(&m->params); }
 
 void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_model_context_reg(m, t, NULL, out); }
 
+static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
+                    kgl_forward *out);
+static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *O, double p, kgl_rng *rng,
+                         kgl_forward *out);
+
+void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
+{
+    context(m, t, reg, false, out);
+}
+
+/* Whether the attention runs as the one fused op (kgl_attention) or as its
+   composition from matmul_nt, scale, softmax_rows and matmul: the same maths,
+   but only the composition keeps each head's logits S_h as a tensor with a
+   gradient, which head supervision reads, and only it has the per-head
+   switches (attention dropout, ablation). */
+static bool use_fused_attention(const kgl_model *m, double p_attn, bool need_logits)
+{
+    if (m->composed_attention || need_logits || p_attn > 0) return false;
+    for (int h = 0; h < m->cfg.heads; h++)
+        if (m->ablate[h]) return false;
+    return true;
+}
+
 /* Training-time regularisers (NULL: none, as at evaluation). Dropout masks
    are drawn from reg->rng in the order the forward meets them: X, then each
    head's attention weights, then the attention output, then the FFN output,
    then (in the loss) the per-example head states. */
-void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
+static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
+                    kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     int H = c->heads, dk = c->dim / H;
@@ -158,6 +182,23 @@ void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularise
     kgl_tensor *V = kgl_matmul(t, X, m->wv);
     out->q = Q;
     out->k = K;
+    if (use_fused_attention(m, p_attn, need_logits)) {
+        if (c->qk_norm) { /* each head's rows normalised, as in the composition below */
+            kgl_tensor *qn[KGL_MAX_HEADS], *kn[KGL_MAX_HEADS];
+            for (int h = 0; h < H; h++) {
+                qn[h] = kgl_layernorm(t, H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q, m->qn_gamma, m->qn_beta);
+                kn[h] = kgl_layernorm(t, H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K, m->kn_gamma, m->kn_beta);
+            }
+            Q = H > 1 ? kgl_concat_cols(t, H, qn) : qn[0];
+            K = H > 1 ? kgl_concat_cols(t, H, kn) : kn[0];
+        }
+        kgl_tensor *views = kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views);
+        kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? m->log_temperature : NULL, views,
+                                      &out->attn_stats);
+        for (int h = 0; h < H; h++) out->attn[h] = &views[h];
+        finish_layer(m, t, X, O, p, rng, out);
+        return;
+    }
     for (int h = 0; h < H; h++) {
         kgl_tensor *Qh = H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q;
         kgl_tensor *Kh = H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K;
@@ -180,6 +221,14 @@ void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularise
         }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
+    finish_layer(m, t, X, O, p, rng, out);
+}
+
+/* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one. */
+static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *O, double p, kgl_rng *rng,
+                         kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
     kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, m->wo), p, rng));
     kgl_tensor *Y = kgl_layernorm(t, U, m->ln1_gamma, m->ln1_beta);
     if (c->ffn > 0) {
@@ -238,7 +287,7 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
 void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                         const kgl_regularisers *reg, kgl_forward *out)
 {
-    kgl_model_context_reg(m, t, reg, out);
+    context(m, t, reg, sup && sup->head_of, out);
     if (reg && reg->rng && reg->hidden_dropout > 0) {
         /* a mask per example: gather the head states, drop, read out row b */
         kgl_tensor *Cb = kgl_gather_rows(t, out->context, b->head, b->n);

@@ -7,16 +7,31 @@
 
 #include "kgl/model.h"
 #include "engine/internal.h"
+#include "engine/kernel.h"
 
 /* ---- evaluation ------------------------------------------------------------ */
+
+/* Queries are scored EVAL_CHUNK at a time: one matrix product against every
+   candidate, then each row is filtered and ranked (rows in parallel). */
+#define EVAL_CHUNK 256
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations)
 {
     memset(e, 0, sizeof *e);
     e->n_relations = n_relations;
+    e->n_entities = n_entities;
     e->rel_tail = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_tail);
     e->rel_head = kgl_xmalloc((size_t)n_relations * sizeof *e->rel_head);
-    e->scores = kgl_xmalloc((size_t)n_entities * sizeof *e->scores);
+    e->scores = kgl_xmalloc((size_t)EVAL_CHUNK * (size_t)n_entities * sizeof *e->scores);
+    e->pool = kgl_pool_create(1);
+    e->owns_pool = true;
+}
+
+void kgl_eval_set_pool(kgl_eval *e, kgl_pool *pool)
+{
+    if (e->owns_pool) kgl_pool_free(e->pool);
+    e->pool = pool ? pool : kgl_pool_create(1);
+    e->owns_pool = pool == NULL;
 }
 
 void kgl_eval_free(kgl_eval *e)
@@ -24,6 +39,11 @@ void kgl_eval_free(kgl_eval *e)
     free(e->rel_tail);
     free(e->rel_head);
     free(e->scores);
+    free(e->queries);
+    free(e->rank_lo);
+    free(e->rank_hi);
+    free(e->vecs);
+    if (e->owns_pool) kgl_pool_free(e->pool);
     memset(e, 0, sizeof *e);
 }
 
@@ -78,32 +98,64 @@ static void finish(kgl_metrics *m)
     m->hits10 /= (double)m->n;
 }
 
-/* scores[j] = Σ_c a[c] b[c] E[j, c], each sum over c in order; four
-   candidates at a time (four independent sums: the same bits, faster). */
-static void score_all(const kgl_tensor *E, const double *a, const double *b, double *scores)
+/* One chunk of queries: q[k] = (row of `left` a, row of `mid` b, target,
+   filter key (entity, relation)); scores = (a ⊙ b) Candᵀ, then each row is
+   ranked with the known answers of its key filtered out. */
+typedef struct eval_job {
+    const kgl_dataset *ds;
+    const kgl_eval_query *q;
+    const double *scores;
+    double *lo, *hi;
+    int n_cand, rows;
+} eval_job;
+
+static void rank_rows(void *ctx, int task, int worker)
 {
-    int n = E->rows, d = E->cols, j = 0;
-    for (; j + 4 <= n; j += 4) {
-        const double *e0 = E->data + (size_t)j * d, *e1 = e0 + d, *e2 = e1 + d, *e3 = e2 + d;
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int c = 0; c < d; c++) {
-            double v = a[c] * b[c];
-            s0 += v * e0[c], s1 += v * e1[c], s2 += v * e2[c], s3 += v * e3[c];
+    (void)worker;
+    const eval_job *J = ctx;
+    int k1 = (task + 1) * 32 < J->rows ? (task + 1) * 32 : J->rows;
+    for (int k = task * 32; k < k1; k++) {
+        int count;
+        const int *known = kgl_dataset_known(J->ds, J->q[k].key_entity, J->q[k].key_rel, &count);
+        kgl_filtered_rank_range(J->scores + (size_t)k * J->n_cand, J->n_cand, J->q[k].target, known, count, J->lo + k,
+                                J->hi + k);
+    }
+}
+
+/* Ranks queries q[0..nq) against the rows of `cand` [n_cand, d]; lo/hi get
+   the optimistic and pessimistic ranks. */
+static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_query *q, int nq, const double *left,
+                         const double *mid, const kgl_tensor *cand, double *lo, double *hi)
+{
+    int d = cand->cols, n = cand->rows;
+    for (int k0 = 0; k0 < nq; k0 += EVAL_CHUNK) {
+        int rows = nq - k0 < EVAL_CHUNK ? nq - k0 : EVAL_CHUNK;
+        for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
+            const double *a = left + (size_t)q[k0 + k].a * d, *b = mid + (size_t)q[k0 + k].b * d;
+            double *v = e->vecs + (size_t)k * d;
+            for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
         }
-        scores[j] = s0, scores[j + 1] = s1, scores[j + 2] = s2, scores[j + 3] = s3;
+        /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
+        kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, cand->data, d, e->scores, n, KGL_SET);
+        eval_job J = {ds, q + k0, e->scores, lo + k0, hi + k0, n, rows};
+        kgl_parallel(e->pool, (rows + 31) / 32, 4.0 * rows * n, rank_rows, &J);
     }
-    for (; j < n; j++) {
-        const double *e = E->data + (size_t)j * d;
-        double s = 0;
-        for (int c = 0; c < d; c++) s += a[c] * b[c] * e[c];
-        scores[j] = s;
-    }
+}
+
+/* p with room for `need` elements (a new block when it had less). */
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return p;
+    free(p);
+    *cap = need;
+    return kgl_xmalloc(need * size);
 }
 
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out)
 {
-    int n_rel = m->cfg.n_relations, n_ent = m->cfg.n_entities, d = m->cfg.dim;
+    int n_rel = m->cfg.n_relations, d = m->cfg.dim;
+    if (m->cfg.n_entities != out->n_entities) kgl_die("evaluate: scratch made for %d entities, not %d", out->n_entities, m->cfg.n_entities);
     memset(&out->tail, 0, sizeof out->tail);
     memset(&out->head, 0, sizeof out->head);
     memset(&out->both, 0, sizeof out->both);
@@ -113,31 +165,36 @@ void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds
     memset(&out->head_optimistic, 0, sizeof out->head_optimistic);
     memset(&out->both_optimistic, 0, sizeof out->both_optimistic);
     const kgl_tensor *E = m->entity_emb, *R = m->relation_emb;
-    double lo, hi;
+    size_t cap_ranks = out->cap_ranks;
+    out->queries = grow(out->queries, &out->cap_queries, (size_t)2 * n, sizeof *out->queries);
+    out->rank_lo = grow(out->rank_lo, &cap_ranks, (size_t)2 * n, sizeof *out->rank_lo);
+    out->rank_hi = grow(out->rank_hi, &out->cap_ranks, (size_t)2 * n, sizeof *out->rank_hi);
+    out->vecs = grow(out->vecs, &out->cap_vecs, (size_t)EVAL_CHUNK * d, sizeof *out->vecs);
+    kgl_eval_query *tq = out->queries, *hq = out->queries + n;
     for (int k = 0; k < n; k++) {
-        int i = tr[k].head, r = tr[k].rel, t = tr[k].tail, count;
-        /* tail: (i, r, ?) */
-        score_all(E, C->data + (size_t)i * d, R->data + (size_t)r * d, out->scores);
-        const int *known = kgl_dataset_known(ds, i, r, &count);
-        kgl_filtered_rank_range(out->scores, n_ent, t, known, count, &lo, &hi);
-        double rank = (lo + hi) / 2;
-        add_rank(&out->tail_optimistic, lo);
-        add_rank(&out->both_optimistic, lo);
+        int i = tr[k].head, r = tr[k].rel, t = tr[k].tail;
+        /* tail: (i, r, ?) scores C[i] ⊙ R[r] against every E[j] */
+        tq[k] = (kgl_eval_query){i, r, t, i, r};
+        /* head: (?, r, t) is (t, r⁻¹, ?) in reciprocal mode; otherwise each
+           candidate j is scored C[j]·R[r]·E[t], i.e. R[r] ⊙ E[t] against every C[j] */
+        hq[k] = m->cfg.reciprocal ? (kgl_eval_query){t, n_rel + r, i, t, n_rel + r}
+                                  : (kgl_eval_query){r, t, i, t, n_rel + r};
+    }
+    double *lo = out->rank_lo, *hi = out->rank_hi;
+    rank_queries(out, ds, tq, n, C->data, R->data, E, lo, hi);
+    if (m->cfg.reciprocal) rank_queries(out, ds, hq, n, C->data, R->data, E, lo + n, hi + n);
+    else rank_queries(out, ds, hq, n, R->data, E->data, C, lo + n, hi + n);
+    for (int k = 0; k < n; k++) { /* in triple order, tail then head, as one loop would */
+        int r = tr[k].rel;
+        double rank = (lo[k] + hi[k]) / 2;
+        add_rank(&out->tail_optimistic, lo[k]);
+        add_rank(&out->both_optimistic, lo[k]);
         add_rank(&out->tail, rank);
         add_rank(&out->rel_tail[r], rank);
         add_rank(&out->both, rank);
-        /* head: (?, r, t) is (t, r⁻¹, ?) in reciprocal mode; otherwise each
-           candidate j is scored C[j]·R[r]·E[t] */
-        if (m->cfg.reciprocal) {
-            score_all(E, C->data + (size_t)t * d, R->data + (size_t)(n_rel + r) * d, out->scores);
-        } else {
-            score_all(C, R->data + (size_t)r * d, E->data + (size_t)t * d, out->scores);
-        }
-        known = kgl_dataset_known(ds, t, n_rel + r, &count);
-        kgl_filtered_rank_range(out->scores, n_ent, i, known, count, &lo, &hi);
-        rank = (lo + hi) / 2;
-        add_rank(&out->head_optimistic, lo);
-        add_rank(&out->both_optimistic, lo);
+        rank = (lo[n + k] + hi[n + k]) / 2;
+        add_rank(&out->head_optimistic, lo[n + k]);
+        add_rank(&out->both_optimistic, lo[n + k]);
         add_rank(&out->head, rank);
         add_rank(&out->rel_head[r], rank);
         add_rank(&out->both, rank);
@@ -305,6 +362,12 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     tr->eval_tape.recording = false;
 }
 
+void kgl_trainer_set_pool(kgl_trainer *tr, kgl_pool *pool)
+{
+    kgl_tape_set_pool(&tr->tape, pool);
+    kgl_tape_set_pool(&tr->eval_tape, pool);
+}
+
 void kgl_trainer_free(kgl_trainer *tr)
 {
     kgl_model_free(&tr->model);
@@ -377,6 +440,12 @@ static kgl_batch next_batch(kgl_trainer *tr)
 double kgl_trainer_compute(kgl_trainer *tr)
 {
     kgl_batch b = next_batch(tr);
+    return kgl_trainer_compute_batch(tr, &b);
+}
+
+double kgl_trainer_compute_batch(kgl_trainer *tr, const kgl_batch *batch)
+{
+    kgl_batch b = *batch;
     kgl_tape_reset(&tr->tape);
     kgl_params_zero_grad(&tr->model.params);
     tr->reg.rng = &tr->dropout_rng; /* set here, not at init: the trainer may have been moved */

@@ -1,0 +1,173 @@
+/* bench.c — `kgl bench`: how fast kgl trains and evaluates, measured the way
+ * the PyTorch peer measures itself, so that the two can be run side by side
+ * and compared as a ratio.
+ *
+ * A step is one step of `kgl train` itself (kgl_trainer_compute_batch, then
+ * kgl_trainer_update): the forward pass over the whole entity set, the
+ * readout and cross entropy of the first `batch` examples in file order
+ * (forward examples, then their reciprocals), backward, and Adam. The batch
+ * is the same every step, so every step does the same work; `warmup` steps
+ * run first (the first step sizes the arenas and touches their pages), then
+ * `reps` steps are timed one by one. The evaluation is one filtered ranking
+ * of every training triple in both directions, the context included. The
+ * GEMM figure is C = A B at 1024³ on kgl's own kernel, the best of 5, which
+ * says how close the kernel gets to the machine's peak. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "engine/internal.h"
+#include "engine/kernel.h"
+#include "kgl/model.h"
+
+void kgl_bench_defaults(kgl_bench_spec *s)
+{
+    memset(s, 0, sizeof *s);
+    s->dim = 8;
+    s->heads = 2;
+    s->batch = 1024;
+    s->reps = 20;
+    s->warmup = 3;
+    s->threads = 0;
+    s->seed = 1;
+    s->eval = true;
+    s->gemm = true;
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The process's peak resident memory so far, in MB (Linux reports KiB). */
+static double peak_rss_mb(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return NAN;
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
+double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps)
+{
+    size_t n = (size_t)size * (size_t)size;
+    double *a = kgl_xmalloc(n * sizeof(double)), *b = kgl_xmalloc(n * sizeof(double));
+    double *c = kgl_xmalloc(n * sizeof(double));
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 1);
+    for (size_t i = 0; i < n; i++) a[i] = kgl_rng_uniform(&rng) - 0.5, b[i] = kgl_rng_uniform(&rng) - 0.5;
+    double best = INFINITY;
+    for (int r = 0; r < reps + 1; r++) { /* the first call touches c's pages */
+        double t0 = seconds();
+        kgl_gemm_nn(pool, size, size, size, a, size, b, size, c, size, KGL_SET);
+        double dt = seconds() - t0;
+        if (r > 0 && dt < best) best = dt;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * (double)size * (double)size * (double)size / best / 1e9;
+}
+
+bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, size_t err_cap)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->train) {
+        snprintf(err, err_cap, "no training triples given (--train F)");
+        return false;
+    }
+    if (s->reps < 1 || s->warmup < 0 || s->batch < 1) {
+        snprintf(err, err_cap, "reps must be at least 1, warmup at least 0 and batch at least 1");
+        return false;
+    }
+    kgl_dataset ds;
+    kgl_source src = {s->train, NULL, 0};
+    if (!kgl_dataset_load(&ds, &src, 1, err, err_cap)) return false;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    cfg.dim = s->dim;
+    cfg.heads = s->heads;
+    cfg.ffn = s->ffn;
+    const char *bad = kgl_config_error(&cfg);
+    if (bad) {
+        snprintf(err, err_cap, "%s", bad);
+        kgl_dataset_free(&ds);
+        return false;
+    }
+    kgl_train_config tc;
+    memset(&tc, 0, sizeof tc);
+    tc.batch = s->batch;
+    tc.seed = s->seed;
+    kgl_optim_defaults(&tc.optim);
+    tc.aux_weight = 1;
+
+    kgl_pool *pool = kgl_pool_create(s->threads);
+    kgl_trainer tr;
+    const kgl_split *train = &ds.splits[0];
+    kgl_trainer_init(&tr, &ds, train->triples, train->n, &cfg, &tc);
+    kgl_trainer_set_pool(&tr, pool);
+    int B = s->batch < tr.n_examples ? s->batch : tr.n_examples;
+    kgl_batch batch = {B, tr.ex_head, tr.ex_rel, tr.ex_tail}; /* the first B examples in file order */
+
+    double *times = kgl_xmalloc((size_t)s->reps * sizeof(double));
+    bool ok = true;
+    for (int k = 0; k < s->warmup + s->reps && ok; k++) {
+        double t0 = seconds();
+        double loss = kgl_trainer_compute_batch(&tr, &batch);
+        if (isfinite(loss)) kgl_trainer_update(&tr);
+        double dt = seconds() - t0;
+        if (k == 0) out->first_loss = loss;
+        if (!isfinite(loss)) {
+            snprintf(err, err_cap, "the loss became non-finite at step %d", k + 1);
+            ok = false;
+        }
+        if (k >= s->warmup) times[k - s->warmup] = dt;
+    }
+    if (ok) {
+        qsort(times, (size_t)s->reps, sizeof(double), cmp_double);
+        double sum = 0;
+        for (int k = 0; k < s->reps; k++) sum += times[k];
+        out->step_ms_min = 1e3 * times[0];
+        out->step_ms_median = 1e3 * (s->reps % 2 ? times[s->reps / 2]
+                                                  : 0.5 * (times[s->reps / 2 - 1] + times[s->reps / 2]));
+        out->step_ms_mean = 1e3 * sum / s->reps;
+        out->eval_s = NAN;
+        if (s->eval) {
+            kgl_eval ev;
+            kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+            double t0 = seconds();
+            kgl_forward f;
+            kgl_tensor *C = kgl_trainer_context(&tr, &f);
+            kgl_eval_set_pool(&ev, pool);
+            kgl_evaluate(&tr.model, C, &ds, train->triples, train->n, &ev);
+            out->eval_s = seconds() - t0;
+            out->train_mrr = ev.both.mrr;
+            kgl_eval_free(&ev);
+        }
+        out->peak_rss_mb = peak_rss_mb(); /* before the GEMM's own 24 MB */
+        out->gemm_gflops = s->gemm ? kgl_bench_gemm_gflops(pool, 1024, 5) : NAN;
+        out->threads = kgl_pool_threads(pool);
+        out->isa = kgl_kernels_isa();
+        out->n_entities = ds.n_entities;
+        out->n_relations = ds.n_relations;
+        out->n_examples = tr.n_examples;
+        out->batch = B;
+        out->params = (long)tr.model.params.total;
+    }
+    free(times);
+    kgl_trainer_free(&tr);
+    kgl_pool_free(pool);
+    kgl_dataset_free(&ds);
+    return ok;
+}

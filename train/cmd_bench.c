@@ -1,0 +1,121 @@
+/* cmd_bench.c — `kgl bench`: times training steps, one evaluation and the
+ * GEMM (kgl_bench_run in src/model/bench.c); prints a line or JSON. */
+#include <math.h>
+#include <string.h>
+
+#include "common.h"
+
+static const char help[] =
+    "usage: kgl bench --train F [--dim D] [--heads H] [--ffn F] [--batch B] [--reps R]\n"
+    "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
+    "Times steady-state training steps of kgl train itself: the forward pass over the\n"
+    "whole entity set, the readout and cross entropy of the first B examples in file\n"
+    "order (forward triples, then their reciprocals), backward and Adam, on the same\n"
+    "batch every step. W warm-up steps run first (they size the arenas), then R steps\n"
+    "are timed one by one. Then one filtered evaluation of every training triple in\n"
+    "both directions, kgl's own GEMM at 1024^3, and the peak resident memory.\n"
+    "../shared/bench/compare.sh runs it beside the same model in PyTorch.\n\n"
+    "  --train F     training triples (required)\n"
+    "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
+    "  --batch B     examples per step (default 1024)\n"
+    "  --reps R      timed steps (default 20)\n"
+    "  --warmup W    untimed steps first (default 3)\n"
+    "  --threads T   threads (default 0: every core); results are the same bits for any T\n"
+    "  --seed N      initialisation seed (default 1)\n"
+    "  --no-eval     skip the evaluation;  --no-gemm  skip the GEMM\n"
+    "  --json        one JSON object: step_ms_median, step_ms_min, step_ms_mean, eval_s,\n"
+    "                gemm_gflops, peak_rss_mb, threads, isa, and the case's sizes\n"
+    "exit status: 0 done, 2 bad arguments or input, 1 the loss became non-finite\n";
+
+static void json_num_or_null(const char *key, double v, bool comma)
+{
+    printf("\"%s\":", key);
+    kgl_json_number(stdout, v);
+    if (comma) printf(",");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    cli_args a;
+    cli_init(&a, "bench", argc, argv);
+    kgl_bench_spec s;
+    kgl_bench_defaults(&s);
+    bool json = false;
+    long v;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if (cli_is(&a, "--train")) {
+            if (!(s.train = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--dim")) {
+            if (!cli_int(&a, 1, 1 << 16, &v)) return EXIT_USAGE;
+            s.dim = (int)v;
+        } else if (cli_is(&a, "--heads")) {
+            if (!cli_int(&a, 1, KGL_MAX_HEADS, &v)) return EXIT_USAGE;
+            s.heads = (int)v;
+        } else if (cli_is(&a, "--ffn")) {
+            if (!cli_int(&a, 0, 1 << 20, &v)) return EXIT_USAGE;
+            s.ffn = (int)v;
+        } else if (cli_is(&a, "--batch")) {
+            if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
+            s.batch = (int)v;
+        } else if (cli_is(&a, "--reps")) {
+            if (!cli_int(&a, 1, 1000000, &v)) return EXIT_USAGE;
+            s.reps = (int)v;
+        } else if (cli_is(&a, "--warmup")) {
+            if (!cli_int(&a, 0, 1000000, &v)) return EXIT_USAGE;
+            s.warmup = (int)v;
+        } else if (cli_is(&a, "--threads")) {
+            if (!cli_int(&a, 0, KGL_MAX_THREADS, &v)) return EXIT_USAGE;
+            s.threads = (int)v;
+        } else if (cli_is(&a, "--seed")) {
+            if (!cli_u64(&a, &s.seed)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--no-eval")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.eval = false;
+        } else if (cli_is(&a, "--no-gemm")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.gemm = false;
+        } else if (cli_is(&a, "--json")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            json = true;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (!s.train) return cli_usage_error(&a, "--train is required");
+    if (s.dim % s.heads) return cli_usage_error(&a, "--heads %d does not divide --dim %d", s.heads, s.dim);
+    kgl_bench_result r;
+    char err[1024];
+    if (!kgl_bench_run(&s, &r, err, sizeof err)) {
+        fprintf(stderr, "kgl bench: %s\n", err);
+        return strstr(err, "non-finite") ? 1 : 2;
+    }
+    if (json) {
+        printf("{\"impl\":\"kgl\",\"train\":");
+        kgl_json_string(stdout, s.train);
+        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",", s.dim, s.heads,
+               s.ffn, r.batch, r.threads, r.isa);
+        printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
+               r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
+        json_num_or_null("step_ms_median", r.step_ms_median, true);
+        json_num_or_null("step_ms_min", r.step_ms_min, true);
+        json_num_or_null("step_ms_mean", r.step_ms_mean, true);
+        json_num_or_null("eval_s", s.eval ? r.eval_s : NAN, true);
+        json_num_or_null("train_mrr", s.eval ? r.train_mrr : NAN, true);
+        json_num_or_null("first_loss", r.first_loss, true);
+        json_num_or_null("gemm_gflops", s.gemm ? r.gemm_gflops : NAN, true);
+        json_num_or_null("peak_rss_mb", r.peak_rss_mb, false);
+        printf("}\n");
+    } else {
+        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, batch %d, %d thread%s (%s)\n", s.train, r.n_entities, s.dim,
+               s.heads, s.ffn, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa);
+        printf("  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
+               r.step_ms_median, r.step_ms_min, r.step_ms_mean, s.reps, s.warmup);
+        if (s.eval) printf("  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r.eval_s, r.n_examples, r.train_mrr);
+        if (s.gemm) printf("  gemm   %10.1f GFLOP/s at 1024^3\n", r.gemm_gflops);
+        printf("  memory %10.0f MB peak resident\n", r.peak_rss_mb);
+    }
+    return 0;
+}
