@@ -33,6 +33,8 @@ static const char help[] =
     "  --optimizer adam|sgd optimiser (default adam, as torch.optim.Adam)\n"
     "  --momentum M         SGD momentum (default 0)\n"
     "  --seed N             initialisation and shuffle seed (default 1)\n"
+    "  --threads T          threads (default 0: one per core); every result is the\n"
+    "                       same bits for any T\n"
     "  --supervise-heads R=H,...  head supervision, e.g. advises=0,authored=1\n"
     "  --aux-weight L       weight of the supervision loss (default 1)\n"
     "  --freeze-embeddings  keep entity_emb at its random initial value (fixed features)\n"
@@ -87,6 +89,7 @@ typedef struct train_opts {
     kgl_schedule sched;
     bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
+    long threads;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -191,6 +194,8 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--seed")) {
             if (!cli_u64(&a, &o->seed)) return EXIT_USAGE;
             o->set_seed = true;
+        } else if (cli_is(&a, "--threads")) {
+            if (!cli_int(&a, 0, KGL_MAX_THREADS, &o->threads)) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise-heads")) {
             if (!(o->supervise = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--aux-weight")) {
@@ -587,6 +592,8 @@ int cmd_train(int argc, char **argv)
     kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
     kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
     free(head_of);
+    kgl_pool *pool = kgl_pool_create((int)o.threads);
+    kgl_trainer_set_pool(&rs.tr, pool);
     kgl_trainer_set_regularisers(&rs.tr, &o.reg);
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     kgl_trainer_set_schedule(&rs.tr, &o.sched);
@@ -605,6 +612,8 @@ int cmd_train(int argc, char **argv)
     }
     kgl_eval_init(&rs.ev, v.ds.n_entities, v.ds.n_relations);
     kgl_eval_init(&rs.valid_ev, v.ds.n_entities, v.ds.n_relations);
+    kgl_eval_set_pool(&rs.ev, pool);
+    kgl_eval_set_pool(&rs.valid_ev, pool);
     rs.best_step = -1;
     rs.ev_step = -1;
     rs.spec = malloc((size_t)o.cfg.heads * (size_t)v.ds.n_relations * sizeof(double));
@@ -689,6 +698,7 @@ done:
     kgl_eval_free(&rs.valid_ev);
     kgl_snapshot_free(&rs.best);
     kgl_trainer_free(&rs.tr);
+    kgl_pool_free(pool);
 done_ck:
     if (resumed) kgl_checkpoint_close(&ck);
     data_free(&v);

@@ -13,10 +13,12 @@
  *             rank-1 updates (broadcast A[i,k], load B[k, j:j+NR], fma), in k order
  *
  * Packing makes both operands unit-stride whatever the layout (NN, NT, TN),
- * so one micro-kernel serves all three. Panels are zero-padded to MR / NR;
- * an edge tile is computed in full into a small buffer and only its valid
- * part copied to C, so every element of C goes through the same micro-kernel
- * code as an interior one.
+ * so one micro-kernel serves all three. Panels are zero-padded to MR / NR.
+ * An edge tile (fewer than MR rows or NR columns left) goes through an edge
+ * kernel that runs the same per-element chain on the valid rows only, with
+ * masked loads and stores for the columns (AVX2, portable); without one
+ * (AVX-512) the full micro-kernel runs on a zero-padded copy of the tile and
+ * only the valid part is copied back.
  *
  * Determinism: each element of C is one chain, c = fma(a_ik, b_kj, c) for k
  * in increasing order, started from 0 (KGL_SET) or C (KGL_ADD); a KC slice
@@ -44,19 +46,29 @@
 #define NC KGL_GEMM_NC
 enum { MR_MAX = 12, NR_MAX = 16 };
 
-/* Below this many flops (2MNK) the direct path is used (with K <= KC); at or above this many, threads. */
+/* Below this many flops (2MNK) the direct path is used (with K <= KC). */
 #define DIRECT_MAX_FLOPS 40000.0
-#define PARALLEL_MIN_FLOPS 500000.0
+/* For choosing the split between threads, in flop-equivalents: packing one element of A or B, and waking
+ * the pool's workers and waiting for them (a few microseconds). */
+#define PACK_COST 16.0
+#define WAKE_COST 200000.0
 
 /* A micro-kernel: the MR x NR tile c (row stride ldc) = (add ? c : 0) + sum over k < kc of
  * a(:,k) b(k,:), with a(r,k) = a[r*ars + k*aks] and b(k,j) = b[k*bks + j]. */
 typedef void ukernel(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
                      double *c, ptrdiff_t ldc, int add);
 
-/* One ISA's micro-tile and blocking, and its kernels for packed and in-place operands. */
+/* An edge kernel: like a micro-kernel, on the top-left mr x nr (<= MR x NR) part of a tile only; it reads
+ * only rows r < mr of a and columns j < nr of b, and touches only that part of c. */
+typedef void ekernel(int mr, int nr, int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                     ptrdiff_t bks, double *c, ptrdiff_t ldc, int add);
+
+/* One ISA's micro-tile and blocking, and its kernels for packed and in-place operands; edge may be NULL
+ * (edge tiles then go through a zero-padded copy, see edge_tile). */
 typedef struct {
     int mr, nr, mc, kc;
     ukernel *packed, *strided;
+    ekernel *edge;
 } isa_cfg;
 
 #define INLINE static inline __attribute__((always_inline))
@@ -65,23 +77,55 @@ typedef struct {
 
 enum { P_MR = 4, P_NR = 4 };
 
-/* Portable 4 x 4 micro-kernel body: multiply, then add (two statements, so never contracted to an fma). */
+/* c += a*b as a rounded multiply then a rounded add: two statements, so no compiler setting that contracts
+ * only within an expression (clang's default) can fuse them; GCC fuses across statements only with
+ * -ffp-contract=fast, which is not its default in ISO C mode (-std=c11). */
+#define MULADD(c, a, b)                                                                                                \
+    do {                                                                                                               \
+        double t_ = (a) * (b);                                                                                         \
+        (c) += t_;                                                                                                     \
+    } while (0)
+
+/* Portable 4 x 4 micro-kernel body: 16 scalar accumulators (the compiler may pair them into SSE2 vectors). */
 INLINE void portable_body(int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b, ptrdiff_t bks,
                           double *c, ptrdiff_t ldc, int add)
 {
+    double c00 = 0, c01 = 0, c02 = 0, c03 = 0, c10 = 0, c11 = 0, c12 = 0, c13 = 0;
+    double c20 = 0, c21 = 0, c22 = 0, c23 = 0, c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+#define LOAD_ROW(r) (c##r##0 = c[r * ldc], c##r##1 = c[r * ldc + 1], c##r##2 = c[r * ldc + 2], c##r##3 = c[r * ldc + 3])
+#define MULADD_ROW(r)                                                                                                  \
+    do {                                                                                                               \
+        double ar = a[r * ars];                                                                                        \
+        MULADD(c##r##0, ar, b0); MULADD(c##r##1, ar, b1);                                                              \
+        MULADD(c##r##2, ar, b2); MULADD(c##r##3, ar, b3);                                                              \
+    } while (0)
+#define STORE_ROW(r) (c[r * ldc] = c##r##0, c[r * ldc + 1] = c##r##1, c[r * ldc + 2] = c##r##2, c[r * ldc + 3] = c##r##3)
+    if (add) LOAD_ROW(0), LOAD_ROW(1), LOAD_ROW(2), LOAD_ROW(3);
+    for (int k = 0; k < kc; k++, a += aks, b += bks) {
+        double b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+        MULADD_ROW(0);
+        MULADD_ROW(1);
+        MULADD_ROW(2);
+        MULADD_ROW(3);
+    }
+    STORE_ROW(0), STORE_ROW(1), STORE_ROW(2), STORE_ROW(3);
+#undef LOAD_ROW
+#undef MULADD_ROW
+#undef STORE_ROW
+}
+
+/* Portable edge kernel: the mr x nr part of a 4 x 4 tile, element by element (same chain as portable_body). */
+static void portable_edge(int mr, int nr, int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks, const double *b,
+                          ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
+{
     double acc[P_MR][P_NR];
-    for (int r = 0; r < P_MR; r++)
-        for (int j = 0; j < P_NR; j++) acc[r][j] = add ? c[r * ldc + j] : 0.0;
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nr; j++) acc[r][j] = add ? c[r * ldc + j] : 0.0;
     for (int k = 0; k < kc; k++, a += aks, b += bks)
-        for (int r = 0; r < P_MR; r++) {
-            double ar = a[r * ars];
-            for (int j = 0; j < P_NR; j++) {
-                double t = ar * b[j];
-                acc[r][j] += t;
-            }
-        }
-    for (int r = 0; r < P_MR; r++)
-        for (int j = 0; j < P_NR; j++) c[r * ldc + j] = acc[r][j];
+        for (int r = 0; r < mr; r++)
+            for (int j = 0; j < nr; j++) MULADD(acc[r][j], a[r * ars], b[j]);
+    for (int r = 0; r < mr; r++)
+        for (int j = 0; j < nr; j++) c[r * ldc + j] = acc[r][j];
 }
 
 /* Portable micro-kernel on packed panels. */
@@ -148,6 +192,52 @@ static TARGET_AVX2 void avx2_strided(int kc, const double *a, ptrdiff_t ars, ptr
     avx2_body(kc, a, ars, aks, b, bks, c, ldc, add);
 }
 
+/* AVX2 edge tile body: rows r < R (a compile-time constant) of the 6 x 8 tile, columns masked by m0 / m1
+ * (B and C are read and written through the masks only). Each element runs the same fma chain as in avx2_body. */
+INLINE TARGET_AVX2 void avx2_edge_body(const int R, int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks,
+                                       const double *b, ptrdiff_t bks, double *c, ptrdiff_t ldc, int add, __m256i m0,
+                                       __m256i m1)
+{
+    __m256d z = _mm256_setzero_pd();
+    __m256d c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+#define LOAD_ROW(r)                                                                                                    \
+    if (R > r) c##r##0 = _mm256_maskload_pd(c + r * ldc, m0), c##r##1 = _mm256_maskload_pd(c + r * ldc + 4, m1)
+#define FMA_ROW(r)                                                                                                     \
+    if (R > r)                                                                                                         \
+    t = _mm256_broadcast_sd(a + r * ars), c##r##0 = _mm256_fmadd_pd(t, b0, c##r##0),                                  \
+    c##r##1 = _mm256_fmadd_pd(t, b1, c##r##1)
+#define STORE_ROW(r)                                                                                                   \
+    if (R > r) _mm256_maskstore_pd(c + r * ldc, m0, c##r##0), _mm256_maskstore_pd(c + r * ldc + 4, m1, c##r##1)
+    if (add) {
+        LOAD_ROW(0); LOAD_ROW(1); LOAD_ROW(2); LOAD_ROW(3); LOAD_ROW(4); LOAD_ROW(5);
+    }
+    for (int k = 0; k < kc; k++, a += aks, b += bks) {
+        __m256d b0 = _mm256_maskload_pd(b, m0), b1 = _mm256_maskload_pd(b + 4, m1), t;
+        FMA_ROW(0); FMA_ROW(1); FMA_ROW(2); FMA_ROW(3); FMA_ROW(4); FMA_ROW(5);
+    }
+    STORE_ROW(0); STORE_ROW(1); STORE_ROW(2); STORE_ROW(3); STORE_ROW(4); STORE_ROW(5);
+#undef LOAD_ROW
+#undef FMA_ROW
+#undef STORE_ROW
+}
+
+/* AVX2 edge kernel: an mr x nr part of a 6 x 8 tile, without a temporary copy. */
+static TARGET_AVX2 void avx2_edge(int mr, int nr, int kc, const double *a, ptrdiff_t ars, ptrdiff_t aks,
+                                  const double *b, ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
+{
+    __m256i n = _mm256_set1_epi64x(nr);
+    __m256i m0 = _mm256_cmpgt_epi64(n, _mm256_setr_epi64x(0, 1, 2, 3));
+    __m256i m1 = _mm256_cmpgt_epi64(n, _mm256_setr_epi64x(4, 5, 6, 7));
+    switch (mr) {
+    case 1: avx2_edge_body(1, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 2: avx2_edge_body(2, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 3: avx2_edge_body(3, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 4: avx2_edge_body(4, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 5: avx2_edge_body(5, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    default: avx2_edge_body(6, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    }
+}
+
 /* ------------------------------------------------------------------ AVX-512: 12 x 16 */
 
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,fma")))
@@ -205,10 +295,10 @@ static TARGET_AVX512 void avx512_strided(int kc, const double *a, ptrdiff_t ars,
 /* The per-ISA configurations, indexed by kgl_isa. MC is a multiple of MR; KC * NR * 8 bytes (one B
  * panel) stays well inside L1, MC * KC * 8 (the A block) inside L2. */
 static const isa_cfg configs[] = {
-    {P_MR, P_NR, 128, 256, portable_packed, portable_strided},
+    {P_MR, P_NR, 128, 256, portable_packed, portable_strided, portable_edge},
 #if defined(__x86_64__)
-    {A2_MR, A2_NR, 96, 256, avx2_packed, avx2_strided},
-    {A5_MR, A5_NR, 144, 192, avx512_packed, avx512_strided},
+    {A2_MR, A2_NR, 96, 256, avx2_packed, avx2_strided, avx2_edge},
+    {A5_MR, A5_NR, 144, 192, avx512_packed, avx512_strided, NULL},
 #endif
 };
 
@@ -269,10 +359,15 @@ typedef struct {
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-/* An mr x nr (< MR x NR) tile of C: the full micro-kernel runs on a zero-padded copy, the valid part is copied back. */
+/* An mr x nr (< MR x NR) tile of C: the ISA's edge kernel, or else the full micro-kernel on a zero-padded
+ * copy of the tile, of which the valid part is copied back (a and b must then hold full MR / NR panels). */
 static void edge_tile(const isa_cfg *f, ukernel *kern, int mr, int nr, int kc, const double *a, ptrdiff_t ars,
                       ptrdiff_t aks, const double *b, ptrdiff_t bks, double *c, ptrdiff_t ldc, int add)
 {
+    if (f->edge) {
+        f->edge(mr, nr, kc, a, ars, aks, b, bks, c, ldc, add);
+        return;
+    }
     _Alignas(64) double t[MR_MAX * NR_MAX];
     const int w = f->nr;
     for (int i = 0; i < f->mr; i++)
@@ -325,8 +420,8 @@ static void gemm_block(const gemm_job *g, int i0, int i1, int j0, int j1, double
     }
 }
 
-/* The direct path for small products (K <= KC): micro-kernels read A and B in place; only edge panels
- * (and B's panels when B is transposed, so not contiguous along j) are packed. */
+/* The direct path for small products (K <= KC): micro-kernels read A and B in place; only B's panels
+ * when B is transposed (so not contiguous along j), and edge panels if the ISA has no edge kernel, are packed. */
 static void gemm_direct(const gemm_job *g, double *ws)
 {
     const isa_cfg *f = g->f;
@@ -336,7 +431,7 @@ static void gemm_direct(const gemm_job *g, double *ws)
         int nr = imin(NR, g->N - j0);
         const double *b = g->B + j0 * g->bcs;
         ptrdiff_t bks = g->brs;
-        if (nr < NR || g->bcs != 1) {
+        if ((nr < NR && !f->edge) || g->bcs != 1) {
             pack_panel(pb, b, nr, NR, K, g->bcs, g->brs);
             b = pb, bks = NR;
         }
@@ -344,7 +439,7 @@ static void gemm_direct(const gemm_job *g, double *ws)
             int mr = imin(MR, g->M - i0);
             const double *a = g->A + i0 * g->ars;
             ptrdiff_t ars = g->ars, aks = g->acs;
-            if (mr < MR) {
+            if (mr < MR && !f->edge) {
                 pack_panel(pa, a, mr, MR, K, ars, aks);
                 a = pa, ars = 1, aks = MR;
             }
@@ -381,18 +476,21 @@ static void gemm_w(int isa, int path, kgl_pool *p, int worker, int M, int N, int
         gemm_direct(&g, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
         return;
     }
-    int T = worker < 0 ? kgl_pool_threads(p) : 1; /* inside a task: this thread alone */
-    if (T == 1 || flops < PARALLEL_MIN_FLOPS) {
+    /* Serial, or one block per thread cut along rows or columns (in whole micro-tiles): whichever has the
+     * least estimated time for its slowest thread, counting padded flops, packing (each thread packs all of
+     * the operand it does not split) and the cost of waking the other threads. */
+    const int T = (worker < 0 ? kgl_pool_threads(p) : 1) /* inside a task: this thread alone */, MR = g.f->mr, NR = g.f->nr;
+    const int mti = (M + MR - 1) / MR, nti = (N + NR - 1) / NR;
+    const double mt = mti, nt = nti, per_r = (mti + T - 1) / T, per_c = (nti + T - 1) / T;
+    double serial = 2.0 * mt * MR * nt * NR * K + PACK_COST * ((double)M * K + (double)K * N);
+    double rows = 2.0 * per_r * MR * nt * NR * K + PACK_COST * (per_r * MR * K + (double)K * N) + WAKE_COST;
+    double cols = 2.0 * mt * MR * per_c * NR * K + PACK_COST * ((double)M * K + per_c * NR * K) + WAKE_COST;
+    if (T == 1 || (serial <= rows && serial <= cols)) {
         gemm_block(&g, 0, M, 0, N, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
         return;
     }
-    /* One block per thread, in whole micro-tiles, cut along whichever dimension leaves the
-     * largest block smallest (rows on a tie: each thread then packs B, which is shared in L3). */
-    const int MR = g.f->mr, NR = g.f->nr;
-    int mt = (M + MR - 1) / MR, nt = (N + NR - 1) / NR;
-    int per_r = (mt + T - 1) / T, per_c = (nt + T - 1) / T;
-    g.split_rows = (long)per_r * nt * MR * NR <= (long)per_c * mt * MR * NR;
-    g.chunk = g.split_rows ? per_r * MR : per_c * NR;
+    g.split_rows = rows <= cols;
+    g.chunk = g.split_rows ? (int)per_r * MR : (int)per_c * NR;
     int n_tasks = ((g.split_rows ? M : N) + g.chunk - 1) / g.chunk;
     kgl_pool_run(p, n_tasks, gemm_task, &g);
 }

@@ -64,7 +64,7 @@ static void *worker_main(void *arg)
     kgl_pool *p = ((worker_arg *)arg)->p;
     int id = ((worker_arg *)arg)->id;
     free(arg);
-    unsigned seen = atomic_load_explicit(&p->gen, memory_order_acquire);
+    unsigned seen = 0; /* the generation at creation (not a load here: a job may already be published) */
     for (;;) {
         unsigned g = seen;
         for (int i = 0; i < SPIN_POLLS && g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
