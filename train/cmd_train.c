@@ -346,8 +346,7 @@ typedef struct run_state {
    the best model so far. Returns false when patience has run out. */
 static bool select_model(run_state *rs, long step)
 {
-    kgl_forward f;
-    kgl_tensor *C = kgl_trainer_context(&rs->tr, &f);
+    kgl_tensor *C = kgl_trainer_states(&rs->tr);
     kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[1], rs->v->n[1], &rs->valid_ev);
     double mrr = rs->valid_ev.both.mrr;
     rs->last_valid_mrr = mrr;
@@ -371,8 +370,7 @@ static double train_hits1(run_state *rs, long step)
 {
     if (rs->ev_step == step) return rs->ev.both.hits1; /* the fit check just ranked them */
     rs->ev_step = step;
-    kgl_forward f;
-    kgl_tensor *C = kgl_trainer_context(&rs->tr, &f);
+    kgl_tensor *C = kgl_trainer_states(&rs->tr);
     kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[0], rs->v->n[0], &rs->ev);
     return rs->ev.both.hits1;
 }

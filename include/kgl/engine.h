@@ -100,6 +100,10 @@ typedef struct kgl_tape {
     bool recording;
     kgl_pool *pool;  /* the threads the ops run on (a 1-thread pool of its own by default) */
     bool owns_pool;
+    /* Ops that can drop intermediate results when nothing will read them
+     * (attention's weights on a tape that does not record) keep them while
+     * this is true (the default): a caller reading kgl_forward's attn sets it. */
+    bool keep_attention;
 } kgl_tape;
 
 /* A boolean mask for softmax rows: none, causal (column j > row i is masked),

@@ -290,8 +290,12 @@ double kgl_trainer_compute(kgl_trainer *tr);
  * position does not move); `kgl bench` times steps on a fixed batch. */
 double kgl_trainer_compute_batch(kgl_trainer *tr, const kgl_batch *b);
 void kgl_trainer_update(kgl_trainer *tr);
-/* Entity states C of the current parameters (on eval_tape, no gradients). */
+/* Entity states C of the current parameters (on eval_tape, no gradients),
+ * with the attention on the way in f. */
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
+/* The same states without the attention weights: what evaluation needs, in
+ * far less memory (H n² doubles fewer). */
+kgl_tensor *kgl_trainer_states(kgl_trainer *tr);
 /* Whether every training triple ranks first, tail and head (filtered). */
 bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);
 /* The batch position, for a checkpoint: the shuffle state that (re)creates

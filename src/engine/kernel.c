@@ -556,3 +556,38 @@ void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *
 {
     gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
 }
+
+/* The direct path whatever the size, K taken KC_MAX at a time: each chunk
+ * continues every element's chain through C (ADD), so the bits are those of
+ * the other paths. For tasks whose product has one small dimension (a head's
+ * dk columns), where packing would cost as much as the arithmetic. */
+static void gemm_direct_chunked(kgl_pool *p, int worker, int M, int N, int K, const double *A, ptrdiff_t ars,
+                                ptrdiff_t acs, const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc,
+                                int mode)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (mode == KGL_SET)
+            for (int i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof *C);
+        return;
+    }
+    double *ws = kgl_pool_gemm_workspace(p, worker);
+    for (int k0 = 0; k0 < K; k0 += KC_MAX) {
+        int kc = imin(KC_MAX, K - k0);
+        gemm_job g = {&configs[pick_isa(-1)], M, N, kc, k0 == 0 ? mode : KGL_ADD, A + k0 * acs, ars, acs,
+                      B + k0 * brs, brs, bcs, C, ldc, p, 1, M};
+        gemm_direct(&g, ws);
+    }
+}
+
+void kgl_gemm_nn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
+                           int ldb, double *C, int ldc, int mode)
+{
+    gemm_direct_chunked(p, worker, M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
+}
+
+void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
+                           int ldb, double *C, int ldc, int mode)
+{
+    gemm_direct_chunked(p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
+}

@@ -57,4 +57,12 @@ void kgl_gemm_nt_on(kgl_pool *p, int worker, int M, int N, int K, const double *
 void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
                     double *C, int ldc, int mode);
 
+/* The same on the unpacked path whatever the size (B read in place, so it
+ * should be contiguous along N): for a task's product with one small
+ * dimension, where packing would cost as much as the arithmetic. */
+void kgl_gemm_nn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
+                           int ldb, double *C, int ldc, int mode);
+void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
+                           int ldb, double *C, int ldc, int mode);
+
 #endif

@@ -623,7 +623,10 @@ static const kgl_op op_attention;
 
 typedef struct attn_job {
     const kgl_tensor *Q, *K, *V;
-    double *A;          /* [H, n, n] the weights */
+    const double *KT;   /* [d, n] Kᵀ: head h's rows h·dk … are K_hᵀ, read in place by the products */
+    double *VT;         /* [d, n] Vᵀ (backward) */
+    double *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
+    bool keep;          /* every head's A is kept (for backward, or for the caller) */
     double *O;          /* [n, d] forward output */
     const double *G;    /* [n, d] ∂L/∂O (backward) */
     double *dS;         /* [n, n] one head's ∂L/∂A, then τ_h ∂L/∂S */
@@ -637,16 +640,27 @@ typedef struct attn_job {
 
 static int block_end(int b, int n) { return (b + 1) * ATTN_BLOCK < n ? (b + 1) * ATTN_BLOCK : n; }
 
+/* The products below have a side of dk (a head's width): on the unpacked
+ * path, with Kᵀ and Vᵀ transposed once per step so that every operand is
+ * read in place (kernel.h, kgl_gemm_nn_direct_on). */
+static void transpose(const double *X, int rows, int cols, double *XT)
+{
+    for (int i0 = 0; i0 < rows; i0 += 32)
+        for (int j0 = 0; j0 < cols; j0 += 32)
+            for (int i = i0; i < i0 + 32 && i < rows; i++)
+                for (int j = j0; j < j0 + 32 && j < cols; j++) XT[(size_t)j * rows + i] = X[(size_t)i * cols + j];
+}
+
 /* Forward, one block of query rows of one head: S rows, softmax, O rows. */
 static void attention_forward_block(void *ctx, int task, int worker)
 {
     attn_job *J = ctx;
     int h = task / J->blocks, b = task % J->blocks, i0 = b * ATTN_BLOCK, i1 = block_end(b, J->n);
     int n = J->n, d = J->d, dk = J->dk, rows = i1 - i0;
-    double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
+    double *A = J->keep ? J->A + (size_t)h * n * n + (size_t)i0 * n : J->A + (size_t)worker * ATTN_BLOCK * n;
     /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
-    kgl_gemm_nt_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, J->K->data + h * dk, d,
-                   A, n, KGL_SET);
+    kgl_gemm_nn_direct_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d,
+                          J->KT + (size_t)h * dk * n, n, A, n, KGL_SET);
     double max_abs = 0;
     for (int i = 0; i < rows; i++) {
         double *s = A + (size_t)i * n;
@@ -659,8 +673,8 @@ static void attention_forward_block(void *ctx, int task, int worker)
     }
     J->part[task] = max_abs;
     /* O_h[i0:i1] = A_h[i0:i1] V_h */
-    kgl_gemm_nn_on(J->pool, worker, rows, dk, n, A, n, J->V->data + h * dk, d, J->O + (size_t)i0 * d + h * dk, d,
-                   KGL_SET);
+    kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, A, n, J->V->data + h * dk, d, J->O + (size_t)i0 * d + h * dk,
+                          d, KGL_SET);
 }
 
 /* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ. */
@@ -672,8 +686,8 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     const double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
     double *dS = J->dS + (size_t)i0 * n;
     /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
-    kgl_gemm_nt_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, J->V->data + h * dk, d, dS, n,
-                   KGL_SET);
+    kgl_gemm_nn_direct_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, J->VT + (size_t)h * dk * n,
+                          n, dS, n, KGL_SET);
     double sq = 0;
     for (int i = 0; i < rows; i++) {
         double *g = dS + (size_t)i * n;
@@ -687,7 +701,7 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     const double *Kh = J->K->data + h * dk;
     if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
         double *dq = J->dq + (size_t)i0 * dk, dot = 0;
-        kgl_gemm_nn_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, dq, dk, KGL_SET);
+        kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, dq, dk, KGL_SET);
         for (int i = 0; i < rows; i++) {
             const double *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
             for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
@@ -698,7 +712,8 @@ static void attention_backward_rows(void *ctx, int task, int worker)
         }
         J->part[(size_t)(J->H + h) * J->blocks + task] = dot;
     } else if (J->Q->grad) {
-        kgl_gemm_nn_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, J->Q->grad + (size_t)i0 * d + h * dk, d, KGL_ADD);
+        kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, J->Q->grad + (size_t)i0 * d + h * dk, d,
+                              KGL_ADD);
     }
 }
 
@@ -709,11 +724,11 @@ static void attention_backward_cols(void *ctx, int task, int worker)
     int h = J->h, j0 = task * ATTN_BLOCK, j1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
     /* dK_h[j0:j1] += (τ dS)[:, j0:j1]ᵀ Q_h,   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
     if (J->K->grad)
-        kgl_gemm_tn_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, J->Q->data + h * dk, d,
-                       J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+        kgl_gemm_tn_direct_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, J->Q->data + h * dk, d,
+                              J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
     if (J->V->grad)
-        kgl_gemm_tn_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, J->G + h * dk, d,
-                       J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+        kgl_gemm_tn_direct_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, J->G + h * dk, d,
+                              J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
 }
 
 static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int H, double tau)
@@ -726,16 +741,21 @@ static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int
     for (int h = 0; h < H; h++) J->tau[h] = J->learn ? exp(in[3]->data[h]) * tau : tau;
 }
 
+/* node->saved = [A | Kᵀ]; node->scratch = [dS | dq | Vᵀ | parts] */
 static void attention_backward(kgl_node *nd)
 {
     attn_job J;
     attention_job_init(&J, nd->in, nd->n_in, nd->i0, nd->alpha);
+    size_t nn = (size_t)J.n * J.n, nd_ = (size_t)J.n * J.d;
     J.A = nd->saved;
+    J.KT = nd->saved + (size_t)J.H * nn;
     J.G = nd->out->grad;
     J.dS = nd->scratch;
-    J.dq = nd->scratch + (size_t)J.n * J.n;
-    J.part = nd->scratch + (size_t)J.n * J.n + (size_t)J.n * J.dk;
+    J.dq = nd->scratch + nn;
+    J.VT = nd->scratch + nn + (size_t)J.n * J.dk;
+    J.part = J.VT + nd_;
     J.pool = nd->pool;
+    transpose(J.V->data, J.n, J.d, J.VT);
     for (int h = 0; h < J.H; h++) {
         J.h = h;
         double work = 2.0 * J.n * J.n * J.dk;
@@ -765,14 +785,22 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
     attn_job J;
     attention_job_init(&J, in, n_in, heads, tau);
     int n = J.n, d = J.d;
+    size_t nn = (size_t)n * n;
     kgl_tensor *O = kgl_op_output(t, n, d, n_in, in);
-    size_t parts = (size_t)2 * heads * J.blocks;
-    J.A = kgl_arena_alloc(&t->arena, (size_t)heads * n * n * sizeof(double));
+    bool record = t->recording && O->grad;
+    /* every head's weights are kept for backward or for the caller; else
+       each thread needs only the block of rows it is working on */
+    J.keep = record || attn;
+    size_t a_size = J.keep ? (size_t)heads * nn : (size_t)kgl_pool_threads(t->pool) * ATTN_BLOCK * n;
+    J.A = kgl_arena_alloc(&t->arena, (a_size + (size_t)n * d) * sizeof(double));
+    double *KT = J.A + a_size;
+    transpose(K->data, n, d, KT);
+    J.KT = KT;
     J.O = O->data;
     J.part = kgl_arena_alloc(&t->arena, ((size_t)heads * J.blocks + 2 * (size_t)heads) * sizeof(double));
     double *st = J.part + (size_t)heads * J.blocks;
     J.pool = t->pool;
-    kgl_parallel(t->pool, heads * J.blocks, 4.0 * heads * n * n * J.dk, attention_forward_block, &J);
+    kgl_parallel(t->pool, heads * J.blocks, 4.0 * heads * nn * J.dk, attention_forward_block, &J);
     for (int h = 0; h < heads; h++) {
         double mx = 0;
         for (int b = 0; b < J.blocks; b++) {
@@ -783,15 +811,16 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         st[heads + h] = NAN;
     }
     if (attn)
-        for (int h = 0; h < heads; h++) attn[h] = (kgl_tensor){n, n, J.A + (size_t)h * n * n, NULL};
+        for (int h = 0; h < heads; h++) attn[h] = (kgl_tensor){n, n, J.A + (size_t)h * nn, NULL};
     if (stats) *stats = st;
     kgl_node *nd = kgl_record(t, &op_attention, O, n_in, in);
     if (nd) {
+        size_t parts = (size_t)2 * heads * J.blocks;
         nd->i0 = heads;
         nd->alpha = tau;
         nd->saved = J.A;
         nd->stats = st;
-        nd->scratch = kgl_arena_alloc(&t->arena, ((size_t)n * n + (size_t)n * J.dk + parts) * sizeof(double));
+        nd->scratch = kgl_arena_alloc(&t->arena, (nn + (size_t)n * J.dk + (size_t)n * d + parts) * sizeof(double));
     }
     return O;
 }

@@ -42,6 +42,7 @@ void kgl_tape_init(kgl_tape *t)
 {
     memset(t, 0, sizeof *t);
     t->recording = true;
+    t->keep_attention = true;
     t->pool = kgl_pool_create(1);
     t->owns_pool = true;
 }

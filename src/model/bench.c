@@ -147,8 +147,7 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
             kgl_eval ev;
             kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
             double t0 = seconds();
-            kgl_forward f;
-            kgl_tensor *C = kgl_trainer_context(&tr, &f);
+            kgl_tensor *C = kgl_trainer_states(&tr);
             kgl_eval_set_pool(&ev, pool);
             kgl_evaluate(&tr.model, C, &ds, train->triples, train->n, &ev);
             out->eval_s = seconds() - t0;

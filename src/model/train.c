@@ -540,10 +540,18 @@ kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f)
     return f->context;
 }
 
-bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch)
+kgl_tensor *kgl_trainer_states(kgl_trainer *tr)
 {
     kgl_forward f;
+    tr->eval_tape.keep_attention = false; /* no one reads the weights: each thread keeps one block of rows */
     kgl_tensor *C = kgl_trainer_context(tr, &f);
+    tr->eval_tape.keep_attention = true;
+    return C;
+}
+
+bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch)
+{
+    kgl_tensor *C = kgl_trainer_states(tr);
     kgl_evaluate(&tr->model, C, tr->ds, tr->train, tr->n_train, scratch);
     return scratch->both.n > 0 && scratch->both.hits1 == 1.0;
 }
