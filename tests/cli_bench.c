@@ -1,0 +1,55 @@
+/* cli_bench.c — `kgl bench`: the JSON compare.sh reads, the readable line,
+ * and its usage errors. Times are not asserted (they are measured, not
+ * tested): only that they are positive and ordered as their names say. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 14], err[1 << 14];
+
+static double json_value(const char *json, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(json, pat);
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+TEST(cli_bench_json_has_what_compare_reads)
+{
+    int rc = run_kgl(T, "bench --train data/academic.tsv --dim 8 --heads 2 --reps 5 --warmup 1 --threads 2 --json", out,
+                     sizeof out, err, sizeof err);
+    CHECK(rc == 0);
+    double median = json_value(out, "step_ms_median"), min = json_value(out, "step_ms_min");
+    double mean = json_value(out, "step_ms_mean");
+    CHECK(min > 0 && min <= median && min <= mean);
+    CHECK(json_value(out, "eval_s") > 0);
+    CHECK(json_value(out, "gemm_gflops") > 0);
+    CHECK(json_value(out, "peak_rss_mb") > 0);
+    CHECK(json_value(out, "threads") == 2);
+    /* the case's sizes: 13 entities, 5 relations, 21 triples = 42 examples, all in the batch */
+    CHECK(json_value(out, "entities") == 13 && json_value(out, "relations") == 5);
+    CHECK(json_value(out, "examples") == 42 && json_value(out, "batch") == 42);
+    /* the first step's loss is that of kgl train's first step (seed 1):
+       "step 1/300 loss 2.6..." — the same model, batch and parameters */
+    char tout[1 << 13];
+    CHECK(run_kgl(T, "train --steps 1 --log-every 1 --json", tout, sizeof tout, err, sizeof err) == 0);
+    double train_loss = json_value(tout, "final_loss");
+    CHECK_NEAR(json_value(out, "first_loss"), train_loss, 1e-12 * fabs(train_loss));
+    CHECK(strstr(out, "\"isa\":\"") != NULL);
+}
+
+TEST(cli_bench_readable_line_and_usage_errors)
+{
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --reps 2 --warmup 0 --no-eval --no-gemm", out, sizeof out, err,
+                  sizeof err) == 0);
+    CHECK(strstr(out, "step   median") != NULL && strstr(out, "memory") != NULL);
+    CHECK(strstr(out, "eval ") == NULL && strstr(out, "gemm ") == NULL);
+    CHECK(run_kgl(T, "bench", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--train is required") != NULL);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --dim 8 --heads 3", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "does not divide") != NULL);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --reps 0", out, sizeof out, err, sizeof err) == 2);
+    CHECK(run_kgl(T, "bench --train /nonexistent/triples.tsv", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "/nonexistent/triples.tsv") != NULL);
+}
