@@ -6,6 +6,7 @@
 #   make sanitize   the tests, built with AddressSanitizer + UBSan
 #   make CC=clang test   the same with clang (objects go to build/clang/)
 #   make benchmark  UMLS and Nations (from KG_DATA) beside the published results
+#   make bench      speed: kgl bench beside PyTorch (THREADS=1 by default)
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -45,7 +46,7 @@ KG_DATA ?= ../shared/kg
 SEEDS ?= 1,2,3
 JOBS ?= 1
 
-.PHONY: all run test sanitize clean benchmark
+.PHONY: all run test sanitize clean benchmark bench
 all: $(BUILD)/libkgl.a $(BUILD)/kgl
 
 $(STB_DS):
@@ -98,6 +99,23 @@ test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated
 
 benchmark: $(BUILD)/kgl
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
+
+# Speed (README, "Speed"): kgl bench on the four cases of data/bench/cases,
+# beside the same model in PyTorch when the comparison script of our
+# benchmark set-up (BENCH_DIR, with compare.sh and torch_bench.py) and
+# python3-torch are installed; kgl's cases alone otherwise.
+BENCH_DIR ?= ../shared/bench
+THREADS ?= 1
+bench: $(BUILD)/kgl
+	@if [ -x '$(BENCH_DIR)/compare.sh' ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+	  '$(BENCH_DIR)/compare.sh' --threads $(THREADS); \
+	else \
+	  echo "PyTorch or $(BENCH_DIR)/compare.sh not found: kgl alone"; \
+	  $(BUILD)/kgl bench --train data/academic.tsv --dim 8 --heads 2 --threads $(THREADS); \
+	  $(BUILD)/kgl bench --train data/bench/cases/umls_like.tsv --dim 64 --heads 4 --threads $(THREADS); \
+	  $(BUILD)/kgl bench --train data/bench/cases/large.tsv --dim 256 --heads 8 --reps 5 --threads $(THREADS); \
+	  $(BUILD)/kgl bench --train data/bench/cases/large.tsv --dim 256 --heads 8 --ffn 1024 --reps 5 --threads $(THREADS); \
+	fi
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 sanitize:
