@@ -591,3 +591,57 @@ void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const d
 {
     gemm_direct_chunked(p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
 }
+
+/* ---- B packed once, shared by many products ---------------------------------
+ * Attention multiplies every block of rows by the same K_hᵀ, V_h, K_h, Q_h or
+ * G_h. Packing that operand once per head (into the micro-kernel's panels:
+ * for each KC block of k, the NR-wide panels of kc × NR, zero-padded) spares
+ * every task its own packing, and keeps the micro-kernel reading B
+ * contiguously (read in place, rows 2,048 doubles apart all fall in one L1
+ * set). Each element's chain is that of every other path. */
+static int packed_width(int N, int nr) { return (N + nr - 1) / nr * nr; }
+
+size_t kgl_gemm_packed_b_doubles(int K, int N)
+{
+    const isa_cfg *f = &configs[pick_isa(-1)];
+    return (size_t)(K > 0 ? K : 0) * (size_t)packed_width(N > 0 ? N : 0, f->nr);
+}
+
+void kgl_gemm_pack_b(int K, int N, const double *B, int ldb, int transposed, double *packed)
+{
+    const isa_cfg *f = &configs[pick_isa(-1)];
+    ptrdiff_t brs = transposed ? 1 : ldb, bcs = transposed ? ldb : 1;
+    size_t npad = (size_t)packed_width(N, f->nr);
+    for (int pc = 0; pc < K; pc += f->kc) {
+        int kc = imin(f->kc, K - pc);
+        double *block = packed + (size_t)pc * npad;
+        for (int jr = 0; jr < N; jr += f->nr)
+            pack_panel(block + (ptrdiff_t)jr * kc, B + pc * brs + jr * bcs, imin(f->nr, N - jr), f->nr, kc, bcs, brs);
+    }
+}
+
+void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, int a_transposed,
+                          const double *packed, double *C, int ldc, int mode)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        if (mode == KGL_SET)
+            for (int i = 0; i < M; i++) memset(C + (ptrdiff_t)i * ldc, 0, (size_t)N * sizeof *C);
+        return;
+    }
+    const isa_cfg *f = &configs[pick_isa(-1)];
+    ptrdiff_t ars = a_transposed ? 1 : lda, acs = a_transposed ? lda : 1;
+    size_t npad = (size_t)packed_width(N, f->nr);
+    double *ap = kgl_pool_gemm_workspace(p, worker) + (ptrdiff_t)KC_MAX * NC;
+    for (int pc = 0; pc < K; pc += f->kc) {
+        int kc = imin(f->kc, K - pc);
+        int add = pc > 0 || mode == KGL_ADD;
+        for (int ic = 0; ic < M; ic += f->mc) {
+            int mc = imin(f->mc, M - ic);
+            for (int ir = 0; ir < mc; ir += f->mr)
+                pack_panel(ap + (ptrdiff_t)ir * kc, A + (ic + ir) * ars + pc * acs, imin(f->mr, mc - ir), f->mr, kc,
+                           ars, acs);
+            macro_kernel(f, mc, N, kc, ap, packed + (size_t)pc * npad, C + (ptrdiff_t)ic * ldc, ldc, add);
+        }
+    }
+}

@@ -65,4 +65,14 @@ void kgl_gemm_nn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const d
 void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
                            int ldb, double *C, int ldc, int mode);
 
+/* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
+ * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) doubles
+ * hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
+ * when a_transposed), run by one thread in a task. The bits are those of the
+ * calls above. */
+size_t kgl_gemm_packed_b_doubles(int K, int N);
+void kgl_gemm_pack_b(int K, int N, const double *B, int ldb, int transposed, double *packed);
+void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, int a_transposed,
+                          const double *packed, double *C, int ldc, int mode);
+
 #endif

@@ -623,8 +623,11 @@ static const kgl_op op_attention;
 
 typedef struct attn_job {
     const kgl_tensor *Q, *K, *V;
-    const double *KT;   /* [d, n] Kᵀ: head h's rows h·dk … are K_hᵀ, read in place by the products */
-    double *VT;         /* [d, n] Vᵀ (backward) */
+    /* each head's shared operands, packed once (kernel.h, kgl_gemm_pack_b):
+       forward K_hᵀ and V_h; backward V_hᵀ, K_h, Q_h and G_h (one head at a time) */
+    double *kt_p, *v_p;          /* [H] × packed sizes */
+    double *vt_p, *k_p, *q_p, *g_p;
+    size_t wide, tall;           /* doubles of a packed dk × n and n × dk operand */
     double *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
     bool keep;          /* every head's A is kept (for backward, or for the caller) */
     double *O;          /* [n, d] forward output */
@@ -640,16 +643,9 @@ typedef struct attn_job {
 
 static int block_end(int b, int n) { return (b + 1) * ATTN_BLOCK < n ? (b + 1) * ATTN_BLOCK : n; }
 
-/* The products below have a side of dk (a head's width): on the unpacked
- * path, with Kᵀ and Vᵀ transposed once per step so that every operand is
- * read in place (kernel.h, kgl_gemm_nn_direct_on). */
-static void transpose(const double *X, int rows, int cols, double *XT)
-{
-    for (int i0 = 0; i0 < rows; i0 += 32)
-        for (int j0 = 0; j0 < cols; j0 += 32)
-            for (int i = i0; i < i0 + 32 && i < rows; i++)
-                for (int j = j0; j < j0 + 32 && j < cols; j++) XT[(size_t)j * rows + i] = X[(size_t)i * cols + j];
-}
+/* The products below share one operand across all blocks of a head (K_hᵀ,
+ * V_h, …): it is packed once per head, and each task packs only its own
+ * block of rows (kernel.h, kgl_gemm_packed_b_on). */
 
 /* Forward, one block of query rows of one head: S rows, softmax, O rows. */
 static void attention_forward_block(void *ctx, int task, int worker)
@@ -659,8 +655,8 @@ static void attention_forward_block(void *ctx, int task, int worker)
     int n = J->n, d = J->d, dk = J->dk, rows = i1 - i0;
     double *A = J->keep ? J->A + (size_t)h * n * n + (size_t)i0 * n : J->A + (size_t)worker * ATTN_BLOCK * n;
     /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
-    kgl_gemm_nn_direct_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d,
-                          J->KT + (size_t)h * dk * n, n, A, n, KGL_SET);
+    kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0,
+                         J->kt_p + h * J->wide, A, n, KGL_SET);
     double max_abs = 0;
     for (int i = 0; i < rows; i++) {
         double *s = A + (size_t)i * n;
@@ -673,8 +669,8 @@ static void attention_forward_block(void *ctx, int task, int worker)
     }
     J->part[task] = max_abs;
     /* O_h[i0:i1] = A_h[i0:i1] V_h */
-    kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, A, n, J->V->data + h * dk, d, J->O + (size_t)i0 * d + h * dk,
-                          d, KGL_SET);
+    kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, A, n, 0, J->v_p + h * J->tall, J->O + (size_t)i0 * d + h * dk,
+                         d, KGL_SET);
 }
 
 /* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ. */
@@ -686,8 +682,7 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     const double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
     double *dS = J->dS + (size_t)i0 * n;
     /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
-    kgl_gemm_nn_direct_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, J->VT + (size_t)h * dk * n,
-                          n, dS, n, KGL_SET);
+    kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, 0, J->vt_p, dS, n, KGL_SET);
     double sq = 0;
     for (int i = 0; i < rows; i++) {
         double *g = dS + (size_t)i * n;
@@ -698,10 +693,9 @@ static void attention_backward_rows(void *ctx, int task, int worker)
         }
     }
     J->part[(size_t)h * J->blocks + task] = sq;
-    const double *Kh = J->K->data + h * dk;
     if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
         double *dq = J->dq + (size_t)i0 * dk, dot = 0;
-        kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, dq, dk, KGL_SET);
+        kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, dq, dk, KGL_SET);
         for (int i = 0; i < rows; i++) {
             const double *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
             for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
@@ -712,8 +706,8 @@ static void attention_backward_rows(void *ctx, int task, int worker)
         }
         J->part[(size_t)(J->H + h) * J->blocks + task] = dot;
     } else if (J->Q->grad) {
-        kgl_gemm_nn_direct_on(J->pool, worker, rows, dk, n, dS, n, Kh, d, J->Q->grad + (size_t)i0 * d + h * dk, d,
-                              KGL_ADD);
+        kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, J->Q->grad + (size_t)i0 * d + h * dk, d,
+                             KGL_ADD);
     }
 }
 
@@ -724,11 +718,11 @@ static void attention_backward_cols(void *ctx, int task, int worker)
     int h = J->h, j0 = task * ATTN_BLOCK, j1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
     /* dK_h[j0:j1] += (τ dS)[:, j0:j1]ᵀ Q_h,   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
     if (J->K->grad)
-        kgl_gemm_tn_direct_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, J->Q->data + h * dk, d,
-                              J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+        kgl_gemm_packed_b_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, 1, J->q_p,
+                             J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
     if (J->V->grad)
-        kgl_gemm_tn_direct_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, J->G + h * dk, d,
-                              J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
+        kgl_gemm_packed_b_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, 1, J->g_p,
+                             J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
 }
 
 static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int H, double tau)
@@ -739,25 +733,33 @@ static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int
     J->blocks = (J->n + ATTN_BLOCK - 1) / ATTN_BLOCK;
     J->learn = n_in > 3;
     for (int h = 0; h < H; h++) J->tau[h] = J->learn ? exp(in[3]->data[h]) * tau : tau;
+    J->wide = kgl_gemm_packed_b_doubles(J->dk, J->n);
+    J->tall = kgl_gemm_packed_b_doubles(J->n, J->dk);
 }
 
-/* node->saved = [A | Kᵀ]; node->scratch = [dS | dq | Vᵀ | parts] */
+/* node->saved = [A]; node->scratch = [dS | dq | V_hᵀ, K_h, Q_h, G_h packed | parts] */
 static void attention_backward(kgl_node *nd)
 {
     attn_job J;
     attention_job_init(&J, nd->in, nd->n_in, nd->i0, nd->alpha);
-    size_t nn = (size_t)J.n * J.n, nd_ = (size_t)J.n * J.d;
+    size_t nn = (size_t)J.n * J.n;
+    int d = J.d, dk = J.dk;
     J.A = nd->saved;
-    J.KT = nd->saved + (size_t)J.H * nn;
     J.G = nd->out->grad;
     J.dS = nd->scratch;
     J.dq = nd->scratch + nn;
-    J.VT = nd->scratch + nn + (size_t)J.n * J.dk;
-    J.part = J.VT + nd_;
+    J.vt_p = J.dq + (size_t)J.n * dk;
+    J.k_p = J.vt_p + J.wide;
+    J.q_p = J.k_p + J.tall;
+    J.g_p = J.q_p + J.tall;
+    J.part = J.g_p + J.tall;
     J.pool = nd->pool;
-    transpose(J.V->data, J.n, J.d, J.VT);
     for (int h = 0; h < J.H; h++) {
         J.h = h;
+        kgl_gemm_pack_b(dk, J.n, J.V->data + h * dk, d, 1, J.vt_p); /* B(k, j) = V[j, h·dk + k] */
+        kgl_gemm_pack_b(J.n, dk, J.K->data + h * dk, d, 0, J.k_p);
+        kgl_gemm_pack_b(J.n, dk, J.Q->data + h * dk, d, 0, J.q_p);
+        kgl_gemm_pack_b(J.n, dk, J.G + h * dk, d, 0, J.g_p);
         double work = 2.0 * J.n * J.n * J.dk;
         kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_rows, &J);
         kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_cols, &J);
@@ -792,10 +794,13 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
        each thread needs only the block of rows it is working on */
     J.keep = record || attn;
     size_t a_size = J.keep ? (size_t)heads * nn : (size_t)kgl_pool_threads(t->pool) * ATTN_BLOCK * n;
-    J.A = kgl_arena_alloc(&t->arena, (a_size + (size_t)n * d) * sizeof(double));
-    double *KT = J.A + a_size;
-    transpose(K->data, n, d, KT);
-    J.KT = KT;
+    J.A = kgl_arena_alloc(&t->arena, a_size * sizeof(double));
+    J.kt_p = kgl_arena_alloc(&t->arena, (size_t)heads * (J.wide + J.tall) * sizeof(double));
+    J.v_p = J.kt_p + (size_t)heads * J.wide;
+    for (int h = 0; h < heads; h++) {
+        kgl_gemm_pack_b(J.dk, n, K->data + h * J.dk, d, 1, J.kt_p + h * J.wide); /* B(k, j) = K[j, h·dk + k] */
+        kgl_gemm_pack_b(n, J.dk, V->data + h * J.dk, d, 0, J.v_p + h * J.tall);
+    }
     J.O = O->data;
     J.part = kgl_arena_alloc(&t->arena, ((size_t)heads * J.blocks + 2 * (size_t)heads) * sizeof(double));
     double *st = J.part + (size_t)heads * J.blocks;
@@ -820,7 +825,8 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         nd->alpha = tau;
         nd->saved = J.A;
         nd->stats = st;
-        nd->scratch = kgl_arena_alloc(&t->arena, (nn + (size_t)n * J.dk + (size_t)n * d + parts) * sizeof(double));
+        nd->scratch = kgl_arena_alloc(&t->arena,
+                                      (nn + (size_t)n * J.dk + J.wide + 3 * J.tall + parts) * sizeof(double));
     }
     return O;
 }
