@@ -62,16 +62,19 @@ void kgl_filtered_rank_range(const double *scores, int n, int target, const int 
         *optimistic = *pessimistic = n;
         return;
     }
+    /* Count over every candidate (a loop the compiler vectorises), then take
+       back the known answers: a known answer (the target too) is not a rival. */
     long higher = 0, equal = 0;
-    int k = 0;
     for (int j = 0; j < n; j++) {
-        while (k < n_known && known[k] < j) k++;
-        if (k < n_known && known[k] == j) continue; /* a known answer (the target too) is not a rival */
-        if (j == target) continue;
-        if (scores[j] == s)
-            equal++;
-        else if (!(scores[j] < s))
-            higher++; /* higher, or NaN */
+        higher += (scores[j] > s) | (scores[j] != scores[j]); /* higher, or NaN */
+        equal += scores[j] == s;
+    }
+    equal -= 1; /* the target itself */
+    for (int k = 0; k < n_known; k++) {
+        int j = known[k];
+        if (j == target || j < 0 || j >= n) continue;
+        higher -= (scores[j] > s) | (scores[j] != scores[j]);
+        equal -= scores[j] == s;
     }
     *optimistic = 1.0 + (double)higher;
     *pessimistic = 1.0 + (double)higher + (double)equal;
