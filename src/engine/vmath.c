@@ -458,21 +458,20 @@ static T256 double softmax_avx2(const double *z, double *p, int n)
         sa = _mm256_add_pd(sa, ea);
         sb = _mm256_add_pd(sb, eb);
     }
-    if (tail) {
+    if (tail) { /* the tail's results go through a buffer: a masked store is slow on some CPUs (AMD's) */
+        _Alignas(32) double t[8];
         __m256d ea = exp4(_mm256_sub_pd(load_fill4(z + j, ka, ninf), mm));
         __m256d eb = exp4(_mm256_sub_pd(load_fill4(z + j + 4, kb, ninf), mm));
-        _mm256_maskstore_pd(p + j, ka, ea);
-        _mm256_maskstore_pd(p + j + 4, kb, eb);
+        _mm256_store_pd(t, ea);
+        _mm256_store_pd(t + 4, eb);
+        for (int k = 0; k < n - j; k++) p[j + k] = t[k];
         sa = _mm256_add_pd(sa, ea);
         sb = _mm256_add_pd(sb, eb);
     }
     double s = hsum4x2(sa, sb);
     __m256d sv = _mm256_set1_pd(s);
     for (j = 0; j + 4 <= n; j += 4) _mm256_storeu_pd(p + j, _mm256_div_pd(_mm256_loadu_pd(p + j), sv));
-    if (j < n) {
-        __m256i k = tail_mask4(n - j);
-        _mm256_maskstore_pd(p + j, k, _mm256_div_pd(_mm256_maskload_pd(p + j, k), sv));
-    }
+    for (; j < n; j++) p[j] = p[j] / s; /* the same division, lane by lane */
     return m + log(s);
 }
 
@@ -495,11 +494,10 @@ static T256 void softmax_backward_avx2(const double *p, const double *g, double 
         if (add) d = _mm256_add_pd(_mm256_loadu_pd(dz + j), d);
         _mm256_storeu_pd(dz + j, d);
     }
-    if (j < n) {
-        __m256i k = tail_mask4(n - j);
-        __m256d d = _mm256_mul_pd(_mm256_maskload_pd(p + j, k), _mm256_sub_pd(_mm256_maskload_pd(g + j, k), gp));
-        if (add) d = _mm256_add_pd(_mm256_maskload_pd(dz + j, k), d);
-        _mm256_maskstore_pd(dz + j, k, d);
+    double gps = _mm256_cvtsd_f64(gp);
+    for (; j < n; j++) { /* the same operations, lane by lane (no masked store) */
+        double d = p[j] * (g[j] - gps);
+        dz[j] = add ? dz[j] + d : d;
     }
 }
 
