@@ -70,13 +70,8 @@ $(BUILD)/libkgl.a: $(LIB_OBJ)
 $(BUILD)/kgl: $(CLI_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
 
-# Every `TEST(name)` in tests/*.c is listed for the runner (tests/main.c).
-$(BUILD)/test_list.h: $(TEST_SRC)
-	@mkdir -p $(dir $@)
-	grep -ho '^TEST([a-z0-9_]*)' $(TEST_SRC) | sed 's/^TEST(\(.*\))/X(\1)/' > $@
-
-$(BUILD)/obj/tests/main.o: $(BUILD)/test_list.h
-$(BUILD)/obj/tests/%.o: KGL_CFLAGS += -I$(BUILD) -Itests
+# Every `TEST(name)` registers itself (tests/test.h), so no list is kept.
+$(BUILD)/obj/tests/%.o: KGL_CFLAGS += -Itests
 
 $(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_WRAP) $(TEST_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@

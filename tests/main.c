@@ -1,24 +1,58 @@
-/* main.c — the test runner: every TEST in tests/ (*.c), in file order.
- *   build/kgl_tests [--kgl PATH] [SUBSTRING]   (runs the tests whose name contains SUBSTRING) */
+/* main.c — the test runner: every TEST in tests/ (*.c), sorted by file and line.
+ *
+ *   build/kgl_tests [--kgl PATH] [--list] [--fail-fast] [SUBSTRING...]
+ *
+ * With SUBSTRINGs, runs the tests whose name contains any of them; a SUBSTRING
+ * that matches no test is an error. Each test runs in a forked child process
+ * with its own scratch directory (T->tmp) and its own process group. The child
+ * writes a "returned" record down a pipe after the test function returns; the
+ * test FAILs, with its name, when a check failed, when the child dies of a
+ * signal, exits non-zero, exits (even with status 0) without that record, or
+ * outlives the timeout: KGL_TEST_TIMEOUT seconds (default 120, 0 = none) per
+ * test, after which its whole process group is killed. The last line is always
+ * "N passed, N failed" (", N skipped" appended when a test skipped); the exit
+ * status is 1 when a test failed, no test ran, or a filter matched nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
 
-#define X(name) void test_##name(test_ctx *T);
-#include "test_list.h"
-#undef X
-
-static const struct {
-    const char *name;
+typedef struct test_entry {
+    const char *name, *file;
+    int line;
     void (*fn)(test_ctx *);
-} tests[] = {
-#define X(name) {#name, test_##name},
-#include "test_list.h"
-#undef X
-};
+} test_entry;
+
+/* Registration runs before main and must not allocate (tests/alloc_count.c
+ * counts every malloc), so the table is static; 4096 is far above the suite. */
+#define MAX_TESTS 4096
+static test_entry tests[MAX_TESTS];
+static size_t n_tests;
+static bool too_many_tests;
+
+void test_register(const char *name, void (*fn)(test_ctx *), const char *file, int line)
+{
+    if (n_tests == MAX_TESTS) {
+        too_many_tests = true;
+        return;
+    }
+    tests[n_tests++] = (test_entry){name, file, line, fn};
+}
+
+static int by_file_then_line(const void *a, const void *b)
+{
+    const test_entry *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
 
 bool test_check(test_ctx *T, bool ok, const char *what, const char *file, int line)
 {
@@ -91,39 +125,256 @@ const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text,
     return paths[slot];
 }
 
+/* What the child sends after the test function returned. */
+typedef struct returned_record {
+    uint32_t magic;
+    int32_t failures;
+    int32_t skipped;
+} returned_record;
+#define RETURNED_MAGIC 0x6b676c74u /* "kglt" */
+
+static volatile sig_atomic_t timed_out, interrupted;
+static volatile pid_t current_child; /* its process group, while a test runs */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    timed_out = 1;
+}
+
+static void on_interrupt(int sig)
+{
+    interrupted = sig;
+    if (current_child > 0) kill(-current_child, SIGKILL);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void child_run(const test_entry *t, test_ctx *T, int wfd)
+{
+    /* Its own process group, so that a timeout kills the shells and kgl
+     * processes a test started, not only the test. */
+    setpgid(0, 0);
+    signal(SIGALRM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    t->fn(T);
+    fflush(stdout);
+    returned_record r = {RETURNED_MAGIC, T->failures, T->skipped ? 1 : 0};
+    ssize_t n = write(wfd, &r, sizeof r);
+    close(wfd);
+    /* exit (not _exit): atexit work such as LeakSanitizer's check runs per test,
+     * and a non-zero status from it fails this test. */
+    exit(n == (ssize_t)sizeof r ? 0 : 3);
+}
+
+typedef enum { RESULT_PASS, RESULT_SKIP, RESULT_FAIL } result;
+
+static result run_one(const test_entry *t, const char *kgl, const char *root_tmp, unsigned timeout, int index)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s/%03d-%s", root_tmp, index, t->name);
+    tmp[sizeof tmp - 1] = 0;
+    if (mkdir(tmp, 0700) != 0) {
+        printf("FAIL %s (cannot create %s: %s)\n", t->name, tmp, strerror(errno));
+        return RESULT_FAIL;
+    }
+    test_ctx T = {t->name, kgl, tmp, 0, false};
+    int fds[2];
+    if (pipe(fds) != 0) {
+        printf("FAIL %s (pipe: %s)\n", t->name, strerror(errno));
+        return RESULT_FAIL;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    double t0 = now_seconds();
+    pid_t pid = fork();
+    if (pid < 0) {
+        printf("FAIL %s (fork: %s)\n", t->name, strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return RESULT_FAIL;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        /* The shells a test starts must not hold the pipe open after it exits. */
+        fcntl(fds[1], F_SETFD, FD_CLOEXEC);
+        child_run(t, &T, fds[1]);
+    }
+    setpgid(pid, pid); /* also here: no race with the kill below */
+    current_child = pid;
+    close(fds[1]);
+
+    timed_out = 0;
+    if (timeout) alarm(timeout);
+    /* Read the record first (EOF comes when the child exits, or when it closed
+     * the pipe), then reap; SIGALRM interrupts either (no SA_RESTART). */
+    returned_record r = {0, 0, 0};
+    size_t got = 0;
+    while (got < sizeof r && !timed_out && !interrupted) {
+        ssize_t n = read(fds[0], (char *)&r + got, sizeof r - got);
+        if (n > 0)
+            got += (size_t)n;
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    if (timed_out || interrupted) kill(-pid, SIGKILL);
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+        if (timed_out || interrupted) kill(-pid, SIGKILL);
+    }
+    alarm(0);
+    /* Whatever the test left running in its group goes with it. */
+    kill(-pid, SIGKILL);
+    current_child = 0;
+    close(fds[0]);
+    double secs = now_seconds() - t0;
+
+    char why[200] = "";
+    if (timed_out)
+        snprintf(why, sizeof why, "timed out after %u s (KGL_TEST_TIMEOUT)", timeout);
+    else if (interrupted)
+        snprintf(why, sizeof why, "interrupted");
+    else if (w < 0)
+        snprintf(why, sizeof why, "waitpid: %s", strerror(errno));
+    else if (WIFSIGNALED(status))
+        snprintf(why, sizeof why, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else if (!WIFEXITED(status))
+        snprintf(why, sizeof why, "stopped");
+    else if (got != sizeof r || r.magic != RETURNED_MAGIC)
+        snprintf(why, sizeof why, "exited with status %d before the test returned", WEXITSTATUS(status));
+    else if (WEXITSTATUS(status) != 0)
+        snprintf(why, sizeof why, "exited with status %d after the test returned", WEXITSTATUS(status));
+    else if (r.failures)
+        snprintf(why, sizeof why, "%d failed check%s", (int)r.failures, r.failures == 1 ? "" : "s");
+    if (why[0]) {
+        printf("FAIL %s (%s)\n", t->name, why);
+        return RESULT_FAIL;
+    }
+    printf("%s %s  %.2fs\n", r.skipped ? "skip" : "ok  ", t->name, secs);
+    return r.skipped ? RESULT_SKIP : RESULT_PASS;
+}
+
+static unsigned timeout_from_env(bool *ok)
+{
+    *ok = true;
+    const char *s = getenv("KGL_TEST_TIMEOUT");
+    if (!s || !*s) return 120;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (*end || errno || v > 86400 || s[0] == '-') {
+        *ok = false;
+        return 0;
+    }
+    return (unsigned)v;
+}
+
 int main(int argc, char **argv)
 {
-    const char *kgl = "build/kgl", *filter = NULL;
+    /* Line-buffered, so a test that crashes keeps the lines it printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *kgl = "build/kgl";
+    const char **filters = calloc((size_t)argc, sizeof *filters);
+    int n_filters = 0;
+    bool list = false, fail_fast = false, usage_error = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--kgl") == 0 && i + 1 < argc)
             kgl = argv[++i];
-        else
-            filter = argv[i];
+        else if (strcmp(argv[i], "--list") == 0)
+            list = true;
+        else if (strcmp(argv[i], "--fail-fast") == 0)
+            fail_fast = true;
+        else if (argv[i][0] == '-') {
+            printf("unknown option %s (usage: kgl_tests [--kgl PATH] [--list] [--fail-fast] [SUBSTRING...])\n", argv[i]);
+            usage_error = true;
+        } else
+            filters[n_filters++] = argv[i];
     }
-    char tmp[] = "/tmp/kgl-tests-XXXXXX";
-    if (!mkdtemp(tmp)) {
-        perror("mkdtemp");
-        return 2;
+    bool timeout_ok;
+    unsigned timeout = timeout_from_env(&timeout_ok);
+    if (!timeout_ok) {
+        printf("KGL_TEST_TIMEOUT must be a whole number of seconds (0 = none)\n");
+        usage_error = true;
     }
-    int passed = 0, failed = 0, skipped = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (filter && !strstr(tests[i].name, filter)) continue;
-        test_ctx T = {tests[i].name, kgl, tmp, 0, false};
-        tests[i].fn(&T);
-        if (T.failures) {
-            failed++;
-            printf("FAIL %s\n", tests[i].name);
-        } else {
-            passed++;
-            if (T.skipped) skipped++;
-            printf("%s %s\n", T.skipped ? "skip" : "ok  ", tests[i].name);
+    if (too_many_tests) {
+        printf("more than %d tests: raise MAX_TESTS in tests/main.c\n", MAX_TESTS);
+        usage_error = true;
+    }
+    qsort(tests, n_tests, sizeof tests[0], by_file_then_line);
+
+    /* Which tests run, and does every filter match one? */
+    bool *selected = calloc(n_tests ? n_tests : 1, sizeof *selected);
+    int n_selected = 0;
+    for (size_t i = 0; i < n_tests; i++) {
+        selected[i] = n_filters == 0;
+        for (int f = 0; f < n_filters && !selected[i]; f++)
+            selected[i] = strstr(tests[i].name, filters[f]) != NULL;
+        n_selected += selected[i];
+    }
+    for (int f = 0; f < n_filters; f++) {
+        bool any = false;
+        for (size_t i = 0; i < n_tests && !any; i++) any = strstr(tests[i].name, filters[f]) != NULL;
+        if (!any) {
+            printf("no test name contains \"%s\"\n", filters[f]);
+            usage_error = true;
         }
-        fflush(stdout);
     }
-    char rm[600];
-    snprintf(rm, sizeof rm, "rm -rf '%s'", tmp);
-    if (system(rm) != 0) fprintf(stderr, "could not remove %s\n", tmp);
-    if (skipped) printf("(%d of the passed tests were skipped, see above)\n", skipped);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    if (list) {
+        for (size_t i = 0; i < n_tests; i++)
+            if (selected[i]) printf("%s\t%s:%d\n", tests[i].name, tests[i].file, tests[i].line);
+        printf("%d tests\n", n_selected);
+        return usage_error || n_selected == 0 ? 1 : 0;
+    }
+
+    int passed = 0, failed = 0, skipped = 0;
+    char tmp[] = "/tmp/kgl-tests-XXXXXX";
+    if (usage_error) {
+        failed = 0;
+    } else if (!mkdtemp(tmp)) {
+        printf("mkdtemp: %s\n", strerror(errno));
+        usage_error = true;
+    } else {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = on_alarm; /* no SA_RESTART: read and waitpid return EINTR */
+        sigaction(SIGALRM, &sa, NULL);
+        sa.sa_handler = on_interrupt;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        double t0 = now_seconds();
+        int index = 0;
+        for (size_t i = 0; i < n_tests && !interrupted; i++) {
+            if (!selected[i]) continue;
+            result res = run_one(&tests[i], kgl, tmp, timeout, index++);
+            if (res == RESULT_FAIL) failed++;
+            else if (res == RESULT_SKIP) skipped++;
+            else passed++;
+            if (fail_fast && failed) {
+                printf("(--fail-fast: stopped after the first failure)\n");
+                break;
+            }
+        }
+        char rm[600];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", tmp);
+        if (system(rm) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+        printf("(%d tests in %.1f s)\n", passed + failed + skipped, now_seconds() - t0);
+        if (interrupted) printf("interrupted by signal %d\n", (int)interrupted);
+        if (passed + failed + skipped == 0) printf("no test ran\n");
+    }
+    free(selected);
+    free(filters);
+    /* The closing line, always last: CI reads it. */
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
+    return failed || usage_error || interrupted || passed + skipped == 0 ? 1 : 0;
 }

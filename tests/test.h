@@ -1,9 +1,13 @@
 /* test.h — the test runner's small vocabulary.
  *
- * A test is `TEST(name) { ... }` in any tests/ (*.c) file; the Makefile lists
- * them for tests/main.c. Each CHECK that fails prints file:line and the
- * condition; a test passes when none of its checks failed. The runner ends
- * with "N passed, N failed" and exits 1 if anything failed. */
+ * A test is `TEST(name) { ... }` in any tests/ (*.c) file. The macro itself
+ * registers the test (a constructor that runs before main), so whatever the
+ * compiler sees as a TEST — indented, `TEST (x)`, any case — is run: no list
+ * is kept by hand or by grep. Each CHECK that fails prints file:line and the
+ * condition; a test passes when none of its checks failed. tests/main.c runs
+ * every test in a child process of its own (a crash, an exit, a timeout is
+ * that test's FAIL), ends with "N passed, N failed" (", N skipped" after it
+ * when a test skipped) and exits 1 if anything failed or nothing ran. */
 #ifndef KGL_TEST_H
 #define KGL_TEST_H
 
@@ -22,10 +26,21 @@ typedef struct test_ctx {
     bool skipped;
 } test_ctx;
 
-#define TEST(name) void test_##name(test_ctx *T)
+/* Called by the constructor TEST defines; tests are run sorted by file and line. */
+void test_register(const char *name, void (*fn)(test_ctx *), const char *file, int line);
+
+/* The test function keeps external linkage, so two tests of one name fail at link. */
+#define TEST(name)                                                                         \
+    void test_##name(test_ctx *T);                                                        \
+    __attribute__((constructor)) static void test_register_##name(void)                   \
+    {                                                                                      \
+        test_register(#name, test_##name, __FILE__, __LINE__);                             \
+    }                                                                                      \
+    void test_##name(test_ctx *T)
 
 bool test_check(test_ctx *T, bool ok, const char *what, const char *file, int line);
 bool test_check_near(test_ctx *T, double got, double want, double tol, const char *what, const char *file, int line);
+/* Marks the test skipped (counted apart from passes; a failed check still fails it). */
 void test_skip(test_ctx *T, const char *why);
 
 #define CHECK(cond) test_check(T, (cond), #cond, __FILE__, __LINE__)
