@@ -51,9 +51,9 @@ static bool file_readable(const char *path)
 
 /* Starts `kgl train` for one (dataset, seed); stdout and stderr go to files. */
 static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const char *data, const char *out,
-                       unsigned long long seed)
+                       unsigned long long seed, int threads)
 {
-    static char paths[6][1200], seed_text[32];
+    static char paths[6][1200], seed_text[32], threads_text[32];
     char *argv[KGL_BENCHMARK_MAX_ARGS];
     int a = 0;
     snprintf(paths[0], sizeof paths[0], "%s/%s/train.txt", data, job->name);
@@ -71,6 +71,8 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     argv[a++] = "--seed", argv[a++] = seed_text;
     argv[a++] = "--save", argv[a++] = paths[3];
     argv[a++] = "--log", argv[a++] = paths[4];
+    snprintf(threads_text, sizeof threads_text, "%d", threads);
+    argv[a++] = "--threads", argv[a++] = threads_text; /* the cores shared by the runs at the same time */
     argv[a++] = "--json";
     argv[a++] = "--quiet";
     argv[a] = NULL;
@@ -286,7 +288,9 @@ int cmd_benchmark(int argc, char **argv)
     while (next < total || running > 0) {
         while (running < jobs && next < total && !failed) {
             int j = next / n_seeds, s = next % n_seeds;
-            pid_t pid = start_run(self, &job[j], data, out, seeds[s]);
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            int threads = cores / jobs > 1 ? (int)(cores / jobs) : 1;
+            pid_t pid = start_run(self, &job[j], data, out, seeds[s], threads);
             if (pid < 0) {
                 failed = 1;
                 break;

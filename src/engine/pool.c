@@ -1,13 +1,19 @@
 /* pool.c — persistent thread pool (see pool.h).
  *
- * A job is published by storing (fn, ctx, n_tasks), resetting the task
- * counter and bumping the generation number; workers notice the new
- * generation (by spinning for a short while, else by waking on `wake`),
- * claim tasks with an atomic fetch-add until none are left, and count
- * themselves out through `active`. The caller runs tasks too, then waits
- * (spinning, then on `done`) until every worker has counted out, so no
- * worker still touches the job when kgl_pool_run() returns. */
+ * A job is (fn, ctx, n_tasks). Its tasks are handed out through one 64-bit
+ * ticket: the job's generation, its task count and the next unclaimed task,
+ * packed so that one compare-and-swap claims a task of exactly that job —
+ * a worker that wakes late, after the job it was woken for has finished,
+ * sees another generation (or no task left) and claims nothing. Each
+ * finished task is counted; the caller runs tasks too and returns once all
+ * n_tasks are counted, so it never waits for a worker that took no task
+ * (on a busy machine that worker may not run for milliseconds). Job fields
+ * are written before the ticket is published (release) and read after a
+ * claim (acquire); they cannot change while a claimed task runs, because
+ * the caller does not publish the next job before every task is counted.
+ * Idle workers spin briefly on the ticket, then sleep on `wake`. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,20 +31,31 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-/* How many polls a thread spins before it sleeps (a few tens of microseconds). */
-enum { SPIN_POLLS = 20000 };
+/* How many polls a thread spins before it sleeps (tens of microseconds;
+   short: on a busy machine a spinning thread takes a core another needs). */
+enum { SPIN_POLLS = 4000 };
+
+/* ticket = generation (24 bits) | n_tasks (20 bits) | next task (20 bits) */
+#define TASK_BITS 20
+#define TASK_MASK ((1ull << TASK_BITS) - 1)
+#define MAX_TASKS ((int)TASK_MASK)
+static uint64_t ticket_make(uint64_t gen, uint64_t n, uint64_t next)
+{
+    return (gen & 0xffffff) << (2 * TASK_BITS) | (n & TASK_MASK) << TASK_BITS | (next & TASK_MASK);
+}
+static int ticket_n(uint64_t t) { return (int)((t >> TASK_BITS) & TASK_MASK); }
+static int ticket_next(uint64_t t) { return (int)(t & TASK_MASK); }
 
 struct kgl_pool {
     int threads;
     pthread_t *workers;     /* threads-1 of them */
     pthread_mutex_t mu;
     pthread_cond_t wake;    /* a new job or stop */
-    pthread_cond_t done;    /* active reached 0 */
-    atomic_uint gen;        /* job generation, bumped by each parallel run */
-    atomic_int next_task;   /* the next unclaimed task */
-    atomic_int active;      /* workers not yet finished with the current job */
+    _Atomic uint64_t ticket; /* see above */
+    atomic_int finished;    /* tasks of the current job counted as done */
+    atomic_int sleepers;    /* workers asleep on `wake` */
     atomic_int stop;
-    int n_tasks;
+    unsigned gen;           /* the caller's generation counter */
     void (*fn)(void *ctx, int task, int worker);
     void *ctx;
     unsigned char *ws;      /* threads * ws_stride bytes, 64-byte aligned */
@@ -50,42 +67,56 @@ typedef struct {
     int id;
 } worker_arg;
 
-/* Claims and runs tasks of the current job until none are left. */
-static void run_tasks(kgl_pool *p, int worker)
+/* Claims a task of the job `t` describes; false when none is left (or the
+   ticket moved on to another job). */
+static bool claim(kgl_pool *p, uint64_t t, int *task)
 {
-    int n = p->n_tasks;
-    for (int t; (t = atomic_fetch_add_explicit(&p->next_task, 1, memory_order_relaxed)) < n;)
-        p->fn(p->ctx, t, worker);
+    while (ticket_next(t) < ticket_n(t)) {
+        if (atomic_compare_exchange_weak_explicit(&p->ticket, &t, t + 1, memory_order_acq_rel, memory_order_acquire)) {
+            *task = ticket_next(t);
+            return true;
+        }
+    }
+    return false;
 }
 
-/* A worker's life: wait for a new generation (spin, then sleep), run tasks, count out. */
+/* Runs tasks of the current job until none are left. */
+static void run_tasks(kgl_pool *p, int worker)
+{
+    int task;
+    while (claim(p, atomic_load_explicit(&p->ticket, memory_order_acquire), &task)) {
+        p->fn(p->ctx, task, worker);
+        atomic_fetch_add_explicit(&p->finished, 1, memory_order_release);
+    }
+}
+
+/* A worker's life: wait for a ticket with a task left (spin, then sleep), run tasks. */
 static void *worker_main(void *arg)
 {
     kgl_pool *p = ((worker_arg *)arg)->p;
     int id = ((worker_arg *)arg)->id;
     free(arg);
-    unsigned seen = 0; /* the generation at creation (not a load here: a job may already be published) */
     for (;;) {
-        unsigned g = seen;
-        for (int i = 0; i < SPIN_POLLS && g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
+        uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+        for (int i = 0; i < SPIN_POLLS && ticket_next(t) >= ticket_n(t) &&
+                        !atomic_load_explicit(&p->stop, memory_order_relaxed);
+             i++) {
             CPU_RELAX();
-            g = atomic_load_explicit(&p->gen, memory_order_acquire);
+            t = atomic_load_explicit(&p->ticket, memory_order_acquire);
         }
-        if (g == seen) {
+        if (ticket_next(t) >= ticket_n(t)) {
             pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen &&
-                   !atomic_load_explicit(&p->stop, memory_order_relaxed))
+            atomic_fetch_add_explicit(&p->sleepers, 1, memory_order_acq_rel);
+            for (;;) {
+                t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+                if (ticket_next(t) < ticket_n(t) || atomic_load_explicit(&p->stop, memory_order_acquire)) break;
                 pthread_cond_wait(&p->wake, &p->mu);
+            }
+            atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_acq_rel);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
-        seen = g;
         run_tasks(p, id);
-        if (atomic_fetch_sub_explicit(&p->active, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
-        }
     }
 }
 
@@ -104,10 +135,9 @@ static kgl_pool *pool_create_or_null(int threads)
     p->ws = ws;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    pthread_cond_init(&p->done, NULL);
-    atomic_init(&p->gen, 0u);
-    atomic_init(&p->next_task, 0);
-    atomic_init(&p->active, 0);
+    atomic_init(&p->ticket, ticket_make(0, 0, 0));
+    atomic_init(&p->finished, 0);
+    atomic_init(&p->sleepers, 0);
     atomic_init(&p->stop, 0);
     p->workers = calloc((size_t)threads, sizeof *p->workers);
     if (!p->workers) {
@@ -135,7 +165,6 @@ void kgl_pool_free(kgl_pool *p)
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->threads; i++) pthread_join(p->workers[i - 1], NULL);
-    pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->wake);
     pthread_mutex_destroy(&p->mu);
     free(p->workers);
@@ -153,25 +182,25 @@ double *kgl_pool_gemm_workspace(kgl_pool *p, int worker)
 void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int worker), void *ctx)
 {
     if (n_tasks <= 0) return;
-    if (n_tasks == 1 || p->threads == 1) {
+    if (n_tasks == 1 || p->threads == 1 || n_tasks > MAX_TASKS) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }
     p->fn = fn;
     p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next_task, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->active, p->threads - 1, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu); /* a sleeping worker re-checks gen under this lock: no lost wake-up */
-    atomic_fetch_add_explicit(&p->gen, 1u, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    run_tasks(p, 0);
-    for (int i = 0; i < SPIN_POLLS && atomic_load_explicit(&p->active, memory_order_acquire) != 0; i++) CPU_RELAX();
-    if (atomic_load_explicit(&p->active, memory_order_acquire) != 0) {
-        pthread_mutex_lock(&p->mu);
-        while (atomic_load_explicit(&p->active, memory_order_acquire) != 0) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store_explicit(&p->finished, 0, memory_order_relaxed);
+    p->gen++;
+    atomic_store_explicit(&p->ticket, ticket_make(p->gen, (uint64_t)n_tasks, 0), memory_order_release);
+    if (atomic_load_explicit(&p->sleepers, memory_order_acquire) > 0) {
+        pthread_mutex_lock(&p->mu); /* a sleeper re-checks the ticket under this lock: no lost wake-up */
+        pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
+    }
+    run_tasks(p, 0);
+    /* every task is claimed; wait for the ones still running elsewhere */
+    for (int i = 0; atomic_load_explicit(&p->finished, memory_order_acquire) < n_tasks; i++) {
+        if (i < SPIN_POLLS) CPU_RELAX();
+        else sched_yield();
     }
 }
 
