@@ -110,7 +110,7 @@ bool cli_u64(cli_args *a, uint64_t *out)
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-') {
+    if (errno || end == v || *end || v[0] < '0' || v[0] > '9') { /* digits only, as metadata 'seed' */
         cli_usage_error(a, "%s expects a whole number >= 0, got '%s'", opt, v);
         return false;
     }

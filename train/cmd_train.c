@@ -597,6 +597,10 @@ int cmd_train(int argc, char **argv)
     kgl_trainer_set_schedule(&rs.tr, &o.sched);
     if (resumed) {
         kgl_checkpoint_apply(&ck, &rs.tr.model);
+        if (!model_finite(o.resume_path, &rs.tr.model)) {
+            st = EXIT_USAGE;
+            goto done;
+        }
         kgl_trainer_set_step(&rs.tr, ck.st.step);
         if (o.sched.kind != KGL_SCHED_CONSTANT && ck.st.step >= o.sched.total)
             fprintf(stderr,

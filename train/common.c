@@ -1,5 +1,6 @@
 /* common.c — data loading, relation filters, supervision and metric output
  * shared by the subcommands. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -271,6 +272,64 @@ void json_spec(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const
     fputc('}', f);
 }
 
+/* The first non-finite value of n doubles, or -1. */
+static long first_nonfinite(const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return (long)i;
+    return -1;
+}
+
+bool model_finite(const char *where, const kgl_model *m)
+{
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    t.keep_attention = true;
+    kgl_forward f;
+    kgl_model_context(m, &t, &f);
+    bool ok = true;
+    int n = m->cfg.n_entities, d = m->cfg.dim;
+    for (int h = 0; h < m->cfg.heads && ok; h++) {
+        if (!f.attn[h]) continue;
+        long i = first_nonfinite(f.attn[h]->data, kgl_numel(f.attn[h]));
+        if (i >= 0) {
+            fprintf(stderr,
+                    "%s: the attention of head %d (tensor A_%d) is %g at [%ld, %ld]: the parameters are too large for "
+                    "finite arithmetic\n",
+                    where, h, h, f.attn[h]->data[i], i / n, i % n);
+            ok = false;
+        }
+    }
+    if (ok) {
+        long i = first_nonfinite(f.context->data, kgl_numel(f.context));
+        if (i >= 0) {
+            fprintf(stderr, "%s: the contextual states (tensor C) are %g at [%ld, %ld]: the parameters are too large "
+                    "for finite arithmetic\n", where, f.context->data[i], i / d, i % d);
+            ok = false;
+        }
+    }
+    if (ok) {
+        /* every readout score C[i]·R[r]·E[j] is at most this bound in size */
+        const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
+        double bound = 0;
+        for (int c = 0; c < d; c++) {
+            double mc = 0, mr = 0, me = 0;
+            for (int i = 0; i < C->rows; i++) mc = fmax(mc, fabs(C->data[(size_t)i * d + c]));
+            for (int r = 0; r < R->rows; r++) mr = fmax(mr, fabs(R->data[(size_t)r * d + c]));
+            for (int j = 0; j < E->rows; j++) me = fmax(me, fabs(E->data[(size_t)j * d + c]));
+            bound += mc * mr * me;
+        }
+        if (!(bound < 1e300)) {
+            fprintf(stderr, "%s: the readout scores (tensor scores, C[i].R[r].E[j]) can reach %g: the parameters are "
+                    "too large for finite arithmetic\n", where, bound);
+            ok = false;
+        }
+    }
+    kgl_tape_free(&t);
+    return ok;
+}
+
 int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     char err[1024];
@@ -280,6 +339,11 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
     }
     kgl_model_create(m, &ck->cfg);
     kgl_checkpoint_apply(ck, m);
+    if (!model_finite(path, m)) {
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
     return 0;
 }
 

@@ -60,4 +60,8 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, data
  * error and returns 2 on failure; the checkpoint stays open (for its state)
  * until kgl_checkpoint_close. */
 int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck);
+/* Runs the model's context once and checks that the attention (A_h), the
+ * contextual states (C) and a bound on every readout score are finite;
+ * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
+bool model_finite(const char *where, const kgl_model *m);
 #endif

@@ -22,6 +22,9 @@ void kgl_json_number(FILE *f, double v);
  * trailing \r is removed) and lines whose first byte is '#' are skipped;
  * fields are split on one separator byte and never trimmed. */
 #define KGL_LINE_MAX 65536 /* bytes in a line, without its newline */
+/* Bytes in a text file (1 GiB): kgl_text_open refuses a larger file, and
+ * anything that is neither a regular file nor a pipe (a folder, /dev/zero). */
+#define KGL_FILE_MAX ((size_t)1 << 30)
 
 typedef struct kgl_text {
     char *name;     /* for messages: the path, or a display name */
@@ -31,7 +34,8 @@ typedef struct kgl_text {
     int lineno;     /* number of the line last returned (1-based) */
 } kgl_text;
 
-/* Reads a file. On failure writes "path: why" into err and returns false. */
+/* Reads a file (at most KGL_FILE_MAX bytes; a regular file or a pipe). On
+ * failure writes "path: why" into err and returns false. */
 bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap);
 /* Uses a copy of `len` bytes of `data`, named `name` in messages. */
 void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_t len);

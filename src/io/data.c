@@ -211,8 +211,12 @@ bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *e
         return false;
     }
     name_entry *ents = NULL, *rels = NULL;
-    sh_new_arena(ents); /* the maps keep their own copies of the names */
-    sh_new_arena(rels);
+    /* The maps keep their own copies of the names, one malloc each
+       (sh_new_strdup): stb_ds's string arena (sh_new_arena) writes past its
+       blocks' declared `char storage[8]`, which clang's UBSan rightly reports
+       as an out-of-bounds index on every triples file (issue 13, defect 4). */
+    sh_new_strdup(ents);
+    sh_new_strdup(rels);
     kgl_triple *raw[KGL_MAX_SPLITS] = {0};
     int *ent_id = NULL, *rel_id = NULL;
     size_t n, m, total = 0;

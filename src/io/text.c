@@ -1,5 +1,7 @@
 /* text.c — reading text files line by line, with errors people can act on. */
 #include <errno.h>
+#include <inttypes.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,23 +16,67 @@ bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
         snprintf(err, err_cap, "%s: cannot open: %s", path, strerror(errno));
         return false;
     }
-    size_t cap = 1 << 16, len = 0;
+    /* Regular files and pipes only (a device such as /dev/zero never ends),
+       and never more than KGL_FILE_MAX bytes: the buffer cannot grow until
+       memory runs out. */
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) {
+        snprintf(err, err_cap, "%s: cannot read: %s", path, strerror(errno));
+        fclose(f);
+        return false;
+    }
+    if (S_ISDIR(sb.st_mode)) {
+        snprintf(err, err_cap, "%s: cannot read: %s", path, strerror(EISDIR));
+        fclose(f);
+        return false;
+    }
+    if (!S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) {
+        snprintf(err, err_cap, "%s: is %s, not a regular file; kgl reads regular files and pipes", path,
+                 S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "a socket or other special file");
+        fclose(f);
+        return false;
+    }
+    if (S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > KGL_FILE_MAX) {
+        snprintf(err, err_cap, "%s: the file is %" PRIu64 " bytes; the limit is %" PRIu64 " bytes (%d MiB)", path,
+                 (uint64_t)sb.st_size, (uint64_t)KGL_FILE_MAX, (int)(KGL_FILE_MAX >> 20));
+        fclose(f);
+        return false;
+    }
+    size_t cap = S_ISREG(sb.st_mode) ? (size_t)sb.st_size + 2 : (size_t)1 << 16, len = 0;
     char *buf = malloc(cap);
-    if (!buf) kgl_die("out of memory");
+    if (!buf) {
+        snprintf(err, err_cap, "%s: cannot read: %zu bytes do not fit in memory", path, cap);
+        fclose(f);
+        return false;
+    }
     for (;;) {
         if (len + 1 >= cap) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) kgl_die("out of memory reading %s", path);
+            if (cap >= KGL_FILE_MAX + 2) break; /* len is KGL_FILE_MAX + 1: too long */
+            size_t ncap = cap > (KGL_FILE_MAX + 2) / 2 ? KGL_FILE_MAX + 2 : cap * 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                snprintf(err, err_cap, "%s: cannot read: %zu bytes do not fit in memory", path, ncap);
+                fclose(f);
+                return false;
+            }
             buf = nb;
+            cap = ncap;
         }
         size_t got = fread(buf + len, 1, cap - 1 - len, f);
         len += got;
         if (got == 0) break;
     }
+    bool too_long = len > KGL_FILE_MAX;
     bool bad = ferror(f);
     int saved_errno = errno;
     fclose(f);
+    if (too_long) {
+        free(buf);
+        snprintf(err, err_cap, "%s: longer than the limit of %" PRIu64 " bytes (%d MiB)", path, (uint64_t)KGL_FILE_MAX,
+                 (int)(KGL_FILE_MAX >> 20));
+        return false;
+    }
     if (bad) {
         free(buf);
         snprintf(err, err_cap, "%s: cannot read: %s", path, strerror(saved_errno));

@@ -263,8 +263,9 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         char *end;
         errno = 0;
         st->seed = strtoull(v, &end, 10);
-        if (errno || end == v || *end) {
-            fail(err, cap, path, "metadata 'seed' is '%s', expected a whole number", v);
+        /* the rule of --seed: digits only ("-1" would wrap to 2^64 - 1) */
+        if (errno || end == v || *end || v[0] < '0' || v[0] > '9') {
+            fail(err, cap, path, "metadata 'seed' is '%s', expected a whole number >= 0", v);
             goto bad;
         }
     }
@@ -374,6 +375,36 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
         if (kgl_st_meta(f, "lr_total")) {
             if (!meta_long(f, "lr_total", 0, 1L << 40, &x, path, err, cap)) goto bad;
             st->sched.total = x;
+        }
+    }
+
+    /* The sizes in the metadata against the file's own tensors before any
+       allocation is sized by them: an edited d_model or ffn cannot make the
+       probe model below larger than the tensors this file holds. */
+    {
+        struct {
+            const char *name;
+            int rows, cols;
+            bool needed;
+        } sized[] = {{"entity_emb", c->n_entities, c->dim, true},
+                     {"attn.wq", c->dim, c->dim, true},
+                     {"ffn.w1", c->dim, c->ffn, c->ffn > 0}};
+        for (size_t k = 0; k < sizeof sized / sizeof sized[0]; k++) {
+            if (!sized[k].needed) continue;
+            const kgl_st_tensor *t = kgl_st_find(f, sized[k].name);
+            if (!t) {
+                fail(err, cap, path, "tensor '%s' is missing", sized[k].name);
+                goto bad;
+            }
+            if (t->ndim != 2 || t->shape[0] != sized[k].rows || t->shape[1] != sized[k].cols) {
+                char shape[64];
+                if (t->ndim == 2) snprintf(shape, sizeof shape, "[%" PRId64 ", %" PRId64 "]", t->shape[0], t->shape[1]);
+                else snprintf(shape, sizeof shape, "[%" PRId64 "]", t->shape[0]);
+                fail(err, cap, path,
+                     "tensor '%s' has shape %s but the metadata (d_model %d, ffn %d) and the %d entities need [%d, %d]",
+                     sized[k].name, shape, c->dim, c->ffn, c->n_entities, sized[k].rows, sized[k].cols);
+                goto bad;
+            }
         }
     }
 
