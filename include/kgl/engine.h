@@ -34,14 +34,17 @@ double kgl_rng_normal(kgl_rng *rng);
 uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
 
 /* ---------------------------------------------------------------- arena --
- * Activations and the tape live in an arena: a bump allocator that is reset,
- * not freed, between steps. While the first step runs the arena may grow by
- * chaining blocks; the reset after it replaces the chain with one block of the
- * high-water size, so from then on a step of the same shape calls malloc
- * zero times. `mallocs` counts the blocks ever requested (tests read it). */
+ * Activations and the tape live in an arena: a bump allocator over a chain of
+ * blocks that is reset, not freed, between steps. While the first step runs
+ * the chain grows; a reset goes back to its first block and keeps every
+ * block, so from then on a step of the same shape lands in the same blocks:
+ * it calls malloc zero times and touches no page for the first time.
+ * `mallocs` counts the blocks ever requested (tests read it). */
 typedef struct kgl_arena_block kgl_arena_block;
 typedef struct kgl_arena {
-    kgl_arena_block *blocks; /* newest first */
+    kgl_arena_block *blocks; /* the chain, oldest first */
+    kgl_arena_block *current; /* the block allocations come from now */
+    kgl_arena_block *last;   /* the end of the chain */
     size_t used;             /* bytes handed out since the last reset */
     size_t high_water;       /* most bytes ever in use between two resets */
     size_t mallocs;          /* blocks obtained from malloc so far */

@@ -1,9 +1,13 @@
 /* arena.c — the bump allocator activations and the tape live in.
  *
  * Growth happens only while the arena has not yet seen its largest step:
- * kgl_arena_alloc chains a new block when the current one is full, and
- * kgl_arena_reset folds a chain into one block of the high-water size. A step
- * no larger than any before it therefore allocates nothing. */
+ * kgl_arena_alloc moves on to the next block of the chain when the current
+ * one is full, and chains a new block only past the end of the chain.
+ * kgl_arena_reset goes back to the first block and keeps them all: a step
+ * that asks for the same sizes in the same order (every training step of
+ * one configuration) lands in the same blocks, so it allocates nothing and
+ * touches no page for the first time (on these machines a first touch costs
+ * far more than reusing memory). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,14 +41,20 @@ void *kgl_arena_alloc(kgl_arena *a, size_t bytes)
 {
     size_t need = (bytes + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     if (need == 0) need = ALIGN;
-    kgl_arena_block *b = a->blocks;
-    if (!b || b->cap - b->used < need) {
-        size_t cap = need > (1u << 20) ? need : (1u << 20);
-        if (b && cap < 2 * b->cap) cap = 2 * b->cap;
-        kgl_arena_block *nb = block_new(a, cap);
-        nb->next = b;
-        a->blocks = b = nb;
+    kgl_arena_block *b = a->current;
+    while (b && b->cap - b->used < need) { /* the next block of the chain, emptied by the last reset */
+        b = b->next;
+        if (b) b->used = 0;
     }
+    if (!b) { /* past the end of the chain: a new block after the last one */
+        size_t cap = need > (1u << 20) ? need : (1u << 20);
+        if (a->last && cap < 2 * a->last->cap) cap = 2 * a->last->cap;
+        b = block_new(a, cap);
+        if (a->last) a->last->next = b;
+        else a->blocks = b;
+        a->last = b;
+    }
+    a->current = b;
     void *p = b->mem + b->used;
     b->used += need;
     a->used += need;
@@ -71,11 +81,7 @@ static void free_chain(kgl_arena_block *b)
 
 void kgl_arena_reset(kgl_arena *a)
 {
-    if (a->blocks && a->blocks->next) {
-        /* More than one block: replace them by one that holds the high water. */
-        free_chain(a->blocks);
-        a->blocks = block_new(a, a->high_water);
-    }
+    a->current = a->blocks;
     if (a->blocks) a->blocks->used = 0;
     a->used = 0;
 }
@@ -83,6 +89,6 @@ void kgl_arena_reset(kgl_arena *a)
 void kgl_arena_free(kgl_arena *a)
 {
     free_chain(a->blocks);
-    a->blocks = NULL;
+    a->blocks = a->current = a->last = NULL;
     a->used = a->high_water = 0;
 }
