@@ -73,6 +73,13 @@ $(BUILD)/kgl: $(CLI_OBJ) $(BUILD)/libkgl.a
 # Every `TEST(name)` registers itself (tests/test.h), so no list is kept.
 $(BUILD)/obj/tests/%.o: KGL_CFLAGS += -Itests
 
+# The runner's own tests (tests/layout_runner.c) run these: tests/main.c with
+# tests/runner/probe.c's misbehaving tests, and with no test at all.
+$(BUILD)/runner_probe: $(BUILD)/obj/tests/main.o $(BUILD)/obj/tests/runner/probe.o
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/runner_empty: $(BUILD)/obj/tests/main.o
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 $(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_WRAP) $(TEST_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
 
@@ -88,7 +95,7 @@ $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/en
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DVMATH_EMULATE_AVX512 $(LDFLAGS) tests/emulated/vmath_avx512.c \
 		src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
-test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated
+test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_probe $(BUILD)/runner_empty
 	$(BUILD)/vmath_emulated
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 

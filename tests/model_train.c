@@ -59,6 +59,43 @@ TEST(evaluate_counts_both_directions)
     /* advises tails: alice→{dave, erin} filters one rival each: 6.5, 6.5; bob→carol: 7 */
     CHECK_NEAR(ev.rel_tail[advises].mrr, (1 / 6.5 + 1 / 6.5 + 1 / 7.0) / 3, 1e-15);
     CHECK(ev.rel_tail[advises].hits1 == 0 && ev.rel_tail[advises].hits10 == 1);
+    /* Every direction and relation, from the triples alone: with all 13 scores
+       tied, a query with k other known answers ranks 1 + (12 − k)/2 (the mean
+       of optimistic 1 and pessimistic 13 − k); optimistic ranks are all 1. */
+    const kgl_triple *tr = ds.splits[0].triples;
+    int n = ds.splits[0].n;
+    for (int reciprocal = 1; reciprocal >= 0; reciprocal--) {
+        if (!reciprocal) { /* the head direction's other path: C[j] against R[r] ⊙ E[t] */
+            kgl_tape_free(&t);
+            kgl_model_free(&m);
+            cfg.reciprocal = false;
+            kgl_model_create(&m, &cfg);
+            kgl_tape_init(&t);
+            t.recording = false;
+            kgl_model_context(&m, &t, &f);
+            kgl_evaluate(&m, f.context, &ds, tr, n, &ev);
+        }
+        double tail_rr = 0, head_rr = 0, rel_head_rr[16] = {0};
+        int rel_n[16] = {0};
+        for (int k = 0; k < n; k++) {
+            int other_tails = 0, other_heads = 0;
+            for (int j = 0; j < n; j++) {
+                if (j == k || tr[j].rel != tr[k].rel) continue;
+                other_tails += tr[j].head == tr[k].head && tr[j].tail != tr[k].tail;
+                other_heads += tr[j].tail == tr[k].tail && tr[j].head != tr[k].head;
+            }
+            tail_rr += 1 / (1 + (12 - other_tails) / 2.0);
+            head_rr += 1 / (1 + (12 - other_heads) / 2.0);
+            if (tr[k].rel < 16) rel_head_rr[tr[k].rel] += 1 / (1 + (12 - other_heads) / 2.0), rel_n[tr[k].rel]++;
+        }
+        CHECK_NEAR(ev.tail.mrr, tail_rr / n, 1e-15);
+        CHECK_NEAR(ev.head.mrr, head_rr / n, 1e-15);
+        CHECK_NEAR(ev.both.mrr, (tail_rr + head_rr) / (2 * n), 1e-15);
+        for (int r = 0; r < ds.n_relations && r < 16; r++)
+            CHECK_NEAR(ev.rel_head[r].mrr, rel_head_rr[r] / rel_n[r], 1e-15);
+        CHECK(ev.head_optimistic.mrr == 1 && ev.tail_optimistic.mrr == 1 && ev.both_optimistic.n == 2 * n);
+        CHECK(ev.head.hits1 == 0 && ev.head.hits10 == 1);
+    }
     kgl_eval_free(&ev);
     kgl_tape_free(&t);
     kgl_model_free(&m);

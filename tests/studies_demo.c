@@ -99,7 +99,11 @@ TEST(demo_variance_seeds_1_to_5)
         CHECK(r.dk[0] == 4 && r.dk[1] == 64 && r.dk[2] == 256);
         for (int k = 0; k < 3; k++) {
             CHECK(r.ratio[k] >= 0.97 && r.ratio[k] <= 1.03);
-            CHECK_NEAR(r.ratio[k], r.var[k] / r.dk[k], 1e-15);
+            /* Var(q·k) = dk for q, k of N(0,1) entries. The sample variance of
+               n = 50,000 pairs has relative standard error sqrt((kurt − 1)/n),
+               kurt(q·k) = 3 + 6/dk <= 4.5: at most 0.0084; 5 of them, 4.2%. */
+            double se = sqrt((2.0 + 6.0 / r.dk[k]) / KGL_DEMO_VAR_PAIRS);
+            CHECK_NEAR(r.var[k], (double)r.dk[k], 5 * se * r.dk[k]);
         }
         CHECK(r.sat_unscaled > 0.9);
         CHECK(r.sat_scaled < 0.5);
@@ -119,7 +123,18 @@ TEST(demo_jacobian_seeds_1_to_5)
         CHECK(memcmp(z, r.z, sizeof z) == 0);
         for (int s = 0; s < KGL_DEMO_JAC_SWEEP; s++) {
             CHECK(r.c[s] == (double)(1 << s));
-            CHECK(r.max_jii[s] <= 0.25);
+            /* max_i p_i (1 − p_i) of softmax(c z), computed here in long double
+               from the logits (a sum of 5 exponentials: 1e-15 is ~5 ulp of 0.25) */
+            long double zmax = r.z[0], sum = 0, want_jii = 0, want_max = 0;
+            for (int i = 1; i < 5; i++) zmax = r.z[i] > zmax ? r.z[i] : zmax;
+            for (int i = 0; i < 5; i++) sum += expl(r.c[s] * (r.z[i] - zmax));
+            for (int i = 0; i < 5; i++) {
+                long double p = expl(r.c[s] * (r.z[i] - zmax)) / sum;
+                want_jii = p * (1 - p) > want_jii ? p * (1 - p) : want_jii;
+                want_max = p > want_max ? p : want_max;
+            }
+            CHECK_NEAR(r.max_jii[s], (double)want_jii, 1e-15);
+            CHECK_NEAR(r.max_prob[s], (double)want_max, 1e-15);
             CHECK(r.fro[s] <= 4 * r.rest[s]);
             CHECK_NEAR(r.max_prob[s] + r.rest[s], 1.0, 1e-15);
             if (s) CHECK(r.max_prob[s] >= r.max_prob[s - 1]);
@@ -163,9 +178,63 @@ TEST(demo_multihead_shapes_and_heads)
         CHECK(r.shapes_ok);
         for (int k = 0; k < 6; k++) CHECK(r.shape[k][0] == want[k][0] && r.shape[k][1] == want[k][1]);
         CHECK(r.max_row_sum_err < 1e-12 && r.split_err < 1e-12);
-        for (int h = 0; h < 2; h++) CHECK(r.top[h] >= 0 && r.top[h] < 13 && r.top_weight[h] > 1.0 / 13);
+        /* seed-dependent: the top entity and its weight per head, pinned as measured
+           (1e-12: the GEMM kernels of different ISAs differ in the last bits) */
+        static const int top[5][2] = {{8, 5}, {1, 4}, {11, 12}, {1, 4}, {5, 8}};
+        static const double top_weight[5][2] = {{0.18387100512841859, 0.12995249184641081},
+                                                {0.14089117479915755, 0.1905263884497769},
+                                                {0.20322623963173136, 0.4892156169733039},
+                                                {0.18253717110493523, 0.20735100469185549},
+                                                {0.17593233993084753, 0.15144819983435437}};
+        for (int h = 0; h < 2; h++) {
+            CHECK(r.top[h] == top[seed - 1][h]);
+            CHECK_NEAR(r.top_weight[h], top_weight[seed - 1][h], 1e-12);
+        }
     }
     kgl_types_free(&ty);
+}
+
+/* Mean and standard deviation, over MW_SIM_DRAWS draws of a query and
+ * KGL_DEMO_MW_KEYS keys of N(0,1) entries in d dimensions, of the largest
+ * softmax weight of the logits q·k (unscaled) and q·k/√d (scaled). Its own
+ * generator (splitmix64 + Box–Muller), so not the demo's stream. */
+#define MW_SIM_DRAWS 4000
+static uint64_t sim_state;
+static double sim_uniform(void)
+{
+    uint64_t z = (sim_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    return ((double)(z >> 11) + 0.5) * 0x1p-53;
+}
+static double sim_normal(void)
+{
+    return sqrt(-2 * log(sim_uniform())) * cos(6.283185307179586 * sim_uniform());
+}
+static double max_softmax(const double *s, int n, double scale)
+{
+    double m = s[0], sum = 0;
+    for (int i = 1; i < n; i++) m = s[i] > m ? s[i] : m;
+    for (int i = 0; i < n; i++) sum += exp(scale * (s[i] - m));
+    return 1 / sum;
+}
+static void simulate_max_weight(int d, double *mean_u, double *mean_s, double *sd_u, double *sd_s)
+{
+    sim_state = 12345u + (uint64_t)d;
+    double su = 0, su2 = 0, ss = 0, ss2 = 0, q[512], s[KGL_DEMO_MW_KEYS];
+    for (int i = 0; i < MW_SIM_DRAWS; i++) {
+        for (int c = 0; c < d; c++) q[c] = sim_normal();
+        for (int j = 0; j < KGL_DEMO_MW_KEYS; j++) {
+            s[j] = 0;
+            for (int c = 0; c < d; c++) s[j] += q[c] * sim_normal();
+        }
+        double u = max_softmax(s, KGL_DEMO_MW_KEYS, 1), v = max_softmax(s, KGL_DEMO_MW_KEYS, 1 / sqrt((double)d));
+        su += u, su2 += u * u, ss += v, ss2 += v * v;
+    }
+    *mean_u = su / MW_SIM_DRAWS, *mean_s = ss / MW_SIM_DRAWS;
+    *sd_u = sqrt(su2 / MW_SIM_DRAWS - *mean_u * *mean_u);
+    *sd_s = sqrt(ss2 / MW_SIM_DRAWS - *mean_s * *mean_s);
 }
 
 TEST(demo_maxweight_seeds_1_to_5)
@@ -177,7 +246,15 @@ TEST(demo_maxweight_seeds_1_to_5)
         CHECK(r.unscaled[4] > 0.9);
         for (int k = 0; k < 5; k++) {
             CHECK(r.scaled[k] < 0.5);
-            CHECK(r.scaled[k] > 0.125 && r.unscaled[k] > 0.125); /* above uniform */
+            /* the mean largest weight against this test's own simulation of the
+               same draws (another generator, 4,000 draws): within 5 standard
+               errors of the difference of the two means */
+            static double want_u[KGL_DEMO_MW_DIMS], want_s[KGL_DEMO_MW_DIMS], sd_u[KGL_DEMO_MW_DIMS],
+                sd_s[KGL_DEMO_MW_DIMS];
+            if (seed == 1) simulate_max_weight(r.d[k], &want_u[k], &want_s[k], &sd_u[k], &sd_s[k]);
+            double n1 = KGL_DEMO_MW_DRAWS, n2 = MW_SIM_DRAWS;
+            CHECK_NEAR(r.unscaled[k], want_u[k], 5 * sd_u[k] * sqrt(1 / n1 + 1 / n2));
+            CHECK_NEAR(r.scaled[k], want_s[k], 5 * sd_s[k] * sqrt(1 / n1 + 1 / n2));
             if (k) CHECK(r.unscaled[k] > r.unscaled[k - 1]);  /* climbs towards 1 as d grows */
         }
     }
@@ -289,7 +366,6 @@ TEST(demo_memo_article_values_to_3_decimals)
             CHECK(same3(r.g[g].baseline[k], baseline[k]));
             CHECK(same3(r.g[g].repr[k], want[a].repr[k]));
             CHECK(same3(r.g[g].shift[k], want[a].shift[k]));
-            CHECK_NEAR(r.g[g].shift[k], r.g[g].repr[k] - r.g[g].baseline[k], 1e-15);
         }
         CHECK(strcmp(m.g[g].token[r.g[g].top], "절연캡") == 0);
         CHECK(same3(r.g[g].step_weight, want[a].step));

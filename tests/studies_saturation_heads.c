@@ -67,9 +67,17 @@ TEST(heads_report_and_pictures)
     /* uniform baseline: alice has 2 advisees, bob 1, of 13 entities */
     CHECK_NEAR(json_num(adv, "baseline"), (2.0 / 13 + 1.0 / 13) / 2, 1e-12);
     CHECK(json_num(adv, "entities") == 2);
-    CHECK(json_num(adv, "spec") == json_num(adv, "spec")); /* present */
+    /* spec: one value per head (2), each a mean attention mass in [0, 1]; head 0 supervised */
     const char *spec = adv ? strstr(adv, "\"spec\":[") : NULL;
-    CHECK(spec && strtod(spec + 8, NULL) >= 0.9);
+    double sp[2] = {NAN, NAN};
+    char *endp = NULL;
+    if (CHECK(spec != NULL)) {
+        sp[0] = strtod(spec + 8, &endp);
+        if (CHECK(*endp == ',')) sp[1] = strtod(endp + 1, &endp);
+        CHECK(*endp == ']');
+    }
+    CHECK(sp[0] >= 0.9 && sp[0] <= 1);
+    CHECK(sp[1] >= 0 && sp[1] <= 1);
     const char *prec = adv ? strstr(adv, "\"argmax_precision\":[") : NULL;
     CHECK(prec && strtod(prec + 20, NULL) == 1.0); /* head 0's top-1 is always an advisee */
     /* bob's top attended entity in head 0 is carol, his one advisee */
@@ -109,13 +117,14 @@ TEST(logging_does_not_change_the_trajectory)
 {
     char cmd[1024], a[64] = "", b[64] = "";
     CHECK(run_kgl(T, "train --steps 60 --supervise-heads advises=0 --json", out, sizeof out, err, sizeof err) == 0);
+    /* the whole number, all 17 significant digits (up to the comma) */
     const char *p = strstr(out, "\"final_loss\":");
-    if (p) snprintf(a, sizeof a, "%.25s", p);
+    if (p) snprintf(a, sizeof a, "%.*s", (int)strcspn(p, ",}"), p);
     snprintf(cmd, sizeof cmd, "train --steps 60 --supervise-heads advises=0 --json --log %s/d.csv --log-every 1", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     p = strstr(out, "\"final_loss\":");
-    if (p) snprintf(b, sizeof b, "%.25s", p);
-    CHECK(a[0] && strcmp(a, b) == 0);
+    if (p) snprintf(b, sizeof b, "%.*s", (int)strcspn(p, ",}"), p);
+    CHECK(strlen(a) >= strlen("\"final_loss\":1.2345678901234567") && strcmp(a, b) == 0);
     /* the log: every documented column, 60 rows of the same width */
     static char csv[1 << 20];
     char path[1024];
@@ -143,8 +152,11 @@ TEST(logging_does_not_change_the_trajectory)
     CHECK(v[2] > 0 && v[3] > 0); /* main and aux losses */
     CHECK_NEAR(v[1], v[2] + v[3], 1e-12 * v[1]); /* loss = main + 1 · aux */
     CHECK(v[14] == 0 && v[15] == 0 && v[16] == 0); /* wq_move, wk_move, attn_tv at step 1 */
-    CHECK(v[6] >= 1.0 / 13 && v[6] <= 1); /* max_prob */
-    CHECK(v[7] <= v[6]); /* min ≤ mean */
+    /* head 0's max_prob mean and min over the 13 rows at step 1: seed 1's
+       initial attention, pinned as measured (seed-dependent; 1e-12 for the
+       last bits the GEMM kernels of different ISAs may differ in) */
+    CHECK_NEAR(v[6], 0.31105413516348612, 1e-12);
+    CHECK_NEAR(v[7], 0.10807243423555016, 1e-12);
 }
 
 /* The directions of the saturation study, measured (README, "What we
