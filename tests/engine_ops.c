@@ -661,3 +661,37 @@ TEST(rng_is_documented_xoshiro)
     CHECK(fabs(s2 / 20000 - 1) < 5 * sqrt(2.0 / 20000));
     for (int i = 0; i < 1000; i++) CHECK(kgl_rng_below(&r, 7) < 7);
 }
+
+/* Dropout's values, not only its gradient (a wrong scale in forward and
+ * backward alike passes the gradient check): Y = X ⊙ keep / (1 − p) and
+ * dX = G ⊙ keep / (1 − p), by hand for p = 0.25 (1/(1 − p) = 4/3); the mask
+ * of kgl_dropout is uniform >= p, drawn from the stream in order. */
+TEST(dropout_forward_values_and_mask)
+{
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_tensor *x = leaf(&t, 2, 3, (double[]){3, -6, 1.5, 0.75, 9, -3});
+    static const unsigned char keep[6] = {1, 0, 1, 1, 0, 1};
+    kgl_tensor *y = kgl_dropout_mask(&t, x, keep, 0.25);
+    static const double want[6] = {4, 0, 2, 1, 0, -4};
+    for (int i = 0; i < 6; i++) CHECK_NEAR(y->data[i], want[i], 1e-15);
+    kgl_tensor *s = kgl_sum(&t, y);
+    kgl_backward(&t, s);
+    for (int i = 0; i < 6; i++) CHECK_NEAR(x->grad[i], keep[i] ? 4.0 / 3 : 0.0, 1e-15);
+    /* the drawn mask: element i kept when the i-th uniform is >= p */
+    kgl_rng r, copy;
+    kgl_rng_seed(&r, 9);
+    copy = r;
+    kgl_tensor *z = leaf(&t, 4, 25, (double[100]){0});
+    for (int i = 0; i < 100; i++) z->data[i] = i + 1;
+    kgl_tensor *dz = kgl_dropout(&t, z, 0.5, &r);
+    int kept = 0;
+    for (int i = 0; i < 100; i++) {
+        bool k = kgl_rng_uniform(&copy) >= 0.5;
+        kept += k;
+        CHECK(dz->data[i] == (k ? 2.0 * (i + 1) : 0.0));
+    }
+    CHECK(kept > 0 && kept < 100);
+    CHECK(kgl_dropout(&t, z, 0.0, &r) == z); /* p = 0: the input itself */
+    kgl_tape_free(&t);
+}

@@ -204,3 +204,58 @@ TEST(json_syntax_errors_say_where_and_what)
     CHECK(strcmp(small, "at byte") == 0 && small[8] == 'z');
     CHECK(!kgl_json_parse("[", 1, &doc, NULL, 0) && doc.error_at == 1);
 }
+
+/* The writer on every byte 1..255: '"' and '\' escaped, \n \r \t short,
+ * every other control character as \u00XX (lower-case hex), the rest as is;
+ * and the parser reads the text back to the same bytes. */
+TEST(json_writer_escapes_every_control_character)
+{
+    char in[256], want[2048], got[2048];
+    size_t w = 0;
+    want[w++] = '"';
+    for (int c = 1; c < 256; c++) {
+        in[c - 1] = (char)c;
+        if (c == '"' || c == '\\') {
+            want[w++] = '\\';
+            want[w++] = (char)c;
+        } else if (c == '\n' || c == '\r' || c == '\t') {
+            want[w++] = '\\';
+            want[w++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+        } else if (c < 0x20) {
+            static const char hex[] = "0123456789abcdef";
+            memcpy(want + w, "\\u00", 4);
+            w += 4;
+            want[w++] = hex[c >> 4];
+            want[w++] = hex[c & 15];
+        } else {
+            want[w++] = (char)c;
+        }
+    }
+    in[255] = 0;
+    want[w++] = '"';
+    want[w] = 0;
+    FILE *f = tmpfile();
+    if (!CHECK(f != NULL)) return;
+    kgl_json_string(f, in);
+    rewind(f);
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    got[n] = 0;
+    fclose(f);
+    if (!CHECK(n == w && memcmp(got, want, w) == 0)) printf("    got %s\n", got);
+    /* bytes >= 0x80 are not valid UTF-8 alone: read back the text of 1..127 */
+    char *end127 = got;
+    size_t len = 0;
+    for (int c = 1; c < 128; c++) {
+        bool two = c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t';
+        len += two ? 2 : c < 0x20 ? 6 : 1;
+    }
+    memcpy(end127, want, 1 + len);
+    end127[1 + len] = '"';
+    end127[2 + len] = 0;
+    kgl_json_doc doc;
+    char err[256];
+    if (CHECK(parse(end127, &doc, err))) {
+        CHECK(doc.root->type == KGL_JSON_STRING && doc.root->len == 127 && memcmp(doc.root->str, in, 127) == 0);
+        kgl_json_free(&doc);
+    }
+}
