@@ -46,7 +46,7 @@ KG_DATA ?= ../shared/kg
 SEEDS ?= 1,2,3
 JOBS ?= 1
 
-.PHONY: all run test sanitize clean benchmark bench
+.PHONY: all run test sanitize clean benchmark bench mutate
 all: $(BUILD)/libkgl.a $(BUILD)/kgl
 
 $(STB_DS):
@@ -98,6 +98,13 @@ $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/en
 test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_probe $(BUILD)/runner_empty
 	$(BUILD)/vmath_emulated
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
+
+# The mutation check (README, "Tests"): each mutation of tests/mutations.txt
+# applied to a scratch copy of the last commit, built, the suite run on it;
+# prints the killed fraction and the survivors (fails below 95%).
+MUTATE_JOBS ?= 2
+mutate:
+	python3 tests/mutate.py --jobs $(MUTATE_JOBS) --kg-data '$(abspath $(KG_DATA))'
 
 benchmark: $(BUILD)/kgl
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark

@@ -330,6 +330,8 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < n_tests; i++)
             if (selected[i]) printf("%s\t%s:%d\n", tests[i].name, tests[i].file, tests[i].line);
         printf("%d tests\n", n_selected);
+        free(selected);
+        free(filters);
         return usage_error || n_selected == 0 ? 1 : 0;
     }
 
