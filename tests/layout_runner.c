@@ -43,7 +43,9 @@ static const char *last_line(void)
 static void expect(test_ctx *T, const char *args, int status, const char *has, const char *closing)
 {
     int st = run_probe(T, "KGL_TEST_TIMEOUT=20", "runner_probe", args);
-    if (!CHECK(st == status) | !CHECK(strstr(probe_out, has) != NULL) | !CHECK(strcmp(last_line(), closing) == 0))
+    bool a = CHECK(st == status), b = CHECK(strstr(probe_out, has) != NULL);
+    bool c = CHECK(strcmp(last_line(), closing) == 0);
+    if (!a || !b || !c)
         printf("    runner_probe %s -> status %d, output:\n%s\n", args, st, probe_out);
 }
 
