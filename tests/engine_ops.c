@@ -695,3 +695,34 @@ TEST(dropout_forward_values_and_mask)
     CHECK(kgl_dropout(&t, z, 0.0, &r) == z); /* p = 0: the input itself */
     kgl_tape_free(&t);
 }
+
+/* The elementwise and shape ops' forward values by hand (the gradient check
+ * sees only their backward against their own forward). */
+TEST(elementwise_and_shape_ops_forward_values)
+{
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_tensor *a = leaf(&t, 2, 3, (double[]){1, -2, 3, 0.5, 4, -1});
+    kgl_tensor *b = leaf(&t, 2, 3, (double[]){2, 3, -1, 4, 0.25, 6});
+    kgl_tensor *row = leaf(&t, 1, 3, (double[]){10, 20, 30});
+    static const double mul[6] = {2, -6, -3, 2, 1, -6}, add[6] = {3, 1, 2, 4.5, 4.25, 5},
+                        add_row[6] = {11, 18, 33, 10.5, 24, 29}, scaled[6] = {-0.5, 1, -1.5, -0.25, -2, 0.5};
+    kgl_tensor *m = kgl_mul(&t, a, b), *s = kgl_add(&t, a, b), *r = kgl_add(&t, a, row), *sc = kgl_scale(&t, a, -0.5);
+    for (int i = 0; i < 6; i++) {
+        CHECK(m->data[i] == mul[i]); /* exact: small integers and halves */
+        CHECK(s->data[i] == add[i]);
+        CHECK(r->data[i] == add_row[i]);
+        CHECK(sc->data[i] == scaled[i]);
+    }
+    CHECK(kgl_sum(&t, a)->data[0] == 5.5);
+    CHECK(kgl_mean(&t, a)->data[0] == 5.5 / 6);
+    kgl_tensor *sl = kgl_slice_cols(&t, a, 1, 2); /* columns 1..2 */
+    CHECK(sl->rows == 2 && sl->cols == 2 && sl->data[0] == -2 && sl->data[1] == 3 && sl->data[2] == 4 &&
+          sl->data[3] == -1);
+    kgl_tensor *parts[2] = {sl, kgl_slice_cols(&t, b, 0, 1)};
+    kgl_tensor *cc = kgl_concat_cols(&t, 2, parts); /* [a[:,1:3] | b[:,0]] */
+    static const double cat[6] = {-2, 3, 2, 4, -1, 4};
+    CHECK(cc->rows == 2 && cc->cols == 3);
+    for (int i = 0; i < 6; i++) CHECK(cc->data[i] == cat[i]);
+    kgl_tape_free(&t);
+}
