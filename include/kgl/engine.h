@@ -189,7 +189,8 @@ kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
  *   A_h = softmax_rows(S_h),   O = [A_0 V_0 | … | A_{H−1} V_{H−1}]   [n, d].
  * attn (NULL, or heads tensors) receives views of the A_h (no gradient).
  * *stats (when stats is non-NULL) points to 2·heads doubles: max |S_h| now,
- * and ‖∂L/∂S_h‖_F once backward has run (NAN before). */
+ * and ‖∂L/∂S_h‖_F once backward has run (NAN before); without stats max |S_h|
+ * is not measured (a pass over every S_h fewer). */
 #define KGL_ATTENTION_MAX_HEADS 64
 kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, kgl_tensor *v, int heads, double tau,
                           kgl_tensor *log_temp, kgl_tensor *attn, double **stats);

@@ -47,6 +47,9 @@ typedef struct kgl_model {
      * kgl_attention op; the same numbers to round-off. Automatic when head
      * supervision, attention dropout or an ablated head needs it. */
     bool composed_attention;
+    /* The fused attention measures max |S_h| and ‖∂L/∂S_h‖ into
+     * kgl_forward's attn_stats (set by kgl_diag_init; off: one pass fewer). */
+    bool measure_attention;
 } kgl_model;
 
 /* Sets defaults: d 8, H 2, no FFN, sqrt scale, init scale 1, reciprocal. */

@@ -639,6 +639,7 @@ typedef struct attn_job {
     int n, d, dk, H, h, blocks;
     double tau[KGL_ATTENTION_MAX_HEADS];
     bool learn;         /* a θ input */
+    bool measure;       /* max |S_h| asked for (stats) */
 } attn_job;
 
 static int block_end(int b, int n) { return (b + 1) * ATTN_BLOCK < n ? (b + 1) * ATTN_BLOCK : n; }
@@ -657,17 +658,18 @@ static void attention_forward_block(void *ctx, int task, int worker)
     /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0,
                          J->kt_p + h * J->wide, A, n, KGL_SET);
-    double max_abs = 0;
+    double max_abs = 0, tau = J->tau[h];
     for (int i = 0; i < rows; i++) {
         double *s = A + (size_t)i * n;
-        for (int j = 0; j < n; j++) {
-            s[j] *= J->tau[h];
-            double a = fabs(s[j]);
-            if (a > max_abs || a != a) max_abs = a;
-        }
+        for (int j = 0; j < n; j++) s[j] *= tau;
+        if (J->measure) /* max |S_h|, for the studies (NaN if any is NaN) */
+            for (int j = 0; j < n; j++) {
+                double a = fabs(s[j]);
+                if (a > max_abs || a != a) max_abs = a;
+            }
         kgl_softmax_row(s, s, n);
     }
-    J->part[task] = max_abs;
+    J->part[task] = J->measure ? max_abs : NAN;
     /* O_h[i0:i1] = A_h[i0:i1] V_h */
     kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, A, n, 0, J->v_p + h * J->tall, J->O + (size_t)i0 * d + h * dk,
                          d, KGL_SET);
@@ -802,6 +804,7 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         kgl_gemm_pack_b(n, J.dk, V->data + h * J.dk, d, 0, J.v_p + h * J.tall);
     }
     J.O = O->data;
+    J.measure = stats != NULL;
     J.part = kgl_arena_alloc(&t->arena, ((size_t)heads * J.blocks + 2 * (size_t)heads) * sizeof(double));
     double *st = J.part + (size_t)heads * J.blocks;
     J.pool = t->pool;

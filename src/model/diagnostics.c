@@ -15,6 +15,7 @@ static double *copy_of(const double *src, size_t n)
 
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
 {
+    tr->model.measure_attention = true; /* the fused attention's max |S_h| and ‖∂L/∂S_h‖ */
     memset(dg, 0, sizeof *dg);
     const kgl_config *c = &tr->model.cfg;
     dg->heads = c->heads;

@@ -195,7 +195,7 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
         bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
         kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? m->log_temperature : NULL, views,
-                                      &out->attn_stats);
+                                      m->measure_attention ? &out->attn_stats : NULL);
         for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
         finish_layer(m, t, X, O, p, rng, out);
         return;
