@@ -1,12 +1,16 @@
 /* args.c — option parsing for the subcommands. */
 #include <errno.h>
+#include <signal.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "kgl/io.h"
 
 void cli_init(cli_args *a, const char *cmd, int argc, char **argv)
 {
@@ -116,4 +120,88 @@ bool cli_u64(cli_args *a, uint64_t *out)
     }
     *out = (uint64_t)x;
     return true;
+}
+
+/* The folder part of a path ("." for none) into buf. */
+static const char *folder_of(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) return ".";
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, path, n);
+    buf[n] = 0;
+    return buf;
+}
+
+static bool writable_folder(const char *cmd, const char *what, const char *path, const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "kgl %s: %s %s: the folder %s does not exist\n", cmd, what, path, dir);
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "kgl %s: %s %s: %s is not a folder\n", cmd, what, path, dir);
+        return false;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "kgl %s: %s %s: the folder %s is not writable: %s\n", cmd, what, path, dir, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+bool cli_output_ok(const char *cmd, const char *what, const char *path)
+{
+    struct stat st;
+    char buf[4096];
+    if (!*path) {
+        fprintf(stderr, "kgl %s: %s: the path is empty\n", cmd, what);
+        return false;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "kgl %s: %s %s: is a folder, not a file\n", cmd, what, path);
+        return false;
+    }
+    return writable_folder(cmd, what, path, folder_of(path, buf, sizeof buf));
+}
+
+bool cli_output_dir_ok(const char *cmd, const char *what, const char *dir)
+{
+    struct stat st;
+    char buf[4096];
+    if (!*dir) {
+        fprintf(stderr, "kgl %s: %s: the path is empty\n", cmd, what);
+        return false;
+    }
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "kgl %s: %s %s: is a file, not a folder\n", cmd, what, dir);
+            return false;
+        }
+        return writable_folder(cmd, what, dir, dir);
+    }
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--; /* "out/" is out */
+    char trimmed[4096];
+    snprintf(trimmed, sizeof trimmed, "%.*s", (int)n, dir);
+    return writable_folder(cmd, what, dir, folder_of(trimmed, buf, sizeof buf));
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    kgl_tmp_remove_all();
+    _exit(EXIT_INTERRUPTED);
+}
+
+void cli_default_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }

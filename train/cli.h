@@ -6,7 +6,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define EXIT_USAGE 2
+/* One table of exit statuses for every command (README, "Exit status"). */
+#define EXIT_NONFINITE 1    /* the loss (or a check) failed: non-finite numbers */
+#define EXIT_USAGE 2        /* bad arguments or input, or a run that cannot fit in memory */
+#define EXIT_OUTPUT 3       /* an output (checkpoint, log, picture, folder) could not be written */
+#define EXIT_INTERRUPTED 130 /* SIGINT or SIGTERM (kgl train saves its work first) */
+#define EXIT_TABLE                                                                                                 \
+    "exit status: 0 done, 1 the loss became non-finite, 2 bad arguments or input (or the run\n"                 \
+    "needs more memory than is available), 3 an output could not be written, 130 interrupted\n"                 \
+    "(Ctrl-C or SIGTERM)\n"
 
 /* Iterates over "--name value", "--name=value" and bare flags. */
 typedef struct cli_args {
@@ -34,6 +42,18 @@ bool cli_flag(cli_args *a);
 bool cli_int(cli_args *a, long lo, long hi, long *out);
 bool cli_double(cli_args *a, double lo, double hi, double *out);
 bool cli_u64(cli_args *a, uint64_t *out);
+
+/* Whether `path` can be written as an output file: not a folder, and its
+ * folder exists and is writable. Otherwise prints "kgl CMD: WHAT path: why"
+ * and returns false (exit status EXIT_OUTPUT). */
+bool cli_output_ok(const char *cmd, const char *what, const char *path);
+/* The same for an output folder: it exists and is writable, or its parent
+ * is (it will be created). */
+bool cli_output_dir_ok(const char *cmd, const char *what, const char *dir);
+/* SIGINT and SIGTERM: remove the temporary files being written
+ * (kgl_tmp_remove_all) and exit with status 130. Every command runs with
+ * these; kgl train installs its own (stop after the current step). */
+void cli_default_signals(void);
 
 int cmd_gradcheck(int argc, char **argv);
 int cmd_train(int argc, char **argv);

@@ -10,7 +10,7 @@ static const char help[] =
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR\n"
     "and Hits@1/3/10 per relation and overall. --train defaults to the embedded\n"
     "academic world; the checkpoint's entities and relations must match the files.\n"
-    "exit status: 0 done, 2 bad arguments or input\n";
+    EXIT_TABLE;
 
 int cmd_eval(int argc, char **argv)
 {

@@ -17,7 +17,7 @@ static const char help[] =
     "prints the loss (or, with --json, {\"loss\",\"main_loss\",\"aux_loss\",\n"
     "\"examples\",\"grad_norm\":{NAME:norm}}). Head supervision defaults to the\n"
     "checkpoint's.\n"
-    "exit status: 0 done, 1 the loss is not finite, 2 bad arguments or input\n";
+    EXIT_TABLE;
 
 int cmd_grad(int argc, char **argv)
 {
@@ -46,6 +46,7 @@ int cmd_grad(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (!out) return cli_usage_error(&a, "--out is required");
+    if (!cli_output_ok("grad", "--out", out)) return EXIT_OUTPUT;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
@@ -103,7 +104,7 @@ int cmd_grad(int argc, char **argv)
                               "step", step, "examples", nex, "checkpoint", ckpt};
         if (!kgl_st_write(out, e, m.params.n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, sizeof err)) {
             fprintf(stderr, "kgl grad: %s\n", err);
-            st = 1;
+            st = EXIT_OUTPUT;
         } else if (json) {
             printf("{\"loss\":");
             kgl_json_number(stdout, loss);

@@ -20,7 +20,7 @@ static const char help[] =
     "With --svg DIR it writes DIR/head<h>.svg (the n x n attention of head h, the\n"
     "true tails of its best relation outlined), DIR/heads.svg (all heads on one\n"
     "colour scale) and DIR/spec.svg (the specialisation matrix).\n"
-    "exit status: 0 done, 1 a picture could not be written, 2 bad arguments or input\n";
+    EXIT_TABLE;
 
 typedef struct heads_report {
     int H, n, m;
@@ -210,6 +210,7 @@ int cmd_heads(int argc, char **argv)
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (svg_dir && !cli_output_dir_ok("heads", "--svg", svg_dir)) return EXIT_OUTPUT;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
@@ -339,7 +340,7 @@ int cmd_heads(int argc, char **argv)
         char err[1024];
         if (!write_svgs(svg_dir, &v, f.attn, &tl, &rep, err, sizeof err)) {
             fprintf(stderr, "kgl heads: %s\n", err);
-            st = 1;
+            st = EXIT_OUTPUT;
         } else if (!json) {
             printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", svg_dir, H - 1, svg_dir,
                    svg_dir);

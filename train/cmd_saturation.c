@@ -34,7 +34,7 @@ static const char help[] =
     "  --quiet                no progress\n"
     "Diagnostics at step k describe the forward pass of step k (the parameters\n"
     "after k-1 updates); 'init' is step 1, 'final' the last step.\n"
-    "exit status: 0 done, 1 a run failed or a file could not be written, 2 bad arguments\n";
+    EXIT_TABLE;
 
 /* ---- the axes ---------------------------------------------------------------- */
 
@@ -235,7 +235,7 @@ int cmd_saturation(int argc, char **argv)
         }
     if (!kgl_saturation_write(&s, out, err, sizeof err)) {
         fprintf(stderr, "kgl saturation: %s\n", err);
-        status = 1;
+        status = EXIT_OUTPUT;
     }
     if (json) {
         printf("{\"steps\":%d,\"seeds\":%d,\"seconds\":", s.steps, s.seeds);

@@ -1,5 +1,7 @@
 /* cmd_train.c — `kgl train`: the layer of MODEL.md learns the triples. */
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,7 +69,11 @@ static const char help[] =
     "                       training options default to the checkpoint's)\n"
     "  --json               print one JSON object instead of tables\n"
     "  --quiet              no progress lines\n"
-    "exit status: 0 done, 1 training failed (non-finite loss), 2 bad arguments or input\n";
+    "\nCtrl-C (or SIGTERM) stops after the current step, writes --save and --log, prints\n"
+    "the results so far and exits 130; --resume from that checkpoint continues exactly.\n"
+    "A second Ctrl-C stops at once (temporary files removed, nothing written).\n"
+    "Output paths are checked before the first step; a log that cannot be written is\n"
+    "reported at once and training and --save go on (exit status 3).\n\n" EXIT_TABLE;
 
 typedef struct train_opts {
     data_args data;
@@ -326,6 +332,8 @@ typedef struct run_state {
     kgl_eval ev;
     FILE *log;
     char log_tmp[4096];
+    int log_slot;     /* in the temporary-file registry */
+    bool log_failed;  /* a write failed: reported, logging stopped */
     double t0;
     bool tty;
     double last_progress;
@@ -467,27 +475,82 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
 
 static bool open_log(run_state *rs)
 {
+    rs->log_slot = -1;
     if (!rs->o->log_path) return true;
     snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->o->log_path);
     rs->log = fopen(rs->log_tmp, "w");
     if (!rs->log) {
-        fprintf(stderr, "kgl train: cannot write the log %s: ", rs->log_tmp);
-        perror(NULL);
+        fprintf(stderr, "kgl train: cannot write the log %s: %s\n", rs->log_tmp, strerror(errno));
         return false;
     }
+    rs->log_slot = kgl_tmp_register(rs->log_tmp);
     kgl_diag_init(&rs->diag, &rs->tr);
     log_header(rs);
     return true;
 }
 
+/* After each row: a write error is reported at once, with its reason; the
+   log is dropped and training (and --save) go on. */
+static void log_flush(run_state *rs, long step)
+{
+    if (!rs->log) return;
+    if (fflush(rs->log) == 0 && !ferror(rs->log)) return;
+    int e = errno;
+    if (rs->tty && !rs->o->quiet && !rs->o->json) fputc('\n', stderr);
+    fprintf(stderr, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it\n", step,
+            rs->log_tmp, strerror(e ? e : EIO));
+    fclose(rs->log);
+    unlink(rs->log_tmp);
+    kgl_tmp_unregister(rs->log_slot);
+    kgl_diag_free(&rs->diag);
+    rs->log = NULL;
+    rs->log_failed = true;
+}
+
+/* fflush, fsync, then rename over the log path (as a checkpoint is written). */
 static bool close_log(run_state *rs)
 {
-    if (!rs->log) return true;
+    if (!rs->log) return !rs->log_failed;
     kgl_diag_free(&rs->diag);
-    bool ok = fclose(rs->log) == 0 && rename(rs->log_tmp, rs->o->log_path) == 0;
-    if (!ok) fprintf(stderr, "kgl train: could not finish the log %s\n", rs->o->log_path);
+    const char *failed = NULL;
+    if (fflush(rs->log) != 0 || ferror(rs->log)) failed = "cannot write";
+    else if (fsync(fileno(rs->log)) != 0) failed = "cannot sync to disk";
+    int e = errno;
+    if (fclose(rs->log) != 0 && !failed) failed = "cannot write", e = errno;
+    if (!failed && rename(rs->log_tmp, rs->o->log_path) != 0) failed = "cannot rename it into place", e = errno;
+    if (failed) {
+        fprintf(stderr, "kgl train: the log %s: %s: %s\n", rs->o->log_path, failed, strerror(e));
+        unlink(rs->log_tmp);
+    }
+    kgl_tmp_unregister(rs->log_slot);
     rs->log = NULL;
-    return ok;
+    return !failed;
+}
+
+/* SIGINT/SIGTERM: the first stops after the current step (the loop checks
+   stop_signal), the second at once, removing the temporary files. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    if (stop_signal) {
+        kgl_tmp_remove_all();
+        _exit(EXIT_INTERRUPTED);
+    }
+    stop_signal = sig;
+    static const char msg[] = "\nkgl train: stopping after this step (again to stop at once)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+}
+
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 static void report(run_state *rs, long steps_done, double final_loss, double seconds)
@@ -550,6 +613,10 @@ int cmd_train(int argc, char **argv)
     train_opts o;
     int st = parse(argc, argv, &o);
     if (st >= 0) return st;
+    /* every output before the first step, not after the last */
+    if ((o.save_path && !cli_output_ok("train", "--save", o.save_path)) ||
+        (o.log_path && !cli_output_ok("train", "--log", o.log_path)))
+        return EXIT_OUTPUT;
     run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.o = &o;
@@ -586,6 +653,11 @@ int cmd_train(int argc, char **argv)
             st = EXIT_USAGE;
             goto done_ck;
         }
+    }
+    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch)) {
+        free(head_of);
+        st = EXIT_USAGE;
+        goto done_ck;
     }
     kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
     kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
@@ -625,9 +697,11 @@ int cmd_train(int argc, char **argv)
     rs.track_fit = o.until_fit || fit_cost <= 2e7;
     rs.tty = isatty(STDERR_FILENO);
     if (!open_log(&rs)) {
-        st = EXIT_USAGE;
+        st = EXIT_OUTPUT;
         goto done;
     }
+    stop_signal = 0;
+    catch_stop_signals();
     rs.t0 = now_seconds();
     long first = rs.tr.optim.step + 1, last = rs.tr.optim.step + o.steps;
     double loss = NAN;
@@ -649,12 +723,20 @@ int cmd_train(int argc, char **argv)
         if (rs.log && (logged || evaluate || o.until_fit)) kgl_diag_measure(&rs.diag, &rs.tr);
         kgl_trainer_update(&rs.tr);
         bool go_on = !evaluate || select_model(&rs, step);
-        if (rs.log && (logged || evaluate)) log_row(&rs, step, loss, evaluate);
+        if (rs.log && (logged || evaluate)) {
+            log_row(&rs, step, loss, evaluate);
+            log_flush(&rs, step);
+        }
         if ((rs.track_fit || logged) && rs.fit_step < 0) {
             if (kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
             rs.ev_step = step; /* rs.ev holds the training triples' ranks at this step */
         }
         progress(&rs, step, last, loss, step == last || !go_on);
+        if (stop_signal && step < last) { /* Ctrl-C: keep the work of the steps done */
+            if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
+            progress(&rs, step, last, loss, true);
+            break;
+        }
         if (o.until_fit && rs.fit_step >= 0) {
             if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
             progress(&rs, step, last, loss, true);
@@ -668,7 +750,10 @@ int cmd_train(int argc, char **argv)
     double seconds = now_seconds() - rs.t0;
     long steps_run = rs.tr.optim.step;
     if (st == 0 && rs.best_step >= 0) kgl_trainer_restore(&rs.tr, &rs.best); /* the model selected on valid */
-    if (!close_log(&rs) && st == 0) st = 1;
+    bool interrupted = stop_signal != 0, output_failed = !close_log(&rs);
+    if (interrupted && st == 0)
+        fprintf(stderr, "kgl train: interrupted (%s) after step %ld; the results and outputs are of that step\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", steps_run);
     if (st == 0) report(&rs, steps_run, loss, seconds);
     if (o.save_path && st == 0) {
         kgl_train_state ts = {0};
@@ -689,11 +774,13 @@ int cmd_train(int argc, char **argv)
         ts.base_lr = rs.tr.base_lr;
         if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
             fprintf(stderr, "kgl train: %s\n", err);
-            st = 1;
+            output_failed = true;
         } else if (!o.quiet && !o.json) {
             printf("saved %s (step %ld)\n", o.save_path, ts.step);
         }
     }
+    if (st == 0 && output_failed) st = EXIT_OUTPUT;
+    else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
 done:
     free(rs.spec);
     kgl_eval_free(&rs.ev);

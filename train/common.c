@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -337,6 +338,11 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
         fprintf(stderr, "%s\n", err);
         return EXIT_USAGE;
     }
+    kgl_config c = ck->cfg;
+    if (!memory_fits("model", &c, 2L * v->n[0], 1024)) {
+        kgl_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
     kgl_model_create(m, &ck->cfg);
     kgl_checkpoint_apply(ck, m);
     if (!model_finite(path, m)) {
@@ -367,4 +373,62 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, data
     if (st) return st;
     if ((st = model_load(checkpoint, v, m, ck))) data_free(v);
     return st;
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+double memory_available_bytes(void)
+{
+    const char *env = getenv("KGL_MEMORY_MB");
+    if (env && *env) {
+        char *end;
+        double mb = strtod(env, &end);
+        if (end != env && !*end && mb > 0) return mb * 1048576.0;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        double kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+        fclose(f);
+        if (kb > 0) return kb * 1024.0;
+    }
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part)
+{
+    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
+    double rel_rows = kgl_config_relation_rows(c);
+    double P = n * d + rel_rows * d + 4 * d * d + 2 * d;
+    if (f > 0) P += 2 * d * f + f + 3 * d;
+    /* parameters, gradients, the optimiser's two moments, a snapshot */
+    double params = 5 * P;
+    /* every head's weights kept for backward, plus a head's backward scratch
+       (src/engine/ops.c, kgl_attention) */
+    double attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
+    double B = batch < examples ? (double)batch : (double)examples;
+    /* the readout's scores, probabilities and their gradient; the layer's
+       activations (measured: kgl bench at data/bench/cases/large.tsv, 484
+       MB peak resident, estimated 583 MB) */
+    double act = 3 * B * n + 32 * n * d + 6 * n * f;
+    if (params_part) *params_part = 8 * params;
+    if (attn_part) *attn_part = 8 * attn;
+    return 8 * (params + attn + act) + 64.0 * 1048576.0;
+}
+
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch)
+{
+    double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
+    double have = memory_available_bytes();
+    if (have <= 0 || need <= have) return true;
+    const double GB = 1e9;
+    fprintf(stderr,
+            "kgl %s: this run needs about %.1f GB (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
+            "entities and %d heads), this machine has %.1f GB available; try a smaller --dim, --ffn, --heads or "
+            "--batch\n",
+            cmd, need / GB, pp / GB, ap / GB, c->n_entities, c->heads, have / GB);
+    return false;
 }

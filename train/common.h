@@ -64,4 +64,14 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
  * contextual states (C) and a bound on every readout score are finite;
  * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
 bool model_finite(const char *where, const kgl_model *m);
+
+/* Memory: what this machine has available (MemAvailable; the environment
+ * variable KGL_MEMORY_MB overrides it), what a run of model `c` needs (its
+ * parameters with gradients, Adam moments and a snapshot; every head's n x n
+ * attention weights; the readout of a batch), and whether it fits: if not,
+ * prints "kgl CMD: this run needs about X GB ..., this machine has Y GB
+ * available" and returns false (exit status 2). */
+double memory_available_bytes(void);
+double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch);
 #endif

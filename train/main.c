@@ -29,7 +29,7 @@ static void usage(FILE *f)
                "A transformer layer that learns the relations of a knowledge graph,\n"
                "on its own reverse-mode autodiff engine.\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n");
+    fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
 }
 
 int main(int argc, char **argv)
@@ -42,6 +42,7 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    cli_default_signals();
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "kgl: unknown command '%s'\nTry 'kgl --help'.\n", argv[1]);

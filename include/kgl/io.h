@@ -197,6 +197,18 @@ typedef struct kgl_st_entry {
 bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta,
                   char *err, size_t err_cap);
 
+/* Temporary files (src/io/tmpfiles.c). kgl_st_write registers its
+ * "path.PID.K.tmp" while writing it, so that kgl_tmp_remove_all (safe in a
+ * signal handler) can remove it when SIGINT or SIGTERM stops the program;
+ * before writing, it removes the "path.PID.K.tmp" files of processes that no
+ * longer exist (a kill -9 leaves them), never a live process's.
+ * kgl_tmp_register returns a slot for kgl_tmp_unregister, or -1 (then the
+ * file is not removed on a signal). */
+int kgl_tmp_register(const char *path);
+void kgl_tmp_unregister(int slot);
+void kgl_tmp_remove_all(void);
+int kgl_tmp_remove_stale(const char *path); /* returns how many were removed */
+
 typedef struct kgl_st_tensor {
     char *name;
     int ndim;

@@ -420,7 +420,8 @@ typedef enum kgl_benchmark_config_status {
 /* Empties *d, names it and reads CONFIGS/<name>.args: whitespace-separated
  * words; '#' starts a comment that runs to the end of its line. Refused: more
  * than MAX_ARGS − 24 words, an option the benchmark sets itself (--seed,
- * --train, --valid, --test, --save, --log), and no --eval-every (the tables
+ * --train, --valid, --test, --save, --log, --resume; spaced or as
+ * --name=value), and no --eval-every (the tables
  * report the model selected on the valid split). kgl_benchmark_dataset_free
  * afterwards, whatever the status. */
 kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs_dir,

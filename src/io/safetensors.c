@@ -201,7 +201,8 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
     size_t tmp_cap = strlen(path) + 64;
     char *tmp = malloc(tmp_cap);
     if (!tmp) kgl_die("out of memory");
-    int fd = -1;
+    kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
+    int fd = -1, slot = -1;
     for (int k = 0; k < 100 && fd < 0; k++) {
         snprintf(tmp, tmp_cap, "%s.%ld.%d.tmp", path, (long)getpid(), k);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
@@ -212,6 +213,7 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
         errorf(err, err_cap, path, "cannot create a temporary file beside it: %s", strerror(errno));
         goto out;
     }
+    slot = kgl_tmp_register(tmp); /* removed if a signal stops the program now */
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int e = errno;
@@ -242,6 +244,7 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
     sync_folder(path);
     ok = true;
 out:
+    kgl_tmp_unregister(slot);
     free(tmp);
     free(header);
     free(bytes);

@@ -78,12 +78,15 @@ kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, 
     bool selects = false;
     for (int k = 0; k < d->argc; k++) {
         const char *w = d->argv[k];
-        selects |= strcmp(w, "--eval-every") == 0;
-        if (strcmp(w, "--seed") == 0 || strncmp(w, "--seed=", 7) == 0 || strcmp(w, "--train") == 0 ||
-            strcmp(w, "--valid") == 0 || strcmp(w, "--test") == 0 || strcmp(w, "--save") == 0 ||
-            strcmp(w, "--log") == 0) {
-            snprintf(err, cap, "%s: %s is set by kgl benchmark; remove it from the file", d->config_path, w);
-            return KGL_BENCHMARK_CONFIG_INVALID;
+        selects |= strcmp(w, "--eval-every") == 0 || strncmp(w, "--eval-every=", 13) == 0;
+        /* the options kgl benchmark sets, spaced or "--name=value" */
+        static const char *const own[] = {"--seed", "--train", "--valid", "--test", "--save", "--log", "--resume"};
+        for (size_t o = 0; o < sizeof own / sizeof own[0]; o++) {
+            size_t len = strlen(own[o]);
+            if (strncmp(w, own[o], len) == 0 && (w[len] == 0 || w[len] == '=')) {
+                snprintf(err, cap, "%s: %s is set by kgl benchmark; remove it from the file", d->config_path, own[o]);
+                return KGL_BENCHMARK_CONFIG_INVALID;
+            }
         }
         used += (size_t)snprintf(d->args_text + used, used < sizeof d->args_text ? sizeof d->args_text - used : 0,
                                  "%s%s", k ? " " : "", w);
