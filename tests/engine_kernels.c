@@ -905,3 +905,35 @@ TEST(adam_update_same_bits_as_the_scalar_loop)
             CHECK(bad == 0);
         }
 }
+
+/* kgl_softmax_block (many short rows: one vexp call for the block) is
+   kgl_softmax_row row by row, to the bit, for every length around the
+   8-lane structure, rows of -inf (masked), a NaN, saturated rows, and the
+   long-row path (n >= 32); the lse values too. Compared with memcmp. */
+TEST(softmax_block_equals_softmax_row_bit_for_bit)
+{
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 17);
+    enum { ROWS = 70, MAXN = 40 };
+    static double z[ROWS * MAXN], pb[ROWS * MAXN], pr[ROWS * MAXN], lb[ROWS], lr[ROWS];
+    long differ = 0, compared = 0;
+    for (int n = 1; n <= MAXN; n++) {
+        for (int k = 0; k < ROWS * n; k++) z[k] = 3 * kgl_rng_normal(&rng);
+        for (int j = 0; j < n; j++) z[5 * n + j] = -INFINITY;               /* a fully masked row */
+        z[7 * n + n / 2] = NAN;                                              /* a NaN */
+        for (int j = 0; j < n; j++) z[9 * n + j] = j % 3 ? -800.0 : 800.0;  /* saturated */
+        z[11 * n] = -INFINITY;                                               /* one masked entry */
+        kgl_softmax_block(z, pb, ROWS, n, lb);
+        for (int r = 0; r < ROWS; r++) lr[r] = kgl_softmax_row(z + r * n, pr + r * n, n);
+        differ += memcmp(pb, pr, (size_t)ROWS * n * sizeof(double)) != 0;
+        differ += memcmp(lb, lr, sizeof lb) != 0;
+        compared++;
+        /* in place, as the ops call it */
+        memcpy(pb, z, (size_t)ROWS * n * sizeof(double));
+        kgl_softmax_block(pb, pb, ROWS, n, NULL);
+        differ += memcmp(pb, pr, (size_t)ROWS * n * sizeof(double)) != 0;
+    }
+    CHECK(compared == MAXN);
+    CHECK(differ == 0);
+    CHECK(pr[5 * MAXN] == 0.0 && lr[5] == -INFINITY); /* the masked row of the last length */
+}

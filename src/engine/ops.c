@@ -667,8 +667,8 @@ static void attention_forward_block(void *ctx, int task, int worker)
                 double a = fabs(s[j]);
                 if (a > max_abs || a != a) max_abs = a;
             }
-        kgl_softmax_row(s, s, n);
     }
+    kgl_softmax_block(A, A, rows, n, NULL);
     J->part[task] = J->measure ? max_abs : NAN;
     /* O_h[i0:i1] = A_h[i0:i1] V_h */
     kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, A, n, 0, J->v_p + h * J->tall, J->O + (size_t)i0 * d + h * dk,
@@ -1013,11 +1013,12 @@ static void cross_entropy_rows(void *ctx, int task, int worker)
 {
     (void)worker;
     const ce_job *J = ctx;
-    int b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
-    for (int b = task * ROW_BLOCK; b < b1; b++) {
+    int b0 = task * ROW_BLOCK, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
+    double lses[ROW_BLOCK]; /* p = exp(z − lse), lse = log Σ exp z, row by row (short rows together) */
+    kgl_softmax_block(J->z + (size_t)b0 * J->n, J->p + (size_t)b0 * J->n, b1 - b0, J->n, lses);
+    for (int b = b0; b < b1; b++) {
         const double *z = J->z + (size_t)b * J->n;
-        double *p = J->p + (size_t)b * J->n;
-        double lse = kgl_softmax_row(z, p, J->n); /* p = exp(z − lse), lse = log Σ exp z */
+        double lse = lses[b - b0];
         double qz = (1.0 - J->eps) * z[J->targets[b]];
         if (J->eps != 0) {
             double zsum = 0;

@@ -639,3 +639,57 @@ void kgl_adam_update(double *theta, const double *g, double *m, double *v, size_
     default: adam_portable(theta, g, m, v, n, beta1, beta2, eps, step_size, bc2_sqrt, keep); return;
     }
 }
+
+/* ---- many short rows at once ------------------------------------------------
+ * A row of a dozen entries is too short to keep the vector exp busy: its
+ * chain of dependent operations, not the arithmetic, sets the time. So for
+ * short rows the exponentials of a whole block of rows are taken in one
+ * kgl_vexp call over contiguous memory, between a max pass and a sum pass
+ * written exactly as softmax_portable's (8 lanes, the same trees). exp,
+ * subtraction, the sums and the division are the same operations as
+ * kgl_softmax_row's on every path, so the bits are the same (a test). */
+#define BLOCK_ROWS 64
+
+void kgl_softmax_block(const double *z, double *p, int rows, int n, double *lse)
+{
+    if (n >= 32) { /* long rows keep the row kernel busy on their own */
+        for (int r = 0; r < rows; r++) {
+            double l = kgl_softmax_row(z + (size_t)r * n, p + (size_t)r * n, n);
+            if (lse) lse[r] = l;
+        }
+        return;
+    }
+    double m[BLOCK_ROWS];
+    for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
+        int r1 = r0 + BLOCK_ROWS < rows ? r0 + BLOCK_ROWS : rows;
+        for (int r = r0; r < r1; r++) {
+            const double *zr = z + (size_t)r * n;
+            double mx[8];
+            for (int l = 0; l < 8; l++) mx[l] = -INFINITY;
+            for (int j = 0; j < n; j++) mx[j & 7] = max_sel(mx[j & 7], zr[j]);
+            if (n & 7)
+                for (int l = n & 7; l < 8; l++) mx[l] = max_sel(mx[l], -INFINITY);
+            for (int l = 0; l < 4; l++) mx[l] = max_sel(mx[l], mx[l + 4]);
+            for (int l = 0; l < 2; l++) mx[l] = max_sel(mx[l], mx[l + 2]);
+            m[r - r0] = max_sel(mx[0], mx[1]);
+            double *pr = p + (size_t)r * n;
+            double mr = m[r - r0];
+            for (int j = 0; j < n; j++) pr[j] = mr == -INFINITY ? -INFINITY : zr[j] - mr;
+        }
+        kgl_vexp(p + (size_t)r0 * n, p + (size_t)r0 * n, (r1 - r0) * n);
+        for (int r = r0; r < r1; r++) {
+            double *pr = p + (size_t)r * n, acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            if (m[r - r0] == -INFINITY) { /* a fully masked row: no weight anywhere */
+                for (int j = 0; j < n; j++) pr[j] = 0.0;
+                if (lse) lse[r] = -INFINITY;
+                continue;
+            }
+            for (int j = 0; j < n; j++) acc[j & 7] += pr[j];
+            for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
+            for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
+            double sum = acc[0] + acc[1];
+            for (int j = 0; j < n; j++) pr[j] = pr[j] / sum;
+            if (lse) lse[r] = m[r - r0] + log(sum);
+        }
+    }
+}

@@ -45,6 +45,11 @@ void kgl_softmax_row_backward(const double *p, const double *g, double *dz, int 
 void kgl_adam_update(double *theta, const double *g, double *m, double *v, size_t n, double beta1,
                      double beta2, double eps, double step_size, double bc2_sqrt, double keep);
 
+/* kgl_softmax_row for each of `rows` rows of n entries (z and p [rows, n],
+ * p may equal z; lse NULL or [rows]): the same bits, faster for short rows
+ * (their exponentials taken together in one kgl_vexp call). */
+void kgl_softmax_block(const double *z, double *p, int rows, int n, double *lse);
+
 /* The same kernels on a chosen path (tests and benchmarks compare them): an
  * ISA the CPU lacks falls back to the best one it has. */
 void kgl_vexp_isa(kgl_isa isa, const double *x, double *y, int n);
