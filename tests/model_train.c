@@ -536,3 +536,50 @@ TEST(no_allocation_inside_a_training_step)
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
+
+/* Hits@1 counts rank 1 only: a target tied with one rival ranks 1.5 (the mean
+ * of 1 and 2), which is not a hit, though its optimistic rank 1 is. Two
+ * entities, one triple, a model of zeros: both directions tie. */
+TEST(tie_rank_one_and_a_half_is_not_a_hit)
+{
+    static const char text[] = "a\tr\tb\n";
+    kgl_source src = {"two.tsv", text, sizeof text - 1};
+    kgl_dataset ds;
+    char e[512];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    kgl_model m;
+    kgl_model_create(&m, &cfg);
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(&m, &t, &f);
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    kgl_evaluate(&m, f.context, &ds, ds.splits[0].triples, ds.splits[0].n, &ev);
+    CHECK(ev.both.n == 2);
+    CHECK_NEAR(ev.both.mrr, 1 / 1.5, 1e-15);
+    CHECK(ev.tail.hits1 == 0 && ev.head.hits1 == 0 && ev.both.hits1 == 0);
+    CHECK(ev.tail.hits3 == 1 && ev.head.hits10 == 1);
+    CHECK(ev.both_optimistic.hits1 == 1 && ev.both_optimistic.mrr == 1);
+    kgl_eval_free(&ev);
+    kgl_tape_free(&t);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* A checkpoint that cannot be written fails the run (exit status not 0) and
+ * says which file. */
+TEST(unwritable_checkpoint_fails_the_run)
+{
+    static char out[1 << 14], err[1 << 14];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "train --steps 2 --quiet --save %s/no/such/folder/x.st", T->tmp);
+    int st = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+    CHECK(st != 0 && st != -1);
+    CHECK(strstr(err, "no/such/folder/x.st") != NULL);
+}
