@@ -127,10 +127,57 @@ bench: $(BUILD)/kgl
 	fi
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# gcc: build/sanitize; `make CC=clang sanitize`: build/clang/sanitize (clang's
+# UBSan checks more, e.g. array bounds inside stb_ds.h; .ci/run runs both).
 sanitize:
-	$(MAKE) BUILD=build/sanitize CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" test
+	$(MAKE) BUILD=$(BUILD)/sanitize CFLAGS="-O1 -g $(SAN)" LDFLAGS="$(SAN)" test
+
+# libFuzzer harnesses, one per parser (tests/fuzz/): built with clang
+# (-fsanitize=fuzzer,address,undefined), each run for FUZZ_SECONDS on a copy of
+# its seed corpus with its dictionary; a crash is saved as
+# build/fuzz/crash-NAME-*. Copy it into tests/fuzz/regressions/NAME/ and
+# `make test` replays it (tests/fuzz_replay.c). The last line sums the executions.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := triples types safetensors json memo args
+FUZZ_BUILD := build/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+.PHONY: fuzz fuzz-build fuzz-clang
+fuzz-clang:
+	@if ! printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
+	    clang -x c -fsanitize=fuzzer - -o /dev/null >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "clang's libFuzzer is missing: installing clang and libclang-rt-14-dev"; \
+	    export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q clang libclang-rt-14-dev >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q clang libclang-rt-14-dev >/dev/null; }; \
+	  fi; \
+	fi
+	@printf 'int LLVMFuzzerTestOneInput(const char *d, long n){(void)d;(void)n;return 0;}' | \
+	  clang -x c -fsanitize=fuzzer - -o /dev/null >/dev/null 2>&1 || \
+	  { echo "make fuzz needs clang with libFuzzer: sudo apt-get install clang libclang-rt-14-dev" >&2; exit 1; }
+fuzz-build: fuzz-clang
+	$(MAKE) CC=clang BUILD=$(FUZZ_BUILD) CFLAGS="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FUZZ_BUILD)/libkgl.a \
+	  $(FUZZ_BUILD)/obj/train/args.o
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "clang tests/fuzz/fuzz_$$t.c -> $(FUZZ_BUILD)/fuzz_$$t"; \
+	  clang -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -I$(STB_DIR) -O1 -g \
+	    $(FUZZ_SAN) -fsanitize=fuzzer tests/fuzz/fuzz_$$t.c $(FUZZ_BUILD)/obj/train/args.o $(FUZZ_BUILD)/libkgl.a \
+	    $(LDLIBS) -o $(FUZZ_BUILD)/fuzz_$$t || exit 1; \
+	done
+fuzz: fuzz-build
+	@total=0; for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
+	  cp tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/; \
+	  $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -close_fd_mask=2 \
+	    -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t \
+	    > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; rc=$$?; \
+	  n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$$t.log); \
+	  echo "fuzz $$t: $${n:-0} executions in $(FUZZ_SECONDS) s, exit $$rc"; \
+	  if [ $$rc != 0 ]; then tail -40 $(FUZZ_BUILD)/fuzz_$$t.log; exit 1; fi; \
+	  total=$$((total + $${n:-0})); \
+	done; echo "fuzz: $$total executions, 0 crashes, leaks or timeouts"
 
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d
