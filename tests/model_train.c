@@ -583,3 +583,68 @@ TEST(unwritable_checkpoint_fails_the_run)
     CHECK(st != 0 && st != -1);
     CHECK(strstr(err, "no/such/folder/x.st") != NULL);
 }
+
+/* Blanks `"key":"value"` and one comma beside it in a JSON object text (the
+ * length stays, so a safetensors header keeps its size). */
+static bool blank_member(char *json, size_t len, const char *key)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    char *p = strstr(json, pat);
+    if (!p || (size_t)(p - json) >= len) return false;
+    char *q = strchr(p + strlen(pat), '"');
+    if (!q) return false;
+    char *after = q + 1;
+    while (*after == ' ') after++;
+    if (*after == ',') {
+        q = after;
+    } else {
+        while (p > json && p[-1] != ',') p--;
+        if (p > json) p--;
+    }
+    memset(p, ' ', (size_t)(q - p) + 1);
+    return true;
+}
+
+/* A checkpoint from before the shuffle state was saved (no shuffle_state, no
+ * batch_cursor) resumes at the start of an epoch with the shuffle stream
+ * seeded from seed ^ "SHUFFLE" (0x53485546464c45), as kgl_trainer_init seeds it. */
+TEST(checkpoint_without_shuffle_state_seeds_the_stream)
+{
+    static char out[1 << 14], err[1 << 14], bytes[1 << 20];
+    char cmd[1024], path[600], old[600];
+    snprintf(path, sizeof path, "%s/new.st", T->tmp);
+    snprintf(old, sizeof old, "%s/old.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 3 --seed 5 --batch 8 --quiet --save %s", path);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    FILE *f = fopen(path, "rb");
+    if (!CHECK(f != NULL)) return;
+    size_t n = fread(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | (unsigned char)bytes[i];
+    if (!CHECK(n > 8 && hlen < n - 8)) return;
+    char saved = bytes[8 + hlen];
+    bytes[8 + hlen] = 0;
+    CHECK(blank_member(bytes + 8, hlen, "shuffle_state"));
+    CHECK(blank_member(bytes + 8, hlen, "batch_cursor"));
+    bytes[8 + hlen] = saved;
+    f = fopen(old, "wb");
+    if (!CHECK(f != NULL)) return;
+    CHECK(fwrite(bytes, 1, n, f) == n);
+    fclose(f);
+    kgl_dataset ds;
+    CHECK(load_academic(&ds));
+    kgl_checkpoint ck;
+    char e[512];
+    if (CHECK(kgl_checkpoint_open(old, &ds, &ck, e, sizeof e))) {
+        kgl_rng want;
+        kgl_rng_seed(&want, 5 ^ 0x53485546464c45ULL);
+        CHECK(memcmp(ck.st.epoch_rng.s, want.s, sizeof want.s) == 0);
+        CHECK(ck.st.cursor == 0 && ck.st.step == 3);
+        kgl_checkpoint_close(&ck);
+    } else {
+        printf("    %s\n", e);
+    }
+    kgl_dataset_free(&ds);
+}
