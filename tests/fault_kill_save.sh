@@ -1,7 +1,9 @@
 #!/bin/sh
 # fault_kill_save.sh KGL DIR [N] — kills `kgl train --resume F --save F` at
 # random moments (N times, default 24; SIGKILL and SIGTERM in turn) and checks
-# that the checkpoint at F is always the old or the new one and loadable, and
+# that the checkpoint at F is always the old or the new one (after SIGTERM,
+# which stops after the current step and saves it, any step between) and
+# loadable, and
 # that no temporary file (F.PID.K.tmp) outlives the next save. Run by
 # `make test` (tests/cli_fault.c); prints one line per failure, exits 1 on any.
 set -u
@@ -32,8 +34,12 @@ while [ "$i" -le "$n" ]; do
     if [ -z "$new" ]; then
         echo "fault $i: SIG$sig after ${delay}s (exit $rc): $ck does not load"
         fail=1
-    elif [ "$new" != "$old" ] && [ "$new" != $((old + steps)) ]; then
-        echo "fault $i: SIG$sig after ${delay}s (exit $rc): step $new is neither the old $old nor the new $((old + steps))"
+    elif [ "$sig" = KILL ] && [ "$new" != "$old" ] && [ "$new" != $((old + steps)) ]; then
+        echo "fault $i: SIGKILL after ${delay}s (exit $rc): step $new is neither the old $old nor the new $((old + steps))"
+        fail=1
+    elif [ "$sig" = TERM ] && { [ "$new" -lt "$old" ] || [ "$new" -gt $((old + steps)) ]; }; then
+        # SIGTERM stops after the current step and saves it: any step from old to new
+        echo "fault $i: SIGTERM after ${delay}s (exit $rc): step $new is not from the old $old to the new $((old + steps))"
         fail=1
     elif [ "$new" != "$old" ] && [ "$(tmps)" != 0 ]; then
         echo "fault $i: SIG$sig after ${delay}s (exit $rc): a save happened but temporaries remain: $(ls "$ck".*.tmp)"
