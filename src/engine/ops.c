@@ -685,14 +685,13 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     double *dS = J->dS + (size_t)i0 * n;
     /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, 0, J->vt_p, dS, n, KGL_SET);
-    double sq = 0;
+    double sq = 0, tau = J->tau[h];
     for (int i = 0; i < rows; i++) {
         double *g = dS + (size_t)i * n;
         kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0); /* dS = J dA, in place */
-        for (int j = 0; j < n; j++) {
-            sq += g[j] * g[j];
-            g[j] *= J->tau[h]; /* the gradient of the unscaled product Q_h K_hᵀ */
-        }
+        if (J->measure) /* ‖∂L/∂S_h‖², for the studies */
+            for (int j = 0; j < n; j++) sq += g[j] * g[j];
+        for (int j = 0; j < n; j++) g[j] *= tau; /* the gradient of the unscaled product Q_h K_hᵀ */
     }
     J->part[(size_t)h * J->blocks + task] = sq;
     if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
@@ -744,6 +743,7 @@ static void attention_backward(kgl_node *nd)
 {
     attn_job J;
     attention_job_init(&J, nd->in, nd->n_in, nd->i0, nd->alpha);
+    J.measure = nd->n_idx != 0; /* the forward measured (node->n_idx): the studies want the norms too */
     size_t nn = (size_t)J.n * J.n;
     int d = J.d, dk = J.dk;
     J.A = nd->saved;
@@ -770,7 +770,7 @@ static void attention_backward(kgl_node *nd)
             sq += J.part[(size_t)h * J.blocks + b];
             if (J.learn) dtheta += J.part[(size_t)(J.H + h) * J.blocks + b];
         }
-        nd->stats[J.H + h] = sqrt(sq);
+        nd->stats[J.H + h] = J.measure ? sqrt(sq) : NAN;
         if (J.learn && nd->in[3]->grad) nd->in[3]->grad[h] += dtheta;
     }
 }
@@ -826,6 +826,7 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         size_t parts = (size_t)2 * heads * J.blocks;
         nd->i0 = heads;
         nd->alpha = tau;
+        nd->n_idx = J.measure; /* whether backward measures ‖∂L/∂S_h‖ */
         nd->saved = J.A;
         nd->stats = st;
         nd->scratch = kgl_arena_alloc(&t->arena,
