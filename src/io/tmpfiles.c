@@ -78,8 +78,8 @@ int kgl_tmp_remove_stale(const char *path)
         if (pid <= 0 || pid == (long)getpid()) continue;
         /* only a process that is gone: never another live process's file */
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
-        if (unlink(full) == 0) removed++;
+        int k = snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        if (k > 0 && (size_t)k < sizeof full && unlink(full) == 0) removed++;
     }
     closedir(d);
     return removed;
