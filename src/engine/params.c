@@ -93,7 +93,7 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
         if (p->frozen) continue;
         size_t n = kgl_numel(&p->t);
         double *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
-        if (o->kind == KGL_OPT_ADAM) { /* the loop below, on the vector kernel (the same bits: vmath.c) */
+        if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
             kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, step_size, bc2_sqrt,
                             o->weight_decay != 0 ? keep : 1.0);
             continue;
@@ -109,13 +109,6 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
                 }
                 theta[i] -= o->lr * d;
             }
-            continue;
-        }
-        for (size_t i = 0; i < n; i++) {
-            m[i] += (1.0 - o->beta1) * (g[i] - m[i]);
-            v[i] = v[i] * o->beta2 + (1.0 - o->beta2) * g[i] * g[i];
-            double denom = sqrt(v[i]) / bc2_sqrt + o->eps;
-            theta[i] -= step_size * (m[i] / denom);
         }
     }
 }
