@@ -3,10 +3,13 @@
  *
  * Notation in the derivations: an op computes Y = f(X, ...); during backward
  * G = ∂L/∂Y is complete (node->out->grad) and the op adds ∂L/∂X = G ∂Y/∂X
- * into each input's grad. The matrix products and the readout run on the
- * blocked kernels of src/engine/kernel.c, which sum every output element in the same
- * order as the plain loop written beside each call (so the bits are the plain
- * loop's); the other loops are plain, innermost loop contiguous. */
+ * into each input's grad. The matrix products run on src/engine/kernel.c's
+ * GEMM (each output element one fused multiply-add chain over the sum's
+ * index in increasing order, whatever the blocking or the threads), the
+ * softmax rows and exponentials on src/engine/vmath.c; work that splits by
+ * rows runs as tasks on the tape's pool (kgl_parallel), each task writing
+ * its own rows, so the bits never depend on the number of threads. The
+ * other loops are plain, innermost loop contiguous. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
