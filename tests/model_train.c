@@ -290,6 +290,9 @@ TEST(grad_command_matches_finite_differences)
     kgl_checkpoint c;
     char e[1024];
     if (!CHECK(kgl_checkpoint_open(ck, &ds, &c, e, sizeof e))) return;
+    /* the loaded state says 30 updates were applied, and its optimiser agrees
+       (kgl_train_state: optim's step = step), as a C user resuming by hand reads it */
+    CHECK(c.st.step == 30 && c.st.optim.step == 30);
     kgl_model m;
     kgl_model_create(&m, &c.cfg);
     kgl_checkpoint_apply(&c, &m);
