@@ -321,7 +321,7 @@ TEST(gemm_public_entry_points_use_the_active_isa)
     free(A), free(B), free(C1), free(C2);
 }
 
-/* ---- the _on variants: one GEMM per pool task, each on its worker's workspace */
+/* ---- packed B in tasks: one GEMM per pool task, each on its worker's workspace (as attention runs them) */
 
 enum { ON_SHAPES = 6 };
 static const int on_shapes[ON_SHAPES][3] = {{7, 5, 3},     {37, 29, 41},  {150, 33, KGL_GEMM_KC + 44},
@@ -332,11 +332,15 @@ typedef struct {
     int layout, mode;
     const double *A, *B; /* big enough for every shape, ld = the shape's own dimension */
     double *C[ON_SHAPES];
+    double *packed[ON_SHAPES]; /* each shape's B, packed by its task */
     int worker_bad;
 } on_job;
 
+/* worker < 0: the pooled call; else what an op's task runs (attention):
+   B packed once with kgl_gemm_pack_b, then kgl_gemm_packed_b_on on the
+   task's worker (`packed` holds kgl_gemm_packed_b_doubles(K, N)). */
 static void gemm_on_call(kgl_pool *p, int worker, int layout, int M, int N, int K, const double *A, const double *B,
-                         double *C, int mode)
+                         double *C, int mode, double *packed)
 {
     const gemm_layout *L = &layouts[layout];
     int lda = L->ta ? M : K, ldb = L->tb ? K : N;
@@ -345,24 +349,22 @@ static void gemm_on_call(kgl_pool *p, int worker, int layout, int M, int N, int 
         if (layout == 1) kgl_gemm_nt(p, M, N, K, A, lda, B, ldb, C, N, mode);
         if (layout == 2) kgl_gemm_tn(p, M, N, K, A, lda, B, ldb, C, N, mode);
     } else {
-        if (layout == 0) kgl_gemm_nn_on(p, worker, M, N, K, A, lda, B, ldb, C, N, mode);
-        if (layout == 1) kgl_gemm_nt_on(p, worker, M, N, K, A, lda, B, ldb, C, N, mode);
-        if (layout == 2) kgl_gemm_tn_on(p, worker, M, N, K, A, lda, B, ldb, C, N, mode);
+        kgl_gemm_pack_b(K, N, B, ldb, L->tb, packed);
+        kgl_gemm_packed_b_on(p, worker, M, N, K, A, lda, L->ta, packed, C, N, mode);
     }
 }
-
 static void on_task(void *ctx, int task, int worker)
 {
     on_job *j = ctx;
     if (worker < 0 || worker >= kgl_pool_threads(j->p)) __atomic_store_n(&j->worker_bad, 1, __ATOMIC_RELAXED);
     const int *s = on_shapes[task];
-    gemm_on_call(j->p, worker, j->layout, s[0], s[1], s[2], j->A, j->B, j->C[task], j->mode);
+    gemm_on_call(j->p, worker, j->layout, s[0], s[1], s[2], j->A, j->B, j->C[task], j->mode, j->packed[task]);
 }
 
-/* kgl_gemm_*_on inside the tasks of a 3-thread pool (several workers packing
+/* kgl_gemm_packed_b_on inside the tasks of a 3-thread pool (several workers packing
  * at once into their own workspaces) equal the pooled calls bit for bit,
  * for small (direct) and packed shapes, every layout and mode. */
-TEST(gemm_on_worker_variants_equal_the_pooled_calls)
+TEST(gemm_packed_b_in_tasks_equals_the_pooled_calls)
 {
     size_t cap = 0;
     for (int s = 0; s < ON_SHAPES; s++) {
@@ -379,6 +381,7 @@ TEST(gemm_on_worker_variants_equal_the_pooled_calls)
     for (int s = 0; s < ON_SHAPES; s++) {
         size_t nc = (size_t)on_shapes[s][0] * on_shapes[s][1];
         j.C[s] = malloc(sizeof(double) * nc), want[s] = malloc(sizeof(double) * nc), init[s] = malloc(sizeof(double) * nc);
+        j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_doubles(on_shapes[s][2], on_shapes[s][1]));
         for (size_t i = 0; i < nc; i++) init[s][i] = krng_pm1(&r);
     }
     int bad = 0;
@@ -389,25 +392,25 @@ TEST(gemm_on_worker_variants_equal_the_pooled_calls)
                 size_t nc = (size_t)on_shapes[s][0] * on_shapes[s][1];
                 memcpy(want[s], init[s], nc * sizeof(double));
                 memcpy(j.C[s], init[s], nc * sizeof(double));
-                gemm_on_call(p, -1, l, on_shapes[s][0], on_shapes[s][1], on_shapes[s][2], A, B, want[s], mode);
+                gemm_on_call(p, -1, l, on_shapes[s][0], on_shapes[s][1], on_shapes[s][2], A, B, want[s], mode, NULL);
             }
             kgl_pool_run(p, ON_SHAPES, on_task, &j);
             for (int s = 0; s < ON_SHAPES; s++)
                 if (!same_bits(j.C[s], want[s], (size_t)on_shapes[s][0] * on_shapes[s][1])) {
                     bad++;
-                    printf("    %s mode=%d %dx%dx%d: _on differs from the pooled call\n", layouts[l].name, mode,
+                    printf("    %s mode=%d %dx%dx%d: packed-B task differs from the pooled call\n", layouts[l].name, mode,
                            on_shapes[s][0], on_shapes[s][1], on_shapes[s][2]);
                 }
         }
     CHECK(bad == 0);
     CHECK(j.worker_bad == 0);
-    for (int s = 0; s < ON_SHAPES; s++) free(j.C[s]), free(want[s]), free(init[s]);
+    for (int s = 0; s < ON_SHAPES; s++) free(j.C[s]), free(want[s]), free(init[s]), free(j.packed[s]);
     free(A), free(B);
     kgl_pool_free(p);
 }
 
 /* No GEMM allocates, whatever the path, layout, mode and thread count, nor
- * the _on variants inside pool tasks (malloc, calloc and realloc are counted
+ * the packed-B products inside pool tasks (malloc, calloc and realloc are counted
  * by tests/alloc_count.c). The helper's 300^3 shape is trimmed to 160 x 160 x
  * 300 (still packed, over one KC slice). */
 TEST(gemm_allocates_nothing)
@@ -434,16 +437,17 @@ TEST(gemm_allocates_nothing)
         CHECK(seen == 0);
         kgl_pool_free(p);
     }
-    /* the _on variants, in tasks of a 2-thread pool */
+    /* packed-B products, in tasks of a 2-thread pool */
     kgl_pool *p = kgl_pool_create(2);
     on_job j = {.p = p, .A = A, .B = B, .layout = 1, .mode = KGL_ADD};
     double *Cs[ON_SHAPES];
     for (int s = 0; s < ON_SHAPES; s++) Cs[s] = malloc(sizeof(double) * on_shapes[s][0] * on_shapes[s][1]);
-    for (int s = 0; s < ON_SHAPES; s++) j.C[s] = Cs[s];
+    for (int s = 0; s < ON_SHAPES; s++)
+        j.C[s] = Cs[s], j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_doubles(on_shapes[s][2], on_shapes[s][1]));
     long before = test_alloc_count();
     kgl_pool_run(p, ON_SHAPES, on_task, &j); /* results unused: only allocations are counted */
     CHECK(test_alloc_count() == before);
-    for (int s = 0; s < ON_SHAPES; s++) free(Cs[s]);
+    for (int s = 0; s < ON_SHAPES; s++) free(Cs[s]), free(j.packed[s]);
     kgl_pool_free(p);
     free(A), free(B), free(C);
 }

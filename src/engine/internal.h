@@ -35,4 +35,7 @@ static inline void kgl_parallel(kgl_pool *p, int n_tasks, double work, void (*fn
     kgl_pool_run(p, n_tasks, fn, ctx);
 }
 
+/* Seconds on a monotonic clock (for timings the library reports). */
+double kgl_seconds(void);
+
 #endif

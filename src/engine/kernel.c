@@ -461,7 +461,7 @@ static void gemm_task(void *ctx, int task, int worker)
 }
 
 /* Chooses the path and the split between threads, and runs the GEMM. */
-static void gemm_w(int isa, int path, kgl_pool *p, int worker, int M, int N, int K, const double *A, ptrdiff_t ars, ptrdiff_t acs,
+static void gemm(int isa, int path, kgl_pool *p, int M, int N, int K, const double *A, ptrdiff_t ars, ptrdiff_t acs,
                  const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc, int mode)
 {
     if (M <= 0 || N <= 0) return;
@@ -473,20 +473,20 @@ static void gemm_w(int isa, int path, kgl_pool *p, int worker, int M, int N, int
     gemm_job g = {&configs[isa], M, N, K, mode, A, ars, acs, B, brs, bcs, C, ldc, p, 1, M};
     double flops = 2.0 * M * N * K;
     if (K <= KC_MAX && (path == KGL_PATH_DIRECT || (path == KGL_PATH_AUTO && flops < DIRECT_MAX_FLOPS))) {
-        gemm_direct(&g, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
+        gemm_direct(&g, kgl_pool_gemm_workspace(p, 0));
         return;
     }
     /* Serial, or one block per thread cut along rows or columns (in whole micro-tiles): whichever has the
      * least estimated time for its slowest thread, counting padded flops, packing (each thread packs all of
      * the operand it does not split) and the cost of waking the other threads. */
-    const int T = (worker < 0 ? kgl_pool_threads(p) : 1) /* inside a task: this thread alone */, MR = g.f->mr, NR = g.f->nr;
+    const int T = kgl_pool_threads(p), MR = g.f->mr, NR = g.f->nr;
     const int mti = (M + MR - 1) / MR, nti = (N + NR - 1) / NR;
     const double mt = mti, nt = nti, per_r = (mti + T - 1) / T, per_c = (nti + T - 1) / T;
     double serial = 2.0 * mt * MR * nt * NR * K + PACK_COST * ((double)M * K + (double)K * N);
     double rows = 2.0 * per_r * MR * nt * NR * K + PACK_COST * (per_r * MR * K + (double)K * N) + WAKE_COST;
     double cols = 2.0 * mt * MR * per_c * NR * K + PACK_COST * ((double)M * K + per_c * NR * K) + WAKE_COST;
     if (T == 1 || (serial <= rows && serial <= cols)) {
-        gemm_block(&g, 0, M, 0, N, kgl_pool_gemm_workspace(p, worker < 0 ? 0 : worker));
+        gemm_block(&g, 0, M, 0, N, kgl_pool_gemm_workspace(p, 0));
         return;
     }
     g.split_rows = rows <= cols;
@@ -495,11 +495,6 @@ static void gemm_w(int isa, int path, kgl_pool *p, int worker, int M, int N, int
     kgl_pool_run(p, n_tasks, gemm_task, &g);
 }
 
-static void gemm(int isa, int path, kgl_pool *p, int M, int N, int K, const double *A, ptrdiff_t ars, ptrdiff_t acs,
-                 const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc, int mode)
-{
-    gemm_w(isa, path, p, -1, M, N, K, A, ars, acs, B, brs, bcs, C, ldc, mode);
-}
 
 /* The ISA to use: the active one, or a requested one clamped to what the CPU and this build have. */
 static int pick_isa(int want)
@@ -539,58 +534,6 @@ void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, i
          tb ? ldb : 1, C, ldc, mode);
 }
 
-void kgl_gemm_nn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode)
-{
-    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
-}
-
-void kgl_gemm_nt_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode)
-{
-    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, lda, 1, B, 1, ldb, C, ldc, mode);
-}
-
-void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode)
-{
-    gemm_w(pick_isa(-1), KGL_PATH_AUTO, p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
-}
-
-/* The direct path whatever the size, K taken KC_MAX at a time: each chunk
- * continues every element's chain through C (ADD), so the bits are those of
- * the other paths. For tasks whose product has one small dimension (a head's
- * dk columns), where packing would cost as much as the arithmetic. */
-static void gemm_direct_chunked(kgl_pool *p, int worker, int M, int N, int K, const double *A, ptrdiff_t ars,
-                                ptrdiff_t acs, const double *B, ptrdiff_t brs, ptrdiff_t bcs, double *C, ptrdiff_t ldc,
-                                int mode)
-{
-    if (M <= 0 || N <= 0) return;
-    if (K <= 0) {
-        if (mode == KGL_SET)
-            for (int i = 0; i < M; i++) memset(C + i * ldc, 0, (size_t)N * sizeof *C);
-        return;
-    }
-    double *ws = kgl_pool_gemm_workspace(p, worker);
-    for (int k0 = 0; k0 < K; k0 += KC_MAX) {
-        int kc = imin(KC_MAX, K - k0);
-        gemm_job g = {&configs[pick_isa(-1)], M, N, kc, k0 == 0 ? mode : KGL_ADD, A + k0 * acs, ars, acs,
-                      B + k0 * brs, brs, bcs, C, ldc, p, 1, M};
-        gemm_direct(&g, ws);
-    }
-}
-
-void kgl_gemm_nn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
-                           int ldb, double *C, int ldc, int mode)
-{
-    gemm_direct_chunked(p, worker, M, N, K, A, lda, 1, B, ldb, 1, C, ldc, mode);
-}
-
-void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
-                           int ldb, double *C, int ldc, int mode)
-{
-    gemm_direct_chunked(p, worker, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
-}
 
 /* ---- B packed once, shared by many products ---------------------------------
  * Attention multiplies every block of rows by the same K_hᵀ, V_h, K_h, Q_h or

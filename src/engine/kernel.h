@@ -47,24 +47,6 @@ void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, i
                         int lda, const double *B, int ldb, double *C, int ldc, int mode);
 
 
-/* The same products run by one thread inside a task of pool p (worker
- * `worker`, on its workspace): for ops that split their work into tasks
- * themselves. The bits are those of the calls above. */
-void kgl_gemm_nn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode);
-void kgl_gemm_nt_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode);
-void kgl_gemm_tn_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
-                    double *C, int ldc, int mode);
-
-/* The same on the unpacked path whatever the size (B read in place, so it
- * should be contiguous along N): for a task's product with one small
- * dimension, where packing would cost as much as the arithmetic. */
-void kgl_gemm_nn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
-                           int ldb, double *C, int ldc, int mode);
-void kgl_gemm_tn_direct_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, const double *B,
-                           int ldb, double *C, int ldc, int mode);
-
 /* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
  * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) doubles
  * hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]

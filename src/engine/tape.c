@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kgl/engine.h"
 #include "internal.h"
@@ -119,4 +120,11 @@ void kgl_backward(kgl_tape *t, kgl_tensor *root)
     if (root->rows != 1 || root->cols != 1) kgl_die("backward: root is %dx%d, not a scalar", root->rows, root->cols);
     const double one = 1.0;
     kgl_backward_seeded(t, root, &one);
+}
+
+double kgl_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }

@@ -36,13 +36,6 @@ void kgl_bench_defaults(kgl_bench_spec *s)
     s->gemm = true;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -67,9 +60,9 @@ double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps)
     for (size_t i = 0; i < n; i++) a[i] = kgl_rng_uniform(&rng) - 0.5, b[i] = kgl_rng_uniform(&rng) - 0.5;
     double best = INFINITY;
     for (int r = 0; r < reps + 1; r++) { /* the first call touches c's pages */
-        double t0 = seconds();
+        double t0 = kgl_seconds();
         kgl_gemm_nn(pool, size, size, size, a, size, b, size, c, size, KGL_SET);
-        double dt = seconds() - t0;
+        double dt = kgl_seconds() - t0;
         if (r > 0 && dt < best) best = dt;
     }
     free(a);
@@ -123,10 +116,10 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     double *times = kgl_xmalloc((size_t)s->reps * sizeof(double));
     bool ok = true;
     for (int k = 0; k < s->warmup + s->reps && ok; k++) {
-        double t0 = seconds();
+        double t0 = kgl_seconds();
         double loss = kgl_trainer_compute_batch(&tr, &batch);
         if (isfinite(loss)) kgl_trainer_update(&tr);
-        double dt = seconds() - t0;
+        double dt = kgl_seconds() - t0;
         if (k == 0) out->first_loss = loss;
         if (!isfinite(loss)) {
             snprintf(err, err_cap, "the loss became non-finite at step %d", k + 1);
@@ -146,11 +139,11 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
         if (s->eval) {
             kgl_eval ev;
             kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
-            double t0 = seconds();
+            double t0 = kgl_seconds();
             kgl_tensor *C = kgl_trainer_states(&tr);
             kgl_eval_set_pool(&ev, pool);
             kgl_evaluate(&tr.model, C, &ds, train->triples, train->n, &ev);
-            out->eval_s = seconds() - t0;
+            out->eval_s = kgl_seconds() - t0;
             out->train_mrr = ev.both.mrr;
             kgl_eval_free(&ev);
         }

@@ -253,14 +253,6 @@ static void *worker(void *arg)
     }
 }
 
-/* Seconds on a monotonic clock. */
-static double monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, char *err, size_t err_cap)
 {
     memset(res, 0, sizeof *res);
@@ -291,13 +283,13 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
         res->runs[k] = (kgl_saturation_trace){&res->configs[k / spec->seeds], 1 + k % spec->seeds, NULL, -1, 0};
         res->runs[k].rows = kgl_xmalloc((size_t)spec->steps * KGL_SAT_N_METRICS * sizeof(double));
     }
-    double t0 = monotonic_seconds();
+    double t0 = kgl_seconds();
     pthread_t threads[64];
     int n_threads = spec->jobs < res->n_runs ? spec->jobs : res->n_runs;
     for (int k = 1; k < n_threads; k++) pthread_create(&threads[k], NULL, worker, &st);
     worker(&st);
     for (int k = 1; k < n_threads; k++) pthread_join(threads[k], NULL);
-    res->seconds = monotonic_seconds() - t0;
+    res->seconds = kgl_seconds() - t0;
     pthread_mutex_destroy(&st.lock);
     kgl_dataset_free(&academic);
     return true;
