@@ -63,3 +63,27 @@ TEST(utf8_validation)
     CHECK(!kgl_utf8_valid((const unsigned char *)"x\xe2\x82", 3, &at) && at == 1);                  /* truncated */
     CHECK(!kgl_utf8_valid((const unsigned char *)"\xff", 1, &at));
 }
+
+/* Near matches: the closest names first, a swap of neighbours counts one
+ * edit, case is ignored, nothing far is offered, and the output is cut at a
+ * name boundary when the buffer is small. */
+TEST(near_matches_closest_first)
+{
+    const char *names[] = {"advises", "authored", "cites", "affiliated", "about", "advised_by"};
+    char out[256];
+    CHECK(kgl_near_matches("advsies", names, 6, 3, out, sizeof out) >= 1);
+    CHECK(strncmp(out, "'advises'", 9) == 0);
+    CHECK(kgl_near_matches("CITES", names, 6, 3, out, sizeof out) == 1);
+    CHECK(strcmp(out, "'cites'") == 0);
+    CHECK(kgl_near_matches("zzzzzzzz", names, 6, 3, out, sizeof out) == 0);
+    CHECK(out[0] == '\0');
+    /* containment: "affil" is far by edits (5 deletions) but a prefix */
+    CHECK(kgl_near_matches("affil", names, 6, 3, out, sizeof out) == 1);
+    CHECK(strcmp(out, "'affiliated'") == 0);
+    /* advise: distance 1 to advises, 3 to advised_by (within limit 2? no: 6/3=2) */
+    CHECK(kgl_near_matches("advise", names, 6, 2, out, sizeof out) == 2);
+    CHECK(strcmp(out, "'advises', 'advised_by'") == 0);
+    char small[12];
+    CHECK(kgl_near_matches("advise", names, 6, 2, small, sizeof small) == 1);
+    CHECK(strcmp(small, "'advises'") == 0);
+}

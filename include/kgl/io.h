@@ -49,6 +49,17 @@ void kgl_text_close(kgl_text *t);
 /* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
 bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
 
+/* Near matches, for "unknown name" errors: writes into out (always
+ * NUL-terminated) up to max_shown of the candidates closest to `word` by
+ * edit distance (insert, delete, substitute, and swap of neighbours, each 1;
+ * case differences cost nothing more than the distance of the lowercased
+ * strings), quoted and comma-separated, closest first, ties in candidate order.
+ * Only candidates within max(2, strlen(word)/3) edits, or that contain the word
+ * or are contained in it, are shown; returns how many were written (0: none
+ * close). */
+int kgl_near_matches(const char *word, const char *const *candidates, int n_candidates, int max_shown,
+                     char *out, size_t out_cap);
+
 /* ----------------------------------------------------------------- data --
  * Triples files (MODEL.md, "Data"; README, "File formats"): UTF-8, one triple
  * per line, head<TAB>relation<TAB>tail, read with the line reader above (so

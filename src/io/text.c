@@ -1,4 +1,5 @@
 /* text.c — reading text files line by line, with errors people can act on. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/stat.h>
@@ -182,4 +183,94 @@ int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_f
         return 1;
     }
     return 0;
+}
+
+/* Optimal string alignment distance (Damerau–Levenshtein without repeated
+ * edits of a substring) of the lowercased strings, capped: two rows of the
+ * dynamic programme plus the one before them, for the transposition. Names
+ * longer than NEAR_MAX_LEN are compared on their first NEAR_MAX_LEN bytes. */
+#define NEAR_MAX_LEN 128
+static int near_distance(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    if (na > NEAR_MAX_LEN) na = NEAR_MAX_LEN;
+    if (nb > NEAR_MAX_LEN) nb = NEAR_MAX_LEN;
+    int rows[3][NEAR_MAX_LEN + 1];
+    int *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+    for (size_t j = 0; j <= nb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        cur[0] = (int)i;
+        int ca = tolower((unsigned char)a[i - 1]);
+        for (size_t j = 1; j <= nb; j++) {
+            int cb = tolower((unsigned char)b[j - 1]);
+            int best = prev[j - 1] + (ca != cb);
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) && tolower((unsigned char)a[i - 2]) == cb &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
+        }
+        int *t = prev2;
+        prev2 = prev;
+        prev = cur;
+        cur = t;
+    }
+    return prev[nb];
+}
+
+static bool contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0) return false;
+    for (; *hay; hay++) {
+        size_t k = 0;
+        while (k < n && hay[k] && tolower((unsigned char)hay[k]) == tolower((unsigned char)needle[k])) k++;
+        if (k == n) return true;
+    }
+    return false;
+}
+
+int kgl_near_matches(const char *word, const char *const *candidates, int n_candidates, int max_shown,
+                     char *out, size_t out_cap)
+{
+    if (out_cap) out[0] = '\0';
+    if (!word || max_shown <= 0 || out_cap == 0) return 0;
+    int limit = (int)(strlen(word) / 3);
+    if (limit < 2) limit = 2;
+    /* Keep the best max_shown (distance, index) pairs by insertion; a
+     * containment counts as distance limit (shown, after the closer ones). */
+    enum { MAX_KEEP = 16 };
+    if (max_shown > MAX_KEEP) max_shown = MAX_KEEP;
+    int keep_d[MAX_KEEP], keep_i[MAX_KEEP], n_keep = 0;
+    for (int c = 0; c < n_candidates; c++) {
+        if (!candidates[c]) continue;
+        int d = near_distance(word, candidates[c]);
+        if (d > limit) {
+            if (strlen(word) >= 3 && (contains_ci(candidates[c], word) || contains_ci(word, candidates[c])))
+                d = limit;
+            else
+                continue;
+        }
+        int at = n_keep;
+        while (at > 0 && keep_d[at - 1] > d) at--;
+        if (at >= max_shown) continue;
+        if (n_keep < max_shown) n_keep++;
+        for (int k = n_keep - 1; k > at; k--) {
+            keep_d[k] = keep_d[k - 1];
+            keep_i[k] = keep_i[k - 1];
+        }
+        keep_d[at] = d;
+        keep_i[at] = c;
+    }
+    size_t used = 0;
+    for (int k = 0; k < n_keep; k++) {
+        int w = snprintf(out + used, out_cap - used, "%s'%s'", k ? ", " : "", candidates[keep_i[k]]);
+        if (w < 0 || (size_t)w >= out_cap - used) {
+            out[used] = '\0';
+            return k;
+        }
+        used += (size_t)w;
+    }
+    return n_keep;
 }
