@@ -5,7 +5,7 @@
 #   make test       build and run every test (last line: N passed, N failed)
 #   make sanitize   the tests, built with AddressSanitizer + UBSan
 #   make CC=clang test   the same with clang (objects go to build/clang/)
-#   make benchmark  UMLS and Nations (from KG_DATA) beside the published results
+#   make benchmark  UMLS and Nations (data/kg, or KG_DATA) beside the published results
 #   make bench      speed: kgl bench beside PyTorch (THREADS=1 by default)
 #   make clean
 
@@ -39,10 +39,10 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 # The test binary counts every malloc the library makes (tests/alloc_count.c).
 TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 
-# The public KG benchmarks live beside the repository, not in it (README,
-# "Benchmarks"); KG_DATA=dir points elsewhere. The tests read Nations from
-# there too, and skip that test when the folder is absent.
-KG_DATA ?= ../shared/kg
+# The public KG benchmarks UMLS and Nations ship in data/kg (README,
+# "Benchmarks"; data/kg/README.md says where they come from); KG_DATA=dir
+# points elsewhere. The tests read Nations from there too.
+KG_DATA ?= data/kg
 SEEDS ?= 1,2,3
 JOBS ?= 1
 

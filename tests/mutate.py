@@ -186,7 +186,7 @@ def main():
     ap.add_argument("--min", type=float, default=95.0)
     ap.add_argument("--only", default="")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copies")
-    ap.add_argument("--kg-data", default=os.path.abspath(os.environ.get("KG_DATA", os.path.join(ROOT, "..", "shared", "kg"))))
+    ap.add_argument("--kg-data", default=os.path.abspath(os.environ.get("KG_DATA", os.path.join(ROOT, "data", "kg"))))
     ap.add_argument("--test-timeout", type=int, default=120)
     ap.add_argument("--suite-timeout", type=int, default=1800)
     args = ap.parse_args()

@@ -29,7 +29,7 @@ static const char help[] =
     "dataset: the filtered test MRR and Hits@1/3/10 over both directions (mean\n"
     "and standard deviation over the seeds; realistic and optimistic tie ranks)\n"
     "beside the published rows, and writes OUT/results.json.\n\n"
-    "  --data DIR       holds <dataset>/{train,valid,test}.txt (default ../shared/kg)\n"
+    "  --data DIR       holds <dataset>/{train,valid,test}.txt (default data/kg)\n"
     "  --datasets A,B   default umls,nations\n"
     "  --seeds S,...    default 1,2,3\n"
     "  --configs DIR    default data/bench\n"
@@ -176,7 +176,7 @@ static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 
 int cmd_benchmark(int argc, char **argv)
 {
-    const char *data = "../shared/kg", *configs = "data/bench", *out = "build/benchmark";
+    const char *data = "data/kg", *configs = "data/bench", *out = "build/benchmark";
     const char *datasets = "umls,nations", *seed_text = "1,2,3";
     long jobs = 1;
     cli_args a;
