@@ -440,4 +440,29 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *r, char *err, size
 /* GFLOP/s of C = A B (size³, best of reps) on kgl's kernel. */
 double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps);
 
+/* -------------------------------------------------------------- inspect --
+ * What a trained layer does for one query (src/model/inspect.c), for `kgl
+ * heads --query` and `kgl export`. Read-only; each call runs the layer's
+ * context once without recording. */
+/* Relation rows: row r < m is relation r, row m + k (reciprocal mode) its
+ * inverse, named "NAME^-1". The name of a row, into out. */
+void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap);
+/* "NAME" or "NAME^-1" to a row; -1 if unknown (or an inverse without
+ * reciprocal rows). */
+int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name);
+/* rows[h * n + j] = A_h[entity, j]: where every head looks from `entity`. */
+void kgl_attention_rows(const kgl_model *m, int entity, double *rows);
+/* states[i * d + c] = C[i, c], the layer's output (the readout's head side). */
+void kgl_context_states(const kgl_model *m, double *states);
+/* The readout's scores for (entity, row, ?): scores[j] = Σ_c C[i,c] R[row,c] E[j,c],
+ * with C from kgl_context_states. */
+void kgl_query_scores(const kgl_model *m, const double *states, int entity, int rel_row, double *scores);
+/* The softmax of n scores (the probabilities the cross-entropy trains). */
+void kgl_scores_softmax(const double *scores, int n, double *probs);
+/* The distinct answers of (entity, row, ?) among triples tr[0..n): tails of
+ * (entity, r, t) for a row r < m, heads of (h, k, entity) for the inverse
+ * row m + k; at most cap, in the triples' order. Returns how many. */
+int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int entity, int rel_row, int *out,
+                     int cap);
+
 #endif
