@@ -7,6 +7,8 @@
 #   make CC=clang test   the same with clang (objects go to build/clang/)
 #   make benchmark  UMLS and Nations (data/kg, or KG_DATA) beside the published results
 #   make bench      speed: kgl bench beside PyTorch (THREADS=1 by default)
+#   make install PREFIX=dir   kgl, libkgl.a, the headers and kgl.pc under dir
+#   make uninstall PREFIX=dir removes exactly those files
 #   make clean
 
 ifeq ($(origin CC),default)
@@ -46,7 +48,7 @@ KG_DATA ?= data/kg
 SEEDS ?= 1,2,3
 JOBS ?= 1
 
-.PHONY: all run test sanitize clean benchmark bench mutate
+.PHONY: all run test sanitize clean benchmark bench mutate install uninstall
 all: $(BUILD)/libkgl.a $(BUILD)/kgl
 
 $(STB_DS):
@@ -83,6 +85,43 @@ $(BUILD)/runner_empty: $(BUILD)/obj/tests/main.o
 $(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_WRAP) $(TEST_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
 
+# Installing (README, "Using kgl from C"): the program, the static library,
+# the public headers (kgl.h and kgl/*.h) and a pkg-config file, so that
+#   cc prog.c $$(pkg-config --cflags --libs kgl)
+# builds a program against it. DESTDIR stages a package. The version is
+# KGL_VERSION of include/kgl/engine.h, the one place it is written.
+PREFIX ?= /usr/local
+DESTDIR ?=
+KGL_VERSION := $(shell sed -n 's/^\#define KGL_VERSION "\(.*\)"$$/\1/p' include/kgl/engine.h)
+INSTALLED := bin/kgl lib/libkgl.a lib/pkgconfig/kgl.pc include/kgl.h $(wildcard include/kgl/*.h)
+install: $(BUILD)/kgl $(BUILD)/libkgl.a
+	@test -n '$(KGL_VERSION)' || { echo "include/kgl/engine.h defines no KGL_VERSION" >&2; exit 1; }
+	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 2;; esac
+	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/lib/pkgconfig' '$(DESTDIR)$(PREFIX)/include/kgl'
+	install -m 755 $(BUILD)/kgl '$(DESTDIR)$(PREFIX)/bin/kgl'
+	install -m 644 $(BUILD)/libkgl.a '$(DESTDIR)$(PREFIX)/lib/libkgl.a'
+	install -m 644 include/kgl.h '$(DESTDIR)$(PREFIX)/include/kgl.h'
+	install -m 644 include/kgl/*.h '$(DESTDIR)$(PREFIX)/include/kgl/'
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: kgl' 'Description: a transformer layer that learns knowledge-graph relations, on its own autodiff' \
+	  'Version: $(KGL_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lkgl -lm -pthread' \
+	  > '$(DESTDIR)$(PREFIX)/lib/pkgconfig/kgl.pc'
+uninstall:
+	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 2;; esac
+	rm -f $(addprefix '$(DESTDIR)$(PREFIX)'/,$(INSTALLED))
+	-rmdir '$(DESTDIR)$(PREFIX)/include/kgl' 2>/dev/null
+
+# The example program (tests/example/): built against an installation in
+# $(BUILD)/stage through pkg-config, exactly as a user's program would be, and
+# run by the tests (tests/walkthrough.c).
+STAGE := $(abspath $(BUILD)/stage)
+$(BUILD)/example/predict_family: tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(wildcard include/*.h include/kgl/*.h)
+	@command -v pkg-config >/dev/null || { echo "the example program needs pkg-config: apt-get install pkgconf" >&2; exit 1; }
+	$(MAKE) --no-print-directory install PREFIX='$(STAGE)' DESTDIR= >/dev/null
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic $(CFLAGS) $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags kgl) \
+	  $< $(LDFLAGS) $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --libs kgl) -o $@
+
 run: $(BUILD)/kgl
 	$(BUILD)/kgl train
 
@@ -109,17 +148,17 @@ mutate:
 benchmark: $(BUILD)/kgl
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
 
-# Speed (README, "Speed"): kgl bench on the four cases of data/bench/cases,
-# beside the same model in PyTorch when the comparison script of our
-# benchmark set-up (BENCH_DIR, with compare.sh and torch_bench.py) and
-# python3-torch are installed; kgl's cases alone otherwise.
-BENCH_DIR ?= ../shared/bench
+# Speed (README, "Speed"): kgl bench on the four cases of data/bench/cases.
+# BENCH_DIR=dir names a comparison set-up (dir/compare.sh, which runs the
+# same cases beside the model written in PyTorch); with it and python3-torch
+# installed, `make bench` runs that, otherwise kgl's cases alone.
+BENCH_DIR ?=
 THREADS ?= 1
 bench: $(BUILD)/kgl
-	@if [ -x '$(BENCH_DIR)/compare.sh' ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
+	@if [ -n '$(BENCH_DIR)' ] && [ -x '$(BENCH_DIR)/compare.sh' ] && /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then \
 	  '$(BENCH_DIR)/compare.sh' --threads $(THREADS); \
 	else \
-	  echo "PyTorch or $(BENCH_DIR)/compare.sh not found: kgl alone"; \
+	  echo "kgl alone (BENCH_DIR=dir with compare.sh and python3-torch compare it with PyTorch)"; \
 	  $(BUILD)/kgl bench --train data/academic.tsv --dim 8 --heads 2 --threads $(THREADS); \
 	  $(BUILD)/kgl bench --train data/bench/cases/umls_like.tsv --dim 64 --heads 4 --threads $(THREADS); \
 	  $(BUILD)/kgl bench --train data/bench/cases/large.tsv --dim 256 --heads 8 --reps 5 --threads $(THREADS); \

@@ -14,7 +14,7 @@ static const char help[] =
     "batch every step. W warm-up steps run first (they size the arenas), then R steps\n"
     "are timed one by one. Then one filtered evaluation of every training triple in\n"
     "both directions, kgl's own GEMM at 1024^3, and the peak resident memory.\n"
-    "../shared/bench/compare.sh runs it beside the same model in PyTorch.\n\n"
+    "--json prints what a comparison script reads (README, \"Speed\").\n\n"
     "  --train F     training triples (required)\n"
     "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
     "  --batch B     examples per step (default 1024)\n"
