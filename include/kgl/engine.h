@@ -328,4 +328,12 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps);
  * z[5], J[25] and J_fd[25] when non-NULL; returns max |J − J_fd|. */
 double kgl_softmax_jacobian_experiment(uint64_t seed, double h, double *z, double *J, double *J_fd);
 
+/* -------------------------------------------------------------- version --
+ * The one place the version is written (`kgl --version`; the Makefile reads
+ * KGL_VERSION from this line for the pkg-config file). */
+#define KGL_VERSION "0.9.0"
+#define KGL_VERSION_MAJOR 0
+#define KGL_VERSION_MINOR 9
+#define KGL_VERSION_PATCH 0
+
 #endif
