@@ -465,4 +465,53 @@ void kgl_scores_softmax(const double *scores, int n, double *probs);
 int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int entity, int rel_row, int *out,
                      int cap);
 
+/* -------------------------------------------------------------- predict --
+ * Asking a trained layer questions (src/model/predict.c, `kgl predict`).
+ *
+ * A query is an entity and a relation row: row r < m asks (entity, r, ?),
+ * the tails; row m + r asks (?, r, entity), the heads. The scores are
+ * exactly those `kgl eval` ranks with (the same products, the same bits):
+ *   tail (i, r, ?):  score[j] = Σ_c C[i,c] R[r,c] E[j,c]
+ *   head (?, r, t), reciprocal model:  the tail query (t, r⁻¹, ?) on row m + r,
+ *       as training and evaluation ask it;
+ *   head (?, r, t), a model trained with --no-reciprocal (no row m + r):
+ *       score[j] = Σ_c C[j,c] R[r,c] E[t,c], the forward readout with each
+ *       candidate j as the head (how `kgl eval` ranks heads of such a model;
+ *       training never fitted a softmax over heads, so the probabilities of
+ *       these queries are the softmax of scores it did not train).
+ * C are the contextual states of the layer (kgl_context_states). */
+
+/* One answer: the entity, its score, its probability (the softmax of the
+ * whole score row over all n entities, before any filtering: the model's
+ * own distribution), and whether the triple is already known. */
+typedef struct kgl_answer {
+    int entity;
+    double score, prob;
+    bool known; /* (entity, r, answer) (tail) or (answer, r, entity) (head) is in `known` */
+} kgl_answer;
+
+/* The n scores of a query into scores[0..n): states are C [n, d] from
+ * kgl_context_states (NULL: computed here, one forward pass). */
+void kgl_predict_scores(const kgl_model *m, const double *states, int entity, int relation_row, double *scores);
+
+/* The top_k answers (1 <= top_k <= n) of a query, best first (score
+ * descending; equal scores by entity id), into out[0..top_k); returns how
+ * many were written. `known` (NULL: nothing is known, so no answer is
+ * marked) supplies the known triples of every split it was loaded with, its
+ * names in the model's order. With filter, known answers are left out of
+ * the list (then fewer than top_k may remain) and the probabilities are
+ * still those of the unfiltered softmax: they need not sum to 1 over the
+ * list. states as in kgl_predict_scores; pass them when asking many
+ * questions of one model (the forward pass is the costly part). */
+int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
+                int top_k, bool filter, kgl_answer *out);
+
+/* Opens a checkpoint without any triples file: the entity and relation
+ * names come from the checkpoint's own metadata into `names` (a dataset
+ * with no triples, whose filter index knows nothing; free it with
+ * kgl_dataset_free after kgl_checkpoint_close). The names must be unique
+ * and in byte order, as kgl writes them. */
+bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_checkpoint *ck, char *err,
+                                    size_t err_cap);
+
 #endif

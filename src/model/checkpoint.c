@@ -206,15 +206,11 @@ static bool check_tensor(const kgl_st_file *f, const char *name, const kgl_tenso
     return true;
 }
 
-bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
+/* Validates the read file `f` (taken over: freed on failure) against the
+   names of ds and fills ck. */
+static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err,
+                      size_t cap)
 {
-    memset(ck, 0, sizeof *ck);
-    kgl_st_file *f = calloc(1, sizeof *f);
-    if (!f) kgl_die("out of memory");
-    if (!kgl_st_read(path, f, err, cap)) {
-        free(f);
-        return false;
-    }
     ck->file = f;
     const char *v;
     long x;
@@ -457,6 +453,83 @@ bad:
     free(f);
     ck->file = NULL;
     return false;
+}
+
+bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
+{
+    memset(ck, 0, sizeof *ck);
+    kgl_st_file *f = calloc(1, sizeof *f);
+    if (!f) kgl_die("out of memory");
+    if (!kgl_st_read(path, f, err, cap)) {
+        free(f);
+        return false;
+    }
+    return open_read(f, path, ds, ck, err, cap);
+}
+
+/* Splits a checkpoint's names list ("a\nb\nc") into owned strings, which
+   must be strictly increasing in byte order: kgl gives ids in that order,
+   and kgl_dataset_entity_id finds a name by binary search. */
+static bool split_names(const char *joined, const char *what, char ***out, int *n_out, const char *path, char *err,
+                        size_t cap)
+{
+    int n = 1;
+    for (const char *p = joined; *p; p++) n += *p == '\n';
+    char **names = calloc((size_t)n, sizeof *names);
+    if (!names) kgl_die("out of memory");
+    const char *p = joined;
+    for (int k = 0; k < n; k++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        names[k] = kgl_xmalloc(len + 1);
+        memcpy(names[k], p, len);
+        names[k][len] = 0;
+        p = nl ? nl + 1 : p + len;
+        bool ok = len > 0 && (k == 0 || strcmp(names[k - 1], names[k]) < 0);
+        if (!ok) {
+            if (len == 0) fail(err, cap, path, "metadata '%s': name %d is empty", what, k);
+            else fail(err, cap, path, "metadata '%s': '%s' does not come after '%s' (names must be unique and in "
+                      "byte order, as kgl writes them)", what, names[k], names[k - 1]);
+            for (int q = 0; q <= k; q++) free(names[q]);
+            free(names);
+            return false;
+        }
+    }
+    *out = names;
+    *n_out = n;
+    return true;
+}
+
+bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_checkpoint *ck, char *err, size_t cap)
+{
+    memset(ck, 0, sizeof *ck);
+    memset(names, 0, sizeof *names);
+    kgl_st_file *f = calloc(1, sizeof *f);
+    if (!f) kgl_die("out of memory");
+    if (!kgl_st_read(path, f, err, cap)) {
+        free(f);
+        return false;
+    }
+    const char *ents = need_meta(f, "entities", path, err, cap);
+    const char *rels = ents ? need_meta(f, "relations", path, err, cap) : NULL;
+    bool ok = ents && rels && split_names(ents, "entities", &names->entity_names, &names->n_entities, path, err, cap) &&
+              split_names(rels, "relations", &names->relation_names, &names->n_relations, path, err, cap);
+    if (!ok) {
+        kgl_st_free(f);
+        free(f);
+        kgl_dataset_free(names);
+        return false;
+    }
+    /* an empty filter index: every (entity, relation row) knows no answer */
+    size_t keys = (size_t)names->n_entities * (size_t)(2 * names->n_relations);
+    names->known_offsets = calloc(keys + 1, sizeof(int));
+    names->known = kgl_xmalloc(sizeof(int));
+    if (!names->known_offsets) kgl_die("out of memory");
+    if (!open_read(f, path, names, ck, err, cap)) {
+        kgl_dataset_free(names);
+        return false;
+    }
+    return true;
 }
 
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)

@@ -1,0 +1,220 @@
+/* model_predict.c — kgl_predict, the C API behind `kgl predict`: its scores
+ * are the evaluation's own bits, its ranks the evaluation's ranks (both
+ * directions, with and without reciprocal relations), a trained model
+ * answers the academic world's questions, the filter drops known answers
+ * while the probabilities stay those of the whole softmax, and a checkpoint
+ * opens without any triples file. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 16], err[1 << 14];
+
+static bool load_academic(kgl_dataset *ds)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[512];
+    return kgl_dataset_load(ds, &src, 1, e, sizeof e);
+}
+
+/* Trains with `kgl train ARGS --save DIR/NAME` and loads that checkpoint
+   for the academic world into m. */
+static bool trained(test_ctx *T, const char *args, const char *name, const kgl_dataset *ds, kgl_model *m)
+{
+    char cmd[1024], e[1024];
+    snprintf(cmd, sizeof cmd, "train %s --save %s/%s", args, T->tmp, name);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return false;
+    snprintf(cmd, sizeof cmd, "%s/%s", T->tmp, name);
+    kgl_checkpoint ck;
+    if (!CHECK(kgl_checkpoint_open(cmd, ds, &ck, e, sizeof e))) return false;
+    kgl_model_create(m, &ck.cfg);
+    kgl_checkpoint_apply(&ck, m);
+    kgl_checkpoint_close(&ck);
+    return true;
+}
+
+/* Field by field (a struct's padding bytes are not ours to compare); the
+   numbers to the bit. */
+static bool same_answers(const kgl_answer *a, const kgl_answer *b, int count)
+{
+    for (int k = 0; k < count; k++)
+        if (a[k].entity != b[k].entity || memcmp(&a[k].score, &b[k].score, sizeof(double)) != 0 ||
+            memcmp(&a[k].prob, &b[k].prob, sizeof(double)) != 0 || a[k].known != b[k].known)
+            return false;
+    return true;
+}
+
+/* The realistic filtered rank of `target` read off a FILTERED answer list
+   (every entity but the known ones, best first): 1 + the answers scoring
+   higher + half of those scoring the same. No call to kgl_filtered_rank. */
+static double rank_in_list(const kgl_answer *a, int count, double target_score)
+{
+    long higher = 0, equal = 0;
+    for (int k = 0; k < count; k++) {
+        higher += a[k].score > target_score;
+        equal += a[k].score == target_score;
+    }
+    return 1.0 + (double)higher + (double)equal / 2;
+}
+
+/* After 5 steps (ranks still spread between 1 and 13) the evaluation and
+   kgl_predict must agree exactly: the evaluation's last chunk of scores (the
+   21 head queries) equals kgl_predict_scores bit for bit, and every triple's
+   rank from the filtered list (the target itself is known, so it is the one
+   entity we put back: it is not in the list) equals kgl_evaluate's rank for
+   that triple, tail and head. Equality, no tolerance: the same products in
+   the same order must give the same bits. */
+static void ranks_match_evaluation(test_ctx *T, bool reciprocal)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, reciprocal ? "--steps 5" : "--steps 5 --no-reciprocal", "five.st", &ds, &m)) return;
+    CHECK(m.cfg.reciprocal == reciprocal);
+    int n = ds.n_entities, n_rel = ds.n_relations;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(&m, &t, &f); /* as kgl eval does */
+    kgl_eval ev;
+    kgl_eval_init(&ev, n, n_rel);
+    const kgl_triple *tr = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n;
+    kgl_evaluate(&m, f.context, &ds, tr, n_tr, &ev);
+    double *states = malloc((size_t)n * m.cfg.dim * sizeof(double)), *scores = malloc((size_t)n * sizeof(double));
+    kgl_context_states(&m, states);
+    kgl_answer *list = malloc((size_t)n * sizeof *list);
+    int mismatched_bits = 0, mismatched_ranks = 0, spread = 0;
+    for (int k = 0; k < n_tr; k++) {
+        kgl_predict_scores(&m, states, tr[k].tail, n_rel + tr[k].rel, scores);
+        mismatched_bits += memcmp(scores, ev.scores + (size_t)k * n, (size_t)n * sizeof(double)) != 0;
+        for (int dir = 0; dir < 2; dir++) {
+            int entity = dir == 0 ? tr[k].head : tr[k].tail, target = dir == 0 ? tr[k].tail : tr[k].head;
+            int row = dir == 0 ? tr[k].rel : n_rel + tr[k].rel;
+            kgl_predict_scores(&m, states, entity, row, scores);
+            int count = kgl_predict(&m, states, &ds, entity, row, n, true, list);
+            double want = (ev.rank_lo[dir * n_tr + k] + ev.rank_hi[dir * n_tr + k]) / 2;
+            double got = rank_in_list(list, count, scores[target]);
+            mismatched_ranks += got != want;
+            spread += want > 2;
+        }
+    }
+    CHECK(mismatched_bits == 0);
+    CHECK(mismatched_ranks == 0);
+    CHECK(spread >= 5); /* the comparison is not only among first places */
+    free(list);
+    free(scores);
+    free(states);
+    kgl_eval_free(&ev);
+    kgl_tape_free(&t);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+TEST(predict_ranks_are_the_evaluation_ranks) { ranks_match_evaluation(T, true); }
+
+/* Without reciprocal relations a head query scores C[j]·R[r]·E[t] with
+   every candidate as the head, as kgl eval does; same exact comparison. */
+TEST(predict_ranks_are_the_evaluation_ranks_without_reciprocals) { ranks_match_evaluation(T, false); }
+
+/* What a user asks after training on the academic world (100 steps fit it:
+   every training triple ranks first). */
+TEST(predict_answers_the_academic_world)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 100", "fit.st", &ds, &m)) return;
+    int n = ds.n_entities, advises = kgl_dataset_relation_id(&ds, "advises");
+    int alice = kgl_dataset_entity_id(&ds, "alice"), bob = kgl_dataset_entity_id(&ds, "bob");
+    int carol = kgl_dataset_entity_id(&ds, "carol"), dave = kgl_dataset_entity_id(&ds, "dave");
+    int erin = kgl_dataset_entity_id(&ds, "erin");
+    kgl_answer a[13], all[13];
+
+    /* (alice, advises, ?): her two students first, both known; NULL states
+       (computed inside) give the same answers as given states */
+    int count = kgl_predict(&m, NULL, &ds, alice, advises, 3, false, a);
+    CHECK(count == 3);
+    CHECK((a[0].entity == dave && a[1].entity == erin) || (a[0].entity == erin && a[1].entity == dave));
+    CHECK(a[0].known && a[1].known && !a[2].known);
+    CHECK(a[0].score >= a[1].score && a[1].score >= a[2].score);
+
+    /* the whole unfiltered list: probabilities are a softmax (sum 1 to
+       round-off of 13 terms, 1e-12 is ample) and follow the scores */
+    CHECK(kgl_predict(&m, NULL, &ds, alice, advises, n, false, all) == n);
+    double sum = 0;
+    for (int k = 0; k < n; k++) sum += all[k].prob;
+    CHECK_NEAR(sum, 1.0, 1e-12);
+    CHECK(all[0].prob > all[n - 1].prob);
+    CHECK(same_answers(a, all, 3)); /* top 3 is the head of the full list */
+
+    /* filtered: dave and erin are gone, the rest keep their unfiltered
+       probabilities (so the list's top is all[2], with the same prob bits) */
+    count = kgl_predict(&m, NULL, &ds, alice, advises, n, true, a);
+    CHECK(count == n - 2);
+    bool students = false;
+    for (int k = 0; k < count; k++) students |= a[k].entity == dave || a[k].entity == erin || a[k].known;
+    CHECK(!students);
+    CHECK(a[0].entity == all[2].entity && a[0].prob == all[2].prob);
+
+    /* the head query (?, advises, carol) through advises⁻¹: bob */
+    count = kgl_predict(&m, NULL, &ds, carol, ds.n_relations + advises, 1, false, a);
+    CHECK(count == 1 && a[0].entity == bob && a[0].known);
+    /* nothing known: no answer marked, none filtered */
+    CHECK(kgl_predict(&m, NULL, NULL, alice, advises, n, true, all) == n);
+    int marked = 0;
+    for (int k = 0; k < n; k++) marked += all[k].known;
+    CHECK(marked == 0);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* A checkpoint alone gives the names and the same model: its answers are
+   the bits of the model opened against the triples, with nothing known. */
+TEST(checkpoint_opens_without_triples)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 30", "alone.st", &ds, &m)) return;
+    char path[1024], e[1024];
+    snprintf(path, sizeof path, "%s/alone.st", T->tmp);
+    kgl_dataset names;
+    kgl_checkpoint ck;
+    if (!CHECK(kgl_checkpoint_open_standalone(path, &names, &ck, e, sizeof e))) return;
+    CHECK(names.n_entities == ds.n_entities && names.n_relations == ds.n_relations && names.n_splits == 0);
+    bool same = true;
+    for (int i = 0; i < ds.n_entities; i++) same &= strcmp(names.entity_names[i], ds.entity_names[i]) == 0;
+    for (int r = 0; r < ds.n_relations; r++) same &= strcmp(names.relation_names[r], ds.relation_names[r]) == 0;
+    CHECK(same);
+    CHECK(kgl_dataset_entity_id(&names, "erin") == kgl_dataset_entity_id(&ds, "erin"));
+    kgl_model alone;
+    kgl_model_create(&alone, &ck.cfg);
+    kgl_checkpoint_apply(&ck, &alone);
+    kgl_answer a[13], b[13];
+    int alice = kgl_dataset_entity_id(&ds, "alice");
+    int na = kgl_predict(&alone, NULL, &names, alice, 0, 13, true, a);
+    int nb = kgl_predict(&m, NULL, NULL, alice, 0, 13, false, b);
+    CHECK(na == 13 && nb == 13 && same_answers(a, b, 13));
+    kgl_model_free(&alone);
+    kgl_checkpoint_close(&ck);
+    kgl_dataset_free(&names);
+
+    /* names out of byte order cannot be looked up by binary search: refused */
+    char *swap = ds.entity_names[0];
+    ds.entity_names[0] = ds.entity_names[1];
+    ds.entity_names[1] = swap;
+    kgl_train_state st;
+    memset(&st, 0, sizeof st);
+    kgl_optim_defaults(&st.optim);
+    snprintf(path, sizeof path, "%s/unsorted.st", T->tmp);
+    CHECK(kgl_checkpoint_save(path, &m, &ds, &st, e, sizeof e));
+    CHECK(!kgl_checkpoint_open_standalone(path, &names, &ck, e, sizeof e));
+    CHECK(strstr(e, "unsorted.st: metadata 'entities': 'alice' does not come after 'bob'") != NULL);
+    CHECK(names.entity_names == NULL && ck.file == NULL); /* nothing left to free */
+    ds.entity_names[1] = ds.entity_names[0];
+    ds.entity_names[0] = swap;
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
