@@ -64,5 +64,6 @@ int cmd_saturation(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_benchmark(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 #endif

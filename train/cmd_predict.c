@@ -1,0 +1,323 @@
+/* cmd_predict.c — `kgl predict`: a saved model's top answers to (HEAD, REL, ?)
+ * or (?, REL, TAIL), one question on the command line or many from a file,
+ * with scores, softmax probabilities and the answers that are already known
+ * triples marked (or left out). The answering is kgl_predict's (the C API);
+ * this file parses and prints. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static const char help[] =
+    "usage: kgl predict --checkpoint F --head NAME --relation REL [options]\n"
+    "       kgl predict --checkpoint F --relation REL --tail NAME [options]\n"
+    "       kgl predict --checkpoint F --queries FILE [options]\n\n"
+    "The model's top answers to (NAME, REL, ?) (--head: which tails?) or to\n"
+    "(?, REL, NAME) (--tail: which heads?), with each answer's score and its\n"
+    "softmax probability over all entities (the model's own distribution,\n"
+    "computed before any filtering). Head questions go through the inverse\n"
+    "relation REL^-1, as training asks them; a model trained with\n"
+    "--no-reciprocal scores each candidate head j by C[j].R[REL].E[NAME], as\n"
+    "kgl eval ranks its heads. The scores are those kgl eval ranks with.\n\n"
+    "  --checkpoint F     the saved model; its entity and relation names are\n"
+    "                     the names a question may use\n"
+    "  --head NAME        ask for the tails of NAME under --relation\n"
+    "  --tail NAME        ask for the heads of NAME under --relation\n"
+    "  --relation REL     the relation asked about\n"
+    "  --queries FILE     many questions: one per line, head<TAB>relation<TAB>tail\n"
+    "                     with '?' as the head or the tail (blank lines and lines\n"
+    "                     starting with '#' are skipped)\n"
+    "  --train F, --valid F, --test F\n"
+    "                     the known triples (the checkpoint's names must match);\n"
+    "                     answers that complete a known triple are marked\n"
+    "                     'known', or left out with --filter. Without them\n"
+    "                     nothing is known: no answer is marked\n"
+    "  --filter           leave the known answers out of the list (the default\n"
+    "                     when --train is given; probabilities stay those of the\n"
+    "                     whole softmax, so the listed ones need not sum to 1)\n"
+    "  --no-filter        list every answer, known ones marked\n"
+    "  --top K            answers per question, 1 to the number of entities\n"
+    "                     (default 10, or every entity when there are fewer)\n"
+    "  --json             one JSON object per question, one per line\n"
+    EXIT_TABLE;
+
+typedef struct query {
+    int entity;       /* the given entity */
+    int relation;     /* original relation id */
+    bool ask_head;    /* (?, r, entity) instead of (entity, r, ?) */
+} query;
+
+/* "kgl predict: --head: unknown entity 'x'; did you mean 'y'?" (or the same
+   after "file:line:") and exit status 2. */
+static int unknown_name(const char *where, const char *what, const char *name, char *const *names, int n)
+{
+    char near[512];
+    int k = kgl_near_matches(name, (const char *const *)names, n, 5, near, sizeof near);
+    fprintf(stderr, "%s: unknown %s '%s'%s%s%s\n", where, what, name, k ? "; did you mean " : " (none is close)",
+            k ? near : "", k ? "?" : "");
+    return EXIT_USAGE;
+}
+
+/* One question from names; 0 or an exit status after reporting. */
+static int make_query(const char *where, const kgl_dataset *ds, const char *entity, const char *relation,
+                      bool ask_head, query *q)
+{
+    q->ask_head = ask_head;
+    q->relation = kgl_dataset_relation_id(ds, relation);
+    if (q->relation < 0) return unknown_name(where, "relation", relation, ds->relation_names, ds->n_relations);
+    q->entity = kgl_dataset_entity_id(ds, entity);
+    if (q->entity < 0) return unknown_name(where, "entity", entity, ds->entity_names, ds->n_entities);
+    return 0;
+}
+
+/* Reads every question of a queries file before any is answered, so a bad
+   line stops the run before it prints anything. */
+static int read_queries(const char *path, const kgl_dataset *ds, query **out, int *n_out)
+{
+    kgl_text t;
+    char err[1024];
+    if (!kgl_text_open(&t, path, err, sizeof err)) {
+        fprintf(stderr, "kgl predict: --queries %s\n", err);
+        return EXIT_USAGE;
+    }
+    query *qs = NULL;
+    int n = 0, cap = 0, st = 0;
+    char *f[4];
+    int nf, got;
+    while ((got = kgl_text_next(&t, '\t', f, 4, &nf, err, sizeof err)) == 1) {
+        char where[1100];
+        snprintf(where, sizeof where, "%s:%d", path, t.lineno);
+        if (nf != 3) {
+            fprintf(stderr, "%s: expected 3 tab-separated fields (head, relation, tail with '?' in one of them), got %d\n",
+                    where, nf);
+            st = EXIT_USAGE;
+            break;
+        }
+        bool head_asked = strcmp(f[0], "?") == 0, tail_asked = strcmp(f[2], "?") == 0;
+        if (strcmp(f[1], "?") == 0) {
+            fprintf(stderr, "%s: the relation cannot be asked for; put '?' in the head or the tail\n", where);
+            st = EXIT_USAGE;
+            break;
+        }
+        if (head_asked == tail_asked) {
+            fprintf(stderr, "%s: %s; exactly one of the head and the tail must be '?'\n", where,
+                    head_asked ? "both the head and the tail are '?'" : "neither the head nor the tail is '?'");
+            st = EXIT_USAGE;
+            break;
+        }
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            query *grown = realloc(qs, (size_t)cap * sizeof *qs);
+            if (!grown) {
+                fprintf(stderr, "kgl predict: out of memory reading %s\n", path);
+                st = EXIT_USAGE;
+                break;
+            }
+            qs = grown;
+        }
+        if ((st = make_query(where, ds, head_asked ? f[2] : f[0], f[1], head_asked, &qs[n]))) break;
+        n++;
+    }
+    if (got < 0) {
+        fprintf(stderr, "%s\n", err);
+        st = EXIT_USAGE;
+    }
+    if (!st && n == 0) {
+        fprintf(stderr, "%s: no questions (each line is head<TAB>relation<TAB>tail with one '?')\n", path);
+        st = EXIT_USAGE;
+    }
+    kgl_text_close(&t);
+    if (st) {
+        free(qs);
+        return st;
+    }
+    *out = qs;
+    *n_out = n;
+    return 0;
+}
+
+/* (alice, advises, ?) */
+static void print_question(FILE *f, const kgl_dataset *ds, const query *q)
+{
+    const char *e = ds->entity_names[q->entity], *r = ds->relation_names[q->relation];
+    if (q->ask_head) fprintf(f, "(?, %s, %s)", r, e);
+    else fprintf(f, "(%s, %s, ?)", e, r);
+}
+
+static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, int top, bool have_known,
+                        bool filter, int n_left_out)
+{
+    const char *col = q->ask_head ? "head" : "tail";
+    int w = (int)strlen(col);
+    for (int k = 0; k < count; k++) {
+        int len = (int)strlen(ds->entity_names[a[k].entity]);
+        if (len > w) w = len;
+    }
+    print_question(stdout, ds, q);
+    if (!have_known) printf("  top %d (no triples given: known answers are not marked)\n", top);
+    else if (filter) printf("  top %d, %d known answer%s left out\n", top, n_left_out, n_left_out == 1 ? "" : "s");
+    else printf("  top %d, known answers marked\n", top);
+    printf("%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
+    for (int k = 0; k < count; k++)
+        printf("%4d  %-*s  %10.4f  %10.4g%s\n", k + 1, w, ds->entity_names[a[k].entity], a[k].score, a[k].prob,
+               have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
+}
+
+static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, bool have_known,
+                       bool filter, int n_left_out)
+{
+    printf("{\"query\":{\"head\":");
+    if (q->ask_head) printf("null");
+    else kgl_json_string(stdout, ds->entity_names[q->entity]);
+    printf(",\"relation\":");
+    kgl_json_string(stdout, ds->relation_names[q->relation]);
+    printf(",\"tail\":");
+    if (q->ask_head) kgl_json_string(stdout, ds->entity_names[q->entity]);
+    else printf("null");
+    printf("},\"direction\":\"%s\",\"filter\":%s,\"known_left_out\":", q->ask_head ? "head" : "tail",
+           filter ? "true" : "false");
+    if (have_known) printf("%d", n_left_out);
+    else printf("null");
+    printf(",\"answers\":[");
+    for (int k = 0; k < count; k++) {
+        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
+        kgl_json_string(stdout, ds->entity_names[a[k].entity]);
+        printf(",\"score\":");
+        kgl_json_number(stdout, a[k].score);
+        printf(",\"prob\":");
+        kgl_json_number(stdout, a[k].prob);
+        printf(",\"known\":%s}", have_known ? (a[k].known ? "true" : "false") : "null");
+    }
+    printf("]}\n");
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    cli_args a;
+    cli_init(&a, "predict", argc, argv);
+    data_args d = {0};
+    const char *ckpt = NULL, *head = NULL, *tail = NULL, *relation = NULL, *queries = NULL;
+    bool json = false;
+    int filter = -1; /* -1: the default (on exactly when triples are given) */
+    long top = -1;
+    int st;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+            if (st) return st;
+        } else if (cli_is(&a, "--head") || cli_is(&a, "--tail") || cli_is(&a, "--relation") ||
+                   cli_is(&a, "--queries")) {
+            const char **slot = cli_is(&a, "--head")       ? &head
+                                : cli_is(&a, "--tail")     ? &tail
+                                : cli_is(&a, "--relation") ? &relation
+                                                           : &queries;
+            if (!(*slot = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--filter") || cli_is(&a, "--no-filter")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            filter = cli_is(&a, "--filter");
+        } else if (cli_is(&a, "--top")) {
+            if (!cli_int(&a, 1, INT_MAX, &top)) return EXIT_USAGE;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (d.relations) return cli_usage_error(&a, "--relations does not apply: a question names its relation");
+    if (queries && (head || tail || relation))
+        return cli_usage_error(&a, "--queries asks its own questions; drop --head, --tail and --relation");
+    if (!queries) {
+        if (head && tail)
+            return cli_usage_error(&a, "give --head or --tail, not both: the other one is what is asked for");
+        if (!head && !tail)
+            return cli_usage_error(&a, "ask a question: --head NAME --relation REL, --relation REL --tail NAME, "
+                                       "or --queries FILE");
+        if (!relation) return cli_usage_error(&a, "--relation is required with --%s", head ? "head" : "tail");
+    }
+    bool have_known = d.train || d.valid || d.test;
+    if (have_known && !d.train)
+        return cli_usage_error(&a, "--valid and --test need --train (the files share the model's names)");
+    if (filter == 1 && !have_known)
+        return cli_usage_error(&a, "--filter needs the known triples: give --train (and --valid, --test)");
+    bool filtering = filter == -1 ? have_known : filter == 1;
+
+    /* The model, and the names questions use: the triples' (which the
+       checkpoint must match), or the checkpoint's own. */
+    data_view v;
+    kgl_model m;
+    kgl_checkpoint ck;
+    kgl_dataset names;
+    const kgl_dataset *ds;
+    memset(&names, 0, sizeof names);
+    if (have_known) {
+        if ((st = open_model("predict", &d, ckpt, &v, &m, &ck))) return st;
+        ds = &v.ds;
+    } else {
+        char err[1024];
+        if (!kgl_checkpoint_open_standalone(ckpt, &names, &ck, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return EXIT_USAGE;
+        }
+        if (!memory_fits("predict", &ck.cfg, 1, 1)) {
+            kgl_checkpoint_close(&ck);
+            kgl_dataset_free(&names);
+            return EXIT_USAGE;
+        }
+        kgl_model_create(&m, &ck.cfg);
+        kgl_checkpoint_apply(&ck, &m);
+        if (!model_finite(ckpt, &m)) {
+            kgl_model_free(&m);
+            kgl_checkpoint_close(&ck);
+            kgl_dataset_free(&names);
+            return EXIT_USAGE;
+        }
+        ds = &names;
+    }
+    int n = ds->n_entities;
+    query one, *qs = &one;
+    int n_q = 1;
+    if (top > n) {
+        fprintf(stderr, "kgl predict: --top %ld is out of range: the model has %d entities, so 1 to %d\n"
+                        "Try 'kgl predict --help'.\n", top, n, n);
+        st = EXIT_USAGE;
+    } else if (queries) {
+        st = read_queries(queries, ds, &qs, &n_q);
+    } else {
+        st = make_query(head ? "kgl predict: --head" : "kgl predict: --tail", ds, head ? head : tail, relation,
+                        tail != NULL, &one);
+    }
+    if (!st) {
+        int k_top = top > 0 ? (int)top : (n < 10 ? n : 10);
+        double *states = malloc((size_t)n * m.cfg.dim * sizeof(double));
+        kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
+        if (!states || !ans) {
+            fprintf(stderr, "kgl predict: out of memory\n");
+            st = EXIT_USAGE;
+        } else {
+            kgl_context_states(&m, states); /* once for every question */
+            for (int k = 0; k < n_q; k++) {
+                const query *q = &qs[k];
+                int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
+                int count = kgl_predict(&m, states, have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
+                int n_known = 0;
+                if (have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
+                if (json) {
+                    print_json(ds, q, ans, count, have_known, filtering, filtering ? n_known : 0);
+                } else {
+                    if (k) printf("\n");
+                    print_table(ds, q, ans, count, k_top, have_known, filtering, n_known);
+                }
+            }
+        }
+        free(ans);
+        free(states);
+    }
+    if (qs != &one) free(qs);
+    kgl_model_free(&m);
+    kgl_checkpoint_close(&ck);
+    if (have_known) data_free(&v);
+    else kgl_dataset_free(&names);
+    return st;
+}
