@@ -434,9 +434,11 @@ TEST(safetensors_reader_rejects_bad_files)
     CHECK(!kgl_st_read(p, &f, err, sizeof err) && strstr(err, ": file is 0 bytes long;") != NULL);
 
     /* the header length against the file size, and against the cap */
-    expect_error(T, read_error_raw(T, 99999, "{}", 2, 0), "header length 99999 exceeds the file size 10", __LINE__);
+    expect_error(T, read_error_raw(T, 99999, "{}", 2, 0),
+                 "not a safetensors file: its header length 99999 (the first 8 bytes) exceeds the file size 10", __LINE__);
     expect_error(T, read_error_raw(T, UINT64_MAX, "{}", 2, 0),
-                 "header length 18446744073709551615 exceeds the file size 10", __LINE__);
+                 "not a safetensors file: its header length 18446744073709551615 (the first 8 bytes) exceeds the file "
+                 "size 10", __LINE__);
     expect_error(T, read_error_raw(T, 3, "{}", 2, 1), "header is not valid JSON at byte 2: unexpected byte 0x00 after the JSON value", __LINE__);
     p = tmp_path(T, 0, "huge.safetensors");
     FILE *h = fopen(p, "wb");

@@ -122,6 +122,68 @@ bool cli_u64(cli_args *a, uint64_t *out)
     return true;
 }
 
+const char *cli_word_list(const char *const *words, int n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    if (cap) buf[0] = 0;
+    for (int k = 0; k < n && used < cap; k++) {
+        const char *sep = k == 0 ? "" : k == n - 1 ? " or " : ", ";
+        int w = snprintf(buf + used, cap - used, "%s%s", sep, words[k]);
+        if (w < 0) break;
+        used += (size_t)w;
+    }
+    return buf;
+}
+
+const char *cli_did_you_mean(const char *got, const char *const *words, int n, char *buf, size_t cap)
+{
+    char near[512];
+    int k = kgl_near_matches(got, words, n, 3, near, sizeof near);
+    if (k == 0) return "";
+    snprintf(buf, cap, "; did you mean %s%s?", k > 1 ? "one of " : "", near);
+    return buf;
+}
+
+bool cli_word(cli_args *a, const char *const *words, int n, int *index)
+{
+    const char *opt = a->opt, *v = cli_value(a);
+    if (!v) return false;
+    for (int k = 0; k < n; k++)
+        if (strcmp(v, words[k]) == 0) {
+            *index = k;
+            return true;
+        }
+    char list[1024], hint[600];
+    cli_usage_error(a, "%s expects %s, got '%s'%s", opt, cli_word_list(words, n, list, sizeof list), v,
+                    cli_did_you_mean(v, words, n, hint, sizeof hint));
+    return false;
+}
+
+int cli_word_or_number(cli_args *a, const char *const *words, int n, double lo, double hi, const char *number_is,
+                       double *number)
+{
+    const char *opt = a->opt, *v = cli_value(a);
+    if (!v) return -2;
+    for (int k = 0; k < n; k++)
+        if (strcmp(v, words[k]) == 0) return k;
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!errno && end != v && !*end && isfinite(x) && x >= lo && x <= hi) {
+        *number = x;
+        return -1;
+    }
+    char list[1024], hint[600], range[128];
+    if (!number_is) snprintf(range, sizeof range, "a number from %g to %g", lo, hi);
+    const char *choices[17];
+    int k = 0;
+    for (; k < n && k < 16; k++) choices[k] = words[k];
+    choices[k++] = number_is ? number_is : range;
+    cli_usage_error(a, "%s expects %s, got '%s'%s", opt, cli_word_list(choices, k, list, sizeof list), v,
+                    cli_did_you_mean(v, words, n, hint, sizeof hint));
+    return -2;
+}
+
 /* The folder part of a path ("." for none) into buf. */
 static const char *folder_of(const char *path, char *buf, size_t cap)
 {

@@ -4,6 +4,7 @@
 #define KGL_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* One table of exit statuses for every command (README, "Exit status"). */
@@ -42,6 +43,20 @@ bool cli_flag(cli_args *a);
 bool cli_int(cli_args *a, long lo, long hi, long *out);
 bool cli_double(cli_args *a, double lo, double hi, double *out);
 bool cli_u64(cli_args *a, uint64_t *out);
+/* One of `words` (n of them): sets *index. Otherwise reports "--opt expects
+ * a, b or c, got 'x'; did you mean 'b'?" (the hint when a word is near). */
+bool cli_word(cli_args *a, const char *const *words, int n, int *index);
+/* One of `words` (returns its index) or a number in [lo, hi] (returns -1
+ * and sets *number); -2 after reporting "--opt expects a, b or a number
+ * from lo to hi, got 'x'" (with the hint; number_is, when not NULL, says
+ * what the number must be instead, e.g. "a positive number"). */
+int cli_word_or_number(cli_args *a, const char *const *words, int n, double lo, double hi, const char *number_is,
+                       double *number);
+/* "; did you mean 'x'?" (or "one of 'x', 'y'") when some of the n words is
+ * near `got` (kgl_near_matches), else "" — for every unknown-word message. */
+const char *cli_did_you_mean(const char *got, const char *const *words, int n, char *buf, size_t cap);
+/* "a, b or c" into buf (for messages that list the words). */
+const char *cli_word_list(const char *const *words, int n, char *buf, size_t cap);
 
 /* Whether `path` can be written as an output file: not a folder, and its
  * folder exists and is writable. Otherwise prints "kgl CMD: WHAT path: why"

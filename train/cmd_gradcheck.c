@@ -54,6 +54,17 @@ static void row(const kgl_check_result *r, const char *config)
     if (!r->pass) printf("  -> %s\n", r->why);
 }
 
+/* "no registered op is called 'X'; did you mean 'Y'? The ops: a, b, ..." */
+static int unknown_op(const cli_args *a, const char *name)
+{
+    const char *names[256];
+    int n = kgl_op_registry_count < 256 ? kgl_op_registry_count : 256;
+    for (int i = 0; i < n; i++) names[i] = kgl_op_registry[i]->name;
+    char hint[600], list[4096];
+    return cli_usage_error(a, "no registered op is called '%s'%s\nThe ops: %s", name,
+                           cli_did_you_mean(name, names, n, hint, sizeof hint), cli_word_list(names, n, list, sizeof list));
+}
+
 int cmd_gradcheck(int argc, char **argv)
 {
     cli_args a;
@@ -72,7 +83,7 @@ int cmd_gradcheck(int argc, char **argv)
             json = true;
         } else if (cli_is(&a, "--op")) {
             if (!(only = cli_value(&a))) return EXIT_USAGE;
-            if (!kgl_op_find(only)) return cli_usage_error(&a, "no registered op is called '%s'", only);
+            if (!kgl_op_find(only)) return unknown_op(&a, only);
         } else {
             return cli_unknown(&a);
         }

@@ -1,5 +1,6 @@
 /* cmd_train.c — `kgl train`: the layer of MODEL.md learns the triples. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -100,22 +101,14 @@ typedef struct train_opts {
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
 {
-    const char *v = cli_value(a);
-    if (!v) return false;
-    if (strcmp(v, "sqrt") == 0) {
-        cfg->scale = KGL_SCALE_SQRT;
-    } else if (strcmp(v, "none") == 0) {
-        cfg->scale = KGL_SCALE_NONE;
-    } else {
-        char *end;
-        double x = strtod(v, &end);
-        if (end == v || *end || !isfinite(x) || x <= 0) {
-            cli_usage_error(a, "--scale expects sqrt, none or a positive number, got '%s'", v);
-            return false;
-        }
-        cfg->scale = KGL_SCALE_VALUE;
-        cfg->scale_value = x;
-    }
+    static const char *const words[] = {"sqrt", "none"};
+    double x;
+    /* DBL_TRUE_MIN: every positive double is a scale, zero is not */
+    int k = cli_word_or_number(a, words, 2, DBL_TRUE_MIN, DBL_MAX, "a positive number", &x);
+    if (k == -2) return false;
+    if (k == 0) cfg->scale = KGL_SCALE_SQRT;
+    else if (k == 1) cfg->scale = KGL_SCALE_NONE;
+    else cfg->scale = KGL_SCALE_VALUE, cfg->scale_value = x;
     return true;
 }
 
@@ -162,11 +155,10 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->cfg.qk_norm = true, o->set_qk_norm = true;
         } else if (cli_is(&a, "--temperature")) {
-            const char *t = cli_value(&a);
-            if (!t) return EXIT_USAGE;
-            if (strcmp(t, "learn") != 0 && strcmp(t, "fixed") != 0)
-                return cli_usage_error(&a, "--temperature expects fixed or learn, got '%s'", t);
-            o->cfg.learn_temperature = strcmp(t, "learn") == 0, o->set_temperature = true;
+            static const char *const words[] = {"fixed", "learn"};
+            int k;
+            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
+            o->cfg.learn_temperature = k == 1, o->set_temperature = true;
         } else if (cli_is(&a, "--lookup")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->lookup = true, o->set_lookup = true;
@@ -185,14 +177,10 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!cli_double(&a, 0, 1e6, &o->optim.weight_decay)) return EXIT_USAGE;
             o->set_wd = true;
         } else if (cli_is(&a, "--optimizer")) {
-            const char *name = cli_value(&a);
-            if (!name) return EXIT_USAGE;
-            if (strcmp(name, "adam") == 0)
-                o->optim.kind = KGL_OPT_ADAM;
-            else if (strcmp(name, "sgd") == 0)
-                o->optim.kind = KGL_OPT_SGD;
-            else
-                return cli_usage_error(&a, "--optimizer expects adam or sgd, got '%s'", name);
+            static const char *const words[] = {"adam", "sgd"};
+            int k;
+            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
+            o->optim.kind = k == 0 ? KGL_OPT_ADAM : KGL_OPT_SGD;
             o->set_optimizer = true;
         } else if (cli_is(&a, "--momentum")) {
             if (!cli_double(&a, 0, 1, &o->optim.momentum)) return EXIT_USAGE;
@@ -220,12 +208,11 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
             o->set_smoothing = true;
         } else if (cli_is(&a, "--lr-schedule")) {
-            const char *name = cli_value(&a);
-            if (!name) return EXIT_USAGE;
-            if (strcmp(name, "constant") == 0) o->sched.kind = KGL_SCHED_CONSTANT;
-            else if (strcmp(name, "cosine") == 0) o->sched.kind = KGL_SCHED_COSINE;
-            else if (strcmp(name, "linear") == 0) o->sched.kind = KGL_SCHED_LINEAR;
-            else return cli_usage_error(&a, "--lr-schedule expects constant, cosine or linear, got '%s'", name);
+            static const char *const words[] = {"constant", "cosine", "linear"};
+            static const kgl_schedule_kind kinds[] = {KGL_SCHED_CONSTANT, KGL_SCHED_COSINE, KGL_SCHED_LINEAR};
+            int k;
+            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
+            o->sched.kind = kinds[k];
             o->set_schedule = true;
         } else if (cli_is(&a, "--decay-steps")) {
             if (!cli_int(&a, 1, 100000000, &o->sched.total)) return EXIT_USAGE;
@@ -629,10 +616,9 @@ int cmd_train(int argc, char **argv)
     bool resumed = false;
     char err[1024];
     if (o.resume_path) {
-        if (!kgl_checkpoint_open(o.resume_path, &v.ds, &ck, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
+        if ((st = checkpoint_open(o.resume_path, &v, &ck))) {
             data_free(&v);
-            return EXIT_USAGE;
+            return st;
         }
         resumed = true;
         if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;

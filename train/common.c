@@ -69,6 +69,7 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
         if (s == 0 && !paths[0]) {
             src[n_src++] = (kgl_source){"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
             v->present[0] = true;
+            v->embedded_world = true;
         } else if (paths[s]) {
             src[n_src++] = (kgl_source){paths[s], NULL, 0};
             v->present[s] = true;
@@ -331,13 +332,62 @@ bool model_finite(const char *where, const kgl_model *m)
     return ok;
 }
 
-int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
+/* Whether the names joined by \n in a checkpoint's metadata are exactly
+   `names`; *count is how many the checkpoint lists. */
+static bool same_name_list(const char *joined, char *const *names, int n, int *count)
+{
+    bool same = true;
+    *count = 0;
+    for (const char *p = joined;; (*count)++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0) same = false;
+        if (!nl) {
+            (*count)++;
+            break;
+        }
+        p = nl + 1;
+    }
+    return same && *count == n;
+}
+
+/* A checkpoint that does not fit the embedded academic world was, most
+   likely, trained on the user's own triples and opened without --train:
+   say that, rather than which name differs first. */
+static bool explain_other_data(const char *path, const data_view *v)
+{
+    kgl_st_file f;
+    char err[1024];
+    if (!kgl_st_read(path, &f, err, sizeof err)) return false;
+    const char *ents = kgl_st_meta(&f, "entities"), *rels = kgl_st_meta(&f, "relations");
+    bool other = false;
+    int n_ents, n_rels;
+    if (ents && rels) {
+        bool same_ents = same_name_list(ents, v->ds.entity_names, v->ds.n_entities, &n_ents);
+        bool same_rels = same_name_list(rels, v->ds.relation_names, v->ds.n_relations, &n_rels);
+        other = !same_ents || !same_rels;
+    }
+    if (other)
+        fprintf(stderr,
+                "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded academic world "
+                "(%d entities, %d relations); give its training triples with --train FILE\n",
+                path, n_ents, n_rels, v->ds.n_entities, v->ds.n_relations);
+    kgl_st_free(&f);
+    return other;
+}
+
+int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
 {
     char err[1024];
-    if (!kgl_checkpoint_open(path, &v->ds, ck, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return EXIT_USAGE;
-    }
+    if (kgl_checkpoint_open(path, &v->ds, ck, err, sizeof err)) return 0;
+    if (!(v->embedded_world && explain_other_data(path, v))) fprintf(stderr, "%s\n", err);
+    return EXIT_USAGE;
+}
+
+int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
+{
+    int st = checkpoint_open(path, v, ck);
+    if (st) return st;
     kgl_config c = ck->cfg;
     if (!memory_fits("model", &c, 2L * v->n[0], 1024)) {
         kgl_checkpoint_close(ck);

@@ -20,6 +20,7 @@ typedef struct data_view {
     int n[3];
     bool present[3];
     const char *name[3]; /* "train", "valid", "test" */
+    bool embedded_world; /* no --train: the training triples are the embedded academic world */
 } data_view;
 
 /* Parses a data option (--train/--valid/--test/--relations); true if it was one. */
@@ -56,6 +57,12 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *j
 int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
                kgl_checkpoint *ck);
 
+/* Opens a checkpoint for the loaded triples (kgl_checkpoint_open); prints
+ * the error and returns 2 on failure. A checkpoint of other triples opened
+ * on the embedded world (no --train) is reported as such: "F: this
+ * checkpoint was trained on N entities and M relations, not on the embedded
+ * academic world (...); give its training triples with --train FILE". */
+int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck);
 /* Opens a checkpoint for the loaded triples and builds its model. Prints the
  * error and returns 2 on failure; the checkpoint stays open (for its state)
  * until kgl_checkpoint_close. */

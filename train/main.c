@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kgl.h"
 
 typedef struct command {
     const char *name;
@@ -30,6 +31,7 @@ static void usage(FILE *f)
                "A transformer layer that learns the relations of a knowledge graph,\n"
                "on its own reverse-mode autodiff engine.\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-10s  %s\n", "version", "print the version (also: kgl --version)");
     fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
 }
 
@@ -43,9 +45,23 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        if (argc > 2) {
+            fprintf(stderr, "kgl %s: takes no arguments, got '%s'\n", argv[1], argv[2]);
+            return EXIT_USAGE;
+        }
+        printf("kgl %s\n", KGL_VERSION);
+        return 0;
+    }
     cli_default_signals();
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "kgl: unknown command '%s'\nTry 'kgl --help'.\n", argv[1]);
+    /* the nearest command names, as for every unknown name */
+    const char *names[N_COMMANDS + 1];
+    for (int i = 0; i < N_COMMANDS; i++) names[i] = commands[i].name;
+    names[N_COMMANDS] = "version";
+    char hint[600];
+    fprintf(stderr, "kgl: unknown command '%s'%s\nTry 'kgl --help'.\n", argv[1],
+            cli_did_you_mean(argv[1], names, N_COMMANDS + 1, hint, sizeof hint));
     return EXIT_USAGE;
 }

@@ -408,6 +408,19 @@ static bool check_metadata(const char *path, const kgl_json *m, char *err, size_
     return true;
 }
 
+/* Whether 8 bytes could begin a text file: printable ASCII, tab, CR, LF,
+ * and bytes that occur in UTF-8 (0x80..0xF4). A real header length below
+ * the 100 MB cap has zero bytes in its top half, so it never looks so. */
+static bool looks_like_text(const unsigned char *b)
+{
+    for (int i = 0; i < 8; i++) {
+        unsigned c = b[i];
+        bool text = (c >= 0x20 && c < 0x7f) || c == '\t' || c == '\n' || c == '\r' || (c >= 0x80 && c <= 0xf4);
+        if (!text) return false;
+    }
+    return true;
+}
+
 /* The whole file (regular files only), after checking the header length
  * against its size. Returns the buffer (size bytes, at least 8) or NULL. */
 static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *header_len, char *err, size_t cap)
@@ -447,12 +460,18 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
         goto fail;
     }
     uint64_t n = get_le64(head);
-    if (n > size - 8) {
-        errorf(err, cap, path, "header length %" PRIu64 " exceeds the file size %" PRIu64, n, size);
-        goto fail;
-    }
-    if (n > KGL_ST_MAX_HEADER) {
-        errorf(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
+    /* A length no file could have means this is not a safetensors file at
+       all; the commonest such file is text (a triples file given to
+       --checkpoint), whose first bytes read as an absurd length. */
+    if (n > size - 8 || n > KGL_ST_MAX_HEADER) {
+        if (looks_like_text(head))
+            errorf(err, cap, path, "not a safetensors file: it starts with text, not an 8-byte header length "
+                   "(is it a triples file?)");
+        else if (n > size - 8)
+            errorf(err, cap, path, "not a safetensors file: its header length %" PRIu64 " (the first 8 bytes) "
+                   "exceeds the file size %" PRIu64, n, size);
+        else
+            errorf(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
         goto fail;
     }
     buf = malloc((size_t)size);
