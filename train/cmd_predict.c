@@ -3,7 +3,7 @@
  * with scores, softmax probabilities and the answers that are already known
  * triples marked (or left out). The answering is kgl_predict's (the C API);
  * this file parses and prints. */
-#include <limits.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,7 +200,8 @@ int cmd_predict(int argc, char **argv)
     const char *ckpt = NULL, *head = NULL, *tail = NULL, *relation = NULL, *queries = NULL;
     bool json = false;
     int filter = -1; /* -1: the default (on exactly when triples are given) */
-    long top = -1;
+    long top = 0;
+    bool top_given = false; /* else 10, or n when there are fewer */
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
@@ -219,7 +220,14 @@ int cmd_predict(int argc, char **argv)
             if (!cli_flag(&a)) return EXIT_USAGE;
             filter = cli_is(&a, "--filter");
         } else if (cli_is(&a, "--top")) {
-            if (!cli_int(&a, 1, INT_MAX, &top)) return EXIT_USAGE;
+            /* the range 1..n is checked once the model says what n is */
+            const char *val = cli_value(&a);
+            if (!val) return EXIT_USAGE;
+            char *end;
+            errno = 0;
+            top = strtol(val, &end, 10);
+            top_given = true;
+            if (errno || end == val || *end) return cli_usage_error(&a, "--top expects a whole number, got '%s'", val);
         } else {
             return cli_unknown(&a);
         }
@@ -278,7 +286,7 @@ int cmd_predict(int argc, char **argv)
     int n = ds->n_entities;
     query one, *qs = &one;
     int n_q = 1;
-    if (top > n) {
+    if (top_given && (top < 1 || top > n)) {
         fprintf(stderr, "kgl predict: --top %ld is out of range: the model has %d entities, so 1 to %d\n"
                         "Try 'kgl predict --help'.\n", top, n, n);
         st = EXIT_USAGE;
@@ -289,7 +297,7 @@ int cmd_predict(int argc, char **argv)
                         tail != NULL, &one);
     }
     if (!st) {
-        int k_top = top > 0 ? (int)top : (n < 10 ? n : 10);
+        int k_top = top_given ? (int)top : (n < 10 ? n : 10);
         double *states = malloc((size_t)n * m.cfg.dim * sizeof(double));
         kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
         if (!states || !ans) {
