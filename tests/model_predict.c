@@ -103,6 +103,25 @@ static void ranks_match_evaluation(test_ctx *T, bool reciprocal)
     CHECK(mismatched_bits == 0);
     CHECK(mismatched_ranks == 0);
     CHECK(spread >= 5); /* the comparison is not only among first places */
+
+    /* kgl_rank_triples (what `kgl eval --ranks` writes): the same ranks and
+       answer scores, and its top wrong answer is the first unknown entry of
+       the filtered list (the list is every entity but the known ones) */
+    kgl_ranked *rk = malloc((size_t)2 * n_tr * sizeof *rk);
+    kgl_rank_triples(&m, states, &ds, tr, n_tr, rk);
+    int bad_rank = 0, bad_score = 0, bad_wrong = 0;
+    for (int k = 0; k < 2 * n_tr; k++) {
+        const kgl_triple *x = &tr[k % n_tr];
+        bool tail = k < n_tr;
+        int entity = tail ? x->head : x->tail, row = tail ? x->rel : n_rel + x->rel, target = tail ? x->tail : x->head;
+        bad_rank += rk[k].rank != (ev.rank_lo[k] + ev.rank_hi[k]) / 2;
+        kgl_predict_scores(&m, states, entity, row, scores);
+        bad_score += memcmp(&rk[k].score, &scores[target], sizeof(double)) != 0;
+        int count = kgl_predict(&m, states, &ds, entity, row, 1, true, list);
+        bad_wrong += count != 1 || list[0].entity != rk[k].top_wrong || list[0].score != rk[k].top_wrong_score;
+    }
+    CHECK(bad_rank == 0 && bad_score == 0 && bad_wrong == 0);
+    free(rk);
     free(list);
     free(scores);
     free(states);

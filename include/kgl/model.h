@@ -506,6 +506,22 @@ void kgl_predict_scores(const kgl_model *m, const double *states, int entity, in
 int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
                 int top_k, bool filter, kgl_answer *out);
 
+/* Every triple's two evaluation queries, for error analysis: out[k] is the
+ * tail query (h, r, ?) of tr[k], out[n + k] its head query (?, r, t). Ranked
+ * exactly as kgl_evaluate ranks them (the same scores, kgl_filtered_rank
+ * with the known answers of ds filtered), so averaging 1/rank over out
+ * gives the evaluation's MRR (both directions). states as in
+ * kgl_predict_scores. */
+typedef struct kgl_ranked {
+    double rank;            /* the realistic filtered rank the metrics average */
+    double score;           /* the answer's score */
+    int top_wrong;          /* the best-scoring candidate that is neither the answer nor
+                               a known answer; -1 when every candidate is known */
+    double top_wrong_score; /* its score (NAN when there is none) */
+} kgl_ranked;
+void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
+                      kgl_ranked *out);
+
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset
  * with no triples, whose filter index knows nothing; free it with

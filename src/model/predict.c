@@ -19,29 +19,49 @@ static void check_query(const kgl_model *m, int entity, int relation_row, const 
         kgl_die("%s: relation row %d out of range (%d relations and their inverses)", fn, relation_row, rows);
 }
 
-/* The query's scores given the states C; the product is the one
-   kgl_evaluate computes (src/model/train.c, rank_queries): v = left ⊙ mid,
-   then v against every candidate row by kgl_gemm_nt, whose every element is
-   one sum in k order whatever the shape, so a single row gives the bits of
-   a chunk. */
+/* The two factors of a query's vector v = left ⊙ mid and the candidates it
+   is multiplied with, as kgl_evaluate takes them (src/model/train.c). Returns
+   the candidate rows: E, or C for a head query without inverse rows. */
+static const double *query_factors(const kgl_model *m, const double *C, int entity, int relation_row,
+                                   const double **left, const double **mid)
+{
+    int d = m->cfg.dim, n_rel = m->cfg.n_relations;
+    const double *R = m->relation_emb->data, *E = m->entity_emb->data;
+    if (relation_row < n_rel || m->cfg.reciprocal) { /* (entity, row, ?): C[i] ⊙ R[row] against every E[j] */
+        *left = C + (size_t)entity * d;
+        *mid = R + (size_t)relation_row * d;
+        return E;
+    }
+    /* no inverse rows: (?, r, t) scores C[j]·R[r]·E[t], R[r] ⊙ E[t] against every C[j] */
+    *left = R + (size_t)(relation_row - n_rel) * d;
+    *mid = E + (size_t)entity * d;
+    return C;
+}
+
+/* scores[k n + j] for queries k < count that share their candidates: the
+   product kgl_evaluate computes (v = left ⊙ mid, then kgl_gemm_nt against
+   every candidate row), whose every element is one sum in k order whatever
+   the shape, so any number of rows gives the evaluation's bits. vecs has
+   room for count d-vectors. */
+static void score_rows(const kgl_model *m, const double *C, kgl_pool *pool, int count, const int *entity,
+                       const int *relation_row, double *vecs, double *scores)
+{
+    int n = m->cfg.n_entities, d = m->cfg.dim;
+    const double *cand = NULL;
+    for (int k = 0; k < count; k++) {
+        const double *left, *mid;
+        cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
+        double *v = vecs + (size_t)k * d;
+        for (int c = 0; c < d; c++) v[c] = left[c] * mid[c];
+    }
+    if (count) kgl_gemm_nt(pool, count, n, d, vecs, d, cand, d, scores, n, KGL_SET);
+}
+
 static void scores_from_states(const kgl_model *m, const double *C, int entity, int relation_row, double *scores)
 {
-    int n = m->cfg.n_entities, d = m->cfg.dim, n_rel = m->cfg.n_relations;
-    const double *R = m->relation_emb->data, *E = m->entity_emb->data;
-    const double *left, *mid, *cand;
-    if (relation_row < n_rel || m->cfg.reciprocal) { /* (entity, row, ?): C[i] ⊙ R[row] against every E[j] */
-        left = C + (size_t)entity * d;
-        mid = R + (size_t)relation_row * d;
-        cand = E;
-    } else { /* no inverse rows: (?, r, t) scores C[j]·R[r]·E[t], R[r] ⊙ E[t] against every C[j] */
-        left = R + (size_t)(relation_row - n_rel) * d;
-        mid = E + (size_t)entity * d;
-        cand = C;
-    }
-    double *v = kgl_xmalloc((size_t)d * sizeof(double));
-    for (int c = 0; c < d; c++) v[c] = left[c] * mid[c];
+    double *v = kgl_xmalloc((size_t)m->cfg.dim * sizeof(double));
     kgl_pool *pool = kgl_pool_create(1);
-    kgl_gemm_nt(pool, 1, n, d, v, d, cand, d, scores, n, KGL_SET);
+    score_rows(m, C, pool, 1, &entity, &relation_row, v, scores);
     kgl_pool_free(pool);
     free(v);
 }
@@ -63,6 +83,16 @@ void kgl_predict_scores(const kgl_model *m, const double *states, int entity, in
     const double *C = states_or_own(m, states, &own);
     scores_from_states(m, C, entity, relation_row, scores);
     free(own);
+}
+
+/* The softmax of the n scores: the distribution the cross-entropy trains
+   (shifted by the largest score, so no exp overflows). */
+static void softmax(const double *scores, int n, double *probs)
+{
+    double top = -INFINITY, sum = 0;
+    for (int j = 0; j < n; j++) top = fmax(top, scores[j]);
+    for (int j = 0; j < n; j++) sum += probs[j] = exp(scores[j] - top);
+    for (int j = 0; j < n; j++) probs[j] /= sum;
 }
 
 typedef struct scored { double score; int entity; } scored;
@@ -98,7 +128,7 @@ int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *kno
                 known->n_entities, known->n_relations, n, m->cfg.n_relations);
     double *scores = kgl_xmalloc((size_t)n * sizeof(double)), *probs = kgl_xmalloc((size_t)n * sizeof(double));
     kgl_predict_scores(m, states, entity, relation_row, scores);
-    kgl_scores_softmax(scores, n, probs);
+    softmax(scores, n, probs);
     /* the filter key is the evaluation's: (entity, row), rows m + r the inverse */
     int n_known = 0;
     const int *answers = known ? kgl_dataset_known(known, entity, relation_row, &n_known) : NULL;
@@ -116,4 +146,64 @@ int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *kno
     free(probs);
     free(scores);
     return count;
+}
+
+/* ---- every triple's rank, for error analysis ---------------------------- */
+
+#define RANK_CHUNK 256 /* queries scored by one product, as the evaluation does */
+
+/* The best candidate that is neither the target nor in the sorted list
+   known[0..n_known): highest score, equal scores by entity id. */
+static int top_wrong(const double *scores, int n, int target, const int *known, int n_known)
+{
+    int best = -1, next = 0;
+    for (int j = 0; j < n; j++) {
+        while (next < n_known && known[next] < j) next++;
+        if (j == target || (next < n_known && known[next] == j)) continue;
+        if (best < 0 || scores[j] > scores[best]) best = j;
+    }
+    return best;
+}
+
+void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
+                      kgl_ranked *out)
+{
+    int n_ent = m->cfg.n_entities, n_rel = m->cfg.n_relations, d = m->cfg.dim;
+    if (ds->n_entities != n_ent || ds->n_relations != n_rel)
+        kgl_die("kgl_rank_triples: the triples have %d entities and %d relations, the model %d and %d",
+                ds->n_entities, ds->n_relations, n_ent, n_rel);
+    double *own;
+    const double *C = states_or_own(m, states, &own);
+    double *vecs = kgl_xmalloc((size_t)RANK_CHUNK * d * sizeof(double));
+    double *scores = kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(double));
+    int entity[RANK_CHUNK], row[RANK_CHUNK], target[RANK_CHUNK];
+    kgl_pool *pool = kgl_pool_create(1);
+    /* tails (h, r, ?) first, then heads (?, r, t) as (t, row m + r, ?): the
+       evaluation's queries and its filter keys */
+    for (int dir = 0; dir < 2; dir++) {
+        for (int k0 = 0; k0 < n; k0 += RANK_CHUNK) {
+            int count = n - k0 < RANK_CHUNK ? n - k0 : RANK_CHUNK;
+            for (int k = 0; k < count; k++) {
+                const kgl_triple *t = &tr[k0 + k];
+                entity[k] = dir == 0 ? t->head : t->tail;
+                row[k] = dir == 0 ? t->rel : n_rel + t->rel;
+                target[k] = dir == 0 ? t->tail : t->head;
+            }
+            score_rows(m, C, pool, count, entity, row, vecs, scores);
+            for (int k = 0; k < count; k++) {
+                const double *s = scores + (size_t)k * n_ent;
+                int n_known;
+                const int *known = kgl_dataset_known(ds, entity[k], row[k], &n_known);
+                kgl_ranked *o = &out[(size_t)dir * n + k0 + k];
+                o->rank = kgl_filtered_rank(s, n_ent, target[k], known, n_known);
+                o->score = s[target[k]];
+                o->top_wrong = top_wrong(s, n_ent, target[k], known, n_known);
+                o->top_wrong_score = o->top_wrong >= 0 ? s[o->top_wrong] : NAN;
+            }
+        }
+    }
+    kgl_pool_free(pool);
+    free(scores);
+    free(vecs);
+    free(own);
 }
