@@ -9,7 +9,8 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n\n"
+    "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n"
+    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n\n"
     "For every head h and relation r of the training triples:\n"
     "  spec[h][r]       mean over entities i with r-tails of the attention head h,\n"
     "                   standing at i, puts on i's r-tails (MODEL.md)\n"
@@ -19,7 +20,15 @@ static const char help[] =
     "drop in train MRR (both directions) when one head's output is zeroed.\n"
     "With --svg DIR it writes DIR/head<h>.svg (the n x n attention of head h, the\n"
     "true tails of its best relation outlined), DIR/heads.svg (all heads on one\n"
-    "colour scale) and DIR/spec.svg (the specialisation matrix).\n"
+    "colour scale) and DIR/spec.svg (the specialisation matrix).\n\n"
+    "--query HEAD,REL (the last comma separates; REL^-1 is the inverse of REL,\n"
+    "trained in reciprocal mode): where every head looks from HEAD, the row\n"
+    "A_h[HEAD, :] of each head, sorted by the mean over the heads, true REL-tails\n"
+    "of HEAD in the training triples marked '*'; beside it the readout's top-K\n"
+    "answers to (HEAD, REL, ?) with score and softmax probability (--top K,\n"
+    "default 10: also the attention rows shown; --json lists every entity).\n"
+    "With --svg DIR it writes DIR/query.svg: a strip per head and one of the\n"
+    "readout's probabilities, true tails outlined, the top answers listed.\n"
     EXIT_TABLE;
 
 typedef struct heads_report {
@@ -121,8 +130,11 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         if (best >= 0)
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++) o[(size_t)i * n + j] = is_tail(tl, best, i, j);
-        snprintf(titles[h], sizeof titles[h], "head %d: attention A[i, j]%s%s (spec %.2f)", h, best >= 0 ? ", best relation " : "",
-                 best >= 0 ? v->ds.relation_names[best] : "", best >= 0 ? rep->spec[h * m + best] : NAN);
+        if (best >= 0)
+            snprintf(titles[h], sizeof titles[h], "head %d: best relation %s (spec %.2f)", h, v->ds.relation_names[best],
+                     rep->spec[h * m + best]);
+        else
+            snprintf(titles[h], sizeof titles[h], "head %d", h);
         snprintf(labels[h], sizeof labels[h], "true tail (%s)", best >= 0 ? v->ds.relation_names[best] : "none");
         kgl_heatmap *p = &panels[h];
         p->title = titles[h];
@@ -171,12 +183,23 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         sp.col_labels = cols;
         sp.row_axis = "head";
         sp.col_axis = "relation";
+        double *transposed = NULL;
+        if (used > 12 && used > H) { /* many relations: one row each, their names read level */
+            transposed = malloc((size_t)H * used * sizeof(double));
+            for (int h = 0; h < H; h++)
+                for (int c = 0; c < used; c++) transposed[(size_t)c * H + h] = vals[(size_t)h * used + c];
+            sp.rows = used, sp.cols = H;
+            sp.values = transposed;
+            sp.row_labels = cols, sp.col_labels = row_labels;
+            sp.row_axis = "relation", sp.col_axis = "head";
+        }
         sp.vmin = 0;
         sp.vmax = 1;
         sp.value_label = "spec";
         sp.annotate = true;
         snprintf(path, sizeof path, "%s/spec.svg", dir);
         ok = kgl_svg_heatmap(path, &sp, err, cap);
+        free(transposed);
         free(vals);
         free(cols);
         free(rows);
@@ -189,13 +212,371 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
     return ok;
 }
 
+/* ----------------------------------------------------------- --query -- */
+
+typedef struct query_view {
+    int entity, row, H, n, top;
+    char rel_name[600];
+    double *attn;   /* [H n] A_h[entity, :] */
+    double *mean;   /* [n] mean over heads */
+    double *scores, *probs; /* [n] readout */
+    int *by_attn;   /* entities sorted by mean attention */
+    int *by_score;  /* entities sorted by score */
+    bool *is_true;  /* [n] true answers in the training triples */
+    int *truth, n_true;
+} query_view;
+
+static const double *sort_key;
+static int by_key_desc(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    if (sort_key[i] != sort_key[j]) return sort_key[i] > sort_key[j] ? -1 : 1;
+    return i - j; /* ties: by id, so the order is deterministic */
+}
+
+static void sort_desc(int *idx, int n, const double *key)
+{
+    for (int j = 0; j < n; j++) idx[j] = j;
+    sort_key = key;
+    qsort(idx, (size_t)n, sizeof *idx, by_key_desc);
+}
+
+/* "kgl heads: unknown entity 'x' in --query; did you mean 'y'?" and exit 2. */
+static int unknown_name(const char *what, const char *name, const char *const *cands, int n_cands)
+{
+    char near[512];
+    int k = kgl_near_matches(name, cands, n_cands, 5, near, sizeof near);
+    fprintf(stderr, "kgl heads: --query: unknown %s '%s'%s%s%s\n", what, name, k ? "; did you mean " : "",
+            k ? near : "", k ? "?" : "");
+    return EXIT_USAGE;
+}
+
+/* Parses HEAD,REL (split at the last comma) into q->entity and q->row. */
+static int parse_query(const char *query, const data_view *v, const kgl_model *m, query_view *q)
+{
+    const char *comma = strrchr(query, ',');
+    if (!comma || comma == query || !comma[1]) {
+        fprintf(stderr, "kgl heads: --query '%s': expected HEAD,REL (an entity and a relation, e.g. alice,advises)\n"
+                        "Try 'kgl heads --help'.\n", query);
+        return EXIT_USAGE;
+    }
+    char head[512];
+    snprintf(head, sizeof head, "%.*s", (int)(comma - query) < 511 ? (int)(comma - query) : 511, query);
+    const kgl_dataset *ds = &v->ds;
+    q->entity = kgl_dataset_entity_id(ds, head);
+    if (q->entity < 0) return unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities);
+    const char *rel = comma + 1;
+    q->row = kgl_relation_row_id(ds, &m->cfg, rel);
+    if (q->row < 0) {
+        size_t len = strlen(rel);
+        if (len > 3 && strcmp(rel + len - 3, "^-1") == 0 && !m->cfg.reciprocal) {
+            fprintf(stderr, "kgl heads: --query: '%s' is an inverse relation, but this checkpoint was trained with "
+                            "--no-reciprocal (it has no inverse relations)\n", rel);
+            return EXIT_USAGE;
+        }
+        int rows = kgl_config_relation_rows(&m->cfg);
+        char(*names)[600] = malloc((size_t)rows * sizeof *names);
+        const char **cands = malloc((size_t)rows * sizeof *cands);
+        for (int r = 0; r < rows; r++) {
+            kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
+            cands[r] = names[r];
+        }
+        int st = unknown_name("relation", rel, cands, rows);
+        free(names);
+        free(cands);
+        return st;
+    }
+    kgl_relation_row_name(ds, q->row, q->rel_name, sizeof q->rel_name);
+    return 0;
+}
+
+static void query_compute(const kgl_model *m, const data_view *v, query_view *q)
+{
+    int n = q->n = m->cfg.n_entities, H = q->H = m->cfg.heads, d = m->cfg.dim;
+    q->attn = malloc((size_t)H * n * sizeof(double));
+    q->mean = calloc((size_t)n, sizeof(double));
+    q->scores = malloc((size_t)n * sizeof(double));
+    q->probs = malloc((size_t)n * sizeof(double));
+    q->by_attn = malloc((size_t)n * sizeof(int));
+    q->by_score = malloc((size_t)n * sizeof(int));
+    q->is_true = calloc((size_t)n, sizeof(bool));
+    q->truth = malloc((size_t)n * sizeof(int));
+    kgl_attention_rows(m, q->entity, q->attn);
+    for (int h = 0; h < H; h++)
+        for (int j = 0; j < n; j++) q->mean[j] += q->attn[(size_t)h * n + j] / H;
+    /* the readout's answers, every entity ranked (kgl_predict: the scores
+       kgl eval ranks with, the probabilities of the unfiltered softmax) */
+    double *states = malloc((size_t)n * d * sizeof(double));
+    kgl_context_states(m, states);
+    kgl_answer *ans = malloc((size_t)n * sizeof *ans);
+    int got = kgl_predict(m, states, NULL, q->entity, q->row, n, false, ans);
+    if (got != n) { /* a broken invariant: an unfiltered query answers every entity */
+        fprintf(stderr, "kgl: kgl_predict answered %d of %d entities\n", got, n);
+        abort();
+    }
+    for (int k = 0; k < n; k++) {
+        q->by_score[k] = ans[k].entity;
+        q->scores[ans[k].entity] = ans[k].score;
+        q->probs[ans[k].entity] = ans[k].prob;
+    }
+    free(ans);
+    free(states);
+    sort_desc(q->by_attn, n, q->mean);
+    q->n_true = kgl_true_answers(v->split[0], v->n[0], v->ds.n_relations, q->entity, q->row, q->truth, n);
+    for (int k = 0; k < q->n_true; k++) q->is_true[q->truth[k]] = true;
+}
+
+static void query_free(query_view *q)
+{
+    free(q->attn);
+    free(q->mean);
+    free(q->scores);
+    free(q->probs);
+    free(q->by_attn);
+    free(q->by_score);
+    free(q->is_true);
+    free(q->truth);
+}
+
+/* The entities the attention table shows: the `top` most attended, then
+ * every true answer that is not among them (so a true tail is never hidden). */
+static int attention_rows_shown(const query_view *q, int *rows)
+{
+    int k = 0;
+    for (int r = 0; r < q->n; r++) {
+        int j = q->by_attn[r];
+        if (r < q->top || q->is_true[j]) rows[k++] = j;
+    }
+    return k;
+}
+
+static void query_print_text(const char *ckpt, long step, const data_view *v, const query_view *q)
+{
+    char *const *names = v->ds.entity_names;
+    const char *head = names[q->entity];
+    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", ckpt, step, q->H, head, q->rel_name);
+    printf("true answers of (%s, %s, ?) in the training triples (marked *): ", head, q->rel_name);
+    if (!q->n_true) printf("none");
+    for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
+    printf("\n\n");
+
+    int *rows = malloc((size_t)q->n * sizeof(int));
+    int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->n ? q->top : q->n;
+    /* column widths from the names shown, so the two tables line up */
+    int ew = 6, aw = 6;
+    for (int k = 0; k < n_rows; k++) ew = fmax(ew, (int)strlen(names[rows[k]]) + 2);
+    for (int k = 0; k < n_ans; k++) aw = fmax(aw, (int)strlen(names[q->by_score[k]]) + 2);
+    if (ew > 34) ew = 34;
+    if (aw > 34) aw = 34;
+    int left_w = ew + q->H * 8 + 8; /* entity, a column per head, mean */
+    char left[1024];
+    snprintf(left, sizeof left, "A_h[%s, j]: where each head looks from %s", head, head);
+    printf("%-*s    readout: top %d answers to (%s, %s, ?)\n", left_w, left, n_ans, head, q->rel_name);
+    printf("%-*s", ew, "entity");
+    for (int h = 0; h < q->H; h++) {
+        char col[16];
+        snprintf(col, sizeof col, "head %d", h);
+        printf("  %7s", col);
+    }
+    printf("%8s    %4s  %-*s %10s %8s\n", "mean", "rank", aw, "answer", "score", "prob");
+    int lines = n_rows > n_ans ? n_rows : n_ans;
+    for (int k = 0; k < lines; k++) {
+        char cell[64];
+        if (k < n_rows) {
+            int j = rows[k];
+            snprintf(cell, sizeof cell, "%.*s%s", ew - 2, names[j], q->is_true[j] ? " *" : "");
+            printf("%-*s", ew, cell);
+            for (int h = 0; h < q->H; h++) printf("  %7.3f", q->attn[(size_t)h * q->n + j]);
+            printf("%8.3f", q->mean[j]);
+        } else {
+            printf("%*s", left_w, "");
+        }
+        if (k < n_ans) {
+            int j = q->by_score[k];
+            snprintf(cell, sizeof cell, "%.*s%s", aw - 2, names[j], q->is_true[j] ? " *" : "");
+            printf("    %4d  %-*s %10.4f %8.4f", k + 1, aw, cell, q->scores[j], q->probs[j]);
+        }
+        printf("\n");
+    }
+    if (n_rows < q->n) {
+        double rest_max = 0;
+        for (int r = 0; r < q->n; r++) {
+            int j = q->by_attn[r];
+            bool shown = false;
+            for (int k = 0; k < n_rows; k++) shown |= rows[k] == j;
+            if (!shown) rest_max = fmax(rest_max, q->mean[j]);
+        }
+        printf("(%d more entities, each with mean attention at most %.3f; --top N shows more, --json lists all)\n",
+               q->n - n_rows, rest_max);
+    }
+    free(rows);
+}
+
+static void query_print_json(long step, const data_view *v, const query_view *q)
+{
+    char *const *names = v->ds.entity_names;
+    printf("{\"step\":%ld,\"heads\":%d,\"query\":{\"head\":", step, q->H);
+    kgl_json_string(stdout, names[q->entity]);
+    printf(",\"relation\":");
+    kgl_json_string(stdout, q->rel_name);
+    printf("},\"true_tails\":[");
+    for (int k = 0; k < q->n_true; k++) {
+        printf("%s", k ? "," : "");
+        kgl_json_string(stdout, names[q->truth[k]]);
+    }
+    printf("],\"attention\":[");
+    for (int r = 0; r < q->n; r++) {
+        int j = q->by_attn[r];
+        printf("%s{\"entity\":", r ? "," : "");
+        kgl_json_string(stdout, names[j]);
+        printf(",\"true_tail\":%s,\"heads\":[", q->is_true[j] ? "true" : "false");
+        for (int h = 0; h < q->H; h++) {
+            printf("%s", h ? "," : "");
+            kgl_json_number(stdout, q->attn[(size_t)h * q->n + j]);
+        }
+        printf("],\"mean\":");
+        kgl_json_number(stdout, q->mean[j]);
+        putchar('}');
+    }
+    printf("],\"answers\":[");
+    int n_ans = q->top < q->n ? q->top : q->n;
+    for (int k = 0; k < n_ans; k++) {
+        int j = q->by_score[k];
+        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
+        kgl_json_string(stdout, names[j]);
+        printf(",\"score\":");
+        kgl_json_number(stdout, q->scores[j]);
+        printf(",\"prob\":");
+        kgl_json_number(stdout, q->probs[j]);
+        printf(",\"true_tail\":%s}", q->is_true[j] ? "true" : "false");
+    }
+    printf("]}\n");
+}
+
+#define QUERY_MAX_COLUMNS 40
+
+/* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
+ * readout's probabilities, over the entities in attention order (the 40
+ * most attended when there are more, plus every true tail and top answer),
+ * true tails outlined, the top answers listed under the legend. */
+static bool query_svg(const char *dir, const data_view *v, const query_view *q, char *err, size_t cap)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
+        return false;
+    }
+    int n = q->n, H = q->H, n_ans = q->top < n ? q->top : n;
+    if (n_ans > 10) n_ans = 10;
+    int *cols = malloc((size_t)n * sizeof(int)), nc = 0;
+    bool *want = calloc((size_t)n, sizeof(bool));
+    for (int k = 0; k < n_ans; k++) want[q->by_score[k]] = true;
+    for (int r = 0; r < n; r++) {
+        int j = q->by_attn[r];
+        if (n <= QUERY_MAX_COLUMNS || r < QUERY_MAX_COLUMNS || q->is_true[j] || want[j]) cols[nc++] = j;
+    }
+    int R = H + 1;
+    double *vals = malloc((size_t)R * nc * sizeof(double));
+    unsigned char *outline = calloc((size_t)R * nc, 1);
+    const char **col_labels = malloc((size_t)nc * sizeof *col_labels);
+    char(*row_names)[32] = malloc((size_t)R * sizeof *row_names);
+    const char **row_labels = malloc((size_t)R * sizeof *row_labels);
+    for (int c = 0; c < nc; c++) {
+        int j = cols[c];
+        col_labels[c] = v->ds.entity_names[j];
+        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = q->attn[(size_t)h * n + j];
+        vals[(size_t)H * nc + c] = q->probs[j];
+        for (int r = 0; r < R; r++) outline[(size_t)r * nc + c] = q->is_true[j];
+    }
+    for (int h = 0; h < H; h++) snprintf(row_names[h], sizeof row_names[h], "head %d", h);
+    snprintf(row_names[H], sizeof row_names[H], "readout p(j)");
+    for (int r = 0; r < R; r++) row_labels[r] = row_names[r];
+
+    const char *head = v->ds.entity_names[q->entity];
+    char title[1400], col_axis[256], outline_label[700], value_label[64] = "weight / probability";
+    snprintf(title, sizeof title, "where each head looks from %s, and the answers to (%s, %s, ?)", head, head,
+             q->rel_name);
+    if (nc < n)
+        snprintf(col_axis, sizeof col_axis, "entity j (the %d most attended of %d, true tails and top answers)",
+                 QUERY_MAX_COLUMNS, n);
+    else
+        snprintf(col_axis, sizeof col_axis, "entity j (by mean attention over the heads)");
+    snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
+    /* the top answers, listed under the legend */
+    char(*lines)[700] = malloc((size_t)(n_ans + 1) * sizeof *lines);
+    const char **notes = malloc((size_t)(n_ans + 1) * sizeof *notes);
+    snprintf(lines[0], sizeof lines[0], "top answers (readout p):");
+    notes[0] = lines[0];
+    for (int k = 0; k < n_ans; k++) {
+        int j = q->by_score[k];
+        snprintf(lines[k + 1], sizeof lines[k + 1], "%d. %s %.3f%s", k + 1, v->ds.entity_names[j], q->probs[j],
+                 q->is_true[j] ? " (true tail)" : "");
+        notes[k + 1] = lines[k + 1];
+    }
+    kgl_heatmap hm = {0};
+    hm.title = title;
+    hm.rows = R;
+    hm.cols = nc;
+    hm.values = vals;
+    hm.row_labels = row_labels;
+    hm.col_labels = col_labels;
+    hm.row_axis = NULL;
+    hm.col_axis = col_axis;
+    hm.vmin = 0;
+    hm.vmax = 1;
+    hm.outline = q->n_true ? outline : NULL;
+    hm.outline_label = outline_label;
+    hm.value_label = value_label;
+    hm.annotate = true;
+    hm.notes = notes;
+    hm.n_notes = n_ans + 1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/query.svg", dir);
+    bool ok = kgl_svg_heatmap(path, &hm, err, cap);
+    free(cols);
+    free(want);
+    free(vals);
+    free(outline);
+    free(col_labels);
+    free(row_names);
+    free(row_labels);
+    free(lines);
+    free(notes);
+    return ok;
+}
+
+static int run_query(const char *cmd_ckpt, const char *query, int top, bool json, const char *svg_dir,
+                     const data_view *v, const kgl_model *m, const kgl_checkpoint *ck)
+{
+    query_view q = {0};
+    q.top = top;
+    int st = parse_query(query, v, m, &q);
+    if (st) return st;
+    query_compute(m, v, &q);
+    if (json)
+        query_print_json(ck->st.step, v, &q);
+    else
+        query_print_text(cmd_ckpt, ck->st.step, v, &q);
+    if (svg_dir) {
+        char err[1024];
+        if (!query_svg(svg_dir, v, &q, err, sizeof err)) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        } else if (!json) {
+            printf("\npicture: %s/query.svg\n", svg_dir);
+        }
+    }
+    query_free(&q);
+    return st;
+}
+
 int cmd_heads(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "heads", argc, argv);
     data_args d = {0};
-    const char *ckpt = NULL, *svg_dir = NULL;
-    bool json = false;
+    const char *ckpt = NULL, *svg_dir = NULL, *query = NULL;
+    long top = 10;
+    bool json = false, top_given = false;
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
@@ -205,16 +586,29 @@ int cmd_heads(int argc, char **argv)
             if (st) return st;
         } else if (cli_is(&a, "--svg")) {
             if (!(svg_dir = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--query")) {
+            if (!(query = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--top")) {
+            if (!cli_int(&a, 1, 1000000, &top)) return EXIT_USAGE;
+            top_given = true;
         } else {
             return cli_unknown(&a);
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (top_given && !query) return cli_usage_error(&a, "--top needs --query HEAD,REL");
     if (svg_dir && !cli_output_dir_ok("heads", "--svg", svg_dir)) return EXIT_OUTPUT;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
     if ((st = open_model("heads", &d, ckpt, &v, &m, &ck))) return st;
+    if (query) {
+        st = run_query(ckpt, query, (int)top, json, svg_dir, &v, &m, &ck);
+        kgl_model_free(&m);
+        kgl_checkpoint_close(&ck);
+        data_free(&v);
+        return st;
+    }
     heads_report rep = {m.cfg.heads, v.ds.n_entities, v.ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
     int H = rep.H, n = rep.n, nr = rep.m;
     rep.spec = malloc((size_t)H * nr * sizeof(double));

@@ -286,6 +286,8 @@ typedef struct kgl_heatmap {
     const char *outline_label;         /* legend text for outlined cells, e.g. "true tail (advises)" */
     const char *value_label;           /* colour-bar title, e.g. "attention weight" */
     bool annotate;                     /* print each value in its cell (when cells are >= 24 px) */
+    const char *const *notes;          /* n_notes lines listed under the legend (e.g. a query's answers), or NULL */
+    int n_notes;
 } kgl_heatmap;
 
 /* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
@@ -330,5 +332,9 @@ bool kgl_svg_lineplot(const char *path, const kgl_lineplot *p, char *err, size_t
 /* Several independent line plots on one page, n_cols per row, under `title`. */
 bool kgl_svg_lineplot_grid(const char *path, const char *title, const kgl_lineplot *plots, int n_plots,
                            int n_cols, char *err, size_t err_cap);
+/* The width in px the layout assumes for text s at font_px (DejaVu Sans
+ * advance widths for ASCII, 0.7 em for other characters, 1 em for East Asian
+ * wide ones; bold 1.13 times wider); tests check label boxes with it. */
+double kgl_svg_text_width(const char *s, double font_px, bool bold);
 
 #endif

@@ -454,9 +454,6 @@ int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char
 void kgl_attention_rows(const kgl_model *m, int entity, double *rows);
 /* states[i * d + c] = C[i, c], the layer's output (the readout's head side). */
 void kgl_context_states(const kgl_model *m, double *states);
-/* The readout's scores for (entity, row, ?): scores[j] = Σ_c C[i,c] R[row,c] E[j,c],
- * with C from kgl_context_states. */
-void kgl_query_scores(const kgl_model *m, const double *states, int entity, int rel_row, double *scores);
 /* The softmax of n scores (the probabilities the cross-entropy trains). */
 void kgl_scores_softmax(const double *scores, int n, double *probs);
 /* The distinct answers of (entity, row, ?) among triples tr[0..n): tails of
@@ -464,6 +461,15 @@ void kgl_scores_softmax(const double *scores, int n, double *probs);
  * row m + k; at most cap, in the triples' order. Returns how many. */
 int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int entity, int rel_row, int *out,
                      int cap);
+/* `kgl export`: writes into dir (created if missing; its parent must exist)
+ * entities.tsv (E), relations.tsv (R, a row per relation row, inverses
+ * named "NAME^-1") and context.tsv (C), each "name<TAB>d0<TAB>d1 ..." with a
+ * header row; for embedding projectors vectors.tsv and context_vectors.tsv
+ * (numbers only) beside metadata.tsv (entity names, one a line, no header).
+ * Numbers are written with %.17g, so they read back to the same doubles.
+ * Each file is written atomically (a temporary file, then rename). False
+ * with "path: why" in err when a file cannot be written. */
+bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap);
 
 /* -------------------------------------------------------------- predict --
  * Asking a trained layer questions (src/model/predict.c, `kgl predict`).

@@ -3,9 +3,14 @@
  *
  * A picture is built in a growing buffer, then written to a temporary file
  * beside its path and renamed over it. Layout is computed from estimated text
- * widths (0.6 em per character, 1 em for East Asian wide characters), so
- * nothing depends on fonts being present. Numbers in coordinates have at most
- * two decimals and trailing zeros removed: the same input gives the same bytes. */
+ * widths, so nothing depends on fonts being present: printable ASCII takes
+ * the advance widths of DejaVu Sans (the font librsvg and most Linux browsers
+ * fall back to; Helvetica and Arial are narrower, so the estimate errs wide),
+ * bold text 1.13 times that (DejaVu Sans Bold, measured), other characters
+ * 0.7 em and East Asian wide characters 1 em. Text is drawn in boxes of
+ * 0.76 em above the baseline and 0.24 em below it. Numbers in coordinates
+ * have at most two decimals and trailing zeros removed: the same input gives
+ * the same bytes. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -129,13 +134,25 @@ static int utf8_prefix(const char *s, size_t max)
     return (int)max;
 }
 
+/* DejaVu Sans advance widths of ' ' .. '~' in 1/2048 em (its hmtx table). */
+static const unsigned short dejavu_advance[95] = {
+    651,  821,  942,  1716, 1303, 1946, 1597, 563,  799,  799,  1024, 1716, 651,  739,  651,  690,
+    1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 1303, 690,  690,  1716, 1716, 1716, 1087,
+    2048, 1401, 1405, 1430, 1577, 1294, 1178, 1587, 1540, 604,  604,  1343, 1141, 1767, 1532, 1612,
+    1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403, 1251, 1403, 799,  690,  799,  1716, 1024,
+    1024, 1255, 1300, 1126, 1300, 1260, 721,  1300, 1298, 569,  569,  1186, 569,  1995, 1298, 1253,
+    1300, 1300, 842,  1067, 803,  1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,  1303, 1716};
+
+#define BOLD_WIDTH 1.13 /* DejaVu Sans Bold over Book, measured on a rendered alphabet */
+
 /* Estimated advance of one character, in em. */
 static double char_em(unsigned cp)
 {
+    if (cp >= 0x20 && cp < 0x7f) return dejavu_advance[cp - 0x20] / 2048.0;
     bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) || (cp >= 0xac00 && cp <= 0xd7a3) ||
                 (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
                 (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1faff) || (cp >= 0x20000 && cp <= 0x3fffd);
-    return wide ? 1.0 : 0.6;
+    return wide ? 1.0 : 0.7;
 }
 
 #define ELLIPSIS_EM 1.0
@@ -182,6 +199,20 @@ static void sb_text_fit(svgbuf *b, const char *s, double max_em)
 
 static void sb_text(svgbuf *b, const char *s) { sb_text_fit(b, s, 0); }
 
+static double text_em(const char *s, double max_em);
+
+/* A label shortened to max_em; when it is shortened, a <title> child with
+ * the full text comes first, so the page shows "…" and the tooltip the whole. */
+static void sb_label(svgbuf *b, const char *s, double max_em)
+{
+    if (s && max_em > 0 && text_em(s, 0) > max_em) {
+        sb_puts(b, "<title>");
+        sb_text(b, s);
+        sb_puts(b, "</title>");
+    }
+    sb_text_fit(b, s, max_em);
+}
+
 /* Estimated width of s in em (after shortening to max_em when max_em > 0). */
 static double text_em(const char *s, double max_em)
 {
@@ -196,6 +227,11 @@ static double text_em(const char *s, double max_em)
         i += (size_t)k;
     }
     return max_em > 0 && total > max_em ? max_em : total;
+}
+
+double kgl_svg_text_width(const char *s, double font_px, bool bold)
+{
+    return text_em(s, 0) * font_px * (bold ? BOLD_WIDTH : 1);
 }
 
 /* A value for people: 4 significant digits; NaN and infinities by name. */
@@ -470,7 +506,7 @@ static void put_text(svgbuf *b, double x, double y, const char *anchor, double s
     if (rot != 0) sb_printf(b, " transform=\"rotate(%s %s %s)\"", N(b, rot), N(b, x), N(b, y));
     if (extra) sb_printf(b, " %s", extra);
     sb_puts(b, ">");
-    sb_text_fit(b, s, max_em);
+    sb_label(b, s, max_em);
     sb_puts(b, "</text>\n");
 }
 
@@ -486,7 +522,9 @@ static void put_text(svgbuf *b, double x, double y, const char *anchor, double s
 typedef struct hm_geom {
     int cell;      /* px per cell */
     double font;   /* label font size */
-    int every;     /* every k-th label shown */
+    int every_row, every_col; /* every k-th row / column label shown */
+    size_t title_split;       /* a two-line panel title: byte where line 2 starts (0: one line) */
+    double key_h;             /* a panel's own outline key under it (grids only), px */
     double row_w;  /* widest shown row label, px */
     double col_w;  /* widest shown column label before rotation, px */
     double gx, gy; /* grid origin inside the panel */
@@ -509,31 +547,62 @@ static const char *label_of(const char *const *names, int i, char *buf, size_t c
     return buf;
 }
 
-static int label_step(int cell, double font)
+/* The smallest k in 1, 2, 5, 10, ... for which labels k cells apart are at
+ * least 1.1 font sizes apart across their text (text boxes are 1 em tall).
+ * Row labels are `cell` apart; column labels are rotated 45°, so their
+ * spacing across the text is cell·k/√2. */
+static int label_step(int cell, double font, bool rotated)
 {
-    /* column labels are rotated 45°: their spacing across the text is cell·k/√2 */
     static const int steps[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000};
+    double across = rotated ? 0.7071 : 1.0;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (cell * steps[i] * 0.7071 >= font * 1.1) return steps[i];
+        if (cell * steps[i] * across >= font * 1.1) return steps[i];
     return 10000;
+}
+
+/* Where to break a title into two lines: the space that makes the wider
+ * line narrowest; 0 when it fits in `room` px or has no space. */
+static size_t title_break(const char *t, double font, double room)
+{
+    double whole = text_em(t, 0) * font * BOLD_WIDTH;
+    if (whole <= room) return 0;
+    size_t best = 0;
+    double best_w = whole;
+    char *copy = kgl_strdup(t);
+    for (size_t i = 1; t[i]; i++) {
+        if (t[i] != ' ') continue;
+        copy[i] = 0;
+        double w = fmax(text_em(copy, 0), text_em(t + i + 1, 0)) * font * BOLD_WIDTH;
+        copy[i] = ' ';
+        if (w < best_w) best_w = w, best = i + 1;
+    }
+    free(copy);
+    return best;
 }
 
 static void hm_layout(const kgl_heatmap *h, int cell, bool with_title, hm_geom *g)
 {
     g->cell = cell;
-    g->font = fmin(12, fmax(7, cell * 0.8));
-    g->every = label_step(cell, g->font);
+    /* 0.64 of a cell: from 11 px cells on, every rotated column label fits */
+    g->font = fmin(12, fmax(7, cell * 0.64));
+    g->every_row = label_step(cell, g->font, false);
+    g->every_col = label_step(cell, g->font, true);
     char buf[16];
     g->row_w = g->col_w = 0;
-    for (int i = 0; i < h->rows; i += g->every)
+    for (int i = 0; i < h->rows; i += g->every_row)
         g->row_w = fmax(g->row_w, text_em(label_of(h->row_labels, i, buf, sizeof buf), LABEL_EM) * g->font);
-    for (int j = 0; j < h->cols; j += g->every)
+    for (int j = 0; j < h->cols; j += g->every_col)
         g->col_w = fmax(g->col_w, text_em(label_of(h->col_labels, j, buf, sizeof buf), LABEL_EM) * g->font);
     double axis_w = h->row_axis ? AXIS_FONT * 1.6 : 0;
     double diag = g->col_w * 0.7071 + g->font * 0.5; /* how far a column label reaches down and left */
     g->gx = fmax(PAD + axis_w + g->row_w + 6, PAD + diag - cell * 0.5);
-    g->gy = PAD + (with_title && h->title ? PANEL_TITLE_FONT * 1.6 : 0);
-    g->below = 6 + diag + (h->col_axis ? AXIS_FONT * 1.8 : 0) + PAD;
+    g->key_h = with_title && h->outline ? 20 : 0;
+    g->below = 6 + diag + (h->col_axis ? AXIS_FONT * 1.8 : 0) + g->key_h + PAD;
+    g->gy = 0;
+    hm_size(h, g);
+    /* a panel title wider than the panel goes on two lines */
+    g->title_split = with_title && h->title ? title_break(h->title, PANEL_TITLE_FONT, g->w - 2 * PAD) : 0;
+    g->gy = PAD + (with_title && h->title ? PANEL_TITLE_FONT * (g->title_split ? 2.85 : 1.6) : 0);
     hm_size(h, g);
 }
 
@@ -558,10 +627,20 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double o
     int R = h->rows, C = h->cols, cell = g->cell;
     char rbuf[16], cbuf[16], val[32];
     sb_printf(b, "<g class=\"heatmap\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
-    if (draw_title && h->title) { /* centred over the cells, as wide as the panel allows */
-        double cx = g->gx + cell * C * 0.5, room = 2 * fmin(cx - PAD, g->w - PAD - cx);
-        put_text(b, cx, PAD + PANEL_TITLE_FONT, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0, h->title,
-                 room / PANEL_TITLE_FONT / 0.6);
+    if (draw_title && h->title) { /* centred over the panel, on two lines when it is wider */
+        double cx = g->w * 0.5, max_em = (g->w - 2 * PAD) / PANEL_TITLE_FONT / BOLD_WIDTH;
+        if (g->title_split) {
+            char *line1 = kgl_strdup(h->title);
+            line1[g->title_split - 1] = 0;
+            put_text(b, cx, PAD + PANEL_TITLE_FONT, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0, line1,
+                     max_em);
+            put_text(b, cx, PAD + PANEL_TITLE_FONT * 2.25, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0,
+                     h->title + g->title_split, max_em);
+            free(line1);
+        } else {
+            put_text(b, cx, PAD + PANEL_TITLE_FONT, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0, h->title,
+                     max_em);
+        }
     }
 
     /* cells */
@@ -646,32 +725,52 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double o
 
     /* row labels, column labels (rotated 45°), axis titles */
     sb_printf(b, "<g class=\"row-labels\" font-size=\"%s\" text-anchor=\"end\">\n", N(b, g->font));
-    for (int i = 0; i < R; i += g->every) {
+    for (int i = 0; i < R; i += g->every_row) {
         sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\">", N(b, g->gx - 4), N(b, g->gy + (i + 0.5) * cell));
-        sb_text_fit(b, label_of(h->row_labels, i, rbuf, sizeof rbuf), LABEL_EM);
+        sb_label(b, label_of(h->row_labels, i, rbuf, sizeof rbuf), LABEL_EM);
         sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
     double by = g->gy + (double)cell * R;
     sb_printf(b, "<g class=\"col-labels\" font-size=\"%s\" text-anchor=\"end\">\n", N(b, g->font));
-    for (int j = 0; j < C; j += g->every) {
+    for (int j = 0; j < C; j += g->every_col) {
         double x = g->gx + (j + 0.5) * cell, y = by + 4;
         sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" transform=\"rotate(-45 %s %s)\">", N(b, x), N(b, y),
                   N(b, x), N(b, y));
-        sb_text_fit(b, label_of(h->col_labels, j, cbuf, sizeof cbuf), LABEL_EM);
+        sb_label(b, label_of(h->col_labels, j, cbuf, sizeof cbuf), LABEL_EM);
         sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
     char axis[512];
     if (h->row_axis) {
-        axis_title_with_every(axis, sizeof axis, h->row_axis, g->every);
+        axis_title_with_every(axis, sizeof axis, h->row_axis, g->every_row);
         double x = g->gx - g->row_w - 10 - AXIS_FONT * 0.3, y = g->gy + cell * R * 0.5;
-        put_text(b, x, y, "middle", AXIS_FONT, "class=\"axis-title\"", -90, axis, 0);
+        put_text(b, x, y, "middle", AXIS_FONT, "class=\"axis-title\"", -90, axis, (double)cell * R / AXIS_FONT);
     }
     if (h->col_axis) {
-        axis_title_with_every(axis, sizeof axis, h->col_axis, g->every);
+        axis_title_with_every(axis, sizeof axis, h->col_axis, g->every_col);
         double y = by + 6 + g->col_w * 0.7071 + g->font * 0.5 + AXIS_FONT * 1.2;
-        put_text(b, g->gx + cell * C * 0.5, y, "middle", AXIS_FONT, "class=\"axis-title\"", 0, axis, 0);
+        put_text(b, g->w * 0.5, y, "middle", AXIS_FONT, "class=\"axis-title\"", 0, axis,
+                 (g->w - 2 * PAD) / AXIS_FONT);
+    }
+    if (g->key_h > 0) { /* this panel's own outlined cells: what they are and how many */
+        long k = 0;
+        for (size_t c = 0; c < (size_t)R * C; c++) k += h->outline[c] != 0;
+        const char *ol = h->outline_label ? h->outline_label : "outlined";
+        char line[200];
+        snprintf(line, sizeof line, "%.*s (%ld)", utf8_prefix(ol, 150), ol, k);
+        double y = by + 6 + g->col_w * 0.7071 + g->font * 0.5 + (h->col_axis ? AXIS_FONT * 1.8 : 0) + 4, s = 12;
+        double x = PAD;
+        /* the legend's swatch: grey, a black box and a white one inside it (N() keeps 8 numbers per call) */
+        sb_printf(b, "<g class=\"key\"><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#bbbbbb\"/>", N(b, x),
+                  N(b, y), N(b, s), N(b, s));
+        sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#000000\" "
+                     "stroke-width=\"2.5\"/>", N(b, x + 1.25), N(b, y + 1.25), N(b, s - 2.5), N(b, s - 2.5));
+        sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#ffffff\" "
+                     "stroke-width=\"1\"/>\n", N(b, x + 1.25), N(b, y + 1.25), N(b, s - 2.5), N(b, s - 2.5));
+        put_text(b, x + s + 6, y + s / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, line,
+                 (g->w - x - s - 6 - PAD) / TICK_FONT);
+        sb_puts(b, "</g>\n");
     }
     sb_puts(b, "</g>\n");
 }
@@ -683,7 +782,12 @@ typedef struct hm_legend {
     double lo, hi, bar_h;
     hm_counts cnt;
     bool any_outline;
+    const char *const *notes; /* lines listed under the legend */
+    int n_notes;
 } hm_legend;
+
+#define NOTE_FONT 11.0
+#define NOTE_EM 40.0 /* notes wider than this are shortened (the tooltip has them whole) */
 
 static int legend_lines(const hm_legend *L, char lines[4][160])
 {
@@ -709,7 +813,9 @@ static double legend_width(const hm_legend *L, double *height)
     char lines[4][160];
     int n = legend_lines(L, lines);
     for (int i = 0; i < n; i++) w = fmax(w, BAR_W + 6 + text_em(lines[i], 30) * TICK_FONT);
-    *height = (L->value_label ? AXIS_FONT * 1.6 : 0) + L->bar_h + 12 + n * 20;
+    for (int i = 0; i < L->n_notes; i++) w = fmax(w, text_em(L->notes[i], NOTE_EM) * NOTE_FONT);
+    *height = (L->value_label ? AXIS_FONT * 1.6 : 0) + L->bar_h + 12 + n * 20 +
+              (L->n_notes ? 8 + L->n_notes * NOTE_FONT * 1.4 : 0);
     return w;
 }
 
@@ -768,6 +874,13 @@ static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
         sb_printf(b, "<g class=\"entry\"><rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n", N(b, ly),
                   N(b, BAR_W), N(b, BAR_W), below ? "#440154" : "#fde725");
         put_text(b, BAR_W + 6, ly + BAR_W / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, lines[k], 30);
+        sb_puts(b, "</g>\n");
+    }
+    if (L->n_notes) {
+        sb_printf(b, "<g class=\"notes\" font-size=\"%s\">\n", N(b, NOTE_FONT));
+        ly += 8;
+        for (int i = 0; i < L->n_notes; i++, ly += NOTE_FONT * 1.4)
+            put_text(b, 0, ly + NOTE_FONT * 0.76, "start", 0, NULL, 0, L->notes[i] ? L->notes[i] : "", NOTE_EM);
         sb_puts(b, "</g>\n");
     }
     sb_puts(b, "</g>\n");
@@ -845,6 +958,8 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
     for (int p = 0; p < n; p++) maxdim = (int)fmax(maxdim, fmax(panels[p].rows, panels[p].cols));
     int cell = (int)((single ? 480 : n_cols >= 3 ? 300 : 360) / maxdim);
     cell = cell > 36 ? 36 : cell < 3 ? 3 : cell;
+    /* up to 64 rows or columns every label is shown: cells of at least 11 px */
+    if (maxdim <= 64 && cell < 16) cell = (int)fmax(11, fmin(16, 960 / maxdim));
     if (single && cell < 4) cell = 4;
 
     hm_geom *g = malloc(sizeof *g * (size_t)n);
@@ -865,10 +980,13 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
 
     hm_legend L = {0};
     L.lo = lo, L.hi = hi;
-    L.any_outline = any_outline;
+    /* a grid's panels each say what their outlines are (their own key), so
+       the shared legend names none */
+    L.any_outline = any_outline && single;
     for (int p = 0; p < n; p++) {
         if (!L.value_label) L.value_label = panels[p].value_label;
         if (!L.outline_label) L.outline_label = panels[p].outline_label;
+        if (!L.notes && panels[p].n_notes > 0) L.notes = panels[p].notes, L.n_notes = panels[p].n_notes;
     }
     /* counts first (they size the legend), then the drawing */
     for (int p = 0; p < n; p++) {
@@ -886,7 +1004,7 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
     double leg_h, leg_w = legend_width(&L, &leg_h);
     double leg_x = n_cols * slot_w + 8, leg_y = head + g[0].gy;
     double W = leg_x + leg_w + PAD, H = fmax(head + n_rows * slot_h, leg_y + leg_h + PAD);
-    if (title) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT);
+    if (title) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT * BOLD_WIDTH);
 
     svgbuf b = {0};
     svg_begin(&b, W, H, title);
@@ -1186,7 +1304,7 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
             marker(b, s, 14, y, NULL, 0, 0);
             sb_puts(b, "</g>");
             sb_printf(b, "<text x=\"36\" y=\"%s\" dy=\"0.35em\">", N(b, y));
-            sb_text_fit(b, name, LABEL_EM * 1.5);
+            sb_label(b, name, LABEL_EM * 1.5);
             sb_puts(b, "</text></g>\n");
         }
         sb_puts(b, "</g>\n");
@@ -1249,7 +1367,7 @@ static bool lineplots(const char *path, const char *title, const kgl_lineplot *p
     int n_rows = (n + n_cols - 1) / n_cols;
     double head = title && !single ? PAD + TITLE_FONT * 1.4 : 0;
     double W = n_cols * slot_w, H = head + n_rows * slot_h;
-    if (title && !single) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT);
+    if (title && !single) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT * BOLD_WIDTH);
     svgbuf b = {0};
     svg_begin(&b, W, H, title);
     if (title && !single) put_text(&b, PAD, PAD + TITLE_FONT, "start", TITLE_FONT, "font-weight=\"bold\"", 0, title, 0);

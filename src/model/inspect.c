@@ -3,9 +3,13 @@
  * contextual states C, and the names of the relation rows (a relation and,
  * in reciprocal mode, its inverse "NAME^-1"). Read-only: nothing here
  * changes the model. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kgl/model.h"
 #include "engine/internal.h"
@@ -64,25 +68,6 @@ void kgl_context_states(const kgl_model *m, double *states)
     kgl_tape_free(&t);
 }
 
-void kgl_query_scores(const kgl_model *m, const double *states, int entity, int rel_row, double *scores)
-{
-    int n = m->cfg.n_entities, d = m->cfg.dim;
-    if (entity < 0 || entity >= n) kgl_die("kgl_query_scores: entity %d out of range (%d entities)", entity, n);
-    if (rel_row < 0 || rel_row >= kgl_config_relation_rows(&m->cfg))
-        kgl_die("kgl_query_scores: relation row %d out of range", rel_row);
-    /* the readout of MODEL.md: score[j] = Σ_c C[i,c] R[r,c] E[j,c] */
-    double *v = kgl_xmalloc((size_t)d * sizeof(double));
-    const double *c = states + (size_t)entity * d, *r = m->relation_emb->data + (size_t)rel_row * d;
-    for (int k = 0; k < d; k++) v[k] = c[k] * r[k];
-    for (int j = 0; j < n; j++) {
-        const double *e = m->entity_emb->data + (size_t)j * d;
-        double s = 0;
-        for (int k = 0; k < d; k++) s += v[k] * e[k];
-        scores[j] = s;
-    }
-    free(v);
-}
-
 void kgl_scores_softmax(const double *scores, int n, double *probs)
 {
     double mx = -INFINITY, sum = 0;
@@ -106,4 +91,83 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
         out[count++] = answer;
     }
     return count;
+}
+
+/* ---------------------------------------------------------------- export -- */
+
+/* Writes one TSV file atomically: "path.PID.tmp" beside it (removed by
+ * kgl_tmp_remove_all on a signal), flushed and synced, then renamed over
+ * path. rows x cols numbers, each row after its name (names NULL: numbers
+ * only), a header "name d0 d1 ..." when header is true. */
+static bool write_tsv(const char *dir, const char *file, bool header, const char *const *names, const double *x,
+                      int rows, int cols, char *err, size_t cap)
+{
+    size_t len = strlen(dir) + strlen(file) + 2;
+    char *path = kgl_xmalloc(len), *tmp = kgl_xmalloc(len + 32);
+    snprintf(path, len, "%s/%s", dir, file);
+    snprintf(tmp, len + 32, "%s.%ld.tmp", path, (long)getpid());
+    int slot = kgl_tmp_register(tmp);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL;
+    if (ok) {
+        if (header) {
+            fputs("name", f);
+            for (int c = 0; c < cols; c++) fprintf(f, "\td%d", c);
+            fputc('\n', f);
+        }
+        for (int r = 0; r < rows; r++) {
+            if (names) fputs(names[r], f);
+            for (int c = 0; c < cols; c++)
+                /* 17 significant digits: every double reads back to the same bits */
+                fprintf(f, "%s%.17g", names || c ? "\t" : "", x[(size_t)r * cols + c]);
+            fputc('\n', f);
+        }
+        ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
+        ok = fclose(f) == 0 && ok;
+    }
+    int e = errno;
+    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        snprintf(err, cap, "%s: cannot write it: %s", path, strerror(e));
+    }
+    kgl_tmp_unregister(slot);
+    free(path);
+    free(tmp);
+    return ok;
+}
+
+/* names only, one a line, no header: the projector's single-column metadata */
+static bool write_names(const char *dir, const char *file, const char *const *names, int n, char *err, size_t cap)
+{
+    return write_tsv(dir, file, false, names, NULL, n, 0, err, cap);
+}
+
+bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
+        return false;
+    }
+    int n = m->cfg.n_entities, d = m->cfg.dim, rows = kgl_config_relation_rows(&m->cfg);
+    const char *const *ents = (const char *const *)ds->entity_names;
+    char **rel_names = kgl_xmalloc((size_t)rows * sizeof *rel_names);
+    for (int r = 0; r < rows; r++) {
+        char buf[4096];
+        kgl_relation_row_name(ds, r, buf, sizeof buf);
+        rel_names[r] = kgl_strdup(buf);
+    }
+    double *C = kgl_xmalloc((size_t)n * d * sizeof(double));
+    kgl_context_states(m, C);
+    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    bool ok = write_tsv(dir, "entities.tsv", true, ents, E, n, d, err, cap) &&
+              write_tsv(dir, "relations.tsv", true, (const char *const *)rel_names, R, rows, d, err, cap) &&
+              write_tsv(dir, "context.tsv", true, ents, C, n, d, err, cap) &&
+              write_tsv(dir, "vectors.tsv", false, NULL, E, n, d, err, cap) &&
+              write_tsv(dir, "context_vectors.tsv", false, NULL, C, n, d, err, cap) &&
+              write_names(dir, "metadata.tsv", ents, n, err, cap);
+    for (int r = 0; r < rows; r++) free(rel_names[r]);
+    free(rel_names);
+    free(C);
+    return ok;
 }

@@ -1,0 +1,88 @@
+/* cmd_export.c — `kgl export`: a saved model's embeddings and contextual
+ * states as TSV files for pandas and embedding projectors. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+static const char help[] =
+    "usage: kgl export --checkpoint F --out DIR [--train F] [--json]\n\n"
+    "Writes into DIR (created when missing; its parent must exist), each file\n"
+    "with a header row 'name<TAB>d0<TAB>d1 ...' and one row per name:\n"
+    "  entities.tsv         the entity embeddings E [n, d]\n"
+    "  relations.tsv        the relation embeddings R, a row per relation and, in\n"
+    "                       reciprocal mode, one per inverse, named REL^-1\n"
+    "  context.tsv          the contextual states C [n, d]: the layer's output for\n"
+    "                       each entity, the rows the readout scores with\n"
+    "and, for embedding projectors (projector.tensorflow.org: numbers only, and\n"
+    "the names apart, without a header):\n"
+    "  vectors.tsv, context_vectors.tsv, metadata.tsv\n"
+    "Numbers are written with 17 significant digits (%.17g): each reads back to\n"
+    "the same double. Every file is written to a temporary file and renamed into\n"
+    "place. Read one with pandas:\n"
+    "  pd.read_csv(\"DIR/entities.tsv\", sep=\"\\t\", index_col=0, quoting=3, keep_default_na=False)\n"
+    "(quoting=3 and keep_default_na=False keep names such as NA, null or a leading quote as text).\n"
+    "--train F names the triples the model was trained on (default: the\n"
+    "academic world); --json prints what was written as one object.\n"
+    EXIT_TABLE;
+
+static const char *const files[] = {"entities.tsv", "relations.tsv", "context.tsv",
+                                    "vectors.tsv",  "context_vectors.tsv", "metadata.tsv"};
+#define N_FILES (int)(sizeof files / sizeof files[0])
+
+int cmd_export(int argc, char **argv)
+{
+    cli_args a;
+    cli_init(&a, "export", argc, argv);
+    data_args d = {0};
+    const char *ckpt = NULL, *out = NULL;
+    bool json = false;
+    int st;
+    while (cli_next(&a)) {
+        if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
+            fputs(help, stdout);
+            return 0;
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+            if (st) return st;
+        } else if (cli_is(&a, "--out")) {
+            if (!(out = cli_value(&a))) return EXIT_USAGE;
+        } else {
+            return cli_unknown(&a);
+        }
+    }
+    if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (!out) return cli_usage_error(&a, "--out DIR is required (the folder the TSV files go to)");
+    if (!cli_output_dir_ok("export", "--out", out)) return EXIT_OUTPUT;
+    data_view v;
+    kgl_model m;
+    kgl_checkpoint ck;
+    if ((st = open_model("export", &d, ckpt, &v, &m, &ck))) return st;
+    char err[1024];
+    if (!kgl_export_tsv(&m, &v.ds, out, err, sizeof err)) {
+        fprintf(stderr, "kgl export: %s\n", err);
+        st = EXIT_OUTPUT;
+    } else {
+        int n = m.cfg.n_entities, dim = m.cfg.dim, rows = kgl_config_relation_rows(&m.cfg);
+        if (json) {
+            printf("{\"dir\":");
+            kgl_json_string(stdout, out);
+            printf(",\"entities\":%d,\"relation_rows\":%d,\"dim\":%d,\"step\":%ld,\"files\":[", n, rows, dim,
+                   ck.st.step);
+            for (int k = 0; k < N_FILES; k++) {
+                printf("%s", k ? "," : "");
+                kgl_json_string(stdout, files[k]);
+            }
+            printf("]}\n");
+        } else {
+            printf("%s (step %ld): %d entities, %d relation rows%s, d = %d\n", ckpt, ck.st.step, n, rows,
+                   m.cfg.reciprocal ? " (inverses named REL^-1)" : "", dim);
+            printf("%s/entities.tsv   E, %d rows\n%s/relations.tsv  R, %d rows\n%s/context.tsv    C, %d rows\n", out, n,
+                   out, rows, out, n);
+            printf("%s/vectors.tsv, context_vectors.tsv, metadata.tsv  for embedding projectors\n", out);
+        }
+    }
+    kgl_model_free(&m);
+    kgl_checkpoint_close(&ck);
+    data_free(&v);
+    return st;
+}
