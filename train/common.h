@@ -28,6 +28,11 @@ bool data_option(cli_args *a, data_args *d, int *status);
 /* Loads and filters. On failure prints the error and returns 2 (input error). */
 int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet);
 void data_free(data_view *v);
+/* The loader's findings on stderr, one "file:line: ..." each: a header line
+ * skipped, duplicate triples, valid/test triples also in train, and those
+ * naming entities or relations train never names (with the first names and
+ * how they are ranked). data_load prints them always, --quiet or not. */
+void print_data_warnings(const kgl_dataset *ds);
 
 /* "advises=0,authored=1" → head_of[m] (-1 elsewhere). Returns false after
  * printing "kgl CMD: --supervise-heads: ...". */

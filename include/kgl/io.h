@@ -18,7 +18,8 @@ void kgl_json_number(FILE *f, double v);
 
 /* ----------------------------------------------------------- text input --
  * The one way kgl reads text files (triples, types, CSV): the whole file is
- * read at once, then iterated line by line. Blank lines (empty once a
+ * read at once, then iterated line by line. A UTF-8 byte-order mark at the
+ * start is skipped. Blank lines (empty once a
  * trailing \r is removed) and lines whose first byte is '#' are skipped;
  * fields are split on one separator byte and never trimmed. */
 #define KGL_LINE_MAX 65536 /* bytes in a line, without its newline */
@@ -73,12 +74,28 @@ typedef struct kgl_triple { int head, rel, tail; } kgl_triple;
  * `len` bytes (then `path` is only the name used in messages). */
 typedef struct kgl_source { const char *path; const char *text; size_t len; } kgl_source;
 
+#define KGL_UNSEEN_SHOWN 5 /* names of unseen entities/relations a split keeps for messages */
+
 typedef struct kgl_split {
     char *path;          /* name for messages (owned copy) */
     kgl_triple *triples; /* unique triples in file order (first occurrence kept) */
     int n;
     int n_duplicates;    /* lines that repeated an earlier triple of the same file */
     int first_duplicate_line; /* line number of the first such repeat, 0 if none */
+    /* Data hygiene, for the caller to warn about (kgl train prints it even
+       with --quiet). A first line whose fields are all column words
+       (kgl_is_header_line) is skipped as a header: */
+    int header_line;     /* its line number, 0 if none */
+    char *header;        /* its text, fields joined by tabs (owned), or NULL */
+    /* Splits after the first (valid, test) against splits[0] (train): */
+    int n_in_train;           /* triples that are also in splits[0] */
+    int first_in_train_line;  /* the line of the first of them, 0 if none */
+    int n_unseen;             /* triples naming an entity or relation that splits[0] never names */
+    int first_unseen_line;    /* the line of the first of them, 0 if none */
+    int n_unseen_entities;    /* distinct entities of this split that splits[0] never names */
+    int unseen_entity[KGL_UNSEEN_SHOWN];   /* the first of them (ids), in file order */
+    int n_unseen_relations;   /* distinct relations likewise */
+    int unseen_relation[KGL_UNSEEN_SHOWN];
 } kgl_split;
 
 #define KGL_MAX_SPLITS 8
@@ -98,6 +115,14 @@ typedef struct kgl_dataset {
  * On failure *ds is left empty (kgl_dataset_free on it is harmless). */
 bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap);
 void kgl_dataset_free(kgl_dataset *ds);
+/* Whether a first line looks like column names, so that it is skipped as a
+ * header: every one of its n fields is a column word, case-blind. For
+ * triples (n = 3): head, relation, tail, subject, predicate, object,
+ * source, target, h, r, t, s, p, o, rel, relation_type, from, to, src,
+ * dst; for entity types (n = 2): entity, type, name, class, category,
+ * label, node. A line with one field that is not such a word ("head",
+ * "advises", "bob": an entity called head) is data. */
+bool kgl_is_header_line(char *const *fields, int n);
 int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name);   /* -1 if unknown */
 int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if unknown */
 /* Filtered-ranking index over every triple of every split: for rel < m, the
@@ -107,8 +132,9 @@ int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if u
  * appears once per key even when several splits hold the triple. */
 const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *count);
 
-/* entity<TAB>type files (data/academic.types.tsv): names and types, in file order. */
-typedef struct kgl_types { int n; char **entity; char **type; } kgl_types;
+/* entity<TAB>type files (data/academic.types.tsv): names and types, in
+ * file order; header_line as in kgl_split (a skipped column-name line). */
+typedef struct kgl_types { int n; char **entity; char **type; int header_line; } kgl_types;
 /* Same rules and error style as triples files; 2 fields per line; an entity
  * listed twice is an error. */
 bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_cap);

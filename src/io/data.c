@@ -54,6 +54,55 @@ static void field_count_error(const kgl_text *t, int want, const char *names, in
              names, found, hint);
 }
 
+/* ------------------------------------------------------------- header -- */
+
+/* A header line is skipped with a warning rather than refused: writing
+   column names is what pandas and most exporters do, so refusing would make
+   every such file a chore, while a genuine first triple made only of column
+   words ("head", "relation", "tail" as names) is rare and is not silently
+   lost: the caller prints the line it skipped, file:line, even with
+   --quiet. A line in which any field is an ordinary name is data. */
+static const char *const triple_columns[] = {"head",   "relation", "tail", "subject", "predicate",     "object",
+                                             "source", "target",   "h",    "r",       "t",             "s",
+                                             "p",      "o",        "rel",  "relation_type", "from",    "to",
+                                             "src",    "dst"};
+static const char *const type_columns[] = {"entity", "type", "name", "class", "category", "label", "node"};
+
+static bool is_column_word(const char *field, const char *const *words, size_t n_words)
+{
+    for (size_t k = 0; k < n_words; k++) {
+        const char *a = field, *b = words[k];
+        while (*a && *b && (*a == *b || (*a >= 'A' && *a <= 'Z' && *a - 'A' + 'a' == *b))) a++, b++;
+        if (!*a && !*b) return true;
+    }
+    return false;
+}
+
+bool kgl_is_header_line(char *const *fields, int n)
+{
+    const char *const *words = n == 3 ? triple_columns : type_columns;
+    size_t n_words = n == 3 ? sizeof triple_columns / sizeof *triple_columns : sizeof type_columns / sizeof *type_columns;
+    if (n != 2 && n != 3) return false;
+    for (int k = 0; k < n; k++)
+        if (!is_column_word(fields[k], words, n_words)) return false;
+    return true;
+}
+
+/* "f0\tf1\tf2" (owned). */
+static char *join_fields(char *const *f, int n)
+{
+    size_t len = 0;
+    for (int k = 0; k < n; k++) len += strlen(f[k]) + 1;
+    char *s = kgl_xmalloc(len), *p = s;
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(f[k]);
+        memcpy(p, f[k], l);
+        p += l;
+        *p++ = k + 1 < n ? '\t' : '\0';
+    }
+    return s;
+}
+
 /* ------------------------------------------------------------- triples -- */
 
 typedef struct name_entry {
@@ -77,7 +126,7 @@ static int intern(name_entry **map, const char *name)
 
 /* Reads one file: its unique triples (temporary ids) are appended to *raw. */
 static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **rels, kgl_split *sp,
-                         kgl_triple **raw, char *err, size_t err_cap)
+                         kgl_triple **raw, int **lines, char *err, size_t err_cap)
 {
     static const char *const field_name[3] = {"head", "relation", "tail"};
     kgl_text t;
@@ -98,6 +147,11 @@ static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **
                 goto done;
             }
         }
+        if (arrlen(*raw) == 0 && sp->n_duplicates == 0 && !sp->header_line && kgl_is_header_line(f, 3)) {
+            sp->header_line = t.lineno;
+            sp->header = join_fields(f, 3);
+            continue;
+        }
         kgl_triple tr;
         tr.head = intern(ents, f[0]);
         tr.rel = intern(rels, f[1]);
@@ -109,10 +163,15 @@ static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **
         }
         hmput(seen, tr, t.lineno);
         arrput(*raw, tr);
+        arrput(*lines, t.lineno);
     }
     if (rc < 0) goto done;
     if (arrlen(*raw) == 0) {
-        snprintf(err, err_cap, "%s: no triples", t.name);
+        if (sp->header_line)
+            snprintf(err, err_cap, "%s: no triples (line %d, the only one, was taken as column names)", t.name,
+                     sp->header_line);
+        else
+            snprintf(err, err_cap, "%s: no triples", t.name);
         goto done;
     }
     ok = true;
@@ -199,6 +258,60 @@ static void build_known(kgl_dataset *ds)
     ds->known = all;
 }
 
+/* Marks `id` as met in split `s` (stamp[id] == s + 1); true the first time. */
+static bool first_meeting(int *stamp, int id, int s)
+{
+    if (stamp[id] == s + 1) return false;
+    stamp[id] = s + 1;
+    return true;
+}
+
+/* The hygiene counts of every split after the first against the first
+   (train), on the temporary ids (shared by all files): triples also in
+   train, and triples naming an entity or relation train never names, with
+   the first few such names (temporary ids; renumbered by the caller). */
+static void compare_with_train(kgl_dataset *ds, kgl_triple *const *raw, int *const *lines, int n_src, size_t n,
+                               size_t m)
+{
+    if (n_src < 2) return;
+    bool *ent_in_train = calloc(n ? n : 1, sizeof *ent_in_train), *rel_in_train = calloc(m ? m : 1, 1);
+    int *ent_stamp = calloc(n ? n : 1, sizeof *ent_stamp), *rel_stamp = calloc(m ? m : 1, sizeof *rel_stamp);
+    if (!ent_in_train || !rel_in_train || !ent_stamp || !rel_stamp) kgl_die("out of memory");
+    triple_entry *train = NULL;
+    for (ptrdiff_t i = 0; i < arrlen(raw[0]); i++) {
+        const kgl_triple tr = raw[0][i];
+        ent_in_train[tr.head] = ent_in_train[tr.tail] = rel_in_train[tr.rel] = true;
+        hmput(train, tr, 0);
+    }
+    for (int s = 1; s < n_src; s++) {
+        kgl_split *sp = &ds->splits[s];
+        for (ptrdiff_t i = 0; i < arrlen(raw[s]); i++) {
+            const kgl_triple tr = raw[s][i];
+            ptrdiff_t at = hmgeti(train, tr);
+            if (at >= 0 && sp->n_in_train++ == 0) sp->first_in_train_line = lines[s][i];
+            const int ends[2] = {tr.head, tr.tail};
+            bool unseen = false;
+            for (int e = 0; e < 2; e++) {
+                if (ent_in_train[ends[e]]) continue;
+                unseen = true;
+                if (first_meeting(ent_stamp, ends[e], s) && sp->n_unseen_entities++ < KGL_UNSEEN_SHOWN)
+                    sp->unseen_entity[sp->n_unseen_entities - 1] = ends[e];
+            }
+            if (!rel_in_train[tr.rel]) {
+                unseen = true;
+                if (first_meeting(rel_stamp, tr.rel, s) && sp->n_unseen_relations++ < KGL_UNSEEN_SHOWN)
+                    sp->unseen_relation[sp->n_unseen_relations - 1] = tr.rel;
+            }
+            if (unseen && sp->n_unseen++ == 0) sp->first_unseen_line = lines[s][i];
+        }
+    }
+    hmfree(train);
+    free(ent_in_train);
+    free(rel_in_train);
+    free(ent_stamp);
+    free(rel_stamp);
+}
+
 bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap)
 {
     memset(ds, 0, sizeof *ds);
@@ -218,13 +331,14 @@ bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *e
     sh_new_strdup(ents);
     sh_new_strdup(rels);
     kgl_triple *raw[KGL_MAX_SPLITS] = {0};
+    int *lines[KGL_MAX_SPLITS] = {0};
     int *ent_id = NULL, *rel_id = NULL;
     size_t n, m, total = 0;
     bool ok = false;
 
     for (int s = 0; s < n_src; s++) {
         ds->n_splits = s + 1;
-        if (!read_triples(&src[s], &ents, &rels, &ds->splits[s], &raw[s], err, err_cap)) goto done;
+        if (!read_triples(&src[s], &ents, &rels, &ds->splits[s], &raw[s], &lines[s], err, err_cap)) goto done;
     }
     /* n·2m + 1 offsets must be addressable and every count must fit an int */
     n = (size_t)shlen(ents);
@@ -236,6 +350,7 @@ bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *e
                  total);
         goto done;
     }
+    compare_with_train(ds, raw, lines, n_src, n, m);
     ds->n_entities = (int)n;
     ds->n_relations = (int)m;
     ds->entity_names = assign_ids(ents, &ent_id);
@@ -249,11 +364,18 @@ bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *e
             sp->triples[i].rel = rel_id[raw[s][i].rel];
             sp->triples[i].tail = ent_id[raw[s][i].tail];
         }
+        for (int k = 0; k < sp->n_unseen_entities && k < KGL_UNSEEN_SHOWN; k++)
+            sp->unseen_entity[k] = ent_id[sp->unseen_entity[k]];
+        for (int k = 0; k < sp->n_unseen_relations && k < KGL_UNSEEN_SHOWN; k++)
+            sp->unseen_relation[k] = rel_id[sp->unseen_relation[k]];
     }
     build_known(ds);
     ok = true;
 done:
-    for (int s = 0; s < KGL_MAX_SPLITS; s++) arrfree(raw[s]);
+    for (int s = 0; s < KGL_MAX_SPLITS; s++) {
+        arrfree(raw[s]);
+        arrfree(lines[s]);
+    }
     shfree(ents);
     shfree(rels);
     free(ent_id);
@@ -273,6 +395,7 @@ void kgl_dataset_free(kgl_dataset *ds)
     for (int s = 0; s < KGL_MAX_SPLITS; s++) {
         free(ds->splits[s].path);
         free(ds->splits[s].triples);
+        free(ds->splits[s].header);
     }
     free(ds->known_offsets);
     free(ds->known);
@@ -341,6 +464,10 @@ bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_
                 snprintf(err, err_cap, "%s:%d: empty %s field", t.name, t.lineno, field_name[k]);
                 goto done;
             }
+        }
+        if (arrlen(ent) == 0 && !ty->header_line && kgl_is_header_line(f, 2)) {
+            ty->header_line = t.lineno; /* column names, as in a triples file */
+            continue;
         }
         ptrdiff_t i = shgeti(seen, f[0]);
         if (i >= 0) {

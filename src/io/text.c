@@ -9,6 +9,14 @@
 #include "kgl/io.h"
 #include "engine/internal.h"
 
+/* A UTF-8 byte-order mark (EF BB BF), which some editors on Windows write
+   at the start of a file, is not part of the first name: reading starts
+   after it, so every reader (triples, types, CSV) is rid of it. */
+static void skip_bom(kgl_text *t)
+{
+    if (t->len >= 3 && memcmp(t->buf, "\xef\xbb\xbf", 3) == 0) t->pos = 3;
+}
+
 bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
 {
     memset(t, 0, sizeof *t);
@@ -87,6 +95,7 @@ bool kgl_text_open(kgl_text *t, const char *path, char *err, size_t err_cap)
     t->name = kgl_strdup(path);
     t->buf = buf;
     t->len = len;
+    skip_bom(t);
     return true;
 }
 
@@ -99,6 +108,7 @@ void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_
     memcpy(t->buf, data, len);
     t->buf[len] = 0;
     t->len = len;
+    skip_bom(t);
 }
 
 void kgl_text_close(kgl_text *t)
