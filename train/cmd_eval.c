@@ -1,23 +1,114 @@
-/* cmd_eval.c — `kgl eval`: the filtered metrics of MODEL.md for a saved model. */
+/* cmd_eval.c — `kgl eval`: the filtered metrics of MODEL.md for a saved model,
+ * and with --ranks every ranked triple as a TSV file for error analysis. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl eval --checkpoint F [--train F] [--valid F] [--test F] [--relations A,B] [--json]\n\n"
+    "usage: kgl eval --checkpoint F [--train F] [--valid F] [--test F] [--relations A,B] [--json]\n"
+    "                [--ranks FILE.tsv]\n\n"
     "Ranks every triple of each given split for its tail and its head among all\n"
     "entities, filtering the other known answers (from every file given), with\n"
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR\n"
     "and Hits@1/3/10 per relation and overall. --train defaults to the embedded\n"
-    "academic world; the checkpoint's entities and relations must match the files.\n"
+    "academic world; the checkpoint's entities and relations must match the files.\n\n"
+    "--ranks FILE.tsv writes every ranked triple twice (direction tail: (h, r, ?)\n"
+    "ranks t; head: (?, r, t) ranks h) with its filtered rank (the one the metrics\n"
+    "average), the answer's score, and the best-scoring wrong answer (neither the\n"
+    "answer nor a known one) with its score; tab-separated with a header line:\n"
+    "split head relation tail direction rank score top_wrong top_wrong_score\n"
+    "(top_wrong empty when every other entity is a known answer).\n"
     EXIT_TABLE;
+
+/* A name as one TSV field that pandas reads back unchanged: quoted (with
+   doubled quotes) only when it holds a quote character. */
+static void tsv_name(FILE *f, const char *s)
+{
+    if (!strchr(s, '"')) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Every triple of every split present, ranked, to `path`: written to a
+   temporary file beside it, then renamed over it, so a failure leaves no
+   half-written file. Returns false after reporting. */
+static bool write_ranks(const char *path, const kgl_model *m, const double *states, const data_view *v)
+{
+    size_t len = strlen(path) + 32;
+    char *tmp = malloc(len);
+    if (!tmp) {
+        fprintf(stderr, "kgl eval: --ranks %s: out of memory\n", path);
+        return false;
+    }
+    snprintf(tmp, len, "%s.%ld.tmp", path, (long)getpid());
+    int slot = kgl_tmp_register(tmp);
+    FILE *f = fopen(tmp, "w");
+    bool ok = f != NULL;
+    if (ok) {
+        const kgl_dataset *ds = &v->ds;
+        char *const *ent = ds->entity_names;
+        fputs("split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n", f);
+        for (int s = 0; s < 3; s++) {
+            int n = v->n[s];
+            if (!v->present[s] || n == 0) continue;
+            kgl_ranked *r = malloc((size_t)2 * n * sizeof *r);
+            if (!r) {
+                ok = false;
+                errno = ENOMEM;
+                break;
+            }
+            kgl_rank_triples(m, states, ds, v->split[s], n, r);
+            for (int k = 0; k < 2 * n; k++) {
+                const kgl_triple *t = &v->split[s][k % n];
+                const kgl_ranked *x = &r[k];
+                fprintf(f, "%s\t", v->name[s]);
+                tsv_name(f, ent[t->head]);
+                fputc('\t', f);
+                tsv_name(f, ds->relation_names[t->rel]);
+                fputc('\t', f);
+                tsv_name(f, ent[t->tail]);
+                /* 17 significant digits: each number reads back to the same double */
+                fprintf(f, "\t%s\t%.17g\t%.17g\t", k < n ? "tail" : "head", x->rank, x->score);
+                if (x->top_wrong >= 0) {
+                    tsv_name(f, ent[x->top_wrong]);
+                    fprintf(f, "\t%.17g\n", x->top_wrong_score);
+                } else {
+                    fputs("\t\n", f);
+                }
+            }
+            free(r);
+        }
+        ok = ok && !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
+        ok = fclose(f) == 0 && ok;
+    }
+    int e = errno;
+    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
+    if (!ok) {
+        unlink(tmp);
+        fprintf(stderr, "kgl eval: --ranks %s: cannot write it: %s\n", path, strerror(e));
+    }
+    kgl_tmp_unregister(slot);
+    free(tmp);
+    return ok;
+}
 
 int cmd_eval(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "eval", argc, argv);
     data_args d = {0};
-    const char *ckpt = NULL;
+    const char *ckpt = NULL, *ranks = NULL;
     bool json = false;
     int st;
     while (cli_next(&a)) {
@@ -26,11 +117,15 @@ int cmd_eval(int argc, char **argv)
             return 0;
         } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
             if (st) return st;
+        } else if (cli_is(&a, "--ranks")) {
+            if (!(ranks = cli_value(&a))) return EXIT_USAGE;
         } else {
             return cli_unknown(&a);
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    /* before any work: an output that cannot be written is known now */
+    if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_OUTPUT;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
@@ -57,10 +152,11 @@ int cmd_eval(int argc, char **argv)
         first = false;
     }
     if (json) printf("}}\n");
+    if (ranks && !write_ranks(ranks, &m, f.context->data, &v)) st = EXIT_OUTPUT;
     kgl_eval_free(&ev);
     kgl_tape_free(&t);
     kgl_model_free(&m);
     kgl_checkpoint_close(&ck);
     data_free(&v);
-    return 0;
+    return st;
 }

@@ -1,0 +1,221 @@
+/* cli_eval_ranks.c — `kgl eval --ranks FILE.tsv`: every ranked triple with
+ * its direction, filtered rank, score and top wrong answer. The ranks are
+ * the ones the metrics average (MRR recomputed from the file equals kgl
+ * eval --json's), kgl predict's head and tail questions rank the answer
+ * where the file does, names with quotes survive, and an output that cannot
+ * be written fails before any work with exit status 3. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 17], err[1 << 14];
+
+/* Three test triples the training file does not hold (their entities and
+   relations do appear in it). */
+static const char test_triples[] = "erin\tauthored\tp1\ndave\taffiliated\tcmu\np1\tcites\tp3\n";
+
+typedef struct rank_row {
+    char split[8], head[32], relation[32], tail[32], direction[8], wrong[32];
+    double rank, score, wrong_score;
+} rank_row;
+
+/* Reads the ranks file: checks the header, splits each line on tabs (9
+   fields, none empty but the last two). Returns the number of rows or -1. */
+static int read_ranks(test_ctx *T, const char *path, rank_row *rows, int cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!CHECK(f != NULL)) return -1;
+    char line[1024];
+    int n = 0;
+    bool header = fgets(line, sizeof line, f) &&
+                  strcmp(line, "split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n") == 0;
+    CHECK(header);
+    bool well_formed = header;
+    while (well_formed && n < cap && fgets(line, sizeof line, f)) {
+        char *field[10], *p = line;
+        int nf = 0;
+        line[strcspn(line, "\n")] = 0;
+        for (;;) {
+            char *tab = strchr(p, '\t');
+            if (nf < 10) field[nf] = p;
+            nf++;
+            if (!tab) break;
+            *tab = 0;
+            p = tab + 1;
+        }
+        if (nf != 9) {
+            well_formed = false;
+            break;
+        }
+        rank_row *r = &rows[n++];
+        snprintf(r->split, sizeof r->split, "%s", field[0]);
+        snprintf(r->head, sizeof r->head, "%s", field[1]);
+        snprintf(r->relation, sizeof r->relation, "%s", field[2]);
+        snprintf(r->tail, sizeof r->tail, "%s", field[3]);
+        snprintf(r->direction, sizeof r->direction, "%s", field[4]);
+        r->rank = strtod(field[5], NULL);
+        r->score = strtod(field[6], NULL);
+        snprintf(r->wrong, sizeof r->wrong, "%s", field[7]);
+        r->wrong_score = *field[8] ? strtod(field[8], NULL) : NAN;
+    }
+    fclose(f);
+    CHECK(well_formed);
+    return well_formed ? n : -1;
+}
+
+static double json_mrr(const kgl_json *root, const char *split, const char *direction)
+{
+    const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(root, "metrics"), split), direction), "mrr");
+    return m ? m->num : NAN;
+}
+
+/* A model after 5 steps (ranks spread from 1 to 13): MRR recomputed from the
+   file, per split and direction, equals kgl eval --json's to 1e-12 (sums of
+   ≤ 42 reciprocals in another order: round-off is ~1e-16); every row's rank
+   is a possible realistic rank (a whole or half number from 1 to 13). */
+TEST(eval_ranks_are_the_metrics_ranks)
+{
+    char cmd[4096];
+    const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --save %s/five.st", train, test, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/five.st --train %s --test %s --json --ranks %s/ranks.tsv", T->tmp,
+             train, test, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    kgl_json_doc doc;
+    char e[256];
+    if (!CHECK(kgl_json_parse(out, strlen(out), &doc, e, sizeof e))) return;
+    static rank_row rows[256];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ranks.tsv", T->tmp);
+    int n = read_ranks(T, path, rows, 256);
+    CHECK(n == 2 * (21 + 3));
+    const char *splits[2] = {"train", "test"}, *dirs[2] = {"tail", "head"};
+    for (int s = 0; s < 2; s++) {
+        double sum[2] = {0, 0};
+        int count[2] = {0, 0};
+        for (int k = 0; k < n; k++) {
+            if (strcmp(rows[k].split, splits[s]) != 0) continue;
+            int dir = strcmp(rows[k].direction, "head") == 0;
+            sum[dir] += 1 / rows[k].rank;
+            count[dir]++;
+        }
+        CHECK(count[0] == (s ? 3 : 21) && count[1] == count[0]);
+        for (int dir = 0; dir < 2; dir++) CHECK_NEAR(sum[dir] / count[dir], json_mrr(doc.root, splits[s], dirs[dir]), 1e-12);
+        CHECK_NEAR((sum[0] + sum[1]) / (count[0] + count[1]), json_mrr(doc.root, splits[s], "both"), 1e-12);
+    }
+    int odd = 0, spread = 0;
+    for (int k = 0; k < n; k++) {
+        odd += !(rows[k].rank >= 1 && rows[k].rank <= 13 && rows[k].rank * 2 == (int)(rows[k].rank * 2));
+        spread += rows[k].rank > 2;
+        /* the top wrong answer is never the answer, and a rank above 1 means it outscores it */
+        const char *answer = strcmp(rows[k].direction, "tail") == 0 ? rows[k].tail : rows[k].head;
+        odd += strcmp(rows[k].wrong, answer) == 0;
+        odd += rows[k].rank > 1.5 && !(rows[k].wrong_score > rows[k].score);
+    }
+    CHECK(odd == 0);
+    CHECK(spread >= 5);
+    kgl_json_free(&doc);
+    /* the file came in whole: no temporary file is left beside it */
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", T->tmp);
+    run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    CHECK(strcmp(out, "0\n") == 0);
+}
+
+/* kgl predict asks the same questions: for every row of the ranks file, the
+   question (h, r, ?) or (?, r, t) asked of kgl predict (--no-filter, every
+   entity) gives the answer the file's score (the same double: both print 17
+   digits), the answer's filtered rank read off the list (the unknown
+   entries scoring higher, plus half the equal ones) is the file's rank, and
+   the first unknown entry is the file's top wrong answer. */
+TEST(eval_ranks_agree_with_predict)
+{
+    char cmd[4096];
+    const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --save %s/five.st", train, test, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/five.st --train %s --test %s --ranks %s/ranks.tsv", T->tmp, train,
+             test, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static rank_row rows[256];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/ranks.tsv", T->tmp);
+    int n = read_ranks(T, path, rows, 256);
+    if (!CHECK(n == 48)) return;
+    /* the questions, in the file's order */
+    static char queries[1 << 14];
+    size_t len = 0;
+    for (int k = 0; k < n; k++) {
+        bool tail = strcmp(rows[k].direction, "tail") == 0;
+        len += (size_t)snprintf(queries + len, sizeof queries - len, "%s\t%s\t%s\n", tail ? rows[k].head : "?",
+                                rows[k].relation, tail ? "?" : rows[k].tail);
+    }
+    const char *qpath = write_tmp(T, 2, "questions.tsv", queries, len);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s/five.st --train %s --test %s --queries %s --no-filter --top 13 --json",
+             T->tmp, train, test, qpath);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    int k = 0, bad_score = 0, bad_rank = 0, bad_wrong = 0;
+    for (char *line = out, *nl; (nl = strchr(line, '\n')) && k < n; line = nl + 1, k++) {
+        kgl_json_doc doc;
+        char e[256];
+        if (!CHECK(kgl_json_parse(line, (size_t)(nl - line), &doc, e, sizeof e))) return;
+        const kgl_json *ans = kgl_json_get(doc.root, "answers");
+        const char *answer = strcmp(rows[k].direction, "tail") == 0 ? rows[k].tail : rows[k].head;
+        double score = NAN;
+        const char *first_unknown = NULL;
+        for (size_t a = 0; ans && a < ans->len; a++) {
+            const kgl_json *x = &ans->child[a];
+            const char *who = kgl_json_get(x, "entity")->str;
+            if (strcmp(who, answer) == 0) score = kgl_json_get(x, "score")->num;
+            if (!first_unknown && kgl_json_get(x, "known")->type == KGL_JSON_FALSE) first_unknown = who;
+        }
+        long higher = 0, equal = 0;
+        for (size_t a = 0; ans && a < ans->len; a++) {
+            const kgl_json *x = &ans->child[a];
+            if (kgl_json_get(x, "known")->type != KGL_JSON_FALSE) continue; /* known answers are filtered */
+            double s = kgl_json_get(x, "score")->num;
+            higher += s > score;
+            equal += s == score;
+        }
+        bad_score += score != rows[k].score;
+        bad_rank += 1.0 + (double)higher + (double)equal / 2 != rows[k].rank;
+        bad_wrong += !first_unknown || strcmp(first_unknown, rows[k].wrong) != 0;
+        kgl_json_free(&doc);
+    }
+    CHECK(k == n);
+    CHECK(bad_score == 0);
+    CHECK(bad_rank == 0);
+    CHECK(bad_wrong == 0);
+}
+
+/* A name with a quote character is written quoted, quotes doubled (what
+   pandas' read_csv reads back as the name), so the columns stay in place. */
+TEST(eval_ranks_quote_names_with_quotes)
+{
+    static const char triples[] = "say \"hi\"\tr\tb\nb\tr\tc\n";
+    const char *train = write_tmp(T, 0, "q.tsv", triples, sizeof triples - 1);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "train --steps 3 --dim 4 --train %s --save %s/q.st", train, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/q.st --train %s --ranks %s/q_ranks.tsv", T->tmp, train, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "grep -c '^train\t\"say \"\"hi\"\"\"\tr\tb\t' %s/q_ranks.tsv", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0 && strcmp(out, "2\n") == 0);
+}
+
+/* An output that cannot be written is refused before the evaluation (exit
+   3, nothing on stdout, no file). */
+TEST(eval_ranks_unwritable_fails_first)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "train --steps 2 --save %s/two.st", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --ranks %s/no/such/folder/r.tsv", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(strstr(err, "kgl eval: --ranks ") == err && strstr(err, "does not exist") && !*out);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --ranks %s", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(strstr(err, "is a folder, not a file") != NULL && !*out);
+}
