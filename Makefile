@@ -109,7 +109,7 @@ install: $(BUILD)/kgl $(BUILD)/libkgl.a
 uninstall:
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 2;; esac
 	rm -f $(addprefix '$(DESTDIR)$(PREFIX)'/,$(INSTALLED))
-	-rmdir '$(DESTDIR)$(PREFIX)/include/kgl' 2>/dev/null
+	@rmdir '$(DESTDIR)$(PREFIX)/include/kgl' 2>/dev/null || true
 
 # The example program (tests/example/): built against an installation in
 # $(BUILD)/stage through pkg-config, exactly as a user's program would be, and
@@ -134,7 +134,8 @@ $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/en
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DVMATH_EMULATE_AVX512 $(LDFLAGS) tests/emulated/vmath_avx512.c \
 		src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
-test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_probe $(BUILD)/runner_empty
+test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_probe $(BUILD)/runner_empty \
+		$(BUILD)/example/predict_family
 	$(BUILD)/vmath_emulated
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
