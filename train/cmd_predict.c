@@ -19,7 +19,11 @@ static const char help[] =
     "computed before any filtering). Head questions go through the inverse\n"
     "relation REL^-1, as training asks them; a model trained with\n"
     "--no-reciprocal scores each candidate head j by C[j].R[REL].E[NAME], as\n"
-    "kgl eval ranks its heads. The scores are those kgl eval ranks with.\n\n"
+    "kgl eval ranks its heads (training never fitted a softmax over heads\n"
+    "then, so read those probabilities as a normalised score). The scores are\n"
+    "exactly those kgl eval ranks with.\n\n"
+    "Output: per question a line naming it, then a table (rank, entity, score,\n"
+    "prob, and 'known' yes/no with --no-filter and triples given).\n\n"
     "  --checkpoint F     the saved model; its entity and relation names are\n"
     "                     the names a question may use\n"
     "  --head NAME        ask for the tails of NAME under --relation\n"
@@ -39,7 +43,11 @@ static const char help[] =
     "  --no-filter        list every answer, known ones marked\n"
     "  --top K            answers per question, 1 to the number of entities\n"
     "                     (default 10, or every entity when there are fewer)\n"
-    "  --json             one JSON object per question, one per line\n"
+    "  --json             one JSON object per question, one per line:\n"
+    "                     {\"query\":{\"head\",\"relation\",\"tail\"} (null where '?'),\n"
+    "                     \"direction\", \"filter\", \"known_left_out\", \"answers\":\n"
+    "                     [{\"rank\",\"entity\",\"score\",\"prob\",\"known\"}]}\n"
+    "                     (known_left_out and known are null without triples)\n\n"
     EXIT_TABLE;
 
 typedef struct query {
