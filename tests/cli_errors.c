@@ -20,6 +20,20 @@ TEST(cli_unknown_command_suggests_the_nearest)
     CHECK(strcmp(err, "kgl: unknown command 'frobnicate'\nTry 'kgl --help'.\n") == 0);
 }
 
+/* An unknown option's near matches come from the command's --help text. */
+TEST(cli_unknown_option_suggests_the_nearest)
+{
+    CHECK(run_kgl(T, "train --validd v.tsv", out, sizeof out, err, sizeof err) == 2);
+    if (!CHECK(strcmp(err, "kgl train: unknown option '--validd'; did you mean '--valid'?\nTry 'kgl train --help'.\n") == 0))
+        printf("    stderr: %s", err);
+    CHECK(run_kgl(T, "train --lr-shedule cosine", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "unknown option '--lr-shedule'; did you mean one of '--lr-schedule', ") != NULL);
+    CHECK(run_kgl(T, "gradcheck --ops matmul", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "unknown option '--ops'; did you mean '--op'?") != NULL);
+    CHECK(run_kgl(T, "train --zzzzzz", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strcmp(err, "kgl train: unknown option '--zzzzzz'\nTry 'kgl train --help'.\n") == 0);
+}
+
 TEST(cli_version_prints_the_header_version)
 {
     char want[64], parts[64];

@@ -52,8 +52,34 @@ int cli_usage_error(const cli_args *a, const char *fmt, ...)
     return EXIT_USAGE;
 }
 
+/* The distinct "--name" words of a help text, into names[0..cap) (pointers
+   into store). */
+static int options_in_help(const char *help, const char **names, int cap, char *store, size_t store_cap)
+{
+    int n = 0;
+    size_t used = 0;
+    for (const char *p = help; (p = strstr(p, "--")) && n < cap; p += 2) {
+        if (p > help && p[-1] != ' ' && p[-1] != '[' && p[-1] != '(' && p[-1] != '\n') continue;
+        size_t len = 2;
+        while (p[len] == '-' || (p[len] >= 'a' && p[len] <= 'z') || (p[len] >= '0' && p[len] <= '9')) len++;
+        if (len <= 2 || used + len + 1 > store_cap) continue;
+        memcpy(store + used, p, len);
+        store[used + len] = 0;
+        bool seen = false;
+        for (int k = 0; k < n && !seen; k++) seen = strcmp(names[k], store + used) == 0;
+        if (!seen) names[n++] = store + used, used += len + 1;
+    }
+    return n;
+}
+
 int cli_unknown(const cli_args *a)
 {
+    if (a->opt[0] == '-' && a->help) {
+        const char *names[256];
+        char store[8192], hint[600];
+        int n = options_in_help(a->help, names, 256, store, sizeof store);
+        return cli_usage_error(a, "unknown option '%s'%s", a->opt, cli_did_you_mean(a->opt, names, n, hint, sizeof hint));
+    }
     if (a->opt[0] == '-') return cli_usage_error(a, "unknown option '%s'", a->opt);
     return cli_usage_error(a, "unexpected argument '%s'", a->opt);
 }

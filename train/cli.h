@@ -25,6 +25,7 @@ typedef struct cli_args {
     int i;
     const char *opt;    /* the current option, e.g. "--dim" */
     const char *inline_val;
+    const char *help;   /* the command's --help text (optional): an unknown option's near matches come from it */
 } cli_args;
 
 void cli_init(cli_args *a, const char *cmd, int argc, char **argv);

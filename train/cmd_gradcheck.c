@@ -69,6 +69,7 @@ int cmd_gradcheck(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "gradcheck", argc, argv);
+    a.help = help;
     uint64_t seed = 1;
     bool json = false;
     const char *only = NULL;

@@ -125,6 +125,7 @@ static int parse(int argc, char **argv, train_opts *o)
     o->log_every = 10;
     cli_args a;
     cli_init(&a, "train", argc, argv);
+    a.help = help;
     while (cli_next(&a)) {
         long v;
         int st;

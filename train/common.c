@@ -101,8 +101,8 @@ void print_data_warnings(const kgl_dataset *ds)
                                 "query or a right answer), so it tends to rank low%s",
                         sp->n_unseen_relations ? ", and " : "");
             if (sp->n_unseen_relations)
-                fprintf(stderr, "a relation only here keeps the random vector it was initialised with, so its "
-                                "triples are ranked by chance");
+                fprintf(stderr, "a relation only here keeps the random vector it was initialised with (only "
+                                "--weight-decay changes it), so its triples are ranked near chance");
             fprintf(stderr, "\n");
         }
     }
