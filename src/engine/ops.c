@@ -1384,6 +1384,127 @@ static void mean_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
 static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
+/* ========================================================================
+ * cross_entropy_multi (1-N / KvsAll targets, as ConvE trains): row b has a
+ * set A_b of k_b ≥ 1 correct answers (answers[off[b] .. off[b+1])), and the
+ * target is their normalised multi-hot, optionally smoothed:
+ *   L = (1/B) Σ_b [ lse(z_b) − Σ_j q_bj z_bj ],
+ *   q_bj = (1 − ε) [j ∈ A_b] / k_b + ε/n           (ε = node->alpha).
+ * Σ_j q_bj = 1 as for the one-hot target, so again
+ *   ∂L/∂z_bj = (p_bj − q_bj) / B.          (p saved by forward)
+ * With k_b = 1 for every row it is cross_entropy, bit for bit up to the
+ * order of one subtraction. (idx0 = answers, idx1 = off, n_idx = B.)
+ * ======================================================================== */
+static const kgl_op op_cross_entropy_multi;
+
+typedef struct cem_job {
+    const double *z;
+    double *p, *dz, *row_loss;
+    const int *answers, *off;
+    int B, n;
+    double eps, g;
+} cem_job;
+
+static void cross_entropy_multi_rows(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const cem_job *J = ctx;
+    int b0 = task * ROW_BLOCK, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
+    double lses[ROW_BLOCK];
+    kgl_softmax_block(J->z + (size_t)b0 * J->n, J->p + (size_t)b0 * J->n, b1 - b0, J->n, lses);
+    for (int b = b0; b < b1; b++) {
+        const double *z = J->z + (size_t)b * J->n;
+        int lo = J->off[b], hi = J->off[b + 1];
+        double zt = 0;
+        for (int k = lo; k < hi; k++) zt += z[J->answers[k]];
+        double qz = (1.0 - J->eps) * zt / (hi - lo);
+        if (J->eps != 0) {
+            double zsum = 0;
+            for (int j = 0; j < J->n; j++) zsum += z[j];
+            qz += J->eps / J->n * zsum;
+        }
+        J->row_loss[b] = lses[b - b0] - qz;
+    }
+}
+
+static void cross_entropy_multi_grad_rows(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const cem_job *J = ctx;
+    int n = J->n, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
+    double off = J->eps / n;
+    for (int b = task * ROW_BLOCK; b < b1; b++) {
+        const double *p = J->p + (size_t)b * n;
+        double *dz = J->dz + (size_t)b * n;
+        int lo = J->off[b], hi = J->off[b + 1];
+        double each = J->g * (1.0 - J->eps) / (hi - lo);
+        for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
+        for (int k = lo; k < hi; k++) dz[J->answers[k]] -= each;
+    }
+}
+
+static void cross_entropy_multi_backward(kgl_node *nd)
+{
+    kgl_tensor *Z = nd->in[0];
+    int B = Z->rows, n = Z->cols;
+    cem_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B};
+    kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, cross_entropy_multi_grad_rows, &J);
+}
+
+kgl_tensor *kgl_cross_entropy_multi(kgl_tape *t, kgl_tensor *Z, const int *answer_off, const int *answers,
+                                    double smoothing)
+{
+    int B = Z->rows, n = Z->cols;
+    if (B < 1) kgl_die("cross_entropy_multi: empty batch");
+    for (int b = 0; b < B; b++) {
+        if (answer_off[b + 1] <= answer_off[b]) kgl_die("cross_entropy_multi: row %d has no answer", b);
+        for (int k = answer_off[b]; k < answer_off[b + 1]; k++)
+            if (answers[k] < 0 || answers[k] >= n)
+                kgl_die("cross_entropy_multi: answer %d outside 0..%d", answers[k], n - 1);
+    }
+    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
+    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
+    double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
+    cem_job J = {Z->data, p, NULL, row_loss, answers, answer_off, B, n, smoothing, 0};
+    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_multi_rows, &J);
+    double total = 0;
+    for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
+    Y->data[0] = total / B;
+    kgl_node *nd = kgl_record(t, &op_cross_entropy_multi, Y, 1, &Z);
+    if (nd) {
+        nd->idx0 = answers;
+        nd->idx1 = answer_off;
+        nd->n_idx = B;
+        nd->alpha = smoothing;
+        nd->saved = p;
+    }
+    return Y;
+}
+
+static kgl_tensor *cross_entropy_multi_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_cross_entropy_multi(t, c->inputs[0], c->idx1, c->idx0, c->alpha);
+}
+
+/* Rows with one, two and all answers; the third case smoothed. */
+static void cross_entropy_multi_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int answers[] = {2, 0, 3, 4, 1, 0, 1, 2, 3, 4}, off[] = {0, 1, 3, 4, 5, 10};
+    c->n_inputs = 1;
+    c->run = cross_entropy_multi_run;
+    c->idx0 = check_indices(keep, 10, answers);
+    c->idx1 = check_indices(keep, 6, off);
+    c->n_idx = 5;
+    c->inputs[0] = check_input(keep, rng, 5, 5, which == 1 ? 3 : 1, 0);
+    c->alpha = which == 2 ? 0.2 : 0;
+    if (which == 2) snprintf(c->label, sizeof c->label, "5x5 k=1,2,1,1,5 smooth 0.2");
+    else snprintf(c->label, sizeof c->label, "5x5 k=1,2,1,1,5 σ=%d", which == 1 ? 3 : 1);
+}
+
+static const kgl_op op_cross_entropy_multi = {"cross_entropy_multi",
+                                              cross_entropy_multi_backward,
+                                              {3, cross_entropy_multi_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
 
 void kgl_softmax_vec(const double *z, int n, double *p)
@@ -1432,7 +1553,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
     &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
-    &op_dropout, &op_attention,
+    &op_dropout, &op_attention, &op_cross_entropy_multi,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 
