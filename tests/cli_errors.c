@@ -34,6 +34,18 @@ TEST(cli_unknown_option_suggests_the_nearest)
     CHECK(strcmp(err, "kgl train: unknown option '--zzzzzz'\nTry 'kgl train --help'.\n") == 0);
 }
 
+/* An unknown relation name suggests the nearest and lists them. */
+TEST(cli_unknown_relation_suggests_the_nearest)
+{
+    static const char *const want =
+        "no relation 'advise' in the triples; did you mean 'advises'? (they have: about, advises, affiliated, "
+        "authored, cites)\n";
+    CHECK(run_kgl(T, "train --steps 1 --relations advise", out, sizeof out, err, sizeof err) == 2);
+    if (!CHECK(strstr(err, "kgl train: --relations: ") && strstr(err, want))) printf("    stderr: %s", err);
+    CHECK(run_kgl(T, "train --steps 1 --supervise-heads advise=0", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "kgl train: --supervise-heads: ") && strstr(err, want));
+}
+
 TEST(cli_version_prints_the_header_version)
 {
     char want[64], parts[64];

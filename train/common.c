@@ -28,6 +28,22 @@ bool data_option(cli_args *a, data_args *d, int *status)
     return true;
 }
 
+/* "kgl CMD: OPTION: no relation 'x' in the triples; did you mean 'y'? (they
+   have: a, b or c)" — the list only when it is short enough to read. */
+static void unknown_relation(const char *cmd, const char *option, const char *name, const kgl_dataset *ds)
+{
+    char hint[600], list[2048] = "";
+    const char *const *names = (const char *const *)ds->relation_names;
+    cli_did_you_mean(name, names, ds->n_relations, hint, sizeof hint);
+    if (ds->n_relations <= 30) {
+        size_t used = (size_t)snprintf(list, sizeof list, " (they have:");
+        for (int k = 0; k < ds->n_relations && used < sizeof list; k++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
+        if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
+    }
+    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s\n", cmd, option, name, hint, list);
+}
+
 /* Splits "a,b,c" and marks each named relation; false on an unknown name. */
 static bool choose_relations(const char *cmd, const char *list, const kgl_dataset *ds, bool *use)
 {
@@ -39,9 +55,7 @@ static bool choose_relations(const char *cmd, const char *list, const kgl_datase
     for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
         int r = kgl_dataset_relation_id(ds, tok);
         if (r < 0) {
-            fprintf(stderr, "kgl %s: --relations: no relation '%s' in the triples (they have:", cmd, tok);
-            for (int k = 0; k < ds->n_relations; k++) fprintf(stderr, " %s", ds->relation_names[k]);
-            fprintf(stderr, ")\n");
+            unknown_relation(cmd, "--relations", tok, ds);
             ok = false;
         } else {
             chosen += !use[r];
@@ -181,7 +195,7 @@ bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds,
         char *end;
         long h = strtol(eq + 1, &end, 10);
         if (r < 0) {
-            fprintf(stderr, "kgl %s: --supervise-heads: no relation '%s' in the triples\n", cmd, tok);
+            unknown_relation(cmd, "--supervise-heads", tok, ds);
             ok = false;
         } else if (end == eq + 1 || *end || h < 0 || h >= heads) {
             fprintf(stderr, "kgl %s: --supervise-heads: head '%s' for %s must be a number from 0 to %d\n", cmd, eq + 1,
