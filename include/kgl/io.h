@@ -64,8 +64,10 @@ int kgl_near_matches(const char *word, const char *const *candidates, int n_cand
 /* ----------------------------------------------------------------- data --
  * Triples files (MODEL.md, "Data"; README, "File formats"): UTF-8, one triple
  * per line, head<TAB>relation<TAB>tail, read with the line reader above (so
- * blank and '#' lines are skipped, a trailing \r is tolerated, a line is at
- * most KGL_LINE_MAX bytes). Exactly three non-empty fields, never trimmed.
+ * a byte-order mark, blank and '#' lines are skipped, a trailing \r is
+ * tolerated, a line is at most KGL_LINE_MAX bytes). Exactly three non-empty
+ * fields, never trimmed. A first line of column names is skipped and
+ * recorded (kgl_is_header_line, kgl_split.header_line).
  * Every malformed input is reported as "file:line: what is wrong" (or
  * "file: what is wrong", e.g. "file: no triples"). */
 typedef struct kgl_triple { int head, rel, tail; } kgl_triple;
