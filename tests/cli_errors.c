@@ -138,7 +138,8 @@ TEST(cli_checkpoint_of_other_triples_asks_for_train)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     snprintf(want, sizeof want,
              "%s: this checkpoint was trained on 3 entities and 2 relations, not on the embedded academic world (13 "
-             "entities, 5 relations); give its training triples with --train FILE\n",
+             "entities, 5 relations); give the triples files it was trained with (--train F, and --valid, --test if it "
+             "had them)\n",
              ck);
     static const char *const uses[] = {"eval --checkpoint '%s'", "heads --checkpoint '%s'", "grad --out g.st --checkpoint '%s'",
                                        "train --steps 1 --resume '%s'"};

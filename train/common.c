@@ -435,7 +435,8 @@ static bool explain_other_data(const char *path, const data_view *v)
     if (other)
         fprintf(stderr,
                 "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded academic world "
-                "(%d entities, %d relations); give its training triples with --train FILE\n",
+                "(%d entities, %d relations); give the triples files it was trained with (--train F, and --valid, "
+                "--test if it had them)\n",
                 path, n_ents, n_rels, v->ds.n_entities, v->ds.n_relations);
     kgl_st_free(&f);
     return other;

@@ -66,7 +66,7 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, data
  * the error and returns 2 on failure. A checkpoint of other triples opened
  * on the embedded world (no --train) is reported as such: "F: this
  * checkpoint was trained on N entities and M relations, not on the embedded
- * academic world (...); give its training triples with --train FILE". */
+ * academic world (...); give the triples files it was trained with ...". */
 int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck);
 /* Opens a checkpoint for the loaded triples and builds its model. Prints the
  * error and returns 2 on failure; the checkpoint stays open (for its state)
