@@ -52,6 +52,9 @@ static const char help[] =
     "  --attn-dropout P     dropout on the attention weights\n"
     "  --hidden-dropout P   dropout on each example's head state in the readout\n"
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
+    "  --targets T          1vsall (default): each example's one tail; kvsall: each\n"
+    "                       query (head, relation) against all its training tails at\n"
+    "                       once (1-N, as ConvE); --batch then counts queries\n"
     "  --lr-schedule S      constant (default), cosine or linear decay\n"
     "  --decay-steps T      the decay ends at step T (default: --steps)\n"
     "  --warmup W           linear learning-rate warmup over the first W steps\n"
@@ -97,6 +100,7 @@ typedef struct train_opts {
     bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
     long threads;
+    bool kvsall, set_targets;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -177,6 +181,12 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--weight-decay")) {
             if (!cli_double(&a, 0, 1e6, &o->optim.weight_decay)) return EXIT_USAGE;
             o->set_wd = true;
+        } else if (cli_is(&a, "--targets")) {
+            static const char *const words[] = {"1vsall", "kvsall"};
+            int k;
+            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
+            o->kvsall = k == 1;
+            o->set_targets = true;
         } else if (cli_is(&a, "--optimizer")) {
             static const char *const words[] = {"adam", "sgd"};
             int k;
@@ -306,6 +316,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
+    if (!o->set_targets) o->kvsall = s->kvsall;
     if (!o->set_schedule) o->sched.kind = s->sched.kind;
     if (!o->set_decay) o->sched.total = s->sched.total;
     if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
@@ -632,6 +643,11 @@ int cmd_train(int argc, char **argv)
         st = EXIT_USAGE;
         goto done_ck;
     }
+    if (o.supervise && o.kvsall) { /* the supervision term is per (example, tail) */
+        fprintf(stderr, "kgl train: --supervise-heads needs --targets 1vsall (one tail per example)\n");
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
     int *head_of = NULL;
     if (o.supervise) {
         head_of = malloc((size_t)v.ds.n_relations * sizeof(int));
@@ -648,6 +664,7 @@ int cmd_train(int argc, char **argv)
     }
     kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
     kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
+    if (o.kvsall) kgl_trainer_set_kvsall(&rs.tr);
     free(head_of);
     kgl_pool *pool = kgl_pool_create((int)o.threads);
     kgl_trainer_set_pool(&rs.tr, pool);
@@ -759,6 +776,7 @@ int cmd_train(int argc, char **argv)
         ts.has_dropout_rng = true;
         ts.sched = rs.tr.sched;
         ts.base_lr = rs.tr.base_lr;
+        ts.kvsall = o.kvsall;
         if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
             fprintf(stderr, "kgl train: %s\n", err);
             output_failed = true;

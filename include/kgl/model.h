@@ -271,6 +271,11 @@ typedef struct kgl_trainer {
        from base_lr before every update */
     kgl_schedule sched;
     double base_lr;
+    /* 1-N / KvsAll targets (kgl_trainer_set_kvsall). Query q's answers are q_answers[q_off[q] .. q_off[q+1]);
+       the current batch's are b_answers[b_off[b] .. b_off[b+1]) */
+    bool kvsall;
+    int *q_off, *q_answers, *b_off, *b_answers;
+    const int *cur_off, *cur_answers; /* the next step's (NULL: one tail per example) */
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken
@@ -333,6 +338,22 @@ void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s);
 void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s);
 void kgl_snapshot_free(kgl_snapshot *s);
 
+/* 1-N / KvsAll targets (an extension of MODEL.md, as ConvE trains; off by
+ * default). Call right after kgl_trainer_init: the examples become the
+ * distinct queries (head, relation row) of the training examples (ordered
+ * by relation row, then head), each trained against all of its known
+ * training answers at once with kgl_cross_entropy_multi (its normalised
+ * multi-hot, smoothed by the label smoothing). The batch size then counts
+ * queries, an epoch is one pass over the queries (shuffled as the examples
+ * are), and the batch position is a position among the queries. */
+void kgl_trainer_set_kvsall(kgl_trainer *tr);
+/* The loss of kgl_model_loss_reg with the main term against a set of
+ * answers per example: answers[answer_off[b] .. answer_off[b+1]) for
+ * example b of the batch (its `tail` is then unused by the main term). */
+void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const int *answer_off,
+                          const int *answers, const kgl_supervision *sup, const kgl_regularisers *reg,
+                          kgl_forward *out);
+
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
  * Adam's moments as adam.m.<name> / adam.v.<name>, and string metadata:
@@ -358,6 +379,7 @@ typedef struct kgl_train_state {
     bool has_dropout_rng;
     kgl_schedule sched;
     double base_lr;            /* the schedule's base rate (lr is the last rate used) */
+    bool kvsall;               /* metadata targets = "kvsall" (absent: one tail per example) */
 } kgl_train_state;
 
 /* Writes atomically (temporary file, fsync, rename). */

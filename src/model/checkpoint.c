@@ -109,6 +109,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
         "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
+        "targets", st->kvsall ? "kvsall" : "1vsall",
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -327,6 +328,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
         kgl_rng_seed(&st->epoch_rng, st->seed ^ 0x53485546464c45ULL);
     }
     st->optim.step = st->step;
+    if ((v = kgl_st_meta(f, "targets"))) { /* absent in checkpoints written before KvsAll: 1vsall */
+        if (strcmp(v, "kvsall") != 0 && strcmp(v, "1vsall") != 0) {
+            fail(err, cap, path, "metadata 'targets' is '%s', expected 1vsall or kvsall", v);
+            goto bad;
+        }
+        st->kvsall = strcmp(v, "kvsall") == 0;
+    }
 
     /* regularisers and schedule (absent in checkpoints written before them) */
     {

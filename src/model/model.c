@@ -288,6 +288,13 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
 void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                         const kgl_regularisers *reg, kgl_forward *out)
 {
+    kgl_model_loss_multi(m, t, b, NULL, NULL, sup, reg, out);
+}
+
+void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const int *answer_off,
+                          const int *answers, const kgl_supervision *sup, const kgl_regularisers *reg,
+                          kgl_forward *out)
+{
     context(m, t, reg, sup && sup->head_of, out);
     if (reg && reg->rng && reg->hidden_dropout > 0) {
         /* a mask per example: gather the head states, drop, read out row b */
@@ -299,7 +306,9 @@ void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, con
     } else {
         out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
     }
-    out->main_loss = kgl_cross_entropy(t, out->scores, b->tail, reg ? reg->label_smoothing : 0.0);
+    double eps = reg ? reg->label_smoothing : 0.0;
+    out->main_loss = answers ? kgl_cross_entropy_multi(t, out->scores, answer_off, answers, eps)
+                             : kgl_cross_entropy(t, out->scores, b->tail, eps);
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }

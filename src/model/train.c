@@ -304,6 +304,41 @@ static void set_identity(kgl_tensor *w)
    initial parameters nor the batches. */
 #define DROPOUT_STREAM 0x44524f504f5554ULL /* "DROPOUT" */
 
+/* KvsAll: replaces the examples by the distinct queries (head, relation
+   row), ordered by relation row, then head; each keeps its distinct answers
+   (sorted) in q_answers, and ex_tail holds the first of them. */
+void kgl_trainer_set_kvsall(kgl_trainer *tr)
+{
+    if (tr->kvsall) return;
+    int n_ex = tr->n_examples, rel_rows = kgl_config_relation_rows(&tr->model.cfg);
+    kgl_triple *ex = kgl_xmalloc((size_t)n_ex * sizeof *ex);
+    for (int k = 0; k < n_ex; k++) ex[k] = (kgl_triple){tr->ex_head[k], tr->ex_rel[k], tr->ex_tail[k]};
+    kgl_tails all;
+    kgl_tails_build(&all, tr->ds->n_entities, rel_rows, ex, n_ex);
+    free(ex);
+    int n = tr->ds->n_entities, n_q = 0;
+    size_t keys = (size_t)rel_rows * (size_t)n;
+    tr->q_off = kgl_xmalloc(((size_t)n_ex + 1) * sizeof(int));
+    tr->q_answers = kgl_xmalloc((size_t)(all.offsets[keys] > 0 ? all.offsets[keys] : 1) * sizeof(int));
+    memcpy(tr->q_answers, all.tails, (size_t)all.offsets[keys] * sizeof(int));
+    for (size_t key = 0; key < keys; key++) {
+        int lo = all.offsets[key], hi = all.offsets[key + 1];
+        if (lo == hi) continue;
+        tr->ex_rel[n_q] = (int)(key / (size_t)n);
+        tr->ex_head[n_q] = (int)(key % (size_t)n);
+        tr->ex_tail[n_q] = all.tails[lo];
+        tr->q_off[n_q++] = lo;
+    }
+    tr->q_off[n_q] = all.offsets[keys];
+    kgl_tails_free(&all);
+    tr->n_examples = n_q;
+    tr->kvsall = true;
+    int B = tr->cfg.batch < n_q ? tr->cfg.batch : n_q; /* the batch arrays already hold B ≤ n_ex */
+    tr->b_off = kgl_xmalloc((size_t)(B + 1) * sizeof(int));
+    tr->b_answers = kgl_xmalloc((size_t)(tr->q_off[n_q] > 0 ? tr->q_off[n_q] : 1) * sizeof(int));
+    tr->cursor = 0;
+}
+
 void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *train, int n_train,
                       const kgl_config *model_cfg, const kgl_train_config *tc)
 {
@@ -382,6 +417,10 @@ void kgl_trainer_free(kgl_trainer *tr)
     free(tr->b_rel);
     free(tr->b_tail);
     free(tr->head_of);
+    free(tr->q_off);
+    free(tr->q_answers);
+    free(tr->b_off);
+    free(tr->b_answers);
     kgl_tails_free(&tr->tails);
     kgl_tape_free(&tr->tape);
     kgl_tape_free(&tr->eval_tape);
@@ -423,7 +462,11 @@ void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cur
 static kgl_batch next_batch(kgl_trainer *tr)
 {
     int n = tr->n_examples;
-    if (tr->cfg.batch >= n) return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail};
+    if (tr->cfg.batch >= n) {
+        tr->cur_off = tr->q_off; /* NULL, NULL without KvsAll */
+        tr->cur_answers = tr->q_answers;
+        return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail};
+    }
     if (tr->cursor == 0) {
         tr->epoch_rng = tr->shuffle_rng;
         shuffle_epoch(tr);
@@ -435,24 +478,44 @@ static kgl_batch next_batch(kgl_trainer *tr)
         tr->b_rel[k] = tr->ex_rel[e];
         tr->b_tail[k] = tr->ex_tail[e];
     }
+    if (tr->kvsall) { /* each query's answers, gathered in batch order */
+        int used = 0;
+        for (int k = 0; k < size; k++) {
+            int e = tr->order[tr->cursor + k];
+            tr->b_off[k] = used;
+            for (int a = tr->q_off[e]; a < tr->q_off[e + 1]; a++) tr->b_answers[used++] = tr->q_answers[a];
+        }
+        tr->b_off[size] = used;
+    }
+    tr->cur_off = tr->kvsall ? tr->b_off : NULL;
+    tr->cur_answers = tr->kvsall ? tr->b_answers : NULL;
     tr->cursor += size;
     if (tr->cursor >= n) tr->cursor = 0;
     return (kgl_batch){size, tr->b_head, tr->b_rel, tr->b_tail};
 }
 
+static double compute(kgl_trainer *tr, const kgl_batch *batch, const int *answer_off, const int *answers);
+
 double kgl_trainer_compute(kgl_trainer *tr)
 {
     kgl_batch b = next_batch(tr);
-    return kgl_trainer_compute_batch(tr, &b);
+    return compute(tr, &b, tr->cur_off, tr->cur_answers);
 }
 
 double kgl_trainer_compute_batch(kgl_trainer *tr, const kgl_batch *batch)
+{
+    return compute(tr, batch, NULL, NULL);
+}
+
+/* Forward and backward of one batch (answers NULL: one tail per example). */
+static double compute(kgl_trainer *tr, const kgl_batch *batch, const int *answer_off, const int *answers)
 {
     kgl_batch b = *batch;
     kgl_tape_reset(&tr->tape);
     kgl_params_zero_grad(&tr->model.params);
     tr->reg.rng = &tr->dropout_rng; /* set here, not at init: the trainer may have been moved */
-    kgl_model_loss_reg(&tr->model, &tr->tape, &b, tr->head_of ? &tr->sup : NULL, &tr->reg, &tr->fwd);
+    kgl_model_loss_multi(&tr->model, &tr->tape, &b, answer_off, answers, tr->head_of ? &tr->sup : NULL, &tr->reg,
+                         &tr->fwd);
     double loss = tr->fwd.loss->data[0];
     tr->last_main = tr->fwd.main_loss->data[0];
     tr->last_aux = tr->fwd.aux_loss ? tr->fwd.aux_loss->data[0] : NAN;
