@@ -218,4 +218,8 @@ TEST(eval_ranks_unwritable_fails_first)
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --ranks %s", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
     CHECK(strstr(err, "is a folder, not a file") != NULL && !*out);
+    /* a misspelt --ranks is named */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --rank %s/r.tsv", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "kgl eval: unknown option '--rank'; did you mean '--ranks'?\n") == err && !*out);
 }

@@ -168,6 +168,8 @@ TEST(predict_errors_are_for_people)
         {"--head alice", "kgl predict: --relation is required with --head\n"},
         {"--relation advises", "kgl predict: ask a question: --head NAME --relation REL, --relation REL --tail NAME"},
         {"--head alice --relation advises --relations advises", "kgl predict: --relations does not apply"},
+        /* a misspelt option: the nearest from --help */
+        {"--hed alice --relation advises", "kgl predict: unknown option '--hed'; did you mean '--head'?\n"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         snprintf(cmd, sizeof cmd, "predict --checkpoint %s %s", ckpt, cases[k].args);

@@ -107,6 +107,7 @@ int cmd_eval(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "eval", argc, argv);
+    a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *ranks = NULL;
     bool json = false;

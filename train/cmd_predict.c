@@ -204,6 +204,7 @@ int cmd_predict(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "predict", argc, argv);
+    a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *head = NULL, *tail = NULL, *relation = NULL, *queries = NULL;
     bool json = false;
