@@ -21,7 +21,8 @@ static const char help[] =
     "average), the answer's score, and the best-scoring wrong answer (neither the\n"
     "answer nor a known one) with its score; tab-separated with a header line:\n"
     "split head relation tail direction rank score top_wrong top_wrong_score\n"
-    "(top_wrong empty when every other entity is a known answer).\n"
+    "(top_wrong empty when every other entity is a known answer). The file is\n"
+    "written whole or not at all (a temporary file, then renamed).\n\n"
     EXIT_TABLE;
 
 /* A name as one TSV field that pandas reads back unchanged: quoted (with
