@@ -1042,3 +1042,275 @@ TEST(svg_python_elementtree_agrees)
     CHECK(strcmp(out, want) == 0 || printf("    python3: %s    ours:    %s", out, want) < 0);
     CHECK(strstr(want, "/169 ") != NULL); /* the 13 x 13 heatmap's cells */
 }
+
+/* ------------------------------------------------------------ layout --
+ * Every text's box, as the layout estimates it (kgl_svg_text_width: DejaVu
+ * Sans advances; 0.76 em above the baseline, 0.24 em below), placed as the
+ * SVG places it (x, y, dy, text-anchor, font-size and font-weight of the
+ * element or its groups, rotate() on the text, translate() on its groups),
+ * must lie inside the page, and no two boxes may overlap. */
+typedef struct tbox {
+    double p[4][2]; /* corners on the page, in order around the box */
+    int el;
+} tbox;
+
+/* An attribute of element i or of its nearest ancestor that has it. */
+static const char *inherited(const xdoc *d, int i, const char *name)
+{
+    for (int k = i; k >= 0; k = d->el[k].parent) {
+        const char *v = xattr_get(&d->el[k], name);
+        if (v) return v;
+    }
+    return NULL;
+}
+
+/* Sum of the translate(x y) of element i's ancestors. */
+static void translation(const xdoc *d, int i, double *tx, double *ty)
+{
+    *tx = *ty = 0;
+    for (int k = d->el[i].parent; k >= 0; k = d->el[k].parent) {
+        const char *t = xattr_get(&d->el[k], "transform");
+        double x, y;
+        if (t && sscanf(t, "translate(%lf %lf)", &x, &y) == 2) *tx += x, *ty += y;
+    }
+}
+
+static int text_boxes(const xdoc *d, tbox *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < d->n && n < cap; i++) {
+        const xel *e = &d->el[i];
+        if (strcmp(e->name, "text") != 0 || !e->text || !*e->text) continue;
+        double fs = atof(inherited(d, i, "font-size") ? inherited(d, i, "font-size") : "11");
+        const char *anchor = inherited(d, i, "text-anchor");
+        const char *weight = inherited(d, i, "font-weight");
+        double w = kgl_svg_text_width(e->text, fs, weight && strcmp(weight, "bold") == 0);
+        double x = atof(attr_at(d, i, "x")), y = atof(attr_at(d, i, "y"));
+        const char *dy = xattr_get(e, "dy");
+        if (dy) y += atof(dy) * (strstr(dy, "em") ? fs : 1);
+        double x0 = x - w * (anchor && strcmp(anchor, "middle") == 0 ? 0.5 : anchor && strcmp(anchor, "end") == 0 ? 1 : 0);
+        double corner[4][2] = {{x0, y - 0.76 * fs}, {x0 + w, y - 0.76 * fs}, {x0 + w, y + 0.24 * fs}, {x0, y + 0.24 * fs}};
+        double a = 0, cx = 0, cy = 0;
+        const char *t = xattr_get(e, "transform");
+        if (t) sscanf(t, "rotate(%lf %lf %lf)", &a, &cx, &cy);
+        double c = cos(a * 3.14159265358979323846 / 180), s = sin(a * 3.14159265358979323846 / 180), tx, ty;
+        translation(d, i, &tx, &ty);
+        for (int k = 0; k < 4; k++) {
+            double px = corner[k][0] - cx, py = corner[k][1] - cy;
+            out[n].p[k][0] = cx + px * c - py * s + tx;
+            out[n].p[k][1] = cy + px * s + py * c + ty;
+        }
+        out[n++].el = i;
+    }
+    return n;
+}
+
+/* Whether two convex quadrilaterals overlap by more than `slack` px
+   (separating axes: the edge normals of both). */
+static bool boxes_overlap(const tbox *a, const tbox *b, double slack)
+{
+    const tbox *q[2] = {a, b};
+    for (int which = 0; which < 2; which++)
+        for (int k = 0; k < 4; k++) {
+            const double *p0 = q[which]->p[k], *p1 = q[which]->p[(k + 1) % 4];
+            double nx = p0[1] - p1[1], ny = p1[0] - p0[0], len = hypot(nx, ny);
+            if (len == 0) continue;
+            nx /= len, ny /= len;
+            double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+            for (int m = 0; m < 2; m++)
+                for (int v = 0; v < 4; v++) {
+                    double t = q[m]->p[v][0] * nx + q[m]->p[v][1] * ny;
+                    lo[m] = fmin(lo[m], t), hi[m] = fmax(hi[m], t);
+                }
+            if (hi[0] - slack <= lo[1] || hi[1] - slack <= lo[0]) return false;
+        }
+    return true;
+}
+
+/* The heatmap cells (rect class="cell"), as boxes on the page. */
+static int cell_boxes(const xdoc *d, tbox *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < d->n && n < cap; i++) {
+        if (strcmp(d->el[i].name, "rect") != 0 || !has_class(&d->el[i], "cell")) continue;
+        double tx, ty, x = atof(attr_at(d, i, "x")), y = atof(attr_at(d, i, "y"));
+        double w = atof(attr_at(d, i, "width")), h = atof(attr_at(d, i, "height"));
+        translation(d, i, &tx, &ty);
+        double c[4][2] = {{x, y}, {x + w, y}, {x + w, y + h}, {x, y + h}};
+        for (int k = 0; k < 4; k++) out[n].p[k][0] = c[k][0] + tx, out[n].p[k][1] = c[k][1] + ty;
+        out[n++].el = i;
+    }
+    return n;
+}
+
+/* Whether element i lies in a <g class="values"> (the numbers printed in cells). */
+static bool in_values(const xdoc *d, int i)
+{
+    for (int k = d->el[i].parent; k >= 0; k = d->el[k].parent)
+        if (has_class(&d->el[k], "values")) return true;
+    return false;
+}
+
+static void bounds(const tbox *b, double *x0, double *y0, double *x1, double *y1)
+{
+    *x0 = *y0 = INFINITY, *x1 = *y1 = -INFINITY;
+    for (int k = 0; k < 4; k++)
+        *x0 = fmin(*x0, b->p[k][0]), *x1 = fmax(*x1, b->p[k][0]), *y0 = fmin(*y0, b->p[k][1]),
+        *y1 = fmax(*y1, b->p[k][1]);
+}
+
+/* Checks one picture; prints the first few offenders. */
+static void check_layout(test_ctx *T, const char *path)
+{
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    double W = atof(attr_at(&d, 0, "width")), H = atof(attr_at(&d, 0, "height"));
+    static tbox box[20000];
+    int n = text_boxes(&d, box, 20000), outside = 0, overlaps = 0;
+    CHECK(n > 0 && n < 20000);
+    for (int i = 0; i < n; i++) {
+        bool in = true;
+        for (int k = 0; k < 4; k++)
+            in = in && box[i].p[k][0] >= -0.5 && box[i].p[k][0] <= W + 0.5 && box[i].p[k][1] >= -0.5 &&
+                 box[i].p[k][1] <= H + 0.5;
+        if (!in && outside++ < 3)
+            printf("    %s: '%s' (%.0f,%.0f)-(%.0f,%.0f) outside %.0f x %.0f\n", path, d.el[box[i].el].text,
+                   box[i].p[0][0], box[i].p[0][1], box[i].p[2][0], box[i].p[2][1], W, H);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (boxes_overlap(&box[i], &box[j], 0.5) && overlaps++ < 3)
+                printf("    %s: '%s' overlaps '%s'\n", path, d.el[box[i].el].text, d.el[box[j].el].text);
+    /* no label on a cell (the values printed in cells aside) */
+    static tbox cells[1000000 / 8];
+    int nc = cell_boxes(&d, cells, (int)(sizeof cells / sizeof cells[0])), on_cells = 0;
+    for (int i = 0; i < n; i++) {
+        if (in_values(&d, box[i].el)) continue;
+        double a0, b0, a1, b1;
+        bounds(&box[i], &a0, &b0, &a1, &b1);
+        for (int j = 0; j < nc; j++) {
+            double c0, d0, c1, d1;
+            bounds(&cells[j], &c0, &d0, &c1, &d1);
+            if (c0 >= a1 || a0 >= c1 || d0 >= b1 || b0 >= d1) continue; /* far apart */
+            if (boxes_overlap(&box[i], &cells[j], 0.5) && on_cells++ < 3)
+                printf("    %s: '%s' lies on a cell\n", path, d.el[box[i].el].text);
+        }
+    }
+    CHECK(outside == 0);
+    CHECK(overlaps == 0);
+    CHECK(on_cells == 0);
+    xml_free(&d);
+}
+
+/* The checker itself: boxes it must call overlapping and outside. */
+TEST(svg_layout_checker_finds_overlap_and_overflow)
+{
+    const char *svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"50\" viewBox=\"0 0 100 50\" "
+                      "font-size=\"10\"><text x=\"10\" y=\"20\">abc</text><text x=\"20\" y=\"22\">def</text>"
+                      "<g transform=\"translate(90 0)\"><text x=\"0\" y=\"40\">far</text></g>"
+                      "<text x=\"50\" y=\"45\" transform=\"rotate(-90 50 45)\">up</text></svg>";
+    xdoc d;
+    CHECK(xml_parse(svg, strlen(svg), &d));
+    tbox box[8];
+    int n = text_boxes(&d, box, 8);
+    CHECK(n == 4);
+    if (n == 4) {
+        CHECK(boxes_overlap(&box[0], &box[1], 0.5));  /* 'abc' at 10..~29 and 'def' from 20 */
+        CHECK(!boxes_overlap(&box[0], &box[2], 0.5));
+        CHECK(box[2].p[1][0] > 100);                   /* 'far' runs past the right edge */
+        CHECK(fabs(box[3].p[0][0] - (50 - 7.6)) < 1e-9 && box[3].p[1][1] < box[3].p[0][1]); /* rotated upwards */
+    }
+    xml_free(&d);
+}
+
+static char lay_out[1 << 16], lay_err[1 << 14];
+
+/* The estimate against librsvg's rendering with DejaVu Sans (measured on
+   this machine: rsvg-convert of the text at 20 px, the ink from x = 1 to
+   594 regular, to 670 bold; ink lacks the last glyph's right side bearing,
+   ~0.05 em, so the advance is a pixel or two wider: 6 px tolerance). */
+TEST(svg_text_width_matches_dejavu_sans)
+{
+    const char *abc = "abcdefghijklmnopqrstuvwxyz_abcdefghijklmnopqrstuvwxyz";
+    CHECK_NEAR(kgl_svg_text_width(abc, 20, false), 596, 6);
+    CHECK_NEAR(kgl_svg_text_width(abc, 20, true), 672, 8); /* bold: 1.13 x, measured 670 */
+    /* capitals and digits are wider than the old flat 0.6 em: 685 px measured */
+    CHECK_NEAR(kgl_svg_text_width("ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 WWWWWWWWWW", 20, false), 688, 8);
+    CHECK_NEAR(kgl_svg_text_width("\xea\xb9\x80", 10, false), 10, 1e-12); /* a wide character: 1 em */
+}
+
+/* The pictures `kgl heads` draws, on the academic world and on UMLS (long
+   relation and entity names, 135 entities: 46 relations, so spec.svg has a
+   row per relation), and a query's. */
+TEST(svg_layout_kgl_heads_pictures)
+{
+    char cmd[2048], path[1024];
+    static const char *const pics[] = {"head0.svg", "heads.svg", "spec.svg", "query.svg"};
+    snprintf(cmd, sizeof cmd, "train --supervise-heads advises=0,authored=1 --save %s/a.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/a.st --svg %s/a", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/a.st --query alice,advises^-1 --svg %s/a", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/a/%s", T->tmp, pics[k]);
+        check_layout(T, path);
+    }
+    const char *umls = "data/kg/umls/train.txt";
+    if (!file_exists(umls)) {
+        test_skip(T, "data/kg/umls/train.txt is missing");
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "train --train %s --dim 32 --heads 4 --steps 30 --save %s/u.st --quiet", umls, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/u.st --train %s --svg %s/u", T->tmp, umls, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd,
+             "heads --checkpoint %s/u.st --train %s --query "
+             "therapeutic_or_preventive_procedure,conceptually_related_to --svg %s/u",
+             T->tmp, umls, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/u/%s", T->tmp, pics[k]);
+        check_layout(T, path);
+    }
+}
+
+/* The library's own layouts with long, wide and many labels: a heatmap, a
+   grid of panels with long titles and outlines, line plots with long
+   titles, axis labels and series names. */
+TEST(svg_layout_long_labels)
+{
+    static const char *const rows[4] = {"conceptually_related_to_something_else", "x", "\xea\xb9\x80\xea\xb9\x80\xea\xb9\x80", "WWWWWWWWWWWWWWWWWWWWWWWW"};
+    static const char *const cols[3] = {"MMMMMMMMMMMMMMMMMMMMMMMMMM", "i", "developmental_form_of"};
+    double v[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    unsigned char ol[12] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0};
+    const char *notes[2] = {"a note that is rather long and has to be shortened somewhere along the way", "2. b"};
+    kgl_heatmap h = {.title = "a page title that is long enough to be wider than the heatmap under it",
+                     .rows = 4, .cols = 3, .values = v, .row_labels = rows, .col_labels = cols,
+                     .row_axis = "a row axis title longer than four rows", .col_axis = "a column axis title",
+                     .outline = ol, .outline_label = "true tail (conceptually_related_to)", .value_label = "value",
+                     .annotate = true, .notes = notes, .n_notes = 2};
+    char path[512], err[512];
+    CHECK(kgl_svg_heatmap(tmp_path(T, path, sizeof path, "lay1.svg"), &h, err, sizeof err));
+    check_layout(T, path);
+    kgl_heatmap panels[3] = {h, h, h};
+    panels[1].title = "head 1: best relation conceptually_related_to (spec 0.43), a second clause that wraps";
+    panels[2].title = "head_2_a_title_without_any_space_at_all_that_must_be_shortened_with_an_ellipsis";
+    CHECK(kgl_svg_heatmap_grid(tmp_path(T, path, sizeof path, "lay2.svg"), "grid", panels, 3, 2, err, sizeof err));
+    check_layout(T, path);
+
+    double x[5] = {1, 10, 100, 1000, 10000}, y1[5] = {1e-9, 1e-5, 1e-3, 0.1, 1}, y2[5] = {5, 4, 3, 2, 1};
+    kgl_series s[2] = {{"a series with a very long name, longer than the legend allows", 5, x, y1},
+                       {"WWWWWWWW", 5, x, y2}};
+    kgl_lineplot lp = {.title = "a line plot whose title is much longer than its plot area is wide, as they say",
+                       .x_label = "step (an x axis label that is long)", .y_label = "a y label far longer than the plot is high, truly",
+                       .log_y = true, .log_x = true, .series = s, .n_series = 2};
+    CHECK(kgl_svg_lineplot(tmp_path(T, path, sizeof path, "lay3.svg"), &lp, err, sizeof err));
+    check_layout(T, path);
+    kgl_lineplot grid[3] = {lp, lp, lp};
+    grid[1].log_y = false;
+    CHECK(kgl_svg_lineplot_grid(tmp_path(T, path, sizeof path, "lay4.svg"), "three plots on a page", grid, 3, 2, err,
+                                sizeof err));
+    check_layout(T, path);
+}

@@ -1185,8 +1185,8 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
     sb_printf(b, "<g class=\"lineplot\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
     if (p->title) {
         double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
-        put_text(b, L + g->pw / 2, PAD + fs, "middle", fs, "font-weight=\"bold\"", 0, p->title,
-                 (g->w - 2 * PAD) / fs * 1.6);
+        put_text(b, g->w / 2, PAD + fs, "middle", fs, "font-weight=\"bold\"", 0, p->title,
+                 (g->w - 2 * PAD) / fs / BOLD_WIDTH);
     }
     /* grid lines and ticks */
     sb_puts(b, "<g class=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
@@ -1230,12 +1230,12 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
     double below = B + 6 + TICK_FONT * 1.4;
     if (p->x_label) {
         put_text(b, L + g->pw / 2, below + AXIS_FONT, "middle", AXIS_FONT, "class=\"axis-title\"", 0, p->x_label,
-                 g->pw / AXIS_FONT * 1.6);
+                 2 * fmin(L + g->pw / 2 - PAD, g->w - PAD - L - g->pw / 2) / AXIS_FONT);
         below += AXIS_FONT * 1.8;
     }
     if (p->y_label)
         put_text(b, L - g->ytick_w - 8 - AXIS_FONT * 0.8, T + g->ph / 2, "middle", AXIS_FONT, "class=\"axis-title\"", -90, p->y_label,
-                 g->ph / AXIS_FONT * 1.6);
+                 g->ph / AXIS_FONT);
 
     /* series */
     svgbuf seg = {0};
