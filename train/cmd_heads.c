@@ -368,10 +368,9 @@ static void query_print_text(const char *ckpt, long step, const data_view *v, co
     for (int k = 0; k < n_ans; k++) aw = fmax(aw, (int)strlen(names[q->by_score[k]]) + 2);
     if (ew > 34) ew = 34;
     if (aw > 34) aw = 34;
-    int left_w = ew + q->H * 8 + 8; /* entity, a column per head, mean */
-    char left[1024];
-    snprintf(left, sizeof left, "A_h[%s, j]: where each head looks from %s", head, head);
-    printf("%-*s    readout: top %d answers to (%s, %s, ?)\n", left_w, left, n_ans, head, q->rel_name);
+    int left_w = ew + q->H * 9 + 8; /* entity, a column of 9 per head, mean */
+    /* short captions (the query is named above), so they stay over their columns */
+    printf("%-*s    %s\n", left_w, "A_h[i, j]: where each head looks", "the readout's top answers");
     printf("%-*s", ew, "entity");
     for (int h = 0; h < q->H; h++) {
         char col[16];
@@ -406,8 +405,9 @@ static void query_print_text(const char *ckpt, long step, const data_view *v, co
             for (int k = 0; k < n_rows; k++) shown |= rows[k] == j;
             if (!shown) rest_max = fmax(rest_max, q->mean[j]);
         }
-        printf("(%d more entities, each with mean attention at most %.3f; --top N shows more, --json lists all)\n",
-               q->n - n_rows, rest_max);
+        int more = q->n - n_rows;
+        printf("(%d more %s, each with mean attention at most %.3f; --top N shows more, --json lists all)\n", more,
+               more == 1 ? "entity" : "entities", rest_max);
     }
     free(rows);
 }
