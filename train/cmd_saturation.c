@@ -20,20 +20,29 @@ static const char help[] =
     "  --init-scale 1,3       attention weights ~ N(0, (s/sqrt(d))^2)\n"
     "  --optimizer adam       adam and/or sgd\n"
     "  --lr 0.01              learning rates\n"
-    "  --supervise off        off and/or on (head 0 supervised on advises)\n"
+    "  --supervise off        off, advises (head 0 supervised on advises; 'on' is a\n"
+    "                         synonym), both-one-head (advises and authored on head 0),\n"
+    "                         both-two-heads (advises on head 0, authored on head 1;\n"
+    "                         two heads of dk, so d = 2 dk)\n"
     "  --remedies             also run each configuration with --qk-norm and with a\n"
     "                         learned temperature (remedy: none, qk-norm, temperature)\n"
     "other\n"
     "  --momentum M           SGD momentum (default 0)\n"
     "  --steps 300            steps per run\n"
-    "  --seeds 3              seeds 1..N per configuration (results are means)\n"
+    "  --seeds 10             seeds 1..N per configuration\n"
+    "  --frozen-multiple 2    a supervised seed is frozen when its supervision loss at\n"
+    "                         the last step is above this multiple of its floor\n"
     "  --jobs 2               runs in parallel (results do not depend on it)\n"
     "  --out DIR              where saturation.csv and the SVG plots go\n"
     "                         (default build/saturation)\n"
     "  --json                 print {\"configs\":[...]} instead of the table\n"
     "  --quiet                no progress\n"
     "Diagnostics at step k describe the forward pass of step k (the parameters\n"
-    "after k-1 updates); 'init' is step 1, 'final' the last step.\n"
+    "after k-1 updates); 'init' is step 1, 'final' the last step. The floor is the\n"
+    "least supervision loss any attention can reach on these triples (a row with\n"
+    "k targets: log k). Files: saturation.csv (a row per configuration, seed and\n"
+    "step), saturation_seeds.csv (per seed, the last step), saturation_summary.csv\n"
+    "(per configuration: quantiles over the seeds, frozen fraction), SVG plots.\n"
     EXIT_TABLE;
 
 /* ---- the axes ---------------------------------------------------------------- */
@@ -63,8 +72,11 @@ static bool parse_axis(cli_args *a, kgl_saturation_axis *ax, const char *const *
         char *end;
         double x = strtod(tok, &end);
         if (end == tok || *end || !isfinite(x) || x < lo || x > hi) {
-            cli_usage_error(a, "%s: '%s' is not %s", opt, tok,
-                            n_words ? "one of the allowed words or a number in range" : "a number in range");
+            char list[512], hint[600];
+            if (n_words == 0) cli_usage_error(a, "%s: '%s' is not a number in range", opt, tok);
+            else
+                cli_usage_error(a, "%s: '%s' is not %s%s%s", opt, tok, cli_word_list(words, n_words, list, sizeof list),
+                                lo <= hi ? " or a number" : "", cli_did_you_mean(tok, words, n_words, hint, sizeof hint));
             return false;
         }
         ax->value[ax->n++] = x;
@@ -86,6 +98,61 @@ static void show_progress(int done, int total, void *ctx)
     if (done == total) fputc('\n', stderr);
 }
 
+/* {"min":…,"q1":…,"median":…,"q3":…,"max":…,"mean":…} */
+static void json_spread(const kgl_spread *sp)
+{
+    const double v[6] = {sp->min, sp->q1, sp->median, sp->q3, sp->max, sp->mean};
+    static const char *const k[6] = {"min", "q1", "median", "q3", "max", "mean"};
+    putchar('{');
+    for (int q = 0; q < 6; q++) {
+        printf("%s\"%s\":", q ? "," : "", k[q]);
+        kgl_json_number(stdout, v[q]);
+    }
+    putchar('}');
+}
+
+/* The over-seeds part of a configuration's JSON: floor, frozen fraction,
+   "spread" (quantiles of every final metric) and "per_seed" (each run's end). */
+static void json_over_seeds(const kgl_saturation *s, int c, const kgl_saturation_summary *sm)
+{
+    printf(",\"heads\":%d,\"aux_floor\":", s->configs[c].heads);
+    kgl_json_number(stdout, sm->aux_floor);
+    printf(",\"frozen_multiple\":");
+    kgl_json_number(stdout, s->frozen_multiple);
+    printf(",\"frozen_seeds\":%d,\"finished_seeds\":%d,\"frozen_fraction\":", sm->frozen_seeds,
+           sm->finished_seeds);
+    kgl_json_number(stdout, sm->frozen_fraction);
+    printf(",\"spread\":{");
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+        printf("%s\"%s\":", k ? "," : "", kgl_saturation_metric_names[k]);
+        json_spread(&sm->spread[k]);
+    }
+    printf("},\"per_seed\":[");
+    for (int q = 0; q < s->seeds; q++) {
+        int run = c * s->seeds + q;
+        kgl_saturation_run_end e;
+        kgl_saturation_run_summary(s, run, &e);
+        printf("%s{\"seed\":%d,\"steps_done\":%d,\"fit_step\":", q ? "," : "", s->runs[run].seed,
+               s->runs[run].steps_done);
+        kgl_json_number(stdout, s->runs[run].fit_step >= 0 ? (double)s->runs[run].fit_step : NAN);
+        printf(",\"frozen\":%s,\"aux_mean\":", e.frozen ? "true" : "false");
+        kgl_json_number(stdout, e.aux_mean);
+        printf(",\"aux_sign_changes\":");
+        kgl_json_number(stdout, e.aux_sign_changes >= 0 ? e.aux_sign_changes : NAN);
+        printf(",\"aux_window_min\":");
+        kgl_json_number(stdout, e.aux_window_min);
+        printf(",\"aux_window_max\":");
+        kgl_json_number(stdout, e.aux_window_max);
+        printf(",\"final\":{");
+        for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+            printf("%s\"%s\":", k ? "," : "", kgl_saturation_metric_names[k]);
+            kgl_json_number(stdout, e.final[k]);
+        }
+        printf("}}");
+    }
+    putchar(']');
+}
+
 /* One configuration's summary as a JSON object (with its seed when there is one). */
 static void json_config(const kgl_saturation_config *c, const kgl_saturation_summary *sm, int seed)
 {
@@ -99,7 +166,7 @@ static void json_config(const kgl_saturation_config *c, const kgl_saturation_sum
     kgl_json_number(stdout, c->init_scale);
     printf(",\"optimizer\":\"%s\",\"lr\":", c->optimizer == KGL_OPT_SGD ? "sgd" : "adam");
     kgl_json_number(stdout, c->lr);
-    printf(",\"supervise\":%s,\"remedy\":\"%s\"", c->supervise ? "true" : "false",
+    printf(",\"supervise\":\"%s\",\"remedy\":\"%s\"", kgl_saturation_supervise_names[c->supervise],
            kgl_saturation_remedy_names[c->remedy]);
     if (seed > 0) printf(",\"seed\":%d", seed);
     static const int init_keys[] = {KGL_SAT_MAX_PROB, KGL_SAT_ENTROPY, KGL_SAT_JAC_FRO, KGL_SAT_GRAD_LOGITS,
@@ -126,7 +193,7 @@ static void json_config(const kgl_saturation_config *c, const kgl_saturation_sum
     kgl_json_number(stdout, sm->fit_step);
     printf(",\"spec\":");
     kgl_json_number(stdout, sm->final[KGL_SAT_SPEC_ADVISES]);
-    printf("}}");
+    printf("}");
 }
 
 /* The summary table: one row per configuration, at init and final. */
@@ -135,7 +202,8 @@ static void print_table(const kgl_saturation *s)
     int w = 10, n_seeds = s->seeds;
     for (int c = 0; c < s->n_configs; c++)
         if ((int)strlen(s->configs[c].label) > w) w = (int)strlen(s->configs[c].label);
-    printf("saturation study: one head, d = dk, academic world, %d steps, mean of %d seed%s\n"
+    printf("saturation study: one head, d = dk (both-two-heads: two, d = 2 dk), academic world, %d steps,\n"
+           "mean of %d seed%s\n"
            "(init = the forward pass of step 1; final = of step %d; TV = mean total variation of\n"
            " the attention rows from step 0; aux mean = the supervision loss averaged over all\n"
            " steps; fit = mean step at which every triple ranks first, or how many seeds fit)\n\n",
@@ -158,6 +226,91 @@ static void print_table(const kgl_saturation *s)
     }
 }
 
+/* "%9.3g"-like for the spread tables: 3 significant digits, exponent when tiny or huge. */
+static void put_value(double x, int width)
+{
+    if (isnan(x)) printf(" %*s", width, "-");
+    else if (x != 0 && (fabs(x) < 1e-3 || fabs(x) >= 1e5)) printf(" %*.2e", width, x);
+    else printf(" %*.3f", width, x);
+}
+
+/* Over the seeds, at the last step: every configuration's min, quartiles and
+   max of max_prob, ‖∂L/∂S‖ and the loss; then, for the supervised ones, the
+   supervision loss against its floor, the frozen fraction, and each seed's
+   final supervision loss. */
+static void print_spread_tables(const kgl_saturation *s)
+{
+    int w = 13, n_seeds = s->seeds;
+    bool any_sup = false;
+    for (int c = 0; c < s->n_configs; c++) {
+        if ((int)strlen(s->configs[c].label) > w) w = (int)strlen(s->configs[c].label);
+        any_sup |= s->configs[c].supervise != KGL_SAT_SUP_OFF;
+    }
+    printf("\nover the %d seeds, at step %d: min, quartiles (q1, median, q3) and max\n\n", n_seeds, s->steps);
+    static const int keys[3] = {KGL_SAT_MAX_PROB, KGL_SAT_GRAD_LOGITS, KGL_SAT_LOSS};
+    static const char *const names[3] = {"max_prob", "|dL/dS|", "loss"};
+    printf("%-*s", w, "");
+    for (int k = 0; k < 3; k++) printf(" | %-49s", names[k]);
+    printf("\n%-*s", w, "configuration");
+    for (int k = 0; k < 3; k++) printf(" | %9s %9s %9s %9s %9s", "min", "q1", "median", "q3", "max");
+    putchar('\n');
+    for (int c = 0; c < s->n_configs; c++) {
+        kgl_saturation_summary sm;
+        kgl_saturation_summarise(s, c, &sm);
+        printf("%-*s", w, s->configs[c].label);
+        for (int k = 0; k < 3; k++) {
+            const kgl_spread *sp = &sm.spread[keys[k]];
+            printf(" |");
+            put_value(sp->min, 9), put_value(sp->q1, 9), put_value(sp->median, 9), put_value(sp->q3, 9);
+            put_value(sp->max, 9);
+        }
+        putchar('\n');
+    }
+    if (!any_sup) return;
+    printf("\nsupervision loss at step %d against its floor (the least any attention can reach on these\n"
+           "triples); frozen = above %g x floor; mass = attention on the targets (median); flips = sign\n"
+           "changes of the step-to-step change over the last %d steps (median)\n\n",
+           s->steps, s->frozen_multiple, KGL_SAT_WINDOW);
+    printf("%-*s | %6s %6s | %9s %9s %9s %9s %9s | %13s | %6s %5s\n", w, "configuration", "floor", "heads", "min",
+           "q1", "median", "q3", "max", "frozen", "mass", "flips");
+    for (int c = 0; c < s->n_configs; c++) {
+        const kgl_saturation_config *x = &s->configs[c];
+        if (!x->supervise) continue;
+        kgl_saturation_summary sm;
+        kgl_saturation_summarise(s, c, &sm);
+        const kgl_spread *a = &sm.spread[KGL_SAT_AUX_LOSS];
+        double *flips = malloc((size_t)n_seeds * sizeof *flips);
+        for (int q = 0; q < n_seeds; q++) {
+            kgl_saturation_run_end e;
+            kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+            flips[q] = e.aux_sign_changes >= 0 ? e.aux_sign_changes : NAN;
+        }
+        kgl_spread fl = kgl_spread_of(flips, n_seeds);
+        free(flips);
+        char frozen[32];
+        snprintf(frozen, sizeof frozen, "%d/%d = %.2f", sm.frozen_seeds, sm.finished_seeds, sm.frozen_fraction);
+        printf("%-*s | %6.3f %6d |", w, x->label, sm.aux_floor, x->heads);
+        put_value(a->min, 9), put_value(a->q1, 9), put_value(a->median, 9), put_value(a->q3, 9), put_value(a->max, 9);
+        printf(" | %13s | %6.3f %5.0f\n", frozen, sm.spread[KGL_SAT_TARGET_MASS].median, fl.median);
+    }
+    if (n_seeds > 20) return; /* the CSV has them */
+    printf("\nsupervision loss at step %d, seed by seed (* frozen)\n\n%-*s", s->steps, w, "configuration");
+    for (int q = 0; q < n_seeds; q++) printf(" %7d ", q + 1);
+    putchar('\n');
+    for (int c = 0; c < s->n_configs; c++) {
+        if (!s->configs[c].supervise) continue;
+        printf("%-*s", w, s->configs[c].label);
+        for (int q = 0; q < n_seeds; q++) {
+            kgl_saturation_run_end e;
+            kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+            double x = e.final[KGL_SAT_AUX_LOSS];
+            if (isnan(x)) printf(" %7s ", "-");
+            else printf(x < 100 ? " %7.3f%c" : " %7.1f%c", x, e.frozen ? '*' : ' ');
+        }
+        putchar('\n');
+    }
+}
+
 int cmd_saturation(int argc, char **argv)
 {
     cli_args a;
@@ -166,8 +319,9 @@ int cmd_saturation(int argc, char **argv)
     static const double scale_codes[] = {KGL_SAT_SCALE_SQRT, KGL_SAT_SCALE_NONE};
     static const char *const opt_words[] = {"adam", "sgd"};
     static const double opt_codes[] = {KGL_OPT_ADAM, KGL_OPT_SGD};
-    static const char *const sup_words[] = {"off", "on"};
-    static const double sup_codes[] = {0, 1};
+    static const char *const sup_words[] = {"off", "advises", "both-one-head", "both-two-heads", "on"};
+    static const double sup_codes[] = {KGL_SAT_SUP_OFF, KGL_SAT_SUP_ADVISES, KGL_SAT_SUP_BOTH_ONE_HEAD,
+                                       KGL_SAT_SUP_BOTH_TWO_HEADS, KGL_SAT_SUP_ADVISES};
     kgl_saturation_spec spec;
     kgl_saturation_spec_defaults(&spec);
     bool json = false, quiet = false;
@@ -191,7 +345,9 @@ int cmd_saturation(int argc, char **argv)
         } else if (cli_is(&a, "--lr")) {
             if (!parse_axis(&a, &spec.lr, NULL, NULL, 0, 0, 1e6)) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise")) {
-            if (!parse_axis(&a, &spec.supervise, sup_words, sup_codes, 2, 1, 0)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.supervise, sup_words, sup_codes, 5, 1, 0)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--frozen-multiple")) {
+            if (!cli_double(&a, 1.000001, 1e6, &spec.frozen_multiple)) return EXIT_USAGE;
         } else if (cli_is(&a, "--remedies")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             spec.remedies = true;
@@ -238,7 +394,9 @@ int cmd_saturation(int argc, char **argv)
         status = EXIT_OUTPUT;
     }
     if (json) {
-        printf("{\"steps\":%d,\"seeds\":%d,\"seconds\":", s.steps, s.seeds);
+        printf("{\"steps\":%d,\"seeds\":%d,\"frozen_multiple\":", s.steps, s.seeds);
+        kgl_json_number(stdout, s.frozen_multiple);
+        printf(",\"seconds\":");
         kgl_json_number(stdout, s.seconds);
         printf(",\"configs\":[");
         for (int k = 0; k < s.n_configs; k++) {
@@ -246,10 +404,13 @@ int cmd_saturation(int argc, char **argv)
             kgl_saturation_summarise(&s, k, &sm);
             if (k) putchar(',');
             json_config(&s.configs[k], &sm, s.seeds == 1 ? s.runs[k].seed : 0);
+            json_over_seeds(&s, k, &sm);
+            putchar('}');
         }
         printf("]}\n");
     } else {
         print_table(&s);
+        print_spread_tables(&s);
         printf("\n%d runs in %.1f s; %s/saturation.csv, %s/saturation.svg and one SVG per metric\n", s.n_runs,
                s.seconds, out, out);
     }

@@ -431,6 +431,42 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
 void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr);
 void kgl_diag_free(kgl_diag *dg);
 
+/* Head supervision, measured (the saturation study's mechanism): over the
+ * supervised rows, (head h, entity i) with at least one training tail of a
+ * relation supervised onto h, what the supervision loss sees at one step. */
+typedef struct kgl_sup_diag {
+    int rows;                   /* supervised (head, entity) rows; 0 without supervision */
+    int *row_head, *row_entity; /* [rows] */
+    int *target_off, *targets;  /* row k's distinct targets: targets[target_off[k] .. target_off[k+1]) */
+    int n_targets;
+    unsigned long long heads_mask; /* bit h: head h has supervised rows */
+    double floor;               /* kgl_supervision_floor of the trainer's triples and heads */
+    /* after kgl_sup_diag_measure (NaN before, and where not measurable): */
+    double target_mass;         /* mean over the rows of Σ over its targets of A_h[i, t] (1: all on them) */
+    double grad_logits;         /* ‖∂L/∂S_h[i, ·]‖_F over the rows, L the whole loss */
+    double logit_step;          /* max over the rows of |S_h[i, j] − its value one step before| */
+    /* after kgl_sup_diag_after_update: the update's RMS |ΔW| / lr over the
+     * supervised heads' columns of Wq, Wk. Under Adam without weight decay
+     * that is the RMS of m̂ / (√v̂ + ε): 1 when every gradient keeps its sign
+     * step after step, small when they flip. */
+    double wq_step, wk_step;
+    double *prev_logits, *wq_before, *wk_before; /* scratch */
+    bool have_prev;
+} kgl_sup_diag;
+/* The least value the supervision loss can approach on these triples with
+ * head_of[r] (the head of relation r, or -1) and `heads` heads: (1/N)
+ * Σ_rows (k log k − Σ_t c_t log c_t), a row having k supervised examples,
+ * c_t of them with tail t (diagnostics.c derives it). NaN without any
+ * supervised example or with head_of NULL. */
+double kgl_supervision_floor(const kgl_tails *tl, const int *head_of, int heads);
+/* Finds the supervised rows of the trainer (none when it has no head_of). */
+void kgl_sup_diag_init(kgl_sup_diag *sd, const kgl_trainer *tr);
+/* After kgl_trainer_compute and before kgl_trainer_update (reads only). */
+void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr);
+/* After kgl_trainer_update: the step it took. */
+void kgl_sup_diag_after_update(kgl_sup_diag *sd, const kgl_trainer *tr);
+void kgl_sup_diag_free(kgl_sup_diag *sd);
+
 /* ---------------------------------------------------------------- bench --
  * `kgl bench` (src/model/bench.c): steady-state training steps of the
  * trainer on the first `batch` examples in file order, one filtered

@@ -225,10 +225,13 @@ bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
 /* ----------------------------------------------------------- saturation --
  * The softmax-saturation study (`kgl saturation`, src/studies/saturation.c).
  * For every combination of the axes it trains the layer (one head, d = dk,
- * on the academic world) for each seed, measures the attention diagnostics
- * at every step, and summarises each configuration by its means over the
- * seeds. Diagnostics at step k describe the forward pass of step k (the
- * parameters after k-1 updates); "init" is step 1, "final" the last step.
+ * on the academic world; two heads and d = 2 dk for both-two-heads) for each
+ * seed, measures the attention diagnostics at every step, and summarises
+ * each configuration over the seeds: means, the spread (quantiles) of every
+ * final diagnostic, and the fraction of seeds whose supervised head is still
+ * frozen at the last step. Diagnostics at step k describe the forward pass of
+ * step k (the parameters after k-1 updates); "init" is step 1, "final" the
+ * last step. The head diagnostics are head 0's.
  *
  * Use: kgl_saturation_spec_defaults, change axes, kgl_saturation_run, then
  * kgl_saturation_summarise per configuration and kgl_saturation_write for the
@@ -251,9 +254,16 @@ typedef enum kgl_saturation_metric {
     KGL_SAT_WK_MOVE,
     KGL_SAT_ATTN_TV,       /* mean total variation of the attention rows from step 0 */
     KGL_SAT_SPEC_ADVISES,  /* spec[0][advises]: attention mass on the advisees */
+    /* the supervised rows (kgl_sup_diag; NaN when not supervised): */
+    KGL_SAT_TARGET_MASS,     /* mean attention mass a supervised row puts on its targets */
+    KGL_SAT_GRAD_LOGITS_SUP, /* ‖∂L/∂S‖ over the supervised rows */
+    KGL_SAT_LOGIT_STEP,      /* max |ΔS| of the supervised rows since the step before (NaN at step 1) */
+    KGL_SAT_WQ_STEP,         /* this step's update of Wq: RMS |ΔW| / lr (Adam: RMS m̂/(√v̂ + ε)) */
+    KGL_SAT_WK_STEP,
+    KGL_SAT_SPEC_AUTHORED,   /* spec[h][authored] of the head authored is supervised onto (else head 0) */
     KGL_SAT_N_METRICS
 } kgl_saturation_metric;
-/* "loss", "main_loss", "aux_loss", …, "spec_advises": the CSV's column names. */
+/* "loss", "main_loss", "aux_loss", …, "spec_authored": the CSV's column names. */
 extern const char *const kgl_saturation_metric_names[KGL_SAT_N_METRICS];
 
 /* What each configuration is also run with when spec.remedies is set. */
@@ -264,6 +274,21 @@ typedef enum kgl_saturation_remedy {
     KGL_SAT_N_REMEDIES
 } kgl_saturation_remedy;
 extern const char *const kgl_saturation_remedy_names[KGL_SAT_N_REMEDIES]; /* "none", "qk-norm", "temperature" */
+
+/* The supervision axis: which relations are supervised onto which heads. */
+typedef enum kgl_saturation_supervise {
+    KGL_SAT_SUP_OFF,            /* no supervision */
+    KGL_SAT_SUP_ADVISES,        /* advises on head 0 (the word "on" is a synonym) */
+    KGL_SAT_SUP_BOTH_ONE_HEAD,  /* advises and authored, both on head 0 */
+    KGL_SAT_SUP_BOTH_TWO_HEADS, /* advises on head 0, authored on head 1: two heads of dk, d = 2 dk */
+    KGL_SAT_N_SUPERVISE
+} kgl_saturation_supervise;
+/* "off", "advises", "both-one-head", "both-two-heads" */
+extern const char *const kgl_saturation_supervise_names[KGL_SAT_N_SUPERVISE];
+/* The code of a supervise word (a name above, or "on" for advises); -1 if none. */
+int kgl_saturation_supervise_parse(const char *word);
+/* Heads of a configuration with this supervision: 2 for both-two-heads, else 1. */
+int kgl_saturation_heads(kgl_saturation_supervise sup);
 
 /* One axis of the grid: its values, and how each reads in the labels (the
  * text as given on the command line; "" is replaced by the value's %g, or
@@ -284,14 +309,16 @@ typedef struct kgl_saturation_spec {
     kgl_saturation_axis init_scale; /* attention weights ~ N(0, (s/sqrt(d))^2), s ≥ 0 */
     kgl_saturation_axis optimizer;  /* KGL_OPT_ADAM, KGL_OPT_SGD */
     kgl_saturation_axis lr;         /* learning rates ≥ 0 */
-    kgl_saturation_axis supervise;  /* 0 off, 1 on (head 0 supervised on advises) */
+    kgl_saturation_axis supervise;  /* kgl_saturation_supervise codes */
     bool remedies;   /* also run each configuration with qk-norm and with a learned temperature */
     double momentum; /* SGD momentum, in [0, 1] */
     int steps;       /* steps per run */
     int seeds;       /* seeds 1..seeds per configuration (summaries are means) */
     int jobs;        /* runs in parallel, 1..64 (results do not depend on it) */
+    double frozen_multiple; /* a seed is frozen when its final aux loss > frozen_multiple × floor (> 1) */
     /* The triples trained on; dataset NULL: the embedded academic world.
-     * They must include the relation "advises". */
+     * They must include the relation "advises" (and "authored" for the
+     * both-* supervisions). */
     const kgl_dataset *dataset;
     const kgl_triple *train;
     int n_train;
@@ -301,7 +328,7 @@ typedef struct kgl_saturation_spec {
 } kgl_saturation_spec;
 /* The defaults of `kgl saturation`: dk 4,64,256; scale sqrt,none; init-scale
  * 1,3; adam; lr 0.01; supervise off; no remedies; momentum 0; 300 steps;
- * 3 seeds; 2 jobs; the academic world; no progress. */
+ * 10 seeds; 2 jobs; frozen multiple 2; the academic world; no progress. */
 void kgl_saturation_spec_defaults(kgl_saturation_spec *spec);
 
 /* One point of the grid, with the label its rows and plot series carry
@@ -313,9 +340,12 @@ typedef struct kgl_saturation_config {
     double init_scale;
     kgl_optimizer_kind optimizer;
     double lr;
-    bool supervise;
+    kgl_saturation_supervise supervise; /* KGL_SAT_SUP_OFF (0) when not supervised */
     kgl_saturation_remedy remedy;
+    int heads, dim;     /* heads of dk each; dim = heads × dk */
+    double aux_floor;   /* kgl_supervision_floor of the supervised examples; NaN when off */
     char label[96];
+    char short_label[96]; /* the label without scale and init-scale (the plots' panels say those) */
 } kgl_saturation_config;
 
 /* One run: one configuration, one seed, its diagnostics at every step. */
@@ -329,6 +359,7 @@ typedef struct kgl_saturation_trace {
 
 typedef struct kgl_saturation {
     int steps, seeds;
+    double frozen_multiple;         /* from the spec */
     kgl_saturation_config *configs; /* the grid, the axes nested in the spec's order, remedy innermost */
     int n_configs;
     kgl_saturation_trace *runs;     /* run k: configs[k / seeds], seed 1 + k % seeds */
@@ -346,12 +377,52 @@ void kgl_saturation_free(kgl_saturation *s);
  * `config` whose run reached that step and measured a number; NaN if none. */
 double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, kgl_saturation_metric metric);
 
-/* The summary of one configuration: means over its seeds at init and at the end. */
+/* Quantiles of a sample: min, quartiles, median, max, as numpy's and
+ * pandas' default (linear interpolation between the order statistics: the
+ * p-quantile of sorted x[0..n) is x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋]),
+ * h = p (n − 1)), and the mean, of the values that are not NaN (n of them;
+ * all NaN when n = 0). */
+typedef struct kgl_spread {
+    double min, q1, median, q3, max, mean;
+    int n;
+} kgl_spread;
+kgl_spread kgl_spread_of(const double *x, int n);
+
+/* Whether a final supervision loss is still frozen: above multiple × floor
+ * (NaN never is). With a floor of 0 (every supervised row has one target)
+ * the multiple would call every seed frozen, so then the bound is log 2:
+ * the target's weight below 1/2 on average. */
+bool kgl_saturation_is_frozen(double final_aux, double floor, double multiple);
+/* How many of final_aux[0..n) are frozen, of the *counted that are not NaN;
+ * returns frozen / counted (NaN when none is counted). */
+double kgl_saturation_frozen_fraction(const double *final_aux, int n, double floor, double multiple, int *frozen,
+                                      int *counted);
+/* Sign changes of the successive differences of x[0..n) (a zero difference
+ * or a NaN is skipped, not a change): 0 for a curve that only falls, about
+ * n − 2 for one that goes up and down every step. */
+int kgl_sign_changes(const double *x, int n);
+
+/* One run's end (all NaN or -1 when the run did not reach the last step). */
+#define KGL_SAT_WINDOW 50 /* the last steps over which oscillation is measured */
+typedef struct kgl_saturation_run_end {
+    double final[KGL_SAT_N_METRICS]; /* the metrics at the last step */
+    double aux_mean;                 /* the aux loss averaged over the run's steps */
+    bool frozen;                     /* kgl_saturation_is_frozen of the final aux loss */
+    int aux_sign_changes;            /* kgl_sign_changes of the aux loss over the last KGL_SAT_WINDOW steps */
+    double aux_window_min, aux_window_max; /* its range over those steps */
+} kgl_saturation_run_end;
+void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation_run_end *e);
+
+/* The summary of one configuration over its seeds. */
 typedef struct kgl_saturation_summary {
-    double init[KGL_SAT_N_METRICS], final[KGL_SAT_N_METRICS];
+    double init[KGL_SAT_N_METRICS], final[KGL_SAT_N_METRICS]; /* means */
+    kgl_spread spread[KGL_SAT_N_METRICS]; /* of the final values over the seeds that reached the last step */
     double aux_mean; /* the aux loss averaged over every step of the run (then over seeds) */
     double fit_step; /* mean over seeds, NaN unless every seed fit */
     int fit_seeds;   /* seeds that fit */
+    double aux_floor;       /* the configuration's */
+    int frozen_seeds, finished_seeds; /* frozen at the last step, of the seeds that reached it */
+    double frozen_fraction; /* frozen / finished; NaN when not supervised */
 } kgl_saturation_summary;
 void kgl_saturation_summarise(const kgl_saturation *s, int config, kgl_saturation_summary *sm);
 
@@ -359,10 +430,23 @@ void kgl_saturation_summarise(const kgl_saturation *s, int config, kgl_saturatio
  * supervise,remedy,seed,step and the metrics (empty for NaN). Written to
  * path.tmp, then renamed. False with the reason in err. */
 bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
-/* DIR/<metric>.svg for the plotted metrics (seed means against the step, one
- * series per configuration) and DIR/saturation.svg with all of them. */
+/* One row per run (configuration and seed): the configuration's columns,
+ * heads, seed, aux_floor, frozen (0/1), aux_mean, aux_sign_changes,
+ * aux_window_min, aux_window_max, fit_step, steps_done, then every metric at
+ * the last step. */
+bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
+/* One row per configuration: its columns, heads, seeds, finished_seeds,
+ * aux_floor, frozen_seeds, frozen_fraction, fit_seeds, then for every metric
+ * <metric>_{min,q1,median,q3,max,mean} of the final values over the seeds. */
+bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
+/* DIR/<metric>.svg for the plotted metrics (seed means against the step, a
+ * panel per scale and init-scale, a series per other configuration),
+ * DIR/saturation.svg with all of them, and for every supervised
+ * configuration DIR/seeds_<k>.svg (k its index): the supervised rows'
+ * diagnostics of every seed against the step, a curve per seed. */
 bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
-/* Creates DIR if needed, then DIR/saturation.csv and the plots. */
+/* Creates DIR if needed, then DIR/saturation.csv, saturation_seeds.csv,
+ * saturation_summary.csv and the plots. */
 bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
 
 /* ------------------------------------------------------------ benchmark --

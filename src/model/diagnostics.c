@@ -108,3 +108,166 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
     }
     kgl_specialisation(&tr->tails, dg->heads, (kgl_tensor *const *)tr->fwd.attn, dg->spec);
 }
+
+/* ---- head supervision, measured --------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The targets of row (h, i): the tails of i under every relation supervised
+   onto h, sorted, repeats kept (a tail of two such relations is the target of
+   two examples); returns how many, written to out (capacity: all tails). */
+static int row_targets(const kgl_tails *tl, const int *head_of, int h, int i, int *out)
+{
+    int k = 0, n = tl->n_entities;
+    for (int r = 0; r < tl->n_relations; r++) {
+        if (head_of[r] != h) continue;
+        for (int q = tl->offsets[r * n + i]; q < tl->offsets[r * n + i + 1]; q++) out[k++] = tl->tails[q];
+    }
+    qsort(out, (size_t)k, sizeof *out, cmp_int);
+    return k;
+}
+
+/* The floor of the supervision loss. aux is one mean over the supervised
+ * examples (i, r, t) of −log A_h(r)[i, t] (MODEL.md, "Readout and loss").
+ * Group the examples by their row (h, i): if t occurs c_t times among that
+ * row's k examples (c_t > 1 only when two relations on h share the tail),
+ * the row contributes −Σ_t c_t log a_t with a = A_h[i, ·] any distribution
+ * over the n entities (a softmax row can come as close to any distribution as
+ * we like, so the bound is the infimum, approached, not reached). Mass off
+ * the targets only lowers every a_t, so the minimum puts it all on them, and
+ * by Gibbs' inequality −Σ c_t log a_t ≥ −Σ c_t log(c_t / k), with equality at
+ * a_t = c_t / k. Hence
+ *     floor = (1/N) Σ_rows ( k log k − Σ_t c_t log c_t ),   N = Σ_rows k,
+ * which for distinct targets is (1/N) Σ_rows k log k: a row with k targets
+ * can do no better than a weight 1/k on each. The academic world: advises
+ * alone, rows alice (2 advisees) and bob (1): 2 log 2 / 3 = 0.462; advises
+ * and authored on one head, rows alice (dave, erin, p2, p3), bob (carol, p1)
+ * and three students with one paper each: (4 log 4 + 2 log 2) / 9 = 0.770;
+ * on two heads, (2 log 2 + 2 log 2) / 9 = 0.308. The floor is that of a
+ * batch holding every example (the study's full batch); a mini-batch's
+ * floor counts only its own examples. */
+double kgl_supervision_floor(const kgl_tails *tl, const int *head_of, int heads)
+{
+    if (!head_of) return NAN;
+    int *t = kgl_xmalloc(((size_t)tl->offsets[(size_t)tl->n_relations * tl->n_entities] + 1) * sizeof *t);
+    double sum = 0;
+    long n_examples = 0;
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < tl->n_entities; i++) {
+            int k = row_targets(tl, head_of, h, i, t);
+            if (k == 0) continue;
+            sum += k * log((double)k);
+            for (int a = 0, b; a < k; a = b) { /* runs of one tail: c_t */
+                for (b = a; b < k && t[b] == t[a]; b++) {}
+                sum -= (b - a) * log((double)(b - a));
+            }
+            n_examples += k;
+        }
+    free(t);
+    return n_examples ? sum / (double)n_examples : NAN;
+}
+
+void kgl_sup_diag_init(kgl_sup_diag *sd, const kgl_trainer *tr)
+{
+    memset(sd, 0, sizeof *sd);
+    const kgl_tails *tl = &tr->tails;
+    int n = tl->n_entities, heads = tr->model.cfg.heads, d = tr->model.cfg.dim;
+    sd->floor = kgl_supervision_floor(tl, tr->head_of, heads);
+    sd->target_mass = sd->grad_logits = sd->logit_step = sd->wq_step = sd->wk_step = NAN;
+    if (!tr->head_of) return;
+    int cap = tl->offsets[(size_t)tl->n_relations * n];
+    int *t = kgl_xmalloc(((size_t)cap + 1) * sizeof *t);
+    sd->row_head = kgl_xmalloc((size_t)heads * n * sizeof(int));
+    sd->row_entity = kgl_xmalloc((size_t)heads * n * sizeof(int));
+    sd->target_off = kgl_xmalloc(((size_t)heads * n + 1) * sizeof(int));
+    sd->targets = kgl_xmalloc(((size_t)cap + 1) * sizeof(int));
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < n; i++) {
+            int k = row_targets(tl, tr->head_of, h, i, t);
+            if (k == 0) continue;
+            sd->row_head[sd->rows] = h;
+            sd->row_entity[sd->rows] = i;
+            sd->target_off[sd->rows] = sd->n_targets;
+            for (int a = 0; a < k; a++) /* distinct tails: the mass on them */
+                if (a == 0 || t[a] != t[a - 1]) sd->targets[sd->n_targets++] = t[a];
+            sd->rows++;
+        }
+    sd->target_off[sd->rows] = sd->n_targets;
+    free(t);
+    sd->heads_mask = 0;
+    for (int k = 0; k < sd->rows; k++) sd->heads_mask |= 1ull << (sd->row_head[k] % 64);
+    sd->prev_logits = kgl_xmalloc(((size_t)sd->rows * n + 1) * sizeof(double));
+    sd->wq_before = kgl_xmalloc((size_t)d * d * sizeof(double));
+    sd->wk_before = kgl_xmalloc((size_t)d * d * sizeof(double));
+}
+
+void kgl_sup_diag_free(kgl_sup_diag *sd)
+{
+    free(sd->row_head);
+    free(sd->row_entity);
+    free(sd->target_off);
+    free(sd->targets);
+    free(sd->prev_logits);
+    free(sd->wq_before);
+    free(sd->wk_before);
+    memset(sd, 0, sizeof *sd);
+}
+
+void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr)
+{
+    if (sd->rows == 0) return;
+    int n = tr->tails.n_entities, d = tr->model.cfg.dim;
+    double mass = 0, g2 = 0, step = 0;
+    bool have_logits = true;
+    for (int k = 0; k < sd->rows; k++) {
+        int h = sd->row_head[k], i = sd->row_entity[k];
+        const double *a = tr->fwd.attn[h]->data + (size_t)i * n;
+        for (int q = sd->target_off[k]; q < sd->target_off[k + 1]; q++) mass += a[sd->targets[q]];
+        const kgl_tensor *S = tr->fwd.logits_attn[h]; /* supervision runs the composed attention: S_h is kept */
+        if (!S) {
+            have_logits = false;
+            continue;
+        }
+        const double *s = S->data + (size_t)i * n, *gs = S->grad ? S->grad + (size_t)i * n : NULL;
+        double *prev = sd->prev_logits + (size_t)k * n;
+        for (int j = 0; j < n; j++) {
+            if (gs) g2 += gs[j] * gs[j];
+            if (sd->have_prev && fabs(s[j] - prev[j]) > step) step = fabs(s[j] - prev[j]);
+            prev[j] = s[j];
+        }
+    }
+    sd->target_mass = mass / sd->rows;
+    sd->grad_logits = have_logits ? sqrt(g2) : NAN;
+    sd->logit_step = have_logits && sd->have_prev ? step : NAN;
+    sd->have_prev = have_logits;
+    memcpy(sd->wq_before, tr->model.wq->data, (size_t)d * d * sizeof(double));
+    memcpy(sd->wk_before, tr->model.wk->data, (size_t)d * d * sizeof(double));
+}
+
+/* RMS of |W − W_before| / lr over the columns of the heads in `mask`. */
+static double step_in_lr(const double *w, const double *before, int d, int dk, unsigned long long mask, double lr)
+{
+    double s = 0;
+    long count = 0;
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) {
+            if (!(mask >> ((j / dk) % 64) & 1)) continue;
+            double dw = w[i * d + j] - before[i * d + j];
+            s += dw * dw;
+            count++;
+        }
+    return count && lr > 0 ? sqrt(s / (double)count) / lr : NAN;
+}
+
+void kgl_sup_diag_after_update(kgl_sup_diag *sd, const kgl_trainer *tr)
+{
+    if (sd->rows == 0) return;
+    int d = tr->model.cfg.dim, dk = d / tr->model.cfg.heads;
+    double lr = tr->optim.lr;
+    sd->wq_step = step_in_lr(tr->model.wq->data, sd->wq_before, d, dk, sd->heads_mask, lr);
+    sd->wk_step = step_in_lr(tr->model.wk->data, sd->wk_before, d, dk, sd->heads_mask, lr);
+}

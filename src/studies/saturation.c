@@ -1,7 +1,10 @@
 /* saturation.c — the softmax-saturation study (`kgl saturation`). For every
  * combination of the axes it trains the layer (one head, d = dk, on the
- * academic world) for each seed, measures the attention diagnostics at every
- * step, and writes a CSV, SVG plots and a summary per configuration. */
+ * academic world; two heads of dk for both-two-heads) for each seed,
+ * measures the attention diagnostics at every step, and writes CSVs (per
+ * step, per seed, per configuration), SVG plots and a summary per
+ * configuration: means, quantiles over the seeds, and the fraction of seeds
+ * whose supervised head is still frozen at the end. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,7 +20,27 @@ const char *const kgl_saturation_remedy_names[KGL_SAT_N_REMEDIES] = {"none", "qk
 
 const char *const kgl_saturation_metric_names[KGL_SAT_N_METRICS] = {
     "loss",          "main_loss",   "aux_loss", "max_prob", "max_prob_min", "entropy", "max_abs_logit", "jac_fro",
-    "grad_logits",   "grad_wq",     "grad_wk",  "wq_move",  "wk_move",      "attn_tv", "spec_advises"};
+    "grad_logits",   "grad_wq",     "grad_wk",  "wq_move",  "wk_move",      "attn_tv", "spec_advises",
+    "target_mass",   "grad_logits_sup", "logit_step", "wq_step", "wk_step", "spec_authored"};
+
+const char *const kgl_saturation_supervise_names[KGL_SAT_N_SUPERVISE] = {"off", "advises", "both-one-head",
+                                                                         "both-two-heads"};
+
+int kgl_saturation_supervise_parse(const char *word)
+{
+    if (strcmp(word, "on") == 0) return KGL_SAT_SUP_ADVISES; /* the word before there were several */
+    for (int k = 0; k < KGL_SAT_N_SUPERVISE; k++)
+        if (strcmp(word, kgl_saturation_supervise_names[k]) == 0) return k;
+    return -1;
+}
+
+/* Two relations on two heads: each head keeps the axis' width dk (d = 2 dk),
+   so that each head's logits are distributed as in the one-head runs: with X
+   ~ N(0, 1) and W ~ N(0, (s/√d)²) every entry of Q and K has variance s²
+   whatever d is, and q·k over dk columns has variance dk s⁴. Splitting d = dk
+   into two heads of dk/2 would halve that variance, the very quantity the
+   axis sets. */
+int kgl_saturation_heads(kgl_saturation_supervise sup) { return sup == KGL_SAT_SUP_BOTH_TWO_HEADS ? 2 : 1; }
 
 /* ---- the spec ---------------------------------------------------------------- */
 
@@ -40,8 +63,9 @@ void kgl_saturation_spec_defaults(kgl_saturation_spec *spec)
     set_axis(&spec->supervise, 1, (const double[]){0});
     spec->momentum = 0;
     spec->steps = 300;
-    spec->seeds = 3;
+    spec->seeds = 10;
     spec->jobs = 2;
+    spec->frozen_multiple = 2;
 }
 
 /* Whether every value of an axis is allowed; "name: value is not …" in err if not. */
@@ -60,7 +84,9 @@ static bool check_axis(const kgl_saturation_axis *ax, const char *name, char *er
             ok = x == KGL_SAT_SCALE_SQRT || x == KGL_SAT_SCALE_NONE || (x > 0 && isfinite(x)),
             what = "sqrt, none or a positive number";
         else if (strcmp(name, "optimizer") == 0) ok = x == KGL_OPT_ADAM || x == KGL_OPT_SGD, what = "adam or sgd";
-        else if (strcmp(name, "supervise") == 0) ok = x == 0 || x == 1, what = "0 (off) or 1 (on)";
+        else if (strcmp(name, "supervise") == 0)
+            ok = x >= 0 && x < KGL_SAT_N_SUPERVISE && x == floor(x),
+            what = "off, advises, both-one-head or both-two-heads";
         else ok = x >= 0 && isfinite(x), what = "a number ≥ 0";
         if (!ok) {
             snprintf(err, cap, "%s: %g is not %s", name, x, what);
@@ -80,6 +106,10 @@ static bool check_spec(const kgl_saturation_spec *sp, char *err, size_t cap)
     if (sp->steps < 1 || sp->seeds < 1 || sp->jobs < 1 || sp->jobs > 64) {
         snprintf(err, cap, "steps and seeds must be ≥ 1, jobs in 1..64 (got %d, %d, %d)", sp->steps, sp->seeds,
                  sp->jobs);
+        return false;
+    }
+    if (!(sp->frozen_multiple > 1 && isfinite(sp->frozen_multiple))) {
+        snprintf(err, cap, "frozen multiple: %g is not a number > 1", sp->frozen_multiple);
         return false;
     }
     if (!(sp->momentum >= 0 && sp->momentum <= 1)) {
@@ -148,8 +178,11 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
         x->init_scale = init->value[i_init];
         x->optimizer = (kgl_optimizer_kind)opt->value[i_opt];
         x->lr = lr->value[i_lr];
-        x->supervise = sup->value[i_sup] != 0;
+        x->supervise = (kgl_saturation_supervise)sup->value[i_sup];
         x->remedy = (kgl_saturation_remedy)i_rem;
+        x->heads = kgl_saturation_heads(x->supervise);
+        x->dim = x->heads * x->dk;
+        x->aux_floor = NAN;
         char b0[32], b1[32], b2[32], b3[32]; /* for values given without text */
         const char *scale_word = x->scale == KGL_SCALE_SQRT ? "sqrt" : x->scale == KGL_SCALE_NONE ? "none" : NULL;
         size_t len = 0;
@@ -160,10 +193,17 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
             label_add(x->label, sizeof x->label, &len, " %s",
                       axis_text(opt, i_opt, x->optimizer == KGL_OPT_SGD ? "sgd" : "adam", NULL, 0));
         if (lr->n > 1) label_add(x->label, sizeof x->label, &len, " lr=%s", axis_text(lr, i_lr, NULL, b3, sizeof b3));
+        size_t cut = len; /* the rest also makes the short label */
         if (sup->n > 1 || x->supervise)
             label_add(x->label, sizeof x->label, &len, " sup=%s",
-                      axis_text(sup, i_sup, x->supervise ? "on" : "off", NULL, 0));
+                      axis_text(sup, i_sup, kgl_saturation_supervise_names[x->supervise], NULL, 0));
         if (sp->remedies) label_add(x->label, sizeof x->label, &len, " %s", kgl_saturation_remedy_names[i_rem]);
+        size_t slen = 0;
+        label_add(x->short_label, sizeof x->short_label, &slen, "dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
+        const char *after_init = strstr(x->label, " s=");
+        if (after_init) after_init = strchr(after_init + 1, ' '); /* past " s=<init>" */
+        if (after_init && (size_t)(after_init - x->label) <= cut)
+            label_add(x->short_label, sizeof x->short_label, &slen, "%s", after_init);
     }
     *out = cfgs;
     return n_cfg;
@@ -177,31 +217,44 @@ typedef struct study {
     const kgl_dataset *ds;
     const kgl_triple *train;
     int n_train;
-    int advises;
+    int advises, authored; /* relation ids (authored -1 when the data has none) */
     kgl_saturation *res;
     int next; /* next run to take (under lock) */
     int done;
     pthread_mutex_t lock;
 } study;
 
-/* Trains one run, recording the diagnostics of every step into its rows. */
+/* head_of[r] for a supervision (all -1 when off); returns whether any is set. */
+static bool supervised_heads(const study *st, kgl_saturation_supervise sup, int *head_of)
+{
+    for (int r = 0; r < st->ds->n_relations; r++) head_of[r] = -1;
+    if (sup == KGL_SAT_SUP_OFF) return false;
+    head_of[st->advises] = 0;
+    if (sup == KGL_SAT_SUP_BOTH_ONE_HEAD) head_of[st->authored] = 0;
+    if (sup == KGL_SAT_SUP_BOTH_TWO_HEADS) head_of[st->authored] = 1;
+    return true;
+}
+
+/* Trains one run, recording the diagnostics of every step into its rows.
+   The same run as `kgl train --dim <heads·dk> --heads <heads> --scale …
+   --init-scale … --seed S` with the supervision's --supervise-heads: the same
+   trainer, full batch, no schedule, no regularisers (a test compares). */
 static void run_one(const study *st, kgl_saturation_trace *run)
 {
     const kgl_saturation_config *c = run->config;
     const kgl_dataset *ds = st->ds;
     kgl_config cfg;
     kgl_config_defaults(&cfg);
-    cfg.dim = c->dk;
-    cfg.heads = 1;
+    cfg.dim = c->dim;
+    cfg.heads = c->heads;
     cfg.scale = c->scale;
     cfg.scale_value = c->scale_value;
     cfg.init_scale = c->init_scale;
     cfg.qk_norm = c->remedy == KGL_SAT_REMEDY_QK_NORM;
     cfg.learn_temperature = c->remedy == KGL_SAT_REMEDY_TEMPERATURE;
     int *head_of = kgl_xmalloc((size_t)ds->n_relations * sizeof *head_of);
-    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
-    head_of[st->advises] = 0;
-    kgl_train_config tc = {1024, (uint64_t)run->seed, {0}, c->supervise ? head_of : NULL, 1.0, false, false};
+    bool sup = supervised_heads(st, c->supervise, head_of);
+    kgl_train_config tc = {1024, (uint64_t)run->seed, {0}, sup ? head_of : NULL, 1.0, false, false};
     kgl_optim_defaults(&tc.optim);
     tc.optim.kind = c->optimizer;
     tc.optim.lr = c->lr;
@@ -210,6 +263,9 @@ static void run_one(const study *st, kgl_saturation_trace *run)
     kgl_trainer_init(&tr, ds, st->train, st->n_train, &cfg, &tc);
     kgl_diag dg;
     kgl_diag_init(&dg, &tr);
+    kgl_sup_diag sd;
+    kgl_sup_diag_init(&sd, &tr);
+    int authored_head = c->supervise == KGL_SAT_SUP_BOTH_TWO_HEADS ? 1 : 0;
     kgl_eval ev;
     kgl_eval_init(&ev, ds->n_entities, ds->n_relations);
     run->fit_step = -1;
@@ -218,18 +274,25 @@ static void run_one(const study *st, kgl_saturation_trace *run)
         double loss = kgl_trainer_compute(&tr);
         if (!isfinite(loss)) break;
         kgl_diag_measure(&dg, &tr);
+        kgl_sup_diag_measure(&sd, &tr);
         const kgl_head_diag *h = &dg.head[0];
         double *row = run->rows + (size_t)(step - 1) * KGL_SAT_N_METRICS;
         double values[KGL_SAT_N_METRICS] = {
-            loss,       tr.last_main,     tr.last_aux, h->max_prob_mean, h->max_prob_min,
-            h->entropy, h->max_abs_logit, h->jac_fro,  h->grad_logits,   h->grad_wq,
-            h->grad_wk, h->wq_move,       h->wk_move,  h->attn_tv,       dg.spec[st->advises]};
+            loss,          tr.last_main,     tr.last_aux,   h->max_prob_mean, h->max_prob_min,
+            h->entropy,    h->max_abs_logit, h->jac_fro,    h->grad_logits,   h->grad_wq,
+            h->grad_wk,    h->wq_move,       h->wk_move,    h->attn_tv,       dg.spec[st->advises],
+            sd.target_mass, sd.grad_logits,  sd.logit_step, NAN,              NAN,
+            st->authored >= 0 ? dg.spec[authored_head * dg.m + st->authored] : NAN};
         memcpy(row, values, sizeof values);
         kgl_trainer_update(&tr);
+        kgl_sup_diag_after_update(&sd, &tr);
+        row[KGL_SAT_WQ_STEP] = sd.wq_step; /* the update this step's gradient made */
+        row[KGL_SAT_WK_STEP] = sd.wk_step;
         run->steps_done = step;
         if (run->fit_step < 0 && kgl_trainer_fits(&tr, &ev)) run->fit_step = step;
     }
     kgl_eval_free(&ev);
+    kgl_sup_diag_free(&sd);
     kgl_diag_free(&dg);
     kgl_trainer_free(&tr);
     free(head_of);
@@ -259,7 +322,7 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
     if (!check_spec(spec, err, err_cap)) return false;
     kgl_dataset academic;
     memset(&academic, 0, sizeof academic);
-    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, res, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, -1, res, 0, 0, PTHREAD_MUTEX_INITIALIZER};
     if (!spec->dataset) {
         kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
         if (!kgl_dataset_load(&academic, &src, 1, err, err_cap)) return false;
@@ -274,9 +337,33 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
         kgl_dataset_free(&academic);
         return false;
     }
+    st.authored = kgl_dataset_relation_id(st.ds, "authored");
+    bool needs_authored = false;
+    for (int k = 0; k < spec->supervise.n; k++)
+        needs_authored |= spec->supervise.value[k] == KGL_SAT_SUP_BOTH_ONE_HEAD ||
+                          spec->supervise.value[k] == KGL_SAT_SUP_BOTH_TWO_HEADS;
+    if (needs_authored && st.authored < 0) {
+        snprintf(err, err_cap, "%s has no 'authored' relation (both-one-head and both-two-heads supervise it)",
+                 spec->dataset ? "the training data" : "the academic world");
+        kgl_dataset_free(&academic);
+        return false;
+    }
     res->steps = spec->steps;
     res->seeds = spec->seeds;
+    res->frozen_multiple = spec->frozen_multiple;
     res->n_configs = expand_grid(spec, &res->configs);
+    { /* each configuration's floor, from the same tails the trainer builds */
+        kgl_tails tl;
+        kgl_tails_build(&tl, st.ds->n_entities, st.ds->n_relations, st.train, st.n_train);
+        int *head_of = kgl_xmalloc((size_t)st.ds->n_relations * sizeof *head_of);
+        for (int c = 0; c < res->n_configs; c++) {
+            kgl_saturation_config *x = &res->configs[c];
+            if (supervised_heads(&st, x->supervise, head_of))
+                x->aux_floor = kgl_supervision_floor(&tl, head_of, x->heads);
+        }
+        free(head_of);
+        kgl_tails_free(&tl);
+    }
     res->n_runs = res->n_configs * spec->seeds;
     res->runs = kgl_xmalloc((size_t)res->n_runs * sizeof *res->runs);
     for (int k = 0; k < res->n_runs; k++) {
@@ -322,6 +409,95 @@ double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, k
     return n ? sum / n : NAN;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p-quantile of sorted v[0..n), n ≥ 1 (numpy's and pandas' default). */
+static double quantile_sorted(const double *v, int n, double p)
+{
+    double h = p * (n - 1);
+    int lo = (int)floor(h);
+    if (lo >= n - 1) return v[n - 1];
+    return v[lo] + (h - lo) * (v[lo + 1] - v[lo]);
+}
+
+kgl_spread kgl_spread_of(const double *x, int n)
+{
+    kgl_spread sp = {NAN, NAN, NAN, NAN, NAN, NAN, 0};
+    double *v = kgl_xmalloc(((size_t)n + 1) * sizeof *v), sum = 0;
+    for (int k = 0; k < n; k++)
+        if (!isnan(x[k])) v[sp.n++] = x[k], sum += x[k];
+    if (sp.n > 0) {
+        qsort(v, (size_t)sp.n, sizeof *v, cmp_double);
+        sp.min = v[0];
+        sp.q1 = quantile_sorted(v, sp.n, 0.25);
+        sp.median = quantile_sorted(v, sp.n, 0.5);
+        sp.q3 = quantile_sorted(v, sp.n, 0.75);
+        sp.max = v[sp.n - 1];
+        sp.mean = sum / sp.n;
+    }
+    free(v);
+    return sp;
+}
+
+bool kgl_saturation_is_frozen(double final_aux, double floor_value, double multiple)
+{
+    if (isnan(final_aux) || isnan(floor_value)) return false;
+    double bound = floor_value > 0 ? multiple * floor_value : log(2.0);
+    return final_aux > bound;
+}
+
+double kgl_saturation_frozen_fraction(const double *final_aux, int n, double floor_value, double multiple,
+                                      int *frozen, int *counted)
+{
+    *frozen = *counted = 0;
+    for (int k = 0; k < n; k++) {
+        if (isnan(final_aux[k])) continue;
+        (*counted)++;
+        *frozen += kgl_saturation_is_frozen(final_aux[k], floor_value, multiple);
+    }
+    return *counted ? (double)*frozen / *counted : NAN;
+}
+
+int kgl_sign_changes(const double *x, int n)
+{
+    int changes = 0, last_sign = 0;
+    for (int k = 1; k < n; k++) {
+        double dx = x[k] - x[k - 1];
+        int sign = dx > 0 ? 1 : dx < 0 ? -1 : 0; /* NaN compares false: skipped */
+        if (sign == 0) continue;
+        if (last_sign != 0 && sign != last_sign) changes++;
+        last_sign = sign;
+    }
+    return changes;
+}
+
+void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation_run_end *e)
+{
+    const kgl_saturation_trace *r = &s->runs[run];
+    int S = s->steps;
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) e->final[k] = NAN;
+    e->aux_mean = e->aux_window_min = e->aux_window_max = NAN;
+    e->frozen = false;
+    e->aux_sign_changes = -1;
+    if (r->steps_done < S) return;
+    memcpy(e->final, r->rows + (size_t)(S - 1) * KGL_SAT_N_METRICS, sizeof e->final);
+    double sum = 0, aux[KGL_SAT_WINDOW];
+    int w0 = S > KGL_SAT_WINDOW ? S - KGL_SAT_WINDOW : 0, nw = S - w0;
+    for (int step = 0; step < S; step++) sum += r->rows[(size_t)step * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS];
+    if (isnan(sum)) return; /* not supervised */
+    e->aux_mean = sum / S;
+    for (int k = 0; k < nw; k++) aux[k] = r->rows[(size_t)(w0 + k) * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS];
+    kgl_spread w = kgl_spread_of(aux, nw);
+    e->aux_window_min = w.min;
+    e->aux_window_max = w.max;
+    e->aux_sign_changes = kgl_sign_changes(aux, nw);
+    e->frozen = kgl_saturation_is_frozen(e->final[KGL_SAT_AUX_LOSS], r->config->aux_floor, s->frozen_multiple);
+}
+
 void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_summary *sm)
 {
     int last = s->steps, n_seeds = s->seeds;
@@ -343,44 +519,153 @@ void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_sum
         if (r->fit_step >= 0) fs += (double)r->fit_step, sm->fit_seeds++;
     }
     sm->fit_step = sm->fit_seeds == n_seeds ? fs / n_seeds : NAN;
+    /* the final values of every seed that reached the last step */
+    double *v = kgl_xmalloc((size_t)n_seeds * sizeof *v);
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+        for (int q = 0; q < n_seeds; q++) {
+            const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
+            v[q] = r->steps_done == last ? r->rows[(size_t)(last - 1) * KGL_SAT_N_METRICS + k] : NAN;
+        }
+        sm->spread[k] = kgl_spread_of(v, n_seeds);
+    }
+    sm->aux_floor = s->configs[c].aux_floor;
+    sm->finished_seeds = 0;
+    for (int q = 0; q < n_seeds; q++) {
+        const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
+        sm->finished_seeds += r->steps_done == last;
+        v[q] = r->steps_done == last ? r->rows[(size_t)(last - 1) * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS] : NAN;
+    }
+    int counted;
+    sm->frozen_fraction = kgl_saturation_frozen_fraction(v, n_seeds, sm->aux_floor, s->frozen_multiple,
+                                                         &sm->frozen_seeds, &counted);
+    if (!s->configs[c].supervise) sm->frozen_fraction = NAN, sm->frozen_seeds = 0;
+    free(v);
 }
 
 /* ---- files ------------------------------------------------------------------- */
 
+/* Opens path.tmp for writing; NULL with the reason in err. */
+static FILE *open_tmp(const char *path, char *tmp, size_t tmp_cap, char *err, size_t cap)
+{
+    snprintf(tmp, tmp_cap, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) snprintf(err, cap, "%s: cannot write: %s", tmp, strerror(errno));
+    return f;
+}
+
+/* Closes and renames into place; on failure removes the temporary. */
+static bool close_rename(FILE *f, const char *tmp, const char *path, char *err, size_t cap)
+{
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    ok = ok && rename(tmp, path) == 0;
+    if (!ok) {
+        remove(tmp);
+        snprintf(err, cap, "%s: could not be written", path);
+    }
+    return ok;
+}
+
+/* The configuration's columns: config,dk,scale,init_scale,optimizer,lr,supervise,remedy. */
+#define CONFIG_COLUMNS "config,dk,scale,init_scale,optimizer,lr,supervise,remedy"
+static void config_columns(FILE *f, const kgl_saturation_config *c)
+{
+    char scale[32];
+    if (c->scale == KGL_SCALE_SQRT) snprintf(scale, sizeof scale, "sqrt");
+    else if (c->scale == KGL_SCALE_NONE) snprintf(scale, sizeof scale, "none");
+    else snprintf(scale, sizeof scale, "%.17g", c->scale_value);
+    fprintf(f, "\"%s\",%d,%s,%.17g,%s,%.17g,%s,%s", c->label, c->dk, scale, c->init_scale,
+            c->optimizer == KGL_OPT_SGD ? "sgd" : "adam", c->lr, kgl_saturation_supervise_names[c->supervise],
+            kgl_saturation_remedy_names[c->remedy]);
+}
+
+/* ",x" with 17 significant digits, or "," for NaN (pandas reads NaN). */
+static void csv_number(FILE *f, double x)
+{
+    if (isnan(x)) fputc(',', f);
+    else fprintf(f, ",%.17g", x);
+}
+
 bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
 {
     char tmp[2100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, cap, "%s: cannot write: %s", tmp, strerror(errno));
-        return false;
-    }
-    fprintf(f, "config,dk,scale,init_scale,optimizer,lr,supervise,remedy,seed,step");
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
+    if (!f) return false;
+    fprintf(f, CONFIG_COLUMNS ",seed,step");
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
     fputc('\n', f);
     for (int i = 0; i < s->n_runs; i++) {
         const kgl_saturation_trace *r = &s->runs[i];
-        const kgl_saturation_config *c = r->config;
-        char scale[32];
-        if (c->scale == KGL_SCALE_SQRT) snprintf(scale, sizeof scale, "sqrt");
-        else if (c->scale == KGL_SCALE_NONE) snprintf(scale, sizeof scale, "none");
-        else snprintf(scale, sizeof scale, "%.17g", c->scale_value);
         for (int step = 1; step <= r->steps_done; step++) {
-            fprintf(f, "\"%s\",%d,%s,%.17g,%s,%.17g,%s,%s,%d,%d", c->label, c->dk, scale, c->init_scale,
-                    c->optimizer == KGL_OPT_SGD ? "sgd" : "adam", c->lr, c->supervise ? "on" : "off",
-                    kgl_saturation_remedy_names[c->remedy], r->seed, step);
-            for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-                double x = r->rows[(size_t)(step - 1) * KGL_SAT_N_METRICS + k];
-                if (isnan(x)) fputc(',', f);
-                else fprintf(f, ",%.17g", x);
-            }
+            config_columns(f, r->config);
+            fprintf(f, ",%d,%d", r->seed, step);
+            for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, r->rows[(size_t)(step - 1) * KGL_SAT_N_METRICS + k]);
             fputc('\n', f);
         }
     }
-    bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
-    if (!ok) snprintf(err, cap, "%s: could not be written", path);
-    return ok;
+    return close_rename(f, tmp, path, err, cap);
+}
+
+bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
+{
+    char tmp[2100];
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
+    if (!f) return false;
+    fprintf(f, CONFIG_COLUMNS ",heads,seed,aux_floor,frozen,aux_mean,aux_sign_changes,aux_window_min,"
+               "aux_window_max,fit_step,steps_done");
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
+    fputc('\n', f);
+    for (int i = 0; i < s->n_runs; i++) {
+        const kgl_saturation_trace *r = &s->runs[i];
+        kgl_saturation_run_end e;
+        kgl_saturation_run_summary(s, i, &e);
+        config_columns(f, r->config);
+        fprintf(f, ",%d,%d", r->config->heads, r->seed);
+        csv_number(f, r->config->aux_floor);
+        if (r->config->supervise && r->steps_done == s->steps) fprintf(f, ",%d", e.frozen ? 1 : 0);
+        else fputc(',', f);
+        csv_number(f, e.aux_mean);
+        if (e.aux_sign_changes >= 0) fprintf(f, ",%d", e.aux_sign_changes);
+        else fputc(',', f);
+        csv_number(f, e.aux_window_min);
+        csv_number(f, e.aux_window_max);
+        if (r->fit_step >= 0) fprintf(f, ",%ld", r->fit_step);
+        else fputc(',', f);
+        fprintf(f, ",%d", r->steps_done);
+        for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, e.final[k]);
+        fputc('\n', f);
+    }
+    return close_rename(f, tmp, path, err, cap);
+}
+
+bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
+{
+    static const char *const stat[6] = {"min", "q1", "median", "q3", "max", "mean"};
+    char tmp[2100];
+    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
+    if (!f) return false;
+    fprintf(f, CONFIG_COLUMNS ",heads,seeds,finished_seeds,aux_floor,frozen_seeds,frozen_fraction,fit_seeds");
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++)
+        for (int q = 0; q < 6; q++) fprintf(f, ",%s_%s", kgl_saturation_metric_names[k], stat[q]);
+    fputc('\n', f);
+    for (int c = 0; c < s->n_configs; c++) {
+        kgl_saturation_summary sm;
+        kgl_saturation_summarise(s, c, &sm);
+        config_columns(f, &s->configs[c]);
+        fprintf(f, ",%d,%d,%d", s->configs[c].heads, s->seeds, sm.finished_seeds);
+        csv_number(f, sm.aux_floor);
+        if (s->configs[c].supervise) fprintf(f, ",%d", sm.frozen_seeds);
+        else fputc(',', f);
+        csv_number(f, sm.frozen_fraction);
+        fprintf(f, ",%d", sm.fit_seeds);
+        for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+            const kgl_spread *sp = &sm.spread[k];
+            double v[6] = {sp->min, sp->q1, sp->median, sp->q3, sp->max, sp->mean};
+            for (int q = 0; q < 6; q++) csv_number(f, v[q]);
+        }
+        fputc('\n', f);
+    }
+    return close_rename(f, tmp, path, err, cap);
 }
 
 /* One plotted metric: its title and axis, and whether only supervised runs have it. */
@@ -403,6 +688,82 @@ static const plot_spec plots[] = {
 };
 #define N_PLOTS (int)(sizeof plots / sizeof plots[0])
 
+/* "scale none, init-scale 3": what a panel of the per-metric plots holds. */
+static void panel_name(const kgl_saturation_config *c, char *buf, size_t cap)
+{
+    if (c->scale == KGL_SCALE_SQRT) snprintf(buf, cap, "scale sqrt (1/√dk), init-scale %g", c->init_scale);
+    else if (c->scale == KGL_SCALE_NONE) snprintf(buf, cap, "scale none (1), init-scale %g", c->init_scale);
+    else snprintf(buf, cap, "scale %g, init-scale %g", c->scale_value, c->init_scale);
+}
+
+static bool same_panel(const kgl_saturation_config *a, const kgl_saturation_config *b)
+{
+    return a->scale == b->scale && a->scale_value == b->scale_value && a->init_scale == b->init_scale;
+}
+
+/* The per-seed picture of one supervised configuration: what the supervised
+   rows see, a curve per seed (not means), frozen seeds named in the legend. */
+typedef struct seed_plot {
+    kgl_saturation_metric metric;
+    const char *title, *y_label;
+    bool log_y;
+} seed_plot;
+static const seed_plot seed_plots[] = {
+    {KGL_SAT_AUX_LOSS, "supervision loss (the floor dotted)", "aux loss", true},
+    {KGL_SAT_GRAD_LOGITS_SUP, "gradient reaching the supervised rows' logits", "‖∂L/∂S‖ (supervised rows)", true},
+    {KGL_SAT_LOGIT_STEP, "how far those logits move in one step", "max |ΔS|", true},
+    {KGL_SAT_WQ_STEP, "Adam's step on Wq, in units of lr", "RMS |ΔWq| / lr", true},
+    {KGL_SAT_MAX_ABS_LOGIT, "largest attention logit", "max |S|", true},
+    {KGL_SAT_SPEC_ADVISES, "attention mass on the advisees (0.5 at the floor for alice)", "spec[0][advises]", false},
+};
+#define N_SEED_PLOTS (int)(sizeof seed_plots / sizeof seed_plots[0])
+
+static bool write_seed_plots(const kgl_saturation *s, int c, const char *path, char *err, size_t cap)
+{
+    int S = s->steps, n_seeds = s->seeds;
+    const kgl_saturation_config *cfg = &s->configs[c];
+    double *x = kgl_xmalloc((size_t)S * sizeof(double));
+    double *y = kgl_xmalloc(((size_t)n_seeds + 1) * N_SEED_PLOTS * S * sizeof(double));
+    kgl_series *series = kgl_xmalloc(((size_t)n_seeds + 1) * N_SEED_PLOTS * sizeof *series);
+    char(*names)[48] = kgl_xmalloc(((size_t)n_seeds + 1) * sizeof *names);
+    kgl_lineplot lp[N_SEED_PLOTS];
+    for (int i = 0; i < S; i++) x[i] = i + 1;
+    int frozen = 0;
+    for (int q = 0; q < n_seeds; q++) {
+        kgl_saturation_run_end e;
+        kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+        frozen += e.frozen;
+        snprintf(names[q], sizeof names[q], "seed %d%s", s->runs[c * n_seeds + q].seed, e.frozen ? " (frozen)" : "");
+    }
+    snprintf(names[n_seeds], sizeof names[n_seeds], "floor %.3f", cfg->aux_floor);
+    for (int p = 0; p < N_SEED_PLOTS; p++) {
+        int n = 0;
+        kgl_series *sp = series + (size_t)p * (n_seeds + 1);
+        for (int q = 0; q < n_seeds; q++) {
+            const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
+            double *yy = y + ((size_t)p * (n_seeds + 1) + q) * S;
+            for (int step = 0; step < S; step++)
+                yy[step] = step < r->steps_done ? r->rows[(size_t)step * KGL_SAT_N_METRICS + seed_plots[p].metric] : NAN;
+            sp[n++] = (kgl_series){names[q], S, x, yy};
+        }
+        if (seed_plots[p].metric == KGL_SAT_AUX_LOSS) {
+            double *yy = y + ((size_t)p * (n_seeds + 1) + n_seeds) * S;
+            for (int step = 0; step < S; step++) yy[step] = cfg->aux_floor;
+            sp[n++] = (kgl_series){names[n_seeds], S, x, yy};
+        }
+        lp[p] = (kgl_lineplot){seed_plots[p].title, "step", seed_plots[p].y_label, seed_plots[p].log_y, false, sp, n};
+    }
+    char title[256];
+    snprintf(title, sizeof title, "%s: every seed, a line each; %d of %d frozen (supervision loss > %g × floor at step %d)",
+             cfg->label, frozen, n_seeds, s->frozen_multiple, S);
+    bool ok = kgl_svg_lineplot_grid(path, title, lp, N_SEED_PLOTS, 2, err, cap);
+    free(x);
+    free(y);
+    free(series);
+    free(names);
+    return ok;
+}
+
 bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *err, size_t cap)
 {
     int S = s->steps, n_cfg = s->n_configs, n_seeds = s->seeds;
@@ -410,10 +771,25 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
     double *x = kgl_xmalloc((size_t)S * sizeof(double));
     double *y = kgl_xmalloc((size_t)N_PLOTS * n_cfg * S * sizeof(double));
     kgl_series *series = kgl_xmalloc((size_t)N_PLOTS * n_cfg * sizeof *series);
+    kgl_series *by_panel = kgl_xmalloc((size_t)n_cfg * sizeof *by_panel);
+    kgl_lineplot *panels = kgl_xmalloc((size_t)n_cfg * sizeof *panels);
+    char(*panel_titles)[96] = kgl_xmalloc((size_t)n_cfg * sizeof *panel_titles);
     kgl_lineplot lp[N_PLOTS];
     for (int i = 0; i < S; i++) x[i] = i + 1;
+    /* the panels: every (scale, init-scale) in order of first appearance; a
+       row of panels per scale, a column per init-scale */
+    int *panel_of = kgl_xmalloc((size_t)n_cfg * sizeof *panel_of), *first = kgl_xmalloc((size_t)n_cfg * sizeof *first);
+    int n_panels = 0, n_inits = 0;
+    for (int c = 0; c < n_cfg; c++) {
+        int k = 0;
+        while (k < n_panels && !same_panel(&cfgs[first[k]], &cfgs[c])) k++;
+        if (k == n_panels) first[n_panels++] = c;
+        panel_of[c] = k;
+    }
+    for (int k = 0; k < n_panels; k++) n_inits += cfgs[first[k]].scale == cfgs[first[0]].scale &&
+                                                   cfgs[first[k]].scale_value == cfgs[first[0]].scale_value;
     bool ok = true;
-    char path[2048];
+    char path[2048], title[256];
     for (int p = 0; p < N_PLOTS && ok; p++) {
         int n = 0;
         for (int c = 0; c < n_cfg; c++) {
@@ -425,8 +801,27 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
         }
         lp[p] = (kgl_lineplot){plots[p].title, "step", plots[p].y_label, plots[p].log_y, false, series + p * n_cfg, n};
         if (n == 0) continue;
+        /* the metric's own picture: a panel per scale and init-scale, so the
+           curves of one panel differ only in what its legend names */
+        int used = 0, n_shown = 0;
+        for (int k = 0; k < n_panels; k++) {
+            int m = 0;
+            for (int c = 0; c < n_cfg; c++) {
+                if (panel_of[c] != k || (plots[p].supervised_only && !cfgs[c].supervise)) continue;
+                double *yy = y + ((size_t)p * n_cfg + c) * S;
+                by_panel[used + m++] = (kgl_series){cfgs[c].short_label, S, x, yy};
+            }
+            if (m == 0) continue;
+            panel_name(&cfgs[first[k]], panel_titles[n_shown], sizeof panel_titles[n_shown]);
+            panels[n_shown] = (kgl_lineplot){panel_titles[n_shown], "step", plots[p].y_label, plots[p].log_y, false,
+                                             by_panel + used, m};
+            n_shown++;
+            used += m;
+        }
         snprintf(path, sizeof path, "%s/%s.svg", dir, kgl_saturation_metric_names[plots[p].metric]);
-        ok = kgl_svg_lineplot(path, &lp[p], err, cap);
+        snprintf(title, sizeof title, "%s: each line the mean of %d seed%s", plots[p].title, n_seeds,
+                 n_seeds == 1 ? "" : "s");
+        ok = kgl_svg_lineplot_grid(path, title, panels, n_shown, n_inits < n_shown ? n_inits : n_shown, err, cap);
     }
     if (ok) {
         kgl_lineplot shown[N_PLOTS];
@@ -434,14 +829,23 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
         for (int p = 0; p < N_PLOTS; p++)
             if (lp[p].n_series) shown[n_shown++] = lp[p];
         snprintf(path, sizeof path, "%s/saturation.svg", dir);
-        char title[160];
         snprintf(title, sizeof title, "saturation study: one head, d = dk, academic world; mean of %d seed%s", n_seeds,
                  n_seeds == 1 ? "" : "s");
         ok = kgl_svg_lineplot_grid(path, title, shown, n_shown, 3, err, cap);
     }
+    for (int c = 0; c < n_cfg && ok; c++) {
+        if (!cfgs[c].supervise) continue;
+        snprintf(path, sizeof path, "%s/seeds_%d.svg", dir, c);
+        ok = write_seed_plots(s, c, path, err, cap);
+    }
     free(x);
     free(y);
     free(series);
+    free(by_panel);
+    free(panels);
+    free(panel_titles);
+    free(panel_of);
+    free(first);
     return ok;
 }
 
@@ -453,5 +857,10 @@ bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, s
     }
     char path[2048];
     snprintf(path, sizeof path, "%s/saturation.csv", dir);
-    return kgl_saturation_write_csv(s, path, err, cap) && kgl_saturation_write_plots(s, dir, err, cap);
+    if (!kgl_saturation_write_csv(s, path, err, cap)) return false;
+    snprintf(path, sizeof path, "%s/saturation_seeds.csv", dir);
+    if (!kgl_saturation_write_seeds_csv(s, path, err, cap)) return false;
+    snprintf(path, sizeof path, "%s/saturation_summary.csv", dir);
+    if (!kgl_saturation_write_summary_csv(s, path, err, cap)) return false;
+    return kgl_saturation_write_plots(s, dir, err, cap);
 }
