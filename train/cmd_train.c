@@ -71,6 +71,9 @@ static const char help[] =
     "  --save F             write a checkpoint (safetensors) at the end\n"
     "  --resume F           continue from a checkpoint (model options come from it;\n"
     "                       training options default to the checkpoint's)\n"
+    "  --recipe F           options from file F, before those given here; a word\n"
+    "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
+    "                       (e.g. --steps =max(1000,round(n_train/2)); README)\n"
     "  --json               print one JSON object instead of tables\n"
     "  --quiet              no progress lines\n"
     "\nCtrl-C (or SIGTERM) stops after the current step, writes --save and --log, prints\n"
@@ -101,6 +104,7 @@ typedef struct train_opts {
     long eval_every, patience;
     long threads;
     bool kvsall, set_targets;
+    const char *recipe_path;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -249,6 +253,8 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!(o->save_path = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--resume")) {
             if (!(o->resume_path = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--recipe")) {
+            if (!(o->recipe_path = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--json")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->json = true;
@@ -322,6 +328,35 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
     if (!o->set_floor) o->sched.floor = s->sched.floor;
     return -1;
+}
+
+/* --recipe: the file's options (formulas computed from the loaded triples)
+   go before the command line's, so that those given by hand win; the whole
+   is parsed again. Returns -1 to go on, or an exit status. */
+static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v)
+{
+    if (o->resume_path) {
+        fprintf(stderr, "kgl train: --recipe starts a run; --resume continues one with its checkpoint's options\n");
+        return EXIT_USAGE;
+    }
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    static kgl_recipe r; /* large; one per process */
+    char err[1024];
+    if (!kgl_recipe_load(&r, o->recipe_path, &vars, err, sizeof err)) {
+        fprintf(stderr, "kgl train: %s\n", err);
+        return EXIT_USAGE;
+    }
+    char **words = malloc((size_t)(argc + r.argc + 1) * sizeof *words);
+    int n = 0;
+    words[n++] = argv[0];
+    for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
+    for (int k = 1; k < argc; k++) words[n++] = argv[k];
+    words[n] = NULL;
+    int st = parse(n, words, o); /* the words stay alive with r, for the whole run */
+    if (st < 0 && !o->quiet && !o->json)
+        fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s\n",
+                o->recipe_path, vars.n_entities, vars.n_relations, vars.n_train, r.text);
+    return st;
 }
 
 typedef struct run_state {
@@ -623,6 +658,10 @@ int cmd_train(int argc, char **argv)
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.quiet))) return st;
     rs.v = &v;
+    if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
+        data_free(&v);
+        return st;
+    }
 
     kgl_checkpoint ck;
     bool resumed = false;

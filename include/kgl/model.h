@@ -354,6 +354,34 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
                           const int *answers, const kgl_supervision *sup, const kgl_regularisers *reg,
                           kgl_forward *out);
 
+/* --------------------------------------------------------------- recipe --
+ * `kgl train --recipe FILE` (src/model/recipe.c): the words of kgl train
+ * options, '#' comments, and formulas: a word "=EXPR" is replaced by the
+ * value of EXPR, made of numbers, + - * / ( ), the graph's counts
+ * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
+ * max(a, b, ...), round(x), sqrt(x), log2(x); e.g. "--steps
+ * =max(1000,round(n_train/2))". --train, --valid, --test, --resume,
+ * --recipe, --save and --log are refused (they belong to the command line).
+ * Errors are "file:line: what is wrong". */
+#define KGL_RECIPE_MAX_WORDS 128
+typedef struct kgl_recipe_vars {
+    long n_entities, n_relations, n_train;
+} kgl_recipe_vars;
+typedef struct kgl_recipe {
+    int argc;
+    char *argv[KGL_RECIPE_MAX_WORDS];  /* the words, formulas replaced by their values */
+    int line[KGL_RECIPE_MAX_WORDS];    /* each word's line in the file */
+    char values[KGL_RECIPE_MAX_WORDS][32];
+    char text[4096];                   /* the words joined by spaces, for reports */
+    kgl_text file;                     /* owns the words */
+} kgl_recipe;
+bool kgl_recipe_load(kgl_recipe *r, const char *path, const kgl_recipe_vars *v, char *err, size_t cap);
+bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, size_t len,
+                            const kgl_recipe_vars *v, char *err, size_t cap);
+void kgl_recipe_free(kgl_recipe *r);
+/* The value of one formula (without its '='); false with why. */
+bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
+
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
  * Adam's moments as adam.m.<name> / adam.v.<name>, and string metadata:

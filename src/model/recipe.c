@@ -1,0 +1,251 @@
+/* recipe.c — `kgl train --recipe FILE`: training options written once for
+ * every graph, with the settings that depend on the graph's size given as
+ * formulas of its counts and computed here.
+ *
+ * A recipe is the words of `kgl train` options, whitespace-separated; '#'
+ * starts a comment to the end of its line. A word that starts with '=' is a
+ * formula, replaced by its value:
+ *
+ *   formula := '=' sum
+ *   sum     := product (('+' | '-') product)*
+ *   product := unary (('*' | '/') unary)*
+ *   unary   := '-' unary | atom
+ *   atom    := number | name | func '(' sum (',' sum)* ')' | '(' sum ')'
+ *   names   n_entities, n_relations, n_train (training triples)
+ *   funcs   min(a, b, ...), max(a, b, ...), round(x), sqrt(x), log2(x)
+ *
+ * A formula is one word (no spaces). Its value is written back as a whole
+ * number when it is one, else with 15 significant digits; `kgl train` then
+ * parses and range-checks it as if it had been typed. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+
+typedef struct parser {
+    const char *s, *p;
+    const kgl_recipe_vars *v;
+    char *why;
+    size_t cap;
+    bool failed;
+} parser;
+
+static double fail(parser *P, const char *what)
+{
+    if (!P->failed) snprintf(P->why, P->cap, "%s at '%s'", what, *P->p ? P->p : "the end");
+    P->failed = true;
+    return NAN;
+}
+
+static double sum(parser *P);
+
+static const char *const var_names[] = {"n_entities", "n_relations", "n_train"};
+static const char *const func_names[] = {"min", "max", "round", "sqrt", "log2"};
+
+static double atom(parser *P)
+{
+    const char *p = P->p;
+    if (isdigit((unsigned char)*p) || *p == '.') {
+        char *end;
+        double x = strtod(p, &end);
+        P->p = end;
+        return x;
+    }
+    if (*p == '(') {
+        P->p++;
+        double x = sum(P);
+        if (*P->p != ')') return fail(P, "expected ')'");
+        P->p++;
+        return x;
+    }
+    if (!isalpha((unsigned char)*p) && *p != '_') return fail(P, "expected a number, a name or '('");
+    char name[32];
+    size_t n = 0;
+    while ((isalnum((unsigned char)*p) || *p == '_') && n + 1 < sizeof name) name[n++] = *p++;
+    name[n] = 0;
+    P->p = p;
+    double vars[3] = {(double)P->v->n_entities, (double)P->v->n_relations, (double)P->v->n_train};
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, var_names[k]) == 0) return vars[k];
+    int f = -1;
+    for (int k = 0; k < 5; k++)
+        if (strcmp(name, func_names[k]) == 0) f = k;
+    if (f < 0) {
+        if (P->failed) return NAN;
+        const char *all[8] = {var_names[0], var_names[1], var_names[2], func_names[0], func_names[1],
+                              func_names[2], func_names[3], func_names[4]};
+        char near[256];
+        int shown = kgl_near_matches(name, all, 8, 3, near, sizeof near);
+        snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: n_entities, n_relations, n_train; functions: min, "
+                 "max, round, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
+        P->failed = true;
+        return NAN;
+    }
+    if (*P->p != '(') return fail(P, "expected '(' after a function name");
+    P->p++;
+    double args[16];
+    int n_args = 0;
+    for (;;) {
+        double x = sum(P);
+        if (P->failed) return NAN;
+        if (n_args < 16) args[n_args++] = x;
+        if (*P->p == ',') {
+            P->p++;
+            continue;
+        }
+        if (*P->p != ')') return fail(P, "expected ',' or ')'");
+        P->p++;
+        break;
+    }
+    bool one = f >= 2;
+    if (one && n_args != 1) return fail(P, "this function takes one argument");
+    double x = args[0];
+    switch (f) {
+    case 0:
+    case 1:
+        for (int k = 1; k < n_args; k++) x = f == 0 ? fmin(x, args[k]) : fmax(x, args[k]);
+        return x;
+    case 2: return round(x);
+    case 3: return sqrt(x);
+    default: return log2(x);
+    }
+}
+
+static double unary(parser *P)
+{
+    if (*P->p == '-') {
+        P->p++;
+        return -unary(P);
+    }
+    return atom(P);
+}
+
+static double product(parser *P)
+{
+    double x = unary(P);
+    while (!P->failed && (*P->p == '*' || *P->p == '/')) {
+        char op = *P->p++;
+        double y = unary(P);
+        x = op == '*' ? x * y : x / y;
+    }
+    return x;
+}
+
+static double sum(parser *P)
+{
+    double x = product(P);
+    while (!P->failed && (*P->p == '+' || *P->p == '-')) {
+        char op = *P->p++;
+        double y = product(P);
+        x = op == '+' ? x + y : x - y;
+    }
+    return x;
+}
+
+bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap)
+{
+    parser P = {formula, formula, v, why, cap, false};
+    double x = sum(&P);
+    if (!P.failed && *P.p) fail(&P, "unexpected character");
+    if (P.failed) return false;
+    if (!isfinite(x)) {
+        snprintf(why, cap, "the value is %g, not a finite number", x);
+        return false;
+    }
+    *value = x;
+    return true;
+}
+
+/* The options a recipe may not give: they name the data and the run, which
+   belong to the command line. */
+static const char *const not_in_recipe[] = {"--train", "--valid", "--test", "--resume", "--recipe", "--save", "--log"};
+
+static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
+{
+    char *p = r->file.buf;
+    int line = 1;
+    while (*p) {
+        if (*p == '#') {
+            while (*p && *p != '\n') p++;
+            continue;
+        }
+        if (isspace((unsigned char)*p)) {
+            line += *p == '\n';
+            *p++ = 0;
+            continue;
+        }
+        if (r->argc >= KGL_RECIPE_MAX_WORDS) {
+            snprintf(err, cap, "%s:%d: more than %d words", name, line, KGL_RECIPE_MAX_WORDS);
+            return false;
+        }
+        r->argv[r->argc] = p;
+        r->line[r->argc++] = line;
+        while (*p && !isspace((unsigned char)*p) && *p != '#') p++;
+        if (*p == '#') { /* a comment glued to a word */
+            *p++ = 0;
+            while (*p && *p != '\n') p++;
+        } else if (*p) {
+            line += *p == '\n';
+            *p++ = 0;
+        }
+    }
+    size_t used = 0;
+    for (int k = 0; k < r->argc; k++) {
+        const char *w = r->argv[k];
+        for (size_t o = 0; o < sizeof not_in_recipe / sizeof not_in_recipe[0]; o++) {
+            size_t n = strlen(not_in_recipe[o]);
+            if (strncmp(w, not_in_recipe[o], n) == 0 && (w[n] == 0 || w[n] == '=')) {
+                snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
+                         not_in_recipe[o]);
+                return false;
+            }
+        }
+        if (w[0] == '=') {
+            double x;
+            char why[512];
+            if (!kgl_recipe_eval(w + 1, v, &x, why, sizeof why)) {
+                snprintf(err, cap, "%s:%d: formula '%s': %s", name, r->line[k], w, why);
+                return false;
+            }
+            if (fabs(x) < 1e15 && x == floor(x)) snprintf(r->values[k], sizeof r->values[k], "%.0f", x);
+            else snprintf(r->values[k], sizeof r->values[k], "%.15g", x);
+            r->argv[k] = r->values[k];
+        }
+        used += (size_t)snprintf(r->text + used, used < sizeof r->text ? sizeof r->text - used : 0, "%s%s",
+                                 k ? " " : "", r->argv[k]);
+        if (used >= sizeof r->text) {
+            snprintf(err, cap, "%s:%d: the options are too long", name, r->line[k]);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, size_t len,
+                            const kgl_recipe_vars *v, char *err, size_t cap)
+{
+    memset(r, 0, sizeof *r);
+    kgl_text_from_memory(&r->file, name, text, len);
+    if (read_words(r, name, v, err, cap)) return true;
+    kgl_recipe_free(r); /* nothing to free after a failure */
+    return false;
+}
+
+bool kgl_recipe_load(kgl_recipe *r, const char *path, const kgl_recipe_vars *v, char *err, size_t cap)
+{
+    kgl_text t;
+    memset(r, 0, sizeof *r);
+    if (!kgl_text_open(&t, path, err, cap)) return false;
+    bool ok = kgl_recipe_from_memory(r, path, t.buf, t.len, v, err, cap);
+    kgl_text_close(&t);
+    return ok;
+}
+
+void kgl_recipe_free(kgl_recipe *r)
+{
+    kgl_text_close(&r->file);
+    memset(r, 0, sizeof *r);
+}
