@@ -788,7 +788,10 @@ TEST(svg_lineplot_log_axis_decades)
     if (!load(T, path, &d)) return;
     const char *t[32];
     int n = tick_labels(&d, ANYWHERE, "y-ticks", t, 32);
-    static const char *const want_y[7] = {"10\xe2\x81\xbb\xe2\x81\xb4", "0.001", "0.01", "0.1", "1", "10", "100"};
+    /* one style per axis (issue 11): 10⁻⁴ needs a power, so every label is one */
+    static const char *const want_y[7] = {"10\xe2\x81\xbb\xe2\x81\xb4", "10\xe2\x81\xbb\xc2\xb3",
+                                          "10\xe2\x81\xbb\xc2\xb2", "10\xe2\x81\xbb\xc2\xb9",
+                                          "10\xe2\x81\xb0", "10\xc2\xb9", "10\xc2\xb2"};
     CHECK(n == 7);
     for (int i = 0; i < n && i < 7; i++) CHECK(strcmp(t[i], want_y[i]) == 0 || printf("    tick %d: %s\n", i, t[i]) < 0);
     n = tick_labels(&d, ANYWHERE, "x-ticks", t, 32);

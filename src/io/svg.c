@@ -392,10 +392,11 @@ static void axis_linear(double mn, double mx, double *lo, double *hi, ticks *t)
 static const char *const superscript[10] = {"\xe2\x81\xb0", "\xc2\xb9", "\xc2\xb2", "\xc2\xb3", "\xe2\x81\xb4",
                                             "\xe2\x81\xb5", "\xe2\x81\xb6", "\xe2\x81\xb7", "\xe2\x81\xb8", "\xe2\x81\xb9"};
 
-/* 10^k as "0.001" ... "1000", else "10⁻⁵" with superscript digits. */
-static void decade_label(char *s, size_t cap, int k)
+/* 10^k as "0.001" ... "1000", or with powers as "10⁻⁵" (superscript
+ * digits); an axis uses one style for all its labels. */
+static void decade_label(char *s, size_t cap, int k, bool powers)
 {
-    if (k >= -3 && k <= 3) {
+    if (!powers) {
         snprintf(s, cap, "%.*f", k < 0 ? -k : 0, pow(10, k));
         return;
     }
@@ -417,12 +418,13 @@ static void axis_log(double mn, double mx, double *lo, double *hi, ticks *t)
     if (k1 <= k0) k1 = k0 + 1;
     *lo = k0, *hi = k1;
     int every = (k1 - k0 + 9) / 10;
+    bool powers = k0 < -3 || k1 > 3; /* one style per axis: powers when any label needs one */
     t->n = 0;
     t->n_minor = 0;
     for (int k = k0; k <= k1 && t->n < MAX_TICKS; k++) {
         if ((k - k0) % every) continue;
         t->v[t->n] = k;
-        decade_label(t->label[t->n], sizeof t->label[0], k);
+        decade_label(t->label[t->n], sizeof t->label[0], k, powers);
         t->n++;
     }
     if (k1 - k0 <= 6)
