@@ -291,8 +291,11 @@ const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NUL
  * Output is deterministic: the same input gives the same bytes (coordinates
  * with at most 2 decimals, values in tooltips with 4 significant digits).
  * All text is XML-escaped; invalid UTF-8 and control characters in labels
- * become U+FFFD. Labels longer than about 16 characters are shortened with
- * "…" on the page; tooltips always carry the full text.
+ * become U+FFFD. Labels longer than about 16 characters, and titles wider
+ * than their room, are shortened with "…" on the page, the whole text in a
+ * <title> tooltip on the shortened text. Layout uses estimated text widths
+ * (kgl_svg_text_width) so that no two texts overlap, none lies on a cell
+ * and every one lies inside the page (tests/io_svg.c checks this).
  *
  * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
  * legible in greyscale), interpolated linearly between 9 anchors; line series
@@ -319,9 +322,11 @@ typedef struct kgl_heatmap {
 } kgl_heatmap;
 
 /* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
- * columns and shrink to 4 px (about 480 px in all); when they are too small
- * for every label, every k-th is shown (k = 2, 5, 10, ...) and the axis title
- * says so. Column labels are rotated 45°. Each cell is a <rect class="cell">
+ * columns and shrink to about 480 px in all, but not below 11 px up to 64
+ * rows or columns (so every label shows) nor below 4 px; when they are too
+ * small for every label, every k-th is shown (k = 2, 5, 10, ..., for rows and
+ * columns apart) and the axis title says so. Column labels are rotated 45°;
+ * notes are listed under the legend. Each cell is a <rect class="cell">
  * with a <title> tooltip "row → col: value"; a non-finite value is a grey
  * hatched cell whose tooltip says "not finite". The legend shows the colour
  * bar with round ticks, and counts outlined, non-finite and clamped cells. */
@@ -330,7 +335,9 @@ bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t e
  * n_cols columns, with ONE colour scale and one legend: the scale runs from
  * the smallest to the largest of the panels' bounds, each panel's bound being
  * its vmin/vmax when set and its data otherwise. The legend's title is the
- * first value_label given, its outline text the first outline_label. */
+ * first value_label given. A panel with outlines has its own key under it
+ * (its outline_label and its count of outlined cells); a panel title wider
+ * than the panel goes on two lines. */
 bool kgl_svg_heatmap_grid(const char *path, const char *title, const kgl_heatmap *panels, int n_panels,
                           int n_cols, char *err, size_t err_cap);
 
