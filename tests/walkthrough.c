@@ -4,6 +4,7 @@
 #include <libgen.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -96,4 +97,108 @@ TEST(make_uninstall_removes_exactly_the_installed_files)
     /* a relative PREFIX is refused before anything is removed */
     CHECK(run_sh(T, "make -s uninstall PREFIX=relative/dir", out, sizeof out, err, sizeof err) != 0);
     CHECK(strstr(err, "PREFIX must be an absolute path") != NULL);
+}
+
+/* The README's walkthrough, run as written: every `$ ` line of the
+ * ```console blocks of its "Walkthrough" section is run with sh in an empty
+ * folder that holds only `data` (the repository's) and `build/kgl` (the
+ * binary under test), in order; each must exit 0, and every output line the
+ * README shows under it (but `…`) must be a line of what it printed
+ * (trailing blanks ignored). So the README cannot drift from the program. */
+#define WALK_MAX_CMDS 32
+#define WALK_MAX_LINES 64
+
+static void rstrip(char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = '\0';
+}
+
+/* Whether `line` is one of the lines of `text` (both without trailing blanks). */
+static bool has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; *p;) {
+        const char *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\r')) len--;
+        if (len == n && strncmp(p, line, n) == 0) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
+TEST(readme_walkthrough_runs_as_written)
+{
+    static char readme[1 << 18], both[(1 << 17) + (1 << 15) + 2];
+    FILE *f = fopen("README.md", "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    size_t len = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[len] = '\0';
+    char *sec = strstr(readme, "\n## Walkthrough");
+    CHECK(sec != NULL);
+    if (!sec) return;
+    char *next = strstr(sec + 1, "\n## ");
+    if (next) *next = '\0';
+
+    /* the folder: data/ and build/kgl only */
+    char cmd[16384], cwd[4096], data[4200], kgl[8400];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    snprintf(data, sizeof data, "%s/data", cwd);
+    if (T->kgl[0] == '/')
+        snprintf(kgl, sizeof kgl, "%s", T->kgl);
+    else
+        snprintf(kgl, sizeof kgl, "%s/%s", cwd, T->kgl);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s/wt/build' && ln -s '%s' '%s/wt/data' && ln -s '%s' '%s/wt/build/kgl'", T->tmp,
+             data, T->tmp, kgl, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+
+    /* parse the console blocks into commands and the lines shown under them */
+    char *cmds[WALK_MAX_CMDS], *shown[WALK_MAX_CMDS][WALK_MAX_LINES];
+    int n_cmds = 0, n_shown[WALK_MAX_CMDS] = {0};
+    bool in_block = false;
+    for (char *line = strtok(sec, "\n"); line; line = strtok(NULL, "\n")) {
+        rstrip(line);
+        if (strncmp(line, "```", 3) == 0) {
+            in_block = strcmp(line, "```console") == 0;
+            continue;
+        }
+        if (!in_block) continue;
+        if (strncmp(line, "$ ", 2) == 0) {
+            CHECK(n_cmds < WALK_MAX_CMDS);
+            if (n_cmds == WALK_MAX_CMDS) return;
+            cmds[n_cmds++] = line + 2;
+        } else if (n_cmds > 0 && strcmp(line, "…") != 0) {
+            int c = n_cmds - 1;
+            CHECK(n_shown[c] < WALK_MAX_LINES);
+            if (n_shown[c] < WALK_MAX_LINES) shown[c][n_shown[c]++] = line;
+        }
+    }
+    /* the six steps are there: train, eval, predict (head and tail questions), heads, export */
+    const char *steps[] = {"kgl train ", "kgl eval ", "--tail Jack", "--head Nigel", "kgl heads ", "kgl export "};
+    for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+        bool found = false;
+        for (int c = 0; c < n_cmds; c++) found = found || strstr(cmds[c], steps[s]) != NULL;
+        if (!found) printf("    the walkthrough has no command with '%s'\n", steps[s]);
+        CHECK(found);
+    }
+
+    for (int c = 0; c < n_cmds; c++) {
+        snprintf(cmd, sizeof cmd, "cd '%s/wt' && %s", T->tmp, cmds[c]);
+        int status = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+        if (status != 0) printf("    '%s' exited %d: %s\n", cmds[c], status, err);
+        CHECK(status == 0);
+        snprintf(both, sizeof both, "%s\n%s", out, err);
+        for (int k = 0; k < n_shown[c]; k++) {
+            bool ok = has_line(both, shown[c][k]);
+            if (!ok) printf("    '%s' did not print the README's line:\n      %s\n", cmds[c], shown[c][k]);
+            CHECK(ok);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s/wt' && test -s family.safetensors && test -s ranks.tsv && test -s figs/query.svg",
+             T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
