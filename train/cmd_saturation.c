@@ -226,12 +226,57 @@ static void print_table(const kgl_saturation *s)
     }
 }
 
-/* "%9.3g"-like for the spread tables: 3 significant digits, exponent when tiny or huge. */
+/* A value of the spread tables: 3 decimals below 10 (0.770 against 0.775),
+   fewer above, an exponent when tiny or huge; "-" for NaN. */
 static void put_value(double x, int width)
 {
     if (isnan(x)) printf(" %*s", width, "-");
     else if (x != 0 && (fabs(x) < 1e-3 || fabs(x) >= 1e5)) printf(" %*.2e", width, x);
-    else printf(" %*.3f", width, x);
+    else printf(" %*.*f", width, fabs(x) >= 100 ? 0 : fabs(x) >= 10 ? 1 : 3, x);
+}
+
+/* Why the frozen seeds stay frozen: for each supervised configuration, its
+   frozen seeds and the others apart, what the supervised rows see over the
+   last KGL_SAT_WINDOW steps (each seed's median over those steps, then the
+   median over the seeds of the group). */
+static void print_mechanism_table(const kgl_saturation *s, int w)
+{
+    int n_seeds = s->seeds;
+    static const int keys[5] = {KGL_SAT_GRAD_LOGITS_SUP, KGL_SAT_LOGIT_STEP, KGL_SAT_WQ_STEP, KGL_SAT_MAX_ABS_LOGIT,
+                                KGL_SAT_MAX_PROB};
+    printf("\nthe supervised rows over the last %d steps, frozen seeds and the others apart (each seed's\n"
+           "median over those steps, then the median over the group): |dL/dS| = gradient reaching their\n"
+           "logits; step = max |change of their logits| in one step; Adam = RMS |change of Wq| / lr;\n"
+           "max|S| = largest logit; flips = sign changes of the loss's change; range = its min and max\n\n",
+           KGL_SAT_WINDOW);
+    printf("%-*s %-9s %5s | %9s %9s %9s %9s %8s %5s | %19s\n", w, "configuration", "seeds", "n", "|dL/dS|", "step",
+           "Adam", "max|S|", "max_prob", "flips", "aux range");
+    double *v = malloc((size_t)n_seeds * 8 * sizeof *v);
+    for (int c = 0; c < s->n_configs; c++) {
+        if (!s->configs[c].supervise) continue;
+        for (int group = 1; group >= 0; group--) { /* frozen first */
+            int n = 0;
+            for (int q = 0; q < n_seeds; q++) {
+                kgl_saturation_run_end e;
+                kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+                if (isnan(e.final[KGL_SAT_AUX_LOSS]) || e.frozen != (group == 1)) continue;
+                for (int k = 0; k < 5; k++) v[k * n_seeds + n] = e.window_median[keys[k]];
+                v[5 * n_seeds + n] = e.aux_sign_changes;
+                v[6 * n_seeds + n] = e.aux_window_min;
+                v[7 * n_seeds + n] = e.aux_window_max;
+                n++;
+            }
+            if (n == 0) continue;
+            printf("%-*s %-9s %5d |", w, s->configs[c].label, group ? "frozen" : "the rest", n);
+            for (int k = 0; k < 4; k++) put_value(kgl_spread_of(v + k * n_seeds, n).median, 9);
+            printf(" %8.3f %5.0f |", kgl_spread_of(v + 4 * n_seeds, n).median, kgl_spread_of(v + 5 * n_seeds, n).median);
+            char range[48];
+            snprintf(range, sizeof range, "%.3g-%.3g", kgl_spread_of(v + 6 * n_seeds, n).median,
+                     kgl_spread_of(v + 7 * n_seeds, n).median);
+            printf(" %19s\n", range);
+        }
+    }
+    free(v);
 }
 
 /* Over the seeds, at the last step: every configuration's min, quartiles and
@@ -293,6 +338,7 @@ static void print_spread_tables(const kgl_saturation *s)
         put_value(a->min, 9), put_value(a->q1, 9), put_value(a->median, 9), put_value(a->q3, 9), put_value(a->max, 9);
         printf(" | %13s | %6.3f %5.0f\n", frozen, sm.spread[KGL_SAT_TARGET_MASS].median, fl.median);
     }
+    print_mechanism_table(s, w);
     if (n_seeds > 20) return; /* the CSV has them */
     printf("\nsupervision loss at step %d, seed by seed (* frozen)\n\n%-*s", s->steps, w, "configuration");
     for (int q = 0; q < n_seeds; q++) printf(" %7d ", q + 1);

@@ -410,6 +410,7 @@ typedef struct kgl_saturation_run_end {
     bool frozen;                     /* kgl_saturation_is_frozen of the final aux loss */
     int aux_sign_changes;            /* kgl_sign_changes of the aux loss over the last KGL_SAT_WINDOW steps */
     double aux_window_min, aux_window_max; /* its range over those steps */
+    double window_median[KGL_SAT_N_METRICS]; /* each metric's median over those steps */
 } kgl_saturation_run_end;
 void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation_run_end *e);
 

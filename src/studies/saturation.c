@@ -479,7 +479,7 @@ void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation
 {
     const kgl_saturation_trace *r = &s->runs[run];
     int S = s->steps;
-    for (int k = 0; k < KGL_SAT_N_METRICS; k++) e->final[k] = NAN;
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) e->final[k] = e->window_median[k] = NAN;
     e->aux_mean = e->aux_window_min = e->aux_window_max = NAN;
     e->frozen = false;
     e->aux_sign_changes = -1;
@@ -487,6 +487,10 @@ void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation
     memcpy(e->final, r->rows + (size_t)(S - 1) * KGL_SAT_N_METRICS, sizeof e->final);
     double sum = 0, aux[KGL_SAT_WINDOW];
     int w0 = S > KGL_SAT_WINDOW ? S - KGL_SAT_WINDOW : 0, nw = S - w0;
+    for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+        for (int q = 0; q < nw; q++) aux[q] = r->rows[(size_t)(w0 + q) * KGL_SAT_N_METRICS + k];
+        e->window_median[k] = kgl_spread_of(aux, nw).median;
+    }
     for (int step = 0; step < S; step++) sum += r->rows[(size_t)step * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS];
     if (isnan(sum)) return; /* not supervised */
     e->aux_mean = sum / S;
@@ -702,19 +706,18 @@ static bool same_panel(const kgl_saturation_config *a, const kgl_saturation_conf
 }
 
 /* The per-seed picture of one supervised configuration: what the supervised
-   rows see, a curve per seed (not means), frozen seeds named in the legend. */
+   rows see, a curve per seed (not means), the frozen seeds in the left
+   column and the others in the right one, a row per diagnostic. */
 typedef struct seed_plot {
     kgl_saturation_metric metric;
     const char *title, *y_label;
-    bool log_y;
 } seed_plot;
 static const seed_plot seed_plots[] = {
-    {KGL_SAT_AUX_LOSS, "supervision loss (the floor dotted)", "aux loss", true},
-    {KGL_SAT_GRAD_LOGITS_SUP, "gradient reaching the supervised rows' logits", "‖∂L/∂S‖ (supervised rows)", true},
-    {KGL_SAT_LOGIT_STEP, "how far those logits move in one step", "max |ΔS|", true},
-    {KGL_SAT_WQ_STEP, "Adam's step on Wq, in units of lr", "RMS |ΔWq| / lr", true},
-    {KGL_SAT_MAX_ABS_LOGIT, "largest attention logit", "max |S|", true},
-    {KGL_SAT_SPEC_ADVISES, "attention mass on the advisees (0.5 at the floor for alice)", "spec[0][advises]", false},
+    {KGL_SAT_AUX_LOSS, "supervision loss and its floor", "aux loss"},
+    {KGL_SAT_GRAD_LOGITS_SUP, "gradient reaching their logits", "‖∂L/∂S‖, supervised rows"},
+    {KGL_SAT_LOGIT_STEP, "their logits' largest move in one step", "max |ΔS|"},
+    {KGL_SAT_WQ_STEP, "Adam's step on Wq in units of lr", "RMS |ΔWq| / lr"},
+    {KGL_SAT_MAX_ABS_LOGIT, "largest attention logit", "max |S|"},
 };
 #define N_SEED_PLOTS (int)(sizeof seed_plots / sizeof seed_plots[0])
 
@@ -723,44 +726,64 @@ static bool write_seed_plots(const kgl_saturation *s, int c, const char *path, c
     int S = s->steps, n_seeds = s->seeds;
     const kgl_saturation_config *cfg = &s->configs[c];
     double *x = kgl_xmalloc((size_t)S * sizeof(double));
-    double *y = kgl_xmalloc(((size_t)n_seeds + 1) * N_SEED_PLOTS * S * sizeof(double));
-    kgl_series *series = kgl_xmalloc(((size_t)n_seeds + 1) * N_SEED_PLOTS * sizeof *series);
+    double *y = kgl_xmalloc(((size_t)n_seeds + 2) * N_SEED_PLOTS * S * sizeof(double));
+    kgl_series *series = kgl_xmalloc(((size_t)n_seeds + 2) * N_SEED_PLOTS * sizeof *series);
     char(*names)[48] = kgl_xmalloc(((size_t)n_seeds + 1) * sizeof *names);
-    kgl_lineplot lp[N_SEED_PLOTS];
+    bool *is_frozen = kgl_xmalloc((size_t)n_seeds * sizeof *is_frozen);
+    kgl_lineplot lp[2 * N_SEED_PLOTS];
+    char panel_titles[2 * N_SEED_PLOTS][128];
     for (int i = 0; i < S; i++) x[i] = i + 1;
-    int frozen = 0;
+    int n_frozen = 0;
     for (int q = 0; q < n_seeds; q++) {
         kgl_saturation_run_end e;
         kgl_saturation_run_summary(s, c * n_seeds + q, &e);
-        frozen += e.frozen;
-        snprintf(names[q], sizeof names[q], "seed %d%s", s->runs[c * n_seeds + q].seed, e.frozen ? " (frozen)" : "");
+        is_frozen[q] = e.frozen;
+        n_frozen += e.frozen;
+        snprintf(names[q], sizeof names[q], "seed %d", s->runs[c * n_seeds + q].seed);
     }
     snprintf(names[n_seeds], sizeof names[n_seeds], "floor %.3f", cfg->aux_floor);
-    for (int p = 0; p < N_SEED_PLOTS; p++) {
-        int n = 0;
-        kgl_series *sp = series + (size_t)p * (n_seeds + 1);
-        for (int q = 0; q < n_seeds; q++) {
-            const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
-            double *yy = y + ((size_t)p * (n_seeds + 1) + q) * S;
-            for (int step = 0; step < S; step++)
-                yy[step] = step < r->steps_done ? r->rows[(size_t)step * KGL_SAT_N_METRICS + seed_plots[p].metric] : NAN;
-            sp[n++] = (kgl_series){names[q], S, x, yy};
+    int groups[2], n_groups = 0; /* 1 = the frozen seeds, 0 = the others; only those that have seeds */
+    if (n_frozen > 0) groups[n_groups++] = 1;
+    if (n_frozen < n_seeds) groups[n_groups++] = 0;
+    int n_panels = 0, used = 0;
+    for (int p = 0; p < N_SEED_PLOTS; p++)
+        for (int g = 0; g < n_groups; g++) {
+            int n = 0;
+            kgl_series *sp = series + used;
+            for (int q = 0; q < n_seeds; q++) {
+                if (is_frozen[q] != (groups[g] == 1)) continue;
+                const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
+                double *yy = y + (size_t)used * S;
+                for (int step = 0; step < S; step++)
+                    yy[step] = step < r->steps_done ? r->rows[(size_t)step * KGL_SAT_N_METRICS + seed_plots[p].metric]
+                                                    : NAN;
+                if (seed_plots[p].metric == KGL_SAT_LOGIT_STEP && S > 1) /* from step 2: a move needs a step before */
+                    sp[n++] = (kgl_series){names[q], S - 1, x + 1, yy + 1};
+                else sp[n++] = (kgl_series){names[q], S, x, yy};
+                used++;
+            }
+            if (seed_plots[p].metric == KGL_SAT_AUX_LOSS) {
+                double *yy = y + (size_t)used * S;
+                for (int step = 0; step < S; step++) yy[step] = cfg->aux_floor;
+                sp[n++] = (kgl_series){names[n_seeds], S, x, yy};
+                used++;
+            }
+            int in_group = groups[g] ? n_frozen : n_seeds - n_frozen;
+            snprintf(panel_titles[n_panels], sizeof panel_titles[n_panels], "%s: %d %s seed%s", seed_plots[p].title,
+                     in_group, groups[g] ? "frozen" : "other", in_group == 1 ? "" : "s");
+            lp[n_panels] = (kgl_lineplot){panel_titles[n_panels], "step", seed_plots[p].y_label, true, false, sp, n};
+            n_panels++;
         }
-        if (seed_plots[p].metric == KGL_SAT_AUX_LOSS) {
-            double *yy = y + ((size_t)p * (n_seeds + 1) + n_seeds) * S;
-            for (int step = 0; step < S; step++) yy[step] = cfg->aux_floor;
-            sp[n++] = (kgl_series){names[n_seeds], S, x, yy};
-        }
-        lp[p] = (kgl_lineplot){seed_plots[p].title, "step", seed_plots[p].y_label, seed_plots[p].log_y, false, sp, n};
-    }
     char title[256];
-    snprintf(title, sizeof title, "%s: every seed, a line each; %d of %d frozen (supervision loss > %g × floor at step %d)",
-             cfg->label, frozen, n_seeds, s->frozen_multiple, S);
-    bool ok = kgl_svg_lineplot_grid(path, title, lp, N_SEED_PLOTS, 2, err, cap);
+    snprintf(title, sizeof title,
+             "%s, the supervised rows: a line per seed; %d of %d frozen (supervision loss > %g × floor at step %d)",
+             cfg->label, n_frozen, n_seeds, s->frozen_multiple, S);
+    bool ok = kgl_svg_lineplot_grid(path, title, lp, n_panels, n_groups, err, cap);
     free(x);
     free(y);
     free(series);
     free(names);
+    free(is_frozen);
     return ok;
 }
 
