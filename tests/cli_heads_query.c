@@ -238,3 +238,27 @@ TEST(heads_query_mistakes)
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --top 0", ckpt);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
 }
+
+/* kgl heads' heads.svg: each panel names its own best relation and counts
+   its own outlined cells (the grid's one legend used to name the first
+   panel's relation with the count of all: "true tail (advises) (9)"). */
+TEST(heads_grid_keys_name_each_panels_relation)
+{
+    char ckpt[512], cmd[1024], path[1024];
+    if (!supervised_model(T, ckpt, sizeof ckpt)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --svg %s/grid", ckpt, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(path, sizeof path, "%s/grid/heads.svg", T->tmp);
+    FILE *f = fopen(path, "r");
+    if (!CHECK(f != NULL)) return;
+    static char svg[1 << 20];
+    size_t n = fread(svg, 1, sizeof svg - 1, f);
+    fclose(f);
+    svg[n] = 0;
+    /* advises: alice → dave, erin; bob → carol (3 triples); authored: 6 */
+    CHECK(strstr(svg, ">true tail (advises) (3)<") != NULL);
+    CHECK(strstr(svg, ">true tail (authored) (6)<") != NULL);
+    CHECK(strstr(svg, "(9)<") == NULL);
+    CHECK(strstr(svg, ">head 0: best relation advises (spec 1.00)<") != NULL);
+    CHECK(strstr(svg, ">head 1: best relation authored (spec 1.00)<") != NULL);
+}
