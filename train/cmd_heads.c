@@ -453,10 +453,10 @@ static void query_print_json(long step, const data_view *v, const query_view *q)
     printf("]}\n");
 }
 
-#define QUERY_MAX_COLUMNS 40
+#define QUERY_MAX_COLUMNS 64
 
 /* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
- * readout's probabilities, over the entities in attention order (the 40
+ * readout's probabilities, over the entities in attention order (the 64
  * most attended when there are more, plus every true tail and top answer),
  * true tails outlined, the top answers listed under the legend. */
 static bool query_svg(const char *dir, const data_view *v, const query_view *q, char *err, size_t cap)
