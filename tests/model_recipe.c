@@ -16,6 +16,7 @@ TEST(recipe_formulas_by_hand)
     CHECK(kgl_recipe_eval("max(64,16*round(n_entities/16))", &umls, &x, why, sizeof why) && x == 128);
     CHECK(kgl_recipe_eval("max(64,16*round(n_entities/16))", &nations, &x, why, sizeof why) && x == 64);
     CHECK(kgl_recipe_eval("round(n_train/5)", &umls, &x, why, sizeof why) && x == 1043);
+    CHECK(kgl_recipe_eval("ceil(2*n_train/10)", &umls, &x, why, sizeof why) && x == 1044);
     CHECK(kgl_recipe_eval("n_relations", &nations, &x, why, sizeof why) && x == 55);
     CHECK(kgl_recipe_eval("2+3*4", &umls, &x, why, sizeof why) && x == 14);
     CHECK(kgl_recipe_eval("-(2-5)/2", &umls, &x, why, sizeof why) && x == 1.5);
@@ -107,4 +108,42 @@ TEST(recipe_runs_as_typed_options)
                   "train --recipe data/bench/recipe.args --train data/kg/nations/train.txt --valid "
                   "data/kg/nations/valid.txt --steps 1 --quiet",
                   out, sizeof out, err, sizeof err) == 0);
+}
+
+/* kgl benchmark --recipe FILE: every dataset's runs get --recipe FILE, and
+   the file is checked as a per-dataset file is, before anything runs. */
+TEST(recipe_in_the_benchmark)
+{
+    const char *text = "--dim =max(8,4*round(n_entities/8)) --heads 2\n--steps 20 --eval-every 10\n";
+    const char *path = write_tmp(T, 0, "one.args", text, strlen(text));
+    kgl_benchmark_dataset d;
+    char e[1400];
+    if (CHECK(kgl_benchmark_load_recipe(&d, path, "nations", e, sizeof e) == KGL_BENCHMARK_CONFIG_OK)) {
+        CHECK(d.argc == 2 && strcmp(d.argv[0], "--recipe") == 0 && strcmp(d.argv[1], path) == 0);
+        CHECK(strcmp(d.args_text, "--dim =max(8,4*round(n_entities/8)) --heads 2 --steps 20 --eval-every 10") == 0);
+        CHECK(strcmp(d.name, "nations") == 0);
+    }
+    kgl_benchmark_dataset_free(&d);
+    const char *no_eval = write_tmp(T, 1, "no_eval.args", "--steps 20\n", 11);
+    CHECK(kgl_benchmark_load_recipe(&d, no_eval, "umls", e, sizeof e) == KGL_BENCHMARK_CONFIG_INVALID);
+    CHECK(strstr(e, "give --eval-every") != NULL);
+    kgl_benchmark_dataset_free(&d);
+
+    /* one run of each dataset; the recipe computes d 8 for Nations (14
+       entities) and 68 for UMLS (135): the parameter counts say so */
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "benchmark --recipe '%s' --seeds 1 --out '%s/bench'", path, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
+    snprintf(cmd, sizeof cmd, "%s/bench/results.json", T->tmp);
+    FILE *f = fopen(cmd, "r");
+    if (!CHECK(f != NULL)) return;
+    size_t n = fread(out, 1, sizeof out - 1, f);
+    out[n] = 0;
+    fclose(f);
+    CHECK(strstr(out, "\"config_file\":\"") && strstr(out, "one.args\""));
+    CHECK(strstr(out, "\"config\":\"--dim =max(8,4*round(n_entities/8))") != NULL);
+    /* Nations d 8: E 14x8, R 110x8, 4 attention 8x8, ln1 2x8 = 112+880+256+16 */
+    CHECK(strstr(out, "\"params\":1264,") != NULL);
+    /* UMLS d 68: E 135x68, R 92x68, 4 attention 68x68, ln1 2x68 */
+    CHECK(strstr(out, "\"params\":34068,") != NULL);
 }

@@ -20,7 +20,7 @@ extern char **environ;
 
 static const char help[] =
     "usage: kgl benchmark [--data DIR] [--datasets umls,nations] [--seeds 1,2,3]\n"
-    "                     [--configs DIR] [--out DIR] [--jobs N]\n\n"
+    "                     [--configs DIR | --recipe FILE] [--out DIR] [--jobs N]\n\n"
     "Trains on each dataset with the options in CONFIGS/<dataset>.args (they\n"
     "must include --eval-every K: model selection on the valid split), once per\n"
     "seed, each run a `kgl train` process writing\n"
@@ -33,6 +33,9 @@ static const char help[] =
     "  --datasets A,B   default umls,nations\n"
     "  --seeds S,...    default 1,2,3\n"
     "  --configs DIR    default data/bench\n"
+    "  --recipe FILE    one recipe for every dataset (kgl train --recipe FILE, its\n"
+    "                   formulas computed from each dataset) instead of the\n"
+    "                   per-dataset files\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
     "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
@@ -177,7 +180,7 @@ static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 int cmd_benchmark(int argc, char **argv)
 {
     const char *data = "data/kg", *configs = "data/bench", *out = "build/benchmark";
-    const char *datasets = "umls,nations", *seed_text = "1,2,3";
+    const char *datasets = "umls,nations", *seed_text = "1,2,3", *recipe = NULL;
     long jobs = 1;
     cli_args a;
     cli_init(&a, "benchmark", argc, argv);
@@ -193,6 +196,8 @@ int cmd_benchmark(int argc, char **argv)
             if (!(seed_text = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--configs")) {
             if (!(configs = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--recipe")) {
+            if (!(recipe = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--out")) {
             if (!(out = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--jobs")) {
@@ -230,7 +235,8 @@ int cmd_benchmark(int argc, char **argv)
             st = EXIT_USAGE;
             break;
         }
-        kgl_benchmark_config_status cs = kgl_benchmark_load_config(&job[j], configs, names[j], err, sizeof err);
+        kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(&job[j], recipe, names[j], err, sizeof err)
+                                                : kgl_benchmark_load_config(&job[j], configs, names[j], err, sizeof err);
         n_loaded++;
         if (cs != KGL_BENCHMARK_CONFIG_OK) {
             fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);

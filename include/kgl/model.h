@@ -359,7 +359,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * options, '#' comments, and formulas: a word "=EXPR" is replaced by the
  * value of EXPR, made of numbers, + - * / ( ), the graph's counts
  * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
- * max(a, b, ...), round(x), sqrt(x), log2(x); e.g. "--steps
+ * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
  * =max(1000,round(n_train/2))". --train, --valid, --test, --resume,
  * --recipe, --save and --log are refused (they belong to the command line).
  * Errors are "file:line: what is wrong". */

@@ -512,6 +512,11 @@ typedef enum kgl_benchmark_config_status {
 kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs_dir,
                                                       const char *name, char *err, size_t err_cap);
 void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d);
+/* The same checks on one recipe file used for every dataset: the runs get
+ * `--recipe FILE` (kgl train computes its formulas from each dataset's
+ * counts); config_path is FILE and args_text its words as written. */
+kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, const char *recipe_path,
+                                                      const char *name, char *err, size_t err_cap);
 
 /* OUT/<dataset>-seed<S>.<ext>, the files of one run (json: its output, err:
  * its messages, csv: its training log, safetensors: its best checkpoint).

@@ -12,7 +12,7 @@
  *   unary   := '-' unary | atom
  *   atom    := number | name | func '(' sum (',' sum)* ')' | '(' sum ')'
  *   names   n_entities, n_relations, n_train (training triples)
- *   funcs   min(a, b, ...), max(a, b, ...), round(x), sqrt(x), log2(x)
+ *   funcs   min(a, b, ...), max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x)
  *
  * A formula is one word (no spaces). Its value is written back as a whole
  * number when it is one, else with 15 significant digits; `kgl train` then
@@ -43,7 +43,7 @@ static double fail(parser *P, const char *what)
 static double sum(parser *P);
 
 static const char *const var_names[] = {"n_entities", "n_relations", "n_train"};
-static const char *const func_names[] = {"min", "max", "round", "sqrt", "log2"};
+static const char *const func_names[] = {"min", "max", "round", "ceil", "sqrt", "log2"};
 
 static double atom(parser *P)
 {
@@ -71,16 +71,16 @@ static double atom(parser *P)
     for (int k = 0; k < 3; k++)
         if (strcmp(name, var_names[k]) == 0) return vars[k];
     int f = -1;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < 6; k++)
         if (strcmp(name, func_names[k]) == 0) f = k;
     if (f < 0) {
         if (P->failed) return NAN;
-        const char *all[8] = {var_names[0], var_names[1], var_names[2], func_names[0], func_names[1],
-                              func_names[2], func_names[3], func_names[4]};
+        const char *all[9] = {var_names[0],  var_names[1],  var_names[2],  func_names[0], func_names[1],
+                              func_names[2], func_names[3], func_names[4], func_names[5]};
         char near[256];
-        int shown = kgl_near_matches(name, all, 8, 3, near, sizeof near);
+        int shown = kgl_near_matches(name, all, 9, 3, near, sizeof near);
         snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: n_entities, n_relations, n_train; functions: min, "
-                 "max, round, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
+                 "max, round, ceil, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
         P->failed = true;
         return NAN;
     }
@@ -109,7 +109,8 @@ static double atom(parser *P)
         for (int k = 1; k < n_args; k++) x = f == 0 ? fmin(x, args[k]) : fmax(x, args[k]);
         return x;
     case 2: return round(x);
-    case 3: return sqrt(x);
+    case 3: return ceil(x);
+    case 4: return sqrt(x);
     default: return log2(x);
     }
 }

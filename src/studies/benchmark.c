@@ -40,6 +40,8 @@ const char *kgl_benchmark_display_name(const char *d)
 
 /* The options of CONFIGS/<name>.args: whitespace-separated words; '#' starts
    a comment that runs to the end of its line. */
+static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *err, size_t cap);
+
 kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs,
                                                       const char *name, char *err, size_t cap)
 {
@@ -51,6 +53,33 @@ kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, 
         return KGL_BENCHMARK_CONFIG_UNREADABLE;
     }
     memcpy(d->config_path, path, sizeof path);
+    return load_words(d, err, cap);
+}
+
+/* The same file for every dataset, given to kgl train as --recipe FILE (its
+   formulas are computed there, from each dataset's counts); the words are
+   read here for the checks and the report. */
+kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, const char *recipe,
+                                                      const char *name, char *err, size_t cap)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    if (strlen(recipe) >= sizeof d->config_path) {
+        snprintf(err, cap, "%s: the path is too long", recipe);
+        return KGL_BENCHMARK_CONFIG_UNREADABLE;
+    }
+    snprintf(d->config_path, sizeof d->config_path, "%s", recipe);
+    kgl_benchmark_config_status st = load_words(d, err, cap);
+    if (st != KGL_BENCHMARK_CONFIG_OK) return st;
+    d->argv[0] = "--recipe";
+    d->argv[1] = d->config_path;
+    d->argc = 2;
+    return st;
+}
+
+/* d->config_path's words into d->argv and d->args_text, checked. */
+static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *err, size_t cap)
+{
     if (!kgl_text_open(&d->args_file, d->config_path, err, cap)) return KGL_BENCHMARK_CONFIG_UNREADABLE;
     char *p = d->args_file.buf;
     size_t used = 0;
