@@ -206,17 +206,17 @@ TEST(eval_ranks_quote_names_with_quotes)
 }
 
 /* An output that cannot be written is refused before the evaluation (exit
-   3, nothing on stdout, no file). */
+   2, a bad argument; nothing on stdout, no file). */
 TEST(eval_ranks_unwritable_fails_first)
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "train --steps 2 --save %s/two.st", T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --ranks %s/no/such/folder/r.tsv", T->tmp, T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "kgl eval: --ranks ") == err && strstr(err, "does not exist") && !*out);
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --ranks %s", T->tmp, T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "is a folder, not a file") != NULL && !*out);
     /* a misspelt --ranks is named */
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --rank %s/r.tsv", T->tmp, T->tmp);

@@ -28,8 +28,9 @@ static bool exists(const char *path)
 TEST(cli_exit_status_table_in_help)
 {
     static const char *const table =
-        "exit status: 0 done, 1 the loss became non-finite, 2 bad arguments or input (or the run\n"
-        "needs more memory than is available), 3 an output could not be written, 130 interrupted\n";
+        "exit status: 0 done, 1 the loss became non-finite, 2 bad arguments or input (an output\n"
+        "path that cannot be written, or a run that needs more memory than is available), 3 an\n"
+        "output failed while it was written, 130 interrupted (Ctrl-C or SIGTERM)\n";
     static const char *const cmds[] = {"--help", "train --help", "eval --help", "grad --help", "heads --help",
                                        "saturation --help"};
     for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
@@ -46,11 +47,17 @@ TEST(cli_exit_status_each_code)
     CHECK(run_kgl(T, "train --scale 1e300 --init-scale 1e6 --steps 5 --quiet", out, sizeof out, err, sizeof err) == 1);
     CHECK(run_kgl(T, "train --dim 0", out, sizeof out, err, sizeof err) == 2);
     CHECK(run_kgl(T, "train --train /nonexistent.tsv", out, sizeof out, err, sizeof err) == 2);
-    /* 3: a save that fails at the end (its path became a folder mid-run is
-       the same as a folder given: refused before the first step) */
+    /* 2: a save path that cannot be written is a bad argument, refused
+       before the first step */
     snprintf(cmd, sizeof cmd, "train --steps 2 --quiet --save '%s'", T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "is a folder, not a file") != NULL);
+    /* 3: a save that fails while it is written (a file-size limit of 4
+       blocks, 2-4 KB, as a full disk: the checkpoint is 13.6 KB) */
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 4; '%s' train --steps 2 --quiet --save '%s'", T->kgl,
+             cpath(T, 1, "big.st"));
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(!exists(cpath(T, 1, "big.st")));
     /* 130: SIGTERM as well as SIGINT */
     const char *ck = cpath(T, 0, "term.st");
     snprintf(cmd, sizeof cmd,
@@ -61,15 +68,16 @@ TEST(cli_exit_status_each_code)
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 130);
     CHECK(strstr(err, "kgl train: interrupted (SIGTERM) after step") != NULL);
     CHECK(exists(ck));
-    /* grad --out into a missing folder: 3, before any work */
+    /* grad --out into a missing folder: 2, before any work */
     snprintf(cmd, sizeof cmd, "grad --checkpoint '%s' --out /nonexistent/g.st", ck);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "kgl grad: --out /nonexistent/g.st: the folder /nonexistent does not exist") != NULL);
     snprintf(cmd, sizeof cmd, "heads --checkpoint '%s' --svg /nonexistent/pictures", ck);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
 }
 
-/* Defect 8: --save into a missing folder trained to the end, then failed. */
+/* Defect 8: --save into a missing folder trained to the end, then failed;
+   it must fail before training, as a bad argument (exit 2). */
 TEST(cli_outputs_checked_before_the_first_step)
 {
     static const char *const cases[][2] = {
@@ -80,7 +88,7 @@ TEST(cli_outputs_checked_before_the_first_step)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char cmd[1024];
         snprintf(cmd, sizeof cmd, "train --steps 100000000 %s", cases[k][0]);
-        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
         if (!CHECK(strstr(err, cases[k][1]) != NULL)) printf("    stderr: %s\n", err);
         CHECK(strstr(err, "step") == NULL && out[0] == 0); /* nothing was trained */
     }

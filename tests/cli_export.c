@@ -164,13 +164,13 @@ TEST(export_output_errors)
     snprintf(ckpt, sizeof ckpt, "%s/e.st", T->tmp);
     snprintf(cmd, sizeof cmd, "train --steps 5 --save %s --quiet", ckpt);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
-    /* a folder inside a file, and one whose parent is missing: exit 3, a
-       message naming the path, nothing written */
+    /* a folder inside a file, and one whose parent is missing: exit 2 (a bad
+       argument, found before any work), a message naming the path, nothing written */
     snprintf(cmd, sizeof cmd, "export --checkpoint %s --out %s/sub", ckpt, ckpt);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "kgl export: --out ") != NULL && strstr(err, "is not a folder") != NULL && out[0] == 0);
     snprintf(cmd, sizeof cmd, "export --checkpoint %s --out %s/missing/sub", ckpt, T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "does not exist") != NULL);
     struct stat st;
     char path[1024];

@@ -13,9 +13,9 @@
 #define EXIT_OUTPUT 3       /* an output (checkpoint, log, picture, folder) could not be written */
 #define EXIT_INTERRUPTED 130 /* SIGINT or SIGTERM (kgl train saves its work first) */
 #define EXIT_TABLE                                                                                                 \
-    "exit status: 0 done, 1 the loss became non-finite, 2 bad arguments or input (or the run\n"                 \
-    "needs more memory than is available), 3 an output could not be written, 130 interrupted\n"                 \
-    "(Ctrl-C or SIGTERM)\n"
+    "exit status: 0 done, 1 the loss became non-finite, 2 bad arguments or input (an output\n"                  \
+    "path that cannot be written, or a run that needs more memory than is available), 3 an\n"                   \
+    "output failed while it was written, 130 interrupted (Ctrl-C or SIGTERM)\n"
 
 /* Iterates over "--name value", "--name=value" and bare flags. */
 typedef struct cli_args {
@@ -61,7 +61,8 @@ const char *cli_word_list(const char *const *words, int n, char *buf, size_t cap
 
 /* Whether `path` can be written as an output file: not a folder, and its
  * folder exists and is writable. Otherwise prints "kgl CMD: WHAT path: why"
- * and returns false (exit status EXIT_OUTPUT). */
+ * and returns false. Found before any work, that is a bad argument: the
+ * caller exits EXIT_USAGE (EXIT_OUTPUT is for a write that fails later). */
 bool cli_output_ok(const char *cmd, const char *what, const char *path);
 /* The same for an output folder: it exists and is writable, or its parent
  * is (it will be created). */

@@ -127,7 +127,7 @@ int cmd_eval(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     /* before any work: an output that cannot be written is known now */
-    if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_OUTPUT;
+    if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_USAGE;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;

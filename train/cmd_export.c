@@ -52,7 +52,7 @@ int cmd_export(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (!out) return cli_usage_error(&a, "--out DIR is required (the folder the TSV files go to)");
-    if (!cli_output_dir_ok("export", "--out", out)) return EXIT_OUTPUT;
+    if (!cli_output_dir_ok("export", "--out", out)) return EXIT_USAGE;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;

@@ -46,7 +46,7 @@ int cmd_grad(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (!out) return cli_usage_error(&a, "--out is required");
-    if (!cli_output_ok("grad", "--out", out)) return EXIT_OUTPUT;
+    if (!cli_output_ok("grad", "--out", out)) return EXIT_USAGE;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;

@@ -597,7 +597,7 @@ int cmd_heads(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (top_given && !query) return cli_usage_error(&a, "--top needs --query HEAD,REL");
-    if (svg_dir && !cli_output_dir_ok("heads", "--svg", svg_dir)) return EXIT_OUTPUT;
+    if (svg_dir && !cli_output_dir_ok("heads", "--svg", svg_dir)) return EXIT_USAGE;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;

@@ -647,10 +647,11 @@ int cmd_train(int argc, char **argv)
     train_opts o;
     int st = parse(argc, argv, &o);
     if (st >= 0) return st;
-    /* every output before the first step, not after the last */
+    /* every output before the first step, not after the last: a path that
+       cannot be written is a bad argument (2); 3 is for a write that fails */
     if ((o.save_path && !cli_output_ok("train", "--save", o.save_path)) ||
         (o.log_path && !cli_output_ok("train", "--log", o.log_path)))
-        return EXIT_OUTPUT;
+        return EXIT_USAGE;
     run_state rs;
     memset(&rs, 0, sizeof rs);
     rs.o = &o;
