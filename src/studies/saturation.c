@@ -193,17 +193,29 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
             label_add(x->label, sizeof x->label, &len, " %s",
                       axis_text(opt, i_opt, x->optimizer == KGL_OPT_SGD ? "sgd" : "adam", NULL, 0));
         if (lr->n > 1) label_add(x->label, sizeof x->label, &len, " lr=%s", axis_text(lr, i_lr, NULL, b3, sizeof b3));
-        size_t cut = len; /* the rest also makes the short label */
         if (sup->n > 1 || x->supervise)
             label_add(x->label, sizeof x->label, &len, " sup=%s",
                       axis_text(sup, i_sup, kgl_saturation_supervise_names[x->supervise], NULL, 0));
         if (sp->remedies) label_add(x->label, sizeof x->label, &len, " %s", kgl_saturation_remedy_names[i_rem]);
-        size_t slen = 0;
-        label_add(x->short_label, sizeof x->short_label, &slen, "dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
-        const char *after_init = strstr(x->label, " s=");
-        if (after_init) after_init = strchr(after_init + 1, ' '); /* past " s=<init>" */
-        if (after_init && (size_t)(after_init - x->label) <= cut)
-            label_add(x->short_label, sizeof x->short_label, &slen, "%s", after_init);
+        /* the short label, in a panel that already says the scale and the
+           init-scale: only the axes that vary (all but those two when none does) */
+        size_t sl = 0;
+        char *sh = x->short_label;
+        if (dk->n > 1) label_add(sh, sizeof x->short_label, &sl, " dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
+        if (opt->n > 1)
+            label_add(sh, sizeof x->short_label, &sl, " %s",
+                      axis_text(opt, i_opt, x->optimizer == KGL_OPT_SGD ? "sgd" : "adam", NULL, 0));
+        if (lr->n > 1) label_add(sh, sizeof x->short_label, &sl, " lr=%s", axis_text(lr, i_lr, NULL, b3, sizeof b3));
+        if (sup->n > 1)
+            label_add(sh, sizeof x->short_label, &sl, " sup=%s",
+                      axis_text(sup, i_sup, kgl_saturation_supervise_names[x->supervise], NULL, 0));
+        if (sp->remedies) label_add(sh, sizeof x->short_label, &sl, " %s", kgl_saturation_remedy_names[i_rem]);
+        if (sl == 0) { /* nothing varies: the label without " <scale> s=<init>" */
+            const char *after_init = strchr(strstr(x->label, " s=") + 1, ' ');
+            label_add(sh, sizeof x->short_label, &sl, " dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
+            if (after_init) label_add(sh, sizeof x->short_label, &sl, "%s", after_init);
+        }
+        memmove(sh, sh + 1, strlen(sh)); /* the leading space */
     }
     *out = cfgs;
     return n_cfg;
@@ -687,7 +699,7 @@ static const plot_spec plots[] = {
     {KGL_SAT_GRAD_WQ, "gradient of the query weights ‖∂L/∂Wq‖", "‖∂L/∂Wq‖", true, false},
     {KGL_SAT_ATTN_TV, "attention movement: mean total variation from step 0", "TV distance", false, false},
     {KGL_SAT_LOSS, "loss (main + aux)", "loss", true, false},
-    {KGL_SAT_AUX_LOSS, "head-supervision loss −log A[i, advisee]", "aux loss", true, true},
+    {KGL_SAT_AUX_LOSS, "head-supervision loss: mean −log A_h[i, t] over the supervised (i, r, t)", "aux loss", true, true},
     {KGL_SAT_SPEC_ADVISES, "spec[0][advises]: attention mass on the advisees", "spec", false, false},
 };
 #define N_PLOTS (int)(sizeof plots / sizeof plots[0])
