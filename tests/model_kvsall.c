@@ -13,7 +13,7 @@ static char out[1 << 16], err[1 << 14];
    (1/6, 0, −1/3, 1/6); smoothed by ε, q = 0.8 q + ε/4. A row with one answer
    is kgl_cross_entropy's loss. Values O(1) from a handful of operations: a
    few ulps, so 1e-14. */
-TEST(kvsall_cross_entropy_multi_by_hand)
+TEST(kvsall_multilabel_ce_by_hand)
 {
     kgl_tape t;
     kgl_tape_init(&t);
@@ -21,7 +21,7 @@ TEST(kvsall_cross_entropy_multi_by_hand)
     const double row[4] = {0, log(3.0), 0, 0};
     memcpy(z->data, row, sizeof row);
     static const int off[] = {0, 2}, answers[] = {1, 2};
-    kgl_tensor *L = kgl_cross_entropy_multi(&t, z, off, answers, 0.0);
+    kgl_tensor *L = kgl_multilabel_ce(&t, z, off, answers, 0.0);
     CHECK_NEAR(L->data[0], log(6.0) - log(3.0) / 2, 1e-14);
     kgl_backward(&t, L);
     const double grad[4] = {1.0 / 6, 0, -1.0 / 3, 1.0 / 6};
@@ -30,7 +30,7 @@ TEST(kvsall_cross_entropy_multi_by_hand)
     kgl_tape_reset(&t);
     z = kgl_tensor_new(&t, 1, 4, true);
     memcpy(z->data, row, sizeof row);
-    L = kgl_cross_entropy_multi(&t, z, off, answers, 0.2);
+    L = kgl_multilabel_ce(&t, z, off, answers, 0.2);
     CHECK_NEAR(L->data[0], log(6.0) - (0.8 * log(3.0) / 2 + 0.05 * log(3.0)), 1e-14);
     kgl_backward(&t, L);
     const double q[4] = {0.05, 0.45, 0.45, 0.05}, p[4] = {1.0 / 6, 0.5, 1.0 / 6, 1.0 / 6};
@@ -42,7 +42,7 @@ TEST(kvsall_cross_entropy_multi_by_hand)
     const double two[8] = {0.3, -1.2, 2.0, 0.1, 1.5, 0.2, -0.7, 0.9};
     memcpy(z->data, two, sizeof two);
     static const int off1[] = {0, 1, 2}, ans1[] = {2, 0};
-    double multi = kgl_cross_entropy_multi(&t, z, off1, ans1, 0.1)->data[0];
+    double multi = kgl_multilabel_ce(&t, z, off1, ans1, 0.1)->data[0];
     double onehot = kgl_cross_entropy(&t, z, ans1, 0.1)->data[0];
     CHECK_NEAR(multi, onehot, 1e-14);
     kgl_tape_free(&t);

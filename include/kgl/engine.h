@@ -174,7 +174,7 @@ kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *target
 /* The same against a set of answers per row (1-N / KvsAll targets): row b's
  * answers are answers[answer_off[b] .. answer_off[b+1]) (at least one), and
  * q[b] = (1 - smoothing) multihot / (their count) + smoothing / cols. */
-kgl_tensor *kgl_cross_entropy_multi(kgl_tape *t, kgl_tensor *logits, const int *answer_off, const int *answers,
+kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *logits, const int *answer_off, const int *answers,
                                     double smoothing);
 /* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (MODEL.md readout) */
 kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,

@@ -342,7 +342,7 @@ void kgl_snapshot_free(kgl_snapshot *s);
  * default). Call right after kgl_trainer_init: the examples become the
  * distinct queries (head, relation row) of the training examples (ordered
  * by relation row, then head), each trained against all of its known
- * training answers at once with kgl_cross_entropy_multi (its normalised
+ * training answers at once with kgl_multilabel_ce (its normalised
  * multi-hot, smoothed by the label smoothing). The batch size then counts
  * queries, an epoch is one pass over the queries (shuffled as the examples
  * are), and the batch position is a position among the queries. */

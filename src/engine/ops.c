@@ -1385,7 +1385,7 @@ static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, DEFAULT_TOL, DE
 static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
- * cross_entropy_multi (1-N / KvsAll targets, as ConvE trains): row b has a
+ * multilabel_ce (1-N / KvsAll targets, as ConvE trains): row b has a
  * set A_b of k_b ≥ 1 correct answers (answers[off[b] .. off[b+1])), and the
  * target is their normalised multi-hot, optionally smoothed:
  *   L = (1/B) Σ_b [ lse(z_b) − Σ_j q_bj z_bj ],
@@ -1395,7 +1395,7 @@ static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL,
  * With k_b = 1 for every row it is cross_entropy, bit for bit up to the
  * order of one subtraction. (idx0 = answers, idx1 = off, n_idx = B.)
  * ======================================================================== */
-static const kgl_op op_cross_entropy_multi;
+static const kgl_op op_multilabel_ce;
 
 typedef struct cem_job {
     const double *z;
@@ -1405,7 +1405,7 @@ typedef struct cem_job {
     double eps, g;
 } cem_job;
 
-static void cross_entropy_multi_rows(void *ctx, int task, int worker)
+static void multilabel_ce_rows(void *ctx, int task, int worker)
 {
     (void)worker;
     const cem_job *J = ctx;
@@ -1427,7 +1427,7 @@ static void cross_entropy_multi_rows(void *ctx, int task, int worker)
     }
 }
 
-static void cross_entropy_multi_grad_rows(void *ctx, int task, int worker)
+static void multilabel_ce_grad_rows(void *ctx, int task, int worker)
 {
     (void)worker;
     const cem_job *J = ctx;
@@ -1443,34 +1443,34 @@ static void cross_entropy_multi_grad_rows(void *ctx, int task, int worker)
     }
 }
 
-static void cross_entropy_multi_backward(kgl_node *nd)
+static void multilabel_ce_backward(kgl_node *nd)
 {
     kgl_tensor *Z = nd->in[0];
     int B = Z->rows, n = Z->cols;
     cem_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B};
-    kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, cross_entropy_multi_grad_rows, &J);
+    kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, multilabel_ce_grad_rows, &J);
 }
 
-kgl_tensor *kgl_cross_entropy_multi(kgl_tape *t, kgl_tensor *Z, const int *answer_off, const int *answers,
+kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *Z, const int *answer_off, const int *answers,
                                     double smoothing)
 {
     int B = Z->rows, n = Z->cols;
-    if (B < 1) kgl_die("cross_entropy_multi: empty batch");
+    if (B < 1) kgl_die("multilabel_ce: empty batch");
     for (int b = 0; b < B; b++) {
-        if (answer_off[b + 1] <= answer_off[b]) kgl_die("cross_entropy_multi: row %d has no answer", b);
+        if (answer_off[b + 1] <= answer_off[b]) kgl_die("multilabel_ce: row %d has no answer", b);
         for (int k = answer_off[b]; k < answer_off[b + 1]; k++)
             if (answers[k] < 0 || answers[k] >= n)
-                kgl_die("cross_entropy_multi: answer %d outside 0..%d", answers[k], n - 1);
+                kgl_die("multilabel_ce: answer %d outside 0..%d", answers[k], n - 1);
     }
     kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
     double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
     double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
     cem_job J = {Z->data, p, NULL, row_loss, answers, answer_off, B, n, smoothing, 0};
-    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_multi_rows, &J);
+    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, multilabel_ce_rows, &J);
     double total = 0;
     for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
     Y->data[0] = total / B;
-    kgl_node *nd = kgl_record(t, &op_cross_entropy_multi, Y, 1, &Z);
+    kgl_node *nd = kgl_record(t, &op_multilabel_ce, Y, 1, &Z);
     if (nd) {
         nd->idx0 = answers;
         nd->idx1 = answer_off;
@@ -1481,17 +1481,17 @@ kgl_tensor *kgl_cross_entropy_multi(kgl_tape *t, kgl_tensor *Z, const int *answe
     return Y;
 }
 
-static kgl_tensor *cross_entropy_multi_run(kgl_tape *t, const kgl_check_case *c)
+static kgl_tensor *multilabel_ce_run(kgl_tape *t, const kgl_check_case *c)
 {
-    return kgl_cross_entropy_multi(t, c->inputs[0], c->idx1, c->idx0, c->alpha);
+    return kgl_multilabel_ce(t, c->inputs[0], c->idx1, c->idx0, c->alpha);
 }
 
 /* Rows with one, two and all answers; the third case smoothed. */
-static void cross_entropy_multi_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const int answers[] = {2, 0, 3, 4, 1, 0, 1, 2, 3, 4}, off[] = {0, 1, 3, 4, 5, 10};
     c->n_inputs = 1;
-    c->run = cross_entropy_multi_run;
+    c->run = multilabel_ce_run;
     c->idx0 = check_indices(keep, 10, answers);
     c->idx1 = check_indices(keep, 6, off);
     c->n_idx = 5;
@@ -1501,9 +1501,9 @@ static void cross_entropy_multi_case(int which, kgl_rng *rng, kgl_arena *keep, k
     else snprintf(c->label, sizeof c->label, "5x5 k=1,2,1,1,5 σ=%d", which == 1 ? 3 : 1);
 }
 
-static const kgl_op op_cross_entropy_multi = {"cross_entropy_multi",
-                                              cross_entropy_multi_backward,
-                                              {3, cross_entropy_multi_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_multilabel_ce = {"multilabel_ce",
+                                              multilabel_ce_backward,
+                                              {3, multilabel_ce_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
 
@@ -1553,7 +1553,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
     &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
-    &op_dropout, &op_attention, &op_cross_entropy_multi,
+    &op_dropout, &op_attention, &op_multilabel_ce,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

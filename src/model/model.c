@@ -307,7 +307,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
     }
     double eps = reg ? reg->label_smoothing : 0.0;
-    out->main_loss = answers ? kgl_cross_entropy_multi(t, out->scores, answer_off, answers, eps)
+    out->main_loss = answers ? kgl_multilabel_ce(t, out->scores, answer_off, answers, eps)
                              : kgl_cross_entropy(t, out->scores, b->tail, eps);
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
