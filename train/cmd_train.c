@@ -352,7 +352,8 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
     for (int k = 1; k < argc; k++) words[n++] = argv[k];
     words[n] = NULL;
-    int st = parse(n, words, o); /* the words stay alive with r, for the whole run */
+    int st = parse(n, words, o); /* o points at the words themselves, which live in r for the whole run */
+    free(words);
     if (st < 0 && !o->quiet && !o->json)
         fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s\n",
                 o->recipe_path, vars.n_entities, vars.n_relations, vars.n_train, r.text);
