@@ -11,11 +11,13 @@
 
 static const char help[] =
     "usage: kgl saturation [OPTIONS]\n\n"
-    "Trains the layer of MODEL.md with one head and d = dk on the academic world\n"
-    "for every combination of the axes below and every seed, measuring at every\n"
-    "step how saturated the attention is and how much gradient reaches it.\n\n"
+    "Trains the layer (README, \"The model, exactly\") with one head and d = dk on\n"
+    "the academic world for every combination of the axes below and every seed,\n"
+    "measuring at every step how saturated the attention is and how much gradient\n"
+    "reaches it; reports means, the spread over the seeds and, for supervised\n"
+    "heads, the fraction of seeds still frozen at the last step.\n\n"
     "axes (comma lists)\n"
-    "  --dk 4,64,256          head width (d_model = dk, one head)\n"
+    "  --dk 4,64,256          head width (d = dk, one head; both-two-heads: d = 2 dk)\n"
     "  --scale sqrt,none      attention logit scale: sqrt (1/sqrt(dk)), none, or a number\n"
     "  --init-scale 1,3       attention weights ~ N(0, (s/sqrt(d))^2)\n"
     "  --optimizer adam       adam and/or sgd\n"
