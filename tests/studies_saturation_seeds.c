@@ -165,6 +165,9 @@ TEST(saturation_supervise_words)
     CHECK(strstr(err, "--supervise: 'both-on-head' is not off, advises, both-one-head, both-two-heads or on") != NULL);
     CHECK(strstr(err, "did you mean one of 'both-one-head'") != NULL); /* closest first */
     CHECK(run_kgl(T, "saturation --frozen-multiple 1", out, sizeof out, err, sizeof err) == 2);
+    /* an --out that cannot be made is a bad argument, found before any run */
+    CHECK(run_kgl(T, "saturation --out /nonexistent/kgl/out", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "kgl saturation: --out /nonexistent/kgl/out") != NULL && out[0] == 0);
     CHECK(run_kgl(T, "saturation --help", out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "both-two-heads") != NULL && strstr(out, "--frozen-multiple") != NULL);
 }

@@ -422,6 +422,7 @@ int cmd_saturation(int argc, char **argv)
     spec.steps = (int)steps;
     spec.seeds = (int)seeds;
     spec.jobs = (int)jobs;
+    if (!cli_output_dir_ok("saturation", "--out", out)) return EXIT_USAGE; /* before minutes of runs */
     if (!quiet && !json && isatty(STDERR_FILENO)) spec.progress = show_progress;
     kgl_saturation s;
     char err[8192];
@@ -437,7 +438,8 @@ int cmd_saturation(int argc, char **argv)
                     s.runs[k].config->label, s.runs[k].seed, s.runs[k].steps_done + 1);
             status = 1;
         }
-    if (!kgl_saturation_write(&s, out, err, sizeof err)) {
+    bool written = kgl_saturation_write(&s, out, err, sizeof err);
+    if (!written) {
         fprintf(stderr, "kgl saturation: %s\n", err);
         status = EXIT_OUTPUT;
     }
@@ -459,8 +461,11 @@ int cmd_saturation(int argc, char **argv)
     } else {
         print_table(&s);
         print_spread_tables(&s);
-        printf("\n%d runs in %.1f s; %s/saturation.csv, %s/saturation.svg and one SVG per metric\n", s.n_runs,
-               s.seconds, out, out);
+        if (written)
+            printf("\n%d runs in %.1f s; %s/saturation.csv, saturation_seeds.csv, saturation_summary.csv,\n"
+                   "saturation.svg, one SVG per metric and seeds_K.svg per supervised configuration K\n",
+                   s.n_runs, s.seconds, out);
+        else printf("\n%d runs in %.1f s; the files in %s could not be written\n", s.n_runs, s.seconds, out);
     }
     kgl_saturation_free(&s);
     return status;
