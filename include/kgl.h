@@ -4,7 +4,7 @@
  *
  *   kgl/engine.h   the autodiff engine (RNG, arena, tape, ops, checks, optimisers)
  *   kgl/io.h       files: text lines, triples, JSON, safetensors, SVG
- *   kgl/model.h    the layer of MODEL.md, training, evaluation, checkpoints
+ *   kgl/model.h    the layer, training, evaluation, checkpoints
  *   kgl/studies.h  the demo's experiments and the embedded academic world */
 #ifndef KGL_H
 #define KGL_H

@@ -31,7 +31,7 @@ TEST(filtered_rank_ties_and_filters)
     CHECK(kgl_filtered_rank(all_equal, 4, 0, NULL, 0) == 2.5); /* realistic: (1 + 4)/2 */
 }
 
-/* MODEL.md's evaluation on a model whose scores we can predict: with every
+/* The specified evaluation on a model whose scores we can predict: with every
    parameter zero but E, each score is 0, so every rank is the tie rank. */
 TEST(evaluate_counts_both_directions)
 {
@@ -338,7 +338,7 @@ TEST(grad_command_matches_finite_differences)
 }
 
 /* A checkpoint opens with 20 lines of stdlib Python (json + struct), and holds
-   what MODEL.md lists with the right shapes and values. */
+   what the README specifies with the right shapes and values. */
 TEST(checkpoint_opens_in_python)
 {
     char cmd[1024], ck[600];

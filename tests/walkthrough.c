@@ -202,3 +202,21 @@ TEST(readme_walkthrough_runs_as_written)
              T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
+
+/* The repository stands alone: nothing in it sends a reader to material
+ * outside the clone (the model's specification is README's "The model,
+ * exactly"; the benchmark data is data/kg). The patterns are split so that
+ * this file does not match itself. */
+TEST(nothing_points_outside_the_clone)
+{
+    static const char *const patterns[] = {"MODEL" ".md", "../" "shared", "shared/" "kg", "shared/" "bench"};
+    for (size_t k = 0; k < sizeof patterns / sizeof patterns[0]; k++) {
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd,
+                 "grep -rIlF '%s' README.md Makefile .ci src include train tests data 2>/dev/null; true",
+                 patterns[k]);
+        CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        if (out[0]) printf("    '%s' appears in:\n%s", patterns[k], out);
+        CHECK(out[0] == '\0');
+    }
+}

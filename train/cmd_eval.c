@@ -1,4 +1,4 @@
-/* cmd_eval.c — `kgl eval`: the filtered metrics of MODEL.md for a saved model,
+/* cmd_eval.c — `kgl eval`: the filtered metrics for a saved model,
  * and with --ranks every ranked triple as a TSV file for error analysis. */
 #include <errno.h>
 #include <math.h>

@@ -10,7 +10,7 @@
 static const char help[] =
     "usage: kgl grad --checkpoint F --out G.safetensors [--train F] [--relations A,B]\n"
     "                [--supervise-heads R=H,...] [--aux-weight L] [--json]\n\n"
-    "Computes the loss of MODEL.md over all training examples in one batch (file\n"
+    "Computes the loss over all training examples in one batch (file\n"
     "order, forward examples then their reciprocals) at the checkpoint's parameters,\n"
     "and the gradient of every parameter. Writes the gradients to G (safetensors,\n"
     "F64, each under its parameter's name; the losses are in the metadata) and\n"

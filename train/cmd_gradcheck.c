@@ -18,7 +18,7 @@ static const char help[] =
     "against central differences (f(x+h) - f(x-h)) / 2h of a random projection\n"
     "of the op's output, on seeded inputs of several shapes (including a\n"
     "saturated softmax, a fully masked row and logits of +-1000). Then checks the\n"
-    "whole layer of MODEL.md (n=13, d=8, H=2; without FFN, with FFN, with head\n"
+    "whole layer (n=13, d=8, H=2; without FFN, with FFN, with head\n"
     "supervision) parameter by parameter, and the explicit softmax Jacobian\n"
     "J = diag(p) - p p^T of 5 seeded logits against differences with h = 1e-5.\n\n"
     "relative error = |analytic - numeric| / max(|analytic|, |numeric|, 1e-3)\n\n"
@@ -116,7 +116,7 @@ int cmd_gradcheck(int argc, char **argv)
     bool jac_pass = true;
     if (!only) {
         if (json) printf(",\"layer\":[");
-        else printf("\nwhole layer of MODEL.md (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
+        else printf("\nwhole layer (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
                     "%-26s %-14s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
                     "max rel err", "tol", "    ", "shape");
         bool first = true;

@@ -13,7 +13,7 @@ static const char help[] =
     "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n\n"
     "For every head h and relation r of the training triples:\n"
     "  spec[h][r]       mean over entities i with r-tails of the attention head h,\n"
-    "                   standing at i, puts on i's r-tails (MODEL.md)\n"
+    "                   standing at i, puts on i's r-tails (README)\n"
     "  baseline[r]      the same for uniform attention: mean |tails_r(i)| / n\n"
     "  argmax precision how often head h's most-attended entity is a true r-tail\n"
     "Then each entity's top-3 attended entities per head, and head ablation: the\n"

@@ -1,4 +1,4 @@
-/* cmd_train.c — `kgl train`: the layer of MODEL.md learns the triples. */
+/* cmd_train.c — `kgl train`: the layer learns the triples. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -11,14 +11,14 @@
 
 static const char help[] =
     "usage: kgl train [OPTIONS]\n\n"
-    "Trains the layer of MODEL.md on triples (default: the embedded academic world,\n"
+    "Trains the layer on triples (default: the embedded academic world,\n"
     "data/academic.tsv) and prints filtered ranking metrics per relation, the step\n"
     "at which the training triples were fit, and the head-specialisation matrix.\n\n"
     "data\n"
     "  --train F            training triples (head<TAB>relation<TAB>tail)\n"
     "  --valid F, --test F  evaluation triples (ids are shared across the files)\n"
     "  --relations A,B      train and evaluate only these relations\n"
-    "model (MODEL.md)\n"
+    "model (README, The model, exactly)\n"
     "  --dim D              d_model (default 8)\n"
     "  --heads H            attention heads; must divide D (default 2)\n"
     "  --ffn F              FFN width, 0 for none (default 0)\n"
@@ -47,7 +47,7 @@ static const char help[] =
     "                       without supervision (README, \"What we found\")\n"
     "  --until-fit          stop at the first step after which every training\n"
     "                       triple ranks first, tail and head\n"
-    "regularisers and schedule (extensions of MODEL.md; off by default)\n"
+    "regularisers and schedule (extensions of the specified layer; off by default)\n"
     "  --dropout P          dropout on the input embeddings and before each residual\n"
     "  --attn-dropout P     dropout on the attention weights\n"
     "  --hidden-dropout P   dropout on each example's head state in the readout\n"

@@ -176,7 +176,7 @@ kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *target
  * q[b] = (1 - smoothing) multihot / (their count) + smoothing / cols. */
 kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *logits, const int *answer_off, const int *answers,
                                     double smoothing);
-/* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (MODEL.md readout) */
+/* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (the specified readout) */
 kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
                           const int *rels, int n);
 /* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
@@ -188,7 +188,7 @@ kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *x, const unsigned char *ke
  * row-major order; kept iff u >= p) into the tape's arena. p = 0 or rng NULL
  * returns x itself and draws nothing. */
 kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
-/* Multi-head scaled dot-product attention in one op (MODEL.md's attention):
+/* Multi-head scaled dot-product attention in one op (the specified attention):
  * Q, K, V [n, d] with `heads` heads of dk = d / heads columns each;
  *   S_h = τ_h Q_h K_hᵀ,  τ_h = tau, or tau·e^{θ_h} with log_temp = θ [1, heads]
  *   A_h = softmax_rows(S_h),   O = [A_0 V_0 | … | A_{H−1} V_{H−1}]   [n, d].
@@ -209,7 +209,7 @@ kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 void kgl_softmax_jacobian(const double *p, int n, double *J);
 /* Softmax of one vector (max subtracted first). */
 void kgl_softmax_vec(const double *z, int n, double *p);
-/* ‖J‖_F (MODEL.md's closed form sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
+/* ‖J‖_F (the closed form of README, "The model, exactly" sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
  * does not cancel to 0 near one-hot). */
 double kgl_softmax_jacobian_fro(const double *p, int n);
 

@@ -62,7 +62,7 @@ int kgl_near_matches(const char *word, const char *const *candidates, int n_cand
                      char *out, size_t out_cap);
 
 /* ----------------------------------------------------------------- data --
- * Triples files (MODEL.md, "Data"; README, "File formats"): UTF-8, one triple
+ * Triples files (the README's model section, "Data"; README, "File formats"): UTF-8, one triple
  * per line, head<TAB>relation<TAB>tail, read with the line reader above (so
  * a byte-order mark, blank and '#' lines are skipped, a trailing \r is
  * tolerated, a line is at most KGL_LINE_MAX bytes). Exactly three non-empty
@@ -207,7 +207,7 @@ bool kgl_json_int64(const kgl_json *v, int64_t *out);
 const char *kgl_json_type_name(kgl_json_type t);
 
 /* ---------------------------------------------------------- safetensors --
- * The checkpoint format (MODEL.md): an 8-byte little-endian header length
+ * The checkpoint format (README, "The model, exactly"): an 8-byte little-endian header length
  * N, N bytes of JSON header, then the data section. The header maps each
  * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte
  * offsets into the data section) and may hold "__metadata__", an object of

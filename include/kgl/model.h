@@ -1,4 +1,4 @@
-/* kgl/model.h — the layer of MODEL.md built from the engine's ops, the
+/* kgl/model.h — the layer built from the engine's ops, the
  * trainer (batches, schedules, regularisers, filtered evaluation), the
  * checkpoint file, and the per-head diagnostics the studies measure. Built on
  * kgl/engine.h and kgl/io.h. */
@@ -14,7 +14,7 @@
 #include "kgl/io.h"
 
 /* ---------------------------------------------------------------- model --
- * The layer of MODEL.md, built from the ops above. */
+ * The layer of the README's model section, built from the ops above. */
 #define KGL_MAX_HEADS 64
 
 typedef enum { KGL_SCALE_SQRT = 0, KGL_SCALE_NONE, KGL_SCALE_VALUE } kgl_scale_kind;
@@ -27,7 +27,7 @@ typedef struct kgl_config {
     kgl_scale_kind scale;
     double scale_value; /* τ when scale == KGL_SCALE_VALUE */
     double init_scale;  /* s in N(0, (s/√d)²) for the attention weights */
-    /* Remedies for saturation (extensions of MODEL.md, off by default): */
+    /* Remedies for saturation (extensions of the specified layer, off by default): */
     bool qk_norm;       /* layer-normalise each head's Q and K rows (ViT-22B) */
     bool learn_temperature; /* S_h = exp(θ_h) τ Q_h K_hᵀ with a learned θ_h, init 0 */
 } kgl_config;
@@ -63,7 +63,7 @@ double kgl_config_tau(const kgl_config *cfg);
 /* Declares and allocates the parameters (all zero); then either initialise
  * them (kgl_model_init) or load them. The config must be valid. */
 void kgl_model_create(kgl_model *m, const kgl_config *cfg);
-/* MODEL.md's init, drawn from `rng` parameter by parameter in declaration
+/* The specified init, drawn from `rng` parameter by parameter in declaration
  * order (entity_emb, relation_emb, attn.wq, attn.wk, attn.wv, attn.wo,
  * ffn.w1, ffn.w2), each in row-major order; gammas 1, betas and biases 0. */
 void kgl_model_init(kgl_model *m, kgl_rng *rng);
@@ -98,11 +98,11 @@ typedef struct kgl_forward {
 
 /* The contextual states C of every entity (and the attention on the way). */
 void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
-/* Context, readout and loss of MODEL.md for one batch. */
+/* Context, readout and loss of the README's model section for one batch. */
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                     kgl_forward *out);
 
-/* Training-time regularisers (extensions of MODEL.md, all off by default).
+/* Training-time regularisers (extensions of the specified layer, all off by default).
  * Dropout (inverted: kept values scaled by 1/(1 − p)) draws its masks from
  * `rng`, an explicit stream of its own, in forward order: the input
  * embeddings X = drop(E) (Q, K, V and the residual read X; the readout's
@@ -146,7 +146,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */
 
-/* Filtered ranking metrics (MODEL.md, "Evaluation"). */
+/* Filtered ranking metrics (README, "The model, exactly"). */
 typedef struct kgl_metrics {
     double mrr, hits1, hits3, hits10;
     long n; /* ranked examples */
@@ -206,7 +206,7 @@ typedef struct kgl_tails {
 } kgl_tails;
 void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n);
 void kgl_tails_free(kgl_tails *tl);
-/* spec[h][r] (MODEL.md, "Diagnostics"): mean over entities i with at least
+/* spec[h][r] (README, "The model, exactly"): mean over entities i with at least
  * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
  * NAN for a relation without tails. */
 void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
@@ -217,7 +217,7 @@ void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn,
  *   warmup W:  f = min(1, t / W)  before whichever decay follows
  *   cosine:    f = floor + (1 − floor) (1 + cos(π min(t, T)/T)) / 2   (T = steps)
  *   linear:    f = 1 − (1 − floor) min(t, T)/T
- * Extensions of MODEL.md (which trains at a constant lr). */
+ * Extensions of the specified layer (which trains at a constant lr). */
 typedef enum { KGL_SCHED_CONSTANT = 0, KGL_SCHED_COSINE, KGL_SCHED_LINEAR } kgl_schedule_kind;
 typedef struct kgl_schedule {
     kgl_schedule_kind kind;
@@ -228,7 +228,7 @@ typedef struct kgl_schedule {
 double kgl_schedule_factor(const kgl_schedule *s, long step);
 
 typedef struct kgl_train_config {
-    int batch;                  /* examples per step (MODEL.md: default 1024) */
+    int batch;                  /* examples per step (default 1024) */
     uint64_t seed;              /* init and shuffle */
     kgl_optim optim;
     const int *head_of;         /* head supervision [m], or NULL */
@@ -338,7 +338,7 @@ void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s);
 void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s);
 void kgl_snapshot_free(kgl_snapshot *s);
 
-/* 1-N / KvsAll targets (an extension of MODEL.md, as ConvE trains; off by
+/* 1-N / KvsAll targets (an extension of the specified layer, as ConvE trains; off by
  * default). Call right after kgl_trainer_init: the examples become the
  * distinct queries (head, relation row) of the training examples (ordered
  * by relation row, then head), each trained against all of its known
@@ -383,7 +383,7 @@ void kgl_recipe_free(kgl_recipe *r);
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
 
 /* ----------------------------------------------------------- checkpoint --
- * A safetensors file (MODEL.md, "Checkpoint file"): the parameters by name,
+ * A safetensors file (README, "The model, exactly"): the parameters by name,
  * Adam's moments as adam.m.<name> / adam.v.<name>, and string metadata:
  * format, d_model, n_heads, ffn, scale, init_scale, reciprocal, step, seed,
  * entities, relations; plus what an exact resume needs (optimizer, lr,
@@ -430,7 +430,7 @@ void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
 void kgl_checkpoint_close(kgl_checkpoint *ck);
 
 /* ---------------------------------------------------------- diagnostics --
- * What the saturation and specialisation studies measure (MODEL.md,
+ * What the saturation and specialisation studies measure (the README's model section,
  * "Diagnostics"), per head, at one training step. */
 typedef struct kgl_head_diag {
     double max_prob_mean, max_prob_min; /* of max_j A_h[i, j] over the rows i */

@@ -866,7 +866,7 @@ static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
- * layernorm over the columns of each row (MODEL.md's LN, ε = 1e-5):
+ * layernorm over the columns of each row (the specified LN, ε = 1e-5):
  *   μ = mean(x),  σ² = mean((x − μ)²) (biased),  r = 1/√(σ² + ε),
  *   x̂ = (x − μ) r,  y = γ ⊙ x̂ + β.          (μ and r saved per row)
  * Backward, with d columns and ĝ = g ⊙ γ (the gradient reaching x̂):
@@ -1112,7 +1112,7 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
                                         {3, cross_entropy_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
- * trilinear readout (MODEL.md): for each example b = (i, r) and entity j,
+ * trilinear readout (README, "The model, exactly"): for each example b = (i, r) and entity j,
  *   Y[b, j] = Σ_c C[i,c] R[r,c] E[j,c] = ⟨v_b, E[j]⟩,  v_b = C[i] ⊙ R[r].
  * With G [B, n] and u_b = Σ_j G[b,j] E[j]  (the gradient reaching v_b):
  *   dE[j] += Σ_b G[b,j] v_b,   dC[i] += u_b ⊙ R[r],   dR[r] += u_b ⊙ C[i].
@@ -1524,7 +1524,7 @@ void kgl_softmax_jacobian(const double *p, int n, double *J)
 
 double kgl_softmax_jacobian_fro(const double *p, int n)
 {
-    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (MODEL.md), but
+    /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (README, "The model, exactly"), but
        near one-hot that closed form cancels to 0 while ‖J‖ is still ~1e-9.
        The same sum, term by term, without the cancellation:
          ‖J‖² = Σ_i p_i² (1 − p_i)² + Σ_i p_i² Σ_{j≠i} p_j²,

@@ -1,4 +1,4 @@
-/* data.c — triples files and entity-type files (MODEL.md, "Data").
+/* data.c — triples files and entity-type files (README, "The model, exactly").
  *
  * Every file goes through the line reader of text.c, which already rejects a
  * NUL byte, invalid UTF-8 and a line over KGL_LINE_MAX, skips blank and '#'

@@ -1,5 +1,5 @@
 /* checkpoint.c — the model and its optimiser state as a safetensors file
- * (MODEL.md, "Checkpoint file"), written atomically and validated on load. */
+ * (README, "The model, exactly"), written atomically and validated on load. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -51,7 +51,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
             snprintf(names[e], sizeof names[e], "%s%s", prefix[s], p->name);
             entries[e].name = names[e];
             entries[e].data = data[s];
-            if (p->vector) { /* [1, d] in memory, [d] in the file, as MODEL.md lists it */
+            if (p->vector) { /* [1, d] in memory, [d] in the file, as the README lists it */
                 entries[e].ndim = 1;
                 entries[e].shape[0] = p->t.cols;
             } else {
@@ -242,7 +242,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     if (!meta_double(f, "init_scale", 0, 1e6, &c->init_scale, path, err, cap)) goto bad;
     if (!meta_long(f, "reciprocal", 0, 1, &x, path, err, cap)) goto bad;
     c->reciprocal = x == 1;
-    /* the remedies (absent in checkpoints of the plain MODEL.md layer) */
+    /* the remedies (absent in checkpoints of the plain specified layer) */
     if (kgl_st_meta(f, "qk_norm")) {
         if (!meta_long(f, "qk_norm", 0, 1, &x, path, err, cap)) goto bad;
         c->qk_norm = x == 1;

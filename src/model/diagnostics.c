@@ -132,7 +132,7 @@ static int row_targets(const kgl_tails *tl, const int *head_of, int h, int i, in
 }
 
 /* The floor of the supervision loss. aux is one mean over the supervised
- * examples (i, r, t) of −log A_h(r)[i, t] (MODEL.md, "Readout and loss").
+ * examples (i, r, t) of −log A_h(r)[i, t] (README, "The model, exactly").
  * Group the examples by their row (h, i): if t occurs c_t times among that
  * row's k examples (c_t > 1 only when two relations on h share the tail),
  * the row contributes −Σ_t c_t log a_t with a = A_h[i, ·] any distribution

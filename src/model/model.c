@@ -1,4 +1,4 @@
-/* model.c — the layer of MODEL.md, expressed in the engine's ops.
+/* model.c — the layer, expressed in the engine's ops.
  *
  *   X = E                                  entity embeddings [n, d]
  *   Q = X Wq, K = X Wk, V = X Wv           [n, d]

@@ -1,6 +1,5 @@
 /* train.c — examples, batches, the training step, filtered evaluation and
- * head specialisation (MODEL.md: "Readout", "Optimiser", "Evaluation",
- * "Diagnostics"). */
+ * head specialisation (README, "The model, exactly"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
