@@ -373,7 +373,7 @@ static void query_print_text(const char *ckpt, long step, const data_view *v, co
     printf("%-*s    %s\n", left_w, "A_h[i, j]: where each head looks", "the readout's top answers");
     printf("%-*s", ew, "entity");
     for (int h = 0; h < q->H; h++) {
-        char col[16];
+        char col[32];
         snprintf(col, sizeof col, "head %d", h);
         printf("  %7s", col);
     }
