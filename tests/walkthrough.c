@@ -76,6 +76,10 @@ TEST(example_program_built_against_installed_kgl_answers_as_the_cli)
     CHECK(cli_score == score); /* both printed with 17 significant digits: the same double */
 }
 
+/* make, as a user runs it: not as a sub-make of `make test` (whose
+   MAKEFLAGS would add "Entering directory" lines and its own variables). */
+#define MAKE_ALONE "env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make --no-print-directory -s"
+
 /* make uninstall removes exactly what make install wrote: a copy of the
  * staged installation, with a file of someone else's beside ours, is left
  * with that file only. */
@@ -84,7 +88,7 @@ TEST(make_uninstall_removes_exactly_the_installed_files)
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "cp -R '%s/stage' '%s/prefix' && echo other > '%s/prefix/lib/other.txt' && "
-             "make -s uninstall PREFIX='%s/prefix' && find '%s/prefix' -type f | sort",
+             MAKE_ALONE " uninstall PREFIX='%s/prefix' && find '%s/prefix' -type f | sort",
              build_dir(T), T->tmp, T->tmp, T->tmp, T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
     char want[2048];
@@ -95,7 +99,7 @@ TEST(make_uninstall_removes_exactly_the_installed_files)
     snprintf(cmd, sizeof cmd, "test ! -e '%s/prefix/include/kgl'", T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
     /* a relative PREFIX is refused before anything is removed */
-    CHECK(run_sh(T, "make -s uninstall PREFIX=relative/dir", out, sizeof out, err, sizeof err) != 0);
+    CHECK(run_sh(T, MAKE_ALONE " uninstall PREFIX=relative/dir", out, sizeof out, err, sizeof err) != 0);
     CHECK(strstr(err, "PREFIX must be an absolute path") != NULL);
 }
 
