@@ -4,7 +4,7 @@
  * it with `cc predict_family.c $(pkg-config --cflags --libs kgl)`).
  *
  * It trains the layer on a triples file (default: the README walkthrough's
- * family graph) with the walkthrough's options (d 32, 4 heads, AdamW with
+ * family graph) with fixed options (d 32, 4 heads, AdamW with
  * weight decay 0.5, 1000 steps, seed 1), then asks "who is the parent of
  * Jack?" — the question (?, parent_of, Jack), through the inverse relation —
  * and prints the top three answers that are not already known triples.
