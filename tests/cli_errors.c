@@ -34,6 +34,26 @@ TEST(cli_unknown_option_suggests_the_nearest)
     CHECK(strcmp(err, "kgl train: unknown option '--zzzzzz'\nTry 'kgl train --help'.\n") == 0);
 }
 
+/* Every command suggests from its own --help (none of them is left out). */
+TEST(cli_every_command_suggests_its_own_options)
+{
+    static const char *const cases[][2] = {
+        {"heads --chekpoint m.st", "kgl heads: unknown option '--chekpoint'; did you mean '--checkpoint'?"},
+        {"grad --chekpoint m.st", "kgl grad: unknown option '--chekpoint'; did you mean '--checkpoint'?"},
+        {"export --chekpoint m.st", "kgl export: unknown option '--chekpoint'; did you mean '--checkpoint'?"},
+        {"eval --chekpoint m.st", "kgl eval: unknown option '--chekpoint'; did you mean '--checkpoint'?"},
+        {"predict --chekpoint m.st", "kgl predict: unknown option '--chekpoint'; did you mean '--checkpoint'?"},
+        {"saturation --seds 3", "kgl saturation: unknown option '--seds'; did you mean one of '--seeds', '--steps'?"},
+        {"bench --trian x", "kgl bench: unknown option '--trian'; did you mean '--train'?"},
+        {"benchmark --sedes 1", "kgl benchmark: unknown option '--sedes'; did you mean '--seeds'?"},
+        {"demo --sed 1", "kgl demo: unknown option '--sed'; did you mean '--seed'?"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        CHECK(run_kgl(T, cases[k][0], out, sizeof out, err, sizeof err) == 2);
+        if (!CHECK(strncmp(err, cases[k][1], strlen(cases[k][1])) == 0)) printf("    kgl %s: %s", cases[k][0], err);
+    }
+}
+
 /* An unknown relation name suggests the nearest and lists them. */
 TEST(cli_unknown_relation_suggests_the_nearest)
 {

@@ -38,6 +38,7 @@ int cmd_bench(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "bench", argc, argv);
+    a.help = help;
     kgl_bench_spec s;
     kgl_bench_defaults(&s);
     bool json = false;

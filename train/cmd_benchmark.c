@@ -184,6 +184,7 @@ int cmd_benchmark(int argc, char **argv)
     long jobs = 1;
     cli_args a;
     cli_init(&a, "benchmark", argc, argv);
+    a.help = help;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);

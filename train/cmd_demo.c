@@ -631,6 +631,7 @@ int cmd_demo(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "demo", argc, argv);
+    a.help = help;
     demo_ctx c = {.seed = 1};
     const char *which = NULL, *entity = NULL, *types_path = NULL, *memo_path = NULL;
     while (cli_next(&a)) {

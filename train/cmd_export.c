@@ -34,6 +34,7 @@ int cmd_export(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "export", argc, argv);
+    a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *out = NULL;
     bool json = false;

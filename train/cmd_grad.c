@@ -23,6 +23,7 @@ int cmd_grad(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "grad", argc, argv);
+    a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *out = NULL, *supervise = NULL;
     double aux_weight = NAN;

@@ -573,6 +573,7 @@ int cmd_heads(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "heads", argc, argv);
+    a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *svg_dir = NULL, *query = NULL;
     long top = 10;

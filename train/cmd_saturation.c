@@ -363,6 +363,7 @@ int cmd_saturation(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "saturation", argc, argv);
+    a.help = help;
     static const char *const scale_words[] = {"sqrt", "none"};
     static const double scale_codes[] = {KGL_SAT_SCALE_SQRT, KGL_SAT_SCALE_NONE};
     static const char *const opt_words[] = {"adam", "sgd"};
