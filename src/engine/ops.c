@@ -1004,11 +1004,14 @@ static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, DEFAULT_TOL
 static const kgl_op op_cross_entropy;
 
 
+/* One job for both cross entropies: off == NULL, row b's one target is
+   targets[b] (cross_entropy); otherwise its k_b answers are
+   targets[off[b] .. off[b+1]) (multilabel_ce, below). */
 typedef struct ce_job {
     const double *z;   /* [B, n] logits */
     double *p, *dz;    /* softmax out (forward), gradient (backward) */
     double *row_loss;  /* [B] lse − ⟨q, z⟩ per row */
-    const int *targets;
+    const int *targets, *off;
     int B, n;
     double eps, g;     /* smoothing; ∂L/∂loss / B */
 } ce_job;
@@ -1023,7 +1026,15 @@ static void cross_entropy_rows(void *ctx, int task, int worker)
     for (int b = b0; b < b1; b++) {
         const double *z = J->z + (size_t)b * J->n;
         double lse = lses[b - b0];
-        double qz = (1.0 - J->eps) * z[J->targets[b]];
+        double qz;
+        if (J->off) { /* the mean of the answers' logits */
+            int lo = J->off[b], hi = J->off[b + 1];
+            double zt = 0;
+            for (int k = lo; k < hi; k++) zt += z[J->targets[k]];
+            qz = (1.0 - J->eps) * zt / (hi - lo);
+        } else {
+            qz = (1.0 - J->eps) * z[J->targets[b]];
+        }
         if (J->eps != 0) {
             double zsum = 0;
             for (int j = 0; j < J->n; j++) zsum += z[j];
@@ -1043,7 +1054,13 @@ static void cross_entropy_grad_rows(void *ctx, int task, int worker)
         const double *p = J->p + (size_t)b * n;
         double *dz = J->dz + (size_t)b * n;
         for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
-        dz[J->targets[b]] -= J->g * (1.0 - J->eps);
+        if (J->off) {
+            int lo = J->off[b], hi = J->off[b + 1];
+            double each = J->g * (1.0 - J->eps) / (hi - lo);
+            for (int k = lo; k < hi; k++) dz[J->targets[k]] -= each;
+        } else {
+            dz[J->targets[b]] -= J->g * (1.0 - J->eps);
+        }
     }
 }
 
@@ -1051,8 +1068,33 @@ static void cross_entropy_backward(kgl_node *nd)
 {
     kgl_tensor *Z = nd->in[0];
     int B = Z->rows, n = Z->cols;
-    ce_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, B, n, nd->alpha, nd->out->grad[0] / B};
+    /* idx1: multilabel_ce's offsets, NULL for cross_entropy */
+    ce_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B};
     kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, cross_entropy_grad_rows, &J);
+}
+
+/* The forward of both ops: targets (and off, see ce_job) already checked. */
+static kgl_tensor *cross_entropy_forward(kgl_tape *t, const kgl_op *op, kgl_tensor *Z, const int *targets,
+                                         const int *off, double smoothing)
+{
+    int B = Z->rows, n = Z->cols;
+    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
+    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
+    double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
+    ce_job J = {Z->data, p, NULL, row_loss, targets, off, B, n, smoothing, 0};
+    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_rows, &J);
+    double total = 0;
+    for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
+    Y->data[0] = total / B;
+    kgl_node *nd = kgl_record(t, op, Y, 1, &Z);
+    if (nd) {
+        nd->idx0 = targets;
+        nd->idx1 = off;
+        nd->n_idx = B;
+        nd->alpha = smoothing;
+        nd->saved = p;
+    }
+    return Y;
 }
 
 kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *Z, const int *targets, double smoothing)
@@ -1061,22 +1103,7 @@ kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *Z, const int *targets, do
     if (B < 1) kgl_die("cross_entropy: empty batch");
     for (int b = 0; b < B; b++)
         if (targets[b] < 0 || targets[b] >= n) kgl_die("cross_entropy: target %d outside 0..%d", targets[b], n - 1);
-    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
-    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
-    double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
-    ce_job J = {Z->data, p, NULL, row_loss, targets, B, n, smoothing, 0};
-    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_rows, &J);
-    double total = 0;
-    for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
-    Y->data[0] = total / B;
-    kgl_node *nd = kgl_record(t, &op_cross_entropy, Y, 1, &Z);
-    if (nd) {
-        nd->idx0 = targets;
-        nd->n_idx = B;
-        nd->alpha = smoothing;
-        nd->saved = p;
-    }
-    return Y;
+    return cross_entropy_forward(t, &op_cross_entropy, Z, targets, NULL, smoothing);
 }
 
 static kgl_tensor *cross_entropy_run(kgl_tape *t, const kgl_check_case *c)
@@ -1397,62 +1424,10 @@ static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL,
  * ======================================================================== */
 static const kgl_op op_multilabel_ce;
 
-typedef struct cem_job {
-    const double *z;
-    double *p, *dz, *row_loss;
-    const int *answers, *off;
-    int B, n;
-    double eps, g;
-} cem_job;
-
-static void multilabel_ce_rows(void *ctx, int task, int worker)
-{
-    (void)worker;
-    const cem_job *J = ctx;
-    int b0 = task * ROW_BLOCK, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
-    double lses[ROW_BLOCK];
-    kgl_softmax_block(J->z + (size_t)b0 * J->n, J->p + (size_t)b0 * J->n, b1 - b0, J->n, lses);
-    for (int b = b0; b < b1; b++) {
-        const double *z = J->z + (size_t)b * J->n;
-        int lo = J->off[b], hi = J->off[b + 1];
-        double zt = 0;
-        for (int k = lo; k < hi; k++) zt += z[J->answers[k]];
-        double qz = (1.0 - J->eps) * zt / (hi - lo);
-        if (J->eps != 0) {
-            double zsum = 0;
-            for (int j = 0; j < J->n; j++) zsum += z[j];
-            qz += J->eps / J->n * zsum;
-        }
-        J->row_loss[b] = lses[b - b0] - qz;
-    }
-}
-
-static void multilabel_ce_grad_rows(void *ctx, int task, int worker)
-{
-    (void)worker;
-    const cem_job *J = ctx;
-    int n = J->n, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
-    double off = J->eps / n;
-    for (int b = task * ROW_BLOCK; b < b1; b++) {
-        const double *p = J->p + (size_t)b * n;
-        double *dz = J->dz + (size_t)b * n;
-        int lo = J->off[b], hi = J->off[b + 1];
-        double each = J->g * (1.0 - J->eps) / (hi - lo);
-        for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
-        for (int k = lo; k < hi; k++) dz[J->answers[k]] -= each;
-    }
-}
-
-static void multilabel_ce_backward(kgl_node *nd)
-{
-    kgl_tensor *Z = nd->in[0];
-    int B = Z->rows, n = Z->cols;
-    cem_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B};
-    kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, multilabel_ce_grad_rows, &J);
-}
-
+/* The rows, the backward and the forward are cross_entropy's (ce_job with
+   off): only the checks differ. */
 kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *Z, const int *answer_off, const int *answers,
-                                    double smoothing)
+                              double smoothing)
 {
     int B = Z->rows, n = Z->cols;
     if (B < 1) kgl_die("multilabel_ce: empty batch");
@@ -1462,23 +1437,7 @@ kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *Z, const int *answer_off,
             if (answers[k] < 0 || answers[k] >= n)
                 kgl_die("multilabel_ce: answer %d outside 0..%d", answers[k], n - 1);
     }
-    kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
-    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
-    double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
-    cem_job J = {Z->data, p, NULL, row_loss, answers, answer_off, B, n, smoothing, 0};
-    kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, multilabel_ce_rows, &J);
-    double total = 0;
-    for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
-    Y->data[0] = total / B;
-    kgl_node *nd = kgl_record(t, &op_multilabel_ce, Y, 1, &Z);
-    if (nd) {
-        nd->idx0 = answers;
-        nd->idx1 = answer_off;
-        nd->n_idx = B;
-        nd->alpha = smoothing;
-        nd->saved = p;
-    }
-    return Y;
+    return cross_entropy_forward(t, &op_multilabel_ce, Z, answers, answer_off, smoothing);
 }
 
 static kgl_tensor *multilabel_ce_run(kgl_tape *t, const kgl_check_case *c)
@@ -1502,7 +1461,7 @@ static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 }
 
 static const kgl_op op_multilabel_ce = {"multilabel_ce",
-                                              multilabel_ce_backward,
+                                              cross_entropy_backward,
                                               {3, multilabel_ce_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
