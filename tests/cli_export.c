@@ -10,27 +10,13 @@
 
 static char out[1 << 16], err[1 << 14];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = 0;
-    return b;
-}
-
 /* Parses a TSV file of `rows` rows of `cols` numbers, each after a name
    when names_out is given, and after a header "name d0 ... d{cols-1}" when
    header is true. Values go to x, names (copied) to names_out. Returns
    false (after a failed check saying where) when the layout differs. */
 static bool read_tsv(test_ctx *T, const char *path, bool header, int rows, int cols, double *x, char **names_out)
 {
-    char *text = slurp(path);
+    char *text = test_slurp(path, NULL);
     if (!CHECK(text != NULL)) return false;
     char *p = text;
     bool ok = true;
@@ -126,7 +112,7 @@ TEST(export_reads_back_to_the_checkpoint)
     snprintf(path, sizeof path, "%s/vectors.tsv", dir);
     if (read_tsv(T, path, false, 13, 8, x, NULL)) CHECK(same_bits(x, E->data, 13 * 8));
     snprintf(path, sizeof path, "%s/metadata.tsv", dir);
-    char *meta = slurp(path);
+    char *meta = test_slurp(path, NULL);
     CHECK(meta && strncmp(meta, "alice\nbob\ncarol\n", 16) == 0 && strlen(meta) > 16 &&
           strcmp(meta + strlen(meta) - 3, "p3\n") == 0);
     free(meta);

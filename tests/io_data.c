@@ -16,22 +16,6 @@ static bool load_academic(kgl_dataset *ds, char *err, size_t cap)
 }
 
 /* Reads a whole file (tests run from the repository root); NULL if unreadable. */
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) buf = realloc(buf, cap *= 2);
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* Loads `text` as one in-memory file named `name` and checks that loading
  * fails with exactly `want`; shows what it got otherwise. */
 static void expect_error(test_ctx *T, const char *name, const char *text, size_t len, const char *want, int line)
@@ -85,12 +69,12 @@ TEST(academic_world_loads_in_byte_order)
 TEST(academic_embedded_matches_data_files)
 {
     size_t len = 0;
-    char *tsv = slurp("data/academic.tsv", &len);
+    char *tsv = test_slurp("data/academic.tsv", &len);
     CHECK(tsv != NULL);
     CHECK(tsv && len == kgl_academic_tsv_len && memcmp(tsv, kgl_academic_tsv, len) == 0);
     CHECK(strlen(kgl_academic_tsv) == kgl_academic_tsv_len);
     free(tsv);
-    char *types = slurp("data/academic.types.tsv", &len);
+    char *types = test_slurp("data/academic.types.tsv", &len);
     CHECK(types != NULL);
     CHECK(types && len == kgl_academic_types_tsv_len && memcmp(types, kgl_academic_types_tsv, len) == 0);
     CHECK(strlen(kgl_academic_types_tsv) == kgl_academic_types_tsv_len);

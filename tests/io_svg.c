@@ -400,26 +400,11 @@ static int point_pairs(const char *pts)
 
 /* ------------------------------------------------------------ helpers -- */
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    size_t got = fread(b, 1, (size_t)n, f);
-    fclose(f);
-    b[got] = 0;
-    if (len) *len = got;
-    return b;
-}
-
 /* Reads and parses path; a test check fails when it is not well-formed. */
 static bool load(test_ctx *T, const char *path, xdoc *d)
 {
     size_t len = 0;
-    char *s = slurp(path, &len);
+    char *s = test_slurp(path, &len);
     if (!CHECK(s != NULL)) return memset(d, 0, sizeof *d), false;
     bool ok = xml_parse(s, len, d);
     if (!ok) printf("    %s: not well-formed: %s\n", path, d->err);
@@ -448,7 +433,7 @@ static bool file_exists(const char *path)
 static bool same_file_bytes(const char *a, const char *b)
 {
     size_t na = 0, nb = 0;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
     bool same = x && y && na == nb && memcmp(x, y, na) == 0;
     free(x);
     free(y);
@@ -537,7 +522,7 @@ TEST(svg_heatmap_cells_tooltips_escaping)
     CHECK(strcmp(title_of(&d, 0), "Head 0 <attention>") == 0);
     xml_free(&d);
     /* the escaping in the file itself */
-    char *raw = slurp(path, NULL);
+    char *raw = test_slurp(path, NULL);
     CHECK(raw && strstr(raw, "a&lt;&amp;&gt;&quot;&apos;b") != NULL);
     free(raw);
 }
@@ -770,7 +755,7 @@ TEST(svg_lineplot_points_legend_styles)
     CHECK(has_text(&d, "loss vs step") && has_text(&d, "step") && has_text(&d, "loss"));
     CHECK(count(&d, "text", "note", ANYWHERE) == 0);
     xml_free(&d);
-    char *raw = slurp(path, NULL);
+    char *raw = test_slurp(path, NULL);
     CHECK(raw && strstr(raw, "train &lt;loss&gt; &amp; ") != NULL);
     free(raw);
 }
@@ -954,7 +939,7 @@ TEST(svg_failed_write_reports_and_leaves_nothing)
     FILE *f = fopen(target, "w");
     if (f) fputs("old", f), fclose(f);
     CHECK(kgl_svg_lineplot(target, &lp, err, sizeof err));
-    char *raw = slurp(target, NULL);
+    char *raw = test_slurp(target, NULL);
     CHECK(raw && strncmp(raw, "<?xml", 5) == 0);
     free(raw);
     CHECK(dir_entries(dir, NULL, 0) == 2);

@@ -110,6 +110,56 @@ int run_kgl(test_ctx *T, const char *args, char *out, size_t out_cap, char *err,
     return run_sh(T, cmd, out, out_cap, err, err_cap);
 }
 
+char *test_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!b) {
+        fclose(f);
+        return NULL;
+    }
+    size_t got = fread(b, 1, (size_t)n, f);
+    fclose(f);
+    b[got] = 0;
+    if (len) *len = got;
+    return b;
+}
+
+bool test_read_all(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return true;
+}
+
+int test_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+bool test_json_raw(const char *json, const char *key, char *buf, size_t cap)
+{
+    char quoted[128];
+    snprintf(quoted, sizeof quoted, "\"%s\":", key);
+    const char *p = strstr(json, quoted);
+    if (!p) return false;
+    p += strlen(quoted);
+    size_t n = strcspn(p, ",}");
+    if (n + 1 > cap) return false;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return true;
+}
+
 const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text, size_t len)
 {
     static char paths[8][512];

@@ -128,18 +128,6 @@ TEST(kvsall_queries_and_the_loss_of_a_step)
     kgl_dataset_free(&ds);
 }
 
-static bool final_loss(const char *json, char *buf, size_t cap)
-{
-    const char *p = strstr(json, "\"final_loss\":");
-    if (!p) return false;
-    p += 13;
-    size_t n = strcspn(p, ",}");
-    if (n + 1 > cap) return false;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    return true;
-}
-
 /* The checkpoint says the run trains against all answers (metadata
    targets), so a resume without --targets continues it bit for bit, with
    the position among the queries in the middle of an epoch. */
@@ -153,20 +141,20 @@ TEST(kvsall_resume_is_exact)
         char cmd[1024], straight[64], resumed[64];
         snprintf(cmd, sizeof cmd, "train %s --steps 60 --json", variants[v]);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-        CHECK(final_loss(out, straight, sizeof straight));
+        CHECK(test_json_raw(out, "final_loss", straight, sizeof straight));
         snprintf(cmd, sizeof cmd, "train %s --steps 33 --save %s/k.st --quiet", variants[v], T->tmp);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
         snprintf(cmd, sizeof cmd, "train --resume %s/k.st --steps 27 --json", T->tmp);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-        CHECK(final_loss(out, resumed, sizeof resumed));
+        CHECK(test_json_raw(out, "final_loss", resumed, sizeof resumed));
         if (!CHECK(strcmp(straight, resumed) == 0)) printf("    '%s': %s vs %s\n", variants[v], resumed, straight);
     }
     /* and a 1-vs-all run is another run */
     char cmd[1024], one[64], all[64];
     CHECK(run_kgl(T, "train --batch 10 --steps 20 --json", out, sizeof out, err, sizeof err) == 0);
-    CHECK(final_loss(out, one, sizeof one));
+    CHECK(test_json_raw(out, "final_loss", one, sizeof one));
     CHECK(run_kgl(T, "train --batch 10 --steps 20 --targets kvsall --json", out, sizeof out, err, sizeof err) == 0);
-    CHECK(final_loss(out, all, sizeof all));
+    CHECK(test_json_raw(out, "final_loss", all, sizeof all));
     CHECK(strcmp(one, all) != 0);
     snprintf(cmd, sizeof cmd, "train --targets kvsall --supervise-heads advises=0 --steps 1 --quiet");
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);

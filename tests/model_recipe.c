@@ -58,18 +58,6 @@ TEST(recipe_words_lines_and_errors)
     CHECK(strstr(e, "r.args:1: formula '=1/(n_entities-135)': the value is inf") == e);
 }
 
-static bool final_loss(const char *json, char *buf, size_t cap)
-{
-    const char *p = strstr(json, "\"final_loss\":");
-    if (!p) return false;
-    p += 13;
-    size_t n = strcspn(p, ",}");
-    if (n + 1 > cap) return false;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    return true;
-}
-
 /* A recipe is the options it computes: the same run as typing them, and an
    option on the command line wins over the recipe's. The academic world has
    13 entities, so =4*round(n_entities/4) is 12. */
@@ -81,9 +69,9 @@ TEST(recipe_runs_as_typed_options)
     snprintf(cmd, sizeof cmd, "train --recipe '%s' --steps 20 --json", path);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "{\"steps\":20,") == out);
-    CHECK(final_loss(out, a, sizeof a));
+    CHECK(test_json_raw(out, "final_loss", a, sizeof a));
     CHECK(run_kgl(T, "train --dim 12 --heads 2 --lr 0.02 --steps 20 --json", out, sizeof out, err, sizeof err) == 0);
-    CHECK(final_loss(out, b, sizeof b));
+    CHECK(test_json_raw(out, "final_loss", b, sizeof b));
     if (!CHECK(strcmp(a, b) == 0)) printf("    recipe %s, typed %s\n", a, b);
     /* what the recipe computed is said (not with --json or --quiet) */
     snprintf(cmd, sizeof cmd, "train --recipe '%s' --steps 1", path);

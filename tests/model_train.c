@@ -182,19 +182,6 @@ TEST(train_log_csv)
     CHECK(rows == 3 && steps[0] == 10 && steps[1] == 20 && steps[2] == 25);
 }
 
-/* "final_loss" of a --json run, as the exact text printed (17 digits). */
-static bool final_loss_text(const char *json, char *buf, size_t cap)
-{
-    const char *p = strstr(json, "\"final_loss\":");
-    if (!p) return false;
-    p += 13;
-    size_t n = strcspn(p, ",}");
-    if (n + 1 > cap) return false;
-    memcpy(buf, p, n);
-    buf[n] = 0;
-    return true;
-}
-
 /* 50 steps, save, resume for 50 more = 100 steps in one run, bit for bit;
    also from a --steps 0 checkpoint, and with shuffled mini-batches (the
    checkpoint carries the shuffle state and the position in the epoch). */
@@ -212,14 +199,14 @@ TEST(resume_is_exact)
         char cmd[1024], straight[64], resumed[64];
         snprintf(cmd, sizeof cmd, "train %s --steps 100 --json", variants[v]);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-        CHECK(final_loss_text(out, straight, sizeof straight));
+        CHECK(test_json_raw(out, "final_loss", straight, sizeof straight));
         for (int first = 0; first <= 50; first += 50) {
             snprintf(cmd, sizeof cmd, "train %s --steps %d --save %s/r.st --quiet", variants[v], first, T->tmp);
             CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
             snprintf(cmd, sizeof cmd, "train --resume %s/r.st --steps %d --json", T->tmp, 100 - first);
             CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
             CHECK(strstr(out, "{\"steps\":100,") == out);
-            CHECK(final_loss_text(out, resumed, sizeof resumed));
+            CHECK(test_json_raw(out, "final_loss", resumed, sizeof resumed));
             if (!CHECK(strcmp(straight, resumed) == 0))
                 printf("    variant '%s', resumed after %d: %s vs %s\n", variants[v], first, resumed, straight);
         }

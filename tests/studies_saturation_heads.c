@@ -16,23 +16,6 @@ static double json_num(const char *from, const char *key)
     return p ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
-static bool read_all(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return true;
-}
-
 /* The issue's acceptance test: with advises on head 0 and authored on head 1,
    both heads specialise (spec ≥ 0.9) for every seed 1–10. Measured: ≥ 0.999. */
 TEST(supervised_heads_specialise_every_seed)
@@ -87,22 +70,22 @@ TEST(heads_report_and_pictures)
     const char *abl = strstr(out, "\"ablation\":{");
     double base = json_num(abl, "mrr");
     CHECK(base > 0.9 && base <= 1.0);
-    CHECK(count(abl ? abl : "", "\"drop\":") == 2);
+    CHECK(test_count(abl ? abl : "", "\"drop\":") == 2);
     /* pictures: per head n x n cells, the grid both heads, outlines of the true tails */
     static char svg[1 << 20];
     char path[1024];
     snprintf(path, sizeof path, "%s/pics/head0.svg", T->tmp);
-    if (CHECK(read_all(path, svg, sizeof svg))) {
-        CHECK(count(svg, "<rect class=\"cell") == 169);
-        CHECK(count(svg, "<rect class=\"cell outlined\"") == 3); /* alice→dave, alice→erin, bob→carol */
+    if (CHECK(test_read_all(path, svg, sizeof svg))) {
+        CHECK(test_count(svg, "<rect class=\"cell") == 169);
+        CHECK(test_count(svg, "<rect class=\"cell outlined\"") == 3); /* alice→dave, alice→erin, bob→carol */
         CHECK(strstr(svg, "best relation advises") != NULL);
         CHECK(strstr(svg, "true tail (advises)") != NULL);
         CHECK(strstr(svg, "bob → carol: ") != NULL); /* a cell's tooltip */
     }
     snprintf(path, sizeof path, "%s/pics/heads.svg", T->tmp);
-    if (CHECK(read_all(path, svg, sizeof svg))) CHECK(count(svg, "<rect class=\"cell") == 2 * 169);
+    if (CHECK(test_read_all(path, svg, sizeof svg))) CHECK(test_count(svg, "<rect class=\"cell") == 2 * 169);
     snprintf(path, sizeof path, "%s/pics/spec.svg", T->tmp);
-    if (CHECK(read_all(path, svg, sizeof svg))) CHECK(count(svg, "<rect class=\"cell") == 2 * 5);
+    if (CHECK(test_read_all(path, svg, sizeof svg))) CHECK(test_count(svg, "<rect class=\"cell") == 2 * 5);
     /* the table form */
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s/h.st", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
@@ -129,13 +112,13 @@ TEST(logging_does_not_change_the_trajectory)
     static char csv[1 << 20];
     char path[1024];
     snprintf(path, sizeof path, "%s/d.csv", T->tmp);
-    if (!CHECK(read_all(path, csv, sizeof csv))) return;
+    if (!CHECK(test_read_all(path, csv, sizeof csv))) return;
     static const char *const cols[] = {"step,loss,main_loss,aux_loss,lr,seconds,h0_max_prob_mean,h0_max_prob_min,"
                                        "h0_entropy,h0_max_abs_logit,h0_jac_fro,h0_grad_logits,h0_grad_wq,h0_grad_wk,"
                                        "h0_wq_move,h0_wk_move,h0_attn_tv,h0_spec_about,h0_spec_advises,"
                                        "h0_spec_affiliated,h0_spec_authored,h0_spec_cites,h1_max_prob_mean"};
     CHECK(strncmp(csv, cols[0], strlen(cols[0])) == 0);
-    int lines = count(csv, "\n");
+    int lines = test_count(csv, "\n");
     CHECK(lines == 61);
     int commas_header = 0;
     for (const char *q = csv; *q != '\n'; q++) commas_header += *q == ',';
@@ -200,8 +183,8 @@ TEST(saturation_directions)
     static char csv[1 << 22];
     char path[1024];
     snprintf(path, sizeof path, "%s/s2/saturation.csv", T->tmp);
-    if (CHECK(read_all(path, csv, sizeof csv))) {
-        CHECK(count(csv, "\n") == 1 + 2 * 3 * 300);
+    if (CHECK(test_read_all(path, csv, sizeof csv))) {
+        CHECK(test_count(csv, "\n") == 1 + 2 * 3 * 300);
         CHECK(strncmp(csv, "config,dk,scale,init_scale,optimizer,lr,supervise,remedy,seed,step,loss,", 72) == 0);
     }
     static const char *const svgs[] = {"saturation", "max_prob", "entropy", "jac_fro", "grad_logits", "grad_wq",
@@ -209,10 +192,10 @@ TEST(saturation_directions)
     static char svg[1 << 21];
     for (size_t k = 0; k < sizeof svgs / sizeof svgs[0]; k++) {
         snprintf(path, sizeof path, "%s/s2/%s.svg", T->tmp, svgs[k]);
-        if (!CHECK(read_all(path, svg, sizeof svg))) continue;
+        if (!CHECK(test_read_all(path, svg, sizeof svg))) continue;
         CHECK(strstr(svg, "</svg>") != NULL);
         /* a panel per scale and init-scale, its legend naming the rest of the configuration */
-        if (k > 0) CHECK(count(svg, "scale none (1), init-scale 3") >= 1 && count(svg, "dk=256 sup=on") >= 1);
+        if (k > 0) CHECK(test_count(svg, "scale none (1), init-scale 3") >= 1 && test_count(svg, "dk=256 sup=on") >= 1);
     }
 }
 

@@ -9,23 +9,6 @@
 
 static char out[1 << 20], err[1 << 14];
 
-static bool read_all(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return true;
-}
-
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
-    return n;
-}
-
 /* Field `col` (0-based) of a CSV line (no field holds a comma), into buf. */
 static const char *field(const char *line, int col, char *buf, size_t cap)
 {
@@ -184,22 +167,22 @@ TEST(saturation_per_seed_files)
              "--steps 30 --seeds 2 --json --out %s/ps",
              T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
-    CHECK(count(out, "\"per_seed\":[{\"seed\":1,") == 4);
-    CHECK(count(out, "\"aux_floor\":0.77") == 2 && count(out, "\"aux_floor\":0.30") == 2);
-    CHECK(count(out, "\"heads\":2,") == 2);
-    CHECK(count(out, "\"spread\":{\"loss\":{\"min\":") == 4);
+    CHECK(test_count(out, "\"per_seed\":[{\"seed\":1,") == 4);
+    CHECK(test_count(out, "\"aux_floor\":0.77") == 2 && test_count(out, "\"aux_floor\":0.30") == 2);
+    CHECK(test_count(out, "\"heads\":2,") == 2);
+    CHECK(test_count(out, "\"spread\":{\"loss\":{\"min\":") == 4);
     static char steps_csv[1 << 22], seeds_csv[1 << 16], summary_csv[1 << 18];
     char path[1024];
     snprintf(path, sizeof path, "%s/ps/saturation.csv", T->tmp);
-    bool have = CHECK(read_all(path, steps_csv, sizeof steps_csv));
+    bool have = CHECK(test_read_all(path, steps_csv, sizeof steps_csv));
     snprintf(path, sizeof path, "%s/ps/saturation_seeds.csv", T->tmp);
-    have = CHECK(read_all(path, seeds_csv, sizeof seeds_csv)) && have;
+    have = CHECK(test_read_all(path, seeds_csv, sizeof seeds_csv)) && have;
     snprintf(path, sizeof path, "%s/ps/saturation_summary.csv", T->tmp);
-    have = CHECK(read_all(path, summary_csv, sizeof summary_csv)) && have;
+    have = CHECK(test_read_all(path, summary_csv, sizeof summary_csv)) && have;
     if (!have) return;
-    CHECK(count(steps_csv, "\n") == 1 + 4 * 2 * 30);
-    CHECK(count(seeds_csv, "\n") == 1 + 4 * 2);
-    CHECK(count(summary_csv, "\n") == 1 + 4);
+    CHECK(test_count(steps_csv, "\n") == 1 + 4 * 2 * 30);
+    CHECK(test_count(seeds_csv, "\n") == 1 + 4 * 2);
+    CHECK(test_count(summary_csv, "\n") == 1 + 4);
     int c_seed = column(seeds_csv, "seed"), c_aux = column(seeds_csv, "aux_loss"), c_floor = column(seeds_csv, "aux_floor"),
         c_frozen = column(seeds_csv, "frozen"), c_sup = column(seeds_csv, "supervise");
     int s_aux = column(steps_csv, "aux_loss"), s_step = column(steps_csv, "step");
@@ -235,7 +218,7 @@ TEST(saturation_per_seed_files)
     /* a picture per supervised configuration, a curve per seed */
     static char svg[1 << 21];
     snprintf(path, sizeof path, "%s/ps/seeds_2.svg", T->tmp); /* configuration 2: none, one head */
-    if (CHECK(read_all(path, svg, sizeof svg))) {
+    if (CHECK(test_read_all(path, svg, sizeof svg))) {
         CHECK(strstr(svg, "dk=4 none s=3 sup=both-one-head") != NULL);
         CHECK(strstr(svg, "seed 2") != NULL && strstr(svg, "floor 0.770") != NULL);
     }
@@ -256,7 +239,7 @@ TEST(saturation_issue_grid_frozen_fraction)
     static char csv[1 << 18];
     char path[1024];
     snprintf(path, sizeof path, "%s/ig/saturation_summary.csv", T->tmp);
-    if (!CHECK(read_all(path, csv, sizeof csv))) return;
+    if (!CHECK(test_read_all(path, csv, sizeof csv))) return;
     int c_ff = column(csv, "frozen_fraction"), c_floor = column(csv, "aux_floor");
     const char *sqrt_row = line_at(csv, 1), *none_row = line_at(csv, 2);
     if (!CHECK(c_ff >= 0 && c_floor >= 0 && sqrt_row && none_row)) return;
@@ -266,7 +249,7 @@ TEST(saturation_issue_grid_frozen_fraction)
     /* the same runs as kgl train: the last aux_loss of seeds 1 and 2 of the unscaled configuration */
     static char seeds[1 << 16], log_csv[1 << 20];
     snprintf(path, sizeof path, "%s/ig/saturation_seeds.csv", T->tmp);
-    if (!CHECK(read_all(path, seeds, sizeof seeds))) return;
+    if (!CHECK(test_read_all(path, seeds, sizeof seeds))) return;
     int c_aux = column(seeds, "aux_loss"), c_frozen = column(seeds, "frozen");
     int frozen_seen = 0, converged_seen = 0;
     for (int seed = 1; seed <= 10 && c_aux >= 0 && c_frozen >= 0; seed++) {
@@ -280,8 +263,8 @@ TEST(saturation_issue_grid_frozen_fraction)
                  seed, T->tmp, seed);
         if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
         snprintf(path, sizeof path, "%s/ig/train%d.csv", T->tmp, seed);
-        if (!CHECK(read_all(path, log_csv, sizeof log_csv))) return;
-        const char *last = line_at(log_csv, count(log_csv, "\n") - 1);
+        if (!CHECK(test_read_all(path, log_csv, sizeof log_csv))) return;
+        const char *last = line_at(log_csv, test_count(log_csv, "\n") - 1);
         int l_aux = column(log_csv, "aux_loss");
         if (!CHECK(last && l_aux >= 0)) return;
         if (!CHECK(num(last, l_aux) == num(row, c_aux))) printf("    seed %d: train %.17g, study %.17g\n", seed,

@@ -55,6 +55,18 @@ int run_sh(test_ctx *T, const char *cmd, char *out, size_t out_cap, char *err, s
 /* Writes `text` to a file in T->tmp and returns its path (static buffer per slot 0..7). */
 const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text, size_t len);
 
+/* A whole file, NUL-terminated, in memory from malloc (the caller frees it;
+ * *len, when given, its bytes); NULL when it cannot be read. */
+char *test_slurp(const char *path, size_t *len);
+/* Up to cap − 1 bytes of a file into buf, NUL-terminated; false when absent. */
+bool test_read_all(const char *path, char *buf, size_t cap);
+/* How many times needle occurs in hay (not overlapping). */
+int test_count(const char *hay, const char *needle);
+/* The raw text of the value of "key" in a flat JSON object as kgl prints it
+ * (up to the next ',' or '}'), e.g. a number's 17 digits exactly as written;
+ * false when the key is absent or the value does not fit. */
+bool test_json_raw(const char *json, const char *key, char *buf, size_t cap);
+
 /* Number of malloc/calloc/realloc calls made so far (tests/alloc_count.c). */
 long test_alloc_count(void);
 
