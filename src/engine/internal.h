@@ -14,6 +14,8 @@ _Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 void *kgl_xmalloc(size_t n);
 /* A malloc'd copy of a string. */
 char *kgl_strdup(const char *s);
+/* parts[0..n) joined by sep, NUL-terminated, from kgl_xmalloc ("" for n = 0). */
+char *kgl_join(char *const *parts, int n, char sep);
 
 /* Records a node for `op` with the given inputs (copied into the arena). */
 kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, kgl_tensor *const *in);

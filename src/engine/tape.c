@@ -39,6 +39,21 @@ char *kgl_strdup(const char *s)
     return memcpy(kgl_xmalloc(n), s, n);
 }
 
+char *kgl_join(char *const *parts, int n, char sep)
+{
+    size_t len = 1;
+    for (int k = 0; k < n; k++) len += strlen(parts[k]) + 1;
+    char *s = kgl_xmalloc(len), *p = s;
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(parts[k]);
+        memcpy(p, parts[k], l);
+        p += l;
+        if (k + 1 < n) *p++ = sep;
+    }
+    *p = '\0';
+    return s;
+}
+
 void kgl_tape_init(kgl_tape *t)
 {
     memset(t, 0, sizeof *t);

@@ -88,21 +88,6 @@ bool kgl_is_header_line(char *const *fields, int n)
     return true;
 }
 
-/* "f0\tf1\tf2" (owned). */
-static char *join_fields(char *const *f, int n)
-{
-    size_t len = 0;
-    for (int k = 0; k < n; k++) len += strlen(f[k]) + 1;
-    char *s = kgl_xmalloc(len), *p = s;
-    for (int k = 0; k < n; k++) {
-        size_t l = strlen(f[k]);
-        memcpy(p, f[k], l);
-        p += l;
-        *p++ = k + 1 < n ? '\t' : '\0';
-    }
-    return s;
-}
-
 /* ------------------------------------------------------------- triples -- */
 
 typedef struct name_entry {
@@ -149,7 +134,7 @@ static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **
         }
         if (arrlen(*raw) == 0 && sp->n_duplicates == 0 && !sp->header_line && kgl_is_header_line(f, 3)) {
             sp->header_line = t.lineno;
-            sp->header = join_fields(f, 3);
+            sp->header = kgl_join(f, 3, '\t');
             continue;
         }
         kgl_triple tr;

@@ -12,21 +12,6 @@
 
 #define FORMAT "kgl/1"
 
-static char *join_names(char *const *names, int n)
-{
-    size_t len = 1;
-    for (int i = 0; i < n; i++) len += strlen(names[i]) + 1;
-    char *s = kgl_xmalloc(len), *p = s;
-    for (int i = 0; i < n; i++) {
-        size_t k = strlen(names[i]);
-        memcpy(p, names[i], k);
-        p += k;
-        if (i + 1 < n) *p++ = '\n';
-    }
-    *p = 0;
-    return s;
-}
-
 static const char *optimizer_name(kgl_optimizer_kind k) { return k == KGL_OPT_SGD ? "sgd" : "adam"; }
 
 bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
@@ -96,8 +81,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
     snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
     static const char *const sched_names[] = {"constant", "cosine", "linear"};
-    char *entities = join_names(ds->entity_names, ds->n_entities);
-    char *relations = join_names(ds->relation_names, ds->n_relations);
+    char *entities = kgl_join(ds->entity_names, ds->n_entities, '\n');
+    char *relations = kgl_join(ds->relation_names, ds->n_relations, '\n');
     const char *meta[] = {
         "format", FORMAT, "d_model", d_model, "n_heads", heads, "ffn", ffn, "scale", scale,
         "init_scale", init_scale, "reciprocal", c->reciprocal ? "1" : "0", "step", step, "seed", seed,
