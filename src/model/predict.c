@@ -85,16 +85,6 @@ void kgl_predict_scores(const kgl_model *m, const double *states, int entity, in
     free(own);
 }
 
-/* The softmax of the n scores: the distribution the cross-entropy trains
-   (shifted by the largest score, so no exp overflows). */
-static void softmax(const double *scores, int n, double *probs)
-{
-    double top = -INFINITY, sum = 0;
-    for (int j = 0; j < n; j++) top = fmax(top, scores[j]);
-    for (int j = 0; j < n; j++) sum += probs[j] = exp(scores[j] - top);
-    for (int j = 0; j < n; j++) probs[j] /= sum;
-}
-
 typedef struct scored { double score; int entity; } scored;
 
 /* Best first; equal scores by entity id, so the order is reproducible. */
@@ -128,7 +118,7 @@ int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *kno
                 known->n_entities, known->n_relations, n, m->cfg.n_relations);
     double *scores = kgl_xmalloc((size_t)n * sizeof(double)), *probs = kgl_xmalloc((size_t)n * sizeof(double));
     kgl_predict_scores(m, states, entity, relation_row, scores);
-    softmax(scores, n, probs);
+    kgl_scores_softmax(scores, n, probs); /* inspect.c */
     /* the filter key is the evaluation's: (entity, row), rows m + r the inverse */
     int n_known = 0;
     const int *answers = known ? kgl_dataset_known(known, entity, relation_row, &n_known) : NULL;
