@@ -14,6 +14,17 @@ _Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 void *kgl_xmalloc(size_t n);
 /* A malloc'd copy of a string. */
 char *kgl_strdup(const char *s);
+/* qsort comparators, ascending. */
+static inline int kgl_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+static inline int kgl_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 /* parts[0..n) joined by sep, NUL-terminated, from kgl_xmalloc ("" for n = 0). */
 char *kgl_join(char *const *parts, int n, char sep);
 

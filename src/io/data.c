@@ -189,12 +189,6 @@ static char **assign_ids(const name_entry *map, int **final)
     return names;
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The CSR filter index: key (e, r) = e * 2m + r; for each triple (h, r, t)
  * of any split, t is known for (h, r) and h for (t, m + r). Counting sort by
  * key, then each key's entities are sorted and repeats (a triple in two
@@ -232,7 +226,7 @@ static void build_known(kgl_dataset *ds)
     int out = 0, start = 0;
     for (size_t k = 0; k < n_keys; k++) {
         int end = off[k + 1];
-        if (end - start > 1) qsort(all + start, (size_t)(end - start), sizeof *all, cmp_int);
+        if (end - start > 1) qsort(all + start, (size_t)(end - start), sizeof *all, kgl_cmp_int);
         off[k] = out;
         for (int j = start; j < end; j++) /* out <= j: never overwrites what is still to be read */
             if (j == start || all[j] != all[out - 1]) all[out++] = all[j];

@@ -36,12 +36,6 @@ void kgl_bench_defaults(kgl_bench_spec *s)
     s->gemm = true;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The process's peak resident memory so far, in MB (Linux reports KiB). */
 static double peak_rss_mb(void)
 {
@@ -128,7 +122,7 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
         if (k >= s->warmup) times[k - s->warmup] = dt;
     }
     if (ok) {
-        qsort(times, (size_t)s->reps, sizeof(double), cmp_double);
+        qsort(times, (size_t)s->reps, sizeof(double), kgl_cmp_double);
         double sum = 0;
         for (int k = 0; k < s->reps; k++) sum += times[k];
         out->step_ms_min = 1e3 * times[0];

@@ -111,12 +111,6 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
 
 /* ---- head supervision, measured --------------------------------------------- */
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The targets of row (h, i): the tails of i under every relation supervised
    onto h, sorted, repeats kept (a tail of two such relations is the target of
    two examples); returns how many, written to out (capacity: all tails). */
@@ -127,7 +121,7 @@ static int row_targets(const kgl_tails *tl, const int *head_of, int h, int i, in
         if (head_of[r] != h) continue;
         for (int q = tl->offsets[r * n + i]; q < tl->offsets[r * n + i + 1]; q++) out[k++] = tl->tails[q];
     }
-    qsort(out, (size_t)k, sizeof *out, cmp_int);
+    qsort(out, (size_t)k, sizeof *out, kgl_cmp_int);
     return k;
 }
 

@@ -215,12 +215,6 @@ void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds
 
 /* ---- specialisation ---------------------------------------------------------- */
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n)
 {
     size_t keys = (size_t)n_entities * (size_t)n_relations;
@@ -239,7 +233,7 @@ void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_t
     int w = 0;
     for (size_t key = 0; key < keys; key++) {
         int lo = tl->offsets[key], hi = tl->offsets[key + 1];
-        qsort(tl->tails + lo, (size_t)(hi - lo), sizeof(int), cmp_int);
+        qsort(tl->tails + lo, (size_t)(hi - lo), sizeof(int), kgl_cmp_int);
         tl->offsets[key] = w;
         for (int k = lo; k < hi; k++)
             if (k == lo || tl->tails[k] != tl->tails[k - 1]) tl->tails[w++] = tl->tails[k];

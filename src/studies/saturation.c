@@ -421,12 +421,6 @@ double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, k
     return n ? sum / n : NAN;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The p-quantile of sorted v[0..n), n ≥ 1 (numpy's and pandas' default). */
 static double quantile_sorted(const double *v, int n, double p)
 {
@@ -443,7 +437,7 @@ kgl_spread kgl_spread_of(const double *x, int n)
     for (int k = 0; k < n; k++)
         if (!isnan(x[k])) v[sp.n++] = x[k], sum += x[k];
     if (sp.n > 0) {
-        qsort(v, (size_t)sp.n, sizeof *v, cmp_double);
+        qsort(v, (size_t)sp.n, sizeof *v, kgl_cmp_double);
         sp.min = v[0];
         sp.q1 = quantile_sorted(v, sp.n, 0.25);
         sp.median = quantile_sorted(v, sp.n, 0.5);
