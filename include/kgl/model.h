@@ -275,7 +275,6 @@ typedef struct kgl_trainer {
        the current batch's are b_answers[b_off[b] .. b_off[b+1]) */
     bool kvsall;
     int *q_off, *q_answers, *b_off, *b_answers;
-    const int *cur_off, *cur_answers; /* the next step's (NULL: one tail per example) */
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken

@@ -452,12 +452,12 @@ void kgl_trainer_set_position(kgl_trainer *tr, const kgl_rng *epoch_rng, int cur
 
 /* The next batch: everything in file order when it fits (no random draws),
    otherwise consecutive slices of a fresh permutation per epoch. */
-static kgl_batch next_batch(kgl_trainer *tr)
+static kgl_batch next_batch(kgl_trainer *tr, const int **answer_off, const int **answers)
 {
     int n = tr->n_examples;
     if (tr->cfg.batch >= n) {
-        tr->cur_off = tr->q_off; /* NULL, NULL without KvsAll */
-        tr->cur_answers = tr->q_answers;
+        *answer_off = tr->q_off; /* NULL, NULL without KvsAll */
+        *answers = tr->q_answers;
         return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail};
     }
     if (tr->cursor == 0) {
@@ -480,8 +480,8 @@ static kgl_batch next_batch(kgl_trainer *tr)
         }
         tr->b_off[size] = used;
     }
-    tr->cur_off = tr->kvsall ? tr->b_off : NULL;
-    tr->cur_answers = tr->kvsall ? tr->b_answers : NULL;
+    *answer_off = tr->kvsall ? tr->b_off : NULL;
+    *answers = tr->kvsall ? tr->b_answers : NULL;
     tr->cursor += size;
     if (tr->cursor >= n) tr->cursor = 0;
     return (kgl_batch){size, tr->b_head, tr->b_rel, tr->b_tail};
@@ -491,8 +491,9 @@ static double compute(kgl_trainer *tr, const kgl_batch *batch, const int *answer
 
 double kgl_trainer_compute(kgl_trainer *tr)
 {
-    kgl_batch b = next_batch(tr);
-    return compute(tr, &b, tr->cur_off, tr->cur_answers);
+    const int *answer_off, *answers;
+    kgl_batch b = next_batch(tr, &answer_off, &answers);
+    return compute(tr, &b, answer_off, answers);
 }
 
 double kgl_trainer_compute_batch(kgl_trainer *tr, const kgl_batch *batch)
