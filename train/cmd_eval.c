@@ -25,22 +25,6 @@ static const char help[] =
     "written whole or not at all (a temporary file, then renamed).\n\n"
     EXIT_TABLE;
 
-/* A name as one TSV field that pandas reads back unchanged: quoted (with
-   doubled quotes) only when it holds a quote character. */
-static void tsv_name(FILE *f, const char *s)
-{
-    if (!strchr(s, '"')) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* Every triple of every split present, ranked, to `path`: written to a
    temporary file beside it, then renamed over it, so a failure leaves no
    half-written file. Returns false after reporting. */
@@ -74,15 +58,16 @@ static bool write_ranks(const char *path, const kgl_model *m, const double *stat
                 const kgl_triple *t = &v->split[s][k % n];
                 const kgl_ranked *x = &r[k];
                 fprintf(f, "%s\t", v->name[s]);
-                tsv_name(f, ent[t->head]);
+                /* names hold no tab or newline (the triples reader splits on them): only a quote needs quoting */
+                write_field(f, ent[t->head], "\"");
                 fputc('\t', f);
-                tsv_name(f, ds->relation_names[t->rel]);
+                write_field(f, ds->relation_names[t->rel], "\"");
                 fputc('\t', f);
-                tsv_name(f, ent[t->tail]);
+                write_field(f, ent[t->tail], "\"");
                 /* 17 significant digits: each number reads back to the same double */
                 fprintf(f, "\t%s\t%.17g\t%.17g\t", k < n ? "tail" : "head", x->rank, x->score);
                 if (x->top_wrong >= 0) {
-                    tsv_name(f, ent[x->top_wrong]);
+                    write_field(f, ent[x->top_wrong], "\"");
                     fprintf(f, "\t%.17g\n", x->top_wrong_score);
                 } else {
                     fputs("\t\n", f);

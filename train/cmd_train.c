@@ -424,21 +424,6 @@ static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "ent
                                            "wq_move",       "wk_move",      "attn_tv"};
 #define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
 
-/* A CSV field: quoted (with quotes doubled) when it holds , " or a newline. */
-static void csv_field(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void log_header(run_state *rs)
 {
     fprintf(rs->log, "step,loss,main_loss,aux_loss,lr,seconds");
@@ -451,7 +436,7 @@ static void log_header(run_state *rs)
             char name[600];
             snprintf(name, sizeof name, "h%d_spec_%s", h, ds->relation_names[r]);
             fputc(',', rs->log);
-            csv_field(rs->log, name);
+            write_field(rs->log, name, ",\"\r\n");
         }
     }
     if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", rs->log);

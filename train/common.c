@@ -8,6 +8,20 @@
 
 #include "common.h"
 
+void write_field(FILE *f, const char *s, const char *specials)
+{
+    if (!strpbrk(s, specials)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 double now_seconds(void)
 {
     struct timespec ts;

@@ -49,6 +49,10 @@ void print_spec_table(const kgl_dataset *ds, const bool *use_relation, int heads
 void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
 double now_seconds(void);
+/* A CSV or TSV field that pandas reads back unchanged: written as it is, or,
+ * when it holds any byte of `specials`, in double quotes with its quotes
+ * doubled (RFC 4180). */
+void write_field(FILE *f, const char *s, const char *specials);
 
 
 
