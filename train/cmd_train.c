@@ -52,6 +52,8 @@ static const char help[] =
     "  --attn-dropout P     dropout on the attention weights\n"
     "  --hidden-dropout P   dropout on each example's head state in the readout\n"
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
+    "  --relation-loss L    + L x the cross entropy of predicting each example's\n"
+    "                       relation from its head state and tail (default 0)\n"
     "  --targets T          1vsall (default): each example's one tail; kvsall: each\n"
     "                       query (head, relation) against all its training tails at\n"
     "                       once (1-N, as ConvE); --batch then counts queries\n"
@@ -65,6 +67,12 @@ static const char help[] =
     "                       best is the one reported and saved. --test is ranked once,\n"
     "                       at the end, on that model\n"
     "  --patience P         stop after P evaluations without a better valid MRR\n"
+    "  --ensemble K         train K models, member k with seed S + 1000 k (member 0 is\n"
+    "                       the run without --ensemble), each selected on valid, and\n"
+    "                       report the ensemble: each candidate scored by the mean of\n"
+    "                       the members' probabilities (default 1). --save F and\n"
+    "                       --log F write member k > 0 to F with .m<k> before its\n"
+    "                       extension; kgl eval --checkpoint F,F.m1,... ranks the same\n"
     "output\n"
     "  --log F.csv          CSV log, one row per logged step\n"
     "  --log-every K        log and progress every K steps (default 10)\n"
@@ -98,13 +106,14 @@ typedef struct train_opts {
     const char *log_path, *save_path, *resume_path;
     long log_every;
     kgl_regularisers reg;
-    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing;
+    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing, set_relation_loss;
     kgl_schedule sched;
     bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
     long threads;
     bool kvsall, set_targets;
     const char *recipe_path;
+    long ensemble;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -131,6 +140,7 @@ static int parse(int argc, char **argv, train_opts *o)
     o->seed = 1;
     o->aux_weight = 1;
     o->log_every = 10;
+    o->ensemble = 1;
     cli_args a;
     cli_init(&a, "train", argc, argv);
     a.help = help;
@@ -222,6 +232,9 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--label-smoothing")) {
             if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
             o->set_smoothing = true;
+        } else if (cli_is(&a, "--relation-loss")) {
+            if (!cli_double(&a, 0, 100, &o->reg.relation_loss)) return EXIT_USAGE;
+            o->set_relation_loss = true;
         } else if (cli_is(&a, "--lr-schedule")) {
             static const char *const words[] = {"constant", "cosine", "linear"};
             static const kgl_schedule_kind kinds[] = {KGL_SCHED_CONSTANT, KGL_SCHED_COSINE, KGL_SCHED_LINEAR};
@@ -242,6 +255,8 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!cli_int(&a, 1, 100000000, &o->eval_every)) return EXIT_USAGE;
         } else if (cli_is(&a, "--patience")) {
             if (!cli_int(&a, 1, 100000000, &o->patience)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--ensemble")) {
+            if (!cli_int(&a, 1, KGL_MAX_ENSEMBLE, &o->ensemble)) return EXIT_USAGE;
         } else if (cli_is(&a, "--until-fit")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->until_fit = true;
@@ -271,6 +286,10 @@ static int parse(int argc, char **argv, train_opts *o)
     }
     if (o->eval_every && !o->data.valid) {
         fprintf(stderr, "kgl train: --eval-every ranks the --valid triples: give --valid F\n");
+        return EXIT_USAGE;
+    }
+    if (o->ensemble > 1 && o->resume_path) {
+        fprintf(stderr, "kgl train: --resume continues one model; --ensemble trains several from the start\n");
         return EXIT_USAGE;
     }
     if (o->patience && !o->eval_every) {
@@ -322,6 +341,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
+    if (!o->set_relation_loss) o->reg.relation_loss = s->reg.relation_loss;
     if (!o->set_targets) o->kvsall = s->kvsall;
     if (!o->set_schedule) o->sched.kind = s->sched.kind;
     if (!o->set_decay) o->sched.total = s->sched.total;
@@ -363,6 +383,12 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
 typedef struct run_state {
     train_opts *o;
     data_view *v;
+    int member;                        /* of the ensemble, 0 without one */
+    uint64_t seed;                     /* --seed + 1000 member */
+    char *log_path, *save_path;        /* this member's (NULL: none) */
+    long steps_run;
+    double final_loss, seconds;
+    bool output_failed;                /* its log could not be written */
     kgl_trainer tr;
     kgl_eval ev;
     FILE *log;
@@ -496,8 +522,8 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
 static bool open_log(run_state *rs)
 {
     rs->log_slot = -1;
-    if (!rs->o->log_path) return true;
-    snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->o->log_path);
+    if (!rs->log_path) return true;
+    snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->log_path);
     rs->log = fopen(rs->log_tmp, "w");
     if (!rs->log) {
         fprintf(stderr, "kgl train: cannot write the log %s: %s\n", rs->log_tmp, strerror(errno));
@@ -537,9 +563,9 @@ static bool close_log(run_state *rs)
     else if (fsync(fileno(rs->log)) != 0) failed = "cannot sync to disk";
     int e = errno;
     if (fclose(rs->log) != 0 && !failed) failed = "cannot write", e = errno;
-    if (!failed && rename(rs->log_tmp, rs->o->log_path) != 0) failed = "cannot rename it into place", e = errno;
+    if (!failed && rename(rs->log_tmp, rs->log_path) != 0) failed = "cannot rename it into place", e = errno;
     if (failed) {
-        fprintf(stderr, "kgl train: the log %s: %s: %s\n", rs->o->log_path, failed, strerror(e));
+        fprintf(stderr, "kgl train: the log %s: %s: %s\n", rs->log_path, failed, strerror(e));
         unlink(rs->log_tmp);
     }
     kgl_tmp_unregister(rs->log_slot);
@@ -573,17 +599,26 @@ static void catch_stop_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static void report(run_state *rs, long steps_done, double final_loss, double seconds)
+/* The metrics of the model (or of the ensemble of rs[0..members)) on every
+   split given; the specialisation and fit are member 0's. */
+static void report(run_state *rs, int members, double seconds)
 {
     data_view *v = rs->v;
     kgl_trainer *tr = &rs->tr;
     const kgl_dataset *ds = &v->ds;
+    const kgl_model *models[KGL_MAX_ENSEMBLE];
+    const kgl_tensor *states[KGL_MAX_ENSEMBLE];
     kgl_forward f;
-    kgl_tensor *C = kgl_trainer_context(tr, &f);
+    for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
+        models[k] = &rs[k].tr.model;
+        states[k] = kgl_trainer_context(&rs[k].tr, &f);
+    }
     kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec);
+    size_t params = 0;
+    for (int k = 0; k < members; k++) params += rs[k].tr.model.params.total;
     if (rs->o->json) {
-        printf("{\"steps\":%ld,\"final_loss\":", steps_done);
-        kgl_json_number(stdout, final_loss);
+        printf("{\"steps\":%ld,\"final_loss\":", rs->steps_run);
+        kgl_json_number(stdout, rs->final_loss);
         printf(",\"fit_step\":");
         if (rs->fit_step >= 0) printf("%ld", rs->fit_step);
         else printf("null");
@@ -594,13 +629,37 @@ static void report(run_state *rs, long steps_done, double final_loss, double sec
             kgl_json_number(stdout, rs->best_mrr);
             printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
         }
-        printf(",\"params\":%zu", tr->model.params.total);
+        printf(",\"params\":%zu,\"ensemble\":%d", params, members);
+        if (members > 1) { /* each member alone */
+            printf(",\"members\":[");
+            for (int k = 0; k < members; k++) {
+                run_state *r = &rs[k];
+                printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)r->seed,
+                       r->steps_run);
+                kgl_json_number(stdout, r->seconds);
+                if (rs->o->eval_every) {
+                    printf(",\"best_step\":%ld,\"best_valid_mrr\":", r->best_step);
+                    kgl_json_number(stdout, r->best_mrr);
+                }
+                printf(",\"metrics\":{");
+                bool first = true;
+                for (int s = 0; s < 3; s++) {
+                    if (!v->present[s]) continue;
+                    kgl_evaluate(models[k], states[k], ds, v->split[s], v->n[s], &rs->ev);
+                    printf("%s\"%s\":", first ? "" : ",", v->name[s]);
+                    json_metrics(stdout, ds, v->use_relation, &rs->ev);
+                    first = false;
+                }
+                printf("}}");
+            }
+            printf("]");
+        }
         printf(",\"metrics\":{");
     }
     bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!v->present[s]) continue;
-        kgl_evaluate(&tr->model, C, ds, v->split[s], v->n[s], &rs->ev);
+        kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &rs->ev);
         if (rs->o->json) {
             if (!first) putchar(',');
             printf("\"%s\":", v->name[s]);
@@ -616,16 +675,36 @@ static void report(run_state *rs, long steps_done, double final_loss, double sec
         printf("}\n");
         return;
     }
+    const char *of = members > 1 ? " (member 0)" : "";
     if (rs->fit_step >= 0)
-        printf("\nfit: every training triple ranks first (tail and head) after step %ld\n", rs->fit_step);
+        printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, rs->fit_step);
     else if (rs->track_fit)
-        printf("\nfit: not every training triple ranks first after %ld steps\n", steps_done);
+        printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, rs->steps_run);
     print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec);
-    if (rs->o->eval_every)
+    if (members > 1) {
+        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
+               members);
+        for (int k = 0; k < members; k++) {
+            run_state *r = &rs[k];
+            printf("  member %d  seed %-6llu", k, (unsigned long long)r->seed);
+            for (int s = 0; s < 3; s++) {
+                if (!v->present[s]) continue;
+                kgl_evaluate(models[k], states[k], ds, v->split[s], v->n[s], &rs->ev);
+                printf("  %s MRR %.4f H@1 %.4f", v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
+            }
+            if (rs->o->eval_every) printf("  (best valid at step %ld)", r->best_step);
+            printf("\n");
+        }
+    } else if (rs->o->eval_every) {
         printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
                "checkpoint are of that model\n",
                rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
-    printf("\n%ld steps in %.2f s, final loss %.6f\n", steps_done, seconds, final_loss);
+    }
+    if (members > 1)
+        printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, seconds, rs->steps_run,
+               rs->final_loss);
+    else
+        printf("\n%ld steps in %.2f s, final loss %.6f\n", rs->steps_run, seconds, rs->final_loss);
 }
 
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an
@@ -649,6 +728,158 @@ static void warn_short_last_batch(const kgl_trainer *tr)
             n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
 }
 
+/* PATH with ".m<k>" before its extension (x.safetensors -> x.m1.safetensors;
+   no extension: appended); member 0 keeps PATH. */
+static char *member_path(const char *path, int k)
+{
+    if (!path) return NULL;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (k == 0 || !dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) dot = path + strlen(path);
+    size_t cap = strlen(path) + 16;
+    char *p = malloc(cap);
+    if (k == 0) snprintf(p, cap, "%s", path);
+    else snprintf(p, cap, "%.*s.m%d%s", (int)(dot - path), path, k, dot);
+    return p;
+}
+
+/* Trains one model (member rs->member of the ensemble) from its
+   initialisation, or from the checkpoint ck when resuming, and leaves it
+   in rs->tr restored to the step selected on valid. Returns 0, 1 (the loss
+   became non-finite) or an exit status (3: the log could not be opened); a
+   log that failed later sets rs->output_failed, and training went on. */
+static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_checkpoint *ck)
+{
+    train_opts *o = rs->o;
+    data_view *v = rs->v;
+    kgl_train_config tc = {(int)o->batch, rs->seed, o->optim, head_of, o->aux_weight, o->freeze, o->lookup};
+    kgl_trainer_init(&rs->tr, &v->ds, v->split[0], v->n[0], &o->cfg, &tc);
+    if (o->kvsall) kgl_trainer_set_kvsall(&rs->tr);
+    if (rs->member == 0) warn_short_last_batch(&rs->tr);
+    kgl_trainer_set_pool(&rs->tr, pool);
+    kgl_trainer_set_regularisers(&rs->tr, &o->reg);
+    kgl_trainer_set_schedule(&rs->tr, &o->sched);
+    if (ck) {
+        kgl_checkpoint_apply(ck, &rs->tr.model);
+        if (!model_finite(o->resume_path, &rs->tr.model)) return EXIT_USAGE;
+        kgl_trainer_set_step(&rs->tr, ck->st.step);
+        if (o->sched.kind != KGL_SCHED_CONSTANT && ck->st.step >= o->sched.total)
+            fprintf(stderr,
+                    "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
+                    "its floor (%g x lr). --decay-steps T extends it.\n",
+                    o->sched.total, o->sched.floor);
+        kgl_trainer_set_position(&rs->tr, &ck->st.epoch_rng, ck->st.cursor);
+        if (ck->st.has_dropout_rng) rs->tr.dropout_rng = ck->st.dropout_rng;
+    }
+    kgl_eval_init(&rs->ev, v->ds.n_entities, v->ds.n_relations);
+    kgl_eval_init(&rs->valid_ev, v->ds.n_entities, v->ds.n_relations);
+    kgl_eval_set_pool(&rs->ev, pool);
+    kgl_eval_set_pool(&rs->valid_ev, pool);
+    rs->fit_step = -1;
+    rs->best_step = -1;
+    rs->ev_step = -1;
+    rs->spec = malloc((size_t)o->cfg.heads * (size_t)v->ds.n_relations * sizeof(double));
+    /* Checking the fit costs one evaluation of the training triples; do it
+       every step when that is cheap or asked for, else at logged steps. */
+    double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
+    rs->track_fit = o->until_fit || fit_cost <= 2e7;
+    rs->tty = isatty(STDERR_FILENO);
+    if (!open_log(rs)) return EXIT_OUTPUT;
+    if (o->ensemble > 1 && !o->quiet && !o->json)
+        fprintf(stderr, "member %d of %ld (seed %llu)\n", rs->member, o->ensemble, (unsigned long long)rs->seed);
+    rs->t0 = now_seconds();
+    long first = rs->tr.optim.step + 1, last = rs->tr.optim.step + o->steps;
+    double loss = NAN;
+    int st = 0;
+    for (long step = first; step <= last; step++) {
+        loss = kgl_trainer_compute(&rs->tr);
+        if (!isfinite(loss)) {
+            if (rs->tty && !o->quiet && !o->json) fputc('\n', stderr);
+            fprintf(stderr,
+                    "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
+                    "Try a smaller --lr, --init-scale or --scale.\n",
+                    step, isnan(loss) ? "NaN" : "infinite", o->save_path ? " and no checkpoint is written" : "");
+            st = 1;
+            break;
+        }
+        bool logged = (step - first + 1) % o->log_every == 0 || step == last;
+        bool evaluate = o->eval_every && ((step - first + 1) % o->eval_every == 0 || step == last);
+        /* with --until-fit the fit step is logged too, so measure every step */
+        if (rs->log && (logged || evaluate || o->until_fit)) kgl_diag_measure(&rs->diag, &rs->tr);
+        kgl_trainer_update(&rs->tr);
+        bool go_on = !evaluate || select_model(rs, step);
+        if (rs->log && (logged || evaluate)) {
+            log_row(rs, step, loss, evaluate);
+            log_flush(rs, step);
+        }
+        if ((rs->track_fit || logged) && rs->fit_step < 0) {
+            if (kgl_trainer_fits(&rs->tr, &rs->ev)) rs->fit_step = step;
+            rs->ev_step = step; /* rs->ev holds the training triples' ranks at this step */
+        }
+        progress(rs, step, last, loss, step == last || !go_on);
+        if (stop_signal && step < last) { /* Ctrl-C: keep the work of the steps done */
+            if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
+            progress(rs, step, last, loss, true);
+            break;
+        }
+        if (o->until_fit && rs->fit_step >= 0) {
+            if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
+            progress(rs, step, last, loss, true);
+            break;
+        }
+        if (!go_on) {
+            rs->stopped_early = true;
+            break;
+        }
+    }
+    rs->seconds = now_seconds() - rs->t0;
+    rs->steps_run = rs->tr.optim.step;
+    rs->final_loss = loss;
+    if (st == 0 && rs->best_step >= 0) kgl_trainer_restore(&rs->tr, &rs->best); /* the model selected on valid */
+    rs->output_failed = !close_log(rs);
+    return st;
+}
+
+/* Writes member rs's checkpoint to rs->save_path; false after reporting. */
+static bool save_member(run_state *rs)
+{
+    const train_opts *o = rs->o;
+    kgl_train_state ts = {0};
+    ts.step = rs->tr.optim.step;
+    ts.seed = rs->seed;
+    ts.optim = rs->tr.optim;
+    ts.batch = (int)o->batch;
+    ts.aux_weight = o->aux_weight;
+    snprintf(ts.supervise, sizeof ts.supervise, "%s", o->supervise ? o->supervise : "");
+    ts.freeze_embeddings = o->freeze;
+    ts.lookup = o->lookup;
+    kgl_trainer_get_position(&rs->tr, &ts.epoch_rng, &ts.cursor);
+    ts.reg = o->reg;
+    ts.reg.rng = NULL;
+    ts.dropout_rng = rs->tr.dropout_rng;
+    ts.has_dropout_rng = true;
+    ts.sched = rs->tr.sched;
+    ts.base_lr = rs->tr.base_lr;
+    ts.kvsall = o->kvsall;
+    char err[1024];
+    if (!kgl_checkpoint_save(rs->save_path, &rs->tr.model, &rs->v->ds, &ts, err, sizeof err)) {
+        fprintf(stderr, "kgl train: %s\n", err);
+        return false;
+    }
+    if (!o->quiet && !o->json) printf("saved %s (step %ld)\n", rs->save_path, ts.step);
+    return true;
+}
+
+static void free_member(run_state *rs)
+{
+    free(rs->spec);
+    free(rs->log_path);
+    free(rs->save_path);
+    kgl_eval_free(&rs->ev);
+    kgl_eval_free(&rs->valid_ev);
+    kgl_snapshot_free(&rs->best);
+    kgl_trainer_free(&rs->tr);
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -659,13 +890,8 @@ int cmd_train(int argc, char **argv)
     if ((o.save_path && !cli_output_ok("train", "--save", o.save_path)) ||
         (o.log_path && !cli_output_ok("train", "--log", o.log_path)))
         return EXIT_USAGE;
-    run_state rs;
-    memset(&rs, 0, sizeof rs);
-    rs.o = &o;
-    rs.fit_step = -1;
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.quiet))) return st;
-    rs.v = &v;
     if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
         data_free(&v);
         return st;
@@ -673,7 +899,6 @@ int cmd_train(int argc, char **argv)
 
     kgl_checkpoint ck;
     bool resumed = false;
-    char err[1024];
     if (o.resume_path) {
         if ((st = checkpoint_open(o.resume_path, &v, &ck))) {
             data_free(&v);
@@ -687,6 +912,11 @@ int cmd_train(int argc, char **argv)
     const char *cfg_err = kgl_config_error(&o.cfg);
     if (cfg_err) {
         fprintf(stderr, "kgl train: %s\n", cfg_err);
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
+    if (o.reg.relation_loss > 0 && o.kvsall) { /* it predicts each example's relation from its one tail */
+        fprintf(stderr, "kgl train: --relation-loss needs --targets 1vsall (one tail per example)\n");
         st = EXIT_USAGE;
         goto done_ck;
     }
@@ -709,137 +939,46 @@ int cmd_train(int argc, char **argv)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    kgl_train_config tc = {(int)o.batch, o.seed, o.optim, head_of, o.aux_weight, o.freeze, o.lookup};
-    kgl_trainer_init(&rs.tr, &v.ds, v.split[0], v.n[0], &o.cfg, &tc);
-    if (o.kvsall) kgl_trainer_set_kvsall(&rs.tr);
-    free(head_of);
-    warn_short_last_batch(&rs.tr);
-    kgl_pool *pool = kgl_pool_create((int)o.threads);
-    kgl_trainer_set_pool(&rs.tr, pool);
-    kgl_trainer_set_regularisers(&rs.tr, &o.reg);
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
-    kgl_trainer_set_schedule(&rs.tr, &o.sched);
+    int members = (int)o.ensemble;
+    run_state *rs = calloc((size_t)members, sizeof *rs);
+    kgl_pool *pool = kgl_pool_create((int)o.threads);
+    stop_signal = 0;
+    catch_stop_signals();
+    double t0 = now_seconds();
+    int trained = 0;
+    st = 0;
+    for (int k = 0; k < members && st == 0; k++) {
+        rs[k].o = &o;
+        rs[k].v = &v;
+        rs[k].member = k;
+        rs[k].seed = o.seed + 1000ull * (uint64_t)k;
+        rs[k].log_path = member_path(o.log_path, k);
+        rs[k].save_path = member_path(o.save_path, k);
+        st = train_member(&rs[k], head_of, pool, resumed ? &ck : NULL);
+        trained = k + 1;
+        if (stop_signal) break; /* the members trained so far make the ensemble */
+    }
+    free(head_of);
+    double seconds = now_seconds() - t0;
     if (resumed) {
-        kgl_checkpoint_apply(&ck, &rs.tr.model);
-        if (!model_finite(o.resume_path, &rs.tr.model)) {
-            st = EXIT_USAGE;
-            goto done;
-        }
-        kgl_trainer_set_step(&rs.tr, ck.st.step);
-        if (o.sched.kind != KGL_SCHED_CONSTANT && ck.st.step >= o.sched.total)
-            fprintf(stderr,
-                    "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
-                    "its floor (%g x lr). --decay-steps T extends it.\n",
-                    o.sched.total, o.sched.floor);
-        kgl_trainer_set_position(&rs.tr, &ck.st.epoch_rng, ck.st.cursor);
-        if (ck.st.has_dropout_rng) rs.tr.dropout_rng = ck.st.dropout_rng;
         kgl_checkpoint_close(&ck);
         resumed = false;
     }
-    kgl_eval_init(&rs.ev, v.ds.n_entities, v.ds.n_relations);
-    kgl_eval_init(&rs.valid_ev, v.ds.n_entities, v.ds.n_relations);
-    kgl_eval_set_pool(&rs.ev, pool);
-    kgl_eval_set_pool(&rs.valid_ev, pool);
-    rs.best_step = -1;
-    rs.ev_step = -1;
-    rs.spec = malloc((size_t)o.cfg.heads * (size_t)v.ds.n_relations * sizeof(double));
-    /* Checking the fit costs one evaluation of the training triples; do it
-       every step when that is cheap or asked for, else at logged steps. */
-    double fit_cost = (double)v.n[0] * v.ds.n_entities * o.cfg.dim;
-    rs.track_fit = o.until_fit || fit_cost <= 2e7;
-    rs.tty = isatty(STDERR_FILENO);
-    if (!open_log(&rs)) {
-        st = EXIT_OUTPUT;
-        goto done;
-    }
-    stop_signal = 0;
-    catch_stop_signals();
-    rs.t0 = now_seconds();
-    long first = rs.tr.optim.step + 1, last = rs.tr.optim.step + o.steps;
-    double loss = NAN;
-    st = 0;
-    for (long step = first; step <= last; step++) {
-        loss = kgl_trainer_compute(&rs.tr);
-        if (!isfinite(loss)) {
-            if (rs.tty && !o.quiet && !o.json) fputc('\n', stderr);
-            fprintf(stderr,
-                    "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
-                    "Try a smaller --lr, --init-scale or --scale.\n",
-                    step, isnan(loss) ? "NaN" : "infinite", o.save_path ? " and no checkpoint is written" : "");
-            st = 1;
-            break;
-        }
-        bool logged = (step - first + 1) % o.log_every == 0 || step == last;
-        bool evaluate = o.eval_every && ((step - first + 1) % o.eval_every == 0 || step == last);
-        /* with --until-fit the fit step is logged too, so measure every step */
-        if (rs.log && (logged || evaluate || o.until_fit)) kgl_diag_measure(&rs.diag, &rs.tr);
-        kgl_trainer_update(&rs.tr);
-        bool go_on = !evaluate || select_model(&rs, step);
-        if (rs.log && (logged || evaluate)) {
-            log_row(&rs, step, loss, evaluate);
-            log_flush(&rs, step);
-        }
-        if ((rs.track_fit || logged) && rs.fit_step < 0) {
-            if (kgl_trainer_fits(&rs.tr, &rs.ev)) rs.fit_step = step;
-            rs.ev_step = step; /* rs.ev holds the training triples' ranks at this step */
-        }
-        progress(&rs, step, last, loss, step == last || !go_on);
-        if (stop_signal && step < last) { /* Ctrl-C: keep the work of the steps done */
-            if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
-            progress(&rs, step, last, loss, true);
-            break;
-        }
-        if (o.until_fit && rs.fit_step >= 0) {
-            if (rs.log && !logged && !evaluate) log_row(&rs, step, loss, false);
-            progress(&rs, step, last, loss, true);
-            break;
-        }
-        if (!go_on) {
-            rs.stopped_early = true;
-            break;
-        }
-    }
-    double seconds = now_seconds() - rs.t0;
-    long steps_run = rs.tr.optim.step;
-    if (st == 0 && rs.best_step >= 0) kgl_trainer_restore(&rs.tr, &rs.best); /* the model selected on valid */
-    bool interrupted = stop_signal != 0, output_failed = !close_log(&rs);
+    bool interrupted = stop_signal != 0, output_failed = false;
+    for (int k = 0; k < trained; k++) output_failed |= rs[k].output_failed;
     if (interrupted && st == 0)
-        fprintf(stderr, "kgl train: interrupted (%s) after step %ld; the results and outputs are of that step\n",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", steps_run);
-    if (st == 0) report(&rs, steps_run, loss, seconds);
-    if (o.save_path && st == 0) {
-        kgl_train_state ts = {0};
-        ts.step = rs.tr.optim.step;
-        ts.seed = o.seed;
-        ts.optim = rs.tr.optim;
-        ts.batch = (int)o.batch;
-        ts.aux_weight = o.aux_weight;
-        snprintf(ts.supervise, sizeof ts.supervise, "%s", o.supervise ? o.supervise : "");
-        ts.freeze_embeddings = o.freeze;
-        ts.lookup = o.lookup;
-        kgl_trainer_get_position(&rs.tr, &ts.epoch_rng, &ts.cursor);
-        ts.reg = o.reg;
-        ts.reg.rng = NULL;
-        ts.dropout_rng = rs.tr.dropout_rng;
-        ts.has_dropout_rng = true;
-        ts.sched = rs.tr.sched;
-        ts.base_lr = rs.tr.base_lr;
-        ts.kvsall = o.kvsall;
-        if (!kgl_checkpoint_save(o.save_path, &rs.tr.model, &v.ds, &ts, err, sizeof err)) {
-            fprintf(stderr, "kgl train: %s\n", err);
-            output_failed = true;
-        } else if (!o.quiet && !o.json) {
-            printf("saved %s (step %ld)\n", o.save_path, ts.step);
-        }
-    }
+        fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
+                members > 1 ? " of the last member" : "");
+    if (st == 0) report(rs, trained, seconds);
+    if (o.save_path && st == 0)
+        for (int k = 0; k < trained; k++)
+            if (!save_member(&rs[k])) output_failed = true;
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
-done:
-    free(rs.spec);
-    kgl_eval_free(&rs.ev);
-    kgl_eval_free(&rs.valid_ev);
-    kgl_snapshot_free(&rs.best);
-    kgl_trainer_free(&rs.tr);
+    for (int k = 0; k < trained; k++) free_member(&rs[k]);
+    free(rs);
     kgl_pool_free(pool);
 done_ck:
     if (resumed) kgl_checkpoint_close(&ck);

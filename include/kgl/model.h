@@ -118,6 +118,8 @@ typedef struct kgl_regularisers {
                                (a mask on R[r] instead would be the same: the readout
                                multiplies C[i], R[r] and E[j] feature by feature) */
     double label_smoothing; /* --label-smoothing: ε */
+    double relation_loss;   /* --relation-loss λ: + λ · the cross entropy of predicting each
+                               example's relation from its head state and tail (not random) */
     kgl_rng *rng;
 } kgl_regularisers;
 /* The same with regularisers (reg NULL: exactly the functions above). */
@@ -169,9 +171,10 @@ typedef struct kgl_eval {
     /* scratch, grown by the first evaluation to the data's size */
     double *scores;                   /* [chunk, n] a chunk of queries' scores */
     double *vecs;                     /* [chunk, d] their left ⊙ mid rows */
+    double *mixture;                  /* [chunk, n] an ensemble's mean probabilities */
     kgl_eval_query *queries;          /* [2 n_triples] tail queries, then head queries */
     double *rank_lo, *rank_hi;        /* [2 n_triples] optimistic and pessimistic ranks */
-    size_t cap_vecs, cap_queries, cap_ranks;
+    size_t cap_vecs, cap_queries, cap_ranks, cap_mixture;
     kgl_pool *pool;                   /* threads (a 1-thread pool of its own by default) */
     bool owns_pool;
 } kgl_eval;
@@ -197,6 +200,15 @@ void kgl_filtered_rank_range(const double *scores, int n, int target, const int 
  * its scratch has grown to the data's size (the first call). */
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out);
+/* The same for an ensemble of `members` models trained on the same triples
+ * (models[k] with its entity states states[k]; widths may differ, entities,
+ * relations and reciprocal mode may not): each candidate's score is the mean
+ * over the members of the probability each gives it (the softmax of its
+ * logits over all entities), and ranks are taken on that. One member is
+ * exactly kgl_evaluate (ranked on its logits). */
+#define KGL_MAX_ENSEMBLE 64
+void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *const *states, int members,
+                           const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
 typedef struct kgl_tails {

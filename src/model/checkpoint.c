@@ -68,12 +68,13 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(shuffle, sizeof shuffle, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64, st->epoch_rng.s[0],
              st->epoch_rng.s[1], st->epoch_rng.s[2], st->epoch_rng.s[3]);
     snprintf(cursor, sizeof cursor, "%d", st->cursor);
-    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], drop_state[96], warmup[32], total[32], floor_[64],
+    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], rel_loss[64], drop_state[96], warmup[32], total[32], floor_[64],
         base_lr[64];
     snprintf(drop, sizeof drop, "%.17g", st->reg.dropout);
     snprintf(attn_drop, sizeof attn_drop, "%.17g", st->reg.attn_dropout);
     snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
     snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
+    snprintf(rel_loss, sizeof rel_loss, "%.17g", st->reg.relation_loss);
     snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
     snprintf(warmup, sizeof warmup, "%ld", st->sched.warmup);
@@ -92,7 +93,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
         "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
-        "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
+        "relation_loss", rel_loss, "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
         "targets", st->kvsall ? "kvsall" : "1vsall",
     };
@@ -330,6 +331,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
                    {"attn_dropout", &st->reg.attn_dropout, 0, 0.999999},
                    {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
                    {"label_smoothing", &st->reg.label_smoothing, 0, 1},
+                   {"relation_loss", &st->reg.relation_loss, 0, 100},
                    {"lr_floor", &st->sched.floor, 0, 1},
                    {"base_lr", &st->base_lr, 0, 1e6}};
         st->base_lr = st->optim.lr;

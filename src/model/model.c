@@ -296,19 +296,30 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
                           kgl_forward *out)
 {
     context(m, t, reg, sup && sup->head_of, out);
+    kgl_tensor *states = out->context; /* the head state of example k is row heads[k] */
+    const int *heads = b->head;
     if (reg && reg->rng && reg->hidden_dropout > 0) {
         /* a mask per example: gather the head states, drop, read out row b */
-        kgl_tensor *Cb = kgl_gather_rows(t, out->context, b->head, b->n);
-        Cb = kgl_dropout(t, Cb, reg->hidden_dropout, reg->rng);
+        states = kgl_gather_rows(t, out->context, b->head, b->n);
+        states = kgl_dropout(t, states, reg->hidden_dropout, reg->rng);
         int *rows = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
         for (int k = 0; k < b->n; k++) rows[k] = k;
-        out->scores = kgl_trilinear(t, Cb, m->relation_emb, m->entity_emb, rows, b->rel, b->n);
-    } else {
-        out->scores = kgl_trilinear(t, out->context, m->relation_emb, m->entity_emb, b->head, b->rel, b->n);
+        heads = rows;
     }
+    out->scores = kgl_trilinear(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n);
     double eps = reg ? reg->label_smoothing : 0.0;
     out->main_loss = answers ? kgl_multilabel_ce(t, out->scores, answer_off, answers, eps)
                              : kgl_cross_entropy(t, out->scores, b->tail, eps);
+    if (reg && reg->relation_loss > 0) {
+        /* Relation prediction (Chen et al. 2021): the same trilinear product
+           with the roles of R and E swapped, Σ_c C[i,c] E[t,c] R[k,c] for
+           every relation row k (inverses included), and a cross entropy
+           against the example's own row r. Its gradient reaches R through
+           every row, not only the batch's, and E through the tails. */
+        kgl_tensor *rel_scores = kgl_trilinear(t, states, m->entity_emb, m->relation_emb, heads, b->tail, b->n);
+        kgl_tensor *rel_loss = kgl_cross_entropy(t, rel_scores, b->rel, eps);
+        out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
+    }
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }
@@ -445,7 +456,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
-                            .rng = &drop_rng};
+                            .relation_loss = 0.5, .rng = &drop_rng};
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;

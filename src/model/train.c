@@ -42,6 +42,7 @@ void kgl_eval_free(kgl_eval *e)
     free(e->rank_lo);
     free(e->rank_hi);
     free(e->vecs);
+    free(e->mixture);
     if (e->owns_pool) kgl_pool_free(e->pool);
     memset(e, 0, sizeof *e);
 }
@@ -124,22 +125,55 @@ static void rank_rows(void *ctx, int task, int worker)
     }
 }
 
-/* Ranks queries q[0..nq) against the rows of `cand` [n_cand, d]; lo/hi get
-   the optimistic and pessimistic ranks. */
-static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_query *q, int nq, const double *left,
-                         const double *mid, const kgl_tensor *cand, double *lo, double *hi)
+/* One member's readout: the scores of a query are (left[a] ⊙ mid[b]) · cand[j]
+   (README, "The model, exactly"; in reciprocal mode left = C, mid = R, cand =
+   E, and for head queries without it left = R, mid = E, cand = C). */
+typedef struct readout {
+    const double *left, *mid;
+    const kgl_tensor *cand;
+} readout;
+
+/* scores[k, j] for queries q[0..rows) of one member */
+static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, double *scores)
 {
-    int d = cand->cols, n = cand->rows;
+    int d = ro->cand->cols, n = ro->cand->rows;
+    for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
+        const double *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
+        double *v = e->vecs + (size_t)k * d;
+        for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
+    }
+    /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
+    kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand->data, d, scores, n, KGL_SET);
+}
+
+/* Ranks queries q[0..nq) by the scores of one member, or by the mean of the
+   members' softmax probabilities when there are several (an ensemble: the
+   probability the mixture gives each candidate); lo/hi get the optimistic
+   and pessimistic ranks. */
+static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_query *q, int nq, const readout *ro,
+                         int members, double *lo, double *hi)
+{
+    int n = ro[0].cand->rows;
     for (int k0 = 0; k0 < nq; k0 += EVAL_CHUNK) {
         int rows = nq - k0 < EVAL_CHUNK ? nq - k0 : EVAL_CHUNK;
-        for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
-            const double *a = left + (size_t)q[k0 + k].a * d, *b = mid + (size_t)q[k0 + k].b * d;
-            double *v = e->vecs + (size_t)k * d;
-            for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
+        const double *ranked = e->scores;
+        if (members == 1) {
+            score_chunk(e, q + k0, rows, &ro[0], e->scores);
+        } else {
+            memset(e->mixture, 0, (size_t)rows * n * sizeof *e->mixture);
+            for (int mb = 0; mb < members; mb++) {
+                score_chunk(e, q + k0, rows, &ro[mb], e->scores);
+                for (int k = 0; k < rows; k++) { /* + softmax(row) / members */
+                    double *s = e->scores + (size_t)k * n, *p = e->mixture + (size_t)k * n, mx = s[0], z = 0;
+                    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+                    for (int j = 0; j < n; j++) z += s[j] = exp(s[j] - mx);
+                    double w = 1.0 / (z * members);
+                    for (int j = 0; j < n; j++) p[j] += s[j] * w;
+                }
+            }
+            ranked = e->mixture;
         }
-        /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
-        kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, cand->data, d, e->scores, n, KGL_SET);
-        eval_job J = {ds, q + k0, e->scores, lo + k0, hi + k0, n, rows};
+        eval_job J = {ds, q + k0, ranked, lo + k0, hi + k0, n, rows};
         kgl_parallel(e->pool, (rows + 31) / 32, 4.0 * rows * n, rank_rows, &J);
     }
 }
@@ -156,8 +190,24 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out)
 {
-    int n_rel = m->cfg.n_relations, d = m->cfg.dim;
-    if (m->cfg.n_entities != out->n_entities) kgl_die("evaluate: scratch made for %d entities, not %d", out->n_entities, m->cfg.n_entities);
+    kgl_evaluate_ensemble(&m, &C, 1, ds, tr, n, out);
+}
+
+void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *const *states, int members,
+                           const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out)
+{
+    const kgl_model *m = models[0];
+    int n_rel = m->cfg.n_relations, d = 0;
+    if (members < 1 || members > KGL_MAX_ENSEMBLE) kgl_die("evaluate: %d members (1 to %d)", members, KGL_MAX_ENSEMBLE);
+    for (int mb = 0; mb < members; mb++) {
+        const kgl_config *c = &models[mb]->cfg;
+        if (c->n_entities != out->n_entities)
+            kgl_die("evaluate: scratch made for %d entities, not %d", out->n_entities, c->n_entities);
+        if (c->n_relations != n_rel || c->reciprocal != m->cfg.reciprocal)
+            kgl_die("evaluate: member %d has %d relations (reciprocal %d), member 0 %d (%d)", mb, c->n_relations,
+                    c->reciprocal, n_rel, m->cfg.reciprocal);
+        if (c->dim > d) d = c->dim;
+    }
     memset(&out->tail, 0, sizeof out->tail);
     memset(&out->head, 0, sizeof out->head);
     memset(&out->both, 0, sizeof out->both);
@@ -166,12 +216,13 @@ void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds
     memset(&out->tail_optimistic, 0, sizeof out->tail_optimistic);
     memset(&out->head_optimistic, 0, sizeof out->head_optimistic);
     memset(&out->both_optimistic, 0, sizeof out->both_optimistic);
-    const kgl_tensor *E = m->entity_emb, *R = m->relation_emb;
     size_t cap_ranks = out->cap_ranks;
     out->queries = grow(out->queries, &out->cap_queries, (size_t)2 * n, sizeof *out->queries);
     out->rank_lo = grow(out->rank_lo, &cap_ranks, (size_t)2 * n, sizeof *out->rank_lo);
     out->rank_hi = grow(out->rank_hi, &out->cap_ranks, (size_t)2 * n, sizeof *out->rank_hi);
     out->vecs = grow(out->vecs, &out->cap_vecs, (size_t)EVAL_CHUNK * d, sizeof *out->vecs);
+    if (members > 1)
+        out->mixture = grow(out->mixture, &out->cap_mixture, (size_t)EVAL_CHUNK * out->n_entities, sizeof *out->mixture);
     kgl_eval_query *tq = out->queries, *hq = out->queries + n;
     for (int k = 0; k < n; k++) {
         int i = tr[k].head, r = tr[k].rel, t = tr[k].tail;
@@ -183,9 +234,14 @@ void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds
                                   : (kgl_eval_query){r, t, i, t, n_rel + r};
     }
     double *lo = out->rank_lo, *hi = out->rank_hi;
-    rank_queries(out, ds, tq, n, C->data, R->data, E, lo, hi);
-    if (m->cfg.reciprocal) rank_queries(out, ds, hq, n, C->data, R->data, E, lo + n, hi + n);
-    else rank_queries(out, ds, hq, n, R->data, E->data, C, lo + n, hi + n);
+    readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
+    for (int mb = 0; mb < members; mb++) {
+        const kgl_tensor *C = states[mb], *E = models[mb]->entity_emb, *R = models[mb]->relation_emb;
+        tail_ro[mb] = (readout){C->data, R->data, E};
+        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R->data, E->data, C};
+    }
+    rank_queries(out, ds, tq, n, tail_ro, members, lo, hi);
+    rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n);
     for (int k = 0; k < n; k++) { /* in triple order, tail then head, as one loop would */
         int r = tr[k].rel;
         double rank = (lo[k] + hi[k]) / 2;
