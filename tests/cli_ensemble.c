@@ -1,0 +1,133 @@
+/* tests/cli_ensemble.c — `kgl train --ensemble K` and `kgl eval --checkpoint
+ * A,B,...`: member k is the run with seed S + 1000 k, its checkpoint and log
+ * are named F.m<k>, kgl eval ranks the saved members exactly as training
+ * reported, and the options that cannot go together say so. Also
+ * --relation-loss: stored in the checkpoint, refused with KvsAll. */
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "test.h"
+
+static char out[1 << 18], out2[1 << 18], err[1 << 14];
+
+/* The balanced {...} that follows the first "metrics": after `anchor` in
+   json, copied into buf; false when absent. */
+static bool metrics_after(const char *json, const char *anchor, char *buf, size_t cap)
+{
+    const char *p = strstr(json, anchor);
+    if (!p || !(p = strstr(p, "\"metrics\":{"))) return false;
+    p += strlen("\"metrics\":");
+    int depth = 0;
+    size_t n = 0;
+    do {
+        if (n + 1 >= cap || !p[n]) return false;
+        depth += (p[n] == '{') - (p[n] == '}');
+        n++;
+    } while (depth > 0);
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return true;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+TEST(ensemble_members_are_the_runs_of_their_seeds)
+{
+    char cmd[2048], path[1024];
+    static char ens[1 << 15], alone[1 << 15];
+    snprintf(cmd, sizeof cmd, "train --steps 60 --ensemble 3 --seed 4 --save %s/e.safetensors --log %s/e.csv --json --quiet",
+             T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(out, "\"ensemble\":3") != NULL);
+    CHECK(strstr(out, "{\"seed\":4,") && strstr(out, "{\"seed\":1004,") && strstr(out, "{\"seed\":2004,"));
+    for (int k = 0; k < 3; k++) { /* member 0 keeps the given names, k > 0 gets .m<k> before the extension */
+        char suffix[8] = "";
+        if (k) snprintf(suffix, sizeof suffix, ".m%d", k);
+        snprintf(path, sizeof path, "%s/e%s.safetensors", T->tmp, suffix);
+        CHECK(exists(path));
+        snprintf(path, sizeof path, "%s/e%s.csv", T->tmp, suffix);
+        CHECK(exists(path));
+    }
+    /* member 1 alone is `kgl train --seed 1004`, to the last digit */
+    snprintf(cmd, sizeof cmd, "train --steps 60 --seed 1004 --json --quiet");
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    CHECK(metrics_after(out, "{\"seed\":1004,", ens, sizeof ens) && metrics_after(out2, "{", alone, sizeof alone) &&
+          strcmp(ens, alone) == 0);
+    /* the ensemble's metrics (after the members) are not any member's */
+    const char *top = strstr(out, "]");
+    CHECK(top && metrics_after(top, "]", ens, sizeof ens) && strcmp(ens, alone) != 0);
+    /* kgl eval of the three checkpoints ranks as training reported */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors,%s/e.m1.safetensors,%s/e.m2.safetensors --json",
+             T->tmp, T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    CHECK(strstr(out2, "\"ensemble\":3") != NULL);
+    CHECK(metrics_after(out2, "{", alone, sizeof alone) && strcmp(ens, alone) == 0);
+    /* and a single checkpoint is member 0 alone */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors --json", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    CHECK(metrics_after(out2, "{", alone, sizeof alone) && metrics_after(out, "{\"seed\":4,", ens, sizeof ens) &&
+          strcmp(ens, alone) == 0);
+}
+
+/* A name without an extension gets .m<k> at its end, and a dot in a folder
+   name is not an extension. */
+TEST(ensemble_member_names_without_an_extension)
+{
+    char cmd[2048], path[1024];
+    snprintf(path, sizeof path, "%s/run.v2", T->tmp);
+    mkdir(path, 0700);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --ensemble 2 --save %s/run.v2/model --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(path, sizeof path, "%s/run.v2/model", T->tmp);
+    CHECK(exists(path));
+    snprintf(path, sizeof path, "%s/run.v2/model.m1", T->tmp);
+    CHECK(exists(path));
+    CHECK(strstr(out, "ensemble of 2 models") != NULL);
+}
+
+TEST(ensemble_refusals)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "train --steps 5 --save %s/one.safetensors --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "train --ensemble 2 --resume %s/one.safetensors", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--resume continues one model"));
+    CHECK(run_kgl(T, "train --ensemble 0", out, sizeof out, err, sizeof err) == 2);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/one.safetensors,", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "an empty name"));
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/one.safetensors,%s/one.safetensors --ranks %s/r.tsv", T->tmp,
+             T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "give one --checkpoint"));
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/one.safetensors,%s/absent.safetensors", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "absent.safetensors"));
+    /* a model without reciprocal relations does not mix with one that has them */
+    snprintf(cmd, sizeof cmd, "train --steps 5 --no-reciprocal --save %s/norecip.safetensors --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/one.safetensors,%s/norecip.safetensors", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "an ensemble needs one kind"));
+}
+
+TEST(relation_loss_is_kept_by_the_checkpoint)
+{
+    char cmd[2048];
+    CHECK(run_kgl(T, "train --targets kvsall --relation-loss 0.5", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "--relation-loss needs --targets 1vsall"));
+    /* 20 steps in one run, or 10 and then 10 more from the checkpoint: the
+       same loss to the last digit only if the resumed run keeps the term */
+    snprintf(cmd, sizeof cmd, "train --steps 20 --relation-loss 0.3 --json --quiet");
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "train --steps 10 --relation-loss 0.3 --save %s/rl.safetensors --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "train --steps 10 --resume %s/rl.safetensors --json --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    char a[64], b[64];
+    CHECK(test_json_raw(out, "final_loss", a, sizeof a) && test_json_raw(out2, "final_loss", b, sizeof b) &&
+          strcmp(a, b) == 0);
+    /* and the term is there: without it the loss differs */
+    if (!CHECK(run_kgl(T, "train --steps 20 --json --quiet", out2, sizeof out2, err, sizeof err) == 0)) return;
+    CHECK(test_json_raw(out2, "final_loss", b, sizeof b) && strcmp(a, b) != 0);
+}

@@ -1,0 +1,175 @@
+/* tests/model_ensemble.c — an ensemble's filtered ranking
+ * (kgl_evaluate_ensemble) against the same ranking computed here from each
+ * member's scores, and the relation-prediction term of the loss
+ * (--relation-loss) against its definition. */
+#include <stdlib.h>
+
+#include "test.h"
+
+/* Twelve triples over six people and three relations, enough for two
+   members trained from different seeds to disagree on some ranks. */
+static const char family[] = "ann\tparent\tbob\nann\tparent\tcat\nbob\tparent\tdan\ncat\tparent\teve\n"
+                             "dan\tsibling\teve\neve\tsibling\tdan\nbob\tsibling\tcat\ncat\tsibling\tbob\n"
+                             "ann\tlikes\tdan\nbob\tlikes\teve\ncat\tlikes\tfay\nfay\tparent\tann\n";
+
+static bool train(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, uint64_t seed, int steps)
+{
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.dim = 8;
+    cfg.heads = 2;
+    kgl_train_config tc = {1024, seed, {0}, NULL, 1, false, false};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer_init(tr, ds, ds->splits[0].triples, ds->splits[0].n, &cfg, &tc);
+    for (int s = 0; s < steps; s++)
+        if (!CHECK(isfinite(kgl_trainer_step(tr)))) return false;
+    return true;
+}
+
+static bool load_family(test_ctx *T, kgl_dataset *ds)
+{
+    kgl_source src = {"family.tsv", family, sizeof family - 1};
+    char e[256];
+    return CHECK(kgl_dataset_load(ds, &src, 1, e, sizeof e));
+}
+
+/* The mean over the members of softmax(scores) for one query. */
+static void mixture(const kgl_model *const *m, const double *const *C, int members, int entity, int row, double *p)
+{
+    int n = m[0]->cfg.n_entities;
+    double *s = malloc((size_t)n * sizeof *s);
+    for (int j = 0; j < n; j++) p[j] = 0;
+    for (int k = 0; k < members; k++) {
+        kgl_predict_scores(m[k], C[k], entity, row, s);
+        double mx = s[0], z = 0;
+        for (int j = 1; j < n; j++) mx = fmax(mx, s[j]);
+        for (int j = 0; j < n; j++) z += exp(s[j] - mx);
+        for (int j = 0; j < n; j++) p[j] += exp(s[j] - mx) / z / members;
+    }
+    free(s);
+}
+
+TEST(ensemble_ranks_by_the_mean_of_the_members_probabilities)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    enum { MEMBERS = 3 };
+    kgl_trainer tr[MEMBERS];
+    const kgl_model *models[MEMBERS];
+    const kgl_tensor *states[MEMBERS];
+    const double *C[MEMBERS];
+    for (int k = 0; k < MEMBERS; k++) {
+        /* trained for 5, 40 and 200 steps: members of different confidence,
+           whose probabilities (not their raw exponentials or logits) must be averaged */
+        if (!train(T, &ds, &tr[k], 11 + 1000 * (uint64_t)k, k == 0 ? 5 : k == 1 ? 40 : 200)) return;
+        kgl_forward f;
+        states[k] = kgl_trainer_context(&tr[k], &f);
+        models[k] = &tr[k].model;
+        C[k] = states[k]->data;
+    }
+    /* every (head, relation, tail) there could be, known or not: many
+       queries, most of them far from any answer, where rules differ */
+    int n = ds.n_entities, m = ds.n_relations, n3 = 0;
+    kgl_triple *t3 = malloc((size_t)n * n * m * sizeof *t3);
+    for (int h = 0; h < n; h++)
+        for (int r = 0; r < m; r++)
+            for (int t = 0; t < n; t++) t3[n3++] = (kgl_triple){h, r, t};
+    kgl_eval ev;
+    kgl_eval_init(&ev, n, m);
+    kgl_evaluate_ensemble(models, states, MEMBERS, &ds, t3, n3, &ev);
+    /* the same by hand: each direction's query, its mixture, the filtered rank */
+    double *p = malloc((size_t)n * sizeof *p), tail_rr = 0, head_rr = 0;
+    for (int k = 0; k < n3; k++) {
+        int count;
+        mixture(models, C, MEMBERS, t3[k].head, t3[k].rel, p);
+        const int *known = kgl_dataset_known(&ds, t3[k].head, t3[k].rel, &count);
+        tail_rr += 1 / kgl_filtered_rank(p, n, t3[k].tail, known, count);
+        mixture(models, C, MEMBERS, t3[k].tail, m + t3[k].rel, p);
+        known = kgl_dataset_known(&ds, t3[k].tail, m + t3[k].rel, &count);
+        head_rr += 1 / kgl_filtered_rank(p, n, t3[k].head, known, count);
+    }
+    /* ranks are whole or half numbers; the two mixtures differ by rounding
+       (an order of sums), which moves no rank here: the means agree to the
+       last bits of a sum of 108 reciprocals */
+    CHECK_NEAR(ev.tail.mrr, tail_rr / n3, 1e-14);
+    CHECK_NEAR(ev.head.mrr, head_rr / n3, 1e-14);
+    CHECK_NEAR(ev.both.mrr, (tail_rr + head_rr) / (2 * n3), 1e-14);
+    /* the members disagree somewhere, or this test would not tell a mixture from one member */
+    kgl_eval one;
+    kgl_eval_init(&one, n, m);
+    bool differ = false;
+    for (int k = 0; k < MEMBERS; k++) {
+        kgl_evaluate(models[k], states[k], &ds, t3, n3, &one);
+        differ |= one.both.mrr != ev.both.mrr;
+    }
+    CHECK(differ);
+    /* an ensemble of one model twice ranks as the model alone */
+    const kgl_model *twice[2] = {models[0], models[0]};
+    const kgl_tensor *twice_states[2] = {states[0], states[0]};
+    kgl_evaluate(models[0], states[0], &ds, t3, n3, &one);
+    kgl_evaluate_ensemble(twice, twice_states, 2, &ds, t3, n3, &ev);
+    CHECK(ev.both.mrr == one.both.mrr && ev.both.hits1 == one.both.hits1 && ev.both.hits3 == one.both.hits3);
+    free(p);
+    free(t3);
+    kgl_eval_free(&ev);
+    kgl_eval_free(&one);
+    for (int k = 0; k < MEMBERS; k++) kgl_trainer_free(&tr[k]);
+    kgl_dataset_free(&ds);
+}
+
+/* --relation-loss λ adds λ · mean_b (logsumexp_k s[b,k] − s[b,r_b]) with
+   s[b,k] = Σ_c C[i_b,c] E[t_b,c] R[k,c] over every relation row k: computed
+   here from the model's tensors after a few steps, and compared with the
+   difference of the loss with and without the term. Both are O(1) sums of
+   ~10^2 products: 1e-12 is a thousand times their rounding. */
+TEST(relation_loss_is_the_relation_prediction_cross_entropy)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_trainer tr;
+    if (!train(T, &ds, &tr, 5, 10)) return;
+    const kgl_model *m = &tr.model;
+    int nb = ds.splits[0].n, rows = 2 * ds.n_relations, d = m->cfg.dim;
+    int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
+        *tail = malloc((size_t)nb * sizeof(int));
+    for (int b = 0; b < nb; b++) { /* the forward triples and, for half of them, the reciprocal */
+        const kgl_triple *x = &ds.splits[0].triples[b];
+        bool inverse = b % 2;
+        head[b] = inverse ? x->tail : x->head;
+        rel[b] = inverse ? ds.n_relations + x->rel : x->rel;
+        tail[b] = inverse ? x->head : x->tail;
+    }
+    kgl_batch batch = {nb, head, rel, tail};
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_regularisers none = {0}, with = {0};
+    with.relation_loss = 0.7;
+    kgl_model_loss_reg(m, &t, &batch, NULL, &none, &f);
+    double plain = f.loss->data[0];
+    const double *C = f.context->data, *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double ce = 0;
+    for (int b = 0; b < nb; b++) {
+        double s[64], mx = -INFINITY, z = 0;
+        for (int k = 0; k < rows; k++) {
+            s[k] = 0;
+            for (int c = 0; c < d; c++) s[k] += C[head[b] * d + c] * E[tail[b] * d + c] * R[k * d + c];
+            mx = fmax(mx, s[k]);
+        }
+        for (int k = 0; k < rows; k++) z += exp(s[k] - mx);
+        ce += mx + log(z) - s[rel[b]];
+    }
+    ce /= nb;
+    kgl_tape_reset(&t);
+    t.recording = false;
+    kgl_model_loss_reg(m, &t, &batch, NULL, &with, &f);
+    CHECK(ce > 0.1); /* a term worth measuring */
+    CHECK_NEAR(f.loss->data[0] - plain, 0.7 * ce, 1e-12);
+    kgl_tape_free(&t);
+    free(head);
+    free(rel);
+    free(tail);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
