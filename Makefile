@@ -45,7 +45,7 @@ TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 # "Benchmarks"; data/kg/README.md says where they come from); KG_DATA=dir
 # points elsewhere. The tests read Nations from there too.
 KG_DATA ?= data/kg
-SEEDS ?= 1,2,3
+SEEDS ?= 1,2,3,4,5
 JOBS ?= 1
 
 .PHONY: all run test sanitize clean benchmark bench mutate install uninstall

@@ -19,11 +19,13 @@
 extern char **environ;
 
 static const char help[] =
-    "usage: kgl benchmark [--data DIR] [--datasets umls,nations] [--seeds 1,2,3]\n"
-    "                     [--configs DIR | --recipe FILE] [--out DIR] [--jobs N]\n\n"
-    "Trains on each dataset with the options in CONFIGS/<dataset>.args (they\n"
-    "must include --eval-every K: model selection on the valid split), once per\n"
-    "seed, each run a `kgl train` process writing\n"
+    "usage: kgl benchmark [--data DIR] [--datasets umls,nations] [--seeds 1,2,3,4,5]\n"
+    "                     [--recipe FILE | --configs DIR] [--out DIR] [--jobs N]\n\n"
+    "Trains on each dataset with one recipe (default data/bench/recipe.args: kgl\n"
+    "train --recipe FILE, its formulas computed from each dataset), or with the\n"
+    "options in CONFIGS/<dataset>.args, once per seed (the options must include\n"
+    "--eval-every K: model selection on the valid split), each run a `kgl train`\n"
+    "process writing\n"
     "OUT/<dataset>-seed<S>.{json,csv,safetensors} (its output, its training log,\n"
     "the best checkpoint). Then prints one markdown table per\n"
     "dataset: the filtered test MRR and Hits@1/3/10 over both directions (mean\n"
@@ -31,11 +33,10 @@ static const char help[] =
     "beside the published rows, and writes OUT/results.json.\n\n"
     "  --data DIR       holds <dataset>/{train,valid,test}.txt (default data/kg)\n"
     "  --datasets A,B   default umls,nations\n"
-    "  --seeds S,...    default 1,2,3\n"
-    "  --configs DIR    default data/bench\n"
-    "  --recipe FILE    one recipe for every dataset (kgl train --recipe FILE, its\n"
-    "                   formulas computed from each dataset) instead of the\n"
-    "                   per-dataset files\n"
+    "  --seeds S,...    default 1,2,3,4,5\n"
+    "  --recipe FILE    the recipe for every dataset (default data/bench/recipe.args)\n"
+    "  --configs DIR    per-dataset options DIR/<dataset>.args instead of a recipe\n"
+    "                   (data/bench holds the hand-tuned umls.args and nations.args)\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
     "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
@@ -133,7 +134,12 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         if (runs[i].seconds > max_secs) max_secs = runs[i].seconds;
     }
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
-    printf("\nkgl: one layer, %ld parameters; options (`%s`): `%s`.\n", runs[0].params, job->config_path,
+    if (runs[0].ensemble > 1)
+        printf("\nkgl: an ensemble of %ld one-layer models (each selected on valid; best steps below are member "
+               "0's), %ld parameters in all; options (`%s`): `%s`.\n",
+               runs[0].ensemble, runs[0].params, job->config_path, job->args_text);
+    else
+        printf("\nkgl: one layer, %ld parameters; options (`%s`): `%s`.\n", runs[0].params, job->config_path,
            job->args_text);
     printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
            "(%d run%s at a time, %ld cores).\n",
@@ -179,8 +185,8 @@ static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 
 int cmd_benchmark(int argc, char **argv)
 {
-    const char *data = "data/kg", *configs = "data/bench", *out = "build/benchmark";
-    const char *datasets = "umls,nations", *seed_text = "1,2,3", *recipe = NULL;
+    const char *data = "data/kg", *configs = NULL, *out = "build/benchmark";
+    const char *datasets = "umls,nations", *seed_text = "1,2,3,4,5", *recipe = NULL;
     long jobs = 1;
     cli_args a;
     cli_init(&a, "benchmark", argc, argv);
@@ -207,6 +213,9 @@ int cmd_benchmark(int argc, char **argv)
             return cli_unknown(&a);
         }
     }
+    if (configs && recipe) return cli_usage_error(&a, "--recipe and --configs: give one");
+    if (!configs && !recipe) recipe = "data/bench/recipe.args";
+    if (!configs) configs = "";
     unsigned long long seeds[KGL_BENCHMARK_MAX_SEEDS];
     int n_seeds = parse_seeds(&a, seed_text, seeds);
     if (n_seeds < 0) return EXIT_USAGE;

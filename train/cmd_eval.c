@@ -16,9 +16,11 @@ static const char help[] =
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR\n"
     "and Hits@1/3/10 per relation and overall. --train defaults to the embedded\n"
     "academic world; the checkpoint's entities and relations must match the files.\n\n"
-    "--checkpoint A,B,... (several, comma-separated) ranks by an ensemble: each\n"
-    "candidate scored by the mean of the models' probabilities (the softmax of\n"
-    "each model's scores over all entities), as kgl train --ensemble reports.\n\n"
+    "An ensemble (kgl train --ensemble K saves member 0 as F, listing the others,\n"
+    "F.m1 ... in its metadata; or --checkpoint A,B,... names the models) is ranked\n"
+    "as kgl train reports it: each candidate by the mean of the models'\n"
+    "probabilities (the softmax of each model's scores over all entities); --ranks\n"
+    "then writes the log of that probability as the score.\n\n"
     "--ranks FILE.tsv writes every ranked triple twice (direction tail: (h, r, ?)\n"
     "ranks t; head: (?, r, t) ranks h) with its filtered rank (the one the metrics\n"
     "average), the answer's score, and the best-scoring wrong answer (neither the\n"
@@ -31,7 +33,7 @@ static const char help[] =
 /* Every triple of every split present, ranked, to `path`: written to a
    temporary file beside it, then renamed over it, so a failure leaves no
    half-written file. Returns false after reporting. */
-static bool write_ranks(const char *path, const kgl_model *m, const double *states, const data_view *v)
+static bool write_ranks(const char *path, const model_set *ms, const data_view *v)
 {
     size_t len = strlen(path) + 32;
     char *tmp = malloc(len);
@@ -56,7 +58,7 @@ static bool write_ranks(const char *path, const kgl_model *m, const double *stat
                 errno = ENOMEM;
                 break;
             }
-            kgl_rank_triples(m, states, ds, v->split[s], n, r);
+            kgl_rank_triples_ensemble(ms->models, (const double *const *)ms->states, ms->n, ds, v->split[s], n, r);
             for (int k = 0; k < 2 * n; k++) {
                 const kgl_triple *t = &v->split[s][k % n];
                 const kgl_ranked *x = &r[k];
@@ -92,29 +94,6 @@ static bool write_ranks(const char *path, const kgl_model *m, const double *stat
     return ok;
 }
 
-/* "A,B,C" -> the paths (a single path that exists as a file is one, commas
-   and all); returns how many, at most KGL_MAX_ENSEMBLE, or 0 after reporting. */
-static int split_checkpoints(const char *ckpt, char *list, char **paths)
-{
-    if (access(list, F_OK) == 0) {
-        paths[0] = list;
-        return 1;
-    }
-    int n = 0;
-    for (char *p = list;; p++) {
-        char *comma = strchr(p, ',');
-        if (comma) *comma = 0;
-        if (!*p || n == KGL_MAX_ENSEMBLE) {
-            if (*p) fprintf(stderr, "kgl eval: --checkpoint: more than %d models\n", KGL_MAX_ENSEMBLE);
-            else fprintf(stderr, "kgl eval: --checkpoint: an empty name in the list '%s'\n", ckpt);
-            return 0;
-        }
-        paths[n++] = p;
-        if (!comma) return n;
-        p = comma;
-    }
-}
-
 int cmd_eval(int argc, char **argv)
 {
     cli_args a;
@@ -137,82 +116,48 @@ int cmd_eval(int argc, char **argv)
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
-    char *list = malloc(strlen(ckpt) + 1), *paths[KGL_MAX_ENSEMBLE];
-    strcpy(list, ckpt);
-    int members = split_checkpoints(ckpt, list, paths);
-    if (members == 0) {
-        free(list);
-        return EXIT_USAGE;
-    }
-    if (ranks && members > 1) {
-        free(list);
-        return cli_usage_error(&a, "--ranks writes one model's ranks: give one --checkpoint");
-    }
     /* before any work: an output that cannot be written is known now */
-    if (ranks && !cli_output_ok("eval", "--ranks", ranks)) {
-        free(list);
-        return EXIT_USAGE;
-    }
+    if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_USAGE;
     data_view v;
-    if ((st = data_load("eval", &d, &v, false))) {
-        free(list);
+    if ((st = data_load("eval", &d, &v, false))) return st;
+    static model_set ms; /* large; one per process */
+    if ((st = model_set_open("eval", ckpt, &v, NULL, &ms))) {
+        data_free(&v);
         return st;
     }
-    static kgl_model m[KGL_MAX_ENSEMBLE];
-    static kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
-    static kgl_tape t[KGL_MAX_ENSEMBLE];
-    const kgl_model *models[KGL_MAX_ENSEMBLE];
+    kgl_eval ev;
+    kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
+    if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
+    for (int k = 0; k < ms.n && !json; k++)
+        printf("%s: step %ld, d_model %d, %d heads, ffn %d\n", ms.paths[k], ms.ck[k].st.step, ms.m[k].cfg.dim,
+               ms.m[k].cfg.heads, ms.m[k].cfg.ffn);
+    if (ms.n > 1 && !json)
+        printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", ms.n);
     const kgl_tensor *states[KGL_MAX_ENSEMBLE];
-    int loaded = 0;
-    for (; loaded < members; loaded++) {
-        if ((st = model_load(paths[loaded], &v, &m[loaded], &ck[loaded]))) break;
-        if (m[loaded].cfg.reciprocal != m[0].cfg.reciprocal) {
-            fprintf(stderr, "kgl eval: %s was trained %s reciprocal relations and %s %s: an ensemble needs one kind\n",
-                    paths[loaded], m[loaded].cfg.reciprocal ? "with" : "without", paths[0],
-                    m[0].cfg.reciprocal ? "with them" : "without");
-            kgl_model_free(&m[loaded]);
-            kgl_checkpoint_close(&ck[loaded]);
-            st = EXIT_USAGE;
-            break;
+    kgl_tensor C[KGL_MAX_ENSEMBLE];
+    for (int k = 0; k < ms.n; k++) {
+        C[k] = (kgl_tensor){0};
+        C[k].rows = ms.m[k].cfg.n_entities;
+        C[k].cols = ms.m[k].cfg.dim;
+        C[k].data = ms.states[k];
+        states[k] = &C[k];
+    }
+    bool first = true;
+    for (int s = 0; s < 3; s++) {
+        if (!v.present[s]) continue;
+        kgl_evaluate_ensemble(ms.models, states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
+        if (json) {
+            printf("%s\"%s\":", first ? "" : ",", v.name[s]);
+            json_metrics(stdout, &v.ds, v.use_relation, &ev);
+        } else {
+            print_metrics_table(v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
         }
-        kgl_tape_init(&t[loaded]);
-        t[loaded].recording = false;
-        kgl_forward f;
-        kgl_model_context(&m[loaded], &t[loaded], &f);
-        models[loaded] = &m[loaded];
-        states[loaded] = f.context;
+        first = false;
     }
-    if (st == 0) {
-        kgl_eval ev;
-        kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
-        if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ck[0].st.step, members);
-        for (int k = 0; k < members && !json; k++)
-            printf("%s: step %ld, d_model %d, %d heads, ffn %d\n", paths[k], ck[k].st.step, m[k].cfg.dim,
-                   m[k].cfg.heads, m[k].cfg.ffn);
-        if (members > 1 && !json)
-            printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", members);
-        bool first = true;
-        for (int s = 0; s < 3; s++) {
-            if (!v.present[s]) continue;
-            kgl_evaluate_ensemble(models, states, members, &v.ds, v.split[s], v.n[s], &ev);
-            if (json) {
-                printf("%s\"%s\":", first ? "" : ",", v.name[s]);
-                json_metrics(stdout, &v.ds, v.use_relation, &ev);
-            } else {
-                print_metrics_table(v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
-            }
-            first = false;
-        }
-        if (json) printf("}}\n");
-        if (ranks && !write_ranks(ranks, &m[0], states[0]->data, &v)) st = EXIT_OUTPUT;
-        kgl_eval_free(&ev);
-    }
-    for (int k = 0; k < loaded; k++) {
-        kgl_tape_free(&t[k]);
-        kgl_model_free(&m[k]);
-        kgl_checkpoint_close(&ck[k]);
-    }
+    if (json) printf("}}\n");
+    if (ranks && !write_ranks(ranks, &ms, &v)) st = EXIT_OUTPUT;
+    kgl_eval_free(&ev);
+    model_set_close(&ms);
     data_free(&v);
-    free(list);
     return st;
 }

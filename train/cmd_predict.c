@@ -260,38 +260,18 @@ int cmd_predict(int argc, char **argv)
         return cli_usage_error(&a, "--filter needs the known triples: give --train (and --valid, --test)");
     bool filtering = filter == -1 ? have_known : filter == 1;
 
-    /* The model, and the names questions use: the triples' (which the
-       checkpoint must match), or the checkpoint's own. */
+    /* The model (or ensemble), and the names questions use: the triples'
+       (which the checkpoint must match), or the checkpoint's own. */
     data_view v;
-    kgl_model m;
-    kgl_checkpoint ck;
     kgl_dataset names;
     const kgl_dataset *ds;
-    memset(&names, 0, sizeof names);
-    if (have_known) {
-        if ((st = open_model("predict", &d, ckpt, &v, &m, &ck))) return st;
-        ds = &v.ds;
-    } else {
-        char err[1024];
-        if (!kgl_checkpoint_open_standalone(ckpt, &names, &ck, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            return EXIT_USAGE;
-        }
-        if (!memory_fits("predict", &ck.cfg, 1, 1)) {
-            kgl_checkpoint_close(&ck);
-            kgl_dataset_free(&names);
-            return EXIT_USAGE;
-        }
-        kgl_model_create(&m, &ck.cfg);
-        kgl_checkpoint_apply(&ck, &m);
-        if (!model_finite(ckpt, &m)) {
-            kgl_model_free(&m);
-            kgl_checkpoint_close(&ck);
-            kgl_dataset_free(&names);
-            return EXIT_USAGE;
-        }
-        ds = &names;
+    static model_set ms; /* large; one per process */
+    if (have_known && (st = data_load("predict", &d, &v, false))) return st;
+    if ((st = model_set_open("predict", ckpt, have_known ? &v : NULL, &names, &ms))) {
+        if (have_known) data_free(&v);
+        return st;
     }
+    ds = have_known ? &v.ds : &names;
     int n = ds->n_entities;
     query one, *qs = &one;
     int n_q = 1;
@@ -307,17 +287,20 @@ int cmd_predict(int argc, char **argv)
     }
     if (!st) {
         int k_top = top_given ? (int)top : (n < 10 ? n : 10);
-        double *states = malloc((size_t)n * m.cfg.dim * sizeof(double));
         kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
-        if (!states || !ans) {
+        if (!ans) {
             fprintf(stderr, "kgl predict: out of memory\n");
             st = EXIT_USAGE;
         } else {
-            kgl_context_states(&m, states); /* once for every question */
+            if (ms.n > 1 && !json)
+                printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
+                       "score its log\n\n",
+                       ms.n, ms.paths[0]);
             for (int k = 0; k < n_q; k++) {
                 const query *q = &qs[k];
                 int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
-                int count = kgl_predict(&m, states, have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
+                int count = kgl_predict_ensemble(ms.models, (const double *const *)ms.states, ms.n,
+                                                 have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
                 int n_known = 0;
                 if (have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
                 if (json) {
@@ -329,11 +312,9 @@ int cmd_predict(int argc, char **argv)
             }
         }
         free(ans);
-        free(states);
     }
     if (qs != &one) free(qs);
-    kgl_model_free(&m);
-    kgl_checkpoint_close(&ck);
+    model_set_close(&ms);
     if (have_known) data_free(&v);
     else kgl_dataset_free(&names);
     return st;

@@ -72,7 +72,8 @@ static const char help[] =
     "                       report the ensemble: each candidate scored by the mean of\n"
     "                       the members' probabilities (default 1). --save F and\n"
     "                       --log F write member k > 0 to F with .m<k> before its\n"
-    "                       extension; kgl eval --checkpoint F,F.m1,... ranks the same\n"
+    "                       extension; F lists them, so kgl eval and kgl predict\n"
+    "                       --checkpoint F ask the whole ensemble\n"
     "output\n"
     "  --log F.csv          CSV log, one row per logged step\n"
     "  --log-every K        log and progress every K steps (default 10)\n"
@@ -839,8 +840,10 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     return st;
 }
 
-/* Writes member rs's checkpoint to rs->save_path; false after reporting. */
-static bool save_member(run_state *rs)
+/* Writes member rs's checkpoint to rs->save_path; member 0's metadata
+   lists the other members' files (`members`, names relative to its folder,
+   '\n'-separated; NULL for none). False after reporting. */
+static bool save_member(run_state *rs, const char *members)
 {
     const train_opts *o = rs->o;
     kgl_train_state ts = {0};
@@ -860,6 +863,7 @@ static bool save_member(run_state *rs)
     ts.sched = rs->tr.sched;
     ts.base_lr = rs->tr.base_lr;
     ts.kvsall = o->kvsall;
+    snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
     char err[1024];
     if (!kgl_checkpoint_save(rs->save_path, &rs->tr.model, &rs->v->ds, &ts, err, sizeof err)) {
         fprintf(stderr, "kgl train: %s\n", err);
@@ -972,9 +976,23 @@ int cmd_train(int argc, char **argv)
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
                 members > 1 ? " of the last member" : "");
     if (st == 0) report(rs, trained, seconds);
-    if (o.save_path && st == 0)
-        for (int k = 0; k < trained; k++)
-            if (!save_member(&rs[k])) output_failed = true;
+    if (o.save_path && st == 0) {
+        /* the others' names as member 0's folder sees them: their base names */
+        char members[sizeof ((kgl_train_state *)0)->members] = "";
+        size_t used = 0;
+        for (int k = 1; k < trained; k++) {
+            const char *slash = strrchr(rs[k].save_path, '/'), *base = slash ? slash + 1 : rs[k].save_path;
+            used += (size_t)snprintf(members + used, used < sizeof members ? sizeof members - used : 0, "%s%s",
+                                     k > 1 ? "\n" : "", base);
+        }
+        if (used >= sizeof members) {
+            fprintf(stderr, "kgl train: --save %s: the members' names are too long to list in its metadata\n",
+                    o.save_path);
+            output_failed = true;
+        }
+        for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
+            if (!save_member(&rs[k], k == 0 ? members : NULL)) output_failed = true;
+    }
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
     for (int k = 0; k < trained; k++) free_member(&rs[k]);

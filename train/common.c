@@ -483,6 +483,110 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
     return 0;
 }
 
+void model_set_close(model_set *ms)
+{
+    for (int k = 0; k < ms->n; k++) {
+        free(ms->states[k]);
+        kgl_model_free(&ms->m[k]);
+        kgl_checkpoint_close(&ms->ck[k]);
+        free(ms->paths[k]);
+    }
+    ms->n = 0;
+}
+
+/* Member k of ms from path: checked against the triples (v) or the names. */
+static int model_set_add(const char *cmd, model_set *ms, const char *path, const data_view *v, kgl_dataset *names)
+{
+    int k = ms->n;
+    kgl_model *m = &ms->m[k];
+    kgl_checkpoint *ck = &ms->ck[k];
+    if (k == KGL_MAX_ENSEMBLE) {
+        fprintf(stderr, "kgl %s: --checkpoint: more than %d models\n", cmd, KGL_MAX_ENSEMBLE);
+        return EXIT_USAGE;
+    }
+    if (v) {
+        int st = model_load(path, v, m, ck);
+        if (st) return st;
+    } else {
+        char err[1024];
+        bool ok = k == 0 ? kgl_checkpoint_open_standalone(path, names, ck, err, sizeof err)
+                         : kgl_checkpoint_open(path, names, ck, err, sizeof err);
+        if (!ok) {
+            fprintf(stderr, "%s\n", err); /* the names are freed by a failed first open */
+            return EXIT_USAGE;
+        }
+        if (!memory_fits(cmd, &ck->cfg, 1, 1)) {
+            kgl_checkpoint_close(ck);
+            return EXIT_USAGE;
+        }
+        kgl_model_create(m, &ck->cfg);
+        kgl_checkpoint_apply(ck, m);
+        if (!model_finite(path, m)) {
+            kgl_model_free(m);
+            kgl_checkpoint_close(ck);
+            return EXIT_USAGE;
+        }
+    }
+    if (k > 0 && m->cfg.reciprocal != ms->m[0].cfg.reciprocal) {
+        fprintf(stderr, "kgl %s: %s was trained %s reciprocal relations and %s %s: an ensemble needs one kind\n", cmd,
+                path, m->cfg.reciprocal ? "with" : "without", ms->paths[0],
+                ms->m[0].cfg.reciprocal ? "with them" : "without");
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
+    size_t len = strlen(path) + 1;
+    ms->paths[k] = memcpy(malloc(len), path, len);
+    ms->states[k] = malloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
+    kgl_context_states(m, ms->states[k]);
+    ms->models[k] = m;
+    ms->n = k + 1;
+    return 0;
+}
+
+int model_set_open(const char *cmd, const char *spec, const data_view *v, kgl_dataset *names, model_set *ms)
+{
+    ms->n = 0;
+    if (!v) memset(names, 0, sizeof *names);
+    int st = 0;
+    if (access(spec, F_OK) == 0 || !strchr(spec, ',')) { /* one file, and its members */
+        if ((st = model_set_add(cmd, ms, spec, v, names))) return st;
+        const char *slash = strrchr(spec, '/');
+        int dir_len = slash ? (int)(slash - spec) + 1 : 0;
+        char list[sizeof ms->ck[0].st.members];
+        snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
+        for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
+            char path[4096];
+            /* a name is relative to member 0's folder */
+            snprintf(path, sizeof path, "%.*s%s", name[0] == '/' ? 0 : dir_len, spec, name);
+            st = model_set_add(cmd, ms, path, v, names);
+            if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
+        }
+    } else { /* A,B,...: exactly these */
+        size_t len = strlen(spec) + 1;
+        char *list = memcpy(malloc(len), spec, len), *p = list;
+        for (;;) {
+            char *comma = strchr(p, ',');
+            if (comma) *comma = 0;
+            if (!*p) {
+                fprintf(stderr, "kgl %s: --checkpoint: an empty name in the list '%s'\n", cmd, spec);
+                st = EXIT_USAGE;
+            } else {
+                st = model_set_add(cmd, ms, p, v, names);
+            }
+            if (st || !comma) break;
+            p = comma + 1;
+        }
+        free(list);
+    }
+    if (st) {
+        bool names_open = !v && ms->n > 0; /* opened with the first checkpoint */
+        model_set_close(ms);
+        if (names_open) kgl_dataset_free(names);
+    }
+    return st;
+}
+
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *json)
 {
     int st;

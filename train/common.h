@@ -66,6 +66,24 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *j
 int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
                kgl_checkpoint *ck);
 
+/* The models a --checkpoint names: one file, with the other members of its
+ * ensemble when its metadata lists them (kgl train --ensemble writes that
+ * into member 0), or an explicit list A,B,... (no expansion). */
+typedef struct model_set {
+    int n;
+    char *paths[KGL_MAX_ENSEMBLE];
+    kgl_model m[KGL_MAX_ENSEMBLE];
+    kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
+    double *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
+    const kgl_model *models[KGL_MAX_ENSEMBLE];
+} model_set;
+/* Opens them for the loaded triples v, or, with v NULL, with the names of
+ * the first checkpoint (into *names, a dataset without triples; free it
+ * with kgl_dataset_free after model_set_close). Returns 0, or an exit
+ * status after reporting (nothing left open). */
+int model_set_open(const char *cmd, const char *spec, const data_view *v, kgl_dataset *names, model_set *ms);
+void model_set_close(model_set *ms);
+
 /* Opens a checkpoint for the loaded triples (kgl_checkpoint_open); prints
  * the error and returns 2 on failure. A checkpoint of other triples opened
  * on the embedded world (no --train) is reported as such: "F: this

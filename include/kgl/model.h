@@ -207,6 +207,10 @@ void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds
  * logits over all entities), and ranks are taken on that. One member is
  * exactly kgl_evaluate (ranked on its logits). */
 #define KGL_MAX_ENSEMBLE 64
+/* mix[j] += softmax(scores)[j] / members for j < n (scores is overwritten):
+ * one member's share of an ensemble's probabilities, the arithmetic every
+ * ensemble function here uses, so their ranks agree to the bit. */
+void kgl_mixture_add(double *scores, int n, int members, double *mix);
 void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
 /* The training tails of every (relation, entity), deduplicated: what spec
@@ -419,6 +423,9 @@ typedef struct kgl_train_state {
     kgl_schedule sched;
     double base_lr;            /* the schedule's base rate (lr is the last rate used) */
     bool kvsall;               /* metadata targets = "kvsall" (absent: one tail per example) */
+    char members[4096];        /* metadata ensemble_members: the file names of the other
+                                  members of an ensemble this model is member 0 of, one a
+                                  line, relative to this file's folder ("" or absent: none) */
 } kgl_train_state;
 
 /* Writes atomically (temporary file, fsync, rename). */
@@ -608,6 +615,13 @@ void kgl_predict_scores(const kgl_model *m, const double *states, int entity, in
  * questions of one model (the forward pass is the costly part). */
 int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
                 int top_k, bool filter, kgl_answer *out);
+/* The same for an ensemble (kgl_evaluate_ensemble): with more than one
+ * member each answer's prob is the mean of the members' probabilities and
+ * its score the log of that; one member is exactly kgl_predict. states[k]
+ * as in kgl_predict_scores (NULL: computed here). */
+int kgl_predict_ensemble(const kgl_model *const *models, const double *const *states, int members,
+                         const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
+                         kgl_answer *out);
 
 /* Every triple's two evaluation queries, for error analysis: out[k] is the
  * tail query (h, r, ?) of tr[k], out[n + k] its head query (?, r, t). Ranked
@@ -624,6 +638,10 @@ typedef struct kgl_ranked {
 } kgl_ranked;
 void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
                       kgl_ranked *out);
+/* The same for an ensemble, ranked as kgl_evaluate_ensemble ranks (on the
+ * mean probability); scores are the log of that probability. */
+void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *const *states, int members,
+                               const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out);
 
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset

@@ -483,6 +483,7 @@ typedef struct kgl_benchmark_run {
     double seconds;                /* the run's wall time, measured by whoever ran it */
     double train_seconds;          /* the training time the run reported */
     long best_step, steps, params; /* -1 if missing or not a whole number */
+    long ensemble;                 /* models in the run (kgl train --ensemble; 1 when absent) */
 } kgl_benchmark_run;
 
 /* One dataset of a benchmark: its configuration and its runs. */

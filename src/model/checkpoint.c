@@ -95,7 +95,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
         "relation_loss", rel_loss, "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
-        "targets", st->kvsall ? "kvsall" : "1vsall",
+        "targets", st->kvsall ? "kvsall" : "1vsall", "ensemble_members", st->members,
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -289,6 +289,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
         st->batch = (int)x;
     }
     if ((v = kgl_st_meta(f, "supervise_heads"))) snprintf(st->supervise, sizeof st->supervise, "%s", v);
+    if ((v = kgl_st_meta(f, "ensemble_members"))) {
+        if (strlen(v) >= sizeof st->members) {
+            fail(err, cap, path, "metadata 'ensemble_members' is longer than %zu bytes", sizeof st->members - 1);
+            goto bad;
+        }
+        snprintf(st->members, sizeof st->members, "%s", v);
+    }
     if ((v = kgl_st_meta(f, "frozen"))) {
         if (*v && strcmp(v, "entity_emb") != 0) {
             fail(err, cap, path, "metadata 'frozen' is '%s'; only entity_emb can be frozen", v);

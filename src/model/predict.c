@@ -107,23 +107,55 @@ static bool in_sorted(const int *known, int count, int j)
     return lo < count && known[lo] == j;
 }
 
+/* Checks that the members can be asked together (they answer over the same
+   entities and relation rows). */
+static void check_members(const kgl_model *const *models, int members, const char *fn)
+{
+    if (members < 1 || members > KGL_MAX_ENSEMBLE) kgl_die("%s: %d members (1 to %d)", fn, members, KGL_MAX_ENSEMBLE);
+    const kgl_config *c0 = &models[0]->cfg;
+    for (int k = 1; k < members; k++) {
+        const kgl_config *c = &models[k]->cfg;
+        if (c->n_entities != c0->n_entities || c->n_relations != c0->n_relations || c->reciprocal != c0->reciprocal)
+            kgl_die("%s: member %d has %d entities, %d relations (reciprocal %d); member 0 %d, %d (%d)", fn, k,
+                    c->n_entities, c->n_relations, c->reciprocal, c0->n_entities, c0->n_relations, c0->reciprocal);
+    }
+}
+
 int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
                 int top_k, bool filter, kgl_answer *out)
 {
+    return kgl_predict_ensemble(&m, &states, 1, known, entity, relation_row, top_k, filter, out);
+}
+
+int kgl_predict_ensemble(const kgl_model *const *models, const double *const *states, int members,
+                         const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
+                         kgl_answer *out)
+{
+    const kgl_model *m = models[0];
     int n = m->cfg.n_entities;
+    check_members(models, members, "kgl_predict");
     check_query(m, entity, relation_row, "kgl_predict");
     if (top_k < 1 || top_k > n) kgl_die("kgl_predict: top_k %d out of range 1..%d", top_k, n);
     if (known && (known->n_entities != n || known->n_relations != m->cfg.n_relations))
         kgl_die("kgl_predict: the known triples have %d entities and %d relations, the model %d and %d",
                 known->n_entities, known->n_relations, n, m->cfg.n_relations);
     double *scores = kgl_xmalloc((size_t)n * sizeof(double)), *probs = kgl_xmalloc((size_t)n * sizeof(double));
-    kgl_predict_scores(m, states, entity, relation_row, scores);
-    kgl_scores_softmax(scores, n, probs); /* inspect.c */
+    if (members == 1) {
+        kgl_predict_scores(m, states[0], entity, relation_row, scores);
+        kgl_scores_softmax(scores, n, probs); /* inspect.c */
+    } else { /* the mean probability, and its log as the score */
+        memset(probs, 0, (size_t)n * sizeof(double));
+        for (int k = 0; k < members; k++) {
+            kgl_predict_scores(models[k], states[k], entity, relation_row, scores);
+            kgl_mixture_add(scores, n, members, probs);
+        }
+        for (int j = 0; j < n; j++) scores[j] = log(probs[j]);
+    }
     /* the filter key is the evaluation's: (entity, row), rows m + r the inverse */
     int n_known = 0;
     const int *answers = known ? kgl_dataset_known(known, entity, relation_row, &n_known) : NULL;
     scored *order = kgl_xmalloc((size_t)n * sizeof *order);
-    for (int j = 0; j < n; j++) order[j] = (scored){scores[j], j};
+    for (int j = 0; j < n; j++) order[j] = (scored){members == 1 ? scores[j] : probs[j], j};
     qsort(order, (size_t)n, sizeof *order, better_first);
     int count = 0;
     for (int k = 0; k < n && count < top_k; k++) {
@@ -158,14 +190,27 @@ static int top_wrong(const double *scores, int n, int target, const int *known, 
 void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
                       kgl_ranked *out)
 {
-    int n_ent = m->cfg.n_entities, n_rel = m->cfg.n_relations, d = m->cfg.dim;
+    kgl_rank_triples_ensemble(&m, &states, 1, ds, tr, n, out);
+}
+
+void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *const *states, int members,
+                               const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out)
+{
+    const kgl_model *m = models[0];
+    check_members(models, members, "kgl_rank_triples");
+    int n_ent = m->cfg.n_entities, n_rel = m->cfg.n_relations, d = 0;
     if (ds->n_entities != n_ent || ds->n_relations != n_rel)
         kgl_die("kgl_rank_triples: the triples have %d entities and %d relations, the model %d and %d",
                 ds->n_entities, ds->n_relations, n_ent, n_rel);
-    double *own;
-    const double *C = states_or_own(m, states, &own);
+    double *own[KGL_MAX_ENSEMBLE];
+    const double *C[KGL_MAX_ENSEMBLE];
+    for (int k = 0; k < members; k++) {
+        C[k] = states_or_own(models[k], states[k], &own[k]);
+        if (models[k]->cfg.dim > d) d = models[k]->cfg.dim;
+    }
     double *vecs = kgl_xmalloc((size_t)RANK_CHUNK * d * sizeof(double));
     double *scores = kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(double));
+    double *mix = members > 1 ? kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(double)) : NULL;
     int entity[RANK_CHUNK], row[RANK_CHUNK], target[RANK_CHUNK];
     kgl_pool *pool = kgl_pool_create(1);
     /* tails (h, r, ?) first, then heads (?, r, t) as (t, row m + r, ?): the
@@ -179,21 +224,36 @@ void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_datase
                 row[k] = dir == 0 ? t->rel : n_rel + t->rel;
                 target[k] = dir == 0 ? t->tail : t->head;
             }
-            score_rows(m, C, pool, count, entity, row, vecs, scores);
+            const double *ranked = scores;
+            if (members == 1) {
+                score_rows(m, C[0], pool, count, entity, row, vecs, scores);
+            } else { /* ranked on the mean probability, as kgl_evaluate_ensemble */
+                memset(mix, 0, (size_t)count * n_ent * sizeof(double));
+                for (int mb = 0; mb < members; mb++) {
+                    score_rows(models[mb], C[mb], pool, count, entity, row, vecs, scores);
+                    for (int k = 0; k < count; k++)
+                        kgl_mixture_add(scores + (size_t)k * n_ent, n_ent, members, mix + (size_t)k * n_ent);
+                }
+                ranked = mix;
+            }
             for (int k = 0; k < count; k++) {
-                const double *s = scores + (size_t)k * n_ent;
+                const double *s = ranked + (size_t)k * n_ent;
                 int n_known;
                 const int *known = kgl_dataset_known(ds, entity[k], row[k], &n_known);
                 kgl_ranked *o = &out[(size_t)dir * n + k0 + k];
                 o->rank = kgl_filtered_rank(s, n_ent, target[k], known, n_known);
-                o->score = s[target[k]];
                 o->top_wrong = top_wrong(s, n_ent, target[k], known, n_known);
-                o->top_wrong_score = o->top_wrong >= 0 ? s[o->top_wrong] : NAN;
+                /* one model's scores; the log of several models' mean probability */
+                o->score = members == 1 ? s[target[k]] : log(s[target[k]]);
+                o->top_wrong_score = o->top_wrong < 0  ? NAN
+                                     : members == 1    ? s[o->top_wrong]
+                                                       : log(s[o->top_wrong]);
             }
         }
     }
     kgl_pool_free(pool);
+    free(mix);
     free(scores);
     free(vecs);
-    free(own);
+    for (int k = 0; k < members; k++) free(own[k]);
 }

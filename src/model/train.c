@@ -125,6 +125,15 @@ static void rank_rows(void *ctx, int task, int worker)
     }
 }
 
+void kgl_mixture_add(double *scores, int n, int members, double *mix)
+{
+    double mx = scores[0], z = 0;
+    for (int j = 1; j < n; j++) mx = scores[j] > mx ? scores[j] : mx;
+    for (int j = 0; j < n; j++) z += scores[j] = exp(scores[j] - mx);
+    double w = 1.0 / (z * members);
+    for (int j = 0; j < n; j++) mix[j] += scores[j] * w;
+}
+
 /* One member's readout: the scores of a query are (left[a] ⊙ mid[b]) · cand[j]
    (README, "The model, exactly"; in reciprocal mode left = C, mid = R, cand =
    E, and for head queries without it left = R, mid = E, cand = C). */
@@ -163,13 +172,8 @@ static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_quer
             memset(e->mixture, 0, (size_t)rows * n * sizeof *e->mixture);
             for (int mb = 0; mb < members; mb++) {
                 score_chunk(e, q + k0, rows, &ro[mb], e->scores);
-                for (int k = 0; k < rows; k++) { /* + softmax(row) / members */
-                    double *s = e->scores + (size_t)k * n, *p = e->mixture + (size_t)k * n, mx = s[0], z = 0;
-                    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-                    for (int j = 0; j < n; j++) z += s[j] = exp(s[j] - mx);
-                    double w = 1.0 / (z * members);
-                    for (int j = 0; j < n; j++) p[j] += s[j] * w;
-                }
+                for (int k = 0; k < rows; k++)
+                    kgl_mixture_add(e->scores + (size_t)k * n, n, members, e->mixture + (size_t)k * n);
             }
             ranked = e->mixture;
         }

@@ -177,6 +177,7 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
     r->best_step = json_count(root, "best_step");
     r->steps = json_count(root, "steps");
     r->params = json_count(root, "params");
+    r->ensemble = kgl_json_get(root, "ensemble") ? json_count(root, "ensemble") : 1;
     for (int s = 0; s < 2 && ok; s++) {
         const kgl_json *sp = kgl_json_get(metrics, kgl_benchmark_splits[s]);
         for (int o = 0; o < 2 && ok; o++) {
@@ -250,7 +251,7 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
     }
     fprintf(f, "\"seconds\":");
     kgl_json_number(f, secs / n);
-    fprintf(f, ",\"params\":%ld,\"config\":", runs[0].params);
+    fprintf(f, ",\"params\":%ld,\"ensemble\":%ld,\"config\":", runs[0].params, runs[0].ensemble);
     kgl_json_string(f, d->args_text);
     fprintf(f, ",\"config_file\":");
     kgl_json_string(f, d->config_path);
