@@ -140,8 +140,9 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * m = 5 relations with reciprocals, seeded random triples; without FFN, with
  * an FFN of width 16, with the FFN plus head supervision (relation 0 on
  * head 0, relation 1 on head 1), with the saturation remedies (qk-norm
- * and a learned temperature per head), and with the FFN, every dropout and
- * label smoothing (masks drawn once from a seeded stream, then fixed). */
+ * and a learned temperature per head), and with the FFN, every dropout,
+ * label smoothing and the relation-prediction term at weight 0.5 (masks
+ * drawn once from a seeded stream, then fixed). */
 #define KGL_LAYER_CHECKS 5
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
