@@ -464,12 +464,11 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
     return EXIT_USAGE;
 }
 
-int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
+/* The model of an opened checkpoint, if it fits in memory (for `examples`
+   training examples) and is finite; the checkpoint is closed on failure. */
+static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, long examples, kgl_model *m)
 {
-    int st = checkpoint_open(path, v, ck);
-    if (st) return st;
-    kgl_config c = ck->cfg;
-    if (!memory_fits("model", &c, 2L * v->n[0], 1024)) {
+    if (!memory_fits(cmd, &ck->cfg, examples, 1024)) {
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }
@@ -481,6 +480,12 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
         return EXIT_USAGE;
     }
     return 0;
+}
+
+int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
+{
+    int st = checkpoint_open(path, v, ck);
+    return st ? st : model_from_checkpoint("model", path, ck, 2L * v->n[0], m);
 }
 
 void model_set_close(model_set *ms)
@@ -515,17 +520,8 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
             fprintf(stderr, "%s\n", err); /* the names are freed by a failed first open */
             return EXIT_USAGE;
         }
-        if (!memory_fits(cmd, &ck->cfg, 1, 1)) {
-            kgl_checkpoint_close(ck);
-            return EXIT_USAGE;
-        }
-        kgl_model_create(m, &ck->cfg);
-        kgl_checkpoint_apply(ck, m);
-        if (!model_finite(path, m)) {
-            kgl_model_free(m);
-            kgl_checkpoint_close(ck);
-            return EXIT_USAGE;
-        }
+        int st = model_from_checkpoint(cmd, path, ck, 1, m);
+        if (st) return st;
     }
     if (k > 0 && m->cfg.reciprocal != ms->m[0].cfg.reciprocal) {
         fprintf(stderr, "kgl %s: %s was trained %s reciprocal relations and %s %s: an ensemble needs one kind\n", cmd,
