@@ -135,3 +135,32 @@ TEST(recipe_in_the_benchmark)
     /* UMLS d 68: E 135x68, R 92x68, 4 attention 68x68, ln1 2x68 */
     CHECK(strstr(out, "\"params\":34068,") != NULL);
 }
+
+/* kgl benchmark without --recipe or --configs runs the shipped recipe,
+   data/bench/recipe.args, unchanged (an ensemble of five); both options
+   at once are refused. The walkthrough's family graph as the dataset. */
+TEST(benchmark_runs_the_shipped_recipe_by_default)
+{
+    char cmd[4096];
+    CHECK(run_kgl(T, "benchmark --recipe data/bench/recipe.args --configs data/bench", out, sizeof out, err,
+                  sizeof err) == 2 &&
+          strstr(err, "give one") != NULL);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/kg/fam' && cp data/walkthrough/family.train.tsv '%s/kg/fam/train.txt' && "
+             "cp data/walkthrough/family.valid.tsv '%s/kg/fam/valid.txt' && "
+             "cp data/walkthrough/family.test.tsv '%s/kg/fam/test.txt'",
+             T->tmp, T->tmp, T->tmp, T->tmp);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "benchmark --data '%s/kg' --datasets fam --seeds 1 --out '%s/fb'", T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
+    CHECK(strstr(out, "an ensemble of 5 one-layer models") != NULL);
+    snprintf(cmd, sizeof cmd, "%s/fb/results.json", T->tmp);
+    char *json = test_slurp(cmd, NULL);
+    if (!CHECK(json != NULL)) return;
+    CHECK(strstr(json, "\"config_file\":\"data/bench/recipe.args\"") != NULL);
+    CHECK(strstr(json, "\"ensemble\":5,") != NULL);
+    free(json);
+    /* the other members' checkpoints are beside member 0's */
+    snprintf(cmd, sizeof cmd, "test -f '%s/fb/fam-seed1.m4.safetensors'", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+}
