@@ -46,7 +46,7 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     CHECK(strstr(out, "\"ensemble\":3") != NULL);
     CHECK(strstr(out, "{\"seed\":4,") && strstr(out, "{\"seed\":1004,") && strstr(out, "{\"seed\":2004,"));
     for (int k = 0; k < 3; k++) { /* member 0 keeps the given names, k > 0 gets .m<k> before the extension */
-        char suffix[8] = "";
+        char suffix[16] = "";
         if (k) snprintf(suffix, sizeof suffix, ".m%d", k);
         snprintf(path, sizeof path, "%s/e%s.safetensors", T->tmp, suffix);
         CHECK(exists(path));
