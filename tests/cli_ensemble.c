@@ -141,7 +141,7 @@ TEST(ensemble_refusals)
     snprintf(cmd, sizeof cmd, "train --steps 5 --no-reciprocal --save %s/norecip.safetensors --quiet", T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/one.safetensors,%s/norecip.safetensors", T->tmp, T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "an ensemble needs one kind"));
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "has no reciprocal relations, which member 0 has"));
 }
 
 TEST(relation_loss_is_kept_by_the_checkpoint)

@@ -76,7 +76,7 @@ TEST(ensemble_ranks_by_the_mean_of_the_members_probabilities)
             for (int t = 0; t < n; t++) t3[n3++] = (kgl_triple){h, r, t};
     kgl_eval ev;
     kgl_eval_init(&ev, n, m);
-    kgl_evaluate_ensemble(models, states, MEMBERS, &ds, t3, n3, &ev);
+    kgl_evaluate_ensemble(models, C, MEMBERS, &ds, t3, n3, &ev);
     /* the same by hand: each direction's query, its mixture, the filtered rank */
     double *p = malloc((size_t)n * sizeof *p), tail_rr = 0, head_rr = 0;
     for (int k = 0; k < n3; k++) {
@@ -105,7 +105,7 @@ TEST(ensemble_ranks_by_the_mean_of_the_members_probabilities)
     CHECK(differ);
     /* an ensemble of one model twice ranks as the model alone */
     const kgl_model *twice[2] = {models[0], models[0]};
-    const kgl_tensor *twice_states[2] = {states[0], states[0]};
+    const double *twice_states[2] = {C[0], C[0]};
     kgl_evaluate(models[0], states[0], &ds, t3, n3, &one);
     kgl_evaluate_ensemble(twice, twice_states, 2, &ds, t3, n3, &ev);
     CHECK(ev.both.mrr == one.both.mrr && ev.both.hits1 == one.both.hits1 && ev.both.hits3 == one.both.hits3);

@@ -133,19 +133,10 @@ int cmd_eval(int argc, char **argv)
                ms.m[k].cfg.heads, ms.m[k].cfg.ffn);
     if (ms.n > 1 && !json)
         printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", ms.n);
-    const kgl_tensor *states[KGL_MAX_ENSEMBLE];
-    kgl_tensor C[KGL_MAX_ENSEMBLE];
-    for (int k = 0; k < ms.n; k++) {
-        C[k] = (kgl_tensor){0};
-        C[k].rows = ms.m[k].cfg.n_entities;
-        C[k].cols = ms.m[k].cfg.dim;
-        C[k].data = ms.states[k];
-        states[k] = &C[k];
-    }
     bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!v.present[s]) continue;
-        kgl_evaluate_ensemble(ms.models, states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
+        kgl_evaluate_ensemble(ms.models, (const double *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
         if (json) {
             printf("%s\"%s\":", first ? "" : ",", v.name[s]);
             json_metrics(stdout, &v.ds, v.use_relation, &ev);

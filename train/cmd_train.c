@@ -608,11 +608,11 @@ static void report(run_state *rs, int members, double seconds)
     kgl_trainer *tr = &rs->tr;
     const kgl_dataset *ds = &v->ds;
     const kgl_model *models[KGL_MAX_ENSEMBLE];
-    const kgl_tensor *states[KGL_MAX_ENSEMBLE];
+    const double *states[KGL_MAX_ENSEMBLE];
     kgl_forward f;
     for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
         models[k] = &rs[k].tr.model;
-        states[k] = kgl_trainer_context(&rs[k].tr, &f);
+        states[k] = kgl_trainer_context(&rs[k].tr, &f)->data;
     }
     kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec);
     size_t params = 0;
@@ -646,7 +646,7 @@ static void report(run_state *rs, int members, double seconds)
                 bool first = true;
                 for (int s = 0; s < 3; s++) {
                     if (!v->present[s]) continue;
-                    kgl_evaluate(models[k], states[k], ds, v->split[s], v->n[s], &rs->ev);
+                    kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
                     printf("%s\"%s\":", first ? "" : ",", v->name[s]);
                     json_metrics(stdout, ds, v->use_relation, &rs->ev);
                     first = false;
@@ -690,7 +690,7 @@ static void report(run_state *rs, int members, double seconds)
             printf("  member %d  seed %-6llu", k, (unsigned long long)r->seed);
             for (int s = 0; s < 3; s++) {
                 if (!v->present[s]) continue;
-                kgl_evaluate(models[k], states[k], ds, v->split[s], v->n[s], &rs->ev);
+                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
                 printf("  %s MRR %.4f H@1 %.4f", v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
             }
             if (rs->o->eval_every) printf("  (best valid at step %ld)", r->best_step);

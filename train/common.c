@@ -523,10 +523,10 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
         int st = model_from_checkpoint(cmd, path, ck, 1, m);
         if (st) return st;
     }
-    if (k > 0 && m->cfg.reciprocal != ms->m[0].cfg.reciprocal) {
-        fprintf(stderr, "kgl %s: %s was trained %s reciprocal relations and %s %s: an ensemble needs one kind\n", cmd,
-                path, m->cfg.reciprocal ? "with" : "without", ms->paths[0],
-                ms->m[0].cfg.reciprocal ? "with them" : "without");
+    const char *why = k > 0 ? kgl_ensemble_mismatch(&ms->m[0].cfg, &m->cfg) : NULL;
+    if (why) { /* with the triples given, only the reciprocal mode can differ */
+        fprintf(stderr, "kgl %s: %s has %s (%s): the members of an ensemble answer the same questions\n", cmd, path,
+                why, ms->paths[0]);
         kgl_model_free(m);
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;

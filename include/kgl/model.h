@@ -202,17 +202,21 @@ void kgl_filtered_rank_range(const double *scores, int n, int target, const int 
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out);
 /* The same for an ensemble of `members` models trained on the same triples
- * (models[k] with its entity states states[k]; widths may differ, entities,
+ * (models[k] with its entity states C, states[k] [n, d_k]; widths may differ, entities,
  * relations and reciprocal mode may not): each candidate's score is the mean
  * over the members of the probability each gives it (the softmax of its
  * logits over all entities), and ranks are taken on that. One member is
  * exactly kgl_evaluate (ranked on its logits). */
 #define KGL_MAX_ENSEMBLE 64
+/* Why a model cannot join an ensemble whose member 0 has config `first`
+ * (the members must answer over the same entities and relation rows), or
+ * NULL when it can. */
+const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *other);
 /* mix[j] += softmax(scores)[j] / members for j < n (scores is overwritten):
  * one member's share of an ensemble's probabilities, the arithmetic every
  * ensemble function here uses, so their ranks agree to the bit. */
 void kgl_mixture_add(double *scores, int n, int members, double *mix);
-void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *const *states, int members,
+void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */

@@ -112,12 +112,9 @@ static bool in_sorted(const int *known, int count, int j)
 static void check_members(const kgl_model *const *models, int members, const char *fn)
 {
     if (members < 1 || members > KGL_MAX_ENSEMBLE) kgl_die("%s: %d members (1 to %d)", fn, members, KGL_MAX_ENSEMBLE);
-    const kgl_config *c0 = &models[0]->cfg;
     for (int k = 1; k < members; k++) {
-        const kgl_config *c = &models[k]->cfg;
-        if (c->n_entities != c0->n_entities || c->n_relations != c0->n_relations || c->reciprocal != c0->reciprocal)
-            kgl_die("%s: member %d has %d entities, %d relations (reciprocal %d); member 0 %d, %d (%d)", fn, k,
-                    c->n_entities, c->n_relations, c->reciprocal, c0->n_entities, c0->n_relations, c0->reciprocal);
+        const char *why = kgl_ensemble_mismatch(&models[0]->cfg, &models[k]->cfg);
+        if (why) kgl_die("%s: member %d has %s", fn, k, why);
     }
 }
 

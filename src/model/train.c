@@ -125,6 +125,16 @@ static void rank_rows(void *ctx, int task, int worker)
     }
 }
 
+const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *other)
+{
+    if (other->n_entities != first->n_entities) return "another number of entities";
+    if (other->n_relations != first->n_relations) return "another number of relations";
+    if (other->reciprocal != first->reciprocal)
+        return other->reciprocal ? "reciprocal relations, which member 0 has not"
+                                 : "no reciprocal relations, which member 0 has";
+    return NULL;
+}
+
 void kgl_mixture_add(double *scores, int n, int members, double *mix)
 {
     double mx = scores[0], z = 0;
@@ -135,24 +145,25 @@ void kgl_mixture_add(double *scores, int n, int members, double *mix)
 }
 
 /* One member's readout: the scores of a query are (left[a] ⊙ mid[b]) · cand[j]
-   (README, "The model, exactly"; in reciprocal mode left = C, mid = R, cand =
-   E, and for head queries without it left = R, mid = E, cand = C). */
+   over n candidate rows of width d (README, "The model, exactly"; in
+   reciprocal mode left = C, mid = R, cand = E, and for head queries without
+   it left = R, mid = E, cand = C). */
 typedef struct readout {
-    const double *left, *mid;
-    const kgl_tensor *cand;
+    const double *left, *mid, *cand;
+    int n, d;
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
 static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, double *scores)
 {
-    int d = ro->cand->cols, n = ro->cand->rows;
+    int d = ro->d, n = ro->n;
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
         const double *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
         double *v = e->vecs + (size_t)k * d;
         for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
-    kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand->data, d, scores, n, KGL_SET);
+    kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand, d, scores, n, KGL_SET);
 }
 
 /* Ranks queries q[0..nq) by the scores of one member, or by the mean of the
@@ -162,7 +173,7 @@ static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const re
 static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_query *q, int nq, const readout *ro,
                          int members, double *lo, double *hi)
 {
-    int n = ro[0].cand->rows;
+    int n = ro[0].n;
     for (int k0 = 0; k0 < nq; k0 += EVAL_CHUNK) {
         int rows = nq - k0 < EVAL_CHUNK ? nq - k0 : EVAL_CHUNK;
         const double *ranked = e->scores;
@@ -194,10 +205,11 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out)
 {
-    kgl_evaluate_ensemble(&m, &C, 1, ds, tr, n, out);
+    const double *states = C->data;
+    kgl_evaluate_ensemble(&m, &states, 1, ds, tr, n, out);
 }
 
-void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *const *states, int members,
+void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out)
 {
     const kgl_model *m = models[0];
@@ -207,9 +219,8 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *con
         const kgl_config *c = &models[mb]->cfg;
         if (c->n_entities != out->n_entities)
             kgl_die("evaluate: scratch made for %d entities, not %d", out->n_entities, c->n_entities);
-        if (c->n_relations != n_rel || c->reciprocal != m->cfg.reciprocal)
-            kgl_die("evaluate: member %d has %d relations (reciprocal %d), member 0 %d (%d)", mb, c->n_relations,
-                    c->reciprocal, n_rel, m->cfg.reciprocal);
+        const char *why = kgl_ensemble_mismatch(&m->cfg, c);
+        if (why) kgl_die("evaluate: member %d has %s", mb, why);
         if (c->dim > d) d = c->dim;
     }
     memset(&out->tail, 0, sizeof out->tail);
@@ -240,9 +251,10 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_tensor *con
     double *lo = out->rank_lo, *hi = out->rank_hi;
     readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
     for (int mb = 0; mb < members; mb++) {
-        const kgl_tensor *C = states[mb], *E = models[mb]->entity_emb, *R = models[mb]->relation_emb;
-        tail_ro[mb] = (readout){C->data, R->data, E};
-        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R->data, E->data, C};
+        const kgl_config *c = &models[mb]->cfg;
+        const double *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
+        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim};
+        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim};
     }
     rank_queries(out, ds, tq, n, tail_ro, members, lo, hi);
     rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n);
