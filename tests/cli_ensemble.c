@@ -109,6 +109,70 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && strstr(out2, "an ensemble of 3 models"));
 }
 
+/* json without the values of its "seconds" and "train_seconds" keys (wall
+   times, which differ from run to run), in place. */
+static void drop_seconds(char *json)
+{
+    char *w = json;
+    for (const char *r = json; *r;) {
+        if (strncmp(r, "seconds\":", 9) == 0) {
+            r += 9;
+            while (*r && *r != ',' && *r != '}') r++;
+            memcpy(w, "seconds\":", 9), w += 9;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    size_t na = 0, nb = 0;
+    char *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
+    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* --ensemble-jobs: members trained at the same time, each on its own
+   threads, are the members trained one after another, to the bit: the same
+   report, the same checkpoints. The progress lines say whose they are. */
+TEST(ensemble_members_at_once_are_the_members_one_after_another)
+{
+    char cmd[2048], a[1024], b[1024];
+    static char once[1 << 18];
+    snprintf(cmd, sizeof cmd,
+             "train --steps 40 --ensemble 3 --seed 7 --threads 1 --ensemble-jobs 1 --save %s/seq.safetensors --json "
+             "--quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd,
+             "train --steps 40 --ensemble 3 --seed 7 --threads 2 --ensemble-jobs 3 --save %s/par.safetensors --json "
+             "--quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, once, sizeof once, err, sizeof err) == 0)) return;
+    drop_seconds(out);
+    drop_seconds(once);
+    CHECK(strstr(out, "\"ensemble\":3") && strcmp(out, once) == 0);
+    for (int k = 1; k < 3; k++) {
+        snprintf(a, sizeof a, "%s/seq.m%d.safetensors", T->tmp, k);
+        snprintf(b, sizeof b, "%s/par.m%d.safetensors", T->tmp, k);
+        CHECK(same_file(a, b));
+    }
+    /* member 0's files differ in the names of the others (seq.m1 / par.m1):
+       the ensembles they list rank the same */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/par.safetensors --json", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, once, sizeof once, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/seq.safetensors --json", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(out, "\"ensemble\":3") && strcmp(out, once) == 0);
+    /* progress: one line per member and step, each named */
+    snprintf(cmd, sizeof cmd, "train --steps 20 --log-every 10 --ensemble 2 --ensemble-jobs 2");
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(err, "2 members at a time") && strstr(err, "member 0  step     20/20") &&
+          strstr(err, "member 1  step     20/20"));
+}
+
 /* A name without an extension gets .m<k> at its end, and a dot in a folder
    name is not an extension. */
 TEST(ensemble_member_names_without_an_extension)

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -74,6 +76,9 @@ static const char help[] =
     "                       --log F write member k > 0 to F with .m<k> before its\n"
     "                       extension; F lists them, so kgl eval and kgl predict\n"
     "                       --checkpoint F ask the whole ensemble\n"
+    "  --ensemble-jobs J    members trained at the same time, the --threads shared\n"
+    "                       among them (default 0: as many as threads); the results\n"
+    "                       are the same bits for any J\n"
     "output\n"
     "  --log F.csv          CSV log, one row per logged step\n"
     "  --log-every K        log and progress every K steps (default 10)\n"
@@ -114,7 +119,7 @@ typedef struct train_opts {
     long threads;
     bool kvsall, set_targets;
     const char *recipe_path;
-    long ensemble;
+    long ensemble, ensemble_jobs;
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -258,6 +263,8 @@ static int parse(int argc, char **argv, train_opts *o)
             if (!cli_int(&a, 1, 100000000, &o->patience)) return EXIT_USAGE;
         } else if (cli_is(&a, "--ensemble")) {
             if (!cli_int(&a, 1, KGL_MAX_ENSEMBLE, &o->ensemble)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--ensemble-jobs")) {
+            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE, &o->ensemble_jobs)) return EXIT_USAGE;
         } else if (cli_is(&a, "--until-fit")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->until_fit = true;
@@ -385,6 +392,8 @@ typedef struct run_state {
     train_opts *o;
     data_view *v;
     int member;                        /* of the ensemble, 0 without one */
+    bool concurrent;                   /* other members train at the same time */
+    atomic_int *halt;                  /* set when another member failed */
     uint64_t seed;                     /* --seed + 1000 member */
     char *log_path, *save_path;        /* this member's (NULL: none) */
     long steps_run;
@@ -429,10 +438,13 @@ static bool select_model(run_state *rs, long step)
     } else {
         rs->evals_since_best++;
     }
-    if (!rs->o->quiet && !rs->o->json)
-        fprintf(stderr, "%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
-                rs->tty ? "\r" : "", step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
+    if (!rs->o->quiet && !rs->o->json) {
+        char who[32] = ""; /* one fprintf per line: members at the same time do not split each other's lines */
+        if (rs->concurrent) snprintf(who, sizeof who, "member %d  ", rs->member);
+        fprintf(stderr, "%s%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
+                rs->tty ? "\r" : "", who, step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
                 rs->best_step, now_seconds() - rs->t0);
+    }
     return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
 }
 
@@ -509,14 +521,16 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
 {
     if (rs->o->quiet || rs->o->json) return;
     double now = now_seconds();
-    if (rs->tty) {
+    if (rs->tty) { /* one line, redrawn (never when members train at once) */
         if (!force && now - rs->last_progress < 0.1) return;
         rs->last_progress = now;
         fprintf(stderr, "\rstep %6ld/%ld  loss %.6f  train H@1 %.3f ", step, last, loss, train_hits1(rs, step));
         if (force) fputc('\n', stderr);
     } else if (force || step % rs->o->log_every == 0) {
-        fprintf(stderr, "step %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", step, last, loss, train_hits1(rs, step),
-                now - rs->t0);
+        char who[32] = "";
+        if (rs->concurrent) snprintf(who, sizeof who, "member %d  ", rs->member);
+        fprintf(stderr, "%sstep %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", who, step, last, loss,
+                train_hits1(rs, step), now - rs->t0);
     }
 }
 
@@ -783,7 +797,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
        every step when that is cheap or asked for, else at logged steps. */
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
-    rs->tty = isatty(STDERR_FILENO);
+    rs->tty = !rs->concurrent && isatty(STDERR_FILENO);
     if (!open_log(rs)) return EXIT_OUTPUT;
     if (o->ensemble > 1 && !o->quiet && !o->json)
         fprintf(stderr, "member %d of %ld (seed %llu)\n", rs->member, o->ensemble, (unsigned long long)rs->seed);
@@ -792,6 +806,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     double loss = NAN;
     int st = 0;
     for (long step = first; step <= last; step++) {
+        if (rs->halt && atomic_load(rs->halt)) break; /* its results will not be reported */
         loss = kgl_trainer_compute(&rs->tr);
         if (!isfinite(loss)) {
             if (rs->tty && !o->quiet && !o->json) fputc('\n', stderr);
@@ -873,6 +888,46 @@ static bool save_member(run_state *rs, const char *members)
     return true;
 }
 
+/* The members of an ensemble are independent until the report, so J of
+   them train at once (--ensemble-jobs), each on its own pool of threads:
+   J workers take the members in order, and since every member's result is
+   the same bits for any number of threads, the ensemble is the one trained
+   one member after another. No member starts after Ctrl-C or a failure;
+   a failure also stops the others (`halt`). */
+typedef struct member_queue {
+    pthread_mutex_t lock;
+    run_state *rs;
+    int members, next; /* members 0..next-1 have started */
+    int status, failed; /* the first failure in member order: its status, its member */
+    atomic_int halt;
+    const int *head_of;
+    kgl_checkpoint *ck;
+} member_queue;
+
+typedef struct member_worker {
+    member_queue *q;
+    kgl_pool *pool;
+    pthread_t thread;
+    bool started; /* a thread of its own (worker 0 is the calling thread) */
+} member_worker;
+
+static void *train_members(void *arg)
+{
+    member_worker *w = arg;
+    member_queue *q = w->q;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        int k = q->status == 0 && !stop_signal && q->next < q->members ? q->next++ : -1;
+        pthread_mutex_unlock(&q->lock);
+        if (k < 0) return NULL;
+        int st = train_member(&q->rs[k], q->head_of, w->pool, q->ck);
+        pthread_mutex_lock(&q->lock);
+        if (st && (q->status == 0 || k < q->failed)) q->status = st, q->failed = k;
+        if (st) atomic_store(&q->halt, 1);
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
 static void free_member(run_state *rs)
 {
     free(rs->spec);
@@ -945,24 +1000,45 @@ int cmd_train(int argc, char **argv)
     }
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     int members = (int)o.ensemble;
+    /* the threads are shared among the members that train at once */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = o.threads ? (int)o.threads : cores < 1 ? 1 : cores > KGL_MAX_THREADS ? KGL_MAX_THREADS : (int)cores;
+    int jobs = o.ensemble_jobs ? (int)o.ensemble_jobs : threads;
+    if (jobs > members) jobs = members;
     run_state *rs = calloc((size_t)members, sizeof *rs);
-    kgl_pool *pool = kgl_pool_create((int)o.threads);
-    stop_signal = 0;
-    catch_stop_signals();
-    double t0 = now_seconds();
-    int trained = 0;
-    st = 0;
-    for (int k = 0; k < members && st == 0; k++) {
+    member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
+    pthread_mutex_init(&q.lock, NULL);
+    atomic_init(&q.halt, 0);
+    for (int k = 0; k < members; k++) {
         rs[k].o = &o;
         rs[k].v = &v;
         rs[k].member = k;
+        rs[k].concurrent = jobs > 1;
+        rs[k].halt = &q.halt;
         rs[k].seed = o.seed + 1000ull * (uint64_t)k;
         rs[k].log_path = member_path(o.log_path, k);
         rs[k].save_path = member_path(o.save_path, k);
-        st = train_member(&rs[k], head_of, pool, resumed ? &ck : NULL);
-        trained = k + 1;
-        if (stop_signal) break; /* the members trained so far make the ensemble */
     }
+    member_worker *workers = calloc((size_t)jobs, sizeof *workers);
+    for (int j = 0; j < jobs; j++) {
+        workers[j].q = &q;
+        workers[j].pool = kgl_pool_create(threads / jobs > 1 ? threads / jobs : 1);
+    }
+    stop_signal = 0;
+    catch_stop_signals();
+    double t0 = now_seconds();
+    if (jobs > 1 && !o.quiet && !o.json)
+        fprintf(stderr, "%d members at a time, %d thread%s each\n", jobs, threads / jobs > 1 ? threads / jobs : 1,
+                threads / jobs > 1 ? "s" : "");
+    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
+        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
+    train_members(&workers[0]); /* this thread is worker 0 */
+    for (int j = 1; j < jobs; j++)
+        if (workers[j].started) pthread_join(workers[j].thread, NULL);
+    pthread_mutex_destroy(&q.lock);
+    /* the members started make the ensemble (all of them, unless Ctrl-C) */
+    int trained = q.next;
+    st = q.status;
     free(head_of);
     double seconds = now_seconds() - t0;
     if (resumed) {
@@ -971,7 +1047,12 @@ int cmd_train(int argc, char **argv)
     }
     bool interrupted = stop_signal != 0, output_failed = false;
     for (int k = 0; k < trained; k++) output_failed |= rs[k].output_failed;
-    if (interrupted && st == 0)
+    if (interrupted && st == 0 && jobs > 1)
+        fprintf(stderr,
+                "kgl train: interrupted (%s); members 0-%d make the ensemble, each stopped after its current step; "
+                "the results and outputs are of those steps\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", trained - 1);
+    else if (interrupted && st == 0)
         fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
                 members > 1 ? " of the last member" : "");
@@ -996,8 +1077,10 @@ int cmd_train(int argc, char **argv)
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
     for (int k = 0; k < trained; k++) free_member(&rs[k]);
+    for (int k = trained; k < members; k++) free(rs[k].log_path), free(rs[k].save_path);
     free(rs);
-    kgl_pool_free(pool);
+    for (int j = 0; j < jobs; j++) kgl_pool_free(workers[j].pool);
+    free(workers);
 done_ck:
     if (resumed) kgl_checkpoint_close(&ck);
     data_free(&v);

@@ -3,6 +3,7 @@
  * ones a killed process left behind are removed at the next save. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,23 +11,31 @@
 
 #include "kgl/io.h"
 
-#define SLOTS 8
+/* kgl train writes a log per member it trains at the same time (at most
+   KGL_MAX_ENSEMBLE, 64) while another file may be saved */
+#define SLOTS 72
 #define PATH_CAP 4096
 
 static char paths[SLOTS][PATH_CAP];
 static volatile sig_atomic_t used[SLOTS];
+/* members train on threads of their own: two must not claim one slot. The
+   signal handler takes no lock; it reads `used`, set after the path. */
+static pthread_mutex_t registering = PTHREAD_MUTEX_INITIALIZER;
 
 int kgl_tmp_register(const char *path)
 {
     size_t len = strlen(path);
     if (len >= PATH_CAP) return -1;
-    for (int i = 0; i < SLOTS; i++)
+    int slot = -1;
+    pthread_mutex_lock(&registering);
+    for (int i = 0; i < SLOTS && slot < 0; i++)
         if (!used[i]) {
             memcpy(paths[i], path, len + 1);
             used[i] = 1;
-            return i;
+            slot = i;
         }
-    return -1;
+    pthread_mutex_unlock(&registering);
+    return slot;
 }
 
 void kgl_tmp_unregister(int slot)
