@@ -29,6 +29,8 @@ static const char help[] =
     "  --no-reciprocal      no inverse relations; head prediction scores C[j].R[r].E[t]\n"
     "  --qk-norm            layer-normalise each head's queries and keys (a saturation remedy)\n"
     "  --temperature T      fixed (default) or learn: a learned log-scale per head on the logits\n"
+    "  --readout K          diagonal (default): C[i].R[r].E[j] feature by feature; complex:\n"
+    "                       Re sum C[i] R[r] conj(E[j]) over d/2 complex numbers (ComplEx)\n"
     "training\n"
     "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
     "  --lr X               learning rate (default 0.01)\n"
@@ -99,7 +101,8 @@ static const char help[] =
 typedef struct train_opts {
     data_args data;
     kgl_config cfg;
-    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature;
+    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature,
+        set_readout;
     bool freeze, set_freeze, lookup, set_lookup;
     long steps;
     kgl_optim optim;
@@ -184,6 +187,11 @@ static int parse(int argc, char **argv, train_opts *o)
             int k;
             if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
             o->cfg.learn_temperature = k == 1, o->set_temperature = true;
+        } else if (cli_is(&a, "--readout")) {
+            static const char *const words[] = {"diagonal", "complex"};
+            int k;
+            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
+            o->cfg.readout = k == 1 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL, o->set_readout = true;
         } else if (cli_is(&a, "--lookup")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->lookup = true, o->set_lookup = true;
@@ -326,6 +334,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
         {o->set_reciprocal, o->cfg.reciprocal == c->reciprocal, "--no-reciprocal"},
         {o->set_qk_norm, o->cfg.qk_norm == c->qk_norm, "--qk-norm"},
         {o->set_temperature, o->cfg.learn_temperature == c->learn_temperature, "--temperature"},
+        {o->set_readout, o->cfg.readout == c->readout, "--readout"},
     };
     for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
         if (model_opts[k].set && !model_opts[k].same) {
@@ -971,6 +980,16 @@ int cmd_train(int argc, char **argv)
     const char *cfg_err = kgl_config_error(&o.cfg);
     if (cfg_err) {
         fprintf(stderr, "kgl train: %s\n", cfg_err);
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
+    if (o.lookup && o.cfg.readout != KGL_READOUT_DIAGONAL) { /* a relation reads whole heads' columns */
+        fprintf(stderr, "kgl train: --lookup needs --readout diagonal\n");
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
+    if (o.reg.relation_loss > 0 && o.cfg.readout != KGL_READOUT_DIAGONAL) { /* its product swaps R and E */
+        fprintf(stderr, "kgl train: --relation-loss needs --readout diagonal\n");
         st = EXIT_USAGE;
         goto done_ck;
     }

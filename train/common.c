@@ -391,16 +391,29 @@ bool model_finite(const char *where, const kgl_model *m)
         }
     }
     if (ok) {
-        /* every readout score C[i]·R[r]·E[j] is at most this bound in size */
+        /* every readout score C[i]·R[r]·E[j] is at most this bound in size
+           (complex readout: each of its terms c r e is a product of one
+           component of each of a pair's columns, so the bound sums over
+           the pair's largest components, counted twice) */
         const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
-        double bound = 0;
+        bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
+        double bound = 0, *mx = calloc(3 * (size_t)d, sizeof(double)); /* per column: max |C|, |R|, |E| */
         for (int c = 0; c < d; c++) {
-            double mc = 0, mr = 0, me = 0;
-            for (int i = 0; i < C->rows; i++) mc = fmax(mc, fabs(C->data[(size_t)i * d + c]));
-            for (int r = 0; r < R->rows; r++) mr = fmax(mr, fabs(R->data[(size_t)r * d + c]));
-            for (int j = 0; j < E->rows; j++) me = fmax(me, fabs(E->data[(size_t)j * d + c]));
-            bound += mc * mr * me;
+            for (int i = 0; i < C->rows; i++) mx[c] = fmax(mx[c], fabs(C->data[(size_t)i * d + c]));
+            for (int r = 0; r < R->rows; r++) mx[d + c] = fmax(mx[d + c], fabs(R->data[(size_t)r * d + c]));
+            for (int j = 0; j < E->rows; j++) mx[2 * d + c] = fmax(mx[2 * d + c], fabs(E->data[(size_t)j * d + c]));
         }
+        for (int c = 0; c < (complex ? d / 2 : d); c++) {
+            if (!complex) {
+                bound += mx[c] * mx[d + c] * mx[2 * d + c];
+                continue;
+            }
+            int h = d / 2;
+            double mc = fmax(mx[c], mx[h + c]), mr = fmax(mx[d + c], mx[d + h + c]),
+                   me = fmax(mx[2 * d + c], mx[2 * d + h + c]);
+            bound += 4 * mc * mr * me;
+        }
+        free(mx);
         if (!(bound < 1e300)) {
             fprintf(stderr, "%s: the readout scores (tensor scores, C[i].R[r].E[j]) can reach %g: the parameters are "
                     "too large for finite arithmetic\n", where, bound);

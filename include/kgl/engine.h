@@ -179,6 +179,12 @@ kgl_tensor *kgl_multilabel_ce(kgl_tape *t, kgl_tensor *logits, const int *answer
 /* logit[b, j] = sum_c C[heads[b], c] R[rels[b], c] E[j, c]   (the specified readout) */
 kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
                           const int *rels, int n);
+/* The complex readout: rows are d/2 complex numbers [re | im], and
+ * logit[b, j] = Re sum_c C[heads[b], c] R[rels[b], c] conj(E[j, c]) = <C[heads[b]] R[rels[b]], E[j]>. */
+kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
+                                  const int *rels, int n);
+/* v = a b for rows of d/2 complex numbers [re | im] (the complex readout's query vector) */
+void kgl_complex_product(const double *a, const double *b, double *v, int d);
 /* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
 kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
 /* Dropout with a given mask: Y = X ⊙ keep / (1 − p), keep[i] ∈ {0, 1}

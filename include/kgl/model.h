@@ -18,6 +18,9 @@
 #define KGL_MAX_HEADS 64
 
 typedef enum { KGL_SCALE_SQRT = 0, KGL_SCALE_NONE, KGL_SCALE_VALUE } kgl_scale_kind;
+/* The readout's product of the head state and the relation row: feature by
+ * feature (the specified layer), or of d/2 complex numbers (ComplEx). */
+typedef enum { KGL_READOUT_DIAGONAL = 0, KGL_READOUT_COMPLEX } kgl_readout_kind;
 
 typedef struct kgl_config {
     int n_entities;   /* n */
@@ -30,6 +33,8 @@ typedef struct kgl_config {
     /* Remedies for saturation (extensions of the specified layer, off by default): */
     bool qk_norm;       /* layer-normalise each head's Q and K rows (ViT-22B) */
     bool learn_temperature; /* S_h = exp(θ_h) τ Q_h K_hᵀ with a learned θ_h, init 0 */
+    /* An extension of the readout (off by default): */
+    kgl_readout_kind readout; /* complex: score Re Σ C[i] R[r] conj(E[j]) over d/2 complex numbers */
 } kgl_config;
 
 typedef struct kgl_model {

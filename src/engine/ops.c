@@ -1239,6 +1239,122 @@ static const kgl_op op_trilinear = {"trilinear",
                                     {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
+ * trilinear_complex, the complex readout (ComplEx, Trouillon et al. 2016):
+ * each row of C, R and E is d/2 complex numbers, real parts in columns
+ * [0, d/2), imaginary parts in [d/2, d). For example b = (i, r) and entity j
+ *   Y[b, j] = Re Σ_c C[i,c] R[r,c] conj(E[j,c]) = ⟨v_b, E[j]⟩ over the d reals,
+ *   v_b = C[i] R[r]  (complex product: v_re = c_re r_re − c_im r_im,
+ *                                      v_im = c_re r_im + c_im r_re).
+ * So Y = V Eᵀ as in trilinear, with u_b = Σ_j G[b,j] E[j] the gradient
+ * reaching v_b (as d reals) and dE[j] += Σ_b G[b,j] v_b. Through the product,
+ *   ∂L/∂c_re = u_re r_re + u_im r_im,   ∂L/∂c_im = −u_re r_im + u_im r_re,
+ * that is dC[i] += u_b conj(R[r]), and by symmetry dR[r] += u_b conj(C[i]).
+ * A relation row rotates and scales each complex coordinate of the head
+ * state: unlike trilinear's C ⊙ R, it can mix the two halves of a pair.
+ * ======================================================================== */
+static const kgl_op op_trilinear_complex;
+
+/* v = a b, d/2 complex numbers as [re | im] */
+void kgl_complex_product(const double *a, const double *b, double *v, int d)
+{
+    int h = d / 2;
+    for (int k = 0; k < h; k++) {
+        double are = a[k], aim = a[h + k], bre = b[k], bim = b[h + k];
+        v[k] = are * bre - aim * bim;
+        v[h + k] = are * bim + aim * bre;
+    }
+}
+
+/* g += u conj(b) */
+static void add_product_conj(const double *u, const double *b, double *g, int d)
+{
+    int h = d / 2;
+    for (int k = 0; k < h; k++) {
+        g[k] += u[k] * b[k] + u[h + k] * b[h + k];
+        g[h + k] += u[h + k] * b[k] - u[k] * b[h + k];
+    }
+}
+
+static void trilinear_complex_backward(kgl_node *nd)
+{
+    kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
+    int n = E->rows, d = E->cols, B = nd->n_idx;
+    const double *V = nd->saved;
+    double *U = nd->scratch;
+    kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET); /* U = G E */
+    if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD); /* dE += Gᵀ V */
+    for (int b = 0; b < B; b++) { /* in example order */
+        const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
+        const double *u = U + (size_t)b * d;
+        if (C->grad) add_product_conj(u, r, C->grad + (size_t)nd->idx0[b] * d, d);
+        if (R->grad) add_product_conj(u, c, R->grad + (size_t)nd->idx1[b] * d, d);
+    }
+}
+
+kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
+                                  const int *rels, int n_ex)
+{
+    int d = E->cols, n = E->rows;
+    shape_check(C->cols == d, "trilinear_complex (C, E)", C, E);
+    shape_check(R->cols == d, "trilinear_complex (R, E)", R, E);
+    shape_check(d % 2 == 0, "trilinear_complex (an even width: d/2 complex numbers)", C, E);
+    for (int b = 0; b < n_ex; b++)
+        if (heads[b] < 0 || heads[b] >= C->rows || rels[b] < 0 || rels[b] >= R->rows)
+            kgl_die("trilinear_complex: example %d (head %d, relation %d) out of range", b, heads[b], rels[b]);
+    kgl_tensor *in[3] = {C, R, E};
+    kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
+    double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
+    for (int b = 0; b < n_ex; b++)
+        kgl_complex_product(C->data + (size_t)heads[b] * d, R->data + (size_t)rels[b] * d, v + (size_t)b * d, d);
+    kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET); /* Y = V Eᵀ */
+    kgl_node *nd = kgl_record(t, &op_trilinear_complex, Y, 3, in);
+    if (nd) {
+        nd->idx0 = heads;
+        nd->idx1 = rels;
+        nd->n_idx = n_ex;
+        nd->saved = v;
+        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double)); /* u_b */
+    }
+    return Y;
+}
+
+static kgl_tensor *trilinear_complex_run(kgl_tape *t, const kgl_check_case *c)
+{
+    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0]; /* case 2: C = E, as in the model */
+    return kgl_trilinear_complex(t, c->inputs[0], c->inputs[1], E, c->idx0, c->idx1, c->n_idx);
+}
+
+/* trilinear's cases at even widths: repeated heads and relations, one
+   example, and C and E one tensor */
+static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int heads_a[] = {0, 3, 1, 3, 2, 0}, rels_a[] = {2, 0, 1, 2, 2, 1};
+    static const int heads_b[] = {1}, rels_b[] = {0};
+    static const int heads_c[] = {4, 0, 4, 2}, rels_c[] = {1, 1, 0, 2};
+    const int *heads[] = {heads_a, heads_b, heads_c}, *rels[] = {rels_a, rels_b, rels_c};
+    static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5},
+                     d[] = {4, 2, 6};
+    c->inputs[0] = check_input(keep, rng, c_rows[which], d[which], 1, 0);
+    c->inputs[1] = check_input(keep, rng, r_rows[which], d[which], 1, 0);
+    c->n_inputs = 2;
+    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, e_rows[which], d[which], 1, 0);
+    c->idx0 = check_indices(keep, n_ex[which], heads[which]);
+    c->idx1 = check_indices(keep, n_ex[which], rels[which]);
+    c->n_idx = n_ex[which];
+    c->run = trilinear_complex_run;
+    if (which < 2)
+        snprintf(c->label, sizeof c->label, "C%dx%d R%dx%d E%dx%d B%d", c_rows[which], d[which], r_rows[which],
+                 d[which], e_rows[which], d[which], n_ex[which]);
+    else
+        snprintf(c->label, sizeof c->label, "C=E %dx%d R%dx%d B%d", c_rows[which], d[which], r_rows[which], d[which],
+                 n_ex[which]);
+}
+
+static const kgl_op op_trilinear_complex = {"trilinear_complex",
+                                            trilinear_complex_backward,
+                                            {3, trilinear_complex_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
  * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
  * k = node->i0 (a learned temperature per attention head).
  *   dX = e^{s_k} G;   ∂Y/∂s_k = e^{s_k} X = Y  ⇒  ds_k = Σ_ij G_ij Y_ij.
@@ -1511,7 +1627,7 @@ double kgl_softmax_jacobian_fro(const double *p, int n)
 const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
-    &op_cross_entropy, &op_trilinear, &op_scale_exp, &op_sum, &op_mean,
+    &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);

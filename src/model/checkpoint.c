@@ -95,7 +95,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "label_smoothing", smooth,
         "relation_loss", rel_loss, "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
-        "targets", st->kvsall ? "kvsall" : "1vsall", "ensemble_members", st->members,
+        "targets", st->kvsall ? "kvsall" : "1vsall",
+        "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -239,6 +240,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             goto bad;
         }
         c->learn_temperature = strcmp(v, "learn") == 0;
+    }
+    if ((v = kgl_st_meta(f, "readout"))) { /* absent: the specified readout */
+        if (strcmp(v, "complex") != 0 && strcmp(v, "diagonal") != 0) {
+            fail(err, cap, path, "metadata 'readout' is '%s', expected diagonal or complex", v);
+            goto bad;
+        }
+        c->readout = strcmp(v, "complex") == 0 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL;
     }
     if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
     if (!(v = need_meta(f, "seed", path, err, cap))) goto bad;

@@ -36,6 +36,8 @@ const char *kgl_config_error(const kgl_config *cfg)
         "there are no entities", "there are no relations", "--dim must be at least 1",
         "--heads must be between 1 and 64", "--heads must divide --dim", "--ffn must be 0 or more",
         "--scale must be a finite number", "--init-scale must be a finite number >= 0",
+        "--readout complex needs an even --dim (d/2 complex numbers)",
+        "--readout complex needs the reciprocal relations (not --no-reciprocal)",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -45,6 +47,8 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (cfg->ffn < 0) return msgs[5];
     if (cfg->scale == KGL_SCALE_VALUE && !isfinite(cfg->scale_value)) return msgs[6];
     if (!(cfg->init_scale >= 0) || !isfinite(cfg->init_scale)) return msgs[7];
+    if (cfg->readout == KGL_READOUT_COMPLEX && cfg->dim % 2) return msgs[8];
+    if (cfg->readout == KGL_READOUT_COMPLEX && !cfg->reciprocal) return msgs[9];
     return NULL;
 }
 
@@ -306,11 +310,14 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         for (int k = 0; k < b->n; k++) rows[k] = k;
         heads = rows;
     }
-    out->scores = kgl_trilinear(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n);
+    out->scores = m->cfg.readout == KGL_READOUT_COMPLEX
+                      ? kgl_trilinear_complex(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n)
+                      : kgl_trilinear(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n);
     double eps = reg ? reg->label_smoothing : 0.0;
     out->main_loss = answers ? kgl_multilabel_ce(t, out->scores, answer_off, answers, eps)
                              : kgl_cross_entropy(t, out->scores, b->tail, eps);
-    if (reg && reg->relation_loss > 0) {
+    if (reg && reg->relation_loss > 0) { /* (kgl train refuses it with the complex readout) */
+        if (m->cfg.readout != KGL_READOUT_DIAGONAL) kgl_die("relation loss: defined for the diagonal readout only");
         /* Relation prediction (Chen et al. 2021): the same trilinear product
            with the roles of R and E swapped, Σ_c C[i,c] E[t,c] R[k,c] for
            every relation row k (inverses included), and a cross entropy
@@ -413,7 +420,7 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
 const char *kgl_layer_check_name(int which)
 {
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
-                                                         "qk-norm + learned temperature",
+                                                         "qk-norm, temperature, complex",
                                                          "FFN 16 + dropout + smooth"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
@@ -427,6 +434,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     cfg.n_relations = M;
     cfg.ffn = which == 1 || which == 2 || which == 4 ? 16 : 0;
     cfg.qk_norm = cfg.learn_temperature = which == 3;
+    if (which == 3) cfg.readout = KGL_READOUT_COMPLEX;
     kgl_model m;
     kgl_model_create(&m, &cfg);
     kgl_rng rng;

@@ -147,10 +147,12 @@ void kgl_mixture_add(double *scores, int n, int members, double *mix)
 /* One member's readout: the scores of a query are (left[a] ⊙ mid[b]) · cand[j]
    over n candidate rows of width d (README, "The model, exactly"; in
    reciprocal mode left = C, mid = R, cand = E, and for head queries without
-   it left = R, mid = E, cand = C). */
+   it left = R, mid = E, cand = C). With the complex readout (reciprocal
+   mode only) left[a] ⊙ mid[b] is the complex product. */
 typedef struct readout {
     const double *left, *mid, *cand;
     int n, d;
+    bool complex;
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
@@ -160,7 +162,9 @@ static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const re
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
         const double *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
         double *v = e->vecs + (size_t)k * d;
-        for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
+        if (ro->complex) kgl_complex_product(a, b, v, d);
+        else
+            for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
     kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand, d, scores, n, KGL_SET);
@@ -253,8 +257,8 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *
     for (int mb = 0; mb < members; mb++) {
         const kgl_config *c = &models[mb]->cfg;
         const double *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
-        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim};
-        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim};
+        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX};
+        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false};
     }
     rank_queries(out, ds, tq, n, tail_ro, members, lo, hi);
     rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n);

@@ -1,0 +1,145 @@
+/* tests/model_readout.c — the complex readout (--readout complex): the
+ * training scores, kgl_predict_scores and kgl_evaluate's ranks against its
+ * definition computed here in C99 complex arithmetic; kgl train keeps it in
+ * the checkpoint, and refuses what it cannot go with. */
+#include <complex.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+/* Twelve triples over six people and three relations (as model_ensemble.c). */
+static const char family[] = "ann\tparent\tbob\nann\tparent\tcat\nbob\tparent\tdan\ncat\tparent\teve\n"
+                             "dan\tsibling\teve\neve\tsibling\tdan\nbob\tsibling\tcat\ncat\tsibling\tbob\n"
+                             "ann\tlikes\tdan\nbob\tlikes\teve\ncat\tlikes\tfay\nfay\tparent\tann\n";
+
+/* Re Σ_k c_k r_k conj(e_k) over the d/2 complex numbers of rows laid out
+   [re | im] — written from the definition, not from the library's helper. */
+static double complex_score(const double *c, const double *r, const double *e, int d)
+{
+    int h = d / 2;
+    double complex s = 0;
+    for (int k = 0; k < h; k++)
+        s += (c[k] + I * c[h + k]) * (r[k] + I * r[h + k]) * conj(e[k] + I * e[h + k]);
+    return creal(s);
+}
+
+/* Scores of O(1) numbers, each a sum of d/2 = 4 complex triple products:
+   rounding leaves ~1e-15; 1e-12 says the same function, not the same bits. */
+TEST(complex_readout_is_its_definition)
+{
+    kgl_dataset ds;
+    kgl_source src = {"family.tsv", family, sizeof family - 1};
+    char e[256];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.dim = 8;
+    cfg.heads = 2;
+    cfg.readout = KGL_READOUT_COMPLEX;
+    kgl_train_config tc = {1024, 3, {0}, NULL, 1, false, false};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer tr;
+    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
+    for (int s = 0; s < 40; s++)
+        if (!CHECK(isfinite(kgl_trainer_step(&tr)))) return;
+    const kgl_model *m = &tr.model;
+    int n = ds.n_entities, nr = ds.n_relations, d = cfg.dim, nb = ds.splits[0].n;
+    /* the training forward pass: every triple, the odd ones reversed */
+    int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
+        *tail = malloc((size_t)nb * sizeof(int));
+    for (int b = 0; b < nb; b++) {
+        const kgl_triple *x = &ds.splits[0].triples[b];
+        bool inverse = b % 2;
+        head[b] = inverse ? x->tail : x->head;
+        rel[b] = inverse ? nr + x->rel : x->rel;
+        tail[b] = inverse ? x->head : x->tail;
+    }
+    kgl_batch batch = {nb, head, rel, tail};
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_loss(m, &t, &batch, NULL, &f);
+    const double *C = f.context->data, *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double worst = 0, diagonal_gap = 0;
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < n; j++) {
+            const double *c = C + (size_t)head[b] * d, *r = R + (size_t)rel[b] * d, *ej = E + (size_t)j * d;
+            double want = complex_score(c, r, ej, d), diag = 0;
+            for (int k = 0; k < d; k++) diag += c[k] * r[k] * ej[k];
+            worst = fmax(worst, fabs(f.scores->data[(size_t)b * n + j] - want));
+            diagonal_gap = fmax(diagonal_gap, fabs(diag - want));
+        }
+    CHECK(worst <= 1e-12);
+    CHECK(diagonal_gap > 0.01); /* the two readouts differ here: the test can tell them apart */
+    /* the evaluation's scores, and its filtered ranks, are the same function */
+    double *s = malloc((size_t)n * sizeof *s), rr = 0;
+    worst = 0;
+    for (int b = 0; b < nb; b++) {
+        kgl_predict_scores(m, C, head[b], rel[b], s);
+        for (int j = 0; j < n; j++)
+            worst = fmax(worst, fabs(s[j] - complex_score(C + (size_t)head[b] * d, R + (size_t)rel[b] * d,
+                                                          E + (size_t)j * d, d)));
+    }
+    CHECK(worst <= 1e-12);
+    const kgl_triple *tr3 = ds.splits[0].triples;
+    for (int b = 0; b < nb; b++) { /* tail then head queries of every triple, as kgl_evaluate ranks them */
+        int count;
+        for (int j = 0; j < n; j++) s[j] = complex_score(C + (size_t)tr3[b].head * d, R + (size_t)tr3[b].rel * d,
+                                                         E + (size_t)j * d, d);
+        const int *known = kgl_dataset_known(&ds, tr3[b].head, tr3[b].rel, &count);
+        rr += 1 / kgl_filtered_rank(s, n, tr3[b].tail, known, count);
+        for (int j = 0; j < n; j++) s[j] = complex_score(C + (size_t)tr3[b].tail * d,
+                                                         R + (size_t)(nr + tr3[b].rel) * d, E + (size_t)j * d, d);
+        known = kgl_dataset_known(&ds, tr3[b].tail, nr + tr3[b].rel, &count);
+        rr += 1 / kgl_filtered_rank(s, n, tr3[b].head, known, count);
+    }
+    kgl_eval ev;
+    kgl_eval_init(&ev, n, nr);
+    kgl_evaluate(m, f.context, &ds, tr3, nb, &ev);
+    CHECK(ev.both.mrr < 1); /* not every rank is 1: a wrong readout would show */
+    CHECK_NEAR(ev.both.mrr, rr / (2 * nb), 1e-14);
+    kgl_eval_free(&ev);
+    free(s);
+    kgl_tape_free(&t);
+    free(head);
+    free(rel);
+    free(tail);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl train --readout complex: the checkpoint keeps it (kgl eval ranks as
+   training did; resuming with the other readout is refused), and the
+   options it cannot go with are refused with a reason. */
+TEST(complex_readout_from_the_command_line)
+{
+    static char out[1 << 17], out2[1 << 17], err[1 << 13];
+    char cmd[2048];
+    CHECK(run_kgl(T, "train --readout complex --dim 6 --heads 3 --steps 1", out, sizeof out, err, sizeof err) == 0);
+    CHECK(run_kgl(T, "train --readout complex --dim 9 --heads 3", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "an even --dim"));
+    CHECK(run_kgl(T, "train --readout complex --no-reciprocal", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "reciprocal"));
+    CHECK(run_kgl(T, "train --readout complex --lookup", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "--lookup needs --readout diagonal"));
+    CHECK(run_kgl(T, "train --readout complex --relation-loss 0.5", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "--relation-loss needs --readout diagonal"));
+    CHECK(run_kgl(T, "train --readout polar", out, sizeof out, err, sizeof err) == 2);
+    snprintf(cmd, sizeof cmd, "train --readout complex --steps 60 --save %s/cx.safetensors --json --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/cx.safetensors --json", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    char a[64], b[64];
+    const char *ta = strstr(out, "\"train\":"), *tb = strstr(out2, "\"train\":");
+    CHECK(ta && tb && test_json_raw(ta, "mrr", a, sizeof a) && test_json_raw(tb, "mrr", b, sizeof b) &&
+          strcmp(a, b) == 0);
+    /* the same steps with the specified readout are another model */
+    if (!CHECK(run_kgl(T, "train --steps 60 --json --quiet", out2, sizeof out2, err, sizeof err) == 0)) return;
+    tb = strstr(out2, "\"train\":");
+    CHECK(tb && test_json_raw(tb, "mrr", b, sizeof b) && strcmp(a, b) != 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s/cx.safetensors --readout diagonal --steps 1", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--readout differs"));
+    snprintf(cmd, sizeof cmd, "train --resume %s/cx.safetensors --steps 1 --json --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+}
