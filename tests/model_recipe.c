@@ -137,9 +137,9 @@ TEST(recipe_in_the_benchmark)
 }
 
 /* kgl benchmark without --recipe or --configs runs the shipped recipe,
-   data/bench/recipe.args, unchanged (an ensemble of five); both options
+   data/bench/recipe.args, unchanged (an ensemble of ten); both options
    at once are refused. The dataset is tiny (five people), so that the
-   recipe's five models of 3000 steps stay quick under the sanitizers. */
+   recipe's ten models of 3000 steps stay quick under the sanitizers. */
 TEST(benchmark_runs_the_shipped_recipe_by_default)
 {
     char cmd[4096];
@@ -156,14 +156,14 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
     write_tmp(T, 2, "kg/fam/test.txt", test, sizeof test - 1);
     snprintf(cmd, sizeof cmd, "benchmark --data '%s/kg' --datasets fam --seeds 1 --out '%s/fb'", T->tmp, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
-    CHECK(strstr(out, "an ensemble of 5 one-layer models") != NULL);
+    CHECK(strstr(out, "an ensemble of 10 one-layer models") != NULL);
     snprintf(cmd, sizeof cmd, "%s/fb/results.json", T->tmp);
     char *json = test_slurp(cmd, NULL);
     if (!CHECK(json != NULL)) return;
     CHECK(strstr(json, "\"config_file\":\"data/bench/recipe.args\"") != NULL);
-    CHECK(strstr(json, "\"ensemble\":5,") != NULL);
+    CHECK(strstr(json, "\"ensemble\":10,") != NULL);
     free(json);
     /* the other members' checkpoints are beside member 0's */
-    snprintf(cmd, sizeof cmd, "test -f '%s/fb/fam-seed1.m4.safetensors'", T->tmp);
+    snprintf(cmd, sizeof cmd, "test -f '%s/fb/fam-seed1.m9.safetensors'", T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
