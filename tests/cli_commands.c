@@ -38,7 +38,7 @@ TEST(cli_gradcheck_table_and_exit_status)
         CHECK(strstr(out, line) != NULL); /* every registered op has a row */
     }
     CHECK(strstr(out, "FAIL") == NULL);
-    CHECK(strstr(out, "FFN 16 + supervised heads  ffn.w2") != NULL);
+    CHECK(strstr(out, "FFN 16 + supervised heads     ffn.w2") != NULL);
     CHECK(strstr(out, "max |J - J_fd| = ") != NULL);
     CHECK(strstr(out, "gradcheck: PASS") != NULL);
 }

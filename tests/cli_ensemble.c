@@ -126,16 +126,6 @@ static void drop_seconds(char *json)
     *w = 0;
 }
 
-static bool same_file(const char *a, const char *b)
-{
-    size_t na = 0, nb = 0;
-    char *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
-    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* --ensemble-jobs: members trained at the same time, each on its own
    threads, are the members trained one after another, to the bit: the same
    report, the same checkpoints. The progress lines say whose they are. */
@@ -157,7 +147,7 @@ TEST(ensemble_members_at_once_are_the_members_one_after_another)
     for (int k = 1; k < 3; k++) {
         snprintf(a, sizeof a, "%s/seq.m%d.safetensors", T->tmp, k);
         snprintf(b, sizeof b, "%s/par.m%d.safetensors", T->tmp, k);
-        CHECK(same_file(a, b));
+        CHECK(test_same_file(a, b));
     }
     /* member 0's files differ in the names of the others (seq.m1 / par.m1):
        the ensembles they list rank the same */

@@ -430,16 +430,6 @@ static bool file_exists(const char *path)
     return stat(path, &st) == 0;
 }
 
-static bool same_file_bytes(const char *a, const char *b)
-{
-    size_t na = 0, nb = 0;
-    char *x = test_slurp(a, &na), *y = test_slurp(b, &nb);
-    bool same = x && y && na == nb && memcmp(x, y, na) == 0;
-    free(x);
-    free(y);
-    return same;
-}
-
 /* ------------------------------------------------------- the checker -- */
 
 TEST(svg_xml_checker_rejects_bad_xml)
@@ -686,10 +676,10 @@ TEST(svg_same_input_same_bytes)
     tmp_path(T, p1, sizeof p1, "same1.svg");
     tmp_path(T, p2, sizeof p2, "same2.svg");
     CHECK(kgl_svg_heatmap(p1, &h, err, sizeof err) && kgl_svg_heatmap(p2, &h, err, sizeof err));
-    CHECK(same_file_bytes(p1, p2));
+    CHECK(test_same_file(p1, p2));
     v[10] += 1e-3; /* any change shows */
     CHECK(kgl_svg_heatmap(p2, &h, err, sizeof err));
-    CHECK(!same_file_bytes(p1, p2));
+    CHECK(!test_same_file(p1, p2));
     free(v);
 
     double x[50], y[50];
@@ -697,7 +687,7 @@ TEST(svg_same_input_same_bytes)
     kgl_series s[2] = {{"loss", 50, x, y}, {NULL, 50, NULL, y}};
     kgl_lineplot lp = {.title = "loss", .x_label = "step", .log_y = true, .series = s, .n_series = 2};
     CHECK(kgl_svg_lineplot(p1, &lp, err, sizeof err) && kgl_svg_lineplot(p2, &lp, err, sizeof err));
-    CHECK(same_file_bytes(p1, p2));
+    CHECK(test_same_file(p1, p2));
 }
 
 /* -------------------------------------------------------- line plots -- */

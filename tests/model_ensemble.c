@@ -132,13 +132,7 @@ TEST(relation_loss_is_the_relation_prediction_cross_entropy)
     int nb = ds.splits[0].n, rows = 2 * ds.n_relations, d = m->cfg.dim;
     int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
         *tail = malloc((size_t)nb * sizeof(int));
-    for (int b = 0; b < nb; b++) { /* the forward triples and, for half of them, the reciprocal */
-        const kgl_triple *x = &ds.splits[0].triples[b];
-        bool inverse = b % 2;
-        head[b] = inverse ? x->tail : x->head;
-        rel[b] = inverse ? ds.n_relations + x->rel : x->rel;
-        tail[b] = inverse ? x->head : x->tail;
-    }
+    test_alternating_batch(&ds, head, rel, tail); /* the forward triples and, for half of them, the reciprocal */
     kgl_batch batch = {nb, head, rel, tail};
     kgl_tape t;
     kgl_tape_init(&t);

@@ -47,13 +47,7 @@ TEST(complex_readout_is_its_definition)
     /* the training forward pass: every triple, the odd ones reversed */
     int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
         *tail = malloc((size_t)nb * sizeof(int));
-    for (int b = 0; b < nb; b++) {
-        const kgl_triple *x = &ds.splits[0].triples[b];
-        bool inverse = b % 2;
-        head[b] = inverse ? x->tail : x->head;
-        rel[b] = inverse ? nr + x->rel : x->rel;
-        tail[b] = inverse ? x->head : x->tail;
-    }
+    test_alternating_batch(&ds, head, rel, tail); /* the forward triples and, for half of them, the reciprocal */
     kgl_batch batch = {nb, head, rel, tail};
     kgl_tape t;
     kgl_tape_init(&t);

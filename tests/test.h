@@ -58,6 +58,11 @@ const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text,
 /* A whole file, NUL-terminated, in memory from malloc (the caller frees it;
  * *len, when given, its bytes); NULL when it cannot be read. */
 char *test_slurp(const char *path, size_t *len);
+/* Whether files a and b both exist and hold the same bytes. */
+bool test_same_file(const char *a, const char *b);
+/* The examples of ds's first split, the odd ones reversed through their
+ * inverse relation (row m + r): head, rel and tail hold splits[0].n each. */
+void test_alternating_batch(const kgl_dataset *ds, int *head, int *rel, int *tail);
 /* Up to cap − 1 bytes of a file into buf, NUL-terminated; false when absent. */
 bool test_read_all(const char *path, char *buf, size_t cap);
 /* How many times needle occurs in hay (not overlapping). */

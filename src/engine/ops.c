@@ -1146,113 +1146,20 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
  * (idx0 = heads i, idx1 = relations r; saved = V, the rows v_b; scratch =
  * U, the rows u_b.) Three matrix products on the kernels: Y = V Eᵀ forward;
  * U = G E and dE += Gᵀ V backward; then each u_b is scattered to its rows.
- * ======================================================================== */
-static const kgl_op op_trilinear;
-
-static void trilinear_backward(kgl_node *nd)
-{
-    kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
-    int n = E->rows, d = E->cols, B = nd->n_idx;
-    const double *V = nd->saved;
-    double *U = nd->scratch;
-    /* u_b = Σ_j G[b,j] E[j]  (U = G E, j in order) */
-    kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
-    /* dE[j] += Σ_b G[b,j] v_b  (dE += Gᵀ V, b in order) */
-    if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD);
-    for (int b = 0; b < B; b++) { /* scattered to the rows the examples name, in example order */
-        const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
-        const double *u = U + (size_t)b * d;
-        if (C->grad) {
-            double *dc = C->grad + (size_t)nd->idx0[b] * d;
-            for (int k = 0; k < d; k++) dc[k] += u[k] * r[k];
-        }
-        if (R->grad) {
-            double *dr = R->grad + (size_t)nd->idx1[b] * d;
-            for (int k = 0; k < d; k++) dr[k] += u[k] * c[k];
-        }
-    }
-}
-
-kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
-                          const int *rels, int n_ex)
-{
-    int d = E->cols, n = E->rows;
-    shape_check(C->cols == d, "trilinear (C, E)", C, E);
-    shape_check(R->cols == d, "trilinear (R, E)", R, E);
-    for (int b = 0; b < n_ex; b++)
-        if (heads[b] < 0 || heads[b] >= C->rows || rels[b] < 0 || rels[b] >= R->rows)
-            kgl_die("trilinear: example %d (head %d, relation %d) out of range", b, heads[b], rels[b]);
-    kgl_tensor *in[3] = {C, R, E};
-    kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
-    double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
-    for (int b = 0; b < n_ex; b++) { /* v_b = C[i] ⊙ R[r] */
-        const double *c = C->data + (size_t)heads[b] * d, *r = R->data + (size_t)rels[b] * d;
-        double *vb = v + (size_t)b * d;
-        for (int k = 0; k < d; k++) vb[k] = c[k] * r[k];
-    }
-    /* Y = V Eᵀ: Y[b,j] = Σ_c v_b[c] E[j,c], c in order */
-    kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET);
-    kgl_node *nd = kgl_record(t, &op_trilinear, Y, 3, in);
-    if (nd) {
-        nd->idx0 = heads;
-        nd->idx1 = rels;
-        nd->n_idx = n_ex;
-        nd->saved = v;
-        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double)); /* u_b */
-    }
-    return Y;
-}
-
-static kgl_tensor *trilinear_run(kgl_tape *t, const kgl_check_case *c)
-{
-    /* case 2 passes one tensor as both C and E, as the model's E is used twice */
-    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0];
-    return kgl_trilinear(t, c->inputs[0], c->inputs[1], E, c->idx0, c->idx1, c->n_idx);
-}
-
-static void trilinear_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
-{
-    static const int heads_a[] = {0, 3, 1, 3, 2, 0}, rels_a[] = {2, 0, 1, 2, 2, 1};
-    static const int heads_b[] = {1}, rels_b[] = {0};
-    static const int heads_c[] = {4, 0, 4, 2}, rels_c[] = {1, 1, 0, 2};
-    const int *heads[] = {heads_a, heads_b, heads_c}, *rels[] = {rels_a, rels_b, rels_c};
-    static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5},
-                     d[] = {3, 4, 3};
-    c->inputs[0] = check_input(keep, rng, c_rows[which], d[which], 1, 0);
-    c->inputs[1] = check_input(keep, rng, r_rows[which], d[which], 1, 0);
-    c->n_inputs = 2;
-    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, e_rows[which], d[which], 1, 0);
-    c->idx0 = check_indices(keep, n_ex[which], heads[which]);
-    c->idx1 = check_indices(keep, n_ex[which], rels[which]);
-    c->n_idx = n_ex[which];
-    c->run = trilinear_run;
-    if (which < 2)
-        snprintf(c->label, sizeof c->label, "C%dx%d R%dx%d E%dx%d B%d", c_rows[which], d[which], r_rows[which],
-                 d[which], e_rows[which], d[which], n_ex[which]);
-    else
-        snprintf(c->label, sizeof c->label, "C=E %dx%d R%dx%d B%d", c_rows[which], d[which], r_rows[which], d[which],
-                 n_ex[which]);
-}
-
-static const kgl_op op_trilinear = {"trilinear",
-                                    trilinear_backward,
-                                    {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
-
-/* ========================================================================
+ *
  * trilinear_complex, the complex readout (ComplEx, Trouillon et al. 2016):
  * each row of C, R and E is d/2 complex numbers, real parts in columns
  * [0, d/2), imaginary parts in [d/2, d). For example b = (i, r) and entity j
  *   Y[b, j] = Re Σ_c C[i,c] R[r,c] conj(E[j,c]) = ⟨v_b, E[j]⟩ over the d reals,
  *   v_b = C[i] R[r]  (complex product: v_re = c_re r_re − c_im r_im,
  *                                      v_im = c_re r_im + c_im r_re).
- * So Y = V Eᵀ as in trilinear, with u_b = Σ_j G[b,j] E[j] the gradient
- * reaching v_b (as d reals) and dE[j] += Σ_b G[b,j] v_b. Through the product,
+ * So Y = V Eᵀ, U = G E and dE += Gᵀ V as above; only the scatter differs:
  *   ∂L/∂c_re = u_re r_re + u_im r_im,   ∂L/∂c_im = −u_re r_im + u_im r_re,
  * that is dC[i] += u_b conj(R[r]), and by symmetry dR[r] += u_b conj(C[i]).
  * A relation row rotates and scales each complex coordinate of the head
- * state: unlike trilinear's C ⊙ R, it can mix the two halves of a pair.
+ * state: unlike trilinear's C ⊙ R, it mixes the two halves of a pair.
  * ======================================================================== */
-static const kgl_op op_trilinear_complex;
+static const kgl_op op_trilinear, op_trilinear_complex;
 
 /* v = a b, d/2 complex numbers as [re | im] */
 void kgl_complex_product(const double *a, const double *b, double *v, int d)
@@ -1265,9 +1172,13 @@ void kgl_complex_product(const double *a, const double *b, double *v, int d)
     }
 }
 
-/* g += u conj(b) */
-static void add_product_conj(const double *u, const double *b, double *g, int d)
+/* g += u ⊙ b (diagonal) or g += u conj(b) (complex) */
+static void add_readout_grad(bool complex, const double *u, const double *b, double *g, int d)
 {
+    if (!complex) {
+        for (int k = 0; k < d; k++) g[k] += u[k] * b[k];
+        return;
+    }
     int h = d / 2;
     for (int k = 0; k < h; k++) {
         g[k] += u[k] * b[k] + u[h + k] * b[h + k];
@@ -1275,39 +1186,51 @@ static void add_product_conj(const double *u, const double *b, double *g, int d)
     }
 }
 
-static void trilinear_complex_backward(kgl_node *nd)
+static void readout_backward(kgl_node *nd, bool complex)
 {
     kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
     int n = E->rows, d = E->cols, B = nd->n_idx;
     const double *V = nd->saved;
     double *U = nd->scratch;
-    kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET); /* U = G E */
-    if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD); /* dE += Gᵀ V */
-    for (int b = 0; b < B; b++) { /* in example order */
+    /* u_b = Σ_j G[b,j] E[j]  (U = G E, j in order) */
+    kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
+    /* dE[j] += Σ_b G[b,j] v_b  (dE += Gᵀ V, b in order) */
+    if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD);
+    for (int b = 0; b < B; b++) { /* scattered to the rows the examples name, in example order */
         const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
         const double *u = U + (size_t)b * d;
-        if (C->grad) add_product_conj(u, r, C->grad + (size_t)nd->idx0[b] * d, d);
-        if (R->grad) add_product_conj(u, c, R->grad + (size_t)nd->idx1[b] * d, d);
+        if (C->grad) add_readout_grad(complex, u, r, C->grad + (size_t)nd->idx0[b] * d, d);
+        if (R->grad) add_readout_grad(complex, u, c, R->grad + (size_t)nd->idx1[b] * d, d);
     }
 }
 
-kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
-                                  const int *rels, int n_ex)
+static void trilinear_backward(kgl_node *nd) { readout_backward(nd, false); }
+static void trilinear_complex_backward(kgl_node *nd) { readout_backward(nd, true); }
+
+static kgl_tensor *readout_forward(kgl_tape *t, const kgl_op *op, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E,
+                                   const int *heads, const int *rels, int n_ex)
 {
+    bool complex = op == &op_trilinear_complex;
     int d = E->cols, n = E->rows;
-    shape_check(C->cols == d, "trilinear_complex (C, E)", C, E);
-    shape_check(R->cols == d, "trilinear_complex (R, E)", R, E);
-    shape_check(d % 2 == 0, "trilinear_complex (an even width: d/2 complex numbers)", C, E);
+    shape_check(C->cols == d, "readout (C, E)", C, E);
+    shape_check(R->cols == d, "readout (R, E)", R, E);
+    shape_check(!complex || d % 2 == 0, "trilinear_complex (an even width: d/2 complex numbers)", C, E);
     for (int b = 0; b < n_ex; b++)
         if (heads[b] < 0 || heads[b] >= C->rows || rels[b] < 0 || rels[b] >= R->rows)
-            kgl_die("trilinear_complex: example %d (head %d, relation %d) out of range", b, heads[b], rels[b]);
+            kgl_die("%s: example %d (head %d, relation %d) out of range", op->name, b, heads[b], rels[b]);
     kgl_tensor *in[3] = {C, R, E};
     kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
     double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
-    for (int b = 0; b < n_ex; b++)
-        kgl_complex_product(C->data + (size_t)heads[b] * d, R->data + (size_t)rels[b] * d, v + (size_t)b * d, d);
-    kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET); /* Y = V Eᵀ */
-    kgl_node *nd = kgl_record(t, &op_trilinear_complex, Y, 3, in);
+    for (int b = 0; b < n_ex; b++) { /* v_b = C[i] ⊙ R[r], or the complex product */
+        const double *c = C->data + (size_t)heads[b] * d, *r = R->data + (size_t)rels[b] * d;
+        double *vb = v + (size_t)b * d;
+        if (complex) kgl_complex_product(c, r, vb, d);
+        else
+            for (int k = 0; k < d; k++) vb[k] = c[k] * r[k];
+    }
+    /* Y = V Eᵀ: Y[b,j] = Σ_c v_b[c] E[j,c], c in order */
+    kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET);
+    kgl_node *nd = kgl_record(t, op, Y, 3, in);
     if (nd) {
         nd->idx0 = heads;
         nd->idx1 = rels;
@@ -1318,22 +1241,40 @@ kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl
     return Y;
 }
 
+kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
+                          const int *rels, int n_ex)
+{
+    return readout_forward(t, &op_trilinear, C, R, E, heads, rels, n_ex);
+}
+
+kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *C, kgl_tensor *R, kgl_tensor *E, const int *heads,
+                                  const int *rels, int n_ex)
+{
+    return readout_forward(t, &op_trilinear_complex, C, R, E, heads, rels, n_ex);
+}
+
+static kgl_tensor *trilinear_run(kgl_tape *t, const kgl_check_case *c)
+{
+    /* case 2 passes one tensor as both C and E, as the model's E is used twice */
+    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0];
+    return kgl_trilinear(t, c->inputs[0], c->inputs[1], E, c->idx0, c->idx1, c->n_idx);
+}
+
 static kgl_tensor *trilinear_complex_run(kgl_tape *t, const kgl_check_case *c)
 {
-    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0]; /* case 2: C = E, as in the model */
+    kgl_tensor *E = c->n_inputs == 3 ? c->inputs[2] : c->inputs[0];
     return kgl_trilinear_complex(t, c->inputs[0], c->inputs[1], E, c->idx0, c->idx1, c->n_idx);
 }
 
-/* trilinear's cases at even widths: repeated heads and relations, one
-   example, and C and E one tensor */
-static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+/* Both readouts' cases: repeated heads and relations, one example, and C
+   and E one tensor; widths d (even for the complex readout). */
+static void readout_case(int which, const int *d, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const int heads_a[] = {0, 3, 1, 3, 2, 0}, rels_a[] = {2, 0, 1, 2, 2, 1};
     static const int heads_b[] = {1}, rels_b[] = {0};
     static const int heads_c[] = {4, 0, 4, 2}, rels_c[] = {1, 1, 0, 2};
     const int *heads[] = {heads_a, heads_b, heads_c}, *rels[] = {rels_a, rels_b, rels_c};
-    static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5},
-                     d[] = {4, 2, 6};
+    static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5};
     c->inputs[0] = check_input(keep, rng, c_rows[which], d[which], 1, 0);
     c->inputs[1] = check_input(keep, rng, r_rows[which], d[which], 1, 0);
     c->n_inputs = 2;
@@ -1341,7 +1282,6 @@ static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl
     c->idx0 = check_indices(keep, n_ex[which], heads[which]);
     c->idx1 = check_indices(keep, n_ex[which], rels[which]);
     c->n_idx = n_ex[which];
-    c->run = trilinear_complex_run;
     if (which < 2)
         snprintf(c->label, sizeof c->label, "C%dx%d R%dx%d E%dx%d B%d", c_rows[which], d[which], r_rows[which],
                  d[which], e_rows[which], d[which], n_ex[which]);
@@ -1350,6 +1290,23 @@ static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl
                  n_ex[which]);
 }
 
+static void trilinear_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int d[] = {3, 4, 3};
+    readout_case(which, d, rng, keep, c);
+    c->run = trilinear_run;
+}
+
+static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int d[] = {4, 2, 6};
+    readout_case(which, d, rng, keep, c);
+    c->run = trilinear_complex_run;
+}
+
+static const kgl_op op_trilinear = {"trilinear",
+                                    trilinear_backward,
+                                    {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 static const kgl_op op_trilinear_complex = {"trilinear_complex",
                                             trilinear_complex_backward,
                                             {3, trilinear_complex_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
