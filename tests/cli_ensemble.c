@@ -3,7 +3,7 @@
  * are named F.m<k> and listed by F, kgl eval (and its --ranks) ranks the
  * saved members exactly as training reported, kgl predict asks them all, and
  * the options that cannot go together say so. Also
- * --relation-loss: stored in the checkpoint, refused with KvsAll. */
+ * --relation-loss and --n3: stored in the checkpoint, refused with KvsAll. */
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -198,23 +198,31 @@ TEST(ensemble_refusals)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "has no reciprocal relations, which member 0 has"));
 }
 
-TEST(relation_loss_is_kept_by_the_checkpoint)
+/* 20 steps in one run, or 10 and then 10 more from the checkpoint: the
+   same loss to the last digit only if the resumed run keeps the term `opt`;
+   and without it the loss differs (the term is there). */
+static void loss_term_is_kept(test_ctx *T, const char *opt)
 {
     char cmd[2048];
-    CHECK(run_kgl(T, "train --targets kvsall --relation-loss 0.5", out, sizeof out, err, sizeof err) == 2 &&
-          strstr(err, "--relation-loss needs --targets 1vsall"));
-    /* 20 steps in one run, or 10 and then 10 more from the checkpoint: the
-       same loss to the last digit only if the resumed run keeps the term */
-    snprintf(cmd, sizeof cmd, "train --steps 20 --relation-loss 0.3 --json --quiet");
+    snprintf(cmd, sizeof cmd, "train --steps 20 %s --json --quiet", opt);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
-    snprintf(cmd, sizeof cmd, "train --steps 10 --relation-loss 0.3 --save %s/rl.safetensors --quiet", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 10 %s --save %s/term.safetensors --quiet", opt, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
-    snprintf(cmd, sizeof cmd, "train --steps 10 --resume %s/rl.safetensors --json --quiet", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 10 --resume %s/term.safetensors --json --quiet", T->tmp);
     if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
     char a[64], b[64];
     CHECK(test_json_raw(out, "final_loss", a, sizeof a) && test_json_raw(out2, "final_loss", b, sizeof b) &&
           strcmp(a, b) == 0);
-    /* and the term is there: without it the loss differs */
     if (!CHECK(run_kgl(T, "train --steps 20 --json --quiet", out2, sizeof out2, err, sizeof err) == 0)) return;
     CHECK(test_json_raw(out2, "final_loss", b, sizeof b) && strcmp(a, b) != 0);
+}
+
+TEST(relation_loss_and_n3_are_kept_by_the_checkpoint)
+{
+    CHECK(run_kgl(T, "train --targets kvsall --relation-loss 0.5", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "--relation-loss needs --targets 1vsall"));
+    CHECK(run_kgl(T, "train --targets kvsall --n3 0.01", out, sizeof out, err, sizeof err) == 2 &&
+          strstr(err, "--n3 needs --targets 1vsall"));
+    loss_term_is_kept(T, "--relation-loss 0.3");
+    loss_term_is_kept(T, "--n3 0.01");
 }

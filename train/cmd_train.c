@@ -58,6 +58,8 @@ static const char help[] =
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
     "  --relation-loss L    + L x the cross entropy of predicting each example's\n"
     "                       relation from its head state and tail (default 0)\n"
+    "  --n3 L               + L x the mean over the batch of the summed cubes |x|^3 of\n"
+    "                       each example's head state, relation and tail rows (N3)\n"
     "  --targets T          1vsall (default): each example's one tail; kvsall: each\n"
     "                       query (head, relation) against all its training tails at\n"
     "                       once (1-N, as ConvE); --batch then counts queries\n"
@@ -115,7 +117,8 @@ typedef struct train_opts {
     const char *log_path, *save_path, *resume_path;
     long log_every;
     kgl_regularisers reg;
-    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing, set_relation_loss;
+    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing, set_relation_loss,
+        set_n3;
     kgl_schedule sched;
     bool set_schedule, set_warmup, set_floor, set_decay;
     long eval_every, patience;
@@ -249,6 +252,9 @@ static int parse(int argc, char **argv, train_opts *o)
         } else if (cli_is(&a, "--relation-loss")) {
             if (!cli_double(&a, 0, 100, &o->reg.relation_loss)) return EXIT_USAGE;
             o->set_relation_loss = true;
+        } else if (cli_is(&a, "--n3")) {
+            if (!cli_double(&a, 0, 100, &o->reg.n3)) return EXIT_USAGE;
+            o->set_n3 = true;
         } else if (cli_is(&a, "--lr-schedule")) {
             static const char *const words[] = {"constant", "cosine", "linear"};
             static const kgl_schedule_kind kinds[] = {KGL_SCHED_CONSTANT, KGL_SCHED_COSINE, KGL_SCHED_LINEAR};
@@ -359,6 +365,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
     if (!o->set_relation_loss) o->reg.relation_loss = s->reg.relation_loss;
+    if (!o->set_n3) o->reg.n3 = s->reg.n3;
     if (!o->set_targets) o->kvsall = s->kvsall;
     if (!o->set_schedule) o->sched.kind = s->sched.kind;
     if (!o->set_decay) o->sched.total = s->sched.total;
@@ -990,6 +997,11 @@ int cmd_train(int argc, char **argv)
     }
     if (o.reg.relation_loss > 0 && o.cfg.readout != KGL_READOUT_DIAGONAL) { /* its product swaps R and E */
         fprintf(stderr, "kgl train: --relation-loss needs --readout diagonal\n");
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
+    if (o.reg.n3 > 0 && o.kvsall) { /* it regularises each example's one tail row */
+        fprintf(stderr, "kgl train: --n3 needs --targets 1vsall (one tail per example)\n");
         st = EXIT_USAGE;
         goto done_ck;
     }

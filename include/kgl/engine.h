@@ -168,6 +168,7 @@ kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts);
 kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *s, kgl_mask mask);
 kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *x, kgl_tensor *gamma, kgl_tensor *beta);
 kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *x);
+kgl_tensor *kgl_abs_cube(kgl_tape *t, kgl_tensor *x); /* |x|³ elementwise */
 /* mean over rows b of  logsumexp_j z[b,j] - sum_j q[b,j] z[b,j],  with the
  * target distribution q = (1 - smoothing) onehot(targets[b]) + smoothing / cols. */
 kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *targets, double smoothing);

@@ -125,6 +125,8 @@ typedef struct kgl_regularisers {
     double label_smoothing; /* --label-smoothing: ε */
     double relation_loss;   /* --relation-loss λ: + λ · the cross entropy of predicting each
                                example's relation from its head state and tail (not random) */
+    double n3;              /* --n3 λ: + λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³
+                               (Lacroix et al. 2018; the head state before hidden dropout) */
     kgl_rng *rng;
 } kgl_regularisers;
 /* The same with regularisers (reg NULL: exactly the functions above). */

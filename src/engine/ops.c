@@ -992,6 +992,45 @@ static void gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
 static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
 
 /* ========================================================================
+ * abs_cube: y = |x|³ elementwise (the N3 regulariser's terms).
+ *   dy/dx = 3 x |x|  (continuous, 0 at 0: |x|³ is twice differentiable there).
+ * ======================================================================== */
+static const kgl_op op_abs_cube;
+
+static void abs_cube_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *Y = nd->out;
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) X->grad[i] += Y->grad[i] * 3.0 * X->data[i] * fabs(X->data[i]);
+}
+
+kgl_tensor *kgl_abs_cube(kgl_tape *t, kgl_tensor *X)
+{
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    size_t n = kgl_numel(X);
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs(X->data[i]);
+        Y->data[i] = a * a * a;
+    }
+    kgl_record(t, &op_abs_cube, Y, 1, &X);
+    return Y;
+}
+
+static kgl_tensor *abs_cube_run(kgl_tape *t, const kgl_check_case *c) { return kgl_abs_cube(t, c->inputs[0]); }
+
+/* both signs, large and small; case 2 near 0, where the derivative's sign turns */
+static void abs_cube_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const double spread[] = {1, 3, 0.01};
+    c->inputs[0] = check_input(keep, rng, 4, 3, spread[which], 0);
+    c->n_inputs = 1;
+    c->run = abs_cube_run;
+    snprintf(c->label, sizeof c->label, "4x3 σ=%g", spread[which]);
+}
+
+static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+
+/* ========================================================================
  * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
  * B rows):  L = (1/B) Σ_b [ lse(z_b) − Σ_j q_bj z_bj ],
  *   q_b = (1 − ε) onehot(t_b) + ε/n   (ε = node->alpha, label smoothing),
@@ -1583,7 +1622,7 @@ double kgl_softmax_jacobian_fro(const double *p, int n)
 
 const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
-    &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu,
+    &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube,
     &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
 };

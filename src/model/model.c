@@ -327,6 +327,21 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         kgl_tensor *rel_loss = kgl_cross_entropy(t, rel_scores, b->rel, eps);
         out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
     }
+    if (reg && reg->n3 > 0) {
+        /* N3 (Lacroix et al. 2018): the cubed absolute values of the three
+           rows each example multiplies in the readout, summed, averaged
+           over the batch. A row that appears in many examples is weighed
+           as often as it is used, unlike weight decay. */
+        kgl_tensor *rows[3] = {kgl_gather_rows(t, out->context, b->head, b->n),
+                               kgl_gather_rows(t, m->relation_emb, b->rel, b->n),
+                               kgl_gather_rows(t, m->entity_emb, b->tail, b->n)};
+        kgl_tensor *n3 = NULL;
+        for (int k = 0; k < 3; k++) {
+            kgl_tensor *term = kgl_sum(t, kgl_abs_cube(t, rows[k]));
+            n3 = n3 ? kgl_add(t, n3, term) : term;
+        }
+        out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, n3, reg->n3 / (b->n ? b->n : 1)));
+    }
     out->aux_loss = (sup && sup->head_of) ? supervision_loss(m, t, b, sup, out) : NULL;
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }
@@ -464,7 +479,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
-                            .relation_loss = 0.5, .rng = &drop_rng};
+                            .relation_loss = 0.5, .n3 = 0.1, .rng = &drop_rng};
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
     kgl_model_free(&m);
     return n;
