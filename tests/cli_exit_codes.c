@@ -172,6 +172,12 @@ TEST(cli_memory_estimate_refuses_what_cannot_fit)
     /* the same estimate passes a run that fits */
     snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=16000 '%s' train --dim 64 --steps 1 --quiet", T->kgl);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    /* an ensemble keeps all its members: one fits in 100 MB, 64 do not */
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=100 '%s' train --dim 256 --steps 1 --quiet", T->kgl);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=100 '%s' train --dim 256 --steps 1 --ensemble 64 --quiet", T->kgl);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "for 64 models") &&
+          strstr(err, "fewer --ensemble members"));
 }
 
 /* Defect 6: temporaries of killed writers were never removed; a live

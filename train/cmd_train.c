@@ -1024,7 +1024,7 @@ int cmd_train(int argc, char **argv)
             goto done_ck;
         }
     }
-    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch)) {
+    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;

@@ -481,7 +481,7 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
    training examples) and is finite; the checkpoint is closed on failure. */
 static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, long examples, kgl_model *m)
 {
-    if (!memory_fits(cmd, &ck->cfg, examples, 1024)) {
+    if (!memory_fits(cmd, &ck->cfg, examples, 1024, 1)) {
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }
@@ -662,16 +662,20 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
     return 8 * (params + attn + act) + 64.0 * 1048576.0;
 }
 
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch)
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models)
 {
     double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
+    need *= models, pp *= models, ap *= models; /* an ensemble keeps every member until its report */
     double have = memory_available_bytes();
     if (have <= 0 || need <= have) return true;
     const double GB = 1e9;
+    char of[64] = "";
+    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
     fprintf(stderr,
-            "kgl %s: this run needs about %.1f GB (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
+            "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
             "entities and %d heads), this machine has %.1f GB available; try a smaller --dim, --ffn, --heads or "
-            "--batch\n",
-            cmd, need / GB, pp / GB, ap / GB, c->n_entities, c->heads, have / GB);
+            "--batch%s\n",
+            cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, have / GB,
+            models > 1 ? ", or fewer --ensemble members" : "");
     return false;
 }

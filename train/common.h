@@ -107,5 +107,5 @@ bool model_finite(const char *where, const kgl_model *m);
  * available" and returns false (exit status 2). */
 double memory_available_bytes(void);
 double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch);
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models);
 #endif
