@@ -328,6 +328,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
     }
     if (reg && reg->n3 > 0) {
+        if (answers) kgl_die("n3: needs one tail per example (kgl train refuses it with --targets kvsall)");
         /* N3 (Lacroix et al. 2018): the cubed absolute values of the three
            rows each example multiplies in the readout, summed, averaged
            over the batch. A row that appears in many examples is weighed
