@@ -110,17 +110,6 @@ int run_kgl(test_ctx *T, const char *args, char *out, size_t out_cap, char *err,
     return run_sh(T, cmd, out, out_cap, err, err_cap);
 }
 
-void test_alternating_batch(const kgl_dataset *ds, int *head, int *rel, int *tail)
-{
-    for (int b = 0; b < ds->splits[0].n; b++) {
-        const kgl_triple *x = &ds->splits[0].triples[b];
-        bool inverse = b % 2;
-        head[b] = inverse ? x->tail : x->head;
-        rel[b] = inverse ? ds->n_relations + x->rel : x->rel;
-        tail[b] = inverse ? x->head : x->tail;
-    }
-}
-
 bool test_same_file(const char *a, const char *b)
 {
     size_t na = 0, nb = 0;

@@ -117,98 +117,81 @@ TEST(ensemble_ranks_by_the_mean_of_the_members_probabilities)
     kgl_dataset_free(&ds);
 }
 
-/* --relation-loss λ adds λ · mean_b (logsumexp_k s[b,k] − s[b,r_b]) with
-   s[b,k] = Σ_c C[i_b,c] E[t_b,c] R[k,c] over every relation row k: computed
-   here from the model's tensors after a few steps, and compared with the
-   difference of the loss with and without the term. Both are O(1) sums of
-   ~10^2 products: 1e-12 is a thousand times their rounding. */
-TEST(relation_loss_is_the_relation_prediction_cross_entropy)
+/* An extra term of the loss against its definition: after a few steps of
+   training, the loss on every training example (odd ones reversed) with
+   `with` minus the loss without it is `weight` times term(...), computed
+   here from the model's tensors; term must be at least `at_least` (a term
+   worth measuring). */
+typedef double term_fn(const kgl_model *m, const double *C, const kgl_batch *b);
+
+static void check_loss_term(test_ctx *T, uint64_t seed, const kgl_regularisers *with, double weight, term_fn *term,
+                            double at_least)
 {
     kgl_dataset ds;
     if (!load_family(T, &ds)) return;
     kgl_trainer tr;
-    if (!train(T, &ds, &tr, 5, 10)) return;
-    const kgl_model *m = &tr.model;
-    int nb = ds.splits[0].n, rows = 2 * ds.n_relations, d = m->cfg.dim;
-    int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
-        *tail = malloc((size_t)nb * sizeof(int));
-    test_alternating_batch(&ds, head, rel, tail); /* the forward triples and, for half of them, the reciprocal */
-    kgl_batch batch = {nb, head, rel, tail};
+    if (!train(T, &ds, &tr, seed, 10)) return;
+    kgl_batch batch = test_alternating_batch(&ds);
     kgl_tape t;
     kgl_tape_init(&t);
-    t.recording = false;
     kgl_forward f;
-    kgl_regularisers none = {0}, with = {0};
-    with.relation_loss = 0.7;
-    kgl_model_loss_reg(m, &t, &batch, NULL, &none, &f);
-    double plain = f.loss->data[0];
-    const double *C = f.context->data, *E = m->entity_emb->data, *R = m->relation_emb->data;
-    double ce = 0;
-    for (int b = 0; b < nb; b++) {
-        double s[64], mx = -INFINITY, z = 0;
-        for (int k = 0; k < rows; k++) {
-            s[k] = 0;
-            for (int c = 0; c < d; c++) s[k] += C[head[b] * d + c] * E[tail[b] * d + c] * R[k * d + c];
-            mx = fmax(mx, s[k]);
-        }
-        for (int k = 0; k < rows; k++) z += exp(s[k] - mx);
-        ce += mx + log(z) - s[rel[b]];
-    }
-    ce /= nb;
-    kgl_tape_reset(&t);
-    t.recording = false;
-    kgl_model_loss_reg(m, &t, &batch, NULL, &with, &f);
-    CHECK(ce > 0.1); /* a term worth measuring */
-    CHECK_NEAR(f.loss->data[0] - plain, 0.7 * ce, 1e-12);
+    double plain = test_loss(&tr.model, &t, &batch, NULL, &f);
+    double want = term(&tr.model, f.context->data, &batch);
+    double got = test_loss(&tr.model, &t, &batch, with, &f) - plain;
+    CHECK(want >= at_least);
+    CHECK_NEAR(got, weight * want, 1e-12);
     kgl_tape_free(&t);
-    free(head);
-    free(rel);
-    free(tail);
+    test_batch_free(&batch);
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
 
-/* --n3 λ adds λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³:
-   computed here from the model's tensors after a few steps, and compared
-   with the difference of the loss with and without the term (O(1) sums of
-   ~10^3 cubes: 1e-12 is far above their rounding, far below any error). */
+/* mean_b (logsumexp_k s[b,k] − s[b,r_b]), s[b,k] = Σ_c C[i_b,c] E[t_b,c] R[k,c] */
+static double relation_prediction_ce(const kgl_model *m, const double *C, const kgl_batch *b)
+{
+    int rows = 2 * m->cfg.n_relations, d = m->cfg.dim;
+    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double ce = 0;
+    for (int k = 0; k < b->n; k++) {
+        double s[64], mx = -INFINITY, z = 0;
+        for (int r = 0; r < rows; r++) {
+            s[r] = 0;
+            for (int c = 0; c < d; c++) s[r] += C[b->head[k] * d + c] * E[b->tail[k] * d + c] * R[r * d + c];
+            mx = fmax(mx, s[r]);
+        }
+        for (int r = 0; r < rows; r++) z += exp(s[r] - mx);
+        ce += mx + log(z) - s[b->rel[k]];
+    }
+    return ce / b->n;
+}
+
+/* mean_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³ */
+static double mean_cubed_norms(const kgl_model *m, const double *C, const kgl_batch *b)
+{
+    int d = m->cfg.dim;
+    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double cubes = 0;
+    for (int k = 0; k < b->n; k++)
+        for (int c = 0; c < d; c++) {
+            double x[3] = {C[b->head[k] * d + c], R[b->rel[k] * d + c], E[b->tail[k] * d + c]};
+            for (int j = 0; j < 3; j++) cubes += fabs(x[j]) * fabs(x[j]) * fabs(x[j]);
+        }
+    return cubes / b->n;
+}
+
+/* --relation-loss λ adds λ · the relation-prediction cross entropy over
+   every relation row k (inverses included). Both sides are O(1) sums of
+   ~10^2 products: 1e-12 is a thousand times their rounding. */
+TEST(relation_loss_is_the_relation_prediction_cross_entropy)
+{
+    kgl_regularisers with = {.relation_loss = 0.7};
+    check_loss_term(T, 5, &with, 0.7, relation_prediction_ce, 0.1);
+}
+
+/* --n3 λ adds λ · the batch mean of the cubed absolute values of the rows
+   each example multiplies (O(1) sums of ~10^3 cubes: 1e-12 likewise). */
 TEST(n3_is_the_mean_cubed_norm_of_the_rows_an_example_uses)
 {
-    kgl_dataset ds;
-    if (!load_family(T, &ds)) return;
-    kgl_trainer tr;
-    if (!train(T, &ds, &tr, 6, 10)) return;
-    const kgl_model *m = &tr.model;
-    int nb = ds.splits[0].n, d = m->cfg.dim;
-    int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
-        *tail = malloc((size_t)nb * sizeof(int));
-    test_alternating_batch(&ds, head, rel, tail);
-    kgl_batch batch = {nb, head, rel, tail};
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    kgl_forward f;
-    kgl_regularisers none = {0}, with = {0};
-    with.n3 = 0.02;
-    kgl_model_loss_reg(m, &t, &batch, NULL, &none, &f);
-    double plain = f.loss->data[0];
-    const double *C = f.context->data, *E = m->entity_emb->data, *R = m->relation_emb->data;
-    double cubes = 0;
-    for (int b = 0; b < nb; b++)
-        for (int c = 0; c < d; c++) {
-            double x[3] = {C[head[b] * d + c], R[rel[b] * d + c], E[tail[b] * d + c]};
-            for (int k = 0; k < 3; k++) cubes += fabs(x[k]) * fabs(x[k]) * fabs(x[k]);
-        }
-    cubes /= nb;
-    kgl_tape_reset(&t);
-    t.recording = false;
-    kgl_model_loss_reg(m, &t, &batch, NULL, &with, &f);
-    CHECK(cubes > 1); /* a term worth measuring */
-    CHECK_NEAR(f.loss->data[0] - plain, 0.02 * cubes, 1e-12);
-    kgl_tape_free(&t);
-    free(head);
-    free(rel);
-    free(tail);
-    kgl_trainer_free(&tr);
-    kgl_dataset_free(&ds);
+    kgl_regularisers with = {.n3 = 0.02};
+    check_loss_term(T, 6, &with, 0.02, mean_cubed_norms, 1);
 }

@@ -45,15 +45,12 @@ TEST(complex_readout_is_its_definition)
     const kgl_model *m = &tr.model;
     int n = ds.n_entities, nr = ds.n_relations, d = cfg.dim, nb = ds.splits[0].n;
     /* the training forward pass: every triple, the odd ones reversed */
-    int *head = malloc((size_t)nb * sizeof(int)), *rel = malloc((size_t)nb * sizeof(int)),
-        *tail = malloc((size_t)nb * sizeof(int));
-    test_alternating_batch(&ds, head, rel, tail); /* the forward triples and, for half of them, the reciprocal */
-    kgl_batch batch = {nb, head, rel, tail};
+    kgl_batch batch = test_alternating_batch(&ds);
+    const int *head = batch.head, *rel = batch.rel;
     kgl_tape t;
     kgl_tape_init(&t);
-    t.recording = false;
     kgl_forward f;
-    kgl_model_loss(m, &t, &batch, NULL, &f);
+    test_loss(m, &t, &batch, NULL, &f);
     const double *C = f.context->data, *E = m->entity_emb->data, *R = m->relation_emb->data;
     double worst = 0, diagonal_gap = 0;
     for (int b = 0; b < nb; b++)
@@ -96,9 +93,7 @@ TEST(complex_readout_is_its_definition)
     kgl_eval_free(&ev);
     free(s);
     kgl_tape_free(&t);
-    free(head);
-    free(rel);
-    free(tail);
+    test_batch_free(&batch);
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }

@@ -60,9 +60,13 @@ const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text,
 char *test_slurp(const char *path, size_t *len);
 /* Whether files a and b both exist and hold the same bytes. */
 bool test_same_file(const char *a, const char *b);
-/* The examples of ds's first split, the odd ones reversed through their
- * inverse relation (row m + r): head, rel and tail hold splits[0].n each. */
-void test_alternating_batch(const kgl_dataset *ds, int *head, int *rel, int *tail);
+/* The examples of ds's first split as one batch, the odd ones reversed
+ * through their inverse relation (row m + r); free with test_batch_free. */
+kgl_batch test_alternating_batch(const kgl_dataset *ds);
+void test_batch_free(kgl_batch *b);
+/* The loss of a forward pass on b (nothing recorded; reg NULL: none), its
+ * tensors left in *f; the tape is reset first. */
+double test_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_regularisers *reg, kgl_forward *f);
 /* Up to cap − 1 bytes of a file into buf, NUL-terminated; false when absent. */
 bool test_read_all(const char *path, char *buf, size_t cap);
 /* How many times needle occurs in hay (not overlapping). */
