@@ -186,6 +186,10 @@ kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl
                                   const int *rels, int n);
 /* v = a b for rows of d/2 complex numbers [re | im] (the complex readout's query vector) */
 void kgl_complex_product(const double *a, const double *b, double *v, int d);
+/* A query's vector in either readout: v = a ⊙ b, or the complex product when
+ * `is_complex` (then v · E[j] is the score of candidate j; the evaluation and
+ * kgl_predict_scores form it as the ops do). */
+void kgl_readout_query(bool is_complex, const double *a, const double *b, double *v, int d);
 /* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
 kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
 /* Dropout with a given mask: Y = X ⊙ keep / (1 − p), keep[i] ∈ {0, 1}

@@ -1211,6 +1211,13 @@ void kgl_complex_product(const double *a, const double *b, double *v, int d)
     }
 }
 
+void kgl_readout_query(bool is_complex, const double *a, const double *b, double *v, int d)
+{
+    if (is_complex) kgl_complex_product(a, b, v, d);
+    else
+        for (int k = 0; k < d; k++) v[k] = a[k] * b[k];
+}
+
 /* g += u ⊙ b (diagonal) or g += u conj(b) (complex) */
 static void add_readout_grad(bool complex, const double *u, const double *b, double *g, int d)
 {
@@ -1260,13 +1267,9 @@ static kgl_tensor *readout_forward(kgl_tape *t, const kgl_op *op, kgl_tensor *C,
     kgl_tensor *in[3] = {C, R, E};
     kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
     double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
-    for (int b = 0; b < n_ex; b++) { /* v_b = C[i] ⊙ R[r], or the complex product */
-        const double *c = C->data + (size_t)heads[b] * d, *r = R->data + (size_t)rels[b] * d;
-        double *vb = v + (size_t)b * d;
-        if (complex) kgl_complex_product(c, r, vb, d);
-        else
-            for (int k = 0; k < d; k++) vb[k] = c[k] * r[k];
-    }
+    for (int b = 0; b < n_ex; b++) /* v_b = C[i] ⊙ R[r], or the complex product */
+        kgl_readout_query(complex, C->data + (size_t)heads[b] * d, R->data + (size_t)rels[b] * d, v + (size_t)b * d,
+                          d);
     /* Y = V Eᵀ: Y[b,j] = Σ_c v_b[c] E[j,c], c in order */
     kgl_gemm_nt(t->pool, n_ex, n, d, v, d, E->data, d, Y->data, n, KGL_SET);
     kgl_node *nd = kgl_record(t, op, Y, 3, in);

@@ -51,10 +51,8 @@ static void score_rows(const kgl_model *m, const double *C, kgl_pool *pool, int 
     for (int k = 0; k < count; k++) {
         const double *left, *mid;
         cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
-        double *v = vecs + (size_t)k * d;
-        if (m->cfg.readout == KGL_READOUT_COMPLEX) kgl_complex_product(left, mid, v, d); /* reciprocal mode */
-        else
-            for (int c = 0; c < d; c++) v[c] = left[c] * mid[c];
+        /* the complex readout is reciprocal-only: (left, mid) = (C[i], R[row]) */
+        kgl_readout_query(m->cfg.readout == KGL_READOUT_COMPLEX, left, mid, vecs + (size_t)k * d, d);
     }
     if (count) kgl_gemm_nt(pool, count, n, d, vecs, d, cand, d, scores, n, KGL_SET);
 }

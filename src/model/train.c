@@ -161,10 +161,7 @@ static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const re
     int d = ro->d, n = ro->n;
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
         const double *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
-        double *v = e->vecs + (size_t)k * d;
-        if (ro->complex) kgl_complex_product(a, b, v, d);
-        else
-            for (int c = 0; c < d; c++) v[c] = a[c] * b[c];
+        kgl_readout_query(ro->complex, a, b, e->vecs + (size_t)k * d, d);
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
     kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand, d, scores, n, KGL_SET);
