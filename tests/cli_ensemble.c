@@ -58,6 +58,15 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
     CHECK(metrics_after(out, "{\"seed\":1004,", ens, sizeof ens) && metrics_after(out2, "{", alone, sizeof alone) &&
           strcmp(ens, alone) == 0);
+    /* kgl eval --member 1 ranks member 1 alone, as training reported it */
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors --member 1 --json", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+    CHECK(strstr(out2, "\"ensemble\":1") != NULL);
+    CHECK(metrics_after(out2, "{", alone, sizeof alone) && strcmp(ens, alone) == 0);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors --member 3", T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 2 && strstr(err, "is 3 models (members 0 to 2)"));
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s/e.safetensors --member 2 --head alice --relation advises", T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && !strstr(out2, "an ensemble"));
     /* the ensemble's metrics (after the members) are not any member's */
     const char *top = strstr(out, "]");
     CHECK(top && metrics_after(top, "]", ens, sizeof ens) && strcmp(ens, alone) != 0);

@@ -10,7 +10,7 @@
 
 static const char help[] =
     "usage: kgl eval --checkpoint F [--train F] [--valid F] [--test F] [--relations A,B] [--json]\n"
-    "                [--ranks FILE.tsv]\n\n"
+    "                [--ranks FILE.tsv] [--member K]\n\n"
     "Ranks every triple of each given split for its tail and its head among all\n"
     "entities, filtering the other known answers (from every file given), with\n"
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR\n"
@@ -28,6 +28,8 @@ static const char help[] =
     "split head relation tail direction rank score top_wrong top_wrong_score\n"
     "(top_wrong empty when every other entity is a known answer). The file is\n"
     "written whole or not at all (a temporary file, then renamed).\n\n"
+    "--member K ranks model K of the ensemble alone (0: F itself; K: the K-th\n"
+    "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
     EXIT_TABLE;
 
 /* Every triple of every split present, ranked, to `path`: written to a
@@ -101,6 +103,7 @@ int cmd_eval(int argc, char **argv)
     a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *ranks = NULL;
+    long member = -1;
     bool json = false;
     int st;
     while (cli_next(&a)) {
@@ -111,6 +114,8 @@ int cmd_eval(int argc, char **argv)
             if (st) return st;
         } else if (cli_is(&a, "--ranks")) {
             if (!(ranks = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--member")) {
+            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE - 1, &member)) return EXIT_USAGE;
         } else {
             return cli_unknown(&a);
         }
@@ -121,7 +126,7 @@ int cmd_eval(int argc, char **argv)
     data_view v;
     if ((st = data_load("eval", &d, &v, false))) return st;
     static model_set ms; /* large; one per process */
-    if ((st = model_set_open("eval", ckpt, &v, NULL, &ms))) {
+    if ((st = model_set_open("eval", ckpt, (int)member, &v, NULL, &ms))) {
         data_free(&v);
         return st;
     }

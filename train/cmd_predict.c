@@ -29,6 +29,7 @@ static const char help[] =
     "                     (kgl train --ensemble), or A,B,..., asks the ensemble:\n"
     "                     prob is the mean of the models' probabilities, score\n"
     "                     its log\n"
+    "  --member K         ask model K of the ensemble alone (0: F itself)\n"
     "  --head NAME        ask for the tails of NAME under --relation\n"
     "  --tail NAME        ask for the heads of NAME under --relation\n"
     "  --relation REL     the relation asked about\n"
@@ -212,7 +213,7 @@ int cmd_predict(int argc, char **argv)
     const char *ckpt = NULL, *head = NULL, *tail = NULL, *relation = NULL, *queries = NULL;
     bool json = false;
     int filter = -1; /* -1: the default (on exactly when triples are given) */
-    long top = 0;
+    long top = 0, member = -1;
     bool top_given = false; /* else 10, or n when there are fewer */
     int st;
     while (cli_next(&a)) {
@@ -228,6 +229,8 @@ int cmd_predict(int argc, char **argv)
                                 : cli_is(&a, "--relation") ? &relation
                                                            : &queries;
             if (!(*slot = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--member")) {
+            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE - 1, &member)) return EXIT_USAGE;
         } else if (cli_is(&a, "--filter") || cli_is(&a, "--no-filter")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             filter = cli_is(&a, "--filter");
@@ -270,7 +273,7 @@ int cmd_predict(int argc, char **argv)
     const kgl_dataset *ds;
     static model_set ms; /* large; one per process */
     if (have_known && (st = data_load("predict", &d, &v, false))) return st;
-    if ((st = model_set_open("predict", ckpt, have_known ? &v : NULL, &names, &ms))) {
+    if ((st = model_set_open("predict", ckpt, (int)member, have_known ? &v : NULL, &names, &ms))) {
         if (have_known) data_free(&v);
         return st;
     }

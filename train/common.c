@@ -553,7 +553,8 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
     return 0;
 }
 
-int model_set_open(const char *cmd, const char *spec, const data_view *v, kgl_dataset *names, model_set *ms)
+int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
+                   model_set *ms)
 {
     ms->n = 0;
     if (!v) memset(names, 0, sizeof *names);
@@ -587,6 +588,19 @@ int model_set_open(const char *cmd, const char *spec, const data_view *v, kgl_da
             p = comma + 1;
         }
         free(list);
+    }
+    if (!st && member >= ms->n) {
+        fprintf(stderr, "kgl %s: --member %d: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, ms->n,
+                ms->n == 1 ? "" : "s", ms->n - 1);
+        st = EXIT_USAGE;
+    } else if (!st && member >= 0 && ms->n > 1) {
+        /* the one member alone: opened again by itself (a model cannot be
+           moved in memory: its tensors point into it) */
+        char *path = strdup(ms->paths[member]);
+        model_set_close(ms);
+        if (!v) kgl_dataset_free(names); /* reopened with the member's file */
+        st = model_set_add(cmd, ms, path, v, names);
+        free(path);
     }
     if (st) {
         bool names_open = !v && ms->n > 0; /* opened with the first checkpoint */

@@ -77,11 +77,14 @@ typedef struct model_set {
     double *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
     const kgl_model *models[KGL_MAX_ENSEMBLE];
 } model_set;
-/* Opens them for the loaded triples v, or, with v NULL, with the names of
+/* Opens them (member >= 0: only model `member` of them, 0 for the file
+ * named, k for the k-th it lists or the k-th of A,B,...; -1: all) for the
+ * loaded triples v, or, with v NULL, with the names of
  * the first checkpoint (into *names, a dataset without triples; free it
  * with kgl_dataset_free after model_set_close). Returns 0, or an exit
  * status after reporting (nothing left open). */
-int model_set_open(const char *cmd, const char *spec, const data_view *v, kgl_dataset *names, model_set *ms);
+int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
+                   model_set *ms);
 void model_set_close(model_set *ms);
 
 /* Opens a checkpoint for the loaded triples (kgl_checkpoint_open); prints
