@@ -392,9 +392,9 @@ bool model_finite(const char *where, const kgl_model *m)
     }
     if (ok) {
         /* every readout score C[i]·R[r]·E[j] is at most this bound in size
-           (complex readout: each of its terms c r e is a product of one
-           component of each of a pair's columns, so the bound sums over
-           the pair's largest components, counted twice) */
+           (complex readout: a pair's contribution v_re e_re + v_im e_im
+           expands into four products c r e, one component of each of the
+           pair's two columns in C, R and E: at most 4 · their largest) */
         const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
         bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
         double bound = 0, *mx = calloc(3 * (size_t)d, sizeof(double)); /* per column: max |C|, |R|, |E| */
