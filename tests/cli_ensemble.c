@@ -67,6 +67,19 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 2 && strstr(err, "is 3 models (members 0 to 2)"));
     snprintf(cmd, sizeof cmd, "predict --checkpoint %s/e.safetensors --member 2 --head alice --relation advises", T->tmp);
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && !strstr(out2, "an ensemble"));
+    /* kgl export, heads and grad --member 2 read member 2's file, as if it were named */
+    snprintf(cmd, sizeof cmd, "export --checkpoint %s/e.safetensors --member 2 --out %s/x2", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && strstr(out2, "e.m2.safetensors (step"));
+    snprintf(cmd, sizeof cmd, "export --checkpoint %s/e.m2.safetensors --out %s/y2", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0);
+    char xa[1024], xb[1024];
+    snprintf(xa, sizeof xa, "%s/x2/context.tsv", T->tmp);
+    snprintf(xb, sizeof xb, "%s/y2/context.tsv", T->tmp);
+    CHECK(test_same_file(xa, xb));
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/e.safetensors --member 1", T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && strstr(out2, "e.m1.safetensors: step"));
+    snprintf(cmd, sizeof cmd, "grad --checkpoint %s/e.safetensors --member 3 --out %s/g.csv", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 2 && strstr(err, "is 3 models (members 0 to 2)"));
     /* the ensemble's metrics (after the members) are not any member's */
     const char *top = strstr(out, "]");
     CHECK(top && metrics_after(top, "]", ens, sizeof ens) && strcmp(ens, alone) != 0);

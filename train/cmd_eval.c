@@ -110,12 +110,10 @@ int cmd_eval(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--ranks")) {
             if (!(ranks = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--member")) {
-            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE - 1, &member)) return EXIT_USAGE;
         } else {
             return cli_unknown(&a);
         }

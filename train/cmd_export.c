@@ -6,7 +6,8 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl export --checkpoint F --out DIR [--train F] [--json]\n\n"
+    "usage: kgl export --checkpoint F --out DIR [--train F] [--member K] [--json]\n\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
     "Writes into DIR (created when missing; its parent must exist), each file\n"
     "with a header row 'name<TAB>d0<TAB>d1 ...' and one row per name:\n"
     "  entities.tsv         the entity embeddings E [n, d]\n"
@@ -37,13 +38,14 @@ int cmd_export(int argc, char **argv)
     a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *out = NULL;
+    long member = -1; /* --member K: one model of an ensemble */
     bool json = false;
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--out")) {
             if (!(out = cli_value(&a))) return EXIT_USAGE;
@@ -57,7 +59,9 @@ int cmd_export(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = open_model("export", &d, ckpt, &v, &m, &ck))) return st;
+    char opened[4096]; /* member K's file with --member K, else F */
+    if ((st = open_model("export", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    ckpt = opened;
     char err[1024];
     if (!kgl_export_tsv(&m, &v.ds, out, err, sizeof err)) {
         fprintf(stderr, "kgl export: %s\n", err);

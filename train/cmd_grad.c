@@ -9,7 +9,8 @@
 
 static const char help[] =
     "usage: kgl grad --checkpoint F --out G.safetensors [--train F] [--relations A,B]\n"
-    "                [--supervise-heads R=H,...] [--aux-weight L] [--json]\n\n"
+    "                [--supervise-heads R=H,...] [--aux-weight L] [--member K] [--json]\n\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
     "Computes the loss over all training examples in one batch (file\n"
     "order, forward examples then their reciprocals) at the checkpoint's parameters,\n"
     "and the gradient of every parameter. Writes the gradients to G (safetensors,\n"
@@ -26,6 +27,7 @@ int cmd_grad(int argc, char **argv)
     a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *out = NULL, *supervise = NULL;
+    long member = -1; /* --member K: one model of an ensemble */
     double aux_weight = NAN;
     bool json = false;
     int st;
@@ -33,7 +35,7 @@ int cmd_grad(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--out")) {
             if (!(out = cli_value(&a))) return EXIT_USAGE;
@@ -51,7 +53,9 @@ int cmd_grad(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = open_model("grad", &d, ckpt, &v, &m, &ck))) return st;
+    char opened[4096]; /* member K's file with --member K, else F */
+    if ((st = open_model("grad", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    ckpt = opened;
     if (!supervise && ck.st.supervise[0]) supervise = ck.st.supervise;
     if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;
     int n_rel = v.ds.n_relations, *head_of = NULL;

@@ -10,7 +10,8 @@
 
 static const char help[] =
     "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n"
-    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n\n"
+    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n\n"
     "For every head h and relation r of the training triples:\n"
     "  spec[h][r]       mean over entities i with r-tails of the attention head h,\n"
     "                   standing at i, puts on i's r-tails (README)\n"
@@ -576,6 +577,7 @@ int cmd_heads(int argc, char **argv)
     a.help = help;
     data_args d = {0};
     const char *ckpt = NULL, *svg_dir = NULL, *query = NULL;
+    long member = -1; /* --member K: one model of an ensemble */
     long top = 10;
     bool json = false, top_given = false;
     int st;
@@ -583,7 +585,7 @@ int cmd_heads(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--svg")) {
             if (!(svg_dir = cli_value(&a))) return EXIT_USAGE;
@@ -602,7 +604,9 @@ int cmd_heads(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    if ((st = open_model("heads", &d, ckpt, &v, &m, &ck))) return st;
+    char opened[4096]; /* member K's file with --member K, else F */
+    if ((st = open_model("heads", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    ckpt = opened;
     if (query) {
         st = run_query(ckpt, query, (int)top, json, svg_dir, &v, &m, &ck);
         kgl_model_free(&m);

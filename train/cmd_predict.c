@@ -220,7 +220,7 @@ int cmd_predict(int argc, char **argv)
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--head") || cli_is(&a, "--tail") || cli_is(&a, "--relation") ||
                    cli_is(&a, "--queries")) {
@@ -229,8 +229,6 @@ int cmd_predict(int argc, char **argv)
                                 : cli_is(&a, "--relation") ? &relation
                                                            : &queries;
             if (!(*slot = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--member")) {
-            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE - 1, &member)) return EXIT_USAGE;
         } else if (cli_is(&a, "--filter") || cli_is(&a, "--no-filter")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             filter = cli_is(&a, "--filter");

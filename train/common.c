@@ -501,6 +501,22 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
     return st ? st : model_from_checkpoint("model", path, ck, 2L * v->n[0], m);
 }
 
+/* The file a member's name in member 0's metadata means: relative to
+   member 0's folder (an absolute name as it is). */
+static void member_file(const char *member0, const char *name, char *path, size_t cap)
+{
+    const char *slash = strrchr(member0, '/');
+    int dir_len = slash ? (int)(slash - member0) + 1 : 0;
+    snprintf(path, cap, "%.*s%s", name[0] == '/' ? 0 : dir_len, member0, name);
+}
+
+static int no_such_member(const char *cmd, long member, const char *spec, int models)
+{
+    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, models,
+            models == 1 ? "" : "s", models - 1);
+    return EXIT_USAGE;
+}
+
 void model_set_close(model_set *ms)
 {
     for (int k = 0; k < ms->n; k++) {
@@ -561,14 +577,11 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     int st = 0;
     if (access(spec, F_OK) == 0 || !strchr(spec, ',')) { /* one file, and its members */
         if ((st = model_set_add(cmd, ms, spec, v, names))) return st;
-        const char *slash = strrchr(spec, '/');
-        int dir_len = slash ? (int)(slash - spec) + 1 : 0;
         char list[sizeof ms->ck[0].st.members];
         snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
         for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
             char path[4096];
-            /* a name is relative to member 0's folder */
-            snprintf(path, sizeof path, "%.*s%s", name[0] == '/' ? 0 : dir_len, spec, name);
+            member_file(spec, name, path, sizeof path);
             st = model_set_add(cmd, ms, path, v, names);
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
         }
@@ -590,9 +603,7 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
         free(list);
     }
     if (!st && member >= ms->n) {
-        fprintf(stderr, "kgl %s: --member %d: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, ms->n,
-                ms->n == 1 ? "" : "s", ms->n - 1);
-        st = EXIT_USAGE;
+        st = no_such_member(cmd, member, spec, ms->n);
     } else if (!st && member >= 0 && ms->n > 1) {
         /* the one member alone: opened again by itself (a model cannot be
            moved in memory: its tensors point into it) */
@@ -610,11 +621,12 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     return st;
 }
 
-int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *json)
+int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json)
 {
     int st;
     if (data_option(a, d, &st)) return st;
     if (cli_is(a, "--checkpoint")) return (*checkpoint = cli_value(a)) ? 0 : EXIT_USAGE;
+    if (cli_is(a, "--member")) return cli_int(a, 0, KGL_MAX_ENSEMBLE - 1, member) ? 0 : EXIT_USAGE;
     if (cli_is(a, "--json")) {
         if (!cli_flag(a)) return EXIT_USAGE;
         *json = true;
@@ -623,12 +635,31 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *j
     return -1;
 }
 
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
-               kgl_checkpoint *ck)
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, char *opened, size_t cap,
+               data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
-    if ((st = model_load(checkpoint, v, m, ck))) data_free(v);
+    char path[4096];
+    const char *file = checkpoint;
+    if (member > 0) { /* the member-th name member 0's metadata lists */
+        if ((st = checkpoint_open(checkpoint, v, ck))) {
+            data_free(v);
+            return st;
+        }
+        char list[sizeof ck->st.members];
+        snprintf(list, sizeof list, "%s", ck->st.members);
+        kgl_checkpoint_close(ck);
+        int models = 1;
+        for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"))
+            if (models++ == member) member_file(checkpoint, name, path, sizeof path), file = path;
+        if (file == checkpoint) {
+            data_free(v);
+            return no_such_member(cmd, member, checkpoint, models);
+        }
+    }
+    snprintf(opened, cap, "%s", file);
+    if ((st = model_load(file, v, m, ck))) data_free(v);
     return st;
 }
 

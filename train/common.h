@@ -57,14 +57,17 @@ void write_field(FILE *f, const char *s, const char *specials);
 
 
 /* The options every command that reads a saved model takes: the data
- * options, --checkpoint F and --json. Returns -1 if `a` is none of them,
+ * options, --checkpoint F, --member K (one model of an ensemble; leave
+ * *member at -1 for none) and --json. Returns -1 if `a` is none of them,
  * 0 when it was parsed, or an exit status after reporting a usage error. */
-int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, bool *json);
+int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json);
 /* Loads the triples, then the checkpoint's model for them (the checkpoint
- * stays open until kgl_checkpoint_close). Returns 0, or an exit status after
- * reporting; on failure nothing needs freeing. */
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, data_view *v, kgl_model *m,
-               kgl_checkpoint *ck);
+ * stays open until kgl_checkpoint_close): F itself, or with member K > 0 the
+ * K-th file F's metadata lists (kgl train --ensemble); `opened` gets the
+ * file's path (cap bytes). Returns 0, or an exit status after reporting; on
+ * failure nothing needs freeing. */
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, char *opened, size_t cap,
+               data_view *v, kgl_model *m, kgl_checkpoint *ck);
 
 /* The models a --checkpoint names: one file, with the other members of its
  * ensemble when its metadata lists them (kgl train --ensemble writes that
