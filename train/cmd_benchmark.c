@@ -304,8 +304,8 @@ int cmd_benchmark(int argc, char **argv)
     while (next < total || running > 0) {
         while (running < jobs && next < total && !failed) {
             int j = next / n_seeds, s = next % n_seeds;
-            long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            int threads = cores / jobs > 1 ? (int)(cores / jobs) : 1;
+            int threads = kgl_cores() / jobs; /* the cores shared by the runs at once */
+            if (threads < 1) threads = 1;
             pid_t pid = start_run(self, &job[j], data, out, seeds[s], threads);
             if (pid < 0) {
                 failed = 1;

@@ -408,7 +408,8 @@ typedef struct run_state {
     train_opts *o;
     data_view *v;
     int member;                        /* of the ensemble, 0 without one */
-    bool concurrent;                   /* other members train at the same time */
+    char who[24];                      /* "member k  " before its progress lines when
+                                          members train at once, else "" */
     atomic_int *halt;                  /* set when another member failed */
     uint64_t seed;                     /* --seed + 1000 member */
     char *log_path, *save_path;        /* this member's (NULL: none) */
@@ -454,13 +455,10 @@ static bool select_model(run_state *rs, long step)
     } else {
         rs->evals_since_best++;
     }
-    if (!rs->o->quiet && !rs->o->json) {
-        char who[32] = ""; /* one fprintf per line: members at the same time do not split each other's lines */
-        if (rs->concurrent) snprintf(who, sizeof who, "member %d  ", rs->member);
+    if (!rs->o->quiet && !rs->o->json) /* one fprintf a line: members at once do not split each other's */
         fprintf(stderr, "%s%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
-                rs->tty ? "\r" : "", who, step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
+                rs->tty ? "\r" : "", rs->who, step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
                 rs->best_step, now_seconds() - rs->t0);
-    }
     return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
 }
 
@@ -543,9 +541,7 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
         fprintf(stderr, "\rstep %6ld/%ld  loss %.6f  train H@1 %.3f ", step, last, loss, train_hits1(rs, step));
         if (force) fputc('\n', stderr);
     } else if (force || step % rs->o->log_every == 0) {
-        char who[32] = "";
-        if (rs->concurrent) snprintf(who, sizeof who, "member %d  ", rs->member);
-        fprintf(stderr, "%sstep %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", who, step, last, loss,
+        fprintf(stderr, "%sstep %6ld/%ld  loss %.6f  train H@1 %.3f  %.2fs\n", rs->who, step, last, loss,
                 train_hits1(rs, step), now - rs->t0);
     }
 }
@@ -813,7 +809,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
        every step when that is cheap or asked for, else at logged steps. */
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
-    rs->tty = !rs->concurrent && isatty(STDERR_FILENO);
+    rs->tty = !rs->who[0] && isatty(STDERR_FILENO);
     if (!open_log(rs)) return EXIT_OUTPUT;
     if (o->ensemble > 1 && !o->quiet && !o->json)
         fprintf(stderr, "member %d of %ld (seed %llu)\n", rs->member, o->ensemble, (unsigned long long)rs->seed);
@@ -955,6 +951,29 @@ static void free_member(run_state *rs)
     kgl_trainer_free(&rs->tr);
 }
 
+/* Options that cannot go together, once the checkpoint's are merged: the
+   reason, or NULL. */
+static const char *option_conflict(const train_opts *o)
+{
+    bool complex = o->cfg.readout != KGL_READOUT_DIAGONAL;
+    const struct {
+        bool both;
+        const char *why;
+    } rules[] = {
+        /* a relation reads whole heads' columns */
+        {o->lookup && complex, "--lookup needs --readout diagonal"},
+        /* its product swaps R and E */
+        {o->reg.relation_loss > 0 && complex, "--relation-loss needs --readout diagonal"},
+        /* these are per (example, tail): 1-N examples have many tails */
+        {o->reg.n3 > 0 && o->kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
+        {o->reg.relation_loss > 0 && o->kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
+        {o->supervise && o->kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
+    };
+    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
+        if (rules[k].both) return rules[k].why;
+    return NULL;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -985,33 +1004,9 @@ int cmd_train(int argc, char **argv)
     o.cfg.n_entities = v.ds.n_entities;
     o.cfg.n_relations = v.ds.n_relations;
     const char *cfg_err = kgl_config_error(&o.cfg);
+    if (!cfg_err) cfg_err = option_conflict(&o);
     if (cfg_err) {
         fprintf(stderr, "kgl train: %s\n", cfg_err);
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
-    if (o.lookup && o.cfg.readout != KGL_READOUT_DIAGONAL) { /* a relation reads whole heads' columns */
-        fprintf(stderr, "kgl train: --lookup needs --readout diagonal\n");
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
-    if (o.reg.relation_loss > 0 && o.cfg.readout != KGL_READOUT_DIAGONAL) { /* its product swaps R and E */
-        fprintf(stderr, "kgl train: --relation-loss needs --readout diagonal\n");
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
-    if (o.reg.n3 > 0 && o.kvsall) { /* it regularises each example's one tail row */
-        fprintf(stderr, "kgl train: --n3 needs --targets 1vsall (one tail per example)\n");
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
-    if (o.reg.relation_loss > 0 && o.kvsall) { /* it predicts each example's relation from its one tail */
-        fprintf(stderr, "kgl train: --relation-loss needs --targets 1vsall (one tail per example)\n");
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
-    if (o.supervise && o.kvsall) { /* the supervision term is per (example, tail) */
-        fprintf(stderr, "kgl train: --supervise-heads needs --targets 1vsall (one tail per example)\n");
         st = EXIT_USAGE;
         goto done_ck;
     }
@@ -1032,10 +1027,10 @@ int cmd_train(int argc, char **argv)
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     int members = (int)o.ensemble;
     /* the threads are shared among the members that train at once */
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = o.threads ? (int)o.threads : cores < 1 ? 1 : cores > KGL_MAX_THREADS ? KGL_MAX_THREADS : (int)cores;
+    int threads = o.threads ? (int)o.threads : kgl_cores();
     int jobs = o.ensemble_jobs ? (int)o.ensemble_jobs : threads;
-    if (jobs > members) jobs = members;
+    jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
+    int job_threads = threads / jobs > 1 ? threads / jobs : 1;
     run_state *rs = calloc((size_t)members, sizeof *rs);
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);
@@ -1044,7 +1039,7 @@ int cmd_train(int argc, char **argv)
         rs[k].o = &o;
         rs[k].v = &v;
         rs[k].member = k;
-        rs[k].concurrent = jobs > 1;
+        if (jobs > 1) snprintf(rs[k].who, sizeof rs[k].who, "member %d  ", k);
         rs[k].halt = &q.halt;
         rs[k].seed = o.seed + 1000ull * (uint64_t)k;
         rs[k].log_path = member_path(o.log_path, k);
@@ -1053,14 +1048,13 @@ int cmd_train(int argc, char **argv)
     member_worker *workers = calloc((size_t)jobs, sizeof *workers);
     for (int j = 0; j < jobs; j++) {
         workers[j].q = &q;
-        workers[j].pool = kgl_pool_create(threads / jobs > 1 ? threads / jobs : 1);
+        workers[j].pool = kgl_pool_create(job_threads);
     }
     stop_signal = 0;
     catch_stop_signals();
     double t0 = now_seconds();
     if (jobs > 1 && !o.quiet && !o.json)
-        fprintf(stderr, "%d members at a time, %d thread%s each\n", jobs, threads / jobs > 1 ? threads / jobs : 1,
-                threads / jobs > 1 ? "s" : "");
+        fprintf(stderr, "%d members at a time, %d thread%s each\n", jobs, job_threads, job_threads > 1 ? "s" : "");
     for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
         workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
     train_members(&workers[0]); /* this thread is worker 0 */

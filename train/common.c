@@ -353,6 +353,18 @@ void json_spec(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const
     fputc('}', f);
 }
 
+/* max |T[i, c]| over the rows, and with `pair` also over column c + stride */
+static double max_abs_cols(const kgl_tensor *T, int c, int stride, bool pair)
+{
+    double mx = 0;
+    for (int i = 0; i < T->rows; i++) {
+        const double *row = T->data + (size_t)i * T->cols;
+        mx = fmax(mx, fabs(row[c]));
+        if (pair) mx = fmax(mx, fabs(row[c + stride]));
+    }
+    return mx;
+}
+
 /* The first non-finite value of n doubles, or -1. */
 static long first_nonfinite(const double *x, size_t n)
 {
@@ -391,29 +403,16 @@ bool model_finite(const char *where, const kgl_model *m)
         }
     }
     if (ok) {
-        /* every readout score C[i]·R[r]·E[j] is at most this bound in size
-           (complex readout: a pair's contribution v_re e_re + v_im e_im
-           expands into four products c r e, one component of each of the
-           pair's two columns in C, R and E: at most 4 · their largest) */
+        /* every readout score is at most this bound in size: Σ_c max|C[·,c]| max|R[·,c]| max|E[·,c]|
+           feature by feature; with the complex readout a pair's v_re e_re + v_im e_im is four
+           products c r e, each at most the product of the pair's largest |C|, |R| and |E| */
         const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
         bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
-        double bound = 0, *mx = calloc(3 * (size_t)d, sizeof(double)); /* per column: max |C|, |R|, |E| */
-        for (int c = 0; c < d; c++) {
-            for (int i = 0; i < C->rows; i++) mx[c] = fmax(mx[c], fabs(C->data[(size_t)i * d + c]));
-            for (int r = 0; r < R->rows; r++) mx[d + c] = fmax(mx[d + c], fabs(R->data[(size_t)r * d + c]));
-            for (int j = 0; j < E->rows; j++) mx[2 * d + c] = fmax(mx[2 * d + c], fabs(E->data[(size_t)j * d + c]));
-        }
-        for (int c = 0; c < (complex ? d / 2 : d); c++) {
-            if (!complex) {
-                bound += mx[c] * mx[d + c] * mx[2 * d + c];
-                continue;
-            }
-            int h = d / 2;
-            double mc = fmax(mx[c], mx[h + c]), mr = fmax(mx[d + c], mx[d + h + c]),
-                   me = fmax(mx[2 * d + c], mx[2 * d + h + c]);
-            bound += 4 * mc * mr * me;
-        }
-        free(mx);
+        int groups = complex ? d / 2 : d;
+        double bound = 0;
+        for (int c = 0; c < groups; c++)
+            bound += (complex ? 4 : 1) * max_abs_cols(C, c, groups, complex) * max_abs_cols(R, c, groups, complex) *
+                     max_abs_cols(E, c, groups, complex);
         if (!(bound < 1e300)) {
             fprintf(stderr, "%s: the readout scores (tensor scores, C[i].R[r].E[j]) can reach %g: the parameters are "
                     "too large for finite arithmetic\n", where, bound);
@@ -510,8 +509,48 @@ static void member_file(const char *member0, const char *name, char *path, size_
     snprintf(path, cap, "%.*s%s", name[0] == '/' ? 0 : dir_len, member0, name);
 }
 
-static int no_such_member(const char *cmd, long member, const char *spec, int models)
+/* --checkpoint names one file (which may list the other members of its
+   ensemble), or A,B,... */
+static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strchr(spec, ','); }
+
+/* The file of model `member` (>= 0) of --checkpoint spec: one file F is
+   member 0 and lists the others in its metadata; A,B,... are members 0, 1,
+   ... in order. Only F's metadata is read. Returns 0, or an exit status
+   after reporting. */
+static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap)
 {
+    int models = 0;
+    if (!one_file(spec)) {
+        for (const char *p = spec; p; models++) {
+            const char *comma = strchr(p, ',');
+            int len = comma ? (int)(comma - p) : (int)strlen(p);
+            if (models == member) {
+                snprintf(path, cap, "%.*s", len, p);
+                return 0;
+            }
+            p = comma ? comma + 1 : NULL;
+        }
+    } else if (member == 0) {
+        snprintf(path, cap, "%s", spec);
+        return 0;
+    } else {
+        kgl_st_file f;
+        char err[1024];
+        if (!kgl_st_read(spec, &f, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return EXIT_USAGE;
+        }
+        const char *names = kgl_st_meta(&f, "ensemble_members");
+        char list[sizeof ((kgl_train_state *)0)->members];
+        snprintf(list, sizeof list, "%s", names ? names : "");
+        kgl_st_free(&f);
+        models = 1;
+        for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"), models++)
+            if (models == member) {
+                member_file(spec, name, path, cap);
+                return 0;
+            }
+    }
     fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, models,
             models == 1 ? "" : "s", models - 1);
     return EXIT_USAGE;
@@ -575,12 +614,14 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     ms->n = 0;
     if (!v) memset(names, 0, sizeof *names);
     int st = 0;
-    if (access(spec, F_OK) == 0 || !strchr(spec, ',')) { /* one file, and its members */
+    char path[4096];
+    if (member >= 0) { /* that one alone */
+        if (!(st = member_path(cmd, spec, member, path, sizeof path))) st = model_set_add(cmd, ms, path, v, names);
+    } else if (one_file(spec)) { /* one file, and its members */
         if ((st = model_set_add(cmd, ms, spec, v, names))) return st;
         char list[sizeof ms->ck[0].st.members];
         snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
         for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
-            char path[4096];
             member_file(spec, name, path, sizeof path);
             st = model_set_add(cmd, ms, path, v, names);
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
@@ -601,17 +642,6 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             p = comma + 1;
         }
         free(list);
-    }
-    if (!st && member >= ms->n) {
-        st = no_such_member(cmd, member, spec, ms->n);
-    } else if (!st && member >= 0 && ms->n > 1) {
-        /* the one member alone: opened again by itself (a model cannot be
-           moved in memory: its tensors point into it) */
-        char *path = strdup(ms->paths[member]);
-        model_set_close(ms);
-        if (!v) kgl_dataset_free(names); /* reopened with the member's file */
-        st = model_set_add(cmd, ms, path, v, names);
-        free(path);
     }
     if (st) {
         bool names_open = !v && ms->n > 0; /* opened with the first checkpoint */
@@ -640,26 +670,12 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
-    char path[4096];
-    const char *file = checkpoint;
-    if (member > 0) { /* the member-th name member 0's metadata lists */
-        if ((st = checkpoint_open(checkpoint, v, ck))) {
-            data_free(v);
-            return st;
-        }
-        char list[sizeof ck->st.members];
-        snprintf(list, sizeof list, "%s", ck->st.members);
-        kgl_checkpoint_close(ck);
-        int models = 1;
-        for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"))
-            if (models++ == member) member_file(checkpoint, name, path, sizeof path), file = path;
-        if (file == checkpoint) {
-            data_free(v);
-            return no_such_member(cmd, member, checkpoint, models);
-        }
+    if (member > 0 && (st = member_path(cmd, checkpoint, member, opened, cap))) {
+        data_free(v);
+        return st;
     }
-    snprintf(opened, cap, "%s", file);
-    if ((st = model_load(file, v, m, ck))) data_free(v);
+    if (member <= 0) snprintf(opened, cap, "%s", checkpoint);
+    if ((st = model_load(opened, v, m, ck))) data_free(v);
     return st;
 }
 

@@ -77,6 +77,8 @@ typedef struct kgl_pool kgl_pool;
 /* threads >= 1, or 0 for one per online core (at most KGL_MAX_THREADS).
  * Aborts with a message if the threads cannot be created. */
 kgl_pool *kgl_pool_create(int threads);
+/* The online cores, 1 to KGL_MAX_THREADS: the threads a pool of 0 gets. */
+int kgl_cores(void);
 void kgl_pool_free(kgl_pool *p); /* NULL is fine */
 int kgl_pool_threads(const kgl_pool *p);
 /* Runs fn(ctx, task, worker) for task = 0 … n_tasks − 1 on the pool's
@@ -184,8 +186,6 @@ kgl_tensor *kgl_trilinear(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor 
  * logit[b, j] = Re sum_c C[heads[b], c] R[rels[b], c] conj(E[j, c]) = <C[heads[b]] R[rels[b]], E[j]>. */
 kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl_tensor *e, const int *heads,
                                   const int *rels, int n);
-/* v = a b for rows of d/2 complex numbers [re | im] (the complex readout's query vector) */
-void kgl_complex_product(const double *a, const double *b, double *v, int d);
 /* A query's vector in either readout: v = a ⊙ b, or the complex product when
  * `is_complex` (then v · E[j] is the score of candidate j; the evaluation and
  * kgl_predict_scores form it as the ops do). */

@@ -1201,7 +1201,7 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
 static const kgl_op op_trilinear, op_trilinear_complex;
 
 /* v = a b, d/2 complex numbers as [re | im] */
-void kgl_complex_product(const double *a, const double *b, double *v, int d)
+static void complex_product(const double *a, const double *b, double *v, int d)
 {
     int h = d / 2;
     for (int k = 0; k < h; k++) {
@@ -1213,7 +1213,7 @@ void kgl_complex_product(const double *a, const double *b, double *v, int d)
 
 void kgl_readout_query(bool is_complex, const double *a, const double *b, double *v, int d)
 {
-    if (is_complex) kgl_complex_product(a, b, v, d);
+    if (is_complex) complex_product(a, b, v, d);
     else
         for (int k = 0; k < d; k++) v[k] = a[k] * b[k];
 }

@@ -204,12 +204,15 @@ void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int 
     }
 }
 
+int kgl_cores(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores < 1 ? 1 : cores > KGL_MAX_THREADS ? KGL_MAX_THREADS : (int)cores;
+}
+
 kgl_pool *kgl_pool_create(int threads)
 {
-    if (threads < 1) { /* one per online core */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores < 1 ? 1 : cores > KGL_MAX_THREADS ? KGL_MAX_THREADS : (int)cores;
-    }
+    if (threads < 1) threads = kgl_cores(); /* one per online core */
     kgl_pool *p = pool_create_or_null(threads);
     if (!p) kgl_die("cannot create a pool of %d threads", threads);
     return p;
