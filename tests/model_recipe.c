@@ -162,6 +162,33 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
     if (!CHECK(json != NULL)) return;
     CHECK(strstr(json, "\"config_file\":\"data/bench/recipe.args\"") != NULL);
     CHECK(strstr(json, "\"ensemble\":10,") != NULL);
+    /* every member stops at its own best valid step: the table gives their
+       range and results.json lists them, as the run's own JSON has them */
+    snprintf(cmd, sizeof cmd, "%s/fb/fam-seed1.json", T->tmp);
+    char *run = test_slurp(cmd, NULL);
+    kgl_json_doc doc;
+    char why[256];
+    if (CHECK(run != NULL) && CHECK(kgl_json_parse(run, strlen(run), &doc, why, sizeof why))) {
+        const kgl_json *members = kgl_json_get(doc.root, "members");
+        if (CHECK(members && members->type == KGL_JSON_ARRAY && members->len == 10)) {
+            char list[400] = "\"member_best_steps\":[", line[200];
+            long lo = 1L << 40, hi = -1;
+            for (size_t k = 0; k < members->len; k++) {
+                const kgl_json *best = kgl_json_get(&members->child[k], "best_step");
+                long step = best ? (long)best->num : -1;
+                if (step < lo) lo = step;
+                if (step > hi) hi = step;
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%ld", k ? "," : "", step);
+            }
+            strcat(list, "]");
+            CHECK(strstr(json, list) != NULL);
+            snprintf(line, sizeof line, "(the 10 members' best valid steps %ld to %ld of 3000,", lo, hi);
+            if (!CHECK(strstr(out, line) != NULL)) printf("    no '%s' in:\n%s\n", line, out);
+            CHECK(lo >= 100 && hi <= 3000 && lo <= hi);
+        }
+        kgl_json_free(&doc);
+    }
+    free(run);
     free(json);
     /* the other members' checkpoints are beside member 0's */
     snprintf(cmd, sizeof cmd, "test -f '%s/fb/fam-seed1.m9.safetensors'", T->tmp);

@@ -135,20 +135,30 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     }
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
     if (runs[0].ensemble > 1)
-        printf("\nkgl: an ensemble of %ld one-layer models (each selected on valid; best steps below are member "
-               "0's), %ld parameters in all; options (`%s`): `%s`.\n",
+        printf("\nkgl: an ensemble of %ld one-layer models (each selected on valid at its own best step), %ld "
+               "parameters in all; options (`%s`): `%s`.\n",
                runs[0].ensemble, runs[0].params, job->config_path, job->args_text);
     else
         printf("\nkgl: one layer, %ld parameters; options (`%s`): `%s`.\n", runs[0].params, job->config_path,
            job->args_text);
     printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
-           "(%d run%s at a time, %ld cores).\n",
-           vm, vs, secs / n_seeds, max_secs, jobs, jobs == 1 ? "" : "s", sysconf(_SC_NPROCESSORS_ONLN));
+           "(%d run%s at a time, %d cores).\n",
+           vm, vs, secs / n_seeds, max_secs, jobs, jobs == 1 ? "" : "s", kgl_cores());
     printf("Per seed: ");
-    for (int i = 0; i < n_seeds; i++)
-        printf("%sseed %llu test MRR %.3f H@1 %.3f (best valid at step %ld of %ld, %.1f s)", i ? "; " : "",
-               runs[i].seed, runs[i].m[1][0][2][0], runs[i].m[1][0][2][1], runs[i].best_step, runs[i].steps,
-               runs[i].seconds);
+    for (int i = 0; i < n_seeds; i++) {
+        const kgl_benchmark_run *r = &runs[i];
+        printf("%sseed %llu test MRR %.3f H@1 %.3f (", i ? "; " : "", r->seed, r->m[1][0][2][0], r->m[1][0][2][1]);
+        long first = r->member_best_step[0], last = first;
+        for (int k = 1; k < r->n_members; k++) {
+            if (r->member_best_step[k] < first) first = r->member_best_step[k];
+            if (r->member_best_step[k] > last) last = r->member_best_step[k];
+        }
+        if (r->n_members > 1)
+            printf("the %d members' best valid steps %ld to %ld", r->n_members, first, last);
+        else
+            printf("best valid at step %ld", first);
+        printf(" of %ld, %.1f s)", r->steps, r->seconds);
+    }
     printf(".\n");
 }
 

@@ -482,8 +482,10 @@ typedef struct kgl_benchmark_run {
     long n_test;                   /* test queries, both directions */
     double seconds;                /* the run's wall time, measured by whoever ran it */
     double train_seconds;          /* the training time the run reported */
-    long best_step, steps, params; /* -1 if missing or not a whole number */
+    long best_step, steps, params; /* -1 if missing or not a whole number; best_step is member 0's */
     long ensemble;                 /* models in the run (kgl train --ensemble; 1 when absent) */
+    long member_best_step[KGL_MAX_ENSEMBLE]; /* each member's best valid step (the JSON's members[]; -1 if missing) */
+    int n_members;                 /* how many of them the JSON listed (1 for a single model: its best_step) */
 } kgl_benchmark_run;
 
 /* One dataset of a benchmark: its configuration and its runs. */

@@ -178,6 +178,14 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
     r->steps = json_count(root, "steps");
     r->params = json_count(root, "params");
     r->ensemble = kgl_json_get(root, "ensemble") ? json_count(root, "ensemble") : 1;
+    /* An ensemble's members each stop at their own best valid step. */
+    const kgl_json *members = kgl_json_get(root, "members");
+    r->n_members = 1;
+    r->member_best_step[0] = r->best_step;
+    if (members && members->type == KGL_JSON_ARRAY && members->len >= 1 && members->len <= KGL_MAX_ENSEMBLE) {
+        r->n_members = (int)members->len;
+        for (int i = 0; i < r->n_members; i++) r->member_best_step[i] = json_count(&members->child[i], "best_step");
+    }
     for (int s = 0; s < 2 && ok; s++) {
         const kgl_json *sp = kgl_json_get(metrics, kgl_benchmark_splits[s]);
         for (int o = 0; o < 2 && ok; o++) {
@@ -264,8 +272,10 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
     }
     fprintf(f, "},\"runs\":[");
     for (int i = 0; i < n; i++) {
-        fprintf(f, "%s{\"seed\":%llu,\"best_step\":%ld,\"steps\":%ld,\"seconds\":", i ? "," : "", runs[i].seed,
-                runs[i].best_step, runs[i].steps);
+        fprintf(f, "%s{\"seed\":%llu,\"best_step\":%ld,\"member_best_steps\":[", i ? "," : "", runs[i].seed,
+                runs[i].best_step);
+        for (int k = 0; k < runs[i].n_members; k++) fprintf(f, "%s%ld", k ? "," : "", runs[i].member_best_step[k]);
+        fprintf(f, "],\"steps\":%ld,\"seconds\":", runs[i].steps);
         kgl_json_number(f, runs[i].seconds);
         fprintf(f, ",\"train_seconds\":");
         kgl_json_number(f, runs[i].train_seconds);
