@@ -207,6 +207,35 @@ TEST(readme_walkthrough_runs_as_written)
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
 
+/* The recipe's computed options, as the README's `kgl train` section shows
+ * them for Nations, are what kgl prints for that command: a change to
+ * data/bench/recipe.args that the README missed fails here. (`--steps 1`
+ * keeps the run short; the printed line is the recipe's, before the
+ * command line's own options.) */
+TEST(readme_recipe_line_is_what_kgl_prints)
+{
+    char *readme = test_slurp("README.md", NULL);
+    if (!CHECK(readme != NULL)) return;
+    const char *prompt = "\n  $ build/kgl ";
+    char *at = strstr(readme, "\n  $ build/kgl train --recipe data/bench/recipe.args");
+    if (CHECK(at != NULL)) {
+        char *args = at + strlen(prompt), *eol = strchr(args, '\n');
+        char *shown = eol ? eol + 1 : NULL, *shown_end = shown ? strchr(shown, '\n') : NULL;
+        if (CHECK(eol && shown_end && strncmp(shown, "  kgl train: recipe ", 20) == 0)) {
+            *eol = '\0';
+            *shown_end = '\0';
+            rstrip(shown);
+            char cmd[2048];
+            snprintf(cmd, sizeof cmd, "%s --steps 1", args); /* not --quiet: it hides the line */
+            CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+            bool ok = has_line(err, shown + 2);
+            if (!ok) printf("    kgl printed:\n%s\n    the README shows:\n%s\n", err, shown + 2);
+            CHECK(ok);
+        }
+    }
+    free(readme);
+}
+
 /* The repository stands alone: nothing in it sends a reader to material
  * outside the clone (the model's specification is README's "The model,
  * exactly"; the benchmark data is data/kg). The patterns are split so that
