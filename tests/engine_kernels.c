@@ -323,9 +323,12 @@ TEST(gemm_public_entry_points_use_the_active_isa)
 
 /* ---- packed B in tasks: one GEMM per pool task, each on its worker's workspace (as attention runs them) */
 
-enum { ON_SHAPES = 6 };
+/* M x N x K. N up to four 8-wide panels reads A in place (5, 29, 20, 16, 32: attention's d_k side),
+   wider packs it (33, 300); M not a multiple of the micro-tile, K over one or two KC slices. */
+enum { ON_SHAPES = 7 };
 static const int on_shapes[ON_SHAPES][3] = {{7, 5, 3},     {37, 29, 41},  {150, 33, KGL_GEMM_KC + 44},
-                                            {9, 300, 70}, {260, 20, 30}, {16, 16, 2 * KGL_GEMM_KC + 1}};
+                                            {9, 300, 70}, {260, 20, 30}, {16, 16, 2 * KGL_GEMM_KC + 1},
+                                            {67, 32, 2 * KGL_GEMM_KC + 3}};
 
 typedef struct {
     kgl_pool *p;

@@ -34,7 +34,8 @@ typedef struct variant {
 
 static const variant variants[] = {
     {"plain", 32, 4, 0, false, false, false, false},
-    {"ffn", 32, 2, 48, false, false, false, false},
+    /* a hidden layer of 150 x 1536 elements: GELU and the bias add split into tasks too */
+    {"ffn", 32, 2, 1536, false, false, false, false},
     {"qk-norm + learned temperature", 32, 4, 0, true, true, false, false},
     {"supervised heads (composed attention)", 32, 4, 0, false, false, true, false},
     {"composed attention", 16, 2, 16, false, false, false, true},

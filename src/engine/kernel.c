@@ -52,6 +52,10 @@ enum { MR_MAX = 12, NR_MAX = 16 };
  * the pool's workers and waiting for them (a few microseconds). */
 #define PACK_COST 16.0
 #define WAKE_COST 200000.0
+/* kgl_gemm_packed_b_on reads A in place, unpacked, when B has at most this many NR-wide panels: a packed
+ * panel of A would be read only that many times, so copying it costs more than the strided reads it saves
+ * (attention's products with one side d_k: d_k = 32 is 4 panels). */
+#define IN_PLACE_A_MAX_PANELS 4
 
 /* A micro-kernel: the MR x NR tile c (row stride ldc) = (add ? c : 0) + sum over k < kc of
  * a(:,k) b(k,:), with a(r,k) = a[r*ars + k*aks] and b(k,j) = b[k*bks + j]. */
@@ -575,6 +579,27 @@ void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const do
     const isa_cfg *f = &configs[pick_isa(-1)];
     ptrdiff_t ars = a_transposed ? 1 : lda, acs = a_transposed ? lda : 1;
     size_t npad = (size_t)packed_width(N, f->nr);
+    if (f->edge && (int)npad <= IN_PLACE_A_MAX_PANELS * f->nr) {
+        /* Few columns: each MR-row slab of A (in place) meets every B panel while it is in L1. The same
+         * chains as below: k in increasing order, each KC slice stored to C and reloaded by the next. */
+        const int MR = f->mr, NR = f->nr;
+        for (int pc = 0; pc < K; pc += f->kc) {
+            int kc = imin(f->kc, K - pc);
+            int add = pc > 0 || mode == KGL_ADD;
+            const double *bp = packed + (size_t)pc * npad;
+            for (int ir = 0; ir < M; ir += MR) {
+                int mr = imin(MR, M - ir);
+                const double *a = A + ir * ars + pc * acs;
+                for (int jr = 0; jr < N; jr += NR) {
+                    int nr = imin(NR, N - jr);
+                    double *c = C + (ptrdiff_t)ir * ldc + jr;
+                    if (mr == MR && nr == NR) f->strided(kc, a, ars, acs, bp + (ptrdiff_t)jr * kc, NR, c, ldc, add);
+                    else f->edge(mr, nr, kc, a, ars, acs, bp + (ptrdiff_t)jr * kc, NR, c, ldc, add);
+                }
+            }
+        }
+        return;
+    }
     double *ap = kgl_pool_gemm_workspace(p, worker) + (ptrdiff_t)KC_MAX * NC;
     for (int pc = 0; pc < K; pc += f->kc) {
         int kc = imin(f->kc, K - pc);

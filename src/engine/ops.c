@@ -53,6 +53,14 @@ static int *check_indices(kgl_arena *keep, int n, const int *values)
 #define ATTN_BLOCK 64
 static int row_blocks(int rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
 
+/* Elementwise ops on large tensors (the FFN's hidden layer is n × 4d) run
+ * blocks of ELEM_BLOCK elements, or of COL_BLOCK columns for a sum over
+ * rows, as tasks; each element is computed exactly as a plain loop would. */
+#define ELEM_BLOCK 16384
+#define COL_BLOCK 64
+static int elem_blocks(size_t n) { return (int)((n + ELEM_BLOCK - 1) / ELEM_BLOCK); }
+static size_t span_end(size_t lo, size_t step, size_t n) { return n - lo < step ? n : lo + step; }
+
 static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
 {
     if (!ok) kgl_die("%s: incompatible shapes %dx%d and %dx%d", op, a->rows, a->cols, b->rows, b->cols);
@@ -204,16 +212,63 @@ static const kgl_op op_matmul_tn = {"matmul_tn",
  * ======================================================================== */
 static const kgl_op op_add;
 
+/* The tasks of add: Y = A + B or its gradient, on one block. B is A's shape
+ * or one row; `row` says which. */
+typedef struct add_job {
+    const double *a, *b; /* forward: the inputs; backward: b is G */
+    double *y;           /* forward: Y; backward: the gradient receiving G */
+    size_t n;
+    int cols;
+    bool row;
+} add_job;
+
+static void add_forward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const add_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    if (!J->row)
+        for (size_t i = lo; i < hi; i++) J->y[i] = J->a[i] + J->b[i];
+    else
+        for (size_t i = lo, j = lo % (size_t)J->cols; i < hi; i++, j = j + 1 == (size_t)J->cols ? 0 : j + 1)
+            J->y[i] = J->a[i] + J->b[j];
+}
+
+/* dX += G, elementwise */
+static void add_grad_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const add_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    for (size_t i = lo; i < hi; i++) J->y[i] += J->b[i];
+}
+
+/* dB_j += Σ_i G_ij for this task's columns, i in increasing order (the
+ * order of the plain loop, so the same bits however the columns are split) */
+static void add_grad_row_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const add_job *J = ctx;
+    size_t cols = (size_t)J->cols, rows = J->n / cols;
+    size_t c0 = (size_t)task * COL_BLOCK, c1 = span_end(c0, COL_BLOCK, cols);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = c0; j < c1; j++) J->y[j] += J->b[i * cols + j];
+}
+
 static void add_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     size_t n = kgl_numel(Y);
-    int cols = Y->cols;
-    if (A->grad)
-        for (size_t i = 0; i < n; i++) A->grad[i] += Y->grad[i];
+    add_job J = {NULL, Y->grad, NULL, n, Y->cols, B->rows != A->rows};
+    /* A's term first, then B's: when A and B are one tensor, both land in order */
+    if (A->grad) {
+        J.y = A->grad;
+        kgl_parallel(nd->pool, elem_blocks(n), (double)n, add_grad_block, &J);
+    }
     if (B->grad) {
-        bool broadcast = B->rows != A->rows;
-        for (size_t i = 0; i < n; i++) B->grad[broadcast ? i % (size_t)cols : i] += Y->grad[i];
+        J.y = B->grad;
+        if (J.row) kgl_parallel(nd->pool, (Y->cols + COL_BLOCK - 1) / COL_BLOCK, (double)n, add_grad_row_block, &J);
+        else kgl_parallel(nd->pool, elem_blocks(n), (double)n, add_grad_block, &J);
     }
 }
 
@@ -225,7 +280,8 @@ kgl_tensor *kgl_add(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, A->rows, A->cols, 2, in);
     size_t n = kgl_numel(Y);
-    for (size_t i = 0; i < n; i++) Y->data[i] = A->data[i] + B->data[same ? i : i % (size_t)A->cols];
+    add_job J = {A->data, B->data, Y->data, n, A->cols, !same};
+    kgl_parallel(t->pool, elem_blocks(n), (double)n, add_forward_block, &J);
     kgl_record(t, &op_add, Y, 2, in);
     return Y;
 }
@@ -957,24 +1013,57 @@ static const kgl_op op_gelu;
 #define INV_SQRT2 0.70710678118654752440
 #define INV_SQRT_2PI 0.39894228040143267794
 
+/* The tasks of gelu, on one block of elements. Forward keeps Φ(x) for
+ * backward (cdf; NULL when nothing will read it), so backward takes one
+ * exp per element and no erf. */
+typedef struct gelu_job {
+    const double *x, *g; /* g: backward's G */
+    double *y, *cdf, *dx;
+    size_t n;
+} gelu_job;
+
+static void gelu_forward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gelu_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    for (size_t i = lo; i < hi; i++) {
+        double x = J->x[i], e = erf(x * INV_SQRT2);
+        J->y[i] = 0.5 * x * (1.0 + e);
+        if (J->cdf) J->cdf[i] = 0.5 * (1.0 + e);
+    }
+}
+
+static void gelu_backward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gelu_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    for (size_t i = lo; i < hi; i++) {
+        double x = J->x[i];
+        double pdf = INV_SQRT_2PI * exp(-0.5 * x * x);
+        J->dx[i] += J->g[i] * (J->cdf[i] + x * pdf);
+    }
+}
+
 static void gelu_backward(kgl_node *nd)
 {
     kgl_tensor *X = nd->in[0], *Y = nd->out;
     size_t n = kgl_numel(X);
-    for (size_t i = 0; i < n; i++) {
-        double x = X->data[i];
-        double cdf = 0.5 * (1.0 + erf(x * INV_SQRT2));
-        double pdf = INV_SQRT_2PI * exp(-0.5 * x * x);
-        X->grad[i] += Y->grad[i] * (cdf + x * pdf);
-    }
+    gelu_job J = {X->data, Y->grad, NULL, nd->saved, X->grad, n};
+    kgl_parallel(nd->pool, elem_blocks(n), 30.0 * (double)n, gelu_backward_block, &J);
 }
 
 kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *X)
 {
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
     size_t n = kgl_numel(X);
-    for (size_t i = 0; i < n; i++) Y->data[i] = 0.5 * X->data[i] * (1.0 + erf(X->data[i] * INV_SQRT2));
-    kgl_record(t, &op_gelu, Y, 1, &X);
+    /* Y has a gradient exactly when this node will be recorded and run backward */
+    double *cdf = Y->grad ? kgl_arena_alloc(&t->arena, n * sizeof(double)) : NULL;
+    gelu_job J = {X->data, NULL, Y->data, cdf, NULL, n};
+    kgl_parallel(t->pool, elem_blocks(n), 30.0 * (double)n, gelu_forward_block, &J);
+    kgl_node *nd = kgl_record(t, &op_gelu, Y, 1, &X);
+    if (nd) nd->saved = cdf;
     return Y;
 }
 
