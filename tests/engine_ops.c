@@ -692,6 +692,8 @@ TEST(dropout_forward_values_and_mask)
         CHECK(dz->data[i] == (k ? 2.0 * (i + 1) : 0.0));
     }
     CHECK(kept > 0 && kept < 100);
+    /* one draw per element, no more: the stream goes on where the plain loop's does */
+    CHECK(memcmp(r.s, copy.s, sizeof r.s) == 0);
     CHECK(kgl_dropout(&t, z, 0.0, &r) == z); /* p = 0: the input itself */
     kgl_tape_free(&t);
 }

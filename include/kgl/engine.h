@@ -30,6 +30,8 @@ typedef struct kgl_rng {
 void kgl_rng_seed(kgl_rng *rng, uint64_t seed);
 uint64_t kgl_rng_next(kgl_rng *rng);
 double kgl_rng_uniform(kgl_rng *rng);
+/* keep[i] = (kgl_rng_uniform(rng) >= p) for i = 0 … n − 1, the same draws in the same order: a dropout mask. */
+void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p);
 double kgl_rng_normal(kgl_rng *rng);
 uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
 

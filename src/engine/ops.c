@@ -1535,7 +1535,7 @@ kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *X, double p, kgl_rng *rng)
     if (p == 0 || !rng) return X;
     size_t n = kgl_numel(X);
     unsigned char *keep = kgl_arena_alloc(&t->arena, n ? n : 1);
-    for (size_t i = 0; i < n; i++) keep[i] = kgl_rng_uniform(rng) >= p;
+    kgl_rng_keep_mask(rng, keep, n, p);
     return kgl_dropout_mask(t, X, keep, p);
 }
 

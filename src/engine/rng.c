@@ -35,6 +35,13 @@ uint64_t kgl_rng_next(kgl_rng *rng)
 
 double kgl_rng_uniform(kgl_rng *rng) { return (double)(kgl_rng_next(rng) >> 11) * 0x1.0p-53; }
 
+void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p)
+{
+    /* kgl_rng_uniform's draws, in order, in one loop of this file, where the
+       generator inlines and its state stays in registers */
+    for (size_t i = 0; i < n; i++) keep[i] = (double)(kgl_rng_next(rng) >> 11) * 0x1.0p-53 >= p;
+}
+
 double kgl_rng_normal(kgl_rng *rng)
 {
     /* Box–Muller; 1 - u1 lies in (0, 1], so the log is finite. */
