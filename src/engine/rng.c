@@ -33,13 +33,16 @@ uint64_t kgl_rng_next(kgl_rng *rng)
     return result;
 }
 
-double kgl_rng_uniform(kgl_rng *rng) { return (double)(kgl_rng_next(rng) >> 11) * 0x1.0p-53; }
+/* The top 53 bits of a draw as a double in [0, 1). */
+static inline double unit_interval(uint64_t x) { return (double)(x >> 11) * 0x1.0p-53; }
+
+double kgl_rng_uniform(kgl_rng *rng) { return unit_interval(kgl_rng_next(rng)); }
 
 void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p)
 {
     /* kgl_rng_uniform's draws, in order, in one loop of this file, where the
        generator inlines and its state stays in registers */
-    for (size_t i = 0; i < n; i++) keep[i] = (double)(kgl_rng_next(rng) >> 11) * 0x1.0p-53 >= p;
+    for (size_t i = 0; i < n; i++) keep[i] = unit_interval(kgl_rng_next(rng)) >= p;
 }
 
 double kgl_rng_normal(kgl_rng *rng)
