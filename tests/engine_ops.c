@@ -398,7 +398,7 @@ TEST(layer_supervision_adds_an_aux_term)
     academic_like_model(&m, 0, 3);
     kgl_tape t;
     kgl_tape_init(&t);
-    kgl_batch b = {23, ex_head, ex_rel, ex_tail};
+    kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
     int head_of[5] = {-1, 1, 0, -1, -1};
     kgl_supervision sup = {head_of, 0.5};
     kgl_forward f;
@@ -437,7 +437,7 @@ TEST(layer_uses_only_registered_ops)
     academic_like_model(&m, 16, 1);
     kgl_tape t;
     kgl_tape_init(&t);
-    kgl_batch b = {23, ex_head, ex_rel, ex_tail};
+    kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
     int head_of[5] = {0, 1, -1, -1, -1};
     kgl_supervision sup = {head_of, 1.0};
     kgl_forward f;
@@ -507,7 +507,7 @@ TEST(same_seed_same_bits)
         kgl_tape_init(&t);
         kgl_optim o;
         kgl_optim_defaults(&o);
-        kgl_batch b = {23, ex_head, ex_rel, ex_tail};
+        kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
         for (int s = 0; s < 20; s++) losses[run][s] = train_step(&m, &t, &o, &b);
         final_param[run] = m.wq->data[3];
         kgl_tape_free(&t);
@@ -523,7 +523,7 @@ TEST(same_seed_same_bits)
     kgl_tape_init(&t);
     kgl_optim o;
     kgl_optim_defaults(&o);
-    kgl_batch b = {23, ex_head, ex_rel, ex_tail};
+    kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
     CHECK(train_step(&m, &t, &o, &b) != losses[0][0]);
     kgl_tape_free(&t);
     kgl_model_free(&m);
@@ -537,7 +537,7 @@ TEST(no_allocation_inside_a_step)
     kgl_tape_init(&t);
     kgl_optim o;
     kgl_optim_defaults(&o);
-    kgl_batch b = {23, ex_head, ex_rel, ex_tail};
+    kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
     train_step(&m, &t, &o, &b); /* the first step sizes the arena */
     train_step(&m, &t, &o, &b); /* its reset folds the blocks into one */
     long before = test_alloc_count();

@@ -7,7 +7,7 @@
 kgl_batch test_alternating_batch(const kgl_dataset *ds)
 {
     int n = ds->splits[0].n;
-    kgl_batch b = {n, malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int))};
+    kgl_batch b = {n, malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int)), malloc((size_t)n * sizeof(int)), NULL};
     int *head = (int *)b.head, *rel = (int *)b.rel, *tail = (int *)b.tail;
     for (int k = 0; k < n; k++) {
         const kgl_triple *x = &ds->splits[0].triples[k];

@@ -118,7 +118,7 @@ TEST(fused_attention_equals_its_composition)
             kgl_triple x = ds.splits[0].triples[b];
             h[b] = x.head, r[b] = x.rel, t[b] = x.tail;
         }
-        kgl_batch batch = {B, h, r, t};
+        kgl_batch batch = {B, h, r, t, NULL};
         size_t total = m.params.total;
         double loss[2], *grad[2];
         for (int composed = 0; composed < 2; composed++) {

@@ -292,7 +292,7 @@ TEST(grad_command_matches_finite_differences)
         h[k] = sp->triples[k].head, r[k] = sp->triples[k].rel, t[k] = sp->triples[k].tail;
         h[sp->n + k] = t[k], r[sp->n + k] = ds.n_relations + r[k], t[sp->n + k] = h[k];
     }
-    kgl_batch b = {n, h, r, t};
+    kgl_batch b = {n, h, r, t, NULL};
     kgl_tape tape;
     kgl_tape_init(&tape);
     full_loss_ctx ctx = {&m, &tape, &b, &sup};

@@ -75,7 +75,7 @@ int cmd_grad(int argc, char **argv)
         eh[k] = tr->head, er[k] = tr->rel, et[k] = tr->tail;
         if (m.cfg.reciprocal) eh[n_tr + k] = tr->tail, er[n_tr + k] = n_rel + tr->rel, et[n_tr + k] = tr->head;
     }
-    kgl_batch b = {n_ex, eh, er, et};
+    kgl_batch b = {n_ex, eh, er, et, NULL};
     kgl_supervision sup = {head_of, aux_weight};
     kgl_tape t;
     kgl_tape_init(&t);

@@ -31,6 +31,12 @@ static const char help[] =
     "  --temperature T      fixed (default) or learn: a learned log-scale per head on the logits\n"
     "  --readout K          diagonal (default): C[i].R[r].E[j] feature by feature; complex:\n"
     "                       Re sum C[i] R[r] conj(E[j]) over d/2 complex numbers (ComplEx)\n"
+    "  --context C          what each entity attends over: full (default: every entity,\n"
+    "                       n x n per head), graph (itself and at most --neighbours of\n"
+    "                       its edges in the training graph; scales to large graphs), or\n"
+    "                       none (no layer: the readout on the embeddings, a baseline)\n"
+    "  --neighbours K       the edges a graph context keeps (default 50): sampled per\n"
+    "                       step in training, the first K in a fixed order in evaluation\n"
     "training\n"
     "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
     "  --lr X               learning rate (default 0.01)\n"
@@ -104,7 +110,7 @@ typedef struct train_opts {
     data_args data;
     kgl_config cfg;
     bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature,
-        set_readout;
+        set_readout, set_context, set_neighbours;
     bool freeze, set_freeze, lookup, set_lookup;
     long steps;
     kgl_optim optim;
@@ -195,6 +201,14 @@ static int parse(int argc, char **argv, train_opts *o)
             int k;
             if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
             o->cfg.readout = k == 1 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL, o->set_readout = true;
+        } else if (cli_is(&a, "--context")) {
+            static const char *const words[] = {"full", "graph", "none"};
+            int k;
+            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
+            o->cfg.context = (kgl_context_kind)k, o->set_context = true;
+        } else if (cli_is(&a, "--neighbours")) {
+            if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
+            o->cfg.neighbours = (int)v, o->set_neighbours = true;
         } else if (cli_is(&a, "--lookup")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->lookup = true, o->set_lookup = true;
@@ -341,6 +355,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
         {o->set_qk_norm, o->cfg.qk_norm == c->qk_norm, "--qk-norm"},
         {o->set_temperature, o->cfg.learn_temperature == c->learn_temperature, "--temperature"},
         {o->set_readout, o->cfg.readout == c->readout, "--readout"},
+        {o->set_context, o->cfg.context == c->context, "--context"},
+        {o->set_neighbours, o->cfg.neighbours == c->neighbours, "--neighbours"},
     };
     for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
         if (model_opts[k].set && !model_opts[k].same) {
@@ -640,7 +656,13 @@ static void report(run_state *rs, int members, double seconds)
         models[k] = &rs[k].tr.model;
         states[k] = kgl_trainer_context(&rs[k].tr, &f)->data;
     }
-    kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec);
+    switch (tr->model.cfg.context) { /* where member 0's heads look, by relation */
+    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec); break;
+    case KGL_CONTEXT_GRAPH: kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, rs->spec, NULL); break;
+    case KGL_CONTEXT_NONE:
+        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
+        break;
+    }
     size_t params = 0;
     for (int k = 0; k < members; k++) params += rs[k].tr.model.params.total;
     if (rs->o->json) {
@@ -968,6 +990,10 @@ static const char *option_conflict(const train_opts *o)
         {o->reg.n3 > 0 && o->kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
         {o->reg.relation_loss > 0 && o->kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
         {o->supervise && o->kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
+        /* supervision and lookup read the n x n weights of the full context */
+        {o->supervise && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
+        {o->lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
+        {o->set_neighbours && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         if (rules[k].both) return rules[k].why;

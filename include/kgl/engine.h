@@ -212,6 +212,18 @@ kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *x, double p, kgl_rng *rng);
 #define KGL_ATTENTION_MAX_HEADS 64
 kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, kgl_tensor *v, int heads, double tau,
                           kgl_tensor *log_temp, kgl_tensor *attn, double **stats);
+/* Attention over segments (src/engine/ops_segment.c; the neighbourhood
+ * context): B queries, query b attending over the token rows
+ * offsets[b] … offsets[b+1] − 1 (offsets [B+1], borrowed, every segment
+ * non-empty, offsets[0] = 0, offsets[B] = T), `heads` heads of dk = d/heads
+ * columns, one weight per token and head ([T, heads]):
+ *   S[t, h] = τ_h ⟨Q_h[b(t)], K_h[t]⟩   τ_h = tau, or tau·e^{θ_h} with log_temp = θ [1, heads]
+ *   A[·, h] = softmax of S[·, h] within each segment
+ *   O[b, c] = Σ_{t ∈ segment b} A[t, c / dk] V[t, c]                          [B, d] */
+kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, const int *offsets, int segments,
+                               int heads, double tau, kgl_tensor *log_temp);
+kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *s, const int *offsets, int segments);
+kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *a, kgl_tensor *v, const int *offsets, int segments);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 

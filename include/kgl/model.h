@@ -21,6 +21,11 @@ typedef enum { KGL_SCALE_SQRT = 0, KGL_SCALE_NONE, KGL_SCALE_VALUE } kgl_scale_k
 /* The readout's product of the head state and the relation row: feature by
  * feature (the specified layer), or of d/2 complex numbers (ComplEx). */
 typedef enum { KGL_READOUT_DIAGONAL = 0, KGL_READOUT_COMPLEX } kgl_readout_kind;
+/* What entity i attends over: every entity (the specified layer), its
+ * neighbourhood in the training graph (a segment of at most K edges and
+ * itself), or nothing (no layer: the readout on the entity embeddings). */
+typedef enum { KGL_CONTEXT_FULL = 0, KGL_CONTEXT_GRAPH, KGL_CONTEXT_NONE } kgl_context_kind;
+#define KGL_MAX_NEIGHBOURS 4096
 
 typedef struct kgl_config {
     int n_entities;   /* n */
@@ -35,7 +40,48 @@ typedef struct kgl_config {
     bool learn_temperature; /* S_h = exp(θ_h) τ Q_h K_hᵀ with a learned θ_h, init 0 */
     /* An extension of the readout (off by default): */
     kgl_readout_kind readout; /* complex: score Re Σ C[i] R[r] conj(E[j]) over d/2 complex numbers */
+    /* An extension of the context (full by default): */
+    kgl_context_kind context;
+    int neighbours;           /* K: the edges a neighbourhood keeps (--context graph) */
 } kgl_config;
+
+/* ---------------------------------------------------------------- graph --
+ * The training graph as each entity's edges (src/model/graph.c). Entity i
+ * has the edge (r, j) for every training triple (i, r, j) and (m + r, j)
+ * for every training triple (j, r, i); the edges of i are
+ * rel/nb[offsets[i] .. offsets[i+1]), in the order of kgl_edge_key (a fixed
+ * hash of (i, relation row, j)), which is the order evaluation takes them in. */
+typedef struct kgl_graph {
+    int n_entities, n_relations; /* n, m: edge relation rows 0 … 2m − 1 */
+    int *offsets;                /* [n + 1] */
+    int *rel, *nb;               /* [2 · triples] */
+    int max_degree;
+} kgl_graph;
+void kgl_graph_build(kgl_graph *g, int n_entities, int n_relations, const kgl_triple *tr, int n);
+void kgl_graph_free(kgl_graph *g);
+/* The fixed order of the edges: splitmix64's finaliser f applied as
+ * f(f(entity · 2³² + rel) xor neighbour), smaller first. */
+uint64_t kgl_edge_key(int entity, int rel, int neighbour);
+
+/* The neighbourhoods of a batch: segment b is the tokens offsets[b] …
+ * offsets[b+1] − 1, each an entity and the relation row of its edge; the
+ * first token of a segment is the query entity itself, with relation row 2m. */
+typedef struct kgl_neighbourhood {
+    int n;
+    int *offsets;         /* [n + 1] */
+    int *entity, *relation; /* [n (K + 1)] at most */
+} kgl_neighbourhood;
+/* Segment b: head[b] itself, then at most K of its edges, never those of the
+ * triple example b asks about: (rel[b], tail[b]), and with tail[b] = head[b]
+ * the same triple read backwards; with all_answers (1-N targets) every
+ * answer of the query (head[b], rel[b]). tail NULL: no edge is left out
+ * (evaluation: the triples asked about are not training triples). With rng,
+ * K edges drawn uniformly without replacement (the first K steps of a
+ * Fisher–Yates shuffle of the candidates, kgl_rng_below); without, the first
+ * K candidates in the graph's fixed order. `scratch` holds max_degree ints;
+ * out's arrays hold n + 1 and n (K + 1). */
+void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
+                            bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out);
 
 typedef struct kgl_model {
     kgl_config cfg;
@@ -46,6 +92,8 @@ typedef struct kgl_model {
     kgl_tensor *ffn_w1, *ffn_b1, *ffn_w2, *ffn_b2, *ln2_gamma, *ln2_beta; /* NULL without FFN */
     kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
     kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
+    kgl_tensor *context_relation_emb; /* P [2m + 1, d], with --context graph: a token's relation row */
+    kgl_graph *graph; /* with --context graph: the training graph (kgl_model_set_graph; owned) */
     bool ablate[KGL_MAX_HEADS]; /* zero these heads' outputs (a runtime switch for studies) */
     /* Build the attention from matmul_nt, scale, softmax_rows and matmul
      * (every S_h a tensor with its gradient) instead of the fused
@@ -73,12 +121,19 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg);
  * ffn.w1, ffn.w2), each in row-major order; gammas 1, betas and biases 0. */
 void kgl_model_init(kgl_model *m, kgl_rng *rng);
 void kgl_model_free(kgl_model *m);
+/* --context graph: builds the graph of the training triples the model
+ * attends over (kept by the model until kgl_model_free). Other contexts:
+ * nothing. */
+void kgl_model_set_graph(kgl_model *m, const kgl_triple *train, int n_train);
 
 /* A batch of examples (head i, relation r, tail t); relation ids < m are
  * forward, m + k the inverse of k. The arrays are borrowed. */
 typedef struct kgl_batch {
     int n;
     const int *head, *rel, *tail;
+    /* --context graph: each example's neighbourhood (a segment per example);
+       NULL: the fixed rule (kgl_neighbourhood_fill without a generator) */
+    const kgl_neighbourhood *context;
 } kgl_batch;
 
 /* Head supervision: head_of[r] is the head assigned to original relation r,
@@ -89,7 +144,11 @@ typedef struct kgl_supervision {
 } kgl_supervision;
 
 typedef struct kgl_forward {
-    kgl_tensor *context;                /* C [n, d] */
+    kgl_tensor *context;                /* C [n, d]; with --context graph in a loss, [B, d]: example b's state */
+    /* --context graph, in a loss: the segments attended over and their
+       weights [tokens, H] (column h: head h) */
+    const kgl_neighbourhood *neighbourhood;
+    kgl_tensor *segment_logits, *segment_attn;
     kgl_tensor *q, *k;                  /* Q, K [n, d] */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
@@ -238,6 +297,17 @@ void kgl_tails_free(kgl_tails *tl);
  * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
  * NAN for a relation without tails. */
 void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+/* The same question in a neighbourhood context (the weights A [tokens, H] of
+ * the segments of nb): spec[h][r] is the mean over the segments with at
+ * least one edge of original relation r (either direction: rows r and m + r)
+ * of the weight head h puts on those edges. Written to spec[h * m + r], NAN
+ * for a relation no segment has. */
+void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec);
+/* kgl_relation_attention of a --context graph model over every entity's
+ * evaluation neighbourhood (the first K edges in the fixed order), with
+ * the weight on the entity itself (its own token) in self[h] (may be NULL).
+ * `pool` may be NULL. */
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
  * update t is lr · f(t) with
@@ -303,6 +373,11 @@ typedef struct kgl_trainer {
        the current batch's are b_answers[b_off[b] .. b_off[b+1]) */
     bool kvsall;
     int *q_off, *q_answers, *b_off, *b_answers;
+    /* --context graph: the current batch's neighbourhoods, drawn for step k
+       from a generator seeded with seed ⊕ "NEIGHBR" ⊕ k · 0x9e3779b97f4a7c15
+       (so a resumed run draws the same ones), and the sampler's scratch */
+    kgl_neighbourhood neighbourhood;
+    int *neighbour_scratch;
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken
@@ -475,6 +550,7 @@ typedef struct kgl_head_diag {
 
 typedef struct kgl_diag {
     int heads, n, d, m;
+    kgl_context_kind context;      /* graph: measured over the step's segments; none: NaN */
     double *attn0;                 /* [H n n] attention at the reference point */
     double *wq0, *wk0;             /* [d d] */
     kgl_head_diag head[KGL_MAX_HEADS];

@@ -18,11 +18,11 @@
 #include "vmath.h"
 #include "kgl/engine.h"
 #include "internal.h"
+#include "ops_check.h"
 
 /* ---- helpers for the check specs --------------------------------------- */
 
-/* A differentiable check input: N(0, scale²) entries plus `shift`. */
-static kgl_tensor *check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, double scale, double shift)
+kgl_tensor *kgl_check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, double scale, double shift)
 {
     kgl_tensor *x = kgl_arena_alloc(keep, sizeof *x);
     size_t n = (size_t)rows * (size_t)cols;
@@ -34,17 +34,13 @@ static kgl_tensor *check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols
     return x;
 }
 
-static int *check_indices(kgl_arena *keep, int n, const int *values)
+int *kgl_check_indices(kgl_arena *keep, int n, const int *values)
 {
     int *p = kgl_arena_alloc(keep, (size_t)n * sizeof(int));
     memcpy(p, values, (size_t)n * sizeof(int));
     return p;
 }
 
-#define DEFAULT_TOL 1e-6
-#define DEFAULT_TOL_REASON                                                                                      \
-    "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
-    "far below 1e-6"
 
 /* Ops whose rows are independent run blocks of ROW_BLOCK rows as tasks on
  * the tape's pool; attention blocks ATTN_BLOCK query (or key) rows. The
@@ -101,14 +97,14 @@ static void matmul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case
 {
     static const int shapes[][3] = {{2, 3, 2}, {4, 1, 3}, {5, 7, 3}};
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
-    c->inputs[1] = check_input(keep, rng, s[1], s[2], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, s[1], s[2], 1, 0);
     c->n_inputs = 2;
     c->run = matmul_run;
     snprintf(c->label, sizeof c->label, "%dx%d·%dx%d", s[0], s[1], s[1], s[2]);
 }
 
-static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * matmul_nt: Y = A Bᵀ,   A [n,k], B [p,k], Y [n,p]   (attention's Q Kᵀ)
@@ -147,8 +143,8 @@ static void matmul_nt_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 {
     static const int shapes[][3] = {{3, 4, 3}, {1, 2, 5}, {6, 3, 6}}; /* n, k, p */
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
-    c->inputs[1] = check_input(keep, rng, s[2], s[1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, s[2], s[1], 1, 0);
     c->n_inputs = 2;
     c->run = matmul_nt_run;
     snprintf(c->label, sizeof c->label, "%dx%d·(%dx%d)ᵀ", s[0], s[1], s[2], s[1]);
@@ -156,7 +152,7 @@ static void matmul_nt_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_nt = {"matmul_nt",
                                     matmul_nt_backward,
-                                    {3, matmul_nt_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                    {3, matmul_nt_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * matmul_tn: Y = Aᵀ B,   A [k,n], B [k,p], Y [n,p]
@@ -195,8 +191,8 @@ static void matmul_tn_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 {
     static const int shapes[][3] = {{3, 2, 4}, {5, 1, 2}, {2, 6, 3}}; /* k, n, p */
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
-    c->inputs[1] = check_input(keep, rng, s[0], s[2], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, s[0], s[2], 1, 0);
     c->n_inputs = 2;
     c->run = matmul_tn_run;
     snprintf(c->label, sizeof c->label, "(%dx%d)ᵀ·%dx%d", s[0], s[1], s[0], s[2]);
@@ -204,7 +200,7 @@ static void matmul_tn_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_tn = {"matmul_tn",
                                     matmul_tn_backward,
-                                    {3, matmul_tn_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                    {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * add: Y = A + B, B of A's shape, or B a row [1, cols] added to every row.
@@ -292,14 +288,14 @@ static void add_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
 {
     static const int shapes[][3] = {{3, 4, 3}, {5, 3, 1}, {1, 1, 1}}; /* rows, cols, rows of B */
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
-    c->inputs[1] = check_input(keep, rng, s[2], s[1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, s[2], s[1], 1, 0);
     c->n_inputs = 2;
     c->run = add_run;
     snprintf(c->label, sizeof c->label, "%dx%d+%dx%d", s[0], s[1], s[2], s[1]);
 }
 
-static const kgl_op op_add = {"add", add_backward, {3, add_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_add = {"add", add_backward, {3, add_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * mul: Y = A ⊙ B (elementwise).   dA = G ⊙ B,  dB = G ⊙ A.
@@ -338,9 +334,9 @@ static void mul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
 {
     static const int shapes[][2] = {{3, 4}, {1, 6}, {4, 2}};
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
     c->n_inputs = 1;
-    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, s[0], s[1], 1, 0);
+    if (which < 2) c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
     c->run = mul_run;
     if (which < 2)
         snprintf(c->label, sizeof c->label, "%dx%d⊙%dx%d", s[0], s[1], s[0], s[1]);
@@ -348,7 +344,7 @@ static void mul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
         snprintf(c->label, sizeof c->label, "x⊙x %dx%d", s[0], s[1]);
 }
 
-static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * scale: Y = α A (α a constant, node->alpha).   dA = α G.
@@ -377,14 +373,14 @@ static kgl_tensor *scale_run(kgl_tape *t, const kgl_check_case *c) { return kgl_
 static void scale_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const double alphas[] = {0.5, -3.0, 0.125};
-    c->inputs[0] = check_input(keep, rng, 3 + which, 4, 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, 3 + which, 4, 1, 0);
     c->n_inputs = 1;
     c->alpha = alphas[which];
     c->run = scale_run;
     snprintf(c->label, sizeof c->label, "%g·%dx4", alphas[which], 3 + which);
 }
 
-static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * gather_rows: Y[b] = T[idx[b]]   (embedding lookup; idx in node->idx0)
@@ -431,9 +427,9 @@ static void gather_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
     static const int idx_c[] = {2, 1, 0, 2};
     const int *idx[] = {idx_a, idx_b, idx_c};
     static const int n_idx[] = {5, 1, 4}, rows[] = {5, 3, 3}, cols[] = {3, 4, 2};
-    c->inputs[0] = check_input(keep, rng, rows[which], cols[which], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, rows[which], cols[which], 1, 0);
     c->n_inputs = 1;
-    c->idx0 = check_indices(keep, n_idx[which], idx[which]);
+    c->idx0 = kgl_check_indices(keep, n_idx[which], idx[which]);
     c->n_idx = n_idx[which];
     c->run = gather_rows_run;
     snprintf(c->label, sizeof c->label, "%dx%d[%d rows]", rows[which], cols[which], n_idx[which]);
@@ -441,7 +437,7 @@ static void gather_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_gather_rows = {"gather_rows",
                                       gather_rows_backward,
-                                      {3, gather_rows_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                      {3, gather_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * slice_cols: Y = A[:, c0 : c0+w]   (split heads; c0 in node->i0)
@@ -477,7 +473,7 @@ static void slice_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_
 {
     static const int spec[][4] = {{3, 8, 2, 4}, {4, 4, 0, 4}, {2, 5, 4, 1}}; /* rows, cols, c0, width */
     const int *s = spec[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
     c->n_inputs = 1;
     c->i0 = s[2];
     c->i1 = s[3];
@@ -489,7 +485,7 @@ static void slice_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_
  * slice columns are copies, so the default tolerance holds with room. */
 static const kgl_op op_slice_cols = {"slice_cols",
                                      slice_cols_backward,
-                                     {3, slice_cols_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                     {3, slice_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * concat_cols: Y = [P_0 | P_1 | … ]   (merge heads)
@@ -541,7 +537,7 @@ static void concat_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
     int rows = 3 + which, len = 0;
     c->n_inputs = 0;
     for (int k = 0; k < 3 && widths[which][k]; k++) {
-        c->inputs[c->n_inputs++] = check_input(keep, rng, rows, widths[which][k], 1, 0);
+        c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, rows, widths[which][k], 1, 0);
         len += snprintf(c->label + len, sizeof c->label - (size_t)len, "%s%dx%d", k ? "|" : "", rows, widths[which][k]);
     }
     c->run = concat_cols_run;
@@ -549,7 +545,7 @@ static void concat_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_concat_cols = {"concat_cols",
                                       concat_cols_backward,
-                                      {3, concat_cols_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                      {3, concat_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * softmax_rows: P[i] = softmax(S[i]) over the unmasked columns of row i
@@ -624,18 +620,18 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
     c->mask.kind = KGL_MASK_NONE;
     switch (which) {
     case 0:
-        c->inputs[0] = check_input(keep, rng, 3, 5, 1, 0);
+        c->inputs[0] = kgl_check_input(keep, rng, 3, 5, 1, 0);
         snprintf(c->label, sizeof c->label, "3x5");
         break;
     case 1:
-        c->inputs[0] = check_input(keep, rng, 4, 4, 1, 0);
+        c->inputs[0] = kgl_check_input(keep, rng, 4, 4, 1, 0);
         c->mask.kind = KGL_MASK_CAUSAL;
         snprintf(c->label, sizeof c->label, "4x4 causal");
         break;
     case 2: {
         /* explicit mask; row 1 fully masked (all-zero weights, no gradient) */
         static const unsigned char keep_flags[3 * 4] = {1, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0, 1};
-        c->inputs[0] = check_input(keep, rng, 3, 4, 1, 0);
+        c->inputs[0] = kgl_check_input(keep, rng, 3, 4, 1, 0);
         c->mask.kind = KGL_MASK_KEEP;
         c->mask.keep = keep_flags;
         snprintf(c->label, sizeof c->label, "3x4 mask, 1 row empty");
@@ -643,7 +639,7 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
     }
     default: {
         /* saturated: logits ±50 (plus noise), weights near one-hot */
-        kgl_tensor *x = check_input(keep, rng, 3, 6, 1, 0);
+        kgl_tensor *x = kgl_check_input(keep, rng, 3, 6, 1, 0);
         for (int k = 0; k < 18; k++) x->data[k] += (kgl_rng_uniform(rng) < 0.5 ? -50.0 : 50.0);
         c->inputs[0] = x;
         snprintf(c->label, sizeof c->label, "3x6 ±50");
@@ -653,7 +649,7 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
 
 static const kgl_op op_softmax_rows = {"softmax_rows",
                                        softmax_rows_backward,
-                                       {4, softmax_rows_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                       {4, softmax_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * attention: multi-head scaled dot-product attention, in one op.
@@ -909,9 +905,9 @@ static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
     static const double taus[] = {0.57735026918962584, 0.70710678118654752, 0.70710678118654752, 1.0};
     const int *sh = shape[which];
     double spread = which == 3 ? 4.0 : 1.0;
-    for (int k = 0; k < 3; k++) c->inputs[k] = check_input(keep, rng, sh[0], sh[1], k < 2 ? spread : 1.0, 0);
+    for (int k = 0; k < 3; k++) c->inputs[k] = kgl_check_input(keep, rng, sh[0], sh[1], k < 2 ? spread : 1.0, 0);
     c->n_inputs = 3;
-    if (which == 2) c->inputs[c->n_inputs++] = check_input(keep, rng, 1, sh[2], 0.3, 0);
+    if (which == 2) c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, 1, sh[2], 0.3, 0);
     c->i0 = sh[2];
     c->alpha = taus[which];
     c->run = attention_run;
@@ -919,7 +915,7 @@ static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
              which == 3 ? " saturated" : "");
 }
 
-static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * layernorm over the columns of each row (the specified LN, ε = 1e-5):
@@ -992,9 +988,9 @@ static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
     static const int shapes[][2] = {{4, 6}, {2, 8}, {3, 2}};
     static const double shift[] = {0, 100, 0}; /* case 1: rows far from zero (mean subtraction) */
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, shift[which]);
-    c->inputs[1] = check_input(keep, rng, 1, s[1], 0.5, 1);
-    c->inputs[2] = check_input(keep, rng, 1, s[1], 0.5, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, shift[which]);
+    c->inputs[1] = kgl_check_input(keep, rng, 1, s[1], 0.5, 1);
+    c->inputs[2] = kgl_check_input(keep, rng, 1, s[1], 0.5, 0);
     c->n_inputs = 3;
     c->run = layernorm_run;
     snprintf(c->label, sizeof c->label, "%dx%d%s", s[0], s[1], shift[which] ? " (+100)" : "");
@@ -1002,7 +998,7 @@ static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_layernorm = {"layernorm",
                                     layernorm_backward,
-                                    {3, layernorm_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                    {3, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * gelu (exact): y = x Φ(x),  Φ(x) = (1 + erf(x/√2)) / 2.
@@ -1072,13 +1068,13 @@ static kgl_tensor *gelu_run(kgl_tape *t, const kgl_check_case *c) { return kgl_g
 static void gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const double spread[] = {1, 3, 0.1};
-    c->inputs[0] = check_input(keep, rng, 3, 5, spread[which], 0);
+    c->inputs[0] = kgl_check_input(keep, rng, 3, 5, spread[which], 0);
     c->n_inputs = 1;
     c->run = gelu_run;
     snprintf(c->label, sizeof c->label, "3x5 σ=%g", spread[which]);
 }
 
-static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * abs_cube: y = |x|³ elementwise (the N3 regulariser's terms).
@@ -1111,13 +1107,13 @@ static kgl_tensor *abs_cube_run(kgl_tape *t, const kgl_check_case *c) { return k
 static void abs_cube_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const double spread[] = {1, 3, 0.01};
-    c->inputs[0] = check_input(keep, rng, 4, 3, spread[which], 0);
+    c->inputs[0] = kgl_check_input(keep, rng, 4, 3, spread[which], 0);
     c->n_inputs = 1;
     c->run = abs_cube_run;
     snprintf(c->label, sizeof c->label, "4x3 σ=%g", spread[which]);
 }
 
-static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
@@ -1244,9 +1240,9 @@ static void cross_entropy_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
     static const int targets[] = {2, 0, 4, 4, 1};
     c->n_inputs = 1;
     c->run = cross_entropy_run;
-    c->idx0 = check_indices(keep, 5, targets);
+    c->idx0 = kgl_check_indices(keep, 5, targets);
     c->n_idx = 5;
-    c->inputs[0] = check_input(keep, rng, which == 2 ? 3 : 5, 5, 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, which == 2 ? 3 : 5, 5, 1, 0);
     if (which == 1) {
         c->alpha = 0.1;
         snprintf(c->label, sizeof c->label, "5x5 smooth 0.1");
@@ -1264,7 +1260,7 @@ static void cross_entropy_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_cross_entropy = {"cross_entropy",
                                         cross_entropy_backward,
-                                        {3, cross_entropy_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                        {3, cross_entropy_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * trilinear readout (README, "The model, exactly"): for each example b = (i, r) and entity j,
@@ -1406,12 +1402,12 @@ static void readout_case(int which, const int *d, kgl_rng *rng, kgl_arena *keep,
     static const int heads_c[] = {4, 0, 4, 2}, rels_c[] = {1, 1, 0, 2};
     const int *heads[] = {heads_a, heads_b, heads_c}, *rels[] = {rels_a, rels_b, rels_c};
     static const int n_ex[] = {6, 1, 4}, c_rows[] = {4, 2, 5}, r_rows[] = {3, 1, 3}, e_rows[] = {5, 3, 5};
-    c->inputs[0] = check_input(keep, rng, c_rows[which], d[which], 1, 0);
-    c->inputs[1] = check_input(keep, rng, r_rows[which], d[which], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, c_rows[which], d[which], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, r_rows[which], d[which], 1, 0);
     c->n_inputs = 2;
-    if (which < 2) c->inputs[c->n_inputs++] = check_input(keep, rng, e_rows[which], d[which], 1, 0);
-    c->idx0 = check_indices(keep, n_ex[which], heads[which]);
-    c->idx1 = check_indices(keep, n_ex[which], rels[which]);
+    if (which < 2) c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, e_rows[which], d[which], 1, 0);
+    c->idx0 = kgl_check_indices(keep, n_ex[which], heads[which]);
+    c->idx1 = kgl_check_indices(keep, n_ex[which], rels[which]);
     c->n_idx = n_ex[which];
     if (which < 2)
         snprintf(c->label, sizeof c->label, "C%dx%d R%dx%d E%dx%d B%d", c_rows[which], d[which], r_rows[which],
@@ -1437,10 +1433,10 @@ static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl
 
 static const kgl_op op_trilinear = {"trilinear",
                                     trilinear_backward,
-                                    {3, trilinear_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                    {3, trilinear_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 static const kgl_op op_trilinear_complex = {"trilinear_complex",
                                             trilinear_complex_backward,
-                                            {3, trilinear_complex_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                            {3, trilinear_complex_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
@@ -1483,8 +1479,8 @@ static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 {
     static const int spec[][3] = {{3, 4, 2}, {5, 5, 1}, {2, 3, 3}}; /* rows, cols, K */
     const int *sp = spec[which];
-    c->inputs[0] = check_input(keep, rng, sp[0], sp[1], 1, 0);
-    c->inputs[1] = check_input(keep, rng, 1, sp[2], 0.5, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, sp[0], sp[1], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, 1, sp[2], 0.5, 0);
     c->n_inputs = 2;
     c->i0 = sp[2] - 1;
     c->run = scale_exp_run;
@@ -1495,7 +1491,7 @@ static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
  * case with K = 1 makes sure the checked entry is the only one. */
 static const kgl_op op_scale_exp = {"scale_exp",
                                     scale_exp_backward,
-                                    {3, scale_exp_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                    {3, scale_exp_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * dropout with a given mask: Y = X ⊙ keep / (1 − p)
@@ -1549,7 +1545,7 @@ static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_cas
     static const int shapes[][2] = {{3, 4}, {1, 6}, {5, 5}};
     static const double rates[] = {0.5, 0.1, 0.8};
     const int *s = shapes[which];
-    c->inputs[0] = check_input(keep, rng, s[0], s[1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, 0);
     c->n_inputs = 1;
     c->alpha = rates[which];
     unsigned char *mask = kgl_arena_alloc(keep, (size_t)(s[0] * s[1]));
@@ -1562,7 +1558,7 @@ static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_cas
 }
 
 /* Linear in X: the central difference is exact up to round-off (~1e-11). */
-static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
@@ -1598,7 +1594,7 @@ static kgl_tensor *mean_run(kgl_tape *t, const kgl_check_case *c) { return kgl_m
 static void reduce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c, bool mean)
 {
     static const int shapes[][2] = {{3, 4}, {1, 1}};
-    c->inputs[0] = check_input(keep, rng, shapes[which][0], shapes[which][1], 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, shapes[which][0], shapes[which][1], 1, 0);
     c->n_inputs = 1;
     c->run = mean ? mean_run : sum_run;
     snprintf(c->label, sizeof c->label, "%dx%d", shapes[which][0], shapes[which][1]);
@@ -1612,8 +1608,8 @@ static void mean_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
     reduce_case(which, rng, keep, c, true);
 }
 
-static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
-static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ========================================================================
  * multilabel_ce (1-N / KvsAll targets, as ConvE trains): row b has a
@@ -1655,10 +1651,10 @@ static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
     static const int answers[] = {2, 0, 3, 4, 1, 0, 1, 2, 3, 4}, off[] = {0, 1, 3, 4, 5, 10};
     c->n_inputs = 1;
     c->run = multilabel_ce_run;
-    c->idx0 = check_indices(keep, 10, answers);
-    c->idx1 = check_indices(keep, 6, off);
+    c->idx0 = kgl_check_indices(keep, 10, answers);
+    c->idx1 = kgl_check_indices(keep, 6, off);
     c->n_idx = 5;
-    c->inputs[0] = check_input(keep, rng, 5, 5, which == 1 ? 3 : 1, 0);
+    c->inputs[0] = kgl_check_input(keep, rng, 5, 5, which == 1 ? 3 : 1, 0);
     c->alpha = which == 2 ? 0.2 : 0;
     if (which == 2) snprintf(c->label, sizeof c->label, "5x5 k=1,2,1,1,5 smooth 0.2");
     else snprintf(c->label, sizeof c->label, "5x5 k=1,2,1,1,5 σ=%d", which == 1 ? 3 : 1);
@@ -1666,7 +1662,7 @@ static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_multilabel_ce = {"multilabel_ce",
                                               cross_entropy_backward,
-                                              {3, multilabel_ce_case, DEFAULT_TOL, DEFAULT_TOL_REASON}};
+                                              {3, multilabel_ce_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
 
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
 
@@ -1717,6 +1713,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube,
     &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
+    &kgl_op_segment_scores, &kgl_op_segment_softmax, &kgl_op_segment_weighted_sum, /* ops_segment.c */
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

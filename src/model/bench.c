@@ -105,7 +105,7 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     kgl_trainer_init(&tr, &ds, train->triples, train->n, &cfg, &tc);
     kgl_trainer_set_pool(&tr, pool);
     int B = s->batch < tr.n_examples ? s->batch : tr.n_examples;
-    kgl_batch batch = {B, tr.ex_head, tr.ex_rel, tr.ex_tail}; /* the first B examples in file order */
+    kgl_batch batch = {B, tr.ex_head, tr.ex_rel, tr.ex_tail, NULL}; /* the first B examples in file order */
 
     double *times = kgl_xmalloc((size_t)s->reps * sizeof(double));
     bool ok = true;

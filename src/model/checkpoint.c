@@ -84,6 +84,9 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
     snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
     static const char *const sched_names[] = {"constant", "cosine", "linear"};
+    static const char *const context_names[] = {"full", "graph", "none"};
+    char neighbours[24];
+    snprintf(neighbours, sizeof neighbours, "%d", c->neighbours);
     char *entities = kgl_join(ds->entity_names, ds->n_entities, '\n');
     char *relations = kgl_join(ds->relation_names, ds->n_relations, '\n');
     const char *meta[] = {
@@ -99,6 +102,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
         "targets", st->kvsall ? "kvsall" : "1vsall",
         "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
+        "context", context_names[c->context], "neighbours", neighbours,
     };
     bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
     free(entities);
@@ -250,6 +254,20 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
         }
         c->readout = strcmp(v, "complex") == 0 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL;
     }
+    if ((v = kgl_st_meta(f, "context"))) { /* absent: the specified (full) context */
+        static const char *const words[] = {"full", "graph", "none"};
+        int k = 0;
+        while (k < 3 && strcmp(v, words[k]) != 0) k++;
+        if (k == 3) {
+            fail(err, cap, path, "metadata 'context' is '%s', expected full, graph or none", v);
+            goto bad;
+        }
+        c->context = (kgl_context_kind)k;
+        if (c->context == KGL_CONTEXT_GRAPH) {
+            if (!meta_long(f, "neighbours", 1, KGL_MAX_NEIGHBOURS, &x, path, err, cap)) goto bad;
+            c->neighbours = (int)x;
+        }
+    }
     if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
     if (!(v = need_meta(f, "seed", path, err, cap))) goto bad;
     {
@@ -396,7 +414,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             int rows, cols;
             bool needed;
         } sized[] = {{"entity_emb", c->n_entities, c->dim, true},
-                     {"attn.wq", c->dim, c->dim, true},
+                     {"attn.wq", c->dim, c->dim, c->context != KGL_CONTEXT_NONE},
                      {"ffn.w1", c->dim, c->ffn, c->ffn > 0}};
         for (size_t k = 0; k < sizeof sized / sizeof sized[0]; k++) {
             if (!sized[k].needed) continue;

@@ -23,11 +23,15 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
     dg->d = c->dim;
     dg->m = c->n_relations;
     size_t nn = (size_t)dg->n * dg->n, dd = (size_t)dg->d * dg->d;
-    dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(double));
     dg->spec = kgl_xmalloc((size_t)dg->heads * dg->m * sizeof(double));
-    kgl_forward f;
-    kgl_trainer_context(tr, &f);
-    for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(double));
+    dg->context = c->context;
+    if (c->context == KGL_CONTEXT_NONE) return; /* no attention to measure */
+    if (c->context == KGL_CONTEXT_FULL) { /* A₀, n × n a head: the reference of attn_tv */
+        dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(double));
+        kgl_forward f;
+        kgl_trainer_context(tr, &f);
+        for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(double));
+    }
     dg->wq0 = copy_of(tr->model.wq->data, dd);
     dg->wk0 = copy_of(tr->model.wk->data, dd);
 }
@@ -66,8 +70,67 @@ static double block_move(const double *x, const double *x0, int d, int c0, int w
     return base > 0 ? sqrt(s) / base : NAN;
 }
 
+/* --context graph: the same measures over the segments of the step's batch
+   (a row is a segment: the query entity's weights over its tokens); attn_tv
+   has no fixed reference (the neighbourhoods change every step): NaN. */
+static void measure_segments(kgl_diag *dg, const kgl_trainer *tr)
+{
+    const kgl_neighbourhood *nb = tr->fwd.neighbourhood;
+    const kgl_tensor *A = tr->fwd.segment_attn, *S = tr->fwd.segment_logits;
+    int H = dg->heads, B = nb->n;
+    double p[KGL_MAX_NEIGHBOURS + 1];
+    for (int h = 0; h < H; h++) {
+        kgl_head_diag *hd = &dg->head[h];
+        double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, max_logit = 0, grad2 = 0;
+        for (int b = 0; b < B; b++) {
+            int lo = nb->offsets[b], len = nb->offsets[b + 1] - lo;
+            double mp = 0;
+            for (int k = 0; k < len; k++) {
+                size_t at = (size_t)(lo + k) * H + h;
+                p[k] = A->data[at];
+                if (p[k] > mp) mp = p[k];
+                if (p[k] > 0) ent -= p[k] * log(p[k]);
+                max_logit = fmax(max_logit, fabs(S->data[at]));
+                if (S->grad) grad2 += S->grad[at] * S->grad[at];
+            }
+            mp_sum += mp;
+            mp_min = fmin(mp_min, mp);
+            jac += kgl_softmax_jacobian_fro(p, len);
+        }
+        hd->max_prob_mean = mp_sum / B;
+        hd->max_prob_min = mp_min;
+        hd->entropy = ent / B;
+        hd->jac_fro = jac / B;
+        hd->attn_tv = NAN;
+        hd->max_abs_logit = max_logit;
+        hd->grad_logits = S->grad ? sqrt(grad2) : NAN;
+    }
+    kgl_relation_attention(nb, A, H, tr->model.cfg.n_relations, dg->spec);
+}
+
 void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
 {
+    if (dg->context == KGL_CONTEXT_NONE) {
+        for (int h = 0; h < dg->heads; h++) {
+            double *x = &dg->head[h].max_prob_mean;
+            for (size_t k = 0; k < sizeof dg->head[h] / sizeof(double); k++) x[k] = NAN;
+        }
+        for (int k = 0; k < dg->heads * dg->m; k++) dg->spec[k] = NAN;
+        return;
+    }
+    if (dg->context == KGL_CONTEXT_GRAPH) {
+        measure_segments(dg, tr);
+        const kgl_model *m = &tr->model;
+        int d = dg->d, dk = d / dg->heads;
+        for (int h = 0; h < dg->heads; h++) {
+            kgl_head_diag *hd = &dg->head[h];
+            hd->grad_wq = block_norm(m->wq->grad, d, h * dk, dk);
+            hd->grad_wk = block_norm(m->wk->grad, d, h * dk, dk);
+            hd->wq_move = block_move(m->wq->data, dg->wq0, d, h * dk, dk);
+            hd->wk_move = block_move(m->wk->data, dg->wk0, d, h * dk, dk);
+        }
+        return;
+    }
     int n = dg->n, d = dg->d, dk = d / dg->heads;
     size_t nn = (size_t)n * n;
     const kgl_model *m = &tr->model;

@@ -13,6 +13,7 @@
  *   aux  = mean over supervised examples of  lse_j S_h[i, j] − S_h[i, t]
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kgl/model.h"
@@ -28,6 +29,8 @@ void kgl_config_defaults(kgl_config *cfg)
     cfg->scale = KGL_SCALE_SQRT;
     cfg->scale_value = 1;
     cfg->init_scale = 1;
+    cfg->context = KGL_CONTEXT_FULL;
+    cfg->neighbours = 50;
 }
 
 const char *kgl_config_error(const kgl_config *cfg)
@@ -38,6 +41,7 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--scale must be a finite number", "--init-scale must be a finite number >= 0",
         "--readout complex needs an even --dim (d/2 complex numbers)",
         "--readout complex needs the reciprocal relations (not --no-reciprocal)",
+        "--neighbours must be between 1 and 4096",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -49,6 +53,8 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (!(cfg->init_scale >= 0) || !isfinite(cfg->init_scale)) return msgs[7];
     if (cfg->readout == KGL_READOUT_COMPLEX && cfg->dim % 2) return msgs[8];
     if (cfg->readout == KGL_READOUT_COMPLEX && !cfg->reciprocal) return msgs[9];
+    if (cfg->context == KGL_CONTEXT_GRAPH && (cfg->neighbours < 1 || cfg->neighbours > KGL_MAX_NEIGHBOURS))
+        return msgs[10];
     return NULL;
 }
 
@@ -69,10 +75,19 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
     if (err) kgl_die("model: invalid configuration: %s", err);
     memset(m, 0, sizeof *m);
     m->cfg = *cfg;
+    if (cfg->context == KGL_CONTEXT_NONE) { /* no layer: the options of the layer mean nothing */
+        m->cfg.ffn = 0;
+        m->cfg.qk_norm = m->cfg.learn_temperature = false;
+    }
+    cfg = &m->cfg;
     int n = cfg->n_entities, d = cfg->dim, f = cfg->ffn;
     kgl_params *ps = &m->params;
     m->entity_emb = kgl_params_add(ps, "entity_emb", n, d);
     m->relation_emb = kgl_params_add(ps, "relation_emb", kgl_config_relation_rows(cfg), d);
+    if (cfg->context == KGL_CONTEXT_NONE) {
+        kgl_params_alloc(ps);
+        return;
+    }
     m->wq = kgl_params_add(ps, "attn.wq", d, d);
     m->wk = kgl_params_add(ps, "attn.wk", d, d);
     m->wv = kgl_params_add(ps, "attn.wv", d, d);
@@ -95,6 +110,8 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
         m->kn_beta = kgl_params_add_vector(ps, "attn.k_norm.beta", dk);
     }
     if (cfg->learn_temperature) m->log_temperature = kgl_params_add_vector(ps, "attn.log_temperature", cfg->heads);
+    if (cfg->context == KGL_CONTEXT_GRAPH)
+        m->context_relation_emb = kgl_params_add(ps, "context.relation_emb", 2 * cfg->n_relations + 1, d);
     kgl_params_alloc(ps);
 }
 
@@ -116,6 +133,10 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
     double d = c->dim;
     fill_normal(m->entity_emb, rng, 1.0);
     fill_normal(m->relation_emb, rng, 1.0 / sqrt(d));
+    if (c->context == KGL_CONTEXT_NONE) {
+        memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(double));
+        return;
+    }
     kgl_tensor *attn[4] = {m->wq, m->wk, m->wv, m->wo};
     for (int k = 0; k < 4; k++) fill_normal(attn[k], rng, c->init_scale / sqrt(d));
     fill_const(m->ln1_gamma, 1.0);
@@ -135,11 +156,26 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
         fill_const(m->kn_beta, 0.0);
     }
     if (c->learn_temperature) fill_const(m->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
+    if (c->context == KGL_CONTEXT_GRAPH) fill_normal(m->context_relation_emb, rng, 1.0 / sqrt(d)); /* drawn last */
     /* Adam starts from zero moments. */
     memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(double));
 }
 
-void kgl_model_free(kgl_model *m) { kgl_params_free(&m->params); }
+void kgl_model_free(kgl_model *m)
+{
+    kgl_params_free(&m->params);
+    if (m->graph) kgl_graph_free(m->graph);
+    free(m->graph);
+    m->graph = NULL;
+}
+
+void kgl_model_set_graph(kgl_model *m, const kgl_triple *train, int n_train)
+{
+    if (m->cfg.context != KGL_CONTEXT_GRAPH) return;
+    if (!m->graph) m->graph = kgl_xmalloc(sizeof *m->graph);
+    else kgl_graph_free(m->graph);
+    kgl_graph_build(m->graph, m->cfg.n_entities, m->cfg.n_relations, train, n_train);
+}
 
 void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_model_context_reg(m, t, NULL, out); }
 
@@ -148,9 +184,25 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
 static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *O, double p, kgl_rng *rng,
                          kgl_forward *out);
 
+static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
+                        kgl_forward *out);
+static void graph_states(const kgl_model *m, kgl_tape *t, kgl_forward *out);
+
 void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
 {
-    context(m, t, reg, false, out);
+    if (m->cfg.context == KGL_CONTEXT_GRAPH) graph_states(m, t, out); /* evaluation's rule: no dropout */
+    else context(m, t, reg, false, out);
+}
+
+/* With --qk-norm: each head's block of columns of X layer-normalised (the
+   head's own mean and variance) with the shared gamma and beta. */
+static kgl_tensor *normalise_heads(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
+{
+    int H = m->cfg.heads, dk = m->cfg.dim / H;
+    if (H == 1) return kgl_layernorm(t, X, gamma, beta);
+    kgl_tensor *parts[KGL_MAX_HEADS];
+    for (int h = 0; h < H; h++) parts[h] = kgl_layernorm(t, kgl_slice_cols(t, X, h * dk, dk), gamma, beta);
+    return kgl_concat_cols(t, H, parts);
 }
 
 /* Whether the attention runs as the one fused op (kgl_attention) or as its
@@ -181,6 +233,10 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
 
     kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
+    if (c->context == KGL_CONTEXT_NONE) { /* no layer: the states are the embeddings */
+        out->context = X;
+        return;
+    }
     kgl_tensor *Q = kgl_matmul(t, X, m->wq);
     kgl_tensor *K = kgl_matmul(t, X, m->wk);
     kgl_tensor *V = kgl_matmul(t, X, m->wv);
@@ -188,13 +244,8 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
     out->k = K;
     if (use_fused_attention(m, p_attn, need_logits)) {
         if (c->qk_norm) { /* each head's rows normalised, as in the composition below */
-            kgl_tensor *qn[KGL_MAX_HEADS], *kn[KGL_MAX_HEADS];
-            for (int h = 0; h < H; h++) {
-                qn[h] = kgl_layernorm(t, H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q, m->qn_gamma, m->qn_beta);
-                kn[h] = kgl_layernorm(t, H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K, m->kn_gamma, m->kn_beta);
-            }
-            Q = H > 1 ? kgl_concat_cols(t, H, qn) : qn[0];
-            K = H > 1 ? kgl_concat_cols(t, H, kn) : kn[0];
+            Q = normalise_heads(m, t, Q, m->qn_gamma, m->qn_beta);
+            K = normalise_heads(m, t, K, m->kn_gamma, m->kn_beta);
         }
         bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
@@ -243,6 +294,162 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
         Y = kgl_layernorm(t, kgl_add(t, Y, F), m->ln2_gamma, m->ln2_beta);
     }
     out->context = Y;
+}
+
+/* ---- the neighbourhood context (--context graph) ------------------------------
+ * Segment b of the neighbourhoods is example b's query entity i (token 0)
+ * and its sampled edges (r', j). A token is x = E[j] + P[r'] (P the context's
+ * relation rows; the entity itself has the row 2m), so keys and values see
+ * both the neighbour and how it is linked. Only the query token asks:
+ *   X = tokens [T, d],  x_b = X[first token of b]
+ *   q_b = x_b Wq,  K = X Wk,  V = X Wv                  (qk-norm per head as above)
+ *   S[t, h] = τ_h ⟨q_b,h, K_h[t]⟩,  A = softmax within each segment
+ *   o_b = Σ_t A[t, h] V_h[t] per head,  C[b] = LN(x_b + o_b Wo) (+ FFN), as finish_layer
+ * Dropout: --dropout on X, --attn-dropout on A. */
+static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
+                        kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    int H = c->heads, B = nb->n, T = nb->offsets[B];
+    memset(out, 0, sizeof *out);
+    kgl_rng *rng = reg ? reg->rng : NULL;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
+    kgl_tensor *X = kgl_add(t, kgl_gather_rows(t, m->entity_emb, nb->entity, T),
+                            kgl_gather_rows(t, m->context_relation_emb, nb->relation, T));
+    X = kgl_dropout(t, X, p, rng);
+    kgl_tensor *Xq = kgl_gather_rows(t, X, nb->offsets, B); /* each segment's first token */
+    kgl_tensor *Q = kgl_matmul(t, Xq, m->wq), *K = kgl_matmul(t, X, m->wk), *V = kgl_matmul(t, X, m->wv);
+    out->q = Q;
+    out->k = K;
+    if (c->qk_norm) {
+        Q = normalise_heads(m, t, Q, m->qn_gamma, m->qn_beta);
+        K = normalise_heads(m, t, K, m->kn_gamma, m->kn_beta);
+    }
+    kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
+                                       c->learn_temperature ? m->log_temperature : NULL);
+    kgl_tensor *A = kgl_segment_softmax(t, S, nb->offsets, B);
+    out->neighbourhood = nb;
+    out->segment_logits = S;
+    out->segment_attn = A;
+    kgl_tensor *O = kgl_segment_weighted_sum(t, kgl_dropout(t, A, p_attn, rng), V, nb->offsets, B);
+    finish_layer(m, t, Xq, O, p, rng, out);
+}
+
+/* Room in `a` for the neighbourhoods of n examples with at most K edges each. */
+static kgl_neighbourhood *neighbourhood_alloc(kgl_arena *a, int n, int K)
+{
+    kgl_neighbourhood *nb = kgl_arena_alloc(a, sizeof *nb);
+    size_t tokens = (size_t)n * (size_t)(K + 1);
+    nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
+    nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->relation = kgl_arena_alloc(a, tokens * sizeof(int));
+    return nb;
+}
+
+static const kgl_graph *model_graph(const kgl_model *m)
+{
+    if (!m->graph) kgl_die("--context graph: the model has no graph (kgl_model_set_graph)");
+    return m->graph;
+}
+
+/* Evaluation's states: every entity i attends over itself and the first K of
+   its edges in the graph's fixed order (no edge left out: the triples asked
+   about in evaluation are not training triples), computed in blocks of
+   entities on a tape of its own, so memory stays O(block · K · d). */
+#define STATE_BLOCK 256
+static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, double *mass, double *count,
+                         double *self);
+
+static void graph_states(const kgl_model *m, kgl_tape *t, kgl_forward *out)
+{
+    graph_blocks(m, t, out, NULL, NULL, NULL);
+}
+
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self)
+{
+    int H = m->cfg.heads, rels = m->cfg.n_relations;
+    size_t cells = (size_t)H * (size_t)rels;
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS] = {0};
+    memset(mass, 0, 2 * cells * sizeof(double));
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_tape_set_pool(&t, pool);
+    kgl_forward f;
+    graph_blocks(m, &t, &f, mass, count, self_sum);
+    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    if (self)
+        for (int h = 0; h < H; h++) self[h] = self_sum[h] / m->cfg.n_entities;
+    kgl_tape_free(&t);
+    free(mass);
+}
+
+/* Σ over the segments of nb of what kgl_relation_attention averages: the
+   weight on each relation's edges (mass) and the segments having one (count),
+   [H m] each, and the weight on the entity's own token (self, [H]). */
+static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
+                                   double *count, double *self)
+{
+    double seg_mass[KGL_MAX_HEADS];
+    for (int b = 0; b < nb->n; b++) {
+        int lo = nb->offsets[b], hi = nb->offsets[b + 1];
+        if (self)
+            for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
+        for (int t0 = lo + 1; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
+            int r = nb->relation[t0] % m;
+            bool first = true;
+            for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
+            if (!first) continue;
+            for (int h = 0; h < H; h++) seg_mass[h] = 0;
+            for (int u = t0; u < hi; u++)
+                if (nb->relation[u] % m == r)
+                    for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
+            for (int h = 0; h < H; h++) {
+                mass[h * m + r] += seg_mass[h];
+                count[h * m + r] += 1;
+            }
+        }
+    }
+}
+
+void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
+{
+    size_t cells = (size_t)heads * (size_t)m;
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
+    memset(mass, 0, 2 * cells * sizeof(double));
+    add_relation_attention(nb, A, heads, m, mass, count, NULL);
+    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    free(mass);
+}
+
+static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, double *mass, double *count,
+                         double *self)
+{
+    const kgl_graph *g = model_graph(m);
+    int n = m->cfg.n_entities, d = m->cfg.dim, K = m->cfg.neighbours;
+    memset(out, 0, sizeof *out);
+    kgl_tensor *C = kgl_tensor_new(t, n, d, false);
+    kgl_tape blk;
+    kgl_tape_init(&blk);
+    blk.recording = false;
+    kgl_tape_set_pool(&blk, t->pool);
+    kgl_arena keep = {0};
+    int *ids = kgl_arena_alloc(&keep, STATE_BLOCK * sizeof(int));
+    int *scratch = kgl_arena_alloc(&keep, (size_t)(g->max_degree > 0 ? g->max_degree : 1) * sizeof(int));
+    kgl_neighbourhood *nb = neighbourhood_alloc(&keep, STATE_BLOCK, K);
+    for (int lo = 0; lo < n; lo += STATE_BLOCK) {
+        int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
+        for (int b = 0; b < rows; b++) ids[b] = lo + b;
+        kgl_neighbourhood_fill(g, K, ids, NULL, NULL, rows, false, NULL, scratch, nb);
+        kgl_tape_reset(&blk);
+        kgl_forward f;
+        graph_layer(m, &blk, NULL, nb, &f);
+        memcpy(C->data + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(double));
+        if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self);
+    }
+    kgl_arena_free(&keep);
+    kgl_tape_free(&blk);
+    out->context = C;
 }
 
 /* −log A_h[i, t] for the supervised examples, computed stably as a cross
@@ -299,16 +506,32 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
                           const int *answers, const kgl_supervision *sup, const kgl_regularisers *reg,
                           kgl_forward *out)
 {
-    context(m, t, reg, sup && sup->head_of, out);
-    kgl_tensor *states = out->context; /* the head state of example k is row heads[k] */
-    const int *heads = b->head;
+    int *identity = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
+    for (int k = 0; k < b->n; k++) identity[k] = k;
+    const int *heads = b->head; /* the head state of example k is row heads[k] of out->context */
+    if (m->cfg.context == KGL_CONTEXT_GRAPH) {
+        if (sup && sup->head_of) kgl_die("head supervision: defined for the full context only");
+        const kgl_neighbourhood *nb = b->context;
+        if (!nb) { /* the fixed rule, leaving out each example's own triple */
+            const kgl_graph *g = model_graph(m);
+            kgl_neighbourhood *fixed = neighbourhood_alloc(&t->arena, b->n, m->cfg.neighbours);
+            int *scratch = kgl_arena_alloc(&t->arena, (size_t)(g->max_degree > 0 ? g->max_degree : 1) * sizeof(int));
+            kgl_neighbourhood_fill(g, m->cfg.neighbours, b->head, b->rel, b->tail, b->n, answers != NULL, NULL,
+                                   scratch, fixed);
+            nb = fixed;
+        }
+        if (nb->n != b->n) kgl_die("--context graph: %d neighbourhoods for %d examples", nb->n, b->n);
+        graph_layer(m, t, reg, nb, out); /* one state per example */
+        heads = identity;
+    } else
+        context(m, t, reg, sup && sup->head_of, out);
+    kgl_tensor *states = out->context;
+    const int *state_rows = heads; /* before the hidden dropout */
     if (reg && reg->rng && reg->hidden_dropout > 0) {
         /* a mask per example: gather the head states, drop, read out row b */
-        states = kgl_gather_rows(t, out->context, b->head, b->n);
+        if (heads != identity) states = kgl_gather_rows(t, out->context, b->head, b->n);
         states = kgl_dropout(t, states, reg->hidden_dropout, reg->rng);
-        int *rows = kgl_arena_alloc(&t->arena, (size_t)(b->n ? b->n : 1) * sizeof(int));
-        for (int k = 0; k < b->n; k++) rows[k] = k;
-        heads = rows;
+        heads = identity;
     }
     out->scores = m->cfg.readout == KGL_READOUT_COMPLEX
                       ? kgl_trilinear_complex(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n)
@@ -333,7 +556,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
            rows each example multiplies in the readout, summed, averaged
            over the batch. A row that appears in many examples is weighed
            as often as it is used, unlike weight decay. */
-        kgl_tensor *rows[3] = {kgl_gather_rows(t, out->context, b->head, b->n),
+        kgl_tensor *rows[3] = {kgl_gather_rows(t, out->context, state_rows, b->n),
                                kgl_gather_rows(t, m->relation_emb, b->rel, b->n),
                                kgl_gather_rows(t, m->entity_emb, b->tail, b->n)};
         kgl_tensor *n3 = NULL;
@@ -470,7 +693,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
         rel[T + e] = M + rel[e];
         tail[T + e] = head[e];
     }
-    kgl_batch b = {2 * T, head, rel, tail};
+    kgl_batch b = {2 * T, head, rel, tail, NULL};
     int head_of[M] = {0, 1, -1, -1, -1};
     kgl_supervision sup = {head_of, 1.0};
     /* The loss is a composition of ~30 smooth ops with O(1) values; the

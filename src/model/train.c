@@ -369,6 +369,11 @@ static void set_identity(kgl_tensor *w)
 /* Dropout has a stream of its own too: turning it on changes neither the
    initial parameters nor the batches. */
 #define DROPOUT_STREAM 0x44524f504f5554ULL /* "DROPOUT" */
+/* The neighbourhoods of --context graph: a generator per step, so that the
+   draws of step k never depend on how the run got there (a resume, -
+   -eval-every), and turning the context on changes no other stream. */
+#define NEIGHBOUR_STREAM 0x4e454947484252ULL /* "NEIGHBR" */
+#define NEIGHBOUR_STEP 0x9e3779b97f4a7c15ULL
 
 /* KvsAll: replaces the examples by the distinct queries (head, relation
    row), ordered by relation row, then head; each keeps its distinct answers
@@ -461,6 +466,14 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
         tr->sup.head_of = tr->head_of;
         tr->sup.weight = tc->aux_weight;
     }
+    if (cfg.context == KGL_CONTEXT_GRAPH) {
+        kgl_model_set_graph(&tr->model, train, n_train);
+        size_t tokens = (size_t)B * (size_t)(cfg.neighbours + 1);
+        tr->neighbourhood.offsets = kgl_xmalloc(((size_t)B + 1) * sizeof(int));
+        tr->neighbourhood.entity = kgl_xmalloc(tokens * sizeof(int));
+        tr->neighbourhood.relation = kgl_xmalloc(tokens * sizeof(int));
+        tr->neighbour_scratch = kgl_xmalloc((size_t)(tr->model.graph->max_degree + 1) * sizeof(int));
+    }
     kgl_tape_init(&tr->tape);
     kgl_tape_init(&tr->eval_tape);
     tr->eval_tape.recording = false;
@@ -487,6 +500,10 @@ void kgl_trainer_free(kgl_trainer *tr)
     free(tr->q_answers);
     free(tr->b_off);
     free(tr->b_answers);
+    free(tr->neighbourhood.offsets);
+    free(tr->neighbourhood.entity);
+    free(tr->neighbourhood.relation);
+    free(tr->neighbour_scratch);
     kgl_tails_free(&tr->tails);
     kgl_tape_free(&tr->tape);
     kgl_tape_free(&tr->eval_tape);
@@ -531,7 +548,7 @@ static kgl_batch next_batch(kgl_trainer *tr, const int **answer_off, const int *
     if (tr->cfg.batch >= n) {
         *answer_off = tr->q_off; /* NULL, NULL without KvsAll */
         *answers = tr->q_answers;
-        return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail};
+        return (kgl_batch){n, tr->ex_head, tr->ex_rel, tr->ex_tail, NULL};
     }
     if (tr->cursor == 0) {
         tr->epoch_rng = tr->shuffle_rng;
@@ -557,7 +574,7 @@ static kgl_batch next_batch(kgl_trainer *tr, const int **answer_off, const int *
     *answers = tr->kvsall ? tr->b_answers : NULL;
     tr->cursor += size;
     if (tr->cursor >= n) tr->cursor = 0;
-    return (kgl_batch){size, tr->b_head, tr->b_rel, tr->b_tail};
+    return (kgl_batch){size, tr->b_head, tr->b_rel, tr->b_tail, NULL};
 }
 
 static double compute(kgl_trainer *tr, const kgl_batch *batch, const int *answer_off, const int *answers);
@@ -566,6 +583,13 @@ double kgl_trainer_compute(kgl_trainer *tr)
 {
     const int *answer_off, *answers;
     kgl_batch b = next_batch(tr, &answer_off, &answers);
+    if (tr->model.cfg.context == KGL_CONTEXT_GRAPH) { /* this step's neighbourhoods, drawn */
+        kgl_rng rng;
+        kgl_rng_seed(&rng, tr->cfg.seed ^ NEIGHBOUR_STREAM ^ ((uint64_t)(tr->optim.step + 1) * NEIGHBOUR_STEP));
+        kgl_neighbourhood_fill(tr->model.graph, tr->model.cfg.neighbours, b.head, b.rel, b.tail, b.n, answers != NULL,
+                               &rng, tr->neighbour_scratch, &tr->neighbourhood);
+        b.context = &tr->neighbourhood;
+    }
     return compute(tr, &b, answer_off, answers);
 }
 

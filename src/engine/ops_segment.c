@@ -1,0 +1,297 @@
+/* ops_segment.c — attention over variable-length segments: the ops of the
+ * neighbourhood context (README, "The model, exactly": --context graph).
+ *
+ * A batch of B queries attends each over its own segment of tokens: segment
+ * b is the rows offsets[b] … offsets[b+1] − 1 of the token matrices (every
+ * segment non-empty, the segments back to back, offsets[0] = 0). With H heads
+ * of dk = d/H columns, query row b of Q [B, d] meets the key rows of its
+ * segment in K [T, d]; the weights of a token are one per head, so the
+ * logits and weights are [T, H] (column h: head h):
+ *
+ *   S[t, h] = τ_h Σ_{c ∈ head h} Q[b(t), c] K[t, c]        segment_scores
+ *   A[·, h] = softmax of S[·, h] within each segment         segment_softmax
+ *   O[b, c] = Σ_{t ∈ segment b} A[t, h(c)] V[t, c]           segment_weighted_sum
+ *
+ * Nothing here is n × n: the work is O(T d), T the tokens of the batch.
+ * Each op's forward, backward and gradient-check spec are side by side, as
+ * in ops.c; the registry there lists them. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kgl/engine.h"
+#include "internal.h"
+#include "ops_check.h"
+
+/* The segment structure every op checks before it reads a token. */
+static void check_offsets(const char *op, const int *offsets, int segments, int tokens)
+{
+    if (segments < 1 || offsets[0] != 0 || offsets[segments] != tokens)
+        kgl_die("%s: %d segments do not cover the %d token rows (offsets %d … %d)", op, segments, tokens,
+                segments > 0 ? offsets[0] : 0, segments > 0 ? offsets[segments] : 0);
+    for (int b = 0; b < segments; b++)
+        if (offsets[b + 1] <= offsets[b]) kgl_die("%s: segment %d is empty (offsets %d, %d)", op, b, offsets[b], offsets[b + 1]);
+}
+
+/* ========================================================================
+ * segment_scores: S[t, h] = τ_h ⟨Q_h[b(t)], K_h[t]⟩,  τ_h = τ (alpha) or
+ *   τ e^{θ_h} with θ = log_temp [1, H] (the third input).
+ *   Q [B, d], K [T, d], S [T, H]; offsets in idx0, B in n_idx, H in i0.
+ * With G = ∂L/∂S:
+ *   ∂S[t,h]/∂Q[b(t), c] = τ_h K[t, c]   ⇒ dQ_h[b] += Σ_{t ∈ b} τ_h G[t,h] K_h[t]
+ *   ∂S[t,h]/∂K[t, c]    = τ_h Q[b(t), c] ⇒ dK_h[t] += τ_h G[t,h] Q_h[b(t)]
+ *   ∂S[t,h]/∂θ_h        = S[t, h]        ⇒ dθ_h    += Σ_t G[t,h] S[t,h]
+ * ======================================================================== */
+static void head_scales(const kgl_node *nd, int H, double *tau_h)
+{
+    const kgl_tensor *theta = nd->n_in == 3 ? nd->in[2] : NULL;
+    for (int h = 0; h < H; h++) tau_h[h] = theta ? nd->alpha * exp(theta->data[h]) : nd->alpha;
+}
+
+static void segment_scores_backward(kgl_node *nd)
+{
+    kgl_tensor *Q = nd->in[0], *K = nd->in[1], *S = nd->out;
+    int H = nd->i0, d = Q->cols, dk = d / H, B = nd->n_idx;
+    double tau_h[KGL_ATTENTION_MAX_HEADS];
+    head_scales(nd, H, tau_h);
+    for (int b = 0; b < B; b++)
+        for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
+            for (int h = 0; h < H; h++) {
+                double g = tau_h[h] * S->grad[(size_t)t * H + h];
+                const double *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)t * d + h * dk;
+                if (Q->grad) {
+                    double *dq = Q->grad + (size_t)b * d + h * dk;
+                    for (int c = 0; c < dk; c++) dq[c] += g * k[c];
+                }
+                if (K->grad) {
+                    double *dkr = K->grad + (size_t)t * d + h * dk;
+                    for (int c = 0; c < dk; c++) dkr[c] += g * q[c];
+                }
+            }
+    if (nd->n_in == 3 && nd->in[2]->grad) {
+        size_t T = (size_t)S->rows;
+        for (int h = 0; h < H; h++) {
+            double acc = 0;
+            for (size_t t = 0; t < T; t++) acc += S->grad[t * H + h] * S->data[t * H + h];
+            nd->in[2]->grad[h] += acc;
+        }
+    }
+}
+
+
+kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const int *offsets, int segments,
+                               int heads, double tau, kgl_tensor *log_temp)
+{
+    if (heads < 1 || heads > KGL_ATTENTION_MAX_HEADS || Q->cols % heads || Q->cols != K->cols || Q->rows != segments)
+        kgl_die("segment_scores: Q %dx%d, K %dx%d, %d segments, %d heads do not fit", Q->rows, Q->cols, K->rows,
+                K->cols, segments, heads);
+    if (log_temp && (log_temp->rows != 1 || log_temp->cols != heads))
+        kgl_die("segment_scores: log_temp is %dx%d, expected 1x%d", log_temp->rows, log_temp->cols, heads);
+    check_offsets("segment_scores", offsets, segments, K->rows);
+    int d = Q->cols, dk = d / heads, n_in = log_temp ? 3 : 2;
+    kgl_tensor *in[3] = {Q, K, log_temp};
+    kgl_tensor *S = kgl_op_output(t, K->rows, heads, n_in, in);
+    for (int h = 0; h < heads; h++) {
+        double tau_h = log_temp ? tau * exp(log_temp->data[h]) : tau;
+        for (int b = 0; b < segments; b++) {
+            const double *q = Q->data + (size_t)b * d + h * dk;
+            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) {
+                const double *k = K->data + (size_t)tok * d + h * dk;
+                double dot = 0;
+                for (int c = 0; c < dk; c++) dot += q[c] * k[c];
+                S->data[(size_t)tok * heads + h] = tau_h * dot;
+            }
+        }
+    }
+    kgl_node *nd = kgl_record(t, &kgl_op_segment_scores, S, n_in, in);
+    if (nd) {
+        nd->idx0 = offsets;
+        nd->n_idx = segments;
+        nd->i0 = heads;
+        nd->alpha = tau;
+    }
+    return S;
+}
+
+/* The check cases' segments: sizes 1 (a query alone with itself), 3 and 2;
+   one segment of four; and five segments of 2, 1, 4, 1, 3. */
+static const int seg_offsets_a[] = {0, 1, 4, 6}, seg_offsets_b[] = {0, 4}, seg_offsets_c[] = {0, 2, 3, 7, 8, 11};
+static const int *const seg_offsets[] = {seg_offsets_a, seg_offsets_b, seg_offsets_c};
+static const int seg_count[] = {3, 1, 5};
+
+static void segment_case(int which, kgl_arena *keep, kgl_check_case *c)
+{
+    c->n_idx = seg_count[which];
+    c->idx0 = kgl_check_indices(keep, c->n_idx + 1, seg_offsets[which]);
+}
+
+static kgl_tensor *segment_scores_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_segment_scores(t, c->inputs[0], c->inputs[1], c->idx0, c->n_idx, c->i0, c->alpha,
+                              c->n_inputs == 3 ? c->inputs[2] : NULL);
+}
+
+static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int d[] = {4, 3, 6}, heads[] = {2, 1, 3};
+    segment_case(which, keep, c);
+    int T = seg_offsets[which][c->n_idx];
+    c->inputs[0] = kgl_check_input(keep, rng, c->n_idx, d[which], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, T, d[which], 1, 0);
+    c->n_inputs = 2;
+    if (which != 1) c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, 1, heads[which], 0.5, 0); /* θ */
+    c->i0 = heads[which];
+    c->alpha = 1.0 / sqrt((double)d[which] / heads[which]);
+    c->run = segment_scores_run;
+    snprintf(c->label, sizeof c->label, "Q%dx%d K%dx%d H%d%s", c->n_idx, d[which], T, d[which], heads[which],
+             which != 1 ? " θ" : "");
+}
+
+const kgl_op kgl_op_segment_scores = {"segment_scores",
+                                         segment_scores_backward,
+                                         {3, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * segment_softmax: within segment b, for each column h,
+ *   A[t, h] = exp(S[t,h] − max) / Σ_{t' ∈ b} exp(S[t',h] − max).
+ * Each (segment, column) is a softmax of a vector p, whose Jacobian is
+ * J = diag(p) − p pᵀ, as for softmax_rows: with g = ∂L/∂A over the segment,
+ *   ds = J g,  ds_t = p_t (g_t − ⟨g, p⟩).
+ * A segment of one token has p = 1 and passes no gradient (J = 1 − 1 = 0).
+ * ======================================================================== */
+static void segment_softmax_backward(kgl_node *nd)
+{
+    kgl_tensor *S = nd->in[0], *A = nd->out;
+    int H = A->cols;
+    for (int b = 0; b < nd->n_idx; b++)
+        for (int h = 0; h < H; h++) {
+            double gp = 0; /* ⟨g, p⟩ */
+            for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++) gp += A->grad[(size_t)t * H + h] * A->data[(size_t)t * H + h];
+            for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++) {
+                size_t i = (size_t)t * H + h;
+                S->grad[i] += A->data[i] * (A->grad[i] - gp);
+            }
+        }
+}
+
+
+kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *S, const int *offsets, int segments)
+{
+    check_offsets("segment_softmax", offsets, segments, S->rows);
+    int H = S->cols;
+    kgl_tensor *A = kgl_op_output(t, S->rows, H, 1, &S);
+    for (int b = 0; b < segments; b++)
+        for (int h = 0; h < H; h++) {
+            double mx = -INFINITY, z = 0;
+            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) mx = fmax(mx, S->data[(size_t)tok * H + h]);
+            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) {
+                size_t i = (size_t)tok * H + h;
+                A->data[i] = exp(S->data[i] - mx);
+                z += A->data[i];
+            }
+            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) A->data[(size_t)tok * H + h] /= z;
+        }
+    kgl_node *nd = kgl_record(t, &kgl_op_segment_softmax, A, 1, &S);
+    if (nd) {
+        nd->idx0 = offsets;
+        nd->n_idx = segments;
+    }
+    return A;
+}
+
+static kgl_tensor *segment_softmax_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_segment_softmax(t, c->inputs[0], c->idx0, c->n_idx);
+}
+
+static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int heads[] = {2, 1, 3};
+    segment_case(which, keep, c);
+    int T = seg_offsets[which][c->n_idx];
+    c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
+    c->n_inputs = 1;
+    c->run = segment_softmax_run;
+    snprintf(c->label, sizeof c->label, "%dx%d, %d segments", T, heads[which], c->n_idx);
+}
+
+const kgl_op kgl_op_segment_softmax = {"segment_softmax",
+                                          segment_softmax_backward,
+                                          {3, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+
+/* ========================================================================
+ * segment_weighted_sum: O[b, c] = Σ_{t ∈ b} A[t, h(c)] V[t, c],  h(c) = c / dk
+ *   A [T, H], V [T, d], O [B, d].  With G = ∂L/∂O:
+ *   dA[t, h] += ⟨G_h[b(t)], V_h[t]⟩,   dV[t, c] += A[t, h(c)] G[b(t), c].
+ * ======================================================================== */
+static void segment_weighted_sum_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *V = nd->in[1], *O = nd->out;
+    int H = A->cols, d = V->cols, dk = d / H;
+    for (int b = 0; b < nd->n_idx; b++) {
+        const double *g = O->grad + (size_t)b * d;
+        for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
+            for (int h = 0; h < H; h++) {
+                const double *v = V->data + (size_t)t * d + h * dk, *gh = g + h * dk;
+                if (A->grad) {
+                    double dot = 0;
+                    for (int c = 0; c < dk; c++) dot += gh[c] * v[c];
+                    A->grad[(size_t)t * H + h] += dot;
+                }
+                if (V->grad) {
+                    double a = A->data[(size_t)t * H + h];
+                    double *dv = V->grad + (size_t)t * d + h * dk;
+                    for (int c = 0; c < dk; c++) dv[c] += a * gh[c];
+                }
+            }
+    }
+}
+
+
+kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_tensor *V, const int *offsets, int segments)
+{
+    if (A->rows != V->rows || A->cols < 1 || V->cols % A->cols)
+        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V->rows, V->cols);
+    check_offsets("segment_weighted_sum", offsets, segments, V->rows);
+    int H = A->cols, d = V->cols, dk = d / H;
+    kgl_tensor *in[2] = {A, V};
+    kgl_tensor *O = kgl_op_output(t, segments, d, 2, in);
+    memset(O->data, 0, kgl_numel(O) * sizeof(double));
+    for (int b = 0; b < segments; b++) {
+        double *o = O->data + (size_t)b * d;
+        for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) /* tokens in order */
+            for (int h = 0; h < H; h++) {
+                double a = A->data[(size_t)tok * H + h];
+                const double *v = V->data + (size_t)tok * d + h * dk;
+                for (int c = 0; c < dk; c++) o[h * dk + c] += a * v[c];
+            }
+    }
+    kgl_node *nd = kgl_record(t, &kgl_op_segment_weighted_sum, O, 2, in);
+    if (nd) {
+        nd->idx0 = offsets;
+        nd->n_idx = segments;
+    }
+    return O;
+}
+
+static kgl_tensor *segment_weighted_sum_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_segment_weighted_sum(t, c->inputs[0], c->inputs[1], c->idx0, c->n_idx);
+}
+
+static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int d[] = {4, 3, 6}, heads[] = {2, 1, 3};
+    segment_case(which, keep, c);
+    int T = seg_offsets[which][c->n_idx];
+    c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, T, d[which], 1, 0);
+    c->n_inputs = 2;
+    c->run = segment_weighted_sum_run;
+    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segments", T, heads[which], T, d[which], c->n_idx);
+}
+
+const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
+                                               segment_weighted_sum_backward,
+                                               {3, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+

@@ -1,0 +1,132 @@
+/* graph.c — the training graph as each entity's list of edges, and the
+ * neighbourhoods the layer attends over with --context graph (README, "The
+ * model, exactly": the neighbourhood context).
+ *
+ * Entity i's edges: (r, j) for every training triple (i, r, j), and
+ * (m + r, j) for every training triple (j, r, i), the triple read backwards
+ * through the inverse relation. A neighbourhood is a segment of tokens: the
+ * entity itself (relation row 2m), then at most K of its edges. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+/* splitmix64's finaliser: a fixed, well-mixed 64-bit hash. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+uint64_t kgl_edge_key(int entity, int rel, int neighbour)
+{
+    return mix64(mix64(((uint64_t)(uint32_t)entity << 32) | (uint32_t)rel) ^ (uint64_t)(uint32_t)neighbour);
+}
+
+typedef struct keyed_edge {
+    uint64_t key;
+    int rel, nb;
+} keyed_edge;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_edge *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    if (x->rel != y->rel) return x->rel < y->rel ? -1 : 1; /* a tie of keys: by relation, then neighbour */
+    return (x->nb > y->nb) - (x->nb < y->nb);
+}
+
+void kgl_graph_build(kgl_graph *g, int n_entities, int n_relations, const kgl_triple *tr, int n)
+{
+    memset(g, 0, sizeof *g);
+    g->n_entities = n_entities;
+    g->n_relations = n_relations;
+    g->offsets = kgl_xmalloc(((size_t)n_entities + 1) * sizeof(int));
+    memset(g->offsets, 0, ((size_t)n_entities + 1) * sizeof(int));
+    for (int k = 0; k < n; k++) { /* degrees, then offsets */
+        g->offsets[tr[k].head + 1]++;
+        g->offsets[tr[k].tail + 1]++;
+    }
+    for (int i = 0; i < n_entities; i++) {
+        if (g->offsets[i + 1] > g->max_degree) g->max_degree = g->offsets[i + 1];
+        g->offsets[i + 1] += g->offsets[i];
+    }
+    size_t edges = 2 * (size_t)n;
+    keyed_edge *e = kgl_xmalloc((edges ? edges : 1) * sizeof *e);
+    int *fill = kgl_xmalloc(((size_t)n_entities + 1) * sizeof(int));
+    memcpy(fill, g->offsets, (size_t)n_entities * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        int h = tr[k].head, r = tr[k].rel, t = tr[k].tail;
+        e[fill[h]++] = (keyed_edge){kgl_edge_key(h, r, t), r, t};
+        e[fill[t]++] = (keyed_edge){kgl_edge_key(t, n_relations + r, h), n_relations + r, h};
+    }
+    free(fill);
+    g->rel = kgl_xmalloc((edges ? edges : 1) * sizeof(int));
+    g->nb = kgl_xmalloc((edges ? edges : 1) * sizeof(int));
+    for (int i = 0; i < n_entities; i++) {
+        int lo = g->offsets[i], hi = g->offsets[i + 1];
+        qsort(e + lo, (size_t)(hi - lo), sizeof *e, by_key);
+        for (int k = lo; k < hi; k++) {
+            g->rel[k] = e[k].rel;
+            g->nb[k] = e[k].nb;
+        }
+    }
+    free(e);
+}
+
+void kgl_graph_free(kgl_graph *g)
+{
+    free(g->offsets);
+    free(g->rel);
+    free(g->nb);
+    memset(g, 0, sizeof *g);
+}
+
+/* Whether edge k of entity h belongs to the triple the example (h, r, t)
+   asks about. Its edges from that triple are (r, t), and with t = h also the
+   triple read backwards, (r⁻¹, h). With all_answers (1-N targets) every
+   answer of the query (h, r) is the asked triple: every edge (r, ·), and
+   (r⁻¹, h) when (h, r, h) is one of them. */
+static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_answers, bool self_answer)
+{
+    int m = g->n_relations, inv = r < m ? r + m : r - m;
+    if (all_answers) return g->rel[k] == r || (self_answer && g->rel[k] == inv && g->nb[k] == h);
+    return (g->rel[k] == r && g->nb[k] == t) || (t == h && g->rel[k] == inv && g->nb[k] == h);
+}
+
+void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
+                            bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out)
+{
+    int used = 0, self_rel = 2 * g->n_relations;
+    out->n = n;
+    for (int b = 0; b < n; b++) {
+        int h = head[b], lo = g->offsets[h], hi = g->offsets[h + 1];
+        out->offsets[b] = used;
+        out->entity[used] = h; /* the entity itself first */
+        out->relation[used++] = self_rel;
+        bool self_answer = false;
+        if (tail && all_answers)
+            for (int k = lo; k < hi && !self_answer; k++) self_answer = g->rel[k] == rel[b] && g->nb[k] == h;
+        /* the candidates: every edge but the asked triple's, in the fixed order */
+        int cand = 0;
+        for (int k = lo; k < hi; k++)
+            if (!tail || !asked_edge(g, k, h, rel[b], tail[b], all_answers, self_answer)) scratch[cand++] = k;
+        int take = cand < K ? cand : K;
+        if (rng && cand > K)
+            for (int s = 0; s < take; s++) { /* K draws of a Fisher–Yates shuffle, without replacement */
+                int j = s + (int)kgl_rng_below(rng, (uint32_t)(cand - s));
+                int tmp = scratch[s];
+                scratch[s] = scratch[j];
+                scratch[j] = tmp;
+            }
+        for (int s = 0; s < take; s++) {
+            out->entity[used] = g->nb[scratch[s]];
+            out->relation[used++] = g->rel[scratch[s]];
+        }
+    }
+    out->offsets[n] = used;
+}
