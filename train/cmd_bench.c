@@ -6,7 +6,8 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl bench --train F [--dim D] [--heads H] [--ffn F] [--batch B] [--reps R]\n"
+    "usage: kgl bench --train F [--dim D] [--heads H] [--ffn F] [--context C] [--neighbours K]\n"
+    "                 [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
     "whole entity set, the readout and cross entropy of the first B examples in file\n"
@@ -17,6 +18,7 @@ static const char help[] =
     "--json prints what a comparison script reads (README, \"Speed\").\n\n"
     "  --train F     training triples (required)\n"
     "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
+    "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50)\n"
     "  --batch B     examples per step (default 1024)\n"
     "  --reps R      timed steps (default 20)\n"
     "  --warmup W    untimed steps first (default 3)\n"
@@ -58,6 +60,14 @@ int cmd_bench(int argc, char **argv)
         } else if (cli_is(&a, "--ffn")) {
             if (!cli_int(&a, 0, 1 << 20, &v)) return EXIT_USAGE;
             s.ffn = (int)v;
+        } else if (cli_is(&a, "--context")) {
+            static const char *const words[] = {"full", "graph", "none"};
+            int k;
+            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
+            s.context = (kgl_context_kind)k;
+        } else if (cli_is(&a, "--neighbours")) {
+            if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
+            s.neighbours = (int)v;
         } else if (cli_is(&a, "--batch")) {
             if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
             s.batch = (int)v;

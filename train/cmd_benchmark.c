@@ -6,6 +6,7 @@
  * results.json (kgl_benchmark_write_results). The configurations, the
  * published rows and the aggregation are the library's (src/studies/benchmark.c). */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -125,8 +126,12 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     for (int p = 0; p < kgl_benchmark_n_published; p++) {
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
         if (strcmp(pub->dataset, job->name) != 0) continue;
-        printf("| %s (%s) | %.2f | %.2f | %.2f | %.2f |\n", pub->model, pub->source, pub->v[0], pub->v[1], pub->v[2],
-               pub->v[3]);
+        printf("| %s (%s) |", pub->model, pub->source);
+        for (int k = 0; k < 4; k++) { /* as published: two digits or three; a dash where not reported */
+            if (isnan(pub->v[k])) printf(" — |");
+            else printf(" %.*f |", pub->v[k] * 100 == round(pub->v[k] * 100) ? 2 : 3, pub->v[k]);
+        }
+        printf("\n");
     }
     double secs = 0, max_secs = 0, vm, vs;
     for (int i = 0; i < n_seeds; i++) {

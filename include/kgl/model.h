@@ -70,6 +70,11 @@ typedef struct kgl_neighbourhood {
     int n;
     int *offsets;         /* [n + 1] */
     int *entity, *relation; /* [n (K + 1)] at most */
+    /* the distinct entities of the tokens, in order of first appearance
+       (the layer projects each once): token t is unique[slot[t]] */
+    int n_unique;
+    int *unique, *slot;   /* [n (K + 1)] at most */
+    int *query_slot;      /* [n]: slot of segment b's first token */
 } kgl_neighbourhood;
 /* Segment b: head[b] itself, then at most K of its edges, never those of the
  * triple example b asks about: (rel[b], tail[b]), and with tail[b] = head[b]
@@ -78,8 +83,10 @@ typedef struct kgl_neighbourhood {
  * (evaluation: the triples asked about are not training triples). With rng,
  * K edges drawn uniformly without replacement (the first K steps of a
  * Fisher–Yates shuffle of the candidates, kgl_rng_below); without, the first
- * K candidates in the graph's fixed order. `scratch` holds max_degree ints;
- * out's arrays hold n + 1 and n (K + 1). */
+ * K candidates in the graph's fixed order. `scratch` holds
+ * kgl_neighbourhood_scratch(g) ints; out's arrays hold n + 1 (offsets), n
+ * (query_slot) and n (K + 1) (the others). */
+size_t kgl_neighbourhood_scratch(const kgl_graph *g);
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
                             bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out);
 
@@ -208,8 +215,10 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * head 0, relation 1 on head 1), with the saturation remedies (qk-norm
  * and a learned temperature per head), and with the FFN, every dropout,
  * label smoothing and the relation-prediction term at weight 0.5 (masks
- * drawn once from a seeded stream, then fixed). */
-#define KGL_LAYER_CHECKS 5
+ * drawn once from a seeded stream, then fixed); the graph context (K 2,
+ * over the batch's own triples, FFN 16, qk-norm, learned temperature, the
+ * same regularisers); and no context (the readout on the embeddings). */
+#define KGL_LAYER_CHECKS 7
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------- training --
@@ -377,7 +386,7 @@ typedef struct kgl_trainer {
        from a generator seeded with seed ⊕ "NEIGHBR" ⊕ k · 0x9e3779b97f4a7c15
        (so a resumed run draws the same ones), and the sampler's scratch */
     kgl_neighbourhood neighbourhood;
-    int *neighbour_scratch;
+    int *neighbour_scratch; /* [kgl_neighbourhood_scratch] */
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken
@@ -609,6 +618,8 @@ void kgl_sup_diag_free(kgl_sup_diag *sd);
 typedef struct kgl_bench_spec {
     const char *train;             /* triples file */
     int dim, heads, ffn, batch;
+    kgl_context_kind context;      /* full (default), graph or none */
+    int neighbours;                /* K with the graph context (default 50) */
     int reps, warmup;              /* timed steps, untimed steps first */
     int threads;                   /* 0: every core */
     uint64_t seed;

@@ -28,6 +28,7 @@ void kgl_bench_defaults(kgl_bench_spec *s)
     s->dim = 8;
     s->heads = 2;
     s->batch = 1024;
+    s->neighbours = 50;
     s->reps = 20;
     s->warmup = 3;
     s->threads = 0;
@@ -86,6 +87,8 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     cfg.dim = s->dim;
     cfg.heads = s->heads;
     cfg.ffn = s->ffn;
+    cfg.context = s->context;
+    cfg.neighbours = s->neighbours;
     const char *bad = kgl_config_error(&cfg);
     if (bad) {
         snprintf(err, err_cap, "%s", bad);

@@ -98,10 +98,14 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
     return (g->rel[k] == r && g->nb[k] == t) || (t == h && g->rel[k] == inv && g->nb[k] == h);
 }
 
+size_t kgl_neighbourhood_scratch(const kgl_graph *g) { return (size_t)g->max_degree + (size_t)g->n_entities + 1; }
+
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
                             bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out)
 {
     int used = 0, self_rel = 2 * g->n_relations;
+    int *slot_of = scratch + g->max_degree + 1; /* [n_entities]: an entity's slot, or -1 */
+    for (int i = 0; i < g->n_entities; i++) slot_of[i] = -1;
     out->n = n;
     for (int b = 0; b < n; b++) {
         int h = head[b], lo = g->offsets[h], hi = g->offsets[h + 1];
@@ -129,4 +133,14 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
         }
     }
     out->offsets[n] = used;
+    out->n_unique = 0;
+    for (int t = 0; t < used; t++) {
+        int e = out->entity[t];
+        if (slot_of[e] < 0) {
+            slot_of[e] = out->n_unique;
+            out->unique[out->n_unique++] = e;
+        }
+        out->slot[t] = slot_of[e];
+    }
+    for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
 }

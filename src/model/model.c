@@ -301,11 +301,16 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
  * and its sampled edges (r', j). A token is x = E[j] + P[r'] (P the context's
  * relation rows; the entity itself has the row 2m), so keys and values see
  * both the neighbour and how it is linked. Only the query token asks:
- *   X = tokens [T, d],  x_b = X[first token of b]
- *   q_b = x_b Wq,  K = X Wk,  V = X Wv                  (qk-norm per head as above)
+ *   x_b = E[i] + P[2m],  q_b = x_b Wq
+ *   K[t] = x_t Wk = E[j] Wk + P[r'] Wk,  V[t] = x_t Wv = E[j] Wv + P[r'] Wv
  *   S[t, h] = τ_h ⟨q_b,h, K_h[t]⟩,  A = softmax within each segment
  *   o_b = Σ_t A[t, h] V_h[t] per head,  C[b] = LN(x_b + o_b Wo) (+ FFN), as finish_layer
- * Dropout: --dropout on X, --attn-dropout on A. */
+ * (qk-norm per head as in the full context.) Each distinct entity of the
+ * batch is projected once and each relation row once, then gathered per
+ * token: the same sums, in O(U d²) for U distinct entities instead of
+ * O(T d²) for T tokens. --dropout drops the distinct entities' rows of E
+ * (as it drops E in the full context; a row's mask is shared by its tokens)
+ * and the attention output before the residual, --attn-dropout the weights. */
 static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
                         kgl_forward *out)
 {
@@ -314,11 +319,16 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     memset(out, 0, sizeof *out);
     kgl_rng *rng = reg ? reg->rng : NULL;
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
-    kgl_tensor *X = kgl_add(t, kgl_gather_rows(t, m->entity_emb, nb->entity, T),
-                            kgl_gather_rows(t, m->context_relation_emb, nb->relation, T));
-    X = kgl_dropout(t, X, p, rng);
-    kgl_tensor *Xq = kgl_gather_rows(t, X, nb->offsets, B); /* each segment's first token */
-    kgl_tensor *Q = kgl_matmul(t, Xq, m->wq), *K = kgl_matmul(t, X, m->wk), *V = kgl_matmul(t, X, m->wv);
+    kgl_tensor *Xu = kgl_dropout(t, kgl_gather_rows(t, m->entity_emb, nb->unique, nb->n_unique), p, rng);
+    kgl_tensor *P = m->context_relation_emb;
+    int *self_row = kgl_arena_alloc(&t->arena, sizeof(int));
+    *self_row = P->rows - 1;
+    kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
+    kgl_tensor *Q = kgl_matmul(t, Xq, m->wq);
+    kgl_tensor *K = kgl_add(t, kgl_gather_rows(t, kgl_matmul(t, Xu, m->wk), nb->slot, T),
+                            kgl_gather_rows(t, kgl_matmul(t, P, m->wk), nb->relation, T));
+    kgl_tensor *V = kgl_add(t, kgl_gather_rows(t, kgl_matmul(t, Xu, m->wv), nb->slot, T),
+                            kgl_gather_rows(t, kgl_matmul(t, P, m->wv), nb->relation, T));
     out->q = Q;
     out->k = K;
     if (c->qk_norm) {
@@ -343,6 +353,9 @@ static kgl_neighbourhood *neighbourhood_alloc(kgl_arena *a, int n, int K)
     nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->relation = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->unique = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->slot = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->query_slot = kgl_arena_alloc(a, (size_t)n * sizeof(int));
     return nb;
 }
 
@@ -435,7 +448,7 @@ static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, doub
     kgl_tape_set_pool(&blk, t->pool);
     kgl_arena keep = {0};
     int *ids = kgl_arena_alloc(&keep, STATE_BLOCK * sizeof(int));
-    int *scratch = kgl_arena_alloc(&keep, (size_t)(g->max_degree > 0 ? g->max_degree : 1) * sizeof(int));
+    int *scratch = kgl_arena_alloc(&keep, kgl_neighbourhood_scratch(g) * sizeof(int));
     kgl_neighbourhood *nb = neighbourhood_alloc(&keep, STATE_BLOCK, K);
     for (int lo = 0; lo < n; lo += STATE_BLOCK) {
         int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
@@ -515,7 +528,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         if (!nb) { /* the fixed rule, leaving out each example's own triple */
             const kgl_graph *g = model_graph(m);
             kgl_neighbourhood *fixed = neighbourhood_alloc(&t->arena, b->n, m->cfg.neighbours);
-            int *scratch = kgl_arena_alloc(&t->arena, (size_t)(g->max_degree > 0 ? g->max_degree : 1) * sizeof(int));
+            int *scratch = kgl_arena_alloc(&t->arena, kgl_neighbourhood_scratch(g) * sizeof(int));
             kgl_neighbourhood_fill(g, m->cfg.neighbours, b->head, b->rel, b->tail, b->n, answers != NULL, NULL,
                                    scratch, fixed);
             nb = fixed;
@@ -660,7 +673,9 @@ const char *kgl_layer_check_name(int which)
 {
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
                                                          "qk-norm, temperature, complex",
-                                                         "FFN 16 + dropout + smooth"};
+                                                         "FFN 16 + dropout + smooth",
+                                                         "graph context K 2, FFN, qk-norm, temp., dropout",
+                                                         "no context (DistMult)"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -672,14 +687,20 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     cfg.n_entities = N;
     cfg.n_relations = M;
     cfg.ffn = which == 1 || which == 2 || which == 4 ? 16 : 0;
-    cfg.qk_norm = cfg.learn_temperature = which == 3;
+    cfg.qk_norm = cfg.learn_temperature = which == 3 || which == 5;
     if (which == 3) cfg.readout = KGL_READOUT_COMPLEX;
+    if (which == 5) { /* each example attends over at most 2 of its edges, never its own triple's */
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = 2;
+        cfg.ffn = 16;
+    }
+    if (which == 6) cfg.context = KGL_CONTEXT_NONE;
     kgl_model m;
     kgl_model_create(&m, &cfg);
     kgl_rng rng;
     kgl_rng_seed(&rng, seed);
     kgl_model_init(&m, &rng);
-    if (which == 3) /* away from the init values, so every path carries gradient */
+    if (which == 3 || which == 5) /* away from the init values, so every path carries gradient */
         for (int k = 0; k < m.params.n; k++)
             if (m.params.p[k].vector)
                 for (int i = 0; i < m.params.p[k].t.cols; i++) m.params.p[k].t.data[i] += 0.3 * kgl_rng_normal(&rng);
@@ -694,6 +715,9 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
         tail[T + e] = head[e];
     }
     kgl_batch b = {2 * T, head, rel, tail, NULL};
+    kgl_triple triples[T];
+    for (int e = 0; e < T; e++) triples[e] = (kgl_triple){head[e], rel[e], tail[e]};
+    kgl_model_set_graph(&m, triples, T); /* the graph context's: the batch's own triples */
     int head_of[M] = {0, 1, -1, -1, -1};
     kgl_supervision sup = {head_of, 1.0};
     /* The loss is a composition of ~30 smooth ops with O(1) values; the
@@ -704,7 +728,8 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
                             .relation_loss = 0.5, .n3 = 0.1, .rng = &drop_rng};
-    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 ? &reg : NULL, 1e-6, res);
+    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 || which == 5 ? &reg : NULL, 1e-6,
+                                    res);
     kgl_model_free(&m);
     return n;
 }

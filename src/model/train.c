@@ -472,7 +472,10 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
         tr->neighbourhood.offsets = kgl_xmalloc(((size_t)B + 1) * sizeof(int));
         tr->neighbourhood.entity = kgl_xmalloc(tokens * sizeof(int));
         tr->neighbourhood.relation = kgl_xmalloc(tokens * sizeof(int));
-        tr->neighbour_scratch = kgl_xmalloc((size_t)(tr->model.graph->max_degree + 1) * sizeof(int));
+        tr->neighbourhood.unique = kgl_xmalloc(tokens * sizeof(int));
+        tr->neighbourhood.slot = kgl_xmalloc(tokens * sizeof(int));
+        tr->neighbourhood.query_slot = kgl_xmalloc((size_t)B * sizeof(int));
+        tr->neighbour_scratch = kgl_xmalloc(kgl_neighbourhood_scratch(tr->model.graph) * sizeof(int));
     }
     kgl_tape_init(&tr->tape);
     kgl_tape_init(&tr->eval_tape);
@@ -503,6 +506,9 @@ void kgl_trainer_free(kgl_trainer *tr)
     free(tr->neighbourhood.offsets);
     free(tr->neighbourhood.entity);
     free(tr->neighbourhood.relation);
+    free(tr->neighbourhood.unique);
+    free(tr->neighbourhood.slot);
+    free(tr->neighbourhood.query_slot);
     free(tr->neighbour_scratch);
     kgl_tails_free(&tr->tails);
     kgl_tape_free(&tr->tape);
