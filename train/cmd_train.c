@@ -351,6 +351,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     o->cfg = *c;
     const kgl_train_state *s = &ck->st;
     if (!o->set_optimizer) o->optim.kind = s->optim.kind;
+    /* Adam's constants have no option: always the checkpoint's */
+    o->optim.beta1 = s->optim.beta1, o->optim.beta2 = s->optim.beta2, o->optim.eps = s->optim.eps;
     if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
     if (!o->set_momentum) o->optim.momentum = s->optim.momentum;

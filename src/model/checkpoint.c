@@ -142,17 +142,25 @@ static bool meta_long(const kgl_st_file *f, const char *key, long lo, long hi, l
     return true;
 }
 
-static bool meta_double(const kgl_st_file *f, const char *key, double lo, double hi, double *out, const char *path,
-                        char *err, size_t cap)
+/* A finite number from lo to hi; lo itself excluded when lo_open, hi when hi_open. */
+static bool meta_range(const kgl_st_file *f, const char *key, double lo, bool lo_open, double hi, bool hi_open,
+                       double *out, const char *path, char *err, size_t cap)
 {
     const char *v = need_meta(f, key, path, err, cap);
     if (!v) return false;
     char *end;
     double x = strtod(v, &end);
-    if (end == v || *end || !isfinite(x) || x < lo || x > hi)
-        return fail(err, cap, path, "metadata '%s' is '%s', expected a number from %g to %g", key, v, lo, hi);
+    if (end == v || *end || !isfinite(x) || x < lo || x > hi || (lo_open && x == lo) || (hi_open && x == hi))
+        return fail(err, cap, path, "metadata '%s' is '%s', expected a number %s %g %s %g", key, v,
+                    lo_open ? "above" : "from", lo, hi_open ? "to below" : lo_open ? "and at most" : "to", hi);
     *out = x;
     return true;
+}
+
+static bool meta_double(const kgl_st_file *f, const char *key, double lo, double hi, double *out, const char *path,
+                        char *err, size_t cap)
+{
+    return meta_range(f, key, lo, false, hi, false, out, path, err, cap);
 }
 
 /* The names list (joined by \n) must be the loaded one, in id order. */
@@ -193,6 +201,20 @@ static bool check_tensor(const kgl_st_file *f, const char *name, const kgl_tenso
     size_t n = kgl_numel(want);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(t->data[i])) return fail(err, cap, path, "tensor '%s' holds %g at index %zu", name, t->data[i], i);
+    return true;
+}
+
+/* Adam's second moment is a running mean of squared gradients: a negative
+   value (an edited file) would make its square root NaN at the next step. */
+static bool no_negative(const kgl_st_file *f, const char *name, size_t n, const char *path, char *err, size_t cap)
+{
+    const kgl_st_tensor *t = kgl_st_find(f, name);
+    for (size_t i = 0; t && i < n; i++)
+        if (t->data[i] < 0)
+            return fail(err, cap, path,
+                        "tensor '%s' holds %g at index %zu; Adam's second moment (a mean of squared gradients) cannot "
+                        "be negative",
+                        name, t->data[i], i);
     return true;
 }
 
@@ -285,13 +307,23 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     struct {
         const char *key;
         double *dst, lo, hi;
-    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},          {"weight_decay", &st->optim.weight_decay, 0, 1e6},
-               {"momentum", &st->optim.momentum, 0, 1}, {"beta1", &st->optim.beta1, 0, 1},
-               {"beta2", &st->optim.beta2, 0, 1},       {"eps", &st->optim.eps, 0, 1},
+    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},
+               {"weight_decay", &st->optim.weight_decay, 0, 1e6},
+               {"momentum", &st->optim.momentum, 0, 1},
                {"aux_weight", &st->aux_weight, 0, 1e6}};
     st->aux_weight = 1;
     for (size_t k = 0; k < sizeof opt / sizeof opt[0]; k++)
         if (kgl_st_meta(f, opt[k].key) && !meta_double(f, opt[k].key, opt[k].lo, opt[k].hi, opt[k].dst, path, err, cap))
+            goto bad;
+    /* Adam divides by 1 − betaᵗ (beta below 1) and by √v̂ + eps (eps above 0) */
+    struct {
+        const char *key;
+        double *dst;
+        bool is_eps;
+    } adam[] = {{"beta1", &st->optim.beta1, false}, {"beta2", &st->optim.beta2, false}, {"eps", &st->optim.eps, true}};
+    for (size_t k = 0; k < sizeof adam / sizeof adam[0]; k++)
+        if (kgl_st_meta(f, adam[k].key) && !meta_range(f, adam[k].key, 0, adam[k].is_eps, 1, !adam[k].is_eps,
+                                                       adam[k].dst, path, err, cap))
             goto bad;
     st->batch = 1024;
     if (kgl_st_meta(f, "batch")) {
@@ -433,6 +465,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             for (int s = 0; s < (sgd ? 1 : 2) && ok; s++) {
                 snprintf(name, sizeof name, "%s%s", prefix[s], p->name);
                 ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
+                if (ok && present && s == 1) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
                 state_needed++;
                 state_found += present;
             }
