@@ -24,9 +24,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
        sgd.momentum. for SGD) */
     int n_state = sgd ? 1 : 2;
     int n = ps->n * (1 + n_state);
-    kgl_st_entry *entries = calloc((size_t)n, sizeof *entries);
-    char(*names)[KGL_NAME_MAX + 16] = calloc((size_t)n, sizeof *names);
-    if (!entries || !names) kgl_die("out of memory");
+    kgl_st_entry *entries = kgl_xcalloc((size_t)n, sizeof *entries);
+    char(*names)[KGL_NAME_MAX + 16] = kgl_xcalloc((size_t)n, sizeof *names);
     for (int k = 0; k < ps->n; k++) {
         const kgl_param *p = &ps->p[k];
         const double *data[3] = {p->t.data, p->m, p->v};
@@ -504,8 +503,7 @@ bad:
 bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
 {
     memset(ck, 0, sizeof *ck);
-    kgl_st_file *f = calloc(1, sizeof *f);
-    if (!f) kgl_die("out of memory");
+    kgl_st_file *f = kgl_xcalloc(1, sizeof *f);
     if (!kgl_st_read(path, f, err, cap)) {
         free(f);
         return false;
@@ -521,8 +519,7 @@ static bool split_names(const char *joined, const char *what, char ***out, int *
 {
     int n = 1;
     for (const char *p = joined; *p; p++) n += *p == '\n';
-    char **names = calloc((size_t)n, sizeof *names);
-    if (!names) kgl_die("out of memory");
+    char **names = kgl_xcalloc((size_t)n, sizeof *names);
     const char *p = joined;
     for (int k = 0; k < n; k++) {
         const char *nl = strchr(p, '\n');
@@ -550,8 +547,7 @@ bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_ch
 {
     memset(ck, 0, sizeof *ck);
     memset(names, 0, sizeof *names);
-    kgl_st_file *f = calloc(1, sizeof *f);
-    if (!f) kgl_die("out of memory");
+    kgl_st_file *f = kgl_xcalloc(1, sizeof *f);
     if (!kgl_st_read(path, f, err, cap)) {
         free(f);
         return false;
@@ -568,9 +564,8 @@ bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_ch
     }
     /* an empty filter index: every (entity, relation row) knows no answer */
     size_t keys = (size_t)names->n_entities * (size_t)(2 * names->n_relations);
-    names->known_offsets = calloc(keys + 1, sizeof(int));
+    names->known_offsets = kgl_xcalloc(keys + 1, sizeof(int));
     names->known = kgl_xmalloc(sizeof(int));
-    if (!names->known_offsets) kgl_die("out of memory");
     if (!open_read(f, path, names, ck, err, cap)) {
         kgl_dataset_free(names);
         return false;
