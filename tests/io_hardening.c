@@ -155,6 +155,67 @@ TEST(hardening_non_finite_forward_is_an_error)
     if (!CHECK(strstr(err, "(tensor scores") != NULL)) printf("    rc %d, stdout: %.200s\n    stderr: %s\n", rc, out, err);
 }
 
+/* Issue 25, defect 9: a negative Adam second moment (a running mean of
+   squares) was accepted and ended in a NaN loss with advice to lower --lr;
+   constants Adam divides by were accepted at 0 (eps) and 1 (beta1, beta2). */
+TEST(hardening_adam_state_validated_on_load)
+{
+    const char *base = base_checkpoint(T);
+    const char *bad = hpath(T, 1, "hard_adam.st");
+    CHECK(rewrite_checkpoint(base, bad, NULL, NULL, "adam.v.attn.wq", -1));
+    static const char *const commands[] = {"train --steps 3 --quiet --resume", "eval --checkpoint"};
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        char args[1024];
+        snprintf(args, sizeof args, "%s '%s'", commands[k], bad);
+        int rc = run_kgl(T, args, out, sizeof out, err, sizeof err);
+        if (!CHECK(rc == 2) || !CHECK(strstr(err, "tensor 'adam.v.attn.wq' holds -") != NULL) ||
+            !CHECK(strstr(err, "cannot be negative") != NULL))
+            printf("    kgl %s: rc %d, stderr: %s\n", args, rc, err);
+    }
+    static const char *const cases[][3] = {
+        {"beta1", "1", "metadata 'beta1' is '1', expected a number from 0 to below 1"},
+        {"beta2", "1", "metadata 'beta2' is '1', expected a number from 0 to below 1"},
+        {"beta1", "-0.1", "metadata 'beta1' is '-0.1', expected a number from 0 to below 1"},
+        {"eps", "0", "metadata 'eps' is '0', expected a number above 0 and at most 1"},
+        {"eps", "nan", "metadata 'eps' is 'nan', expected a number above 0 and at most 1"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (!CHECK(rewrite_checkpoint(base, bad, cases[c][0], cases[c][1], NULL, 1))) continue;
+        char args[1024];
+        snprintf(args, sizeof args, "train --steps 3 --quiet --resume '%s'", bad);
+        int rc = run_kgl(T, args, out, sizeof out, err, sizeof err);
+        if (!CHECK(rc == 2) || !CHECK(strstr(err, cases[c][2]) != NULL))
+            printf("    %s = %s: rc %d, stderr: %s\n", cases[c][0], cases[c][1], rc, err);
+    }
+}
+
+/* Issue 25, defect 9: resume took lr, weight decay and the rest from the
+   checkpoint but not Adam's beta1, beta2 and eps (kgl train has no option
+   for them, so the checkpoint's are the only ones): an edited value changed
+   nothing. Each edit must change the resumed run's loss; rewriting the
+   saved value itself (the control) must not. */
+TEST(hardening_resume_uses_checkpoint_adam_constants)
+{
+    const char *base = base_checkpoint(T);
+    const char *edited = hpath(T, 1, "hard_adam_const.st");
+    char args[1024], plain[64] = "", got[64] = "";
+    snprintf(args, sizeof args, "train --steps 5 --json --quiet --resume '%s'", base);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(test_json_raw(out, "final_loss", plain, sizeof plain));
+    static const struct {
+        const char *key, *value;
+        bool changes;
+    } cases[] = {{"beta1", "0.5", true}, {"beta2", "0.9", true}, {"eps", "0.01", true}, {"beta1", "0.9", false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (!CHECK(rewrite_checkpoint(base, edited, cases[c].key, cases[c].value, NULL, 1))) continue;
+        snprintf(args, sizeof args, "train --steps 5 --json --quiet --resume '%s'", edited);
+        CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+        CHECK(test_json_raw(out, "final_loss", got, sizeof got));
+        if (!CHECK((strcmp(got, plain) != 0) == cases[c].changes))
+            printf("    %s = %s: final loss %s, unedited %s\n", cases[c].key, cases[c].value, got, plain);
+    }
+}
+
 /* Defect 2: --train /dev/zero grew a buffer until memory ran out. */
 TEST(hardening_devices_and_huge_files_refused)
 {

@@ -238,7 +238,7 @@ int cmd_benchmark(int argc, char **argv)
     static kgl_benchmark_dataset job[MAX_DATASETS];
     const char *names[MAX_DATASETS];
     int n_jobs = 0, st = 0;
-    char *list = strdup(datasets);
+    char *list = kgl_strdup(datasets);
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         if (n_jobs == MAX_DATASETS || strlen(tok) >= sizeof job[0].name || strchr(tok, '/')) {
             free(list);

@@ -60,7 +60,7 @@ int cmd_grad(int argc, char **argv)
     if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;
     int n_rel = v.ds.n_relations, *head_of = NULL;
     if (supervise) {
-        head_of = malloc((size_t)n_rel * sizeof(int));
+        head_of = kgl_xmalloc((size_t)n_rel * sizeof(int));
         if (!parse_supervision("grad", supervise, &v.ds, m.cfg.heads, head_of)) {
             st = EXIT_USAGE;
             goto done;
@@ -68,7 +68,7 @@ int cmd_grad(int argc, char **argv)
     }
     /* the full batch, as kgl train forms it */
     int n_tr = v.n[0], n_ex = m.cfg.reciprocal ? 2 * n_tr : n_tr;
-    int *ex = malloc(3 * (size_t)n_ex * sizeof(int));
+    int *ex = kgl_xmalloc(3 * (size_t)n_ex * sizeof(int));
     int *eh = ex, *er = ex + n_ex, *et = ex + 2 * n_ex;
     for (int k = 0; k < n_tr; k++) {
         const kgl_triple *tr = &v.split[0][k];
@@ -90,7 +90,7 @@ int cmd_grad(int argc, char **argv)
     } else {
         kgl_backward(&t, f.loss);
         /* gradients under the parameters' own names, shaped as in the checkpoint */
-        kgl_st_entry *e = calloc((size_t)m.params.n, sizeof *e);
+        kgl_st_entry *e = kgl_xcalloc((size_t)m.params.n, sizeof *e);
         for (int k = 0; k < m.params.n; k++) {
             kgl_param *p = &m.params.p[k];
             e[k].name = p->name;

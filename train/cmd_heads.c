@@ -115,10 +115,10 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         return false;
     }
     const char *const *names = (const char *const *)v->ds.entity_names;
-    kgl_heatmap *panels = calloc((size_t)H, sizeof *panels);
-    unsigned char *outline = calloc((size_t)H * n * n, 1);
-    char(*titles)[256] = calloc((size_t)H, sizeof *titles);
-    char(*labels)[256] = calloc((size_t)H, sizeof *labels);
+    kgl_heatmap *panels = kgl_xcalloc((size_t)H, sizeof *panels);
+    unsigned char *outline = kgl_xcalloc((size_t)H * n * n, 1);
+    char(*titles)[256] = kgl_xcalloc((size_t)H, sizeof *titles);
+    char(*labels)[256] = kgl_xcalloc((size_t)H, sizeof *labels);
     char path[4096];
     bool ok = true;
     for (int h = 0; h < H && ok; h++) {
@@ -161,10 +161,10 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         /* the specialisation matrix: heads x trained relations */
         int used = 0;
         for (int r = 0; r < m; r++) used += v->use_relation[r];
-        double *vals = malloc((size_t)H * used * sizeof(double));
-        const char **cols = malloc((size_t)used * sizeof *cols);
-        char(*rows)[32] = malloc((size_t)H * sizeof *rows);
-        const char **row_labels = malloc((size_t)H * sizeof *row_labels);
+        double *vals = kgl_xmalloc((size_t)H * used * sizeof(double));
+        const char **cols = kgl_xmalloc((size_t)used * sizeof *cols);
+        char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
+        const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
         for (int h = 0; h < H; h++) {
             snprintf(rows[h], sizeof rows[h], "head %d", h);
             row_labels[h] = rows[h];
@@ -186,7 +186,7 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         sp.col_axis = "relation";
         double *transposed = NULL;
         if (used > 12 && used > H) { /* many relations: one row each, their names read level */
-            transposed = malloc((size_t)H * used * sizeof(double));
+            transposed = kgl_xmalloc((size_t)H * used * sizeof(double));
             for (int h = 0; h < H; h++)
                 for (int c = 0; c < used; c++) transposed[(size_t)c * H + h] = vals[(size_t)h * used + c];
             sp.rows = used, sp.cols = H;
@@ -276,8 +276,8 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
             return EXIT_USAGE;
         }
         int rows = kgl_config_relation_rows(&m->cfg);
-        char(*names)[600] = malloc((size_t)rows * sizeof *names);
-        const char **cands = malloc((size_t)rows * sizeof *cands);
+        char(*names)[600] = kgl_xmalloc((size_t)rows * sizeof *names);
+        const char **cands = kgl_xmalloc((size_t)rows * sizeof *cands);
         for (int r = 0; r < rows; r++) {
             kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
             cands[r] = names[r];
@@ -294,22 +294,22 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
 static void query_compute(const kgl_model *m, const data_view *v, query_view *q)
 {
     int n = q->n = m->cfg.n_entities, H = q->H = m->cfg.heads, d = m->cfg.dim;
-    q->attn = malloc((size_t)H * n * sizeof(double));
-    q->mean = calloc((size_t)n, sizeof(double));
-    q->scores = malloc((size_t)n * sizeof(double));
-    q->probs = malloc((size_t)n * sizeof(double));
-    q->by_attn = malloc((size_t)n * sizeof(int));
-    q->by_score = malloc((size_t)n * sizeof(int));
-    q->is_true = calloc((size_t)n, sizeof(bool));
-    q->truth = malloc((size_t)n * sizeof(int));
+    q->attn = kgl_xmalloc((size_t)H * n * sizeof(double));
+    q->mean = kgl_xcalloc((size_t)n, sizeof(double));
+    q->scores = kgl_xmalloc((size_t)n * sizeof(double));
+    q->probs = kgl_xmalloc((size_t)n * sizeof(double));
+    q->by_attn = kgl_xmalloc((size_t)n * sizeof(int));
+    q->by_score = kgl_xmalloc((size_t)n * sizeof(int));
+    q->is_true = kgl_xcalloc((size_t)n, sizeof(bool));
+    q->truth = kgl_xmalloc((size_t)n * sizeof(int));
     kgl_attention_rows(m, q->entity, q->attn);
     for (int h = 0; h < H; h++)
         for (int j = 0; j < n; j++) q->mean[j] += q->attn[(size_t)h * n + j] / H;
     /* the readout's answers, every entity ranked (kgl_predict: the scores
        kgl eval ranks with, the probabilities of the unfiltered softmax) */
-    double *states = malloc((size_t)n * d * sizeof(double));
+    double *states = kgl_xmalloc((size_t)n * d * sizeof(double));
     kgl_context_states(m, states);
-    kgl_answer *ans = malloc((size_t)n * sizeof *ans);
+    kgl_answer *ans = kgl_xmalloc((size_t)n * sizeof *ans);
     int got = kgl_predict(m, states, NULL, q->entity, q->row, n, false, ans);
     if (got != n) { /* a broken invariant: an unfiltered query answers every entity */
         fprintf(stderr, "kgl: kgl_predict answered %d of %d entities\n", got, n);
@@ -361,7 +361,7 @@ static void query_print_text(const char *ckpt, long step, const data_view *v, co
     for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
     printf("\n\n");
 
-    int *rows = malloc((size_t)q->n * sizeof(int));
+    int *rows = kgl_xmalloc((size_t)q->n * sizeof(int));
     int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->n ? q->top : q->n;
     /* column widths from the names shown, so the two tables line up */
     int ew = 6, aw = 6;
@@ -468,19 +468,19 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     }
     int n = q->n, H = q->H, n_ans = q->top < n ? q->top : n;
     if (n_ans > 10) n_ans = 10;
-    int *cols = malloc((size_t)n * sizeof(int)), nc = 0;
-    bool *want = calloc((size_t)n, sizeof(bool));
+    int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0;
+    bool *want = kgl_xcalloc((size_t)n, sizeof(bool));
     for (int k = 0; k < n_ans; k++) want[q->by_score[k]] = true;
     for (int r = 0; r < n; r++) {
         int j = q->by_attn[r];
         if (n <= QUERY_MAX_COLUMNS || r < QUERY_MAX_COLUMNS || q->is_true[j] || want[j]) cols[nc++] = j;
     }
     int R = H + 1;
-    double *vals = malloc((size_t)R * nc * sizeof(double));
-    unsigned char *outline = calloc((size_t)R * nc, 1);
-    const char **col_labels = malloc((size_t)nc * sizeof *col_labels);
-    char(*row_names)[32] = malloc((size_t)R * sizeof *row_names);
-    const char **row_labels = malloc((size_t)R * sizeof *row_labels);
+    double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
+    unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
+    const char **col_labels = kgl_xmalloc((size_t)nc * sizeof *col_labels);
+    char(*row_names)[32] = kgl_xmalloc((size_t)R * sizeof *row_names);
+    const char **row_labels = kgl_xmalloc((size_t)R * sizeof *row_labels);
     for (int c = 0; c < nc; c++) {
         int j = cols[c];
         col_labels[c] = v->ds.entity_names[j];
@@ -503,8 +503,8 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
         snprintf(col_axis, sizeof col_axis, "entity j (by mean attention over the heads)");
     snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
     /* the top answers, listed under the legend */
-    char(*lines)[700] = malloc((size_t)(n_ans + 1) * sizeof *lines);
-    const char **notes = malloc((size_t)(n_ans + 1) * sizeof *notes);
+    char(*lines)[700] = kgl_xmalloc((size_t)(n_ans + 1) * sizeof *lines);
+    const char **notes = kgl_xmalloc((size_t)(n_ans + 1) * sizeof *notes);
     snprintf(lines[0], sizeof lines[0], "top answers (readout p):");
     notes[0] = lines[0];
     for (int k = 0; k < n_ans; k++) {
@@ -616,11 +616,11 @@ int cmd_heads(int argc, char **argv)
     }
     heads_report rep = {m.cfg.heads, v.ds.n_entities, v.ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
     int H = rep.H, n = rep.n, nr = rep.m;
-    rep.spec = malloc((size_t)H * nr * sizeof(double));
-    rep.precision = malloc((size_t)H * nr * sizeof(double));
-    rep.baseline = malloc((size_t)nr * sizeof(double));
-    rep.with_tails = malloc((size_t)nr * sizeof(int));
-    rep.ablated_mrr = malloc((size_t)H * sizeof(double));
+    rep.spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    rep.precision = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    rep.baseline = kgl_xmalloc((size_t)nr * sizeof(double));
+    rep.with_tails = kgl_xmalloc((size_t)nr * sizeof(int));
+    rep.ablated_mrr = kgl_xmalloc((size_t)H * sizeof(double));
     kgl_tails tl;
     kgl_tails_build(&tl, n, nr, v.split[0], v.n[0]);
     kgl_tape t;

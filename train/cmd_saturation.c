@@ -253,7 +253,7 @@ static void print_mechanism_table(const kgl_saturation *s, int w)
            KGL_SAT_WINDOW);
     printf("%-*s %-9s %5s | %9s %9s %9s %9s %8s %5s | %19s\n", w, "configuration", "seeds", "n", "|dL/dS|", "step",
            "Adam", "max|S|", "max_prob", "flips", "aux range");
-    double *v = malloc((size_t)n_seeds * 8 * sizeof *v);
+    double *v = kgl_xmalloc((size_t)n_seeds * 8 * sizeof *v);
     for (int c = 0; c < s->n_configs; c++) {
         if (!s->configs[c].supervise) continue;
         for (int group = 1; group >= 0; group--) { /* frozen first */
@@ -326,7 +326,7 @@ static void print_spread_tables(const kgl_saturation *s)
         kgl_saturation_summary sm;
         kgl_saturation_summarise(s, c, &sm);
         const kgl_spread *a = &sm.spread[KGL_SAT_AUX_LOSS];
-        double *flips = malloc((size_t)n_seeds * sizeof *flips);
+        double *flips = kgl_xmalloc((size_t)n_seeds * sizeof *flips);
         for (int q = 0; q < n_seeds; q++) {
             kgl_saturation_run_end e;
             kgl_saturation_run_summary(s, c * n_seeds + q, &e);

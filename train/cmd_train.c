@@ -367,6 +367,8 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     o->cfg = *c;
     const kgl_train_state *s = &ck->st;
     if (!o->set_optimizer) o->optim.kind = s->optim.kind;
+    /* Adam's constants have no option: always the checkpoint's */
+    o->optim.beta1 = s->optim.beta1, o->optim.beta2 = s->optim.beta2, o->optim.eps = s->optim.eps;
     if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
     if (!o->set_momentum) o->optim.momentum = s->optim.momentum;
@@ -406,7 +408,7 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
         fprintf(stderr, "kgl train: %s\n", err);
         return EXIT_USAGE;
     }
-    char **words = malloc((size_t)(argc + r.argc + 1) * sizeof *words);
+    char **words = kgl_xmalloc((size_t)(argc + r.argc + 1) * sizeof *words);
     int n = 0;
     words[n++] = argv[0];
     for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
@@ -803,7 +805,7 @@ static char *member_path(const char *path, int k)
     const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
     if (k == 0 || !dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) dot = path + strlen(path);
     size_t cap = strlen(path) + 16;
-    char *p = malloc(cap);
+    char *p = kgl_xmalloc(cap);
     if (k == 0) snprintf(p, cap, "%s", path);
     else snprintf(p, cap, "%.*s.m%d%s", (int)(dot - path), path, k, dot);
     return p;
@@ -844,7 +846,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     rs->fit_step = -1;
     rs->best_step = -1;
     rs->ev_step = -1;
-    rs->spec = malloc((size_t)o->cfg.heads * (size_t)v->ds.n_relations * sizeof(double));
+    rs->spec = kgl_xmalloc((size_t)o->cfg.heads * (size_t)v->ds.n_relations * sizeof(double));
     /* Checking the fit costs one evaluation of the training triples; do it
        every step when that is cheap or asked for, else at logged steps. */
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
@@ -1061,7 +1063,7 @@ int cmd_train(int argc, char **argv)
     }
     int *head_of = NULL;
     if (o.supervise) {
-        head_of = malloc((size_t)v.ds.n_relations * sizeof(int));
+        head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));
         if (!parse_supervision("train", o.supervise, &v.ds, o.cfg.heads, head_of)) {
             free(head_of);
             st = EXIT_USAGE;
@@ -1080,7 +1082,7 @@ int cmd_train(int argc, char **argv)
     int jobs = o.ensemble_jobs ? (int)o.ensemble_jobs : threads;
     jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
-    run_state *rs = calloc((size_t)members, sizeof *rs);
+    run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);
     atomic_init(&q.halt, 0);
@@ -1094,7 +1096,7 @@ int cmd_train(int argc, char **argv)
         rs[k].log_path = member_path(o.log_path, k);
         rs[k].save_path = member_path(o.save_path, k);
     }
-    member_worker *workers = calloc((size_t)jobs, sizeof *workers);
+    member_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
     for (int j = 0; j < jobs; j++) {
         workers[j].q = &q;
         workers[j].pool = kgl_pool_create(job_threads);

@@ -63,7 +63,7 @@ static bool choose_relations(const char *cmd, const char *list, const kgl_datase
 {
     for (int r = 0; r < ds->n_relations; r++) use[r] = list == NULL;
     if (!list) return true;
-    char *copy = strdup(list);
+    char *copy = kgl_strdup(list);
     bool ok = true;
     int chosen = 0;
     for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
@@ -160,7 +160,7 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
         fprintf(stderr, "%s\n", err);
         return EXIT_USAGE;
     }
-    v->use_relation = malloc((size_t)v->ds.n_relations * sizeof(bool));
+    v->use_relation = kgl_xmalloc((size_t)v->ds.n_relations * sizeof(bool));
     if (!choose_relations(cmd, d->relations, &v->ds, v->use_relation)) {
         data_free(v);
         return EXIT_USAGE;
@@ -169,7 +169,7 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
     for (int s = 0; s < 3; s++) {
         if (!v->present[s]) continue;
         const kgl_split *sp = &v->ds.splits[loaded++];
-        v->split[s] = malloc((size_t)(sp->n ? sp->n : 1) * sizeof(kgl_triple));
+        v->split[s] = kgl_xmalloc((size_t)(sp->n ? sp->n : 1) * sizeof(kgl_triple));
         for (int k = 0; k < sp->n; k++)
             if (v->use_relation[sp->triples[k].rel]) v->split[s][v->n[s]++] = sp->triples[k];
     }
@@ -194,7 +194,7 @@ void data_free(data_view *v)
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of)
 {
     for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
-    char *copy = strdup(spec);
+    char *copy = kgl_strdup(spec);
     bool ok = true;
     int assigned = 0;
     for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
@@ -600,8 +600,8 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
         return EXIT_USAGE;
     }
     size_t len = strlen(path) + 1;
-    ms->paths[k] = memcpy(malloc(len), path, len);
-    ms->states[k] = malloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
+    ms->paths[k] = memcpy(kgl_xmalloc(len), path, len);
+    ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
     kgl_context_states(m, ms->states[k]);
     ms->models[k] = m;
     ms->n = k + 1;
@@ -628,7 +628,7 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
         }
     } else { /* A,B,...: exactly these */
         size_t len = strlen(spec) + 1;
-        char *list = memcpy(malloc(len), spec, len), *p = list;
+        char *list = memcpy(kgl_xmalloc(len), spec, len), *p = list;
         for (;;) {
             char *comma = strchr(p, ',');
             if (comma) *comma = 0;
@@ -677,66 +677,4 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
     if (member <= 0) snprintf(opened, cap, "%s", checkpoint);
     if ((st = model_load(opened, v, m, ck))) data_free(v);
     return st;
-}
-
-/* ---- memory ------------------------------------------------------------------ */
-
-double memory_available_bytes(void)
-{
-    const char *env = getenv("KGL_MEMORY_MB");
-    if (env && *env) {
-        char *end;
-        double mb = strtod(env, &end);
-        if (end != env && !*end && mb > 0) return mb * 1048576.0;
-    }
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        double kb = -1;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-        fclose(f);
-        if (kb > 0) return kb * 1024.0;
-    }
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-}
-
-double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part)
-{
-    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
-    double rel_rows = kgl_config_relation_rows(c);
-    double P = n * d + rel_rows * d + 4 * d * d + 2 * d;
-    if (f > 0) P += 2 * d * f + f + 3 * d;
-    /* parameters, gradients, the optimiser's two moments, a snapshot */
-    double params = 5 * P;
-    /* every head's weights kept for backward, plus a head's backward scratch
-       (src/engine/ops.c, kgl_attention) */
-    double attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
-    double B = batch < examples ? (double)batch : (double)examples;
-    /* the readout's scores, probabilities and their gradient; the layer's
-       activations (measured: kgl bench at data/bench/cases/large.tsv, 484
-       MB peak resident, estimated 583 MB) */
-    double act = 3 * B * n + 32 * n * d + 6 * n * f;
-    if (params_part) *params_part = 8 * params;
-    if (attn_part) *attn_part = 8 * attn;
-    return 8 * (params + attn + act) + 64.0 * 1048576.0;
-}
-
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models)
-{
-    double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
-    need *= models, pp *= models, ap *= models; /* an ensemble keeps every member until its report */
-    double have = memory_available_bytes();
-    if (have <= 0 || need <= have) return true;
-    const double GB = 1e9;
-    char of[64] = "";
-    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
-    fprintf(stderr,
-            "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
-            "entities and %d heads), this machine has %.1f GB available; try a smaller --dim, --ffn, --heads or "
-            "--batch%s\n",
-            cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, have / GB,
-            models > 1 ? ", or fewer --ensemble members" : "");
-    return false;
 }

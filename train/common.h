@@ -105,13 +105,28 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
  * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
 bool model_finite(const char *where, const kgl_model *m);
 
-/* Memory: what this machine has available (MemAvailable; the environment
- * variable KGL_MEMORY_MB overrides it), what a run of model `c` needs (its
- * parameters with gradients, Adam moments and a snapshot; every head's n x n
- * attention weights; the readout of a batch), and whether it fits: if not,
- * prints "kgl CMD: this run needs about X GB ..., this machine has Y GB
- * available" and returns false (exit status 2). */
-double memory_available_bytes(void);
+/* Memory (memory.c): what this process may use, the least of what this
+ * machine has available (MemAvailable), what its address-space limit leaves
+ * (RLIMIT_AS, ulimit -v, less what it maps already: VmSize) and what the
+ * limits of its memory cgroups leave (v2 memory.max − memory.current, v1
+ * memory.limit_in_bytes − memory.usage_in_bytes, of its cgroup and each
+ * ancestor, less the page cache the kernel can drop); *limit names the
+ * limit that binds (NULL: the machine's memory). The environment variable
+ * KGL_MEMORY_MB overrides it all. INFINITY when nothing is known. */
+double memory_available_bytes(const char **limit);
+double memory_rlimit_headroom(void);
+/* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;
+ * tests give a fake tree); INFINITY when no limit is found. */
+double memory_cgroup_headroom(const char *root);
+/* What a run of model `c` needs (its parameters with gradients, Adam moments
+ * and a snapshot; every head's n x n attention weights; the readout of a
+ * batch), and whether it fits: if not, prints "kgl CMD: this run needs about
+ * X GB ..., this machine has Y GB available" (or "this process has Y GB
+ * available under LIMIT") and returns false (exit status 2). */
 double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
 bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models);
+/* The library's out-of-memory handler (main sets it): removes the temporary
+ * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and
+ * exits with status 2. Once, whichever thread comes first. */
+_Noreturn void out_of_memory(const char *what, size_t bytes);
 #endif

@@ -2,8 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "kgl.h"
+#include "common.h"
 
 typedef struct command {
     const char *name;
@@ -55,6 +54,7 @@ int main(int argc, char **argv)
         return 0;
     }
     cli_default_signals();
+    kgl_set_out_of_memory_handler(out_of_memory);
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
     /* the nearest command names, as for every unknown name */

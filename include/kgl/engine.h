@@ -35,6 +35,24 @@ void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p);
 double kgl_rng_normal(kgl_rng *rng);
 uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
 
+/* -------------------------------------------------------- out of memory --
+ * When an allocation fails, the library calls the handler set here with what
+ * it was allocating and the bytes it asked for. The handler must not return
+ * (it exits, or longjmps); the kgl program's prints "kgl: out of memory: ..."
+ * and exits with status 2. Without one, the library prints "kgl: out of
+ * memory: WHAT (N bytes)" and aborts. Set it once, before any other call.
+ * The library allocates through the functions below, which a program may use
+ * too: malloc, calloc, realloc and strdup that never return NULL (0 bytes
+ * → 1); the short forms name the calling function as `what`. */
+typedef void (*kgl_out_of_memory_handler)(const char *what, size_t bytes);
+void kgl_set_out_of_memory_handler(kgl_out_of_memory_handler handler);
+void *kgl_xmalloc_for(size_t n, const char *what);
+void *kgl_xcalloc_for(size_t n, size_t size, const char *what);
+void *kgl_xrealloc_for(void *p, size_t n, const char *what);
+#define kgl_xmalloc(n) kgl_xmalloc_for((n), __func__)
+#define kgl_xcalloc(n, size) kgl_xcalloc_for((n), (size), __func__)
+char *kgl_strdup(const char *s);
+
 /* ---------------------------------------------------------------- arena --
  * Activations and the tape live in an arena: a bump allocator over a chain of
  * blocks that is reset, not freed, between steps. While the first step runs

@@ -25,9 +25,8 @@ struct kgl_arena_block {
 
 static kgl_arena_block *block_new(kgl_arena *a, size_t cap)
 {
-    kgl_arena_block *b = malloc(sizeof *b);
-    void *raw = malloc(cap + ALIGN);
-    if (!b || !raw) kgl_die("out of memory: cannot allocate %zu bytes for the arena", cap);
+    kgl_arena_block *b = kgl_xmalloc(sizeof *b);
+    void *raw = kgl_xmalloc_for(cap + ALIGN, "the activations of a step (the arena)");
     b->raw = raw;
     b->mem = (unsigned char *)(((uintptr_t)raw + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
     b->cap = cap;

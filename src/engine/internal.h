@@ -6,14 +6,14 @@
 #include "kgl/engine.h"
 
 /* A programming error inside the library (a broken invariant, a shape
- * mismatch, out of memory): print "kgl: message" and abort. Input errors made
- * by people never come here; they are reported with file:line and a status. */
+ * mismatch): print "kgl: message" and abort. Input errors made by people
+ * never come here; they are reported with file:line and a status. */
 _Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* malloc that dies with a message instead of returning NULL (0 bytes → 1). */
-void *kgl_xmalloc(size_t n);
-/* A malloc'd copy of a string. */
-char *kgl_strdup(const char *s);
+/* An allocation of `bytes` for `what` failed: the program's handler
+ * (kgl_set_out_of_memory_handler), else "kgl: out of memory: ..." and abort.
+ * kgl_xmalloc and its kin (kgl/engine.h) come here instead of returning NULL. */
+_Noreturn void kgl_out_of_memory(const char *what, size_t bytes);
 /* qsort comparators, ascending. */
 static inline int kgl_cmp_int(const void *a, const void *b)
 {

@@ -33,8 +33,8 @@ void kgl_params_alloc(kgl_params *ps)
     size_t total = 0;
     for (int i = 0; i < ps->n; i++) total += kgl_numel(&ps->p[i].t);
     ps->total = total;
-    ps->block = calloc(4 * (total ? total : 1), sizeof(double));
-    if (!ps->block) kgl_die("out of memory: %zu parameters", total);
+    ps->block = kgl_xcalloc_for(4 * (total ? total : 1), sizeof(double),
+                                "the parameters, their gradients and Adam's two moments");
     size_t off = 0;
     for (int i = 0; i < ps->n; i++) {
         kgl_param *p = &ps->p[i];

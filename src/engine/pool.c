@@ -46,6 +46,9 @@ static uint64_t ticket_make(uint64_t gen, uint64_t n, uint64_t next)
 static int ticket_n(uint64_t t) { return (int)((t >> TASK_BITS) & TASK_MASK); }
 static int ticket_next(uint64_t t) { return (int)(t & TASK_MASK); }
 
+/* each thread's GEMM workspace, a whole number of cache lines */
+#define WS_STRIDE (((size_t)KGL_GEMM_WORKSPACE + 63) / 64 * 64)
+
 struct kgl_pool {
     int threads;
     pthread_t *workers;     /* threads-1 of them */
@@ -126,7 +129,7 @@ static kgl_pool *pool_create_or_null(int threads)
     kgl_pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->threads = threads;
-    p->ws_stride = ((size_t)KGL_GEMM_WORKSPACE + 63) / 64 * 64;
+    p->ws_stride = WS_STRIDE;
     void *ws = NULL;
     if (posix_memalign(&ws, 64, p->ws_stride * (size_t)threads) != 0) {
         free(p);
@@ -214,6 +217,10 @@ kgl_pool *kgl_pool_create(int threads)
 {
     if (threads < 1) threads = kgl_cores(); /* one per online core */
     kgl_pool *p = pool_create_or_null(threads);
-    if (!p) kgl_die("cannot create a pool of %d threads", threads);
+    if (!p) { /* its workspaces, or its threads' stacks, did not fit */
+        char what[64];
+        snprintf(what, sizeof what, "a pool of %d thread%s", threads, threads == 1 ? "" : "s");
+        kgl_out_of_memory(what, WS_STRIDE * (size_t)threads);
+    }
     return p;
 }

@@ -26,11 +26,36 @@ void kgl_die(const char *fmt, ...)
     abort();
 }
 
-void *kgl_xmalloc(size_t n)
+static kgl_out_of_memory_handler oom_handler;
+
+void kgl_set_out_of_memory_handler(kgl_out_of_memory_handler handler) { oom_handler = handler; }
+
+void kgl_out_of_memory(const char *what, size_t bytes)
+{
+    if (oom_handler) oom_handler(what, bytes);
+    fprintf(stderr, "kgl: out of memory: %s (%zu bytes)\n", what, bytes);
+    abort();
+}
+
+void *kgl_xmalloc_for(size_t n, const char *what)
 {
     void *p = malloc(n ? n : 1);
-    if (!p) kgl_die("out of memory (%zu bytes)", n);
+    if (!p) kgl_out_of_memory(what, n);
     return p;
+}
+
+void *kgl_xcalloc_for(size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) kgl_out_of_memory(what, size && n > SIZE_MAX / size ? SIZE_MAX : n * size);
+    return p;
+}
+
+void *kgl_xrealloc_for(void *p, size_t n, const char *what)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) kgl_out_of_memory(what, n);
+    return q;
 }
 
 char *kgl_strdup(const char *s)

@@ -199,9 +199,8 @@ static void build_known(kgl_dataset *ds)
     const size_t n_keys = (size_t)ds->n_entities * (size_t)m2;
     size_t total = 0;
     for (int s = 0; s < ds->n_splits; s++) total += 2 * (size_t)ds->splits[s].n;
-    int *count = calloc(n_keys + 1, sizeof *count);
+    int *count = kgl_xcalloc_for(n_keys + 1, sizeof *count, "the filter index");
     int *all = kgl_xmalloc(total * sizeof *all);
-    if (!count) kgl_die("out of memory: filter index of %zu keys", n_keys);
     for (int s = 0; s < ds->n_splits; s++) {
         const kgl_split *sp = &ds->splits[s];
         for (int i = 0; i < sp->n; i++) {
@@ -253,9 +252,8 @@ static void compare_with_train(kgl_dataset *ds, kgl_triple *const *raw, int *con
                                size_t m)
 {
     if (n_src < 2) return;
-    bool *ent_in_train = calloc(n ? n : 1, sizeof *ent_in_train), *rel_in_train = calloc(m ? m : 1, 1);
-    int *ent_stamp = calloc(n ? n : 1, sizeof *ent_stamp), *rel_stamp = calloc(m ? m : 1, sizeof *rel_stamp);
-    if (!ent_in_train || !rel_in_train || !ent_stamp || !rel_stamp) kgl_die("out of memory");
+    bool *ent_in_train = kgl_xcalloc((size_t)n, sizeof *ent_in_train), *rel_in_train = kgl_xcalloc((size_t)m, 1);
+    int *ent_stamp = kgl_xcalloc((size_t)n, sizeof *ent_stamp), *rel_stamp = kgl_xcalloc((size_t)m, sizeof *rel_stamp);
     triple_entry *train = NULL;
     for (ptrdiff_t i = 0; i < arrlen(raw[0]); i++) {
         const kgl_triple tr = raw[0][i];

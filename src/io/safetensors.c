@@ -115,7 +115,7 @@ static char *build_header(const kgl_st_entry *t, int n, const char *const *meta_
     char *buf = NULL;
     size_t size = 0;
     FILE *h = open_memstream(&buf, &size);
-    if (!h) kgl_die("out of memory writing a safetensors header");
+    if (!h) kgl_out_of_memory("a safetensors header", 0);
     fputc('{', h);
     if (n_meta > 0) {
         fputs("\"__metadata__\":{", h);
@@ -138,7 +138,7 @@ static char *build_header(const kgl_st_entry *t, int n, const char *const *meta_
     }
     fputc('}', h);
     while (ftell(h) % 8 != 0) fputc(' ', h);
-    if (ferror(h) || fclose(h) != 0) kgl_die("out of memory writing a safetensors header");
+    if (ferror(h) || fclose(h) != 0) kgl_out_of_memory("a safetensors header", size);
     *len = size;
     return buf;
 }
@@ -188,8 +188,7 @@ static void sync_folder(const char *path)
 bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta, char *err,
                   size_t err_cap)
 {
-    uint64_t *bytes = malloc((n > 0 ? (size_t)n : 1) * sizeof *bytes);
-    if (!bytes) kgl_die("out of memory");
+    uint64_t *bytes = kgl_xmalloc((n > 0 ? (size_t)n : 1) * sizeof *bytes);
     if (!check_entries(path, t, n, meta_kv, n_meta, bytes, err, err_cap)) {
         free(bytes);
         return false;
@@ -199,8 +198,7 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
 
     /* A new file beside `path`, created exclusively: "path.PID.K.tmp". */
     size_t tmp_cap = strlen(path) + 64;
-    char *tmp = malloc(tmp_cap);
-    if (!tmp) kgl_die("out of memory");
+    char *tmp = kgl_xmalloc(tmp_cap);
     kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
     int fd = -1, slot = -1;
     for (int k = 0; k < 100 && fd < 0; k++) {

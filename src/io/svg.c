@@ -41,8 +41,7 @@ static void sb_reserve(svgbuf *b, size_t more)
     if (b->len + more + 1 <= b->cap) return;
     size_t cap = b->cap ? b->cap : 1 << 14;
     while (cap < b->len + more + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) kgl_die("out of memory writing an SVG of %zu bytes", b->len + more);
+    char *p = kgl_xrealloc_for(b->p, cap, "an SVG picture");
     b->p = p;
     b->cap = cap;
 }
@@ -452,8 +451,7 @@ static bool fail(char *err, size_t err_cap, const char *path, const char *fmt, .
 static bool write_atomic(const char *path, const svgbuf *b, char *err, size_t err_cap)
 {
     size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp) kgl_die("out of memory");
+    char *tmp = kgl_xmalloc(n + 16);
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp-XXXXXX", 12);
     int fd = mkstemp(tmp);
@@ -964,8 +962,7 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
     if (maxdim <= 64 && cell < 16) cell = (int)fmax(11, fmin(16, 960 / maxdim));
     if (single && cell < 4) cell = 4;
 
-    hm_geom *g = malloc(sizeof *g * (size_t)n);
-    if (!g) kgl_die("out of memory");
+    hm_geom *g = kgl_xmalloc(sizeof *g * (size_t)n);
     double slot_w = 0, slot_h = 0, gx = 0, gy = 0;
     for (int p = 0; p < n; p++) {
         hm_layout(&panels[p], cell, !single, &g[p]);
@@ -1353,8 +1350,7 @@ static bool lineplots(const char *path, const char *title, const kgl_lineplot *p
     for (int p = 0; p < n; p++)
         if (!lineplot_valid(path, &plots[p], single ? -1 : p, err, err_cap)) return false;
     if (n_cols > n) n_cols = n;
-    lp_geom *g = malloc(sizeof *g * (size_t)n);
-    if (!g) kgl_die("out of memory");
+    lp_geom *g = kgl_xmalloc(sizeof *g * (size_t)n);
     double slot_w = 0, slot_h = 0, left = 0, top = 0;
     for (int p = 0; p < n; p++) {
         lp_layout(&plots[p], !single, &g[p]);

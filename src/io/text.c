@@ -103,8 +103,7 @@ void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_
 {
     memset(t, 0, sizeof *t);
     t->name = kgl_strdup(name);
-    t->buf = malloc(len + 1);
-    if (!t->buf) kgl_die("out of memory");
+    t->buf = kgl_xmalloc(len + 1);
     memcpy(t->buf, data, len);
     t->buf[len] = 0;
     t->len = len;

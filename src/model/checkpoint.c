@@ -24,9 +24,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
        sgd.momentum. for SGD) */
     int n_state = sgd ? 1 : 2;
     int n = ps->n * (1 + n_state);
-    kgl_st_entry *entries = calloc((size_t)n, sizeof *entries);
-    char(*names)[KGL_NAME_MAX + 16] = calloc((size_t)n, sizeof *names);
-    if (!entries || !names) kgl_die("out of memory");
+    kgl_st_entry *entries = kgl_xcalloc((size_t)n, sizeof *entries);
+    char(*names)[KGL_NAME_MAX + 16] = kgl_xcalloc((size_t)n, sizeof *names);
     for (int k = 0; k < ps->n; k++) {
         const kgl_param *p = &ps->p[k];
         const double *data[3] = {p->t.data, p->m, p->v};
@@ -146,17 +145,25 @@ static bool meta_long(const kgl_st_file *f, const char *key, long lo, long hi, l
     return true;
 }
 
-static bool meta_double(const kgl_st_file *f, const char *key, double lo, double hi, double *out, const char *path,
-                        char *err, size_t cap)
+/* A finite number from lo to hi; lo itself excluded when lo_open, hi when hi_open. */
+static bool meta_range(const kgl_st_file *f, const char *key, double lo, bool lo_open, double hi, bool hi_open,
+                       double *out, const char *path, char *err, size_t cap)
 {
     const char *v = need_meta(f, key, path, err, cap);
     if (!v) return false;
     char *end;
     double x = strtod(v, &end);
-    if (end == v || *end || !isfinite(x) || x < lo || x > hi)
-        return fail(err, cap, path, "metadata '%s' is '%s', expected a number from %g to %g", key, v, lo, hi);
+    if (end == v || *end || !isfinite(x) || x < lo || x > hi || (lo_open && x == lo) || (hi_open && x == hi))
+        return fail(err, cap, path, "metadata '%s' is '%s', expected a number %s %g %s %g", key, v,
+                    lo_open ? "above" : "from", lo, hi_open ? "to below" : lo_open ? "and at most" : "to", hi);
     *out = x;
     return true;
+}
+
+static bool meta_double(const kgl_st_file *f, const char *key, double lo, double hi, double *out, const char *path,
+                        char *err, size_t cap)
+{
+    return meta_range(f, key, lo, false, hi, false, out, path, err, cap);
 }
 
 /* The names list (joined by \n) must be the loaded one, in id order. */
@@ -197,6 +204,20 @@ static bool check_tensor(const kgl_st_file *f, const char *name, const kgl_tenso
     size_t n = kgl_numel(want);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(t->data[i])) return fail(err, cap, path, "tensor '%s' holds %g at index %zu", name, t->data[i], i);
+    return true;
+}
+
+/* Adam's second moment is a running mean of squared gradients: a negative
+   value (an edited file) would make its square root NaN at the next step. */
+static bool no_negative(const kgl_st_file *f, const char *name, size_t n, const char *path, char *err, size_t cap)
+{
+    const kgl_st_tensor *t = kgl_st_find(f, name);
+    for (size_t i = 0; t && i < n; i++)
+        if (t->data[i] < 0)
+            return fail(err, cap, path,
+                        "tensor '%s' holds %g at index %zu; Adam's second moment (a mean of squared gradients) cannot "
+                        "be negative",
+                        name, t->data[i], i);
     return true;
 }
 
@@ -303,13 +324,23 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     struct {
         const char *key;
         double *dst, lo, hi;
-    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},          {"weight_decay", &st->optim.weight_decay, 0, 1e6},
-               {"momentum", &st->optim.momentum, 0, 1}, {"beta1", &st->optim.beta1, 0, 1},
-               {"beta2", &st->optim.beta2, 0, 1},       {"eps", &st->optim.eps, 0, 1},
+    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},
+               {"weight_decay", &st->optim.weight_decay, 0, 1e6},
+               {"momentum", &st->optim.momentum, 0, 1},
                {"aux_weight", &st->aux_weight, 0, 1e6}};
     st->aux_weight = 1;
     for (size_t k = 0; k < sizeof opt / sizeof opt[0]; k++)
         if (kgl_st_meta(f, opt[k].key) && !meta_double(f, opt[k].key, opt[k].lo, opt[k].hi, opt[k].dst, path, err, cap))
+            goto bad;
+    /* Adam divides by 1 − betaᵗ (beta below 1) and by √v̂ + eps (eps above 0) */
+    struct {
+        const char *key;
+        double *dst;
+        bool is_eps;
+    } adam[] = {{"beta1", &st->optim.beta1, false}, {"beta2", &st->optim.beta2, false}, {"eps", &st->optim.eps, true}};
+    for (size_t k = 0; k < sizeof adam / sizeof adam[0]; k++)
+        if (kgl_st_meta(f, adam[k].key) && !meta_range(f, adam[k].key, 0, adam[k].is_eps, 1, !adam[k].is_eps,
+                                                       adam[k].dst, path, err, cap))
             goto bad;
     st->batch = 1024;
     if (kgl_st_meta(f, "batch")) {
@@ -451,6 +482,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             for (int s = 0; s < (sgd ? 1 : 2) && ok; s++) {
                 snprintf(name, sizeof name, "%s%s", prefix[s], p->name);
                 ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
+                if (ok && present && s == 1) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
                 state_needed++;
                 state_found += present;
             }
@@ -489,8 +521,7 @@ bad:
 bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
 {
     memset(ck, 0, sizeof *ck);
-    kgl_st_file *f = calloc(1, sizeof *f);
-    if (!f) kgl_die("out of memory");
+    kgl_st_file *f = kgl_xcalloc(1, sizeof *f);
     if (!kgl_st_read(path, f, err, cap)) {
         free(f);
         return false;
@@ -506,8 +537,7 @@ static bool split_names(const char *joined, const char *what, char ***out, int *
 {
     int n = 1;
     for (const char *p = joined; *p; p++) n += *p == '\n';
-    char **names = calloc((size_t)n, sizeof *names);
-    if (!names) kgl_die("out of memory");
+    char **names = kgl_xcalloc((size_t)n, sizeof *names);
     const char *p = joined;
     for (int k = 0; k < n; k++) {
         const char *nl = strchr(p, '\n');
@@ -535,8 +565,7 @@ bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_ch
 {
     memset(ck, 0, sizeof *ck);
     memset(names, 0, sizeof *names);
-    kgl_st_file *f = calloc(1, sizeof *f);
-    if (!f) kgl_die("out of memory");
+    kgl_st_file *f = kgl_xcalloc(1, sizeof *f);
     if (!kgl_st_read(path, f, err, cap)) {
         free(f);
         return false;
@@ -553,9 +582,8 @@ bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_ch
     }
     /* an empty filter index: every (entity, relation row) knows no answer */
     size_t keys = (size_t)names->n_entities * (size_t)(2 * names->n_relations);
-    names->known_offsets = calloc(keys + 1, sizeof(int));
+    names->known_offsets = kgl_xcalloc(keys + 1, sizeof(int));
     names->known = kgl_xmalloc(sizeof(int));
-    if (!names->known_offsets) kgl_die("out of memory");
     if (!open_read(f, path, names, ck, err, cap)) {
         kgl_dataset_free(names);
         return false;

@@ -293,9 +293,8 @@ void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_t
     size_t keys = (size_t)n_entities * (size_t)n_relations;
     tl->n_entities = n_entities;
     tl->n_relations = n_relations;
-    tl->offsets = calloc(keys + 1, sizeof(int));
+    tl->offsets = kgl_xcalloc(keys + 1, sizeof(int));
     tl->tails = kgl_xmalloc((size_t)n * sizeof(int));
-    if (!tl->offsets) kgl_die("out of memory");
     for (int k = 0; k < n; k++) tl->offsets[(size_t)tr[k].rel * n_entities + tr[k].head + 1]++;
     for (size_t key = 0; key < keys; key++) tl->offsets[key + 1] += tl->offsets[key];
     int *fill = kgl_xmalloc(keys * sizeof(int));

@@ -1,0 +1,200 @@
+/* memory.c — what a run needs and what this process may use, checked before
+ * kgl train, eval, grad and heads allocate; and the report when an
+ * allocation fails all the same (README, "Exit status, limits,
+ * interruptions"). */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* ---- what this process may use ------------------------------------------------- */
+
+/* "KEY: N kB" of a /proc file, in bytes; -1 when absent. */
+static double proc_kb(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[256];
+    size_t len = strlen(key);
+    double kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, key, len) == 0 && line[len] == ':' && sscanf(line + len + 1, "%lf kB", &kb) == 1) break;
+    fclose(f);
+    return kb >= 0 ? kb * 1024.0 : -1;
+}
+
+double memory_rlimit_headroom(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return INFINITY;
+    double mapped = proc_kb("/proc/self/status", "VmSize");
+    double left = (double)r.rlim_cur - (mapped > 0 ? mapped : 0);
+    return left > 0 ? left : 0;
+}
+
+/* The two versions of the memory controller: the files of a cgroup's limit,
+   its usage, and (in memory.stat) the page cache it may drop, which the
+   usage counts but the kernel reclaims before it refuses memory. */
+typedef struct cgroup_files {
+    const char *limit, *usage, *inactive_file;
+} cgroup_files;
+static const cgroup_files CGROUP_V2 = {"memory.max", "memory.current", "inactive_file"};
+static const cgroup_files CGROUP_V1 = {"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"};
+
+/* The first number of the file dir/name (false if none: v2 writes "max" for
+   no limit), or with `key`, the number after "key " in that file. */
+static bool read_number(const char *dir, const char *name, const char *key, double *out)
+{
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = k > 0 && (size_t)k < sizeof path ? fopen(path, "r") : NULL;
+    if (!f) return false;
+    bool found = false;
+    if (!key) {
+        found = fscanf(f, "%lf", out) == 1;
+    } else {
+        char line[256];
+        size_t len = strlen(key);
+        while (!found && fgets(line, sizeof line, f))
+            found = strncmp(line, key, len) == 0 && line[len] == ' ' && sscanf(line + len + 1, "%lf", out) == 1;
+    }
+    fclose(f);
+    return found && isfinite(*out);
+}
+
+/* The least headroom (limit − usage) of the cgroup `path` of the hierarchy
+   mounted at `mount` and of each of its ancestors: a parent's limit binds its
+   children. A level whose folder is absent is skipped: a container sees its
+   own cgroup mounted as the hierarchy's root, below the path the kernel
+   names. INFINITY when no level has a limit. */
+static double hierarchy_headroom(const char *mount, const char *path, const cgroup_files *files)
+{
+    double least = INFINITY;
+    size_t len = strlen(path);
+    for (;;) {
+        while (len > 0 && path[len - 1] == '/') len--;
+        char dir[4096];
+        int k = snprintf(dir, sizeof dir, "%s%.*s", mount, (int)len, path);
+        if (k < 0 || (size_t)k >= sizeof dir) return least;
+        double limit, usage, inactive;
+        if (read_number(dir, files->limit, NULL, &limit) && read_number(dir, files->usage, NULL, &usage)) {
+            if (read_number(dir, "memory.stat", files->inactive_file, &inactive) && inactive <= usage)
+                usage -= inactive;
+            least = fmin(least, limit > usage ? limit - usage : 0);
+        }
+        if (len == 0) return least;
+        while (len > 0 && path[len - 1] != '/') len--; /* up one level */
+    }
+}
+
+double memory_cgroup_headroom(const char *root)
+{
+    char path[4096];
+    int k = snprintf(path, sizeof path, "%s/proc/self/cgroup", root);
+    FILE *f = k > 0 && (size_t)k < sizeof path ? fopen(path, "r") : NULL;
+    if (!f) return INFINITY;
+    double least = INFINITY;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        /* "ID:CONTROLLERS:PATH": v2 is "0::PATH"; v1's memory hierarchy
+           lists memory among its controllers, e.g. "4:memory:PATH" */
+        line[strcspn(line, "\n")] = 0;
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2) continue;
+        *c1 = *c2 = 0;
+        bool v2 = strcmp(line, "0") == 0 && c1 + 1 == c2, v1 = false;
+        for (char *save, *c = strtok_r(c1 + 1, ",", &save); c && !v2; c = strtok_r(NULL, ",", &save))
+            v1 |= strcmp(c, "memory") == 0;
+        if (!v1 && !v2) continue;
+        char mount[4096];
+        k = snprintf(mount, sizeof mount, "%s/sys/fs/cgroup%s", root, v2 ? "" : "/memory");
+        if (k < 0 || (size_t)k >= sizeof mount) continue;
+        least = fmin(least, hierarchy_headroom(mount, c2 + 1, v2 ? &CGROUP_V2 : &CGROUP_V1));
+    }
+    fclose(f);
+    return least;
+}
+
+double memory_available_bytes(const char **limit)
+{
+    *limit = NULL;
+    const char *env = getenv("KGL_MEMORY_MB");
+    if (env && *env) {
+        char *end;
+        double mb = strtod(env, &end);
+        if (end != env && !*end && mb > 0) return mb * 1048576.0;
+    }
+    double have = proc_kb("/proc/meminfo", "MemAvailable");
+    if (have <= 0) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
+    }
+    double as = memory_rlimit_headroom(), cg = memory_cgroup_headroom("");
+    if (as < have) have = as, *limit = "its address-space limit (ulimit -v)";
+    if (cg < have) have = cg, *limit = "its cgroup's memory limit";
+    return have;
+}
+
+/* ---- what a run needs -------------------------------------------------------- */
+
+double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part)
+{
+    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
+    double rel_rows = kgl_config_relation_rows(c);
+    double P = n * d + rel_rows * d + 4 * d * d + 2 * d;
+    if (f > 0) P += 2 * d * f + f + 3 * d;
+    /* parameters, gradients, the optimiser's two moments, a snapshot */
+    double params = 5 * P;
+    /* every head's weights kept for backward, plus a head's backward scratch
+       (src/engine/ops.c, kgl_attention) */
+    double attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
+    double B = batch < examples ? (double)batch : (double)examples;
+    /* the readout's scores, probabilities and their gradient; the layer's
+       activations (measured: kgl bench at data/bench/cases/large.tsv, 484
+       MB peak resident, estimated 583 MB) */
+    double act = 3 * B * n + 32 * n * d + 6 * n * f;
+    if (params_part) *params_part = 8 * params;
+    if (attn_part) *attn_part = 8 * attn;
+    return 8 * (params + attn + act) + 64.0 * 1048576.0;
+}
+
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models)
+{
+    double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
+    need *= models, pp *= models, ap *= models; /* an ensemble keeps every member until its report */
+    const char *limit;
+    double have = memory_available_bytes(&limit);
+    if (need <= have) return true;
+    const double GB = 1e9;
+    char of[64] = "", who[128];
+    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
+    if (limit) snprintf(who, sizeof who, "this process has %.1f GB available under %s", have / GB, limit);
+    else snprintf(who, sizeof who, "this machine has %.1f GB available", have / GB);
+    fprintf(stderr,
+            "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
+            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s\n",
+            cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, who,
+            models > 1 ? ", or fewer --ensemble members" : "");
+    return false;
+}
+
+/* ---- when an allocation fails all the same ----------------------------------- */
+
+void out_of_memory(const char *what, size_t bytes)
+{
+    /* members train on threads of their own: one reports, the others wait
+       for the exit */
+    static atomic_flag reporting = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&reporting))
+        for (;;) pause();
+    kgl_tmp_remove_all();
+    fprintf(stderr,
+            "kgl: out of memory: %s (%zu bytes); the run needs more memory than this process may use (free memory, "
+            "ulimit -v, a container's limit): try a smaller --dim, --ffn, --heads or --batch\n",
+            what, bytes);
+    exit(EXIT_USAGE);
+}
