@@ -194,7 +194,10 @@ TEST(resume_is_exact)
                                            "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10",
                                            /* data/bench/umls.args at this scale: the remedies' parameters resume too */
                                            ("--qk-norm --temperature learn --batch 10 --lr-schedule cosine --decay-steps 100 "
-                                            "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1")};
+                                            "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1"),
+                                           /* the graph context's neighbourhoods are drawn per step, so they resume too */
+                                           "--context graph --neighbours 3 --batch 10 --dropout 0.1 --qk-norm --ffn 8",
+                                           "--context none --batch 10 --hidden-dropout 0.2"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char cmd[1024], straight[64], resumed[64];
         snprintf(cmd, sizeof cmd, "train %s --steps 100 --json", variants[v]);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -101,6 +102,13 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     return pid;
 }
 
+/* The threads of a run: the cores shared by the runs at the same time. */
+static int run_threads(int jobs)
+{
+    int threads = kgl_cores() / jobs;
+    return threads < 1 ? 1 : threads;
+}
+
 /* One dataset's markdown table: kgl's rows (realistic and optimistic ties)
    beside the published ones, then the options, the valid MRR and the times. */
 static void print_table(const kgl_benchmark_dataset *job, int jobs)
@@ -146,9 +154,12 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     else
         printf("\nkgl: one layer, %ld parameters; options (`%s`): `%s`.\n", runs[0].params, job->config_path,
            job->args_text);
+    double peak = 0;
+    for (int i = 0; i < n_seeds; i++) peak = fmax(peak, runs[i].peak_mb);
     printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
-           "(%d run%s at a time, %d cores).\n",
-           vm, vs, secs / n_seeds, max_secs, jobs, jobs == 1 ? "" : "s", kgl_cores());
+           "(%d run%s at a time, %d cores, %d thread%s a run); peak resident memory of a run at most %.0f MB.\n",
+           vm, vs, secs / n_seeds, max_secs, jobs, jobs == 1 ? "" : "s", kgl_cores(), run_threads(jobs),
+           run_threads(jobs) == 1 ? "" : "s", peak);
     printf("Per seed: ");
     for (int i = 0; i < n_seeds; i++) {
         const kgl_benchmark_run *r = &runs[i];
@@ -319,9 +330,7 @@ int cmd_benchmark(int argc, char **argv)
     while (next < total || running > 0) {
         while (running < jobs && next < total && !failed) {
             int j = next / n_seeds, s = next % n_seeds;
-            int threads = kgl_cores() / jobs; /* the cores shared by the runs at once */
-            if (threads < 1) threads = 1;
-            pid_t pid = start_run(self, &job[j], data, out, seeds[s], threads);
+            pid_t pid = start_run(self, &job[j], data, out, seeds[s], run_threads(jobs));
             if (pid < 0) {
                 failed = 1;
                 break;
@@ -359,6 +368,10 @@ int cmd_benchmark(int argc, char **argv)
                 failed = 1;
             } else {
                 res->seconds = wall;
+                /* the largest peak resident memory of the runs waited for so far
+                   (POSIX keeps no per-child figure; Linux reports KiB) */
+                struct rusage usage;
+                res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
                 fprintf(stderr, "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s\n",
                         job[j].name, seeds[s], res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0],
                         res->best_step, wall);

@@ -478,14 +478,23 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
 
 /* The model of an opened checkpoint, if it fits in memory (for `examples`
    training examples) and is finite; the checkpoint is closed on failure. */
-static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, long examples, kgl_model *m)
+static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, const data_view *v,
+                                 long examples, kgl_model *m)
 {
     if (!memory_fits(cmd, &ck->cfg, examples, 1024, 1)) {
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }
+    if (ck->cfg.context == KGL_CONTEXT_GRAPH && !v) {
+        fprintf(stderr,
+                "kgl %s: %s attends over its training graph (--context graph): give the triples it was trained "
+                "with (--train F)\n", cmd, path);
+        kgl_checkpoint_close(ck);
+        return EXIT_USAGE;
+    }
     kgl_model_create(m, &ck->cfg);
     kgl_checkpoint_apply(ck, m);
+    if (v) kgl_model_set_graph(m, v->split[0], v->n[0]); /* --context graph: the training graph it attends over */
     if (!model_finite(path, m)) {
         kgl_model_free(m);
         kgl_checkpoint_close(ck);
@@ -497,7 +506,7 @@ static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoi
 int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st = checkpoint_open(path, v, ck);
-    return st ? st : model_from_checkpoint("model", path, ck, 2L * v->n[0], m);
+    return st ? st : model_from_checkpoint("model", path, ck, v, 2L * v->n[0], m);
 }
 
 /* The file a member's name in member 0's metadata means: relative to
@@ -588,7 +597,7 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
             fprintf(stderr, "%s\n", err); /* the names are freed by a failed first open */
             return EXIT_USAGE;
         }
-        int st = model_from_checkpoint(cmd, path, ck, 1, m);
+        int st = model_from_checkpoint(cmd, path, ck, v, 1, m);
         if (st) return st;
     }
     const char *why = k > 0 ? kgl_ensemble_mismatch(&ms->m[0].cfg, &m->cfg) : NULL;

@@ -145,18 +145,30 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
 {
     double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
     double rel_rows = kgl_config_relation_rows(c);
-    double P = n * d + rel_rows * d + 4 * d * d + 2 * d;
-    if (f > 0) P += 2 * d * f + f + 3 * d;
+    bool layer = c->context != KGL_CONTEXT_NONE;
+    double P = n * d + rel_rows * d + (layer ? 4 * d * d + 2 * d : 0);
+    if (f > 0 && layer) P += 2 * d * f + f + 3 * d;
+    if (c->context == KGL_CONTEXT_GRAPH) P += (2.0 * c->n_relations + 1) * d;
     /* parameters, gradients, the optimiser's two moments, a snapshot */
     double params = 5 * P;
-    /* every head's weights kept for backward, plus a head's backward scratch
-       (src/engine/ops.c, kgl_attention) */
-    double attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
     double B = batch < examples ? (double)batch : (double)examples;
-    /* the readout's scores, probabilities and their gradient; the layer's
-       activations (measured: kgl bench at data/bench/cases/large.tsv, 484
-       MB peak resident, estimated 583 MB) */
-    double act = 3 * B * n + 32 * n * d + 6 * n * f;
+    /* the readout's scores, probabilities and their gradient, and the
+       evaluation's states */
+    double act = 3 * B * n + 2 * n * d, attn = 0;
+    if (c->context == KGL_CONTEXT_FULL) {
+        /* every head's weights kept for backward, plus a head's backward
+           scratch (src/engine/ops.c, kgl_attention) */
+        attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
+        /* the layer's activations (measured: kgl bench at
+           data/bench/cases/large.tsv, 484 MB peak resident, estimated 583 MB) */
+        act += 30 * n * d + 6 * n * f;
+    } else if (c->context == KGL_CONTEXT_GRAPH) {
+        /* per token (B (K + 1) of them): the gathered keys and values, their
+           sums and gradients (about 16 rows of d) and the per-head weights;
+           per example the layer's rows (as the full context's per entity) */
+        double tokens = B * (c->neighbours + 1.0);
+        act += tokens * (16 * d + 6 * H) + B * (30 * d + 6 * f);
+    }
     if (params_part) *params_part = 8 * params;
     if (attn_part) *attn_part = 8 * attn;
     return 8 * (params + attn + act) + 64.0 * 1048576.0;
@@ -176,9 +188,13 @@ bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch
     else snprintf(who, sizeof who, "this machine has %.1f GB available", have / GB);
     fprintf(stderr,
             "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
-            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s\n",
+            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s%s\n",
             cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, who,
-            models > 1 ? ", or fewer --ensemble members" : "");
+            models > 1 ? ", or fewer --ensemble members" : "",
+            c->context == KGL_CONTEXT_FULL && ap > need / 2
+                ? ", or --context graph (each entity attends over its neighbourhood in the training graph, not "
+                  "over every entity: nothing of size n x n)"
+                : "");
     return false;
 }
 

@@ -482,6 +482,7 @@ typedef struct kgl_benchmark_run {
     long n_test;                   /* test queries, both directions */
     double seconds;                /* the run's wall time, measured by whoever ran it */
     double train_seconds;          /* the training time the run reported */
+    double peak_mb;                /* the run's peak resident memory (NaN if not measured) */
     long best_step, steps, params; /* -1 if missing or not a whole number; best_step is member 0's */
     long ensemble;                 /* models in the run (kgl train --ensemble; 1 when absent) */
     long member_best_step[KGL_MAX_ENSEMBLE]; /* each member's best valid step (the JSON's members[]; -1 if missing) */
