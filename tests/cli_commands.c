@@ -34,11 +34,12 @@ TEST(cli_gradcheck_table_and_exit_status)
     CHECK(run_kgl(T, "gradcheck", out, sizeof out, err, sizeof err) == 0);
     for (int i = 0; i < kgl_op_registry_count; i++) {
         char line[64];
-        snprintf(line, sizeof line, "\n%-14s ", kgl_op_registry[i]->name);
+        snprintf(line, sizeof line, "\n%-20s ", kgl_op_registry[i]->name);
         CHECK(strstr(out, line) != NULL); /* every registered op has a row */
     }
     CHECK(strstr(out, "FAIL") == NULL);
-    CHECK(strstr(out, "FFN 16 + supervised heads     ffn.w2") != NULL);
+    CHECK(strstr(out, "\nFFN 16 + supervised heads          ffn.w2   ") != NULL);
+    CHECK(strstr(out, "\ngraph, K 2, FFN, qk-norm, dropout  context.relation_emb") != NULL);
     CHECK(strstr(out, "max |J - J_fd| = ") != NULL);
     CHECK(strstr(out, "gradcheck: PASS") != NULL);
 }
@@ -71,7 +72,7 @@ TEST(cli_gradcheck_json)
     CHECK(ops == kgl_op_registry_count);
     CHECK(checks > 500);
     CHECK(strcmp(pass, "True") == 0);
-    CHECK(layer == 8 + 14 + 14 + 13 + 14); /* parameters of each whole-layer configuration */
+    CHECK(layer == 8 + 14 + 14 + 13 + 14 + 20 + 2); /* parameters of each whole-layer configuration */
 }
 
 TEST(cli_gradcheck_single_op)

@@ -214,7 +214,7 @@ TEST(graph_context_memory_does_not_grow_with_n_squared)
     CHECK(C->rows == N && C->cols == 8 && isfinite(C->data[(size_t)N * 8 - 1]));
     CHECK(tr.eval_tape.arena.high_water < (size_t)16 << 20); /* C itself is 1.3 MB */
     double spec[2];
-    kgl_model_relation_attention(&tr.model, NULL, spec, NULL);
+    kgl_model_relation_attention(&tr.model, NULL, spec, NULL, NULL);
     CHECK(spec[0] > 0 && spec[0] < 1);
     /* the estimate kgl train checks before allocating says the same */
     kgl_trainer_free(&tr);

@@ -48,8 +48,8 @@ static void json_result(const kgl_check_result *r, const char *config)
 
 static void row(const kgl_check_result *r, const char *config)
 {
-    if (config) printf("%-29s ", config);
-    printf("%-17s %7ld  %11.2e  %11.2e  %7.0e  %s  %s\n", r->name, r->checks, r->max_abs_err, r->max_rel_err,
+    if (config) printf("%-34s ", config);
+    printf("%-20s %7ld  %11.2e  %11.2e  %7.0e  %s  %s\n", r->name, r->checks, r->max_abs_err, r->max_rel_err,
            r->rel_tol, r->pass ? "PASS" : "FAIL", r->shapes);
     if (!r->pass) printf("  -> %s\n", r->why);
 }
@@ -93,7 +93,7 @@ int cmd_gradcheck(int argc, char **argv)
     bool all_pass = true;
     int failed_ops = 0, n_ops = 0;
     if (json) printf("{\"ops\":[");
-    else printf("%-17s %7s  %11s  %11s  %7s  %s  %s\n", "op", "checks", "max abs err", "max rel err", "tol", "    ",
+    else printf("%-20s %7s  %11s  %11s  %7s  %s  %s\n", "op", "checks", "max abs err", "max rel err", "tol", "    ",
                 "shapes");
     for (int i = 0; i < kgl_op_registry_count; i++) {
         const kgl_op *op = kgl_op_registry[i];
@@ -117,7 +117,7 @@ int cmd_gradcheck(int argc, char **argv)
     if (!only) {
         if (json) printf(",\"layer\":[");
         else printf("\nwhole layer (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
-                    "%-29s %-17s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
+                    "%-34s %-20s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
                     "max rel err", "tol", "    ", "shape");
         bool first = true;
         for (int w = 0; w < KGL_LAYER_CHECKS; w++) {

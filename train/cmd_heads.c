@@ -106,6 +106,149 @@ static double train_mrr(kgl_model *m, const data_view *v, kgl_eval *ev)
     return ev->both.mrr;
 }
 
+/* ---- the neighbourhood context -------------------------------------------------
+ * A graph model's heads look at edges, not at all entities: where each head's
+ * weight goes, by the relation of the attended edge, over every entity's
+ * evaluation neighbourhood (kgl_model_relation_attention), beside what uniform
+ * weights would put there; the weight a head keeps on the entity itself; and
+ * head ablation on (at most 2,000 of) the training triples. */
+#define GRAPH_ABLATION_TRIPLES 2000
+static int graph_heads(const char *ckpt, const char *query, bool json, const char *svg_dir, data_view *v, kgl_model *m,
+                       kgl_checkpoint *ck)
+{
+    if (query) {
+        fprintf(stderr, "kgl heads: --query shows the n x n attention of the full context; %s attends over "
+                        "neighbourhoods (--context graph): kgl heads without --query shows them by relation\n", ckpt);
+        return EXIT_USAGE;
+    }
+    int H = m->cfg.heads, nr = v->ds.n_relations;
+    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double)), *uniform = kgl_xmalloc((size_t)nr * sizeof(double));
+    double self[KGL_MAX_HEADS], ablated[KGL_MAX_HEADS];
+    kgl_model_relation_attention(m, NULL, spec, self, uniform);
+    int n_abl = v->n[0] < GRAPH_ABLATION_TRIPLES ? v->n[0] : GRAPH_ABLATION_TRIPLES;
+    kgl_eval ev;
+    kgl_eval_init(&ev, v->ds.n_entities, nr);
+    data_view part = *v;
+    part.n[0] = n_abl; /* the first triples of the file */
+    double base = train_mrr(m, &part, &ev);
+    for (int h = 0; h < H; h++) {
+        m->ablate[h] = true;
+        ablated[h] = train_mrr(m, &part, &ev);
+        m->ablate[h] = false;
+    }
+    kgl_eval_free(&ev);
+    if (json) {
+        printf("{\"step\":%ld,\"heads\":%d,\"context\":\"graph\",\"neighbours\":%d,\"relations\":{", ck->st.step, H,
+               m->cfg.neighbours);
+        bool first = true;
+        for (int r = 0; r < nr; r++) {
+            if (!v->use_relation[r] || isnan(uniform[r])) continue;
+            printf("%s", first ? "" : ",");
+            first = false;
+            kgl_json_string(stdout, v->ds.relation_names[r]);
+            printf(":{\"uniform\":");
+            kgl_json_number(stdout, uniform[r]);
+            printf(",\"mass\":[");
+            for (int h = 0; h < H; h++) {
+                printf("%s", h ? "," : "");
+                kgl_json_number(stdout, spec[h * nr + r]);
+            }
+            printf("]}");
+        }
+        printf("},\"self\":[");
+        for (int h = 0; h < H; h++) {
+            printf("%s", h ? "," : "");
+            kgl_json_number(stdout, self[h]);
+        }
+        printf("],\"ablation\":{\"triples\":%d,\"mrr\":", n_abl);
+        kgl_json_number(stdout, base);
+        printf(",\"heads\":[");
+        for (int h = 0; h < H; h++) {
+            printf("%s{\"head\":%d,\"mrr\":", h ? "," : "", h);
+            kgl_json_number(stdout, ablated[h]);
+            printf(",\"drop\":");
+            kgl_json_number(stdout, base - ablated[h]);
+            putchar('}');
+        }
+        printf("]}}\n");
+    } else {
+        int w = 8;
+        for (int r = 0; r < nr; r++)
+            if (v->use_relation[r] && (int)strlen(v->ds.relation_names[r]) > w) w = (int)strlen(v->ds.relation_names[r]);
+        if (w > 40) w = 40;
+        printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n", ckpt,
+               ck->st.step, H, m->cfg.dim, m->cfg.neighbours, v->n[0]);
+        printf("where each head's weight goes, by the relation of the attended edge (either direction): the mean\n"
+               "over the entities whose neighbourhood has such an edge of the weight on those edges; uniform =\n"
+               "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
+        printf("%-*s %8s", w, "relation", "uniform");
+        for (int h = 0; h < H; h++) printf("  head %-3d", h);
+        printf("\n");
+        for (int r = 0; r < nr; r++) {
+            if (!v->use_relation[r] || isnan(uniform[r])) continue;
+            printf("%-*.*s %8.3f", w, w, v->ds.relation_names[r], uniform[r]);
+            for (int h = 0; h < H; h++) printf("  %8.3f", spec[h * nr + r]);
+            printf("\n");
+        }
+        printf("%-*s %8s", w, "(itself)", "");
+        for (int h = 0; h < H; h++) printf("  %8.3f", self[h]);
+        printf("\n\nhead ablation: MRR (both directions) on the first %d training triples with every head %.4f\n"
+               "%-6s %12s %8s\n", n_abl, base, "head", "MRR without", "drop");
+        for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, ablated[h], base - ablated[h]);
+    }
+    int st = 0;
+    if (svg_dir) {
+        /* heads x relations, each cell's weight over uniform's: > 1 where a head favours the relation */
+        int used = 0;
+        for (int r = 0; r < nr; r++) used += v->use_relation[r] && !isnan(uniform[r]);
+        double *vals = kgl_xmalloc((size_t)H * (used ? used : 1) * sizeof(double));
+        const char **cols = kgl_xmalloc((size_t)(used ? used : 1) * sizeof *cols);
+        char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
+        const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
+        for (int h = 0; h < H; h++) {
+            snprintf(rows[h], sizeof rows[h], "head %d", h);
+            row_labels[h] = rows[h];
+            int c = 0;
+            for (int r = 0; r < nr; r++)
+                if (v->use_relation[r] && !isnan(uniform[r])) {
+                    cols[c] = v->ds.relation_names[r];
+                    vals[h * used + c++] = spec[h * nr + r] / uniform[r];
+                }
+        }
+        kgl_heatmap hm = {0};
+        hm.title = "weight on each relation's edges, as a multiple of uniform weights";
+        hm.rows = H;
+        hm.cols = used;
+        hm.values = vals;
+        hm.row_labels = row_labels;
+        hm.col_labels = cols;
+        hm.row_axis = "head";
+        hm.col_axis = "relation of the attended edge";
+        hm.value_label = "weight / uniform";
+        hm.annotate = used <= 16;
+        char path[4096], err[1024];
+        if (mkdir(svg_dir, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "kgl heads: %s: cannot create the folder: %s\n", svg_dir, strerror(errno));
+            st = EXIT_OUTPUT;
+        } else {
+            snprintf(path, sizeof path, "%s/relations.svg", svg_dir);
+            if (!kgl_svg_heatmap(path, &hm, err, sizeof err)) {
+                fprintf(stderr, "kgl heads: %s\n", err);
+                st = EXIT_OUTPUT;
+            } else if (!json) {
+                printf("\npicture: %s\n", path);
+            }
+        }
+        free(vals);
+        free(cols);
+        free(rows);
+        free(row_labels);
+    }
+    free(spec);
+    free(uniform);
+    return st;
+}
+
 static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *attn, const kgl_tails *tl,
                        const heads_report *rep, char *err, size_t cap)
 {
@@ -607,6 +750,16 @@ int cmd_heads(int argc, char **argv)
     char opened[4096]; /* member K's file with --member K, else F */
     if ((st = open_model("heads", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
     ckpt = opened;
+    if (m.cfg.context != KGL_CONTEXT_FULL) {
+        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(ckpt, query, json, svg_dir, &v, &m, &ck)
+                                                : (fprintf(stderr, "kgl heads: %s has no attention (--context none): "
+                                                                   "its states are the entity embeddings\n", ckpt),
+                                                   EXIT_USAGE);
+        kgl_model_free(&m);
+        kgl_checkpoint_close(&ck);
+        data_free(&v);
+        return st;
+    }
     if (query) {
         st = run_query(ckpt, query, (int)top, json, svg_dir, &v, &m, &ck);
         kgl_model_free(&m);

@@ -678,7 +678,7 @@ static void report(run_state *rs, int members, double seconds)
     }
     switch (tr->model.cfg.context) { /* where member 0's heads look, by relation */
     case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec); break;
-    case KGL_CONTEXT_GRAPH: kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, rs->spec, NULL); break;
+    case KGL_CONTEXT_GRAPH: kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, rs->spec, NULL, NULL); break;
     case KGL_CONTEXT_NONE:
         for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
         break;

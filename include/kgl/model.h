@@ -314,9 +314,10 @@ void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn,
 void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec);
 /* kgl_relation_attention of a --context graph model over every entity's
  * evaluation neighbourhood (the first K edges in the fixed order), with
- * the weight on the entity itself (its own token) in self[h] (may be NULL).
- * `pool` may be NULL. */
-void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self);
+ * the weight on the entity itself (its own token) in self[h], and in
+ * uniform[r] what uniform weights over each neighbourhood would put on r's
+ * edges (the baseline; self and uniform may be NULL). `pool` may be NULL. */
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self, double *uniform);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
  * update t is lr · f(t) with

@@ -212,7 +212,7 @@ static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
     c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
     c->n_inputs = 1;
     c->run = segment_softmax_run;
-    snprintf(c->label, sizeof c->label, "%dx%d, %d segments", T, heads[which], c->n_idx);
+    snprintf(c->label, sizeof c->label, "%dx%d, %d segment%s", T, heads[which], c->n_idx, c->n_idx == 1 ? "" : "s");
 }
 
 const kgl_op kgl_op_segment_softmax = {"segment_softmax",
@@ -288,7 +288,8 @@ static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, 
     c->inputs[1] = kgl_check_input(keep, rng, T, d[which], 1, 0);
     c->n_inputs = 2;
     c->run = segment_weighted_sum_run;
-    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segments", T, heads[which], T, d[which], c->n_idx);
+    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segment%s", T, heads[which], T, d[which], c->n_idx,
+             c->n_idx == 1 ? "" : "s");
 }
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",

@@ -341,7 +341,15 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     out->neighbourhood = nb;
     out->segment_logits = S;
     out->segment_attn = A;
-    kgl_tensor *O = kgl_segment_weighted_sum(t, kgl_dropout(t, A, p_attn, rng), V, nb->offsets, B);
+    kgl_tensor *Ad = kgl_dropout(t, A, p_attn, rng);
+    bool ablated = false;
+    for (int h = 0; h < H; h++) ablated |= m->ablate[h];
+    if (ablated) { /* a head switched off: its weights, so its output, are zeros */
+        kgl_tensor *keep = kgl_tensor_new(t, T, H, false);
+        for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = m->ablate[k % (size_t)H] ? 0.0 : 1.0;
+        Ad = kgl_mul(t, Ad, keep);
+    }
+    kgl_tensor *O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
     finish_layer(m, t, Xq, O, p, rng, out);
 }
 
@@ -378,11 +386,11 @@ static void graph_states(const kgl_model *m, kgl_tape *t, kgl_forward *out)
     graph_blocks(m, t, out, NULL, NULL, NULL);
 }
 
-void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self)
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self, double *uniform)
 {
     int H = m->cfg.heads, rels = m->cfg.n_relations;
-    size_t cells = (size_t)H * (size_t)rels;
-    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS] = {0};
+    size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
     memset(mass, 0, 2 * cells * sizeof(double));
     kgl_tape t;
     kgl_tape_init(&t);
@@ -390,9 +398,14 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *sp
     kgl_tape_set_pool(&t, pool);
     kgl_forward f;
     graph_blocks(m, &t, &f, mass, count, self_sum);
-    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
     if (self)
         for (int h = 0; h < H; h++) self[h] = self_sum[h] / m->cfg.n_entities;
+    if (uniform)
+        for (int r = 0; r < rels; r++) {
+            size_t k = (size_t)H * (size_t)rels + (size_t)r;
+            uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
+        }
     kgl_tape_free(&t);
     free(mass);
 }
@@ -401,9 +414,10 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *sp
    weight on each relation's edges (mass) and the segments having one (count),
    [H m] each, and the weight on the entity's own token (self, [H]). */
 static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
-                                   double *count, double *self)
+                                   double *count, double *self, bool with_uniform)
 {
-    double seg_mass[KGL_MAX_HEADS];
+    double seg_mass[KGL_MAX_HEADS + 1];
+    int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
     for (int b = 0; b < nb->n; b++) {
         int lo = nb->offsets[b], hi = nb->offsets[b + 1];
         if (self)
@@ -413,11 +427,13 @@ static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor
             bool first = true;
             for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
             if (!first) continue;
-            for (int h = 0; h < H; h++) seg_mass[h] = 0;
+            for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
             for (int u = t0; u < hi; u++)
-                if (nb->relation[u] % m == r)
+                if (nb->relation[u] % m == r) {
                     for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
-            for (int h = 0; h < H; h++) {
+                    seg_mass[H] += 1.0 / (hi - lo);
+                }
+            for (int h = 0; h < H_all; h++) {
                 mass[h * m + r] += seg_mass[h];
                 count[h * m + r] += 1;
             }
@@ -430,7 +446,7 @@ void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, in
     size_t cells = (size_t)heads * (size_t)m;
     double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
     memset(mass, 0, 2 * cells * sizeof(double));
-    add_relation_attention(nb, A, heads, m, mass, count, NULL);
+    add_relation_attention(nb, A, heads, m, mass, count, NULL, false);
     for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
     free(mass);
 }
@@ -458,7 +474,7 @@ static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, doub
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, &f);
         memcpy(C->data + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(double));
-        if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self);
+        if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self, true);
     }
     kgl_arena_free(&keep);
     kgl_tape_free(&blk);
@@ -674,7 +690,7 @@ const char *kgl_layer_check_name(int which)
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
                                                          "qk-norm, temperature, complex",
                                                          "FFN 16 + dropout + smooth",
-                                                         "graph context K 2, FFN, qk-norm, temp., dropout",
+                                                         "graph, K 2, FFN, qk-norm, dropout",
                                                          "no context (DistMult)"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
