@@ -418,9 +418,8 @@ typedef struct run_state {
     bool output_failed;                /* its log could not be written */
     kgl_trainer tr;
     kgl_eval ev;
-    FILE *log;
-    char log_tmp[4096];
-    int log_slot;     /* in the temporary-file registry */
+    FILE *log;        /* log_file.f while the log is written, else NULL */
+    kgl_outfile log_file;
     bool log_failed;  /* a write failed: reported, logging stopped */
     double t0;
     bool tty;
@@ -548,15 +547,13 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
 
 static bool open_log(run_state *rs)
 {
-    rs->log_slot = -1;
     if (!rs->log_path) return true;
-    snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->log_path);
-    rs->log = fopen(rs->log_tmp, "w");
-    if (!rs->log) {
-        fprintf(stderr, "kgl train: cannot write the log %s: %s\n", rs->log_tmp, strerror(errno));
+    char err[4200];
+    if (!kgl_outfile_open(&rs->log_file, rs->log_path, err, sizeof err)) {
+        fprintf(stderr, "kgl train: the log %s\n", err);
         return false;
     }
-    rs->log_slot = kgl_tmp_register(rs->log_tmp);
+    rs->log = rs->log_file.f;
     kgl_diag_init(&rs->diag, &rs->tr);
     log_header(rs);
     return true;
@@ -571,10 +568,8 @@ static void log_flush(run_state *rs, long step)
     int e = errno;
     if (rs->tty && !rs->o->quiet && !rs->o->json) fputc('\n', stderr);
     fprintf(stderr, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it\n", step,
-            rs->log_tmp, strerror(e ? e : EIO));
-    fclose(rs->log);
-    unlink(rs->log_tmp);
-    kgl_tmp_unregister(rs->log_slot);
+            rs->log_path, strerror(e ? e : EIO));
+    kgl_outfile_discard(&rs->log_file);
     kgl_diag_free(&rs->diag);
     rs->log = NULL;
     rs->log_failed = true;
@@ -585,19 +580,11 @@ static bool close_log(run_state *rs)
 {
     if (!rs->log) return !rs->log_failed;
     kgl_diag_free(&rs->diag);
-    const char *failed = NULL;
-    if (fflush(rs->log) != 0 || ferror(rs->log)) failed = "cannot write";
-    else if (fsync(fileno(rs->log)) != 0) failed = "cannot sync to disk";
-    int e = errno;
-    if (fclose(rs->log) != 0 && !failed) failed = "cannot write", e = errno;
-    if (!failed && rename(rs->log_tmp, rs->log_path) != 0) failed = "cannot rename it into place", e = errno;
-    if (failed) {
-        fprintf(stderr, "kgl train: the log %s: %s: %s\n", rs->log_path, failed, strerror(e));
-        unlink(rs->log_tmp);
-    }
-    kgl_tmp_unregister(rs->log_slot);
+    char err[4200];
+    bool ok = kgl_outfile_commit(&rs->log_file, err, sizeof err);
+    if (!ok) fprintf(stderr, "kgl train: the log %s\n", err);
     rs->log = NULL;
-    return !failed;
+    return ok;
 }
 
 /* SIGINT/SIGTERM: the first stops after the current step (the loop checks
