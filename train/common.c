@@ -618,9 +618,8 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     if (member >= 0) { /* that one alone */
         if (!(st = member_path(cmd, spec, member, path, sizeof path))) st = model_set_add(cmd, ms, path, v, names);
     } else if (one_file(spec)) { /* one file, and its members */
-        if ((st = model_set_add(cmd, ms, spec, v, names))) return st;
-        char list[sizeof ms->ck[0].st.members];
-        snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
+        char list[sizeof ms->ck[0].st.members] = "";
+        if (!(st = model_set_add(cmd, ms, spec, v, names))) snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
         for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
             member_file(spec, name, path, sizeof path);
             st = model_set_add(cmd, ms, path, v, names);
@@ -644,9 +643,10 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
         free(list);
     }
     if (st) {
-        bool names_open = !v && ms->n > 0; /* opened with the first checkpoint */
         model_set_close(ms);
-        if (names_open) kgl_dataset_free(names);
+        /* opened with the first checkpoint, even when its model was then
+           refused (not finite, too large): ms->n does not count that one */
+        if (!v) kgl_dataset_free(names);
     }
     return st;
 }
