@@ -205,3 +205,85 @@ TEST(temporaries_two_runs_writing_one_log_leave_one_whole_log)
     snprintf(cmd, sizeof cmd, "ls '%s'.* 2>/dev/null | wc -l", log); /* no temporary left */
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0 && strtol(out, NULL, 10) == 0);
 }
+
+/* Defect 3: an output equal to an input destroyed the input, exit 0
+   (--save tr.tsv --train tr.tsv, --ranks c.st --checkpoint c.st, ...). Each
+   case: exit 2 before any work, the message naming both, every file as it
+   was. */
+TEST(outputs_equal_to_an_input_are_refused)
+{
+    char dir[600], cmd[32768], cwd[4096], kgl[8400];
+    snprintf(dir, sizeof dir, "%s/same", T->tmp);
+    /* the commands run in dir, as a user types them: kgl by its full path */
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    if (T->kgl[0] == '/') snprintf(kgl, sizeof kgl, "%s", T->kgl);
+    else snprintf(kgl, sizeof kgl, "%s/%s", cwd, T->kgl);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/pic' '%s/emb' '%s/bm/d/tiny' '%s/bm/out' && cd '%s' && "
+             "'%s' train --steps 5 --quiet --save c.st >/dev/null && "
+             "'%s' train --steps 5 --quiet --ensemble 2 --save e.st >/dev/null && "
+             "cp c.st pic/head1.svg && cp c.st pic/query.svg && ln -s tr.tsv link.tsv && "
+             "printf -- '--dim 8 --steps 5 --eval-every 5\\n' > bm/out/tiny-seed1.json",
+             dir, dir, dir, dir, dir, kgl, kgl);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) {
+        printf("    %s\n", err);
+        return;
+    }
+    write_tmp(T, 0, "same/tr.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    write_tmp(T, 1, "same/emb/entities.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    write_tmp(T, 2, "same/r.args", "--dim 8\n", 8);
+    write_tmp(T, 3, "same/bm/d/tiny/train.txt", "a\tr\tb\nb\tr\tc\n", 12);
+    write_tmp(T, 4, "same/bm/d/tiny/valid.txt", "a\tr\tc\n", 6);
+    write_tmp(T, 5, "same/bm/d/tiny/test.txt", "c\tr\ta\n", 6);
+    write_tmp(T, 6, "same/x.m1.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    /* a copy of every file, to compare after each case */
+    snprintf(cmd, sizeof cmd, "cd '%s' && rm -rf ../same.orig && cp -a . ../same.orig", dir);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static const char *const cases[][2] = {
+        {"train --train tr.tsv --save tr.tsv", "kgl train: --save tr.tsv is the same file as --train tr.tsv, which "
+                                               "writing it would destroy; give another path\n"},
+        {"train --train tr.tsv --log tr.tsv", "kgl train: --log tr.tsv is the same file as --train tr.tsv"},
+        {"train --train tr.tsv --save link.tsv", "kgl train: --save link.tsv is the same file as --train tr.tsv"},
+        {"train --recipe r.args --train tr.tsv --save ./r.args --quiet",
+         "kgl train: --save ./r.args is the same file as --recipe r.args"},
+        {"train --resume c.st --log c.st", "kgl train: --log c.st is the same file as --resume c.st"},
+        /* two outputs, neither written yet */
+        {"train --save F --log ../same/F", "kgl train: --log ../same/F is the same file as --save F; give another path\n"},
+        {"train --ensemble 2 --save n.st --log n.m1.st", "kgl train: --save (member 1) n.m1.st is the same file as "
+                                                         "--log n.m1.st"},
+        {"train --ensemble 2 --save x.tsv --train x.m1.tsv", "kgl train: --save (member 1) x.m1.tsv is the same file "
+                                                             "as --train x.m1.tsv"},
+        {"eval --checkpoint c.st --ranks c.st", "kgl eval: --ranks c.st is the same file as --checkpoint c.st"},
+        {"eval --checkpoint c.st --ranks tr.tsv --train tr.tsv", "kgl eval: --ranks tr.tsv is the same file as --train"},
+        {"eval --checkpoint e.st --ranks e.m1.st", "kgl eval: --ranks e.m1.st is the same file as the checkpoint e.m1.st"},
+        {"grad --checkpoint c.st --out ./c.st", "kgl grad: --out ./c.st is the same file as --checkpoint c.st"},
+        {"grad --checkpoint e.st --member 1 --out e.m1.st", "kgl grad: --out e.m1.st is the same file as the "
+                                                            "checkpoint e.m1.st"},
+        {"export --checkpoint c.st --train emb/entities.tsv --out emb", "kgl export: --out emb/entities.tsv is the same "
+                                                                        "file as --train emb/entities.tsv"},
+        {"heads --checkpoint pic/head1.svg --svg pic", "kgl heads: --svg pic/head1.svg is the same file as "
+                                                       "--checkpoint pic/head1.svg"},
+        {"heads --checkpoint pic/query.svg --svg pic --query alice,advises", "kgl heads: --svg pic/query.svg is the "
+                                                                             "same file as --checkpoint pic/query.svg"},
+        {"benchmark --data bm/d --datasets tiny --seeds 1 --recipe bm/out/tiny-seed1.json --out bm/out",
+         "kgl benchmark: --out bm/out/tiny-seed1.json is the same file as --recipe bm/out/tiny-seed1.json"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s", dir, kgl, cases[k][0]);
+        int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+        bool refused = rc == 2 && strstr(err, cases[k][1]) == err && !*out;
+        if (!CHECK(refused)) printf("    kgl %s: rc %d\n    stderr: %s", cases[k][0], rc, err);
+        snprintf(cmd, sizeof cmd, "cd '%s' && diff -r --no-dereference . ../same.orig", dir);
+        if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    kgl %s:\n%s", cases[k][0], out);
+    }
+    /* resuming in place is what --resume F --save F is for */
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' train --resume c.st --save c.st --steps 3 --quiet", dir, kgl);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    kgl_st_file st;
+    char e[512], path[800];
+    snprintf(path, sizeof path, "%s/c.st", dir);
+    if (CHECK(kgl_st_read(path, &st, e, sizeof e))) {
+        CHECK(strcmp(kgl_st_meta(&st, "step"), "8") == 0);
+        kgl_st_free(&st);
+    }
+}

@@ -118,6 +118,12 @@ int cmd_eval(int argc, char **argv)
         data_free(&v);
         return st;
     }
+    const cli_file output = {"--ranks", ranks, true, NULL};
+    if (!outputs_distinct("eval", &d, ckpt, ms.paths, ms.n, &output, 1)) {
+        model_set_close(&ms);
+        data_free(&v);
+        return EXIT_USAGE;
+    }
     kgl_eval ev;
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
     if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);

@@ -938,6 +938,37 @@ static void free_member(run_state *rs)
     kgl_trainer_free(&rs->tr);
 }
 
+/* Every output a file of its own (cli_files_distinct), the members' too:
+   --save and --log are neither an input nor each other; --save may replace
+   the checkpoint --resume read, as resuming in place does. */
+static bool train_outputs_distinct(const train_opts *o)
+{
+    enum { INPUTS = 5 };
+    int members = (int)o->ensemble, n = INPUTS;
+    cli_file *files = calloc(INPUTS + 2 * (size_t)members, sizeof *files);
+    char(*what)[32] = calloc(2 * (size_t)members, sizeof *what);
+    const cli_file inputs[INPUTS] = {{"--train", o->data.train, false, NULL},
+                                     {"--valid", o->data.valid, false, NULL},
+                                     {"--test", o->data.test, false, NULL},
+                                     {"--resume", o->resume_path, false, NULL},
+                                     {"--recipe", o->recipe_path, false, NULL}};
+    memcpy(files, inputs, sizeof inputs);
+    for (int k = 0; k < members; k++)
+        for (int log = 0; log < 2; log++) {
+            const char *option = log ? "--log" : "--save";
+            if (k == 0) snprintf(what[n - INPUTS], sizeof what[0], "%s", option);
+            else snprintf(what[n - INPUTS], sizeof what[0], "%s (member %d)", option, k);
+            files[n] = (cli_file){what[n - INPUTS], member_path(log ? o->log_path : o->save_path, k), true,
+                                  log ? NULL : "--resume"};
+            n++;
+        }
+    bool ok = cli_files_distinct("train", files, n);
+    for (int k = INPUTS; k < n; k++) free((char *)files[k].path);
+    free(what);
+    free(files);
+    return ok;
+}
+
 /* Options that cannot go together, once the checkpoint's are merged: the
    reason, or NULL. */
 static const char *option_conflict(const train_opts *o)
@@ -976,6 +1007,10 @@ int cmd_train(int argc, char **argv)
     if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
         data_free(&v);
         return st;
+    }
+    if (!train_outputs_distinct(&o)) { /* after the recipe: it may set --ensemble */
+        data_free(&v);
+        return EXIT_USAGE;
     }
 
     kgl_checkpoint ck;

@@ -651,6 +651,22 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     return st;
 }
 
+bool outputs_distinct(const char *cmd, const data_args *d, const char *spec, char *const *models, int n_models,
+                      const cli_file *outputs, int n_out)
+{
+    cli_file *files = calloc(3 + (size_t)n_models + (size_t)n_out, sizeof *files);
+    int n = 0;
+    files[n++] = (cli_file){"--train", d->train, false, NULL};
+    files[n++] = (cli_file){"--valid", d->valid, false, NULL};
+    files[n++] = (cli_file){"--test", d->test, false, NULL};
+    for (int k = 0; k < n_models; k++) /* a member's file is named as such */
+        files[n++] = (cli_file){strcmp(models[k], spec) == 0 ? "--checkpoint" : "the checkpoint", models[k], false, NULL};
+    for (int k = 0; k < n_out; k++) files[n++] = outputs[k];
+    bool ok = cli_files_distinct(cmd, files, n);
+    free(files);
+    return ok;
+}
+
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json)
 {
     int st;

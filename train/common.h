@@ -90,6 +90,15 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
                    model_set *ms);
 void model_set_close(model_set *ms);
 
+/* Whether the n_out outputs (cli_file, output set) are files of their own:
+ * none is a triples file d names, nor one of the n_models checkpoint files
+ * opened for --checkpoint spec (an ensemble's members, --member K's file),
+ * nor another output (cli_files_distinct). Otherwise prints "kgl CMD:
+ * --ranks c.st is the same file as --checkpoint c.st, ..." and returns false
+ * (EXIT_USAGE), before anything is computed or written. */
+bool outputs_distinct(const char *cmd, const data_args *d, const char *spec, char *const *models, int n_models,
+                      const cli_file *outputs, int n_out);
+
 /* Opens a checkpoint for the loaded triples (kgl_checkpoint_open); prints
  * the error and returns 2 on failure. A checkpoint of other triples opened
  * on the embedded world (no --train) is reported as such: "F: this
