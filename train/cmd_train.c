@@ -1,6 +1,7 @@
 /* cmd_train.c — `kgl train`: the layer learns the triples. */
 #include <errno.h>
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -856,8 +857,9 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
 
 /* Writes member rs's checkpoint to rs->save_path; member 0's metadata
    lists the other members' files (`members`, names relative to its folder,
-   '\n'-separated; NULL for none). False after reporting. */
-static bool save_member(run_state *rs, const char *members)
+   '\n'-separated; NULL for none). Every member of an ensemble records the
+   save's run_id ("" for a model alone). False after reporting. */
+static bool save_member(run_state *rs, const char *members, const char *run_id)
 {
     const train_opts *o = rs->o;
     kgl_train_state ts = {0};
@@ -878,6 +880,7 @@ static bool save_member(run_state *rs, const char *members)
     ts.base_lr = rs->tr.base_lr;
     ts.kvsall = o->kvsall;
     snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
+    snprintf(ts.run_id, sizeof ts.run_id, "%s", run_id);
     char err[1024];
     if (!kgl_checkpoint_save(rs->save_path, &rs->tr.model, &rs->v->ds, &ts, err, sizeof err)) {
         fprintf(stderr, "kgl train: %s\n", err);
@@ -1118,8 +1121,13 @@ int cmd_train(int argc, char **argv)
                     o.save_path);
             output_failed = true;
         }
+        /* The members are saved one by one, each atomically, so a kill between
+           two of them leaves a set mixed from two saves: one run id in every
+           member makes that mix detectable (model_set_open refuses it). */
+        char run_id[sizeof ((kgl_train_state *)0)->run_id] = "";
+        if (trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
         for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
-            if (!save_member(&rs[k], k == 0 ? members : NULL)) output_failed = true;
+            if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) output_failed = true;
     }
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
