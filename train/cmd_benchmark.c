@@ -179,9 +179,9 @@ static bool files_distinct(const kgl_benchmark_dataset *job, int n_jobs, const u
                            const char *data, const char *out, bool recipe)
 {
     static const char *const split[3] = {"train", "valid", "test"}, *const ext[4] = {"json", "err", "csv", "safetensors"};
-    size_t cap = (size_t)n_jobs * (4 + 4 * (size_t)n_seeds) + 1;
-    char(*paths)[1200] = malloc(cap * sizeof *paths);
-    cli_file *files = malloc(cap * sizeof *files);
+    /* per dataset its configuration, 3 splits and 4 files a seed; results.json */
+    static char paths[MAX_DATASETS * (4 + 4 * KGL_BENCHMARK_MAX_SEEDS) + 1][1200];
+    static cli_file files[sizeof paths / sizeof paths[0]];
     int n = 0;
     for (int j = 0; j < n_jobs; j++) {
         files[n++] = (cli_file){recipe ? "--recipe" : "--configs", job[j].config_path, false, NULL};
@@ -197,10 +197,7 @@ static bool files_distinct(const kgl_benchmark_dataset *job, int n_jobs, const u
     }
     snprintf(paths[n], sizeof paths[n], "%s/results.json", out);
     files[n] = (cli_file){"--out", paths[n], true, NULL};
-    bool ok = cli_files_distinct("benchmark", files, n + 1);
-    free(files);
-    free(paths);
-    return ok;
+    return cli_files_distinct("benchmark", files, n + 1);
 }
 
 /* "1,2,3" → seeds */
