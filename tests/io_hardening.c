@@ -165,11 +165,13 @@ TEST(hardening_non_finite_model_refused_without_a_leak)
     const char *base = base_checkpoint(T);
     const char *bad = hpath(T, 1, "hard_wq.st");
     CHECK(rewrite_checkpoint(base, bad, NULL, NULL, "attn.wq", 1e308));
-    static const char *const commands[] = {
-        "predict --head alice --relation advises --checkpoint", "predict --train data/academic.tsv --head alice "
-                                                                 "--relation advises --checkpoint",
-        "eval --checkpoint", "heads --checkpoint", "heads --query alice,advises --checkpoint",
-        "export --checkpoint", "grad --out /dev/null --checkpoint"};
+    static const char *const commands[] = {"predict --head alice --relation advises --checkpoint",
+                                           "predict --train data/academic.tsv --head alice --relation advises --checkpoint",
+                                           "eval --checkpoint",
+                                           "heads --checkpoint",
+                                           "heads --query alice,advises --checkpoint",
+                                           "export --checkpoint",
+                                           "grad --out /dev/null --checkpoint"};
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
         char args[1024];
         snprintf(args, sizeof args, "%s '%s'", commands[k], bad);

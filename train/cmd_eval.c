@@ -1,10 +1,8 @@
 /* cmd_eval.c — `kgl eval`: the filtered metrics for a saved model,
  * and with --ranks every ranked triple as a TSV file for error analysis. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 

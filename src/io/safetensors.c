@@ -5,13 +5,11 @@
  * section. Tensor bytes are little-endian F64 in C order; the header's
  * data_offsets are relative to the start of the data section. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "kgl/io.h"
 #include "engine/internal.h"

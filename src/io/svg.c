@@ -16,8 +16,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "kgl/io.h"
 #include "engine/internal.h"

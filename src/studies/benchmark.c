@@ -4,7 +4,6 @@
  * runs: the published rows, a dataset's configuration, reading a run's
  * --json output back, the mean and standard deviation over seeds, and
  * results.json. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
