@@ -62,7 +62,7 @@ TEST(cli_exit_status_each_code)
     const char *ck = cpath(T, 0, "term.st");
     snprintf(cmd, sizeof cmd,
              "'%s' train --steps 100000000 --quiet --log-every 1 --log '%s.csv' --save '%s' & p=$!; "
-             "while [ \"$(wc -l < '%s.csv.tmp' 2>/dev/null || echo 0)\" -lt 5 ]; do sleep 0.01; done; "
+             "while [ \"$(cat '%s.csv'.*.tmp 2>/dev/null | wc -l)\" -lt 5 ]; do sleep 0.01; done; "
              "kill -TERM $p; wait $p",
              T->kgl, ck, ck, ck);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 130);
@@ -117,9 +117,9 @@ TEST(cli_log_failure_reported_at_once_and_save_goes_on)
     CHECK(kgl_st_read(ck, &f, e, sizeof e)); /* and saved */
     CHECK(strcmp(kgl_st_meta(&f, "step"), "300") == 0);
     kgl_st_free(&f);
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", log);
-    CHECK(!exists(tmp) && !exists(log)); /* the broken log is not left behind */
+    /* the broken log is not left behind, nor its temporary */
+    snprintf(cmd, sizeof cmd, "ls '%s'* 2>/dev/null | wc -l", log);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0 && strtol(out, NULL, 10) == 0);
 }
 
 /* Defect 5: a benchmark .args file with --test=F replaced the dataset's split. */
@@ -185,7 +185,7 @@ TEST(cli_memory_estimate_refuses_what_cannot_fit)
 TEST(cli_stale_temporaries_removed_at_next_save)
 {
     const char *ck = cpath(T, 0, "stale.st");
-    char dead[700], live[700], other[700], cmd[1024];
+    char dead[700], live[700], other[700], dead_hex[700], live_hex[700], dead_log[700], cmd[2048];
     /* a pid that has exited: the shell's own, after it is gone */
     CHECK(run_sh(T, "sh -c 'echo $$'", out, sizeof out, err, sizeof err) == 0);
     long pid = strtol(out, NULL, 10);
@@ -193,18 +193,23 @@ TEST(cli_stale_temporaries_removed_at_next_save)
     snprintf(dead, sizeof dead, "%s.%ld.0.tmp", ck, pid);
     snprintf(live, sizeof live, "%s.%ld.0.tmp", ck, (long)getpid());
     snprintf(other, sizeof other, "%s.x.%ld.0.tmp", ck, pid); /* another file's name */
-    const char *names[3] = {dead, live, other};
-    for (int k = 0; k < 3; k++) {
+    /* the names of issue 25: 16 random hex digits, for every output (the log too) */
+    snprintf(dead_hex, sizeof dead_hex, "%s.%ld.00ff00ff00ff00ff.tmp", ck, pid);
+    snprintf(live_hex, sizeof live_hex, "%s.%ld.00ff00ff00ff00ff.tmp", ck, (long)getpid());
+    snprintf(dead_log, sizeof dead_log, "%s.csv.%ld.0123456789abcdef.tmp", ck, pid);
+    const char *names[6] = {dead, live, other, dead_hex, live_hex, dead_log};
+    for (int k = 0; k < 6; k++) {
         FILE *f = fopen(names[k], "w");
         CHECK(f != NULL);
         if (f) fclose(f);
     }
-    snprintf(cmd, sizeof cmd, "train --steps 1 --quiet --save '%s'", ck);
+    snprintf(cmd, sizeof cmd, "train --steps 1 --quiet --save '%s' --log '%s.csv'", ck, ck);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    CHECK(!exists(dead));
-    CHECK(exists(live));
+    CHECK(!exists(dead) && !exists(dead_hex) && !exists(dead_log));
+    CHECK(exists(live) && exists(live_hex));
     CHECK(exists(other));
     unlink(live);
+    unlink(live_hex);
     unlink(other);
 }
 
@@ -244,7 +249,7 @@ TEST(cli_interrupt_then_resume_is_exact)
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "'%s' train %s --threads 2 --steps 100000000 --log-every 1 --log '%s.csv' --save '%s' & p=$!; "
-             "while [ \"$(wc -l < '%s.csv.tmp' 2>/dev/null || echo 0)\" -lt 40 ]; do sleep 0.01; done; "
+             "while [ \"$(cat '%s.csv'.*.tmp 2>/dev/null | wc -l)\" -lt 40 ]; do sleep 0.01; done; "
              "kill -INT $p; wait $p",
              T->kgl, opts, a, a, a);
     int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);

@@ -174,7 +174,7 @@ TEST(export_output_errors)
     CHECK(mkdir(path, 0777) == 0);
     snprintf(cmd, sizeof cmd, "export --checkpoint %s --out %s/blocked", ckpt, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 3);
-    CHECK(strstr(err, "blocked/context.tsv: cannot write it") != NULL);
+    CHECK(strstr(err, "blocked/context.tsv: cannot replace it with the new file") != NULL);
     int tmps = 0;
     snprintf(path, sizeof path, "%s/blocked", T->tmp);
     DIR *bd = opendir(path);

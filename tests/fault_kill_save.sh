@@ -4,7 +4,7 @@
 # that the checkpoint at F is always the old or the new one (after SIGTERM,
 # which stops after the current step and saves it, any step between) and
 # loadable, and
-# that no temporary file (F.PID.K.tmp) outlives the next save. Run by
+# that no temporary file (F.PID.R.tmp) outlives the next save. Run by
 # `make test` (tests/cli_fault.c); prints one line per failure, exits 1 on any.
 set -u
 kgl=$1

@@ -216,6 +216,34 @@ TEST(hardening_resume_uses_checkpoint_adam_constants)
     }
 }
 
+/* Issue 25, defect 11: kgl predict on a checkpoint whose attention is not
+   finite exited 2 but leaked the names it had read from the checkpoint. Under
+   `make sanitize` the kgl run here is built with AddressSanitizer, whose
+   LeakSanitizer reports a leak at exit and turns the status into 1: each
+   command that refuses such a model must exit 2 with nothing leaked. */
+TEST(hardening_non_finite_model_refused_without_a_leak)
+{
+    const char *base = base_checkpoint(T);
+    const char *bad = hpath(T, 1, "hard_wq.st");
+    CHECK(rewrite_checkpoint(base, bad, NULL, NULL, "attn.wq", 1e308));
+    static const char *const commands[] = {"predict --head alice --relation advises --checkpoint",
+                                           "predict --train data/academic.tsv --head alice --relation advises --checkpoint",
+                                           "eval --checkpoint",
+                                           "heads --checkpoint",
+                                           "heads --query alice,advises --checkpoint",
+                                           "export --checkpoint",
+                                           "grad --out /dev/null --checkpoint"};
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; k++) {
+        char args[1024];
+        snprintf(args, sizeof args, "%s '%s'", commands[k], bad);
+        if (strncmp(commands[k], "export", 6) == 0) /* a folder it could write */
+            snprintf(args + strlen(args), sizeof args - strlen(args), " --out '%s'", hpath(T, 2, "emb"));
+        int rc = run_kgl(T, args, out, sizeof out, err, sizeof err);
+        if (!CHECK(rc == 2 && strstr(err, "too large for finite arithmetic") && !strstr(err, "LeakSanitizer")))
+            printf("    kgl %s: rc %d\n    stderr: %.2000s\n", args, rc, err);
+    }
+}
+
 /* Defect 2: --train /dev/zero grew a buffer until memory ran out. */
 TEST(hardening_devices_and_huge_files_refused)
 {

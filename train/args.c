@@ -277,6 +277,47 @@ bool cli_output_dir_ok(const char *cmd, const char *what, const char *dir)
     return writable_folder(cmd, what, dir, folder_of(trimmed, buf, sizeof buf));
 }
 
+static bool same_inode(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea || eb) return ea && eb && same_inode(&sa, &sb);
+    /* neither is written yet: one name in one folder ("out/x" and "./out/x") */
+    char fa[4096], fb[4096];
+    if (stat(folder_of(a, fa, sizeof fa), &sa) != 0 || stat(folder_of(b, fb, sizeof fb), &sb) != 0)
+        return strcmp(a, b) == 0;
+    return same_inode(&sa, &sb) && strcmp(base_name(a), base_name(b)) == 0;
+}
+
+bool cli_files_distinct(const char *cmd, const cli_file *files, int n)
+{
+    for (int j = 0; j < n; j++) {
+        const cli_file *o = &files[j];
+        if (!o->output || !o->path) continue;
+        for (int i = 0; i < n; i++) { /* every input, and the outputs before this one */
+            const cli_file *x = &files[i];
+            if (i == j || !x->path || (x->output && i > j)) continue;
+            if (!x->output && o->may_replace && strcmp(o->may_replace, x->what) == 0) continue;
+            if (!same_file(o->path, x->path)) continue;
+            fprintf(stderr, "kgl %s: %s %s is the same file as %s %s%s; give another path\n", cmd, o->what, o->path,
+                    x->what, x->path, x->output ? "" : ", which writing it would destroy");
+            return false;
+        }
+    }
+    return true;
+}
+
 static void on_signal(int sig)
 {
     (void)sig;

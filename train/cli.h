@@ -67,6 +67,21 @@ bool cli_output_ok(const char *cmd, const char *what, const char *path);
 /* The same for an output folder: it exists and is writable, or its parent
  * is (it will be created). */
 bool cli_output_dir_ok(const char *cmd, const char *what, const char *dir);
+/* A file a command reads or writes, for cli_files_distinct. */
+typedef struct cli_file {
+    const char *what;        /* the option, for messages: "--train" */
+    const char *path;        /* NULL: not given (skipped) */
+    bool output;
+    const char *may_replace; /* an output: the option of an input it may overwrite
+                                (--save over --resume), or NULL */
+} cli_file;
+/* Whether every output is a file of its own: not an input, which writing it
+ * would destroy, nor another output. Two paths are one file when both exist
+ * and have the same device and inode (a link, "./x" and "x"), or when
+ * neither exists and their folders resolve to one. Otherwise prints "kgl
+ * CMD: --save tr.tsv is the same file as --train tr.tsv, ..." and returns
+ * false: a bad argument (EXIT_USAGE), found before anything is written. */
+bool cli_files_distinct(const char *cmd, const cli_file *files, int n);
 /* SIGINT and SIGTERM: remove the temporary files being written
  * (kgl_tmp_remove_all) and exit with status 130. Every command runs with
  * these; kgl train installs its own (stop after the current step). */

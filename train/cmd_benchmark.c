@@ -188,6 +188,34 @@ static bool read_run(const char *out, const kgl_benchmark_dataset *job, kgl_benc
     return false;
 }
 
+/* Every file the runs write (OUT/<dataset>-seed<S>.{json,err,csv,safetensors}
+   and OUT/results.json) is a file of its own, not a configuration or data
+   file they read (cli_files_distinct). */
+static bool files_distinct(const kgl_benchmark_dataset *job, int n_jobs, const unsigned long long *seeds, int n_seeds,
+                           const char *data, const char *out, bool recipe)
+{
+    static const char *const split[3] = {"train", "valid", "test"}, *const ext[4] = {"json", "err", "csv", "safetensors"};
+    /* per dataset its configuration, 3 splits and 4 files a seed; results.json */
+    static char paths[MAX_DATASETS * (4 + 4 * KGL_BENCHMARK_MAX_SEEDS) + 1][1200];
+    static cli_file files[sizeof paths / sizeof paths[0]];
+    int n = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        files[n++] = (cli_file){recipe ? "--recipe" : "--configs", job[j].config_path, false, NULL};
+        for (int s = 0; s < 3; s++, n++) {
+            snprintf(paths[n], sizeof paths[n], "%s/%s/%s.txt", data, job[j].name, split[s]);
+            files[n] = (cli_file){"--data", paths[n], false, NULL};
+        }
+        for (int i = 0; i < n_seeds; i++)
+            for (int e = 0; e < 4; e++, n++) {
+                kgl_benchmark_run_path(paths[n], sizeof paths[n], out, job[j].name, seeds[i], ext[e]);
+                files[n] = (cli_file){"--out", paths[n], true, NULL};
+            }
+    }
+    snprintf(paths[n], sizeof paths[n], "%s/results.json", out);
+    files[n] = (cli_file){"--out", paths[n], true, NULL};
+    return cli_files_distinct("benchmark", files, n + 1);
+}
+
 /* "1,2,3" → seeds */
 static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 {
@@ -295,6 +323,7 @@ int cmd_benchmark(int argc, char **argv)
         }
     }
     free(list);
+    if (!st && !files_distinct(job, n_jobs, seeds, n_seeds, data, out, recipe != NULL)) st = EXIT_USAGE;
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (!st && n <= 0) {

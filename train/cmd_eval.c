@@ -1,10 +1,8 @@
 /* cmd_eval.c — `kgl eval`: the filtered metrics for a saved model,
  * and with --ranks every ranked triple as a TSV file for error analysis. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 
@@ -37,17 +35,11 @@ static const char help[] =
    half-written file. Returns false after reporting. */
 static bool write_ranks(const char *path, const model_set *ms, const data_view *v)
 {
-    size_t len = strlen(path) + 32;
-    char *tmp = malloc(len);
-    if (!tmp) {
-        fprintf(stderr, "kgl eval: --ranks %s: out of memory\n", path);
-        return false;
-    }
-    snprintf(tmp, len, "%s.%ld.tmp", path, (long)getpid());
-    int slot = kgl_tmp_register(tmp);
-    FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL;
+    kgl_outfile o;
+    char err[4200];
+    bool ok = kgl_outfile_open(&o, path, err, sizeof err);
     if (ok) {
+        FILE *f = o.f;
         const kgl_dataset *ds = &v->ds;
         char *const *ent = ds->entity_names;
         fputs("split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n", f);
@@ -57,7 +49,6 @@ static bool write_ranks(const char *path, const model_set *ms, const data_view *
             kgl_ranked *r = malloc((size_t)2 * n * sizeof *r);
             if (!r) {
                 ok = false;
-                errno = ENOMEM;
                 break;
             }
             kgl_rank_triples_ensemble(ms->models, (const double *const *)ms->states, ms->n, ds, v->split[s], n, r);
@@ -82,17 +73,14 @@ static bool write_ranks(const char *path, const model_set *ms, const data_view *
             }
             free(r);
         }
-        ok = ok && !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok = fclose(f) == 0 && ok;
+        if (ok) {
+            ok = kgl_outfile_commit(&o, err, sizeof err);
+        } else {
+            kgl_outfile_discard(&o);
+            snprintf(err, sizeof err, "%s: out of memory", path);
+        }
     }
-    int e = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        fprintf(stderr, "kgl eval: --ranks %s: cannot write it: %s\n", path, strerror(e));
-    }
-    kgl_tmp_unregister(slot);
-    free(tmp);
+    if (!ok) fprintf(stderr, "kgl eval: --ranks %s\n", err);
     return ok;
 }
 
@@ -127,6 +115,12 @@ int cmd_eval(int argc, char **argv)
     if ((st = model_set_open("eval", ckpt, (int)member, &v, NULL, &ms))) {
         data_free(&v);
         return st;
+    }
+    const cli_file output = {"--ranks", ranks, true, NULL};
+    if (!outputs_distinct("eval", &d, ckpt, ms.paths, ms.n, &output, 1)) {
+        model_set_close(&ms);
+        data_free(&v);
+        return EXIT_USAGE;
     }
     kgl_eval ev;
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);

@@ -61,6 +61,18 @@ int cmd_export(int argc, char **argv)
     kgl_checkpoint ck;
     char opened[4096]; /* member K's file with --member K, else F */
     if ((st = open_model("export", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    char paths[N_FILES][4200], *models[1] = {opened};
+    cli_file outputs[N_FILES];
+    for (int k = 0; k < N_FILES; k++) {
+        snprintf(paths[k], sizeof paths[k], "%s/%s", out, files[k]);
+        outputs[k] = (cli_file){"--out", paths[k], true, NULL};
+    }
+    if (!outputs_distinct("export", &d, ckpt, models, 1, outputs, N_FILES)) {
+        kgl_model_free(&m);
+        kgl_checkpoint_close(&ck);
+        data_free(&v);
+        return EXIT_USAGE;
+    }
     ckpt = opened;
     char err[1024];
     if (!kgl_export_tsv(&m, &v.ds, out, err, sizeof err)) {

@@ -55,6 +55,14 @@ int cmd_grad(int argc, char **argv)
     kgl_checkpoint ck;
     char opened[4096]; /* member K's file with --member K, else F */
     if ((st = open_model("grad", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    char *models[1] = {opened};
+    const cli_file output = {"--out", out, true, NULL};
+    if (!outputs_distinct("grad", &d, ckpt, models, 1, &output, 1)) {
+        kgl_model_free(&m);
+        kgl_checkpoint_close(&ck);
+        data_free(&v);
+        return EXIT_USAGE;
+    }
     ckpt = opened;
     if (!supervise && ck.st.supervise[0]) supervise = ck.st.supervise;
     if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;

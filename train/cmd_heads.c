@@ -713,6 +713,27 @@ static int run_query(const char *cmd_ckpt, const char *query, int top, bool json
     return st;
 }
 
+/* The pictures --svg DIR will hold (query.svg; or head<h>.svg, heads.svg
+   and spec.svg), none of them a file the command reads (outputs_distinct). */
+static bool pictures_distinct(const data_args *d, const char *spec, char *opened, const char *dir, bool query, int H)
+{
+    char(*paths)[4200] = malloc((size_t)(H + 2) * sizeof *paths);
+    cli_file *outputs = malloc((size_t)(H + 2) * sizeof *outputs);
+    int n = 0;
+    if (query) {
+        snprintf(paths[n++], sizeof paths[0], "%s/query.svg", dir);
+    } else {
+        for (int h = 0; h < H; h++) snprintf(paths[n++], sizeof paths[0], "%s/head%d.svg", dir, h);
+        snprintf(paths[n++], sizeof paths[0], "%s/heads.svg", dir);
+        snprintf(paths[n++], sizeof paths[0], "%s/spec.svg", dir);
+    }
+    for (int k = 0; k < n; k++) outputs[k] = (cli_file){"--svg", paths[k], true, NULL};
+    bool ok = outputs_distinct("heads", d, spec, &opened, 1, outputs, n);
+    free(outputs);
+    free(paths);
+    return ok;
+}
+
 int cmd_heads(int argc, char **argv)
 {
     cli_args a;
@@ -749,6 +770,12 @@ int cmd_heads(int argc, char **argv)
     kgl_checkpoint ck;
     char opened[4096]; /* member K's file with --member K, else F */
     if ((st = open_model("heads", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
+    if (svg_dir && !pictures_distinct(&d, ckpt, opened, svg_dir, query != NULL, m.cfg.heads)) {
+        kgl_model_free(&m);
+        kgl_checkpoint_close(&ck);
+        data_free(&v);
+        return EXIT_USAGE;
+    }
     ckpt = opened;
     if (m.cfg.context != KGL_CONTEXT_FULL) {
         st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(ckpt, query, json, svg_dir, &v, &m, &ck)

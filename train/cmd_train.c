@@ -1,6 +1,7 @@
 /* cmd_train.c — `kgl train`: the layer learns the triples. */
 #include <errno.h>
 #include <float.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -436,9 +437,8 @@ typedef struct run_state {
     bool output_failed;                /* its log could not be written */
     kgl_trainer tr;
     kgl_eval ev;
-    FILE *log;
-    char log_tmp[4096];
-    int log_slot;     /* in the temporary-file registry */
+    FILE *log;        /* log_file.f while the log is written, else NULL */
+    kgl_outfile log_file;
     bool log_failed;  /* a write failed: reported, logging stopped */
     double t0;
     bool tty;
@@ -584,15 +584,13 @@ static void progress(run_state *rs, long step, long last, double loss, bool forc
 
 static bool open_log(run_state *rs)
 {
-    rs->log_slot = -1;
     if (!rs->log_path) return true;
-    snprintf(rs->log_tmp, sizeof rs->log_tmp, "%s.tmp", rs->log_path);
-    rs->log = fopen(rs->log_tmp, "w");
-    if (!rs->log) {
-        fprintf(stderr, "kgl train: cannot write the log %s: %s\n", rs->log_tmp, strerror(errno));
+    char err[4200];
+    if (!kgl_outfile_open(&rs->log_file, rs->log_path, err, sizeof err)) {
+        fprintf(stderr, "kgl train: the log %s\n", err);
         return false;
     }
-    rs->log_slot = kgl_tmp_register(rs->log_tmp);
+    rs->log = rs->log_file.f;
     kgl_diag_init(&rs->diag, &rs->tr);
     log_header(rs);
     return true;
@@ -607,10 +605,8 @@ static void log_flush(run_state *rs, long step)
     int e = errno;
     if (rs->tty && !rs->o->quiet && !rs->o->json) fputc('\n', stderr);
     fprintf(stderr, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it\n", step,
-            rs->log_tmp, strerror(e ? e : EIO));
-    fclose(rs->log);
-    unlink(rs->log_tmp);
-    kgl_tmp_unregister(rs->log_slot);
+            rs->log_path, strerror(e ? e : EIO));
+    kgl_outfile_discard(&rs->log_file);
     kgl_diag_free(&rs->diag);
     rs->log = NULL;
     rs->log_failed = true;
@@ -621,19 +617,11 @@ static bool close_log(run_state *rs)
 {
     if (!rs->log) return !rs->log_failed;
     kgl_diag_free(&rs->diag);
-    const char *failed = NULL;
-    if (fflush(rs->log) != 0 || ferror(rs->log)) failed = "cannot write";
-    else if (fsync(fileno(rs->log)) != 0) failed = "cannot sync to disk";
-    int e = errno;
-    if (fclose(rs->log) != 0 && !failed) failed = "cannot write", e = errno;
-    if (!failed && rename(rs->log_tmp, rs->log_path) != 0) failed = "cannot rename it into place", e = errno;
-    if (failed) {
-        fprintf(stderr, "kgl train: the log %s: %s: %s\n", rs->log_path, failed, strerror(e));
-        unlink(rs->log_tmp);
-    }
-    kgl_tmp_unregister(rs->log_slot);
+    char err[4200];
+    bool ok = kgl_outfile_commit(&rs->log_file, err, sizeof err);
+    if (!ok) fprintf(stderr, "kgl train: the log %s\n", err);
     rs->log = NULL;
-    return !failed;
+    return ok;
 }
 
 /* SIGINT/SIGTERM: the first stops after the current step (the loop checks
@@ -916,8 +904,9 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
 
 /* Writes member rs's checkpoint to rs->save_path; member 0's metadata
    lists the other members' files (`members`, names relative to its folder,
-   '\n'-separated; NULL for none). False after reporting. */
-static bool save_member(run_state *rs, const char *members)
+   '\n'-separated; NULL for none). Every member of an ensemble records the
+   save's run_id ("" for a model alone). False after reporting. */
+static bool save_member(run_state *rs, const char *members, const char *run_id)
 {
     const train_opts *o = rs->o;
     kgl_train_state ts = {0};
@@ -938,6 +927,7 @@ static bool save_member(run_state *rs, const char *members)
     ts.base_lr = rs->tr.base_lr;
     ts.kvsall = o->kvsall;
     snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
+    snprintf(ts.run_id, sizeof ts.run_id, "%s", run_id);
     char err[1024];
     if (!kgl_checkpoint_save(rs->save_path, &rs->tr.model, &rs->v->ds, &ts, err, sizeof err)) {
         fprintf(stderr, "kgl train: %s\n", err);
@@ -998,6 +988,37 @@ static void free_member(run_state *rs)
     kgl_trainer_free(&rs->tr);
 }
 
+/* Every output a file of its own (cli_files_distinct), the members' too:
+   --save and --log are neither an input nor each other; --save may replace
+   the checkpoint --resume read, as resuming in place does. */
+static bool train_outputs_distinct(const train_opts *o)
+{
+    enum { INPUTS = 5 };
+    int members = (int)o->ensemble, n = INPUTS;
+    cli_file *files = calloc(INPUTS + 2 * (size_t)members, sizeof *files);
+    char(*what)[32] = calloc(2 * (size_t)members, sizeof *what);
+    const cli_file inputs[INPUTS] = {{"--train", o->data.train, false, NULL},
+                                     {"--valid", o->data.valid, false, NULL},
+                                     {"--test", o->data.test, false, NULL},
+                                     {"--resume", o->resume_path, false, NULL},
+                                     {"--recipe", o->recipe_path, false, NULL}};
+    memcpy(files, inputs, sizeof inputs);
+    for (int k = 0; k < members; k++)
+        for (int log = 0; log < 2; log++) {
+            const char *option = log ? "--log" : "--save";
+            if (k == 0) snprintf(what[n - INPUTS], sizeof what[0], "%s", option);
+            else snprintf(what[n - INPUTS], sizeof what[0], "%s (member %d)", option, k);
+            files[n] = (cli_file){what[n - INPUTS], member_path(log ? o->log_path : o->save_path, k), true,
+                                  log ? NULL : "--resume"};
+            n++;
+        }
+    bool ok = cli_files_distinct("train", files, n);
+    for (int k = INPUTS; k < n; k++) free((char *)files[k].path);
+    free(what);
+    free(files);
+    return ok;
+}
+
 /* Options that cannot go together, once the checkpoint's are merged: the
    reason, or NULL. */
 static const char *option_conflict(const train_opts *o)
@@ -1040,6 +1061,10 @@ int cmd_train(int argc, char **argv)
     if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
         data_free(&v);
         return st;
+    }
+    if (!train_outputs_distinct(&o)) { /* after the recipe: it may set --ensemble */
+        data_free(&v);
+        return EXIT_USAGE;
     }
 
     kgl_checkpoint ck;
@@ -1147,8 +1172,13 @@ int cmd_train(int argc, char **argv)
                     o.save_path);
             output_failed = true;
         }
+        /* The members are saved one by one, each atomically, so a kill between
+           two of them leaves a set mixed from two saves: one run id in every
+           member makes that mix detectable (model_set_open refuses it). */
+        char run_id[sizeof ((kgl_train_state *)0)->run_id] = "";
+        if (trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
         for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
-            if (!save_member(&rs[k], k == 0 ? members : NULL)) output_failed = true;
+            if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) output_failed = true;
     }
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;

@@ -524,10 +524,13 @@ static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strc
 
 /* The file of model `member` (>= 0) of --checkpoint spec: one file F is
    member 0 and lists the others in its metadata; A,B,... are members 0, 1,
-   ... in order. Only F's metadata is read. Returns 0, or an exit status
-   after reporting. */
-static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap)
+   ... in order. Only F's metadata is read. When the file is one F lists,
+   *listed is set and run_id (sizeof kgl_train_state.run_id bytes) gets F's
+   run id, for same_save. Returns 0, or an exit status after reporting. */
+static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap, bool *listed,
+                       char *run_id)
 {
+    *listed = false;
     int models = 0;
     if (!one_file(spec)) {
         for (const char *p = spec; p; models++) {
@@ -549,20 +552,36 @@ static int member_path(const char *cmd, const char *spec, long member, char *pat
             fprintf(stderr, "%s\n", err);
             return EXIT_USAGE;
         }
-        const char *names = kgl_st_meta(&f, "ensemble_members");
+        const char *names = kgl_st_meta(&f, "ensemble_members"), *run = kgl_st_meta(&f, "run_id");
         char list[sizeof ((kgl_train_state *)0)->members];
         snprintf(list, sizeof list, "%s", names ? names : "");
+        snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
         kgl_st_free(&f);
         models = 1;
         for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"), models++)
             if (models == member) {
                 member_file(spec, name, path, cap);
+                *listed = true;
                 return 0;
             }
     }
     fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, models,
             models == 1 ? "" : "s", models - 1);
     return EXIT_USAGE;
+}
+
+/* A member that member0's file lists is from the save that wrote member0:
+   the same run id (none in either, for files older than run ids). The
+   members are saved one by one, so a kill, a second Ctrl-C or a second run
+   saving to the same path can leave a mix; refused, naming the file. */
+static bool same_save(const char *cmd, const char *member0, const char *run0, const char *path, const char *run)
+{
+    if (strcmp(run0, run) == 0) return true;
+    fprintf(stderr,
+            "kgl %s: %s is not from the save that wrote %s (run id %s, not %s): the ensemble's files are a mix of two "
+            "saves; train and save the ensemble again\n",
+            cmd, path, member0, *run ? run : "none", *run0 ? run0 : "none");
+    return false;
 }
 
 void model_set_close(model_set *ms)
@@ -625,15 +644,19 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     int st = 0;
     char path[4096];
     if (member >= 0) { /* that one alone */
-        if (!(st = member_path(cmd, spec, member, path, sizeof path))) st = model_set_add(cmd, ms, path, v, names);
+        bool listed;
+        char run0[sizeof ms->ck[0].st.run_id];
+        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0)))
+            st = model_set_add(cmd, ms, path, v, names);
+        if (!st && listed && !same_save(cmd, spec, run0, path, ms->ck[0].st.run_id)) st = EXIT_USAGE;
     } else if (one_file(spec)) { /* one file, and its members */
-        if ((st = model_set_add(cmd, ms, spec, v, names))) return st;
-        char list[sizeof ms->ck[0].st.members];
-        snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
+        char list[sizeof ms->ck[0].st.members] = "";
+        if (!(st = model_set_add(cmd, ms, spec, v, names))) snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
         for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
             member_file(spec, name, path, sizeof path);
             st = model_set_add(cmd, ms, path, v, names);
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
+            else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
         }
     } else { /* A,B,...: exactly these */
         size_t len = strlen(spec) + 1;
@@ -653,11 +676,28 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
         free(list);
     }
     if (st) {
-        bool names_open = !v && ms->n > 0; /* opened with the first checkpoint */
         model_set_close(ms);
-        if (names_open) kgl_dataset_free(names);
+        /* opened with the first checkpoint, even when its model was then
+           refused (not finite, too large): ms->n does not count that one */
+        if (!v) kgl_dataset_free(names);
     }
     return st;
+}
+
+bool outputs_distinct(const char *cmd, const data_args *d, const char *spec, char *const *models, int n_models,
+                      const cli_file *outputs, int n_out)
+{
+    cli_file *files = calloc(3 + (size_t)n_models + (size_t)n_out, sizeof *files);
+    int n = 0;
+    files[n++] = (cli_file){"--train", d->train, false, NULL};
+    files[n++] = (cli_file){"--valid", d->valid, false, NULL};
+    files[n++] = (cli_file){"--test", d->test, false, NULL};
+    for (int k = 0; k < n_models; k++) /* a member's file is named as such */
+        files[n++] = (cli_file){strcmp(models[k], spec) == 0 ? "--checkpoint" : "the checkpoint", models[k], false, NULL};
+    for (int k = 0; k < n_out; k++) files[n++] = outputs[k];
+    bool ok = cli_files_distinct(cmd, files, n);
+    free(files);
+    return ok;
 }
 
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json)
@@ -679,11 +719,20 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
-    if (member > 0 && (st = member_path(cmd, checkpoint, member, opened, cap))) {
+    bool listed = false;
+    char run0[sizeof ck->st.run_id];
+    if (member > 0 && (st = member_path(cmd, checkpoint, member, opened, cap, &listed, run0))) {
         data_free(v);
         return st;
     }
     if (member <= 0) snprintf(opened, cap, "%s", checkpoint);
-    if ((st = model_load(opened, v, m, ck))) data_free(v);
+    if ((st = model_load(opened, v, m, ck))) {
+        data_free(v);
+    } else if (listed && !same_save(cmd, checkpoint, run0, opened, ck->st.run_id)) {
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        data_free(v);
+        st = EXIT_USAGE;
+    }
     return st;
 }

@@ -63,7 +63,8 @@ void write_field(FILE *f, const char *s, const char *specials);
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json);
 /* Loads the triples, then the checkpoint's model for them (the checkpoint
  * stays open until kgl_checkpoint_close): F itself, or with member K > 0 the
- * K-th file F's metadata lists (kgl train --ensemble); `opened` gets the
+ * K-th file F's metadata lists (kgl train --ensemble), which must be of F's
+ * save (the same run_id, or none in either); `opened` gets the
  * file's path (cap bytes). Returns 0, or an exit status after reporting; on
  * failure nothing needs freeing. */
 int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, char *opened, size_t cap,
@@ -71,7 +72,9 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
 
 /* The models a --checkpoint names: one file, with the other members of its
  * ensemble when its metadata lists them (kgl train --ensemble writes that
- * into member 0), or an explicit list A,B,... (no expansion). */
+ * into member 0), or an explicit list A,B,... (no expansion). The members a
+ * file lists must be of its save: the same run_id (none in either, for
+ * files older than run ids), else the mix is refused, naming the file. */
 typedef struct model_set {
     int n;
     char *paths[KGL_MAX_ENSEMBLE];
@@ -89,6 +92,15 @@ typedef struct model_set {
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
                    model_set *ms);
 void model_set_close(model_set *ms);
+
+/* Whether the n_out outputs (cli_file, output set) are files of their own:
+ * none is a triples file d names, nor one of the n_models checkpoint files
+ * opened for --checkpoint spec (an ensemble's members, --member K's file),
+ * nor another output (cli_files_distinct). Otherwise prints "kgl CMD:
+ * --ranks c.st is the same file as --checkpoint c.st, ..." and returns false
+ * (EXIT_USAGE), before anything is computed or written. */
+bool outputs_distinct(const char *cmd, const data_args *d, const char *spec, char *const *models, int n_models,
+                      const cli_file *outputs, int n_out);
 
 /* Opens a checkpoint for the loaded triples (kgl_checkpoint_open); prints
  * the error and returns 2 on failure. A checkpoint of other triples opened

@@ -225,24 +225,47 @@ typedef struct kgl_st_entry {
 
 /* Writes tensors (dtype F64, little-endian, C order) in the order given and
  * string metadata (meta_kv: n_meta key/value pairs, flattened as
- * k0,v0,k1,v1,...; written first, as "__metadata__") to `path` atomically: a
- * temporary file in the same folder ("path.PID.K.tmp"), fwrite, fflush, fsync,
- * then rename over `path` (and a best-effort fsync of the folder). The header
- * JSON is padded with spaces to a multiple of 8 bytes, so every tensor's data
- * is 8-byte aligned in the file. Names and metadata must be valid UTF-8,
- * unique, and no tensor may be called "__metadata__". On failure the temp
- * file is removed, `path` is untouched (a previous file there stays as it
- * was), err says "path: why" and the result is false. */
+ * k0,v0,k1,v1,...; written first, as "__metadata__") to `path` atomically,
+ * through kgl_outfile: a temporary file in the same folder, fwrite, fflush,
+ * fsync, then rename over `path` (and a best-effort fsync of the folder). The
+ * header JSON is padded with spaces to a multiple of 8 bytes, so every
+ * tensor's data is 8-byte aligned in the file. Names and metadata must be
+ * valid UTF-8, unique, and no tensor may be called "__metadata__". On
+ * failure the temp file is removed, `path` is untouched (a previous file
+ * there stays as it was), err says "path: why" and the result is false. */
 bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta,
                   char *err, size_t err_cap);
 
-/* Temporary files (src/io/tmpfiles.c). kgl_st_write registers its
- * "path.PID.K.tmp" while writing it, so that kgl_tmp_remove_all (safe in a
- * signal handler) can remove it when SIGINT or SIGTERM stops the program;
- * before writing, it removes the "path.PID.K.tmp" files of processes that no
- * longer exist (a kill -9 leaves them), never a live process's.
- * kgl_tmp_register returns a slot for kgl_tmp_unregister, or -1 (then the
- * file is not removed on a signal). */
+/* Output files (src/io/tmpfiles.c): every file kgl writes goes through
+ * kgl_outfile, so that it is written whole or not at all and never through
+ * a file someone else placed. kgl_outfile_open creates "path.PID.R.tmp"
+ * beside `path`, R 16 random hex digits (kgl_random64), exclusively
+ * (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask: a file or a
+ * symbolic link already at that name is never opened; another draw is
+ * taken); first it removes the temporaries of `path` that killed processes
+ * left (kgl_tmp_remove_stale). Write to o->f, then kgl_outfile_commit:
+ * fflush, fsync, rename over `path`, fsync of the folder; or
+ * kgl_outfile_discard to write nothing. Both close the file; on any failure
+ * the temporary is removed and err says "path: what failed: why". */
+typedef struct kgl_outfile {
+    FILE *f;     /* write the contents here */
+    char *path;  /* the output */
+    char *tmp;   /* its temporary */
+    int slot;    /* in the registry below */
+} kgl_outfile;
+bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_cap);
+bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap);
+void kgl_outfile_discard(kgl_outfile *o);
+/* 64 bits from the kernel's random source (/dev/urandom; without it, the
+ * clock and the process mixed): temporary names, a save's run id. */
+uint64_t kgl_random64(void);
+
+/* The temporaries being written are registered, so that kgl_tmp_remove_all
+ * (safe in a signal handler) can remove them when SIGINT or SIGTERM stops
+ * the program; kgl_tmp_remove_stale(path) removes the "path.PID.R.tmp"
+ * files of processes that no longer exist (a kill -9 leaves them), never a
+ * live process's. kgl_tmp_register returns a slot for kgl_tmp_unregister,
+ * or -1 (then the file is not removed on a signal). */
 int kgl_tmp_register(const char *path);
 void kgl_tmp_unregister(int slot);
 void kgl_tmp_remove_all(void);
@@ -285,7 +308,7 @@ const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NUL
  * browser. No plotting library: src/io/svg.c writes the XML itself.
  *
  * Every function writes the whole picture into memory, then to a temporary
- * file beside `path` (mode 0644) and renames it over `path`, so a half-written
+ * file beside `path` (kgl_outfile) and renames it over `path`, so a half-written
  * file never remains. On failure (a bad argument, or the file cannot be
  * written) it writes "path: why" into err and returns false, leaving nothing.
  * Output is deterministic: the same input gives the same bytes (coordinates

@@ -523,6 +523,9 @@ typedef struct kgl_train_state {
     char members[4096];        /* metadata ensemble_members: the file names of the other
                                   members of an ensemble this model is member 0 of, one a
                                   line, relative to this file's folder ("" or absent: none) */
+    char run_id[17];           /* metadata run_id: 16 hex digits drawn once per save of an
+                                  ensemble and written into every member, so that a set
+                                  mixed from two saves is found ("": none, not written) */
 } kgl_train_state;
 
 /* Writes atomically (temporary file, fsync, rename). */

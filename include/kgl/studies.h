@@ -428,8 +428,9 @@ typedef struct kgl_saturation_summary {
 void kgl_saturation_summarise(const kgl_saturation *s, int config, kgl_saturation_summary *sm);
 
 /* One row per run and step: config,dk,scale,init_scale,optimizer,lr,
- * supervise,remedy,seed,step and the metrics (empty for NaN). Written to
- * path.tmp, then renamed. False with the reason in err. */
+ * supervise,remedy,seed,step and the metrics (empty for NaN). Written to a
+ * temporary beside path, then renamed (kgl_outfile). False with the reason
+ * in err. */
 bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
 /* One row per run (configuration and seed): the configuration's columns,
  * heads, seed, aux_floor, frozen (0/1), aux_mean, aux_sign_changes,
@@ -536,8 +537,8 @@ void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int split, int
 /* {"<dataset>":{"valid":…,"test":…,"seconds","params","config","config_file",
  * "seeds","std":{…},"runs":[…],"published":{…}},…}: the means over each
  * dataset's runs (realistic ties, and "optimistic":{…}), their standard
- * deviations, every run, and the published rows. Written to path.tmp, then
- * renamed. False with the reason in err. */
+ * deviations, every run, and the published rows. Written to a temporary
+ * beside path, then renamed (kgl_outfile). False with the reason in err. */
 bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
                                  size_t err_cap);
 

@@ -5,13 +5,11 @@
  * section. Tensor bytes are little-endian F64 in C order; the header's
  * data_offsets are relative to the start of the data section. */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "kgl/io.h"
 #include "engine/internal.h"
@@ -167,24 +165,6 @@ static bool write_body(FILE *f, const char *header, size_t header_len, const kgl
     return fflush(f) == 0;
 }
 
-/* Best effort: make the rename itself durable by syncing the folder. */
-static void sync_folder(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    size_t n = slash ? (size_t)(slash - path) : 1;
-    if (slash && n == 0) n = 1; /* "/x" lives in "/" */
-    char *dir = malloc(n + 1);
-    if (!dir) return;
-    memcpy(dir, slash ? path : ".", n);
-    dir[n] = 0;
-    int fd = open(dir, O_RDONLY);
-    if (fd >= 0) {
-        (void)fsync(fd); /* some file systems refuse to sync a folder; the data is already synced */
-        close(fd);
-    }
-    free(dir);
-}
-
 bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta, char *err,
                   size_t err_cap)
 {
@@ -196,54 +176,15 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
     size_t header_len;
     char *header = build_header(t, n, meta_kv, n_meta, bytes, &header_len);
 
-    /* A new file beside `path`, created exclusively: "path.PID.K.tmp". */
-    size_t tmp_cap = strlen(path) + 64;
-    char *tmp = kgl_xmalloc(tmp_cap);
-    kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
-    int fd = -1, slot = -1;
-    for (int k = 0; k < 100 && fd < 0; k++) {
-        snprintf(tmp, tmp_cap, "%s.%ld.%d.tmp", path, (long)getpid(), k);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        if (fd < 0 && errno != EEXIST) break;
+    kgl_outfile o;
+    bool ok = kgl_outfile_open(&o, path, err, err_cap);
+    if (ok && !write_body(o.f, header, header_len, t, n, bytes)) {
+        errorf(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
+        kgl_outfile_discard(&o);
+        ok = false;
+    } else if (ok) {
+        ok = kgl_outfile_commit(&o, err, err_cap);
     }
-    bool ok = false;
-    if (fd < 0) {
-        errorf(err, err_cap, path, "cannot create a temporary file beside it: %s", strerror(errno));
-        goto out;
-    }
-    slot = kgl_tmp_register(tmp); /* removed if a signal stops the program now */
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        errorf(err, err_cap, path, "cannot write %s: %s", tmp, strerror(e));
-        goto out;
-    }
-    const char *failed = NULL;
-    if (!write_body(f, header, header_len, t, n, bytes))
-        failed = "cannot write";
-    else if (fsync(fileno(f)) != 0)
-        failed = "cannot sync to disk";
-    int e = errno;
-    if (fclose(f) != 0 && !failed) {
-        failed = "cannot write";
-        e = errno;
-    }
-    if (!failed && rename(tmp, path) != 0) {
-        failed = "cannot replace it with the new file";
-        e = errno;
-    }
-    if (failed) {
-        unlink(tmp);
-        errorf(err, err_cap, path, "%s: %s", failed, strerror(e));
-        goto out;
-    }
-    sync_folder(path);
-    ok = true;
-out:
-    kgl_tmp_unregister(slot);
-    free(tmp);
     free(header);
     free(bytes);
     return ok;

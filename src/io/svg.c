@@ -16,8 +16,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "kgl/io.h"
 #include "engine/internal.h"
@@ -447,38 +445,17 @@ static bool fail(char *err, size_t err_cap, const char *path, const char *fmt, .
     return false;
 }
 
-/* Writes the buffer to path.tmp-XXXXXX, then renames it over path. */
+/* Writes the buffer to a temporary beside path, then renames it over path. */
 static bool write_atomic(const char *path, const svgbuf *b, char *err, size_t err_cap)
 {
-    size_t n = strlen(path);
-    char *tmp = kgl_xmalloc(n + 16);
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp-XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return fail(err, err_cap, path, "cannot create a file there: %s", strerror(e));
+    kgl_outfile o;
+    if (!kgl_outfile_open(&o, path, err, err_cap)) return false;
+    if (fwrite(b->p, 1, b->len, o.f) != b->len) {
+        fail(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
+        kgl_outfile_discard(&o);
+        return false;
     }
-    const char *what = NULL;
-    int e = 0;
-    if (fchmod(fd, 0644) != 0) what = "cannot set its mode", e = errno;
-    for (size_t done = 0; !what && done < b->len;) {
-        ssize_t w = write(fd, b->p + done, b->len - done);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) what = "cannot write", e = w < 0 ? errno : EIO;
-        else done += (size_t)w;
-    }
-    if (!what && fsync(fd) != 0) what = "cannot write", e = errno;
-    if (close(fd) != 0 && !what) what = "cannot write", e = errno;
-    if (!what && rename(tmp, path) != 0) what = "cannot replace it", e = errno;
-    if (what) {
-        unlink(tmp);
-        free(tmp);
-        return fail(err, err_cap, path, "%s: %s", what, strerror(e));
-    }
-    free(tmp);
-    return true;
+    return kgl_outfile_commit(&o, err, err_cap);
 }
 
 static void svg_begin(svgbuf *b, double w, double h, const char *title)

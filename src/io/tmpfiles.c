@@ -1,15 +1,22 @@
-/* tmpfiles.c — temporary files that must not outlive kgl: the ones being
- * written are registered so that a signal handler can remove them, and the
- * ones a killed process left behind are removed at the next save. */
+/* tmpfiles.c — every file kgl writes, written whole or not at all: a
+ * temporary beside the output, created exclusively under a name nobody can
+ * guess, then renamed over it. The temporaries being written are registered
+ * so that a signal handler can remove them, and the ones a killed process
+ * left behind are removed at the next write beside them. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kgl/io.h"
+#include "engine/internal.h"
 
 /* kgl train writes a log per member it trains at the same time (at most
    KGL_MAX_ENSEMBLE, 64) while another file may be saved */
@@ -52,7 +59,8 @@ void kgl_tmp_remove_all(void)
         }
 }
 
-/* "<base>.<pid>.<k>.tmp" → pid, or 0 when `name` is not of that form. */
+/* "<base>.<pid>.<hex>.tmp" → pid, or 0 when `name` is not of that form
+   (older kgl wrote a decimal counter where the hex digits are: also hex). */
 static long tmp_pid(const char *name, const char *base, size_t base_len)
 {
     if (strncmp(name, base, base_len) != 0 || name[base_len] != '.') return 0;
@@ -60,9 +68,9 @@ static long tmp_pid(const char *name, const char *base, size_t base_len)
     char *end;
     if (*p < '0' || *p > '9') return 0;
     long pid = strtol(p, &end, 10);
-    if (*end != '.' || end[1] < '0' || end[1] > '9') return 0;
-    strtol(end + 1, &end, 10);
-    return strcmp(end, ".tmp") == 0 ? pid : 0;
+    if (*end != '.') return 0;
+    size_t hex = strspn(end + 1, "0123456789abcdef");
+    return hex > 0 && strcmp(end + 1 + hex, ".tmp") == 0 ? pid : 0;
 }
 
 int kgl_tmp_remove_stale(const char *path)
@@ -92,4 +100,123 @@ int kgl_tmp_remove_stale(const char *path)
     }
     closedir(d);
     return removed;
+}
+
+uint64_t kgl_random64(void)
+{
+    uint64_t x = 0;
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    bool got = fd >= 0 && read(fd, &x, sizeof x) == (ssize_t)sizeof x;
+    if (fd >= 0) close(fd);
+    if (got) return x;
+    /* no kernel source (a chroot without /dev): the clock, the process and a
+       counter, mixed (splitmix64's finaliser); exclusive creation still
+       never opens another's file */
+    static _Atomic uint64_t calls;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48) ^ (calls++ * 0x9e3779b97f4a7c15ULL);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+__attribute__((format(printf, 4, 5))) static bool fail(char *err, size_t cap, const char *path, const char *fmt, ...)
+{
+    if (!err || cap == 0) return false;
+    int k = snprintf(err, cap, "%s: ", path);
+    if (k >= 0 && (size_t)k < cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + k, cap - (size_t)k, fmt, ap);
+        va_end(ap);
+    }
+    return false;
+}
+
+/* Closes nothing; forgets the temporary and frees the names. */
+static void outfile_forget(kgl_outfile *o)
+{
+    kgl_tmp_unregister(o->slot);
+    free(o->path);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+    o->slot = -1;
+}
+
+bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_cap)
+{
+    memset(o, 0, sizeof *o);
+    o->slot = -1;
+    size_t len = strlen(path), cap = len + 64;
+    o->path = memcpy(kgl_xmalloc(len + 1), path, len + 1);
+    o->tmp = kgl_xmalloc(cap);
+    kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
+    /* O_EXCL: a file or a link already at the name (even one pointing
+       nowhere) is refused, never opened; O_NOFOLLOW says so twice. A name
+       taken by chance gets another draw. */
+    int fd = -1;
+    for (int k = 0; k < 16 && fd < 0; k++) {
+        snprintf(o->tmp, cap, "%s.%ld.%016" PRIx64 ".tmp", path, (long)getpid(), kgl_random64());
+        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+        fail(err, err_cap, path, "cannot create a temporary file beside it: %s", strerror(errno));
+        outfile_forget(o);
+        return false;
+    }
+    o->slot = kgl_tmp_register(o->tmp); /* removed if a signal stops the program now */
+    if (!(o->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        unlink(o->tmp);
+        fail(err, err_cap, path, "cannot write: %s", strerror(e));
+        outfile_forget(o);
+        return false;
+    }
+    return true;
+}
+
+/* Best effort: make the rename itself durable by syncing the folder. */
+static void sync_folder(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 1;
+    if (slash && n == 0) n = 1; /* "/x" lives in "/" */
+    char *dir = kgl_xmalloc(n + 1);
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = 0;
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd); /* some file systems refuse to sync a folder; the data is already synced */
+        close(fd);
+    }
+    free(dir);
+}
+
+bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap)
+{
+    const char *failed = NULL;
+    int e = 0;
+    if (fflush(o->f) != 0 || ferror(o->f)) failed = "cannot write", e = errno;
+    else if (fsync(fileno(o->f)) != 0) failed = "cannot sync to disk", e = errno;
+    if (fclose(o->f) != 0 && !failed) failed = "cannot write", e = errno;
+    o->f = NULL;
+    if (!failed && rename(o->tmp, o->path) != 0) failed = "cannot replace it with the new file", e = errno;
+    if (failed) {
+        unlink(o->tmp);
+        fail(err, err_cap, o->path, "%s: %s", failed, strerror(e ? e : EIO));
+    } else {
+        sync_folder(o->path);
+    }
+    outfile_forget(o);
+    return !failed;
+}
+
+void kgl_outfile_discard(kgl_outfile *o)
+{
+    if (o->f) fclose(o->f);
+    if (o->tmp) unlink(o->tmp);
+    outfile_forget(o);
 }

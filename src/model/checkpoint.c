@@ -102,8 +102,10 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "targets", st->kvsall ? "kvsall" : "1vsall",
         "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
         "context", context_names[c->context], "neighbours", neighbours,
+        "run_id", st->run_id, /* last: left out when empty */
     };
-    bool ok = kgl_st_write(path, entries, n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, err_cap);
+    int n_meta = (int)(sizeof meta / sizeof meta[0]) / 2 - (st->run_id[0] ? 0 : 1);
+    bool ok = kgl_st_write(path, entries, n, meta, n_meta, err, err_cap);
     free(entities);
     free(relations);
     free(entries);
@@ -354,6 +356,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             goto bad;
         }
         snprintf(st->members, sizeof st->members, "%s", v);
+    }
+    if ((v = kgl_st_meta(f, "run_id"))) {
+        if (strlen(v) != sizeof st->run_id - 1 || strspn(v, "0123456789abcdef") != strlen(v)) {
+            fail(err, cap, path, "metadata 'run_id' is '%s', expected 16 hexadecimal digits", v);
+            goto bad;
+        }
+        memcpy(st->run_id, v, sizeof st->run_id);
     }
     if ((v = kgl_st_meta(f, "frozen"))) {
         if (*v && strcmp(v, "entity_emb") != 0) {

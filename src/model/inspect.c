@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "kgl/model.h"
 #include "engine/internal.h"
@@ -95,21 +94,20 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
 
 /* ---------------------------------------------------------------- export -- */
 
-/* Writes one TSV file atomically: "path.PID.tmp" beside it (removed by
- * kgl_tmp_remove_all on a signal), flushed and synced, then renamed over
- * path. rows x cols numbers, each row after its name (names NULL: numbers
- * only), a header "name d0 d1 ..." when header is true. */
+/* Writes one TSV file atomically (kgl_outfile: a temporary beside it,
+ * synced, then renamed over path). rows x cols numbers, each row after its
+ * name (names NULL: numbers only), a header "name d0 d1 ..." when header is
+ * true. */
 static bool write_tsv(const char *dir, const char *file, bool header, const char *const *names, const double *x,
                       int rows, int cols, char *err, size_t cap)
 {
     size_t len = strlen(dir) + strlen(file) + 2;
-    char *path = kgl_xmalloc(len), *tmp = kgl_xmalloc(len + 32);
+    char *path = kgl_xmalloc(len);
     snprintf(path, len, "%s/%s", dir, file);
-    snprintf(tmp, len + 32, "%s.%ld.tmp", path, (long)getpid());
-    int slot = kgl_tmp_register(tmp);
-    FILE *f = fopen(tmp, "w");
-    bool ok = f != NULL;
+    kgl_outfile o;
+    bool ok = kgl_outfile_open(&o, path, err, cap);
     if (ok) {
+        FILE *f = o.f;
         if (header) {
             fputs("name", f);
             for (int c = 0; c < cols; c++) fprintf(f, "\td%d", c);
@@ -122,18 +120,9 @@ static bool write_tsv(const char *dir, const char *file, bool header, const char
                 fprintf(f, "%s%.17g", names || c ? "\t" : "", x[(size_t)r * cols + c]);
             fputc('\n', f);
         }
-        ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
-        ok = fclose(f) == 0 && ok;
+        ok = kgl_outfile_commit(&o, err, cap);
     }
-    int e = errno;
-    if (ok && rename(tmp, path) != 0) ok = false, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        snprintf(err, cap, "%s: cannot write it: %s", path, strerror(e));
-    }
-    kgl_tmp_unregister(slot);
     free(path);
-    free(tmp);
     return ok;
 }
 

@@ -4,7 +4,6 @@
  * runs: the published rows, a dataset's configuration, reading a run's
  * --json output back, the mean and standard deviation over seeds, and
  * results.json. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,23 +318,14 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
 bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
                                  size_t cap)
 {
-    size_t tmp_len = strlen(path) + 5;
-    char *tmp = kgl_xmalloc(tmp_len);
-    snprintf(tmp, tmp_len, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, cap, "cannot write %s: %s", tmp, strerror(errno));
-        free(tmp);
-        return false;
-    }
+    kgl_outfile o;
+    if (!kgl_outfile_open(&o, path, err, cap)) return false;
+    FILE *f = o.f;
     fputc('{', f);
     for (int j = 0; j < n_datasets; j++) {
         if (j) fputc(',', f);
         json_dataset(f, &d[j]);
     }
     fprintf(f, "}\n");
-    bool ok = fclose(f) == 0 && rename(tmp, path) == 0;
-    if (!ok) snprintf(err, cap, "could not write %s", path);
-    free(tmp);
-    return ok;
+    return kgl_outfile_commit(&o, err, cap);
 }

@@ -554,28 +554,6 @@ void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_sum
 
 /* ---- files ------------------------------------------------------------------- */
 
-/* Opens path.tmp for writing; NULL with the reason in err. */
-static FILE *open_tmp(const char *path, char *tmp, size_t tmp_cap, char *err, size_t cap)
-{
-    snprintf(tmp, tmp_cap, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) snprintf(err, cap, "%s: cannot write: %s", tmp, strerror(errno));
-    return f;
-}
-
-/* Closes and renames into place; on failure removes the temporary. */
-static bool close_rename(FILE *f, const char *tmp, const char *path, char *err, size_t cap)
-{
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    ok = ok && rename(tmp, path) == 0;
-    if (!ok) {
-        remove(tmp);
-        snprintf(err, cap, "%s: could not be written", path);
-    }
-    return ok;
-}
-
 /* The configuration's columns: config,dk,scale,init_scale,optimizer,lr,supervise,remedy. */
 #define CONFIG_COLUMNS "config,dk,scale,init_scale,optimizer,lr,supervise,remedy"
 static void config_columns(FILE *f, const kgl_saturation_config *c)
@@ -598,9 +576,9 @@ static void csv_number(FILE *f, double x)
 
 bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
 {
-    char tmp[2100];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
-    if (!f) return false;
+    kgl_outfile o;
+    if (!kgl_outfile_open(&o, path, err, cap)) return false;
+    FILE *f = o.f;
     fprintf(f, CONFIG_COLUMNS ",seed,step");
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
     fputc('\n', f);
@@ -613,14 +591,14 @@ bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *e
             fputc('\n', f);
         }
     }
-    return close_rename(f, tmp, path, err, cap);
+    return kgl_outfile_commit(&o, err, cap);
 }
 
 bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
 {
-    char tmp[2100];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
-    if (!f) return false;
+    kgl_outfile o;
+    if (!kgl_outfile_open(&o, path, err, cap)) return false;
+    FILE *f = o.f;
     fprintf(f, CONFIG_COLUMNS ",heads,seed,aux_floor,frozen,aux_mean,aux_sign_changes,aux_window_min,"
                "aux_window_max,fit_step,steps_done");
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
@@ -645,15 +623,15 @@ bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, c
         for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, e.final[k]);
         fputc('\n', f);
     }
-    return close_rename(f, tmp, path, err, cap);
+    return kgl_outfile_commit(&o, err, cap);
 }
 
 bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path, char *err, size_t cap)
 {
     static const char *const stat[6] = {"min", "q1", "median", "q3", "max", "mean"};
-    char tmp[2100];
-    FILE *f = open_tmp(path, tmp, sizeof tmp, err, cap);
-    if (!f) return false;
+    kgl_outfile o;
+    if (!kgl_outfile_open(&o, path, err, cap)) return false;
+    FILE *f = o.f;
     fprintf(f, CONFIG_COLUMNS ",heads,seeds,finished_seeds,aux_floor,frozen_seeds,frozen_fraction,fit_seeds");
     for (int k = 0; k < KGL_SAT_N_METRICS; k++)
         for (int q = 0; q < 6; q++) fprintf(f, ",%s_%s", kgl_saturation_metric_names[k], stat[q]);
@@ -675,7 +653,7 @@ bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path,
         }
         fputc('\n', f);
     }
-    return close_rename(f, tmp, path, err, cap);
+    return kgl_outfile_commit(&o, err, cap);
 }
 
 /* One plotted metric: its title and axis, and whether only supervised runs have it. */
