@@ -6,7 +6,7 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl bench --train F [--dim D] [--heads H] [--ffn F] [--context C] [--neighbours K]\n"
+    "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--context C] [--neighbours K]\n"
     "                 [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
@@ -19,6 +19,8 @@ static const char help[] =
     "  --train F     training triples (required)\n"
     "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
     "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50)\n"
+    "  --synthetic N instead of --train: a random graph of N entities, 20 relations and\n"
+    "                10 N triples (mean degree about 20; README, \"Graphs of real size\")\n"
     "  --batch B     examples per step (default 1024)\n"
     "  --reps R      timed steps (default 20)\n"
     "  --warmup W    untimed steps first (default 3)\n"
@@ -60,6 +62,9 @@ int cmd_bench(int argc, char **argv)
         } else if (cli_is(&a, "--ffn")) {
             if (!cli_int(&a, 0, 1 << 20, &v)) return EXIT_USAGE;
             s.ffn = (int)v;
+        } else if (cli_is(&a, "--synthetic")) {
+            if (!cli_int(&a, 2, 1 << 24, &v)) return EXIT_USAGE;
+            s.synthetic = (int)v;
         } else if (cli_is(&a, "--context")) {
             static const char *const words[] = {"full", "graph", "none"};
             int k;
@@ -95,7 +100,9 @@ int cmd_bench(int argc, char **argv)
             return cli_unknown(&a);
         }
     }
-    if (!s.train) return cli_usage_error(&a, "--train is required");
+    if (!s.train && !s.synthetic) return cli_usage_error(&a, "--train F (or --synthetic N) is required");
+    if (s.train && s.synthetic) return cli_usage_error(&a, "--train and --synthetic are two graphs: give one");
+    const char *graph = s.train ? s.train : "synthetic";
     if (s.dim % s.heads) return cli_usage_error(&a, "--heads %d does not divide --dim %d", s.heads, s.dim);
     kgl_bench_result r;
     char err[1024];
@@ -105,9 +112,10 @@ int cmd_bench(int argc, char **argv)
     }
     if (json) {
         printf("{\"impl\":\"kgl\",\"train\":");
-        kgl_json_string(stdout, s.train);
-        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",", s.dim, s.heads,
-               s.ffn, r.batch, r.threads, r.isa);
+        kgl_json_string(stdout, graph);
+        static const char *const contexts[] = {"full", "graph", "none"};
+        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"context\":\"%s\",\"neighbours\":%d,\"batch\":%d,\"threads\":%d,"
+               "\"isa\":\"%s\",", s.dim, s.heads, s.ffn, contexts[s.context], s.neighbours, r.batch, r.threads, r.isa);
         printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
                r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
         json_num_or_null("step_ms_median", r.step_ms_median, true);
@@ -120,8 +128,12 @@ int cmd_bench(int argc, char **argv)
         json_num_or_null("peak_rss_mb", r.peak_rss_mb, false);
         printf("}\n");
     } else {
-        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, batch %d, %d thread%s (%s)\n", s.train, r.n_entities, s.dim,
-               s.heads, s.ffn, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa);
+        static const char *const contexts[] = {"full", "graph", "none"};
+        char ctx[48];
+        if (s.context == KGL_CONTEXT_GRAPH) snprintf(ctx, sizeof ctx, "graph K %d", s.neighbours);
+        else snprintf(ctx, sizeof ctx, "%s", contexts[s.context]);
+        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, context %s, batch %d, %d thread%s (%s)\n", graph, r.n_entities,
+               s.dim, s.heads, s.ffn, ctx, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa);
         printf("  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
                r.step_ms_median, r.step_ms_min, r.step_ms_mean, s.reps, s.warmup);
         if (s.eval) printf("  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r.eval_s, r.n_examples, r.train_mrr);

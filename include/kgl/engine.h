@@ -238,6 +238,9 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, kgl_tensor 
  *   S[t, h] = τ_h ⟨Q_h[b(t)], K_h[t]⟩   τ_h = tau, or tau·e^{θ_h} with log_temp = θ [1, heads]
  *   A[·, h] = softmax of S[·, h] within each segment
  *   O[b, c] = Σ_{t ∈ segment b} A[t, c / dk] V[t, c]                          [B, d] */
+/* Y[k] = A[ia[k]] + B[ib[k]] for k < n (the arrays borrowed): two gathers and
+ * their sum in one op (a token's key in the neighbourhood context). */
+kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *a, const int *ia, kgl_tensor *b, const int *ib, int n);
 kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, const int *offsets, int segments,
                                int heads, double tau, kgl_tensor *log_temp);
 kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *s, const int *offsets, int segments);

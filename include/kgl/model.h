@@ -621,6 +621,7 @@ void kgl_sup_diag_free(kgl_sup_diag *sd);
  * 1024³ and the peak resident memory. */
 typedef struct kgl_bench_spec {
     const char *train;             /* triples file */
+    int synthetic;                 /* > 0: instead, kgl_bench_synthetic's graph of that many entities */
     int dim, heads, ffn, batch;
     kgl_context_kind context;      /* full (default), graph or none */
     int neighbours;                /* K with the graph context (default 50) */
@@ -629,6 +630,10 @@ typedef struct kgl_bench_spec {
     uint64_t seed;
     bool eval, gemm;               /* also time the evaluation / the GEMM */
 } kgl_bench_spec;
+
+/* A synthetic graph of n entities (n >= 2) as triples text (malloc'd; *len
+ * its bytes): 20 relations, 10 n uniform random triples, mean degree about 20. */
+char *kgl_bench_synthetic(int n, size_t *len);
 
 typedef struct kgl_bench_result {
     double step_ms_median, step_ms_min, step_ms_mean;

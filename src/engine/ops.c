@@ -1713,7 +1713,7 @@ const kgl_op *const kgl_op_registry[] = {
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube,
     &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
-    &kgl_op_segment_scores, &kgl_op_segment_softmax, &kgl_op_segment_weighted_sum, /* ops_segment.c */
+    &kgl_op_gather_sum_rows, &kgl_op_segment_scores, &kgl_op_segment_softmax, &kgl_op_segment_weighted_sum, /* ops_segment.c */
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

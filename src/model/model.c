@@ -325,10 +325,8 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     *self_row = P->rows - 1;
     kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
     kgl_tensor *Q = kgl_matmul(t, Xq, m->wq);
-    kgl_tensor *K = kgl_add(t, kgl_gather_rows(t, kgl_matmul(t, Xu, m->wk), nb->slot, T),
-                            kgl_gather_rows(t, kgl_matmul(t, P, m->wk), nb->relation, T));
-    kgl_tensor *V = kgl_add(t, kgl_gather_rows(t, kgl_matmul(t, Xu, m->wv), nb->slot, T),
-                            kgl_gather_rows(t, kgl_matmul(t, P, m->wv), nb->relation, T));
+    kgl_tensor *K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wk), nb->slot, kgl_matmul(t, P, m->wk), nb->relation, T);
+    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wv), nb->slot, kgl_matmul(t, P, m->wv), nb->relation, T);
     out->q = Q;
     out->k = K;
     if (c->qk_norm) {
