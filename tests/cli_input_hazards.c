@@ -155,8 +155,9 @@ TEST(recipe_echo_shows_what_the_run_uses)
 
 /* valgrind saw a conditional jump on the uninitialised hint buffer, printed
    when no relation was near the name: the whole message is checked, and
-   under valgrind (when it is installed and this is not a sanitizer build,
-   which valgrind cannot run) no error is reported. */
+   under valgrind no error is reported (when valgrind is installed and can
+   run this binary: not a sanitizer build, and debug information it reads,
+   which clang 14's DWARF 5 is not for an older valgrind). */
 #if defined(__SANITIZE_ADDRESS__)
 #define KGL_TEST_ASAN 1
 #elif defined(__has_feature)
@@ -171,8 +172,12 @@ TEST(unknown_relation_message_has_no_stray_byte)
     CHECK(run_kgl(T, "train --supervise-heads qqqqqqqq=0", out, sizeof out, err, sizeof err) == 2);
     if (!CHECK(strcmp(err, want) == 0)) printf("    stderr: %s", err);
 #ifndef KGL_TEST_ASAN
-    if (run_sh(T, "command -v valgrind", out, sizeof out, err, sizeof err) != 0) return;
     char cmd[4096];
+    snprintf(cmd, sizeof cmd, "valgrind -q --error-exitcode=97 '%s' --version", T->kgl);
+    if (run_sh(T, cmd, out, sizeof out, err, sizeof err) != 0) {
+        printf("    valgrind cannot run %s here: the message alone is checked\n", T->kgl);
+        return;
+    }
     snprintf(cmd, sizeof cmd, "valgrind -q --error-exitcode=97 '%s' train --supervise-heads qqqqqqqq=0", T->kgl);
     int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
     if (!CHECK(st == 2 && strcmp(err, want) == 0)) printf("    exit %d, stderr: %s", st, err);
