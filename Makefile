@@ -192,7 +192,10 @@ sanitize:
 # build/fuzz/crash-NAME-*. Copy it into tests/fuzz/regressions/NAME/ and
 # `make test` replays it (tests/fuzz_replay.c). The last line sums the executions.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := triples types safetensors json memo args
+FUZZ_TARGETS := triples types safetensors json memo args formula
+# The formula harness's inputs must be long enough to nest far past
+# KGL_RECIPE_MAX_DEPTH (64): libFuzzer would start from its seeds' length.
+FUZZ_MAX_LEN_formula := 4096
 FUZZ_BUILD := build/fuzz
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 .PHONY: fuzz fuzz-build fuzz-clang
@@ -222,8 +225,9 @@ fuzz: fuzz-build
 	@total=0; for t in $(FUZZ_TARGETS); do \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$t; \
 	  cp tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/; \
+	  case $$t in formula) max_len=-max_len=$(FUZZ_MAX_LEN_formula);; *) max_len=;; esac; \
 	  $(FUZZ_BUILD)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 -close_fd_mask=2 \
-	    -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t \
+	    $$max_len -dict=tests/fuzz/$$t.dict -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- $(FUZZ_BUILD)/corpus/$$t \
 	    > $(FUZZ_BUILD)/fuzz_$$t.log 2>&1; rc=$$?; \
 	  n=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/fuzz_$$t.log); \
 	  echo "fuzz $$t: $${n:-0} executions in $(FUZZ_SECONDS) s, exit $$rc"; \

@@ -154,7 +154,9 @@ TEST(predict_errors_are_for_people)
     } cases[] = {
         /* names that are not in the checkpoint: the near ones listed */
         {"--head alise --relation advises", "kgl predict: --head: unknown entity 'alise'; did you mean 'alice'?\n"},
-        {"--tail carol --relation advice", "kgl predict: --tail: unknown relation 'advice'; did you mean 'advises'?\n"},
+        /* a relation is named after --relation, whichever side is asked (issue 25) */
+        {"--tail carol --relation advice", "kgl predict: --relation: unknown relation 'advice'; did you mean 'advises'?\n"},
+        {"--head alice --relation border", "kgl predict: --relation: unknown relation 'border' (none is close)\n"},
         {"--head zzzzzzzz --relation advises", "kgl predict: --head: unknown entity 'zzzzzzzz' (none is close)\n"},
         /* --top names its range, which comes from the model */
         {"--head alice --relation advises --top 14",

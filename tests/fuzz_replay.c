@@ -9,6 +9,7 @@
 #define KGL_FUZZ_REPLAY
 #include "../train/args.c" /* the CLI's option parser, which fuzz_args.c drives */
 #include "fuzz/fuzz_args.c"
+#include "fuzz/fuzz_formula.c"
 #include "fuzz/fuzz_json.c"
 #include "fuzz/fuzz_memo.c"
 #include "fuzz/fuzz_safetensors.c"
@@ -48,7 +49,8 @@ TEST(fuzz_corpus_and_regressions_replay)
         const char *name;
         fuzz_fn fn;
     } h[] = {{"triples", fuzz_triples}, {"types", fuzz_types}, {"safetensors", fuzz_safetensors},
-             {"json", fuzz_json},       {"memo", fuzz_memo},   {"args", fuzz_args}};
+             {"json", fuzz_json},       {"memo", fuzz_memo},   {"args", fuzz_args},
+             {"formula", fuzz_formula}};
     int total = 0;
     for (size_t k = 0; k < sizeof h / sizeof h[0]; k++) {
         char dir[256];
@@ -58,5 +60,5 @@ TEST(fuzz_corpus_and_regressions_replay)
         snprintf(dir, sizeof dir, "tests/fuzz/regressions/%s", h[k].name);
         total += seeds + replay_dir(T, dir, h[k].fn);
     }
-    printf("    %d inputs replayed through 6 harnesses\n", total);
+    printf("    %d inputs replayed through %zu harnesses\n", total, sizeof h / sizeof h[0]);
 }

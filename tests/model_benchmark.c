@@ -278,7 +278,9 @@ TEST(eval_every_keeps_the_best_model_and_ignores_test)
     char cmd[2048], ck[600], best_mrr[64] = "", best_step[32] = "";
     snprintf(ck, sizeof ck, "%s/best.st", T->tmp);
     for (int run = 0; run < 2; run++) {
-        snprintf(cmd, sizeof cmd, "train --valid %s --test %s --steps 60 --eval-every 4 --dropout 0.1 --json --save %s",
+        snprintf(cmd, sizeof cmd,
+                 "train --train data/academic.tsv --valid %s --test %s --steps 60 --eval-every 4 --dropout 0.1 --json "
+                 "--save %s",
                  valid, run ? test2 : test1, ck);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
         const char *p = strstr(out, "\"best_step\":"), *q = strstr(out, "\"best_valid_mrr\":");
@@ -303,7 +305,8 @@ TEST(eval_every_keeps_the_best_model_and_ignores_test)
     }
     printf("    best valid MRR %s at step %s of 60\n", best_mrr, best_step);
     /* the checkpoint holds that model: kgl eval reproduces the number */
-    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --valid %s --test %s --json", ck, valid, test2);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --train data/academic.tsv --valid %s --test %s --json", ck, valid,
+             test2);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     char step_field[64];
     snprintf(step_field, sizeof step_field, "{\"step\":%s,", best_step);
@@ -312,7 +315,9 @@ TEST(eval_every_keeps_the_best_model_and_ignores_test)
     CHECK(v && json_number_after(v, "\"both\":{\"mrr\":") == strtod(best_mrr, NULL));
 
     /* patience: stops after P evaluations without a better model */
-    snprintf(cmd, sizeof cmd, "train --valid %s --steps 500 --eval-every 1 --patience 3 --lr 0.05 --json", valid);
+    snprintf(cmd, sizeof cmd,
+             "train --train data/academic.tsv --valid %s --steps 500 --eval-every 1 --patience 3 --lr 0.05 --json",
+             valid);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "\"stopped_early\":true") != NULL);
     long steps = (long)json_number_after(out, "{\"steps\":"), best = (long)json_number_after(out, "\"best_step\":");

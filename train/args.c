@@ -25,6 +25,7 @@ bool cli_next(cli_args *a)
 {
     static char name[128];
     if (++a->i >= a->argc) return false;
+    a->at = a->i;
     const char *arg = a->argv[a->i];
     const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
     if (eq && (size_t)(eq - arg) < sizeof name) {
@@ -46,6 +47,7 @@ int cli_usage_error(const cli_args *a, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "kgl %s: ", a->cmd);
+    if (a->file && a->at >= 1 && a->at <= a->file_words) fprintf(stderr, "%s:%d: ", a->file, a->file_line[a->at - 1]);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\nTry 'kgl %s --help'.\n", a->cmd);
     va_end(ap);

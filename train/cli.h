@@ -26,6 +26,12 @@ typedef struct cli_args {
     const char *opt;    /* the current option, e.g. "--dim" */
     const char *inline_val;
     const char *help;   /* the command's --help text (optional): an unknown option's near matches come from it */
+    int at;             /* argv index of the current option */
+    /* argv[1..file_words] came from a file (a recipe): a mistake in one of
+       them is reported as "file:line: " (file_line[k] is argv[k + 1]'s line) */
+    const char *file;
+    const int *file_line;
+    int file_words;
 } cli_args;
 
 void cli_init(cli_args *a, const char *cmd, int argc, char **argv);
@@ -35,7 +41,8 @@ bool cli_next(cli_args *a);
 bool cli_is(const cli_args *a, const char *name);
 /* The option's value (inline or the next argument); NULL after reporting. */
 const char *cli_value(cli_args *a);
-/* Reports "kgl CMD: message" plus a hint and returns EXIT_USAGE. */
+/* Reports "kgl CMD: message" (with "file:line: " before the message when
+ * the option came from a file) plus a hint and returns EXIT_USAGE. */
 int cli_usage_error(const cli_args *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_unknown(const cli_args *a);
 /* A flag given a value (--json=1) is a usage error. */

@@ -412,8 +412,7 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     const char *rel = comma + 1;
     q->row = kgl_relation_row_id(ds, &m->cfg, rel);
     if (q->row < 0) {
-        size_t len = strlen(rel);
-        if (len > 3 && strcmp(rel + len - 3, "^-1") == 0 && !m->cfg.reciprocal) {
+        if (kgl_inverse_name(rel) && !m->cfg.reciprocal) {
             fprintf(stderr, "kgl heads: --query: '%s' is an inverse relation, but this checkpoint was trained with "
                             "--no-reciprocal (it has no inverse relations)\n", rel);
             return EXIT_USAGE;

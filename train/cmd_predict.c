@@ -35,7 +35,7 @@ static const char help[] =
     "  --relation REL     the relation asked about\n"
     "  --queries FILE     many questions: one per line, head<TAB>relation<TAB>tail\n"
     "                     with '?' as the head or the tail (blank lines and lines\n"
-    "                     starting with '#' are skipped)\n"
+    "                     starting with '#' are skipped); '-' reads standard input\n"
     "  --train F, --valid F, --test F\n"
     "                     the known triples (the checkpoint's names must match);\n"
     "                     answers that complete a known triple are marked\n"
@@ -71,24 +71,31 @@ static int unknown_name(const char *where, const char *what, const char *name, c
     return EXIT_USAGE;
 }
 
-/* One question from names; 0 or an exit status after reporting. */
+/* One question from names; 0 or an exit status after reporting. A mistake
+   is reported after `where` (a queries file's "file:line"), or else after
+   the option that gave the name ("kgl predict: --relation"). */
 static int make_query(const char *where, const kgl_dataset *ds, const char *entity, const char *relation,
                       bool ask_head, query *q)
 {
     q->ask_head = ask_head;
     q->relation = kgl_dataset_relation_id(ds, relation);
-    if (q->relation < 0) return unknown_name(where, "relation", relation, ds->relation_names, ds->n_relations);
+    if (q->relation < 0)
+        return unknown_name(where ? where : "kgl predict: --relation", "relation", relation, ds->relation_names,
+                            ds->n_relations);
     q->entity = kgl_dataset_entity_id(ds, entity);
-    if (q->entity < 0) return unknown_name(where, "entity", entity, ds->entity_names, ds->n_entities);
+    if (q->entity < 0)
+        return unknown_name(where ? where : ask_head ? "kgl predict: --tail" : "kgl predict: --head", "entity", entity,
+                            ds->entity_names, ds->n_entities);
     return 0;
 }
 
-/* Reads every question of a queries file before any is answered, so a bad
-   line stops the run before it prints anything. */
+/* Reads every question of a queries file ("-": standard input) before any is
+   answered, so a bad line stops the run before it prints anything. */
 static int read_queries(const char *path, const kgl_dataset *ds, query **out, int *n_out)
 {
     kgl_text t;
     char err[1024];
+    if (strcmp(path, "-") == 0) path = "/dev/stdin"; /* a pipe or a file, as kgl_text_open reads any */
     if (!kgl_text_open(&t, path, err, sizeof err)) {
         fprintf(stderr, "kgl predict: --queries %s\n", err);
         return EXIT_USAGE;
@@ -286,8 +293,7 @@ int cmd_predict(int argc, char **argv)
     } else if (queries) {
         st = read_queries(queries, ds, &qs, &n_q);
     } else {
-        st = make_query(head ? "kgl predict: --head" : "kgl predict: --tail", ds, head ? head : tail, relation,
-                        tail != NULL, &one);
+        st = make_query(NULL, ds, head ? head : tail, relation, tail != NULL, &one);
     }
     if (!st) {
         int k_top = top_given ? (int)top : (n < 10 ? n : 10);

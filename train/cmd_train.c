@@ -148,8 +148,9 @@ static bool parse_scale(cli_args *a, kgl_config *cfg)
     return true;
 }
 
-/* Returns -1 to go on, or an exit status. */
-static int parse(int argc, char **argv, train_opts *o)
+/* Returns -1 to go on, or an exit status. With a recipe r, argv[1..r->argc]
+   are its words: a mistake in one is reported with its file:line. */
+static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
 {
     memset(o, 0, sizeof *o);
     kgl_config_defaults(&o->cfg);
@@ -163,6 +164,7 @@ static int parse(int argc, char **argv, train_opts *o)
     cli_args a;
     cli_init(&a, "train", argc, argv);
     a.help = help;
+    if (r) a.file = r->file.name, a.file_line = r->line, a.file_words = r->argc;
     while (cli_next(&a)) {
         long v;
         int st;
@@ -393,6 +395,44 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     return -1;
 }
 
+/* The number of words of the option at w[k]: 2 for "--name value", 1 for a
+   flag or "--name=value" (no value starts with "--"). */
+static int option_words(char *const *w, int n, int k)
+{
+    return strchr(w[k], '=') || k + 1 >= n || strncmp(w[k + 1], "--", 2) == 0 ? 1 : 2;
+}
+
+static bool same_option(const char *a, const char *b)
+{
+    size_t na = strcspn(a, "="), nb = strcspn(b, "=");
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
+/* The recipe's options as the run uses them: one the command line gives too
+   is shown with the command line's value (which wins, coming later) and
+   named at the end. */
+static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int argc, char **argv)
+{
+    char line[8192], given[1024] = "";
+    size_t used = 0, n_given = 0;
+    for (int k = 0; k < r->argc; k += option_words(r->argv, r->argc, k)) {
+        char *const *w = r->argv + k;
+        int words = option_words(r->argv, r->argc, k);
+        bool overridden = false;
+        for (int j = 1; j < argc; j += option_words(argv, argc, j)) /* the last one wins */
+            if (same_option(argv[j], r->argv[k])) w = argv + j, words = option_words(argv, argc, j), overridden = true;
+        if (overridden)
+            n_given += (size_t)snprintf(given + n_given, n_given < sizeof given ? sizeof given - n_given : 0,
+                                        "%s%.*s", n_given ? ", " : "", (int)strcspn(w[0], "="), w[0]);
+        for (int q = 0; q < words; q++)
+            used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0, "%s%s",
+                                     used ? " " : "", w[q]);
+    }
+    fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s%s%s%s\n",
+            r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, n_given ? " (" : "",
+            n_given ? given : "", n_given ? " from the command line)" : "");
+}
+
 /* --recipe: the file's options (formulas computed from the loaded triples)
    go before the command line's, so that those given by hand win; the whole
    is parsed again. Returns -1 to go on, or an exit status. */
@@ -415,11 +455,9 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
     for (int k = 1; k < argc; k++) words[n++] = argv[k];
     words[n] = NULL;
-    int st = parse(n, words, o); /* o points at the words themselves, which live in r for the whole run */
+    int st = parse(n, words, o, &r); /* o points at the words themselves, which live in r for the whole run */
     free(words);
-    if (st < 0 && !o->quiet && !o->json)
-        fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s\n",
-                o->recipe_path, vars.n_entities, vars.n_relations, vars.n_train, r.text);
+    if (st < 0 && !o->quiet && !o->json) print_recipe(&r, &vars, argc, argv);
     return st;
 }
 
@@ -1049,7 +1087,7 @@ static const char *option_conflict(const train_opts *o)
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
-    int st = parse(argc, argv, &o);
+    int st = parse(argc, argv, &o, NULL);
     if (st >= 0) return st;
     /* every output before the first step, not after the last: a path that
        cannot be written is a bad argument (2); 3 is for a write that fails */

@@ -1,5 +1,6 @@
 /* common.c — data loading, relation filters, supervision and metric output
  * shared by the subcommands. */
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,9 @@ bool data_option(cli_args *a, data_args *d, int *status)
    have: a, b or c)" — the list only when it is short enough to read. */
 static void unknown_relation(const char *cmd, const char *option, const char *name, const kgl_dataset *ds)
 {
-    char hint[600], list[2048] = "";
+    char buf[600], list[2048] = "";
     const char *const *names = (const char *const *)ds->relation_names;
-    cli_did_you_mean(name, names, ds->n_relations, hint, sizeof hint);
+    const char *hint = cli_did_you_mean(name, names, ds->n_relations, buf, sizeof buf); /* "" when none is near */
     if (ds->n_relations <= 30) {
         size_t used = (size_t)snprintf(list, sizeof list, " (they have:");
         for (int k = 0; k < ds->n_relations && used < sizeof list; k++)
@@ -139,6 +140,14 @@ void print_data_warnings(const kgl_dataset *ds)
 int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
 {
     memset(v, 0, sizeof *v);
+    /* the embedded world stands in for no triples at all, never for a
+       missing --train beside files of the user's own */
+    if (!d->train && (d->valid || d->test)) {
+        fprintf(stderr, "kgl %s: %s need%s --train F: the embedded academic world is used only when no triples file "
+                "is given\n", cmd, d->valid && d->test ? "--valid and --test" : d->valid ? "--valid" : "--test",
+                d->valid && d->test ? "" : "s");
+        return EXIT_USAGE;
+    }
     kgl_source src[3];
     int n_src = 0;
     const char *paths[3] = {d->train, d->valid, d->test};
@@ -423,28 +432,33 @@ bool model_finite(const char *where, const kgl_model *m)
     return ok;
 }
 
-/* Whether the names joined by \n in a checkpoint's metadata are exactly
-   `names`; *count is how many the checkpoint lists. */
-static bool same_name_list(const char *joined, char *const *names, int n, int *count)
+/* Where the names joined by \n in a checkpoint's metadata first differ from
+   `names`: -1 when they are the same list. *count is how many it lists, and
+   its name at the difference (if it has one) goes to got. */
+static int first_difference(const char *joined, char *const *names, int n, int *count, char *got, size_t cap)
 {
-    bool same = true;
+    int at = -1;
     *count = 0;
     for (const char *p = joined;; (*count)++) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0) same = false;
+        if (at < 0 && (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0)) {
+            at = *count;
+            snprintf(got, cap, "%.*s", (int)len, p);
+        }
         if (!nl) {
             (*count)++;
             break;
         }
         p = nl + 1;
     }
-    return same && *count == n;
+    return at >= 0 ? at : *count != n ? *count : -1;
 }
 
 /* A checkpoint that does not fit the embedded academic world was, most
    likely, trained on the user's own triples and opened without --train:
-   say that, rather than which name differs first. */
+   say that, with what differs: the counts, or (when they are the same) the
+   first name. */
 static bool explain_other_data(const char *path, const data_view *v)
 {
     kgl_st_file f;
@@ -452,18 +466,26 @@ static bool explain_other_data(const char *path, const data_view *v)
     if (!kgl_st_read(path, &f, err, sizeof err)) return false;
     const char *ents = kgl_st_meta(&f, "entities"), *rels = kgl_st_meta(&f, "relations");
     bool other = false;
-    int n_ents, n_rels;
     if (ents && rels) {
-        bool same_ents = same_name_list(ents, v->ds.entity_names, v->ds.n_entities, &n_ents);
-        bool same_rels = same_name_list(rels, v->ds.relation_names, v->ds.n_relations, &n_rels);
-        other = !same_ents || !same_rels;
+        const kgl_dataset *ds = &v->ds;
+        char ent_got[256], rel_got[256];
+        int n_ents, n_rels;
+        int ent_at = first_difference(ents, ds->entity_names, ds->n_entities, &n_ents, ent_got, sizeof ent_got);
+        int rel_at = first_difference(rels, ds->relation_names, ds->n_relations, &n_rels, rel_got, sizeof rel_got);
+        other = ent_at >= 0 || rel_at >= 0;
+        bool is_ent = ent_at >= 0;
+        if (other && (n_ents != ds->n_entities || n_rels != ds->n_relations))
+            fprintf(stderr, "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded "
+                    "academic world (%d entities, %d relations)", path, n_ents, n_rels, ds->n_entities,
+                    ds->n_relations);
+        else if (other) /* the same counts: the first name that differs */
+            fprintf(stderr, "%s: this checkpoint was not trained on the embedded academic world: its %s %d is '%s', "
+                    "the academic world's is '%s'", path, is_ent ? "entity" : "relation", is_ent ? ent_at : rel_at,
+                    is_ent ? ent_got : rel_got, is_ent ? ds->entity_names[ent_at] : ds->relation_names[rel_at]);
+        if (other)
+            fprintf(stderr, "; give the triples files it was trained with (--train F, and --valid, --test if it had "
+                    "them)\n");
     }
-    if (other)
-        fprintf(stderr,
-                "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded academic world "
-                "(%d entities, %d relations); give the triples files it was trained with (--train F, and --valid, "
-                "--test if it had them)\n",
-                path, n_ents, n_rels, v->ds.n_entities, v->ds.n_relations);
     kgl_st_free(&f);
     return other;
 }
@@ -636,6 +658,32 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
     return 0;
 }
 
+/* The ensemble a file belongs to, when it is member k > 0 of one that kgl
+   train saved: X.m<k>.ext (or X.m<k>) listed as member k by X.ext (or X).
+   Returns k with X.ext in member0, or 0. */
+static int ensemble_of(const char *path, char *member0, size_t cap)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
+    for (int with_ext = dot != NULL; with_ext >= 0; with_ext--) {
+        size_t stem_end = with_ext ? (size_t)(dot - path) : strlen(path), d = stem_end;
+        while (d > 0 && isdigit((unsigned char)path[d - 1])) d--;
+        if (d == stem_end || d < (size_t)(base - path) + 3 || path[d - 1] != 'm' || path[d - 2] != '.') continue;
+        long k = strtol(path + d, NULL, 10);
+        if (k < 1 || k >= KGL_MAX_ENSEMBLE) continue;
+        snprintf(member0, cap, "%.*s%s", (int)(d - 2), path, path + stem_end);
+        kgl_st_file f;
+        char err[1024];
+        if (!kgl_st_read(member0, &f, err, sizeof err)) continue;
+        const char *p = kgl_st_meta(&f, "ensemble_members"); /* member k is its k-th line */
+        for (long j = 1; j < k && p; j++)
+            if ((p = strchr(p, '\n'))) p++;
+        bool listed = p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        kgl_st_free(&f);
+        if (listed) return (int)k;
+    }
+    return 0;
+}
+
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
                    model_set *ms)
 {
@@ -658,6 +706,10 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
             else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
         }
+        int k = !st && ms->n == 1 ? ensemble_of(spec, path, sizeof path) : 0;
+        if (k) /* one member opened alone, most likely by mistake */
+            fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
+                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, k, path, path, k, path);
     } else { /* A,B,...: exactly these */
         size_t len = strlen(spec) + 1;
         char *list = memcpy(kgl_xmalloc(len), spec, len), *p = list;

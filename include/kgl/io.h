@@ -46,6 +46,13 @@ void kgl_text_from_memory(kgl_text *t, const char *name, const char *data, size_
  * at the end, -1 with "name:line: what is wrong" in err for a NUL byte,
  * invalid UTF-8 or a line longer than KGL_LINE_MAX. */
 int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_fields, char *err, size_t err_cap);
+/* The words of an options file (a recipe, a benchmark's .args) from t->pos
+ * (after a byte-order mark): whitespace-separated, '#' starting a comment to
+ * the end of its line. Cuts them in place and fills words[k] (and lines[k],
+ * its line, when lines is not NULL) for at most max words. Returns how many,
+ * or -1 with "name:line: what is wrong" in err for a NUL byte anywhere (it
+ * would end the text early, silently) or more than max words. */
+int kgl_text_words(kgl_text *t, char **words, int *lines, int max, char *err, size_t err_cap);
 void kgl_text_close(kgl_text *t);
 /* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
 bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
@@ -66,8 +73,10 @@ int kgl_near_matches(const char *word, const char *const *candidates, int n_cand
  * per line, head<TAB>relation<TAB>tail, read with the line reader above (so
  * a byte-order mark, blank and '#' lines are skipped, a trailing \r is
  * tolerated, a line is at most KGL_LINE_MAX bytes). Exactly three non-empty
- * fields, never trimmed. A first line of column names is skipped and
- * recorded (kgl_is_header_line, kgl_split.header_line).
+ * fields, never trimmed: a field that starts or ends with whitespace is an
+ * error, as is a line of whitespace alone, and a relation whose name ends
+ * with KGL_INVERSE_SUFFIX (kgl_inverse_name). A first line of column names
+ * is skipped and recorded (kgl_is_header_line, kgl_split.header_line).
  * Every malformed input is reported as "file:line: what is wrong" (or
  * "file: what is wrong", e.g. "file: no triples"). */
 typedef struct kgl_triple { int head, rel, tail; } kgl_triple;
@@ -125,6 +134,11 @@ void kgl_dataset_free(kgl_dataset *ds);
  * label, node. A line with one field that is not such a word ("head",
  * "advises", "bob": an entity called head) is data. */
 bool kgl_is_header_line(char *const *fields, int n);
+/* The inverse of relation "r" is written "r^-1" (kgl export, kgl heads
+ * --query), so no relation may be named so: every loader refuses a name for
+ * which this is true (triples files, a checkpoint's names). */
+#define KGL_INVERSE_SUFFIX "^-1"
+bool kgl_inverse_name(const char *name);
 int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name);   /* -1 if unknown */
 int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if unknown */
 /* Filtered-ranking index over every triple of every split: for rel < m, the

@@ -474,8 +474,13 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
  * =max(1000,round(n_train/2))". --train, --valid, --test, --resume,
  * --recipe, --save and --log are refused (they belong to the command line).
- * Errors are "file:line: what is wrong". */
+ * A byte-order mark is skipped, a NUL byte refused. Errors are "file:line:
+ * what is wrong". */
 #define KGL_RECIPE_MAX_WORDS 128
+/* Nesting in a formula (parentheses, function calls, signs): far beyond any
+ * recipe's, and a bound on the evaluator's recursion (a formula nested
+ * 20,000 deep overflowed the stack). */
+#define KGL_RECIPE_MAX_DEPTH 64
 typedef struct kgl_recipe_vars {
     long n_entities, n_relations, n_train;
 } kgl_recipe_vars;

@@ -33,25 +33,80 @@ static bool open_source(kgl_text *t, const kgl_source *s, char *err, size_t err_
     return kgl_text_open(t, s->path, err, err_cap);
 }
 
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'; }
+
 static bool all_whitespace(const char *s)
 {
     for (; *s; s++)
-        if (*s != ' ' && *s != '\t' && *s != '\v' && *s != '\f' && *s != '\r') return false;
+        if (!is_blank(*s)) return false;
+    return true;
+}
+
+/* Whether each of the n fields (those kept of a line) is whitespace only. */
+static bool blank_line(char *const *f, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!all_whitespace(f[k])) return false;
     return true;
 }
 
 /* "expected 3 tab-separated fields (head, relation, tail), found 2", with a
- * hint when the one field found is whitespace or holds spaces. */
-static void field_count_error(const kgl_text *t, int want, const char *names, int found, const char *first,
+ * hint when the line is whitespace, or its one field holds spaces, or it
+ * holds commas (a CSV file). */
+static void field_count_error(const kgl_text *t, int want, const char *names, char *const *f, int found, int kept,
                               char *err, size_t err_cap)
 {
     const char *hint = "";
-    if (found == 1 && all_whitespace(first))
+    bool commas = false;
+    for (int k = 0; k < kept; k++) commas = commas || strchr(f[k], ',');
+    if (blank_line(f, kept))
         hint = " (the line is only whitespace)";
-    else if (found == 1 && strchr(first, ' '))
+    else if (commas)
+        hint = " (fields are separated by tabs, not commas: is it a CSV file?)";
+    else if (found == 1 && strchr(f[0], ' '))
         hint = " (fields are separated by tabs, not spaces)";
     snprintf(err, err_cap, "%s:%d: expected %d tab-separated fields (%s), found %d%s", t->name, t->lineno, want,
              names, found, hint);
+}
+
+/* Names are never trimmed, so "Paris " beside "Paris" would be a second
+ * entity, silently: a field that is empty, or starts or ends with
+ * whitespace, is refused. */
+static bool check_fields(const kgl_text *t, char *const *f, int n, const char *const *field_name, char *err,
+                         size_t err_cap)
+{
+    if (blank_line(f, n)) {
+        snprintf(err, err_cap, "%s:%d: the line is only whitespace (an empty line is skipped; this one is not empty)",
+                 t->name, t->lineno);
+        return false;
+    }
+    for (int k = 0; k < n; k++) {
+        size_t len = strlen(f[k]);
+        if (len == 0) {
+            snprintf(err, err_cap, "%s:%d: empty %s field", t->name, t->lineno, field_name[k]);
+            return false;
+        }
+        if (all_whitespace(f[k])) {
+            snprintf(err, err_cap, "%s:%d: the %s '%s' is only whitespace", t->name, t->lineno, field_name[k], f[k]);
+            return false;
+        }
+        bool starts = is_blank(f[k][0]);
+        char c = starts ? f[k][0] : f[k][len - 1];
+        if (starts || is_blank(c)) {
+            const char *what = c == ' '    ? "a space"
+                               : c == '\t' ? "a tab"
+                               : c == '\r' ? "a carriage return"
+                                           : "whitespace";
+            size_t a = 0, b = len;
+            while (is_blank(f[k][a])) a++;
+            while (is_blank(f[k][b - 1])) b--;
+            snprintf(err, err_cap, "%s:%d: the %s '%s' %s with %s; names are never trimmed, so '%s' and '%.*s' "
+                     "would be two names: remove the whitespace", t->name, t->lineno, field_name[k], f[k],
+                     starts ? "starts" : "ends", what, f[k], (int)(b - a), f[k] + a);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------- header -- */
@@ -90,6 +145,12 @@ bool kgl_is_header_line(char *const *fields, int n)
 
 /* ------------------------------------------------------------- triples -- */
 
+bool kgl_inverse_name(const char *name)
+{
+    size_t n = strlen(name), k = strlen(KGL_INVERSE_SUFFIX);
+    return n >= k && strcmp(name + n - k, KGL_INVERSE_SUFFIX) == 0;
+}
+
 typedef struct name_entry {
     char *key;
     int value; /* temporary id: order of first appearance */
@@ -123,14 +184,14 @@ static bool read_triples(const kgl_source *src, name_entry **ents, name_entry **
     int nf, rc;
     while ((rc = kgl_text_next(&t, '\t', f, 3, &nf, err, err_cap)) == 1) {
         if (nf != 3) {
-            field_count_error(&t, 3, "head, relation, tail", nf, f[0], err, err_cap);
+            field_count_error(&t, 3, "head, relation, tail", f, nf, nf < 3 ? nf : 3, err, err_cap);
             goto done;
         }
-        for (int k = 0; k < 3; k++) {
-            if (f[k][0] == 0) {
-                snprintf(err, err_cap, "%s:%d: empty %s field", t.name, t.lineno, field_name[k]);
-                goto done;
-            }
+        if (!check_fields(&t, f, 3, field_name, err, err_cap)) goto done;
+        if (kgl_inverse_name(f[1])) {
+            snprintf(err, err_cap, "%s:%d: the relation '%s' ends with '" KGL_INVERSE_SUFFIX "', which names the "
+                     "inverse of a relation (kgl export, kgl heads --query): rename it", t.name, t.lineno, f[1]);
+            goto done;
         }
         if (arrlen(*raw) == 0 && sp->n_duplicates == 0 && !sp->header_line && kgl_is_header_line(f, 3)) {
             sp->header_line = t.lineno;
@@ -433,15 +494,10 @@ bool kgl_types_load(kgl_types *ty, const kgl_source *src, char *err, size_t err_
     int nf, rc;
     while ((rc = kgl_text_next(&t, '\t', f, 2, &nf, err, err_cap)) == 1) {
         if (nf != 2) {
-            field_count_error(&t, 2, "entity, type", nf, f[0], err, err_cap);
+            field_count_error(&t, 2, "entity, type", f, nf, nf < 2 ? nf : 2, err, err_cap);
             goto done;
         }
-        for (int k = 0; k < 2; k++) {
-            if (f[k][0] == 0) {
-                snprintf(err, err_cap, "%s:%d: empty %s field", t.name, t.lineno, field_name[k]);
-                goto done;
-            }
-        }
+        if (!check_fields(&t, f, 2, field_name, err, err_cap)) goto done;
         if (arrlen(ent) == 0 && !ty->header_line && kgl_is_header_line(f, 2)) {
             ty->header_line = t.lineno; /* column names, as in a triples file */
             continue;

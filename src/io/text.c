@@ -194,6 +194,44 @@ int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_f
     return 0;
 }
 
+int kgl_text_words(kgl_text *t, char **words, int *lines, int max, char *err, size_t err_cap)
+{
+    char *p = t->buf + t->pos, *end = t->buf + t->len;
+    int line = 1, n = 0;
+    /* a NUL byte would end the words there, with the rest of the file unread */
+    const char *nul = memchr(p, '\0', (size_t)(end - p));
+    if (nul) {
+        const char *start = p;
+        for (const char *q = p; q < nul; q++)
+            if (*q == '\n') line++, start = q + 1;
+        snprintf(err, err_cap, "%s:%d: line contains a NUL byte (column %zu)", t->name, line, (size_t)(nul - start) + 1);
+        return -1;
+    }
+    while (p < end) {
+        if (*p == '#') {
+            while (p < end && *p != '\n') p++;
+            continue;
+        }
+        if (isspace((unsigned char)*p)) {
+            line += *p == '\n';
+            *p++ = 0;
+            continue;
+        }
+        if (n >= max) {
+            snprintf(err, err_cap, "%s:%d: more than %d words", t->name, line, max);
+            return -1;
+        }
+        if (lines) lines[n] = line;
+        words[n++] = p;
+        while (p < end && !isspace((unsigned char)*p) && *p != '#') p++;
+        if (p < end && *p == '#') { /* a comment glued to a word */
+            *p++ = 0;
+            while (p < end && *p != '\n') p++;
+        }
+    }
+    return n;
+}
+
 /* Optimal string alignment distance (Damerau–Levenshtein without repeated
  * edits of a substring) of the lowercased strings, capped: two rows of the
  * dynamic programme plus the one before them, for the transposition. Names

@@ -555,9 +555,12 @@ static bool split_names(const char *joined, const char *what, char ***out, int *
         memcpy(names[k], p, len);
         names[k][len] = 0;
         p = nl ? nl + 1 : p + len;
-        bool ok = len > 0 && (k == 0 || strcmp(names[k - 1], names[k]) < 0);
+        bool inverse = strcmp(what, "relations") == 0 && kgl_inverse_name(names[k]); /* as a triples file */
+        bool ok = len > 0 && !inverse && (k == 0 || strcmp(names[k - 1], names[k]) < 0);
         if (!ok) {
             if (len == 0) fail(err, cap, path, "metadata '%s': name %d is empty", what, k);
+            else if (inverse) fail(err, cap, path, "metadata '%s': '%s' ends with '" KGL_INVERSE_SUFFIX "', which "
+                                   "names the inverse of a relation", what, names[k]);
             else fail(err, cap, path, "metadata '%s': '%s' does not come after '%s' (names must be unique and in "
                       "byte order, as kgl writes them)", what, names[k], names[k - 1]);
             for (int q = 0; q <= k; q++) free(names[q]);

@@ -13,8 +13,6 @@
 #include "kgl/model.h"
 #include "engine/internal.h"
 
-#define INVERSE_SUFFIX "^-1"
-
 void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap)
 {
     int m = ds->n_relations;
@@ -22,16 +20,15 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
     if (row < m)
         snprintf(out, cap, "%s", ds->relation_names[row]);
     else
-        snprintf(out, cap, "%s" INVERSE_SUFFIX, ds->relation_names[row - m]);
+        snprintf(out, cap, "%s" KGL_INVERSE_SUFFIX, ds->relation_names[row - m]);
 }
 
 int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name)
 {
-    size_t n = strlen(name), k = strlen(INVERSE_SUFFIX);
-    if (n > k && strcmp(name + n - k, INVERSE_SUFFIX) == 0) {
+    if (kgl_inverse_name(name)) { /* no relation's own name ends so */
         if (!cfg->reciprocal) return -1; /* no inverse rows were trained */
         char *base = kgl_strdup(name);
-        base[n - k] = 0;
+        base[strlen(name) - strlen(KGL_INVERSE_SUFFIX)] = 0;
         int r = kgl_dataset_relation_id(ds, base);
         free(base);
         return r < 0 ? -1 : ds->n_relations + r;

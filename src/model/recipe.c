@@ -14,7 +14,9 @@
  *   names   n_entities, n_relations, n_train (training triples)
  *   funcs   min(a, b, ...), max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x)
  *
- * A formula is one word (no spaces). Its value is written back as a whole
+ * A formula is one word (no spaces), nested at most KGL_RECIPE_MAX_DEPTH
+ * deep (parentheses, function calls and signs: each level is a few frames of
+ * this recursive descent, so the bound keeps its stack small). Its value is written back as a whole
  * number when it is one, else with 15 significant digits; `kgl train` then
  * parses and range-checks it as if it had been typed. */
 #include <ctype.h>
@@ -30,14 +32,28 @@ typedef struct parser {
     const kgl_recipe_vars *v;
     char *why;
     size_t cap;
+    int depth; /* of nesting at P->p */
     bool failed;
 } parser;
 
+/* "what at 'the rest'", the rest cut short: a formula may be long. */
 static double fail(parser *P, const char *what)
 {
-    if (!P->failed) snprintf(P->why, P->cap, "%s at '%s'", what, *P->p ? P->p : "the end");
+    if (!P->failed)
+        snprintf(P->why, P->cap, "%s at '%.24s%s'", what, *P->p ? P->p : "the end", strlen(P->p) > 24 ? "..." : "");
     P->failed = true;
     return NAN;
+}
+
+/* One level deeper (a parenthesis, a function's arguments, a sign); false
+   past KGL_RECIPE_MAX_DEPTH. The caller steps back out (depth--) after. */
+static bool deeper(parser *P)
+{
+    if (++P->depth <= KGL_RECIPE_MAX_DEPTH) return true;
+    char what[64];
+    snprintf(what, sizeof what, "nested more than %d deep", KGL_RECIPE_MAX_DEPTH);
+    fail(P, what);
+    return false;
 }
 
 static double sum(parser *P);
@@ -55,10 +71,12 @@ static double atom(parser *P)
         return x;
     }
     if (*p == '(') {
+        if (!deeper(P)) return NAN;
         P->p++;
         double x = sum(P);
         if (*P->p != ')') return fail(P, "expected ')'");
         P->p++;
+        P->depth--;
         return x;
     }
     if (!isalpha((unsigned char)*p) && *p != '_') return fail(P, "expected a number, a name or '('");
@@ -85,6 +103,7 @@ static double atom(parser *P)
         return NAN;
     }
     if (*P->p != '(') return fail(P, "expected '(' after a function name");
+    if (!deeper(P)) return NAN;
     P->p++;
     double args[16];
     int n_args = 0;
@@ -98,6 +117,7 @@ static double atom(parser *P)
         }
         if (*P->p != ')') return fail(P, "expected ',' or ')'");
         P->p++;
+        P->depth--;
         break;
     }
     bool one = f >= 2;
@@ -118,8 +138,11 @@ static double atom(parser *P)
 static double unary(parser *P)
 {
     if (*P->p == '-') {
+        if (!deeper(P)) return NAN;
         P->p++;
-        return -unary(P);
+        double x = -unary(P);
+        P->depth--;
+        return x;
     }
     return atom(P);
 }
@@ -148,7 +171,7 @@ static double sum(parser *P)
 
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap)
 {
-    parser P = {formula, formula, v, why, cap, false};
+    parser P = {formula, formula, v, why, cap, 0, false};
     double x = sum(&P);
     if (!P.failed && *P.p) fail(&P, "unexpected character");
     if (P.failed) return false;
@@ -166,32 +189,10 @@ static const char *const not_in_recipe[] = {"--train", "--valid", "--test", "--r
 
 static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
 {
-    char *p = r->file.buf;
-    int line = 1;
-    while (*p) {
-        if (*p == '#') {
-            while (*p && *p != '\n') p++;
-            continue;
-        }
-        if (isspace((unsigned char)*p)) {
-            line += *p == '\n';
-            *p++ = 0;
-            continue;
-        }
-        if (r->argc >= KGL_RECIPE_MAX_WORDS) {
-            snprintf(err, cap, "%s:%d: more than %d words", name, line, KGL_RECIPE_MAX_WORDS);
-            return false;
-        }
-        r->argv[r->argc] = p;
-        r->line[r->argc++] = line;
-        while (*p && !isspace((unsigned char)*p) && *p != '#') p++;
-        if (*p == '#') { /* a comment glued to a word */
-            *p++ = 0;
-            while (*p && *p != '\n') p++;
-        } else if (*p) {
-            line += *p == '\n';
-            *p++ = 0;
-        }
+    r->argc = kgl_text_words(&r->file, r->argv, r->line, KGL_RECIPE_MAX_WORDS, err, cap);
+    if (r->argc < 0) {
+        r->argc = 0;
+        return false;
     }
     size_t used = 0;
     for (int k = 0; k < r->argc; k++) {
@@ -208,7 +209,8 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
             double x;
             char why[512];
             if (!kgl_recipe_eval(w + 1, v, &x, why, sizeof why)) {
-                snprintf(err, cap, "%s:%d: formula '%s': %s", name, r->line[k], w, why);
+                snprintf(err, cap, "%s:%d: formula '%.40s%s': %s", name, r->line[k], w, strlen(w) > 40 ? "..." : "",
+                         why);
                 return false;
             }
             if (fabs(x) < 1e15 && x == floor(x)) snprintf(r->values[k], sizeof r->values[k], "%.0f", x);

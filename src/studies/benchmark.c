@@ -95,29 +95,12 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
 static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *err, size_t cap)
 {
     if (!kgl_text_open(&d->args_file, d->config_path, err, cap)) return KGL_BENCHMARK_CONFIG_UNREADABLE;
-    char *p = d->args_file.buf;
-    size_t used = 0;
-    while (*p) {
-        if (*p == '#') {
-            while (*p && *p != '\n') *p++ = ' ';
-            continue;
-        }
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            *p++ = 0;
-            continue;
-        }
-        if (d->argc >= KGL_BENCHMARK_MAX_ARGS - 24) {
-            snprintf(err, cap, "%s: more than %d words", d->config_path, KGL_BENCHMARK_MAX_ARGS - 24);
-            return KGL_BENCHMARK_CONFIG_INVALID;
-        }
-        d->argv[d->argc++] = p;
-        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '#') p++;
-        if (*p == '#') { /* a comment glued to a word */
-            *p = 0;
-            p++;
-            while (*p && *p != '\n') p++;
-        }
+    d->argc = kgl_text_words(&d->args_file, d->argv, NULL, KGL_BENCHMARK_MAX_ARGS - 24, err, cap);
+    if (d->argc < 0) {
+        d->argc = 0;
+        return KGL_BENCHMARK_CONFIG_INVALID;
     }
+    size_t used = 0;
     bool selects = false;
     for (int k = 0; k < d->argc; k++) {
         const char *w = d->argv[k];
