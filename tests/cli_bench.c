@@ -46,7 +46,16 @@ TEST(cli_bench_readable_line_and_usage_errors)
     CHECK(strstr(out, "step   median") != NULL && strstr(out, "memory") != NULL);
     CHECK(strstr(out, "eval ") == NULL && strstr(out, "gemm ") == NULL);
     CHECK(run_kgl(T, "bench", out, sizeof out, err, sizeof err) == 2);
-    CHECK(strstr(err, "--train is required") != NULL);
+    CHECK(strstr(err, "--train F (or --synthetic N) is required") != NULL);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --synthetic 100", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--train and --synthetic are two graphs") != NULL);
+    /* the scale curve's graph: 100 entities, 20 relations, about 1,000 triples, and every context */
+    CHECK(run_kgl(T, "bench --synthetic 100 --context graph --neighbours 8 --reps 1 --warmup 0 --no-gemm --json", out,
+                  sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"entities\":100,\"relations\":20,") != NULL && strstr(out, "\"context\":\"graph\"") != NULL);
+    CHECK(run_kgl(T, "bench --synthetic 100 --context none --reps 1 --warmup 0 --no-gemm", out, sizeof out, err,
+                  sizeof err) == 0);
+    CHECK(strstr(out, "context none") != NULL);
     CHECK(run_kgl(T, "bench --train data/academic.tsv --dim 8 --heads 3", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "does not divide") != NULL);
     CHECK(run_kgl(T, "bench --train data/academic.tsv --reps 0", out, sizeof out, err, sizeof err) == 2);
