@@ -80,7 +80,7 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     snprintf(threads_text, sizeof threads_text, "%d", threads);
     argv[a++] = "--threads", argv[a++] = threads_text; /* the cores shared by the runs at the same time */
     argv[a++] = "--json";
-    argv[a++] = "--quiet";
+    argv[a++] = "--progress"; /* to its .err file, which the overall progress line reads */
     argv[a] = NULL;
     char json_path[1200], err_path[1200];
     kgl_benchmark_run_path(json_path, sizeof json_path, out, job->name, seed, "json");
@@ -100,6 +100,70 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     for (int k = 1; k < a; k++) fprintf(stderr, " %s", argv[k]);
     fprintf(stderr, "\n");
     return pid;
+}
+
+/* The last "step N/M" of a run's progress (its .err file), or false. */
+static bool run_position(const char *err_path, long *step, long *last)
+{
+    FILE *f = fopen(err_path, "rb");
+    if (!f) return false;
+    char buf[8192];
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (size > (long)sizeof buf - 1) fseek(f, size - (long)(sizeof buf - 1), SEEK_SET);
+    else rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    bool found = false;
+    for (char *p = strstr(buf, "step "); p; p = strstr(p + 5, "step ")) {
+        long a, b;
+        if (sscanf(p + 5, "%ld/%ld", &a, &b) == 2 && a > 0 && b >= a) *step = a, *last = b, found = true;
+    }
+    return found;
+}
+
+static void print_duration(double s)
+{
+    long t = (long)(s + 0.5);
+    if (t >= 3600) fprintf(stderr, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else fprintf(stderr, "%ldm%02lds", t / 60, t % 60);
+}
+
+/* One line for the whole benchmark: elapsed time, each running run's step
+   and ETA (from its own pace), and the ETA of all of it (the longest running
+   run, then the waiting runs at the mean pace of the running ones). */
+static void overall_progress(const kgl_benchmark_dataset *job, int n_seeds, const char *out, int total, int done,
+                             int running, const int *slot_run, const double *started, int jobs, double t0)
+{
+    double now = now_seconds(), longest = 0, run_time = 0;
+    int paced = 0;
+    fprintf(stderr, "kgl benchmark: ");
+    print_duration(now - t0);
+    fprintf(stderr, " elapsed, %d of %d runs done", done, total);
+    for (int k = 0; k < running; k++) {
+        int r = slot_run[k], j = r / n_seeds, s = r % n_seeds;
+        char err_path[1200];
+        kgl_benchmark_run_path(err_path, sizeof err_path, out, job[j].name, job[j].runs[s].seed, "err");
+        long step, last;
+        fprintf(stderr, "; %s seed %llu ", job[j].name, job[j].runs[s].seed);
+        if (!run_position(err_path, &step, &last)) {
+            fprintf(stderr, "starting");
+            continue;
+        }
+        double elapsed = now - started[k], left = elapsed / (double)step * (double)(last - step);
+        fprintf(stderr, "step %ld/%ld, ETA ", step, last);
+        print_duration(left);
+        longest = left > longest ? left : longest;
+        run_time += elapsed + left;
+        paced++;
+    }
+    int waiting = total - done - running;
+    if (paced) {
+        double eta = longest + (double)((waiting + jobs - 1) / jobs) * run_time / paced;
+        fprintf(stderr, "; all done in about ");
+        print_duration(eta);
+    }
+    fputc('\n', stderr);
 }
 
 /* The threads of a run: the cores shared by the runs at the same time. */
@@ -351,7 +415,10 @@ int cmd_benchmark(int argc, char **argv)
     }
 
     /* the runs, `jobs` at a time, each timed from start to exit */
-    int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0;
+    int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0, finished = 0;
+    /* the overall progress line: every minute (KGL_PROGRESS_SECONDS=N: every N seconds) */
+    const char *every_env = getenv("KGL_PROGRESS_SECONDS");
+    double every = every_env && atof(every_env) > 0 ? atof(every_env) : 60, t0 = now_seconds(), last_line = t0;
     pid_t pids[64];
     int slot_run[64];
     double started[64];
@@ -372,11 +439,20 @@ int cmd_benchmark(int argc, char **argv)
         }
         if (running == 0) break;
         int status;
-        pid_t done = waitpid(-1, &status, 0);
+        pid_t done = waitpid(-1, &status, WNOHANG);
+        if (done == 0) { /* all still running: an overall line every `every` seconds */
+            sleep(1);
+            if (now_seconds() - last_line >= every) {
+                overall_progress(job, n_seeds, out, total, finished, running, slot_run, started, jobs, t0);
+                last_line = now_seconds();
+            }
+            continue;
+        }
         if (done < 0) {
             if (errno == EINTR) continue;
             break;
         }
+        finished++;
         for (int k = 0; k < running; k++) {
             if (pids[k] != done) continue;
             int r = slot_run[k], j = r / n_seeds, s = r % n_seeds;

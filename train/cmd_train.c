@@ -101,6 +101,7 @@ static const char help[] =
     "                       (e.g. --steps =max(1000,round(n_train/2)); README)\n"
     "  --json               print one JSON object instead of tables\n"
     "  --quiet              no progress lines\n"
+    "  --progress           progress lines on stderr with --json too (kgl benchmark's runs)\n"
     "\nCtrl-C (or SIGTERM) stops after the current step, writes --save and --log, prints\n"
     "the results so far and exits 130; --resume from that checkpoint continues exactly.\n"
     "A second Ctrl-C stops at once (temporary files removed, nothing written).\n"
@@ -120,7 +121,7 @@ typedef struct train_opts {
     uint64_t seed;
     const char *supervise;
     double aux_weight;
-    bool until_fit, json, quiet;
+    bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
     const char *log_path, *save_path, *resume_path;
     long log_every;
     kgl_regularisers reg;
@@ -315,6 +316,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--quiet")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->quiet = true;
+        } else if (cli_is(&a, "--progress")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->progress = true;
         } else {
             return cli_unknown(&a);
         }
@@ -512,7 +516,7 @@ static bool select_model(run_state *rs, long step)
     } else {
         rs->evals_since_best++;
     }
-    if (!rs->o->quiet && !rs->o->json) /* one fprintf a line: members at once do not split each other's */
+    if (!rs->o->quiet && (!rs->o->json || rs->o->progress)) /* one fprintf a line: members at once do not split each other's */
         fprintf(stderr, "%s%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
                 rs->tty ? "\r" : "", rs->who, step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
                 rs->best_step, now_seconds() - rs->t0);
@@ -602,7 +606,7 @@ static void eta(run_state *rs, long step, long last, double now)
 
 static void progress(run_state *rs, long step, long last, double loss, bool force)
 {
-    if (rs->o->quiet || rs->o->json) return;
+    if (rs->o->quiet || (rs->o->json && !rs->o->progress)) return;
     double now = now_seconds();
     if (rs->tty) { /* one line, redrawn (never when members train at once) */
         if (!force && now - rs->last_progress < 0.1) return;
