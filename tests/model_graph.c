@@ -280,6 +280,27 @@ TEST(graph_context_command_line)
              T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "carol") != NULL);
+    /* heads: where each head's weight goes by relation, against uniform, summing with the weight on itself */
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --train data/academic.tsv --svg %s/hs", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "neighbourhoods of at most 3 edges") != NULL && strstr(out, "(itself)") != NULL);
+    CHECK(strstr(out, "\nadvises ") != NULL && strstr(out, "head ablation: MRR") != NULL);
+    snprintf(cmd, sizeof cmd, "%s/hs/relations.svg", T->tmp);
+    char *svg = test_slurp(cmd, NULL);
+    CHECK(svg && strstr(svg, "<svg") && strstr(svg, "affiliated"));
+    free(svg);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --train data/academic.tsv --json", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    static const char json_start[] = "{\"step\":30,\"heads\":2,\"context\":\"graph\",\"neighbours\":3,";
+    CHECK(strncmp(out, json_start, sizeof json_start - 1) == 0);
+    /* every head's weights over a neighbourhood sum to 1: on each relation's edges and on itself. With K 3
+       and at most 3 relations a neighbourhood, a head's mean weights cannot exceed 1 anywhere */
+    const char *self = strstr(out, "\"self\":[");
+    double s0 = -1;
+    CHECK(self && sscanf(self, "\"self\":[%lf", &s0) == 1 && s0 > 0 && s0 < 1);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --train data/academic.tsv --query alice,advises", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "attends over neighbourhoods (--context graph)") != NULL);
     CHECK(run_kgl(T, "train --neighbours 3", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--neighbours needs --context graph") != NULL);
     CHECK(run_kgl(T, "train --context graph --supervise-heads advises=0", out, sizeof out, err, sizeof err) == 2);
@@ -289,4 +310,7 @@ TEST(graph_context_command_line)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/n.st", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/n.st", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "has no attention (--context none)") != NULL);
 }

@@ -182,7 +182,11 @@ static int graph_heads(const char *ckpt, const char *query, bool json, const cha
                "over the entities whose neighbourhood has such an edge of the weight on those edges; uniform =\n"
                "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
         printf("%-*s %8s", w, "relation", "uniform");
-        for (int h = 0; h < H; h++) printf("  head %-3d", h);
+        for (int h = 0; h < H; h++) {
+            char col[16];
+            snprintf(col, sizeof col, "head %d", h);
+            printf("  %8s", col);
+        }
         printf("\n");
         for (int r = 0; r < nr; r++) {
             if (!v->use_relation[r] || isnan(uniform[r])) continue;
