@@ -272,6 +272,24 @@ TEST(graph_context_command_line)
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/g.st", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "both directions: MRR") != NULL);
+    /* the training log's saturation diagnostics, measured over the step's segments */
+    snprintf(cmd, sizeof cmd, "train --context graph --neighbours 3 --steps 20 --log-every 10 --log %s/g.csv --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd,
+             "command -v python3 >/dev/null || exit 77; "
+             "python3 -c \"import csv; r=list(csv.DictReader(open('%s/g.csv'))); row=r[-1]; "
+             "print(row['step'], row['h0_max_prob_mean'], row['h0_entropy'], row['h0_jac_fro'], row['h0_grad_logits'], "
+             "row['h1_grad_wq'], row['h0_attn_tv'] or 'nan')\"", T->tmp);
+    int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (st == 77) test_skip(T, "python3 not installed (the CSV check)");
+    else if (CHECK(st == 0)) {
+        double mp, ent, jac, gl, gwq, tv;
+        long step;
+        CHECK(sscanf(out, "%ld %lf %lf %lf %lf %lf %lf", &step, &mp, &ent, &jac, &gl, &gwq, &tv) == 7);
+        /* a segment of at most 4 tokens: max weight in [1/4, 1], entropy in [0, log 4] */
+        CHECK(step == 20 && mp >= 0.25 && mp <= 1 && ent >= 0 && ent <= log(4) + 1e-12);
+        CHECK(jac > 0 && gl > 0 && gwq > 0 && isnan(tv)); /* no fixed reference for the weights' change */
+    }
     /* predict needs the training graph: the embedded world's here */
     snprintf(cmd, sizeof cmd, "predict --checkpoint %s/g.st --head carol --relation advises", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
