@@ -358,3 +358,21 @@ TEST(large_benchmark_data_is_the_published_files)
         if (!CHECK(st == 0 && strncmp(out, files[k][1], 40) == 0)) printf("    %s: %.40s\n", files[k][0], out);
     }
 }
+
+/* When the full context's n x n weights do not fit, kgl train says so and
+   points at the neighbourhood context, with which the same graph fits. */
+TEST(full_context_that_does_not_fit_suggests_the_graph_context)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "awk 'BEGIN { for (i = 0; i < 3000; i++) printf \"e%%d\\tnext\\te%%d\\n\", i, (i + 1) %% 3000 }' "
+             "> %s/ring.tsv", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    /* the full context keeps (H + 1) 3000² doubles (216 MB for H = 2), about 0.4 GB in all: more than 250 MB;
+       the graph context's estimate is about 0.2 GB (the readout's 1024 x 3000 scores, the tokens, 64 MB) */
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=250 '%s' train --train %s/ring.tsv --steps 1 --quiet", T->kgl, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "or --context graph (each entity attends over its neighbourhood") != NULL);
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=250 '%s' train --train %s/ring.tsv --steps 1 --quiet --context graph", T->kgl,
+             T->tmp);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
+}
