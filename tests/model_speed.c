@@ -30,15 +30,18 @@ typedef struct variant {
     const char *name;
     int dim, heads, ffn;
     bool qk_norm, learn_temperature, supervise, composed;
+    kgl_context_kind context;
 } variant;
 
 static const variant variants[] = {
-    {"plain", 32, 4, 0, false, false, false, false},
+    {"plain", 32, 4, 0, false, false, false, false, KGL_CONTEXT_FULL},
     /* a hidden layer of 150 x 1536 elements: GELU and the bias add split into tasks too */
-    {"ffn", 32, 2, 1536, false, false, false, false},
-    {"qk-norm + learned temperature", 32, 4, 0, true, true, false, false},
-    {"supervised heads (composed attention)", 32, 4, 0, false, false, true, false},
-    {"composed attention", 16, 2, 16, false, false, false, true},
+    {"ffn", 32, 2, 1536, false, false, false, false, KGL_CONTEXT_FULL},
+    {"qk-norm + learned temperature", 32, 4, 0, true, true, false, false, KGL_CONTEXT_FULL},
+    {"supervised heads (composed attention)", 32, 4, 0, false, false, true, false, KGL_CONTEXT_FULL},
+    {"composed attention", 16, 2, 16, false, false, false, true, KGL_CONTEXT_FULL},
+    /* the neighbourhood context: sampled segments, the projections of a batch's distinct entities */
+    {"graph context", 32, 4, 64, true, true, false, false, KGL_CONTEXT_GRAPH},
 };
 
 /* Trains `steps` steps of a variant on `threads` threads; returns the
@@ -49,6 +52,7 @@ static double *train_bits(const kgl_dataset *ds, const variant *v, int threads, 
     kgl_config_defaults(&cfg);
     cfg.dim = v->dim, cfg.heads = v->heads, cfg.ffn = v->ffn;
     cfg.qk_norm = v->qk_norm, cfg.learn_temperature = v->learn_temperature;
+    cfg.context = v->context;
     int head_of[16];
     for (int r = 0; r < 16; r++) head_of[r] = r < 2 ? r : -1;
     kgl_train_config tc = {512, 7, {0}, v->supervise ? head_of : NULL, 1, false, false};
