@@ -106,6 +106,62 @@ static double train_mrr(kgl_model *m, const data_view *v, kgl_eval *ev)
     return ev->both.mrr;
 }
 
+/* A heads x relations picture (the specialisation, or a graph model's
+   weight by relation): one column per relation r with keep[r], the values
+   val[h * m + r]; with many relations, one row each instead, so their names
+   read level. vmin = vmax = 0 scales to the data. */
+static bool heads_by_relation_svg(const char *path, const char *title, const char *value_label, const data_view *v,
+                                  int H, const bool *keep, const double *val, double vmin, double vmax, char *err,
+                                  size_t cap)
+{
+    int m = v->ds.n_relations, used = 0;
+    for (int r = 0; r < m; r++) used += keep[r];
+    double *vals = kgl_xmalloc((size_t)H * (used ? used : 1) * sizeof(double));
+    const char **cols = kgl_xmalloc((size_t)(used ? used : 1) * sizeof *cols);
+    char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
+    const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
+    for (int h = 0; h < H; h++) {
+        snprintf(rows[h], sizeof rows[h], "head %d", h);
+        row_labels[h] = rows[h];
+        int c = 0;
+        for (int r = 0; r < m; r++)
+            if (keep[r]) {
+                cols[c] = v->ds.relation_names[r];
+                vals[h * used + c++] = val[h * m + r];
+            }
+    }
+    kgl_heatmap sp = {0};
+    sp.title = title;
+    sp.rows = H;
+    sp.cols = used;
+    sp.values = vals;
+    sp.row_labels = row_labels;
+    sp.col_labels = cols;
+    sp.row_axis = "head";
+    sp.col_axis = "relation";
+    double *transposed = NULL;
+    if (used > 12 && used > H) { /* many relations: one row each, their names read level */
+        transposed = kgl_xmalloc((size_t)H * used * sizeof(double));
+        for (int h = 0; h < H; h++)
+            for (int c = 0; c < used; c++) transposed[(size_t)c * H + h] = vals[(size_t)h * used + c];
+        sp.rows = used, sp.cols = H;
+        sp.values = transposed;
+        sp.row_labels = cols, sp.col_labels = row_labels;
+        sp.row_axis = "relation", sp.col_axis = "head";
+    }
+    sp.vmin = vmin;
+    sp.vmax = vmax;
+    sp.value_label = value_label;
+    sp.annotate = true;
+    bool ok = kgl_svg_heatmap(path, &sp, err, cap);
+    free(transposed);
+    free(vals);
+    free(cols);
+    free(rows);
+    free(row_labels);
+    return ok;
+}
+
 /* ---- the neighbourhood context -------------------------------------------------
  * A graph model's heads look at edges, not at all entities: where each head's
  * weight goes, by the relation of the attended edge, over every entity's
@@ -203,50 +259,26 @@ static int graph_heads(const char *ckpt, const char *query, bool json, const cha
     int st = 0;
     if (svg_dir) {
         /* heads x relations, each cell's weight over uniform's: > 1 where a head favours the relation */
-        int used = 0;
-        for (int r = 0; r < nr; r++) used += v->use_relation[r] && !isnan(uniform[r]);
-        double *vals = kgl_xmalloc((size_t)H * (used ? used : 1) * sizeof(double));
-        const char **cols = kgl_xmalloc((size_t)(used ? used : 1) * sizeof *cols);
-        char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
-        const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
-        for (int h = 0; h < H; h++) {
-            snprintf(rows[h], sizeof rows[h], "head %d", h);
-            row_labels[h] = rows[h];
-            int c = 0;
-            for (int r = 0; r < nr; r++)
-                if (v->use_relation[r] && !isnan(uniform[r])) {
-                    cols[c] = v->ds.relation_names[r];
-                    vals[h * used + c++] = spec[h * nr + r] / uniform[r];
-                }
-        }
-        kgl_heatmap hm = {0};
-        hm.title = "weight on each relation's edges, as a multiple of uniform weights";
-        hm.rows = H;
-        hm.cols = used;
-        hm.values = vals;
-        hm.row_labels = row_labels;
-        hm.col_labels = cols;
-        hm.row_axis = "head";
-        hm.col_axis = "relation of the attended edge";
-        hm.value_label = "weight / uniform";
-        hm.annotate = used <= 16;
+        bool *keep = kgl_xmalloc((size_t)nr * sizeof *keep);
+        double *ratio = kgl_xmalloc((size_t)H * nr * sizeof(double));
+        for (int r = 0; r < nr; r++) keep[r] = v->use_relation[r] && !isnan(uniform[r]);
+        for (int k = 0; k < H * nr; k++) ratio[k] = spec[k] / uniform[k % nr];
         char path[4096], err[1024];
         if (mkdir(svg_dir, 0777) != 0 && errno != EEXIST) {
             fprintf(stderr, "kgl heads: %s: cannot create the folder: %s\n", svg_dir, strerror(errno));
             st = EXIT_OUTPUT;
         } else {
             snprintf(path, sizeof path, "%s/relations.svg", svg_dir);
-            if (!kgl_svg_heatmap(path, &hm, err, sizeof err)) {
+            if (!heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
+                                       "weight / uniform", v, H, keep, ratio, 0, 0, err, sizeof err)) {
                 fprintf(stderr, "kgl heads: %s\n", err);
                 st = EXIT_OUTPUT;
             } else if (!json) {
                 printf("\npicture: %s\n", path);
             }
         }
-        free(vals);
-        free(cols);
-        free(rows);
-        free(row_labels);
+        free(keep);
+        free(ratio);
     }
     free(spec);
     free(uniform);
@@ -304,54 +336,10 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         snprintf(path, sizeof path, "%s/heads.svg", dir);
         ok = kgl_svg_heatmap_grid(path, "attention of every head (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
     }
-    if (ok) {
-        /* the specialisation matrix: heads x trained relations */
-        int used = 0;
-        for (int r = 0; r < m; r++) used += v->use_relation[r];
-        double *vals = kgl_xmalloc((size_t)H * used * sizeof(double));
-        const char **cols = kgl_xmalloc((size_t)used * sizeof *cols);
-        char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
-        const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
-        for (int h = 0; h < H; h++) {
-            snprintf(rows[h], sizeof rows[h], "head %d", h);
-            row_labels[h] = rows[h];
-            int c = 0;
-            for (int r = 0; r < m; r++)
-                if (v->use_relation[r]) {
-                    cols[c] = v->ds.relation_names[r];
-                    vals[h * used + c++] = rep->spec[h * m + r];
-                }
-        }
-        kgl_heatmap sp = {0};
-        sp.title = "specialisation spec[h][r]: attention mass on the true r-tails";
-        sp.rows = H;
-        sp.cols = used;
-        sp.values = vals;
-        sp.row_labels = row_labels;
-        sp.col_labels = cols;
-        sp.row_axis = "head";
-        sp.col_axis = "relation";
-        double *transposed = NULL;
-        if (used > 12 && used > H) { /* many relations: one row each, their names read level */
-            transposed = kgl_xmalloc((size_t)H * used * sizeof(double));
-            for (int h = 0; h < H; h++)
-                for (int c = 0; c < used; c++) transposed[(size_t)c * H + h] = vals[(size_t)h * used + c];
-            sp.rows = used, sp.cols = H;
-            sp.values = transposed;
-            sp.row_labels = cols, sp.col_labels = row_labels;
-            sp.row_axis = "relation", sp.col_axis = "head";
-        }
-        sp.vmin = 0;
-        sp.vmax = 1;
-        sp.value_label = "spec";
-        sp.annotate = true;
+    if (ok) { /* the specialisation matrix: heads x trained relations */
         snprintf(path, sizeof path, "%s/spec.svg", dir);
-        ok = kgl_svg_heatmap(path, &sp, err, cap);
-        free(transposed);
-        free(vals);
-        free(cols);
-        free(rows);
-        free(row_labels);
+        ok = heads_by_relation_svg(path, "specialisation spec[h][r]: attention mass on the true r-tails", "spec", v, H,
+                                   v->use_relation, rep->spec, 0, 1, err, cap);
     }
     free(panels);
     free(outline);
