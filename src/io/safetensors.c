@@ -19,20 +19,6 @@ _Static_assert(sizeof(double) == 8 && sizeof(uint64_t) == 8, "kgl stores IEEE do
 
 #define F64 8 /* bytes per value */
 
-__attribute__((format(printf, 4, 5))) static bool errorf(char *err, size_t cap, const char *path, const char *fmt,
-                                                         ...)
-{
-    if (!err || cap == 0) return false;
-    int k = snprintf(err, cap, "%s: ", path);
-    if (k >= 0 && (size_t)k < cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + k, cap - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return false;
-}
-
 /* Little-endian bytes <-> host values, whatever the host's byte order. */
 static void put_le64(unsigned char *b, uint64_t v)
 {
@@ -56,52 +42,52 @@ static bool check_entries(const char *path, const kgl_st_entry *t, int n, const 
                           uint64_t *bytes, char *err, size_t cap)
 {
     char a[96];
-    if (n < 0 || n_meta < 0) return errorf(err, cap, path, "negative count (%d tensors, %d metadata pairs)", n, n_meta);
-    if ((n > 0 && !t) || (n_meta > 0 && !meta_kv)) return errorf(err, cap, path, "tensors or metadata missing (NULL)");
+    if (n < 0 || n_meta < 0) return kgl_path_error(err, cap, path, "negative count (%d tensors, %d metadata pairs)", n, n_meta);
+    if ((n > 0 && !t) || (n_meta > 0 && !meta_kv)) return kgl_path_error(err, cap, path, "tensors or metadata missing (NULL)");
     uint64_t total = 0;
     for (int i = 0; i < n; i++) {
         const kgl_st_entry *e = &t[i];
-        if (!e->name) return errorf(err, cap, path, "tensor %d has no name", i);
+        if (!e->name) return kgl_path_error(err, cap, path, "tensor %d has no name", i);
         size_t len = strlen(e->name);
         if (!kgl_utf8_valid((const unsigned char *)e->name, len, NULL))
-            return errorf(err, cap, path, "tensor name '%s' is not valid UTF-8", name_of(a, sizeof a, e->name));
+            return kgl_path_error(err, cap, path, "tensor name '%s' is not valid UTF-8", name_of(a, sizeof a, e->name));
         if (strcmp(e->name, "__metadata__") == 0)
-            return errorf(err, cap, path, "'__metadata__' is reserved and cannot name a tensor");
+            return kgl_path_error(err, cap, path, "'__metadata__' is reserved and cannot name a tensor");
         for (int j = 0; j < i; j++)
             if (strcmp(t[j].name, e->name) == 0)
-                return errorf(err, cap, path, "tensor '%s' appears twice (entries %d and %d)",
+                return kgl_path_error(err, cap, path, "tensor '%s' appears twice (entries %d and %d)",
                               name_of(a, sizeof a, e->name), j, i);
         if (e->ndim != 1 && e->ndim != 2)
-            return errorf(err, cap, path, "tensor '%s': ndim %d, expected 1 or 2", name_of(a, sizeof a, e->name),
+            return kgl_path_error(err, cap, path, "tensor '%s': ndim %d, expected 1 or 2", name_of(a, sizeof a, e->name),
                           e->ndim);
         uint64_t count = 1;
         for (int d = 0; d < e->ndim; d++) {
             if (e->shape[d] < 0)
-                return errorf(err, cap, path, "tensor '%s': dimension %d is %" PRId64 ", expected >= 0",
+                return kgl_path_error(err, cap, path, "tensor '%s': dimension %d is %" PRId64 ", expected >= 0",
                               name_of(a, sizeof a, e->name), d, e->shape[d]);
             uint64_t s = (uint64_t)e->shape[d];
             if (s != 0 && count > (UINT64_MAX / F64) / s)
-                return errorf(err, cap, path, "tensor '%s': shape too large", name_of(a, sizeof a, e->name));
+                return kgl_path_error(err, cap, path, "tensor '%s': shape too large", name_of(a, sizeof a, e->name));
             count *= s;
         }
         if (count > 0 && !e->data)
-            return errorf(err, cap, path, "tensor '%s': data is NULL but the shape holds %" PRIu64 " values",
+            return kgl_path_error(err, cap, path, "tensor '%s': data is NULL but the shape holds %" PRIu64 " values",
                           name_of(a, sizeof a, e->name), count);
         bytes[i] = count * F64;
-        if (total > INT64_MAX - bytes[i]) return errorf(err, cap, path, "tensors too large for one file");
+        if (total > INT64_MAX - bytes[i]) return kgl_path_error(err, cap, path, "tensors too large for one file");
         total += bytes[i];
     }
     for (int i = 0; i < n_meta; i++) {
         const char *k = meta_kv[2 * i], *v = meta_kv[2 * i + 1];
-        if (!k) return errorf(err, cap, path, "metadata key %d is NULL", i);
+        if (!k) return kgl_path_error(err, cap, path, "metadata key %d is NULL", i);
         if (!kgl_utf8_valid((const unsigned char *)k, strlen(k), NULL))
-            return errorf(err, cap, path, "metadata key '%s' is not valid UTF-8", name_of(a, sizeof a, k));
-        if (!v) return errorf(err, cap, path, "metadata '%s' has no value (NULL)", name_of(a, sizeof a, k));
+            return kgl_path_error(err, cap, path, "metadata key '%s' is not valid UTF-8", name_of(a, sizeof a, k));
+        if (!v) return kgl_path_error(err, cap, path, "metadata '%s' has no value (NULL)", name_of(a, sizeof a, k));
         if (!kgl_utf8_valid((const unsigned char *)v, strlen(v), NULL))
-            return errorf(err, cap, path, "metadata '%s': value is not valid UTF-8", name_of(a, sizeof a, k));
+            return kgl_path_error(err, cap, path, "metadata '%s': value is not valid UTF-8", name_of(a, sizeof a, k));
         for (int j = 0; j < i; j++)
             if (strcmp(meta_kv[2 * j], k) == 0)
-                return errorf(err, cap, path, "metadata key '%s' appears twice", name_of(a, sizeof a, k));
+                return kgl_path_error(err, cap, path, "metadata key '%s' appears twice", name_of(a, sizeof a, k));
     }
     return true;
 }
@@ -179,7 +165,7 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
     kgl_outfile o;
     bool ok = kgl_outfile_open(&o, path, err, err_cap);
     if (ok && !write_body(o.f, header, header_len, t, n, bytes)) {
-        errorf(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
+        kgl_path_error(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
         kgl_outfile_discard(&o);
         ok = false;
     } else if (ok) {
@@ -244,71 +230,71 @@ static bool check_tensor(const char *path, const kgl_json *e, uint64_t data_size
 {
     char name[96], what[96], dims_text[160];
     kgl_show(name, sizeof name, e->key, e->key_len);
-    if (memchr(e->key, 0, e->key_len)) return errorf(err, cap, path, "tensor name '%s' contains a NUL byte", name);
+    if (memchr(e->key, 0, e->key_len)) return kgl_path_error(err, cap, path, "tensor name '%s' contains a NUL byte", name);
     if (e->type != KGL_JSON_OBJECT)
-        return errorf(err, cap, path, "tensor '%s' is %s, expected an object with dtype, shape and data_offsets", name,
+        return kgl_path_error(err, cap, path, "tensor '%s' is %s, expected an object with dtype, shape and data_offsets", name,
                       kgl_json_type_name(e->type));
     for (size_t i = 0; i < e->len; i++) {
         const kgl_json *c = &e->child[i];
         if (!key_is(c, "dtype") && !key_is(c, "shape") && !key_is(c, "data_offsets"))
-            return errorf(err, cap, path,
+            return kgl_path_error(err, cap, path,
                           "tensor '%s': unexpected key '%s' (an entry has exactly dtype, shape and data_offsets)", name,
                           kgl_show(what, sizeof what, c->key, c->key_len));
     }
     const kgl_json *dtype = kgl_json_get(e, "dtype"), *shape = kgl_json_get(e, "shape"),
                    *offs = kgl_json_get(e, "data_offsets");
-    if (!dtype) return errorf(err, cap, path, "tensor '%s': no dtype", name);
-    if (!shape) return errorf(err, cap, path, "tensor '%s': no shape", name);
-    if (!offs) return errorf(err, cap, path, "tensor '%s': no data_offsets", name);
+    if (!dtype) return kgl_path_error(err, cap, path, "tensor '%s': no dtype", name);
+    if (!shape) return kgl_path_error(err, cap, path, "tensor '%s': no shape", name);
+    if (!offs) return kgl_path_error(err, cap, path, "tensor '%s': no data_offsets", name);
 
     if (dtype->type != KGL_JSON_STRING)
-        return errorf(err, cap, path, "tensor '%s': dtype is %s, expected the string \"F64\"", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': dtype is %s, expected the string \"F64\"", name,
                       kgl_json_type_name(dtype->type));
     if (strcmp(dtype->str, "F64") != 0 || dtype->len != 3)
-        return errorf(err, cap, path, "tensor '%s': dtype %s, expected F64", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': dtype %s, expected F64", name,
                       kgl_show(what, sizeof what, dtype->str, dtype->len));
 
     if (shape->type != KGL_JSON_ARRAY)
-        return errorf(err, cap, path, "tensor '%s': shape is %s, expected a list of 1 or 2 integers", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': shape is %s, expected a list of 1 or 2 integers", name,
                       kgl_json_type_name(shape->type));
     int64_t dims[6];
     for (size_t i = 0; i < shape->len; i++) {
         int64_t d;
         if (!nonneg_int(&shape->child[i], &d, what, sizeof what))
-            return errorf(err, cap, path, "tensor '%s': shape entry %zu is %s, expected a non-negative integer", name, i,
+            return kgl_path_error(err, cap, path, "tensor '%s': shape entry %zu is %s, expected a non-negative integer", name, i,
                           what);
         if (i < 6) dims[i] = d;
     }
     show_dims(dims_text, sizeof dims_text, dims, shape->len);
     if (shape->len == 0)
-        return errorf(err, cap, path, "tensor '%s': shape [] (a scalar) is not supported; kgl reads 1-D and 2-D tensors",
+        return kgl_path_error(err, cap, path, "tensor '%s': shape [] (a scalar) is not supported; kgl reads 1-D and 2-D tensors",
                       name);
     if (shape->len > 2)
-        return errorf(err, cap, path, "tensor '%s': shape %s has %zu dimensions; kgl reads 1-D and 2-D tensors", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': shape %s has %zu dimensions; kgl reads 1-D and 2-D tensors", name,
                       dims_text, shape->len);
 
     if (offs->type != KGL_JSON_ARRAY)
-        return errorf(err, cap, path, "tensor '%s': data_offsets is %s, expected [begin, end]", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': data_offsets is %s, expected [begin, end]", name,
                       kgl_json_type_name(offs->type));
     if (offs->len != 2)
-        return errorf(err, cap, path, "tensor '%s': data_offsets has %zu entr%s, expected [begin, end]", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': data_offsets has %zu entr%s, expected [begin, end]", name,
                       offs->len, offs->len == 1 ? "y" : "ies");
     int64_t be[2];
     for (int i = 0; i < 2; i++)
         if (!nonneg_int(&offs->child[i], &be[i], what, sizeof what))
-            return errorf(err, cap, path, "tensor '%s': data_offsets entry %d is %s, expected a non-negative integer",
+            return kgl_path_error(err, cap, path, "tensor '%s': data_offsets entry %d is %s, expected a non-negative integer",
                           name, i, what);
     uint64_t begin = (uint64_t)be[0], end = (uint64_t)be[1];
     if (begin > end)
-        return errorf(err, cap, path, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin",
+        return kgl_path_error(err, cap, path, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] end before they begin",
                       name, begin, end);
     if (end > data_size)
-        return errorf(err, cap, path,
+        return kgl_path_error(err, cap, path,
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                       "] run past the end of the data section (%" PRIu64 " bytes)",
                       name, begin, end, data_size);
     if ((end - begin) % F64 != 0)
-        return errorf(err, cap, path,
+        return kgl_path_error(err, cap, path,
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
                       " bytes, not a whole number of 8-byte F64 values",
                       name, begin, end, end - begin);
@@ -316,11 +302,11 @@ static bool check_tensor(const char *path, const kgl_json *e, uint64_t data_size
     for (size_t i = 0; i < shape->len; i++) {
         uint64_t d = (uint64_t)dims[i];
         if (d != 0 && need > (UINT64_MAX / F64) / d)
-            return errorf(err, cap, path, "tensor '%s': shape %s holds more values than any file can", name, dims_text);
+            return kgl_path_error(err, cap, path, "tensor '%s': shape %s holds more values than any file can", name, dims_text);
         need *= d;
     }
     if ((end - begin) / F64 != need)
-        return errorf(err, cap, path,
+        return kgl_path_error(err, cap, path,
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " values but shape %s needs %" PRIu64,
                       name, begin, end, (end - begin) / F64, dims_text, need);
     out->ndim = (int)shape->len;
@@ -335,14 +321,14 @@ static bool check_metadata(const char *path, const kgl_json *m, char *err, size_
 {
     char a[96];
     if (m->type != KGL_JSON_OBJECT)
-        return errorf(err, cap, path, "__metadata__ is %s, expected an object of strings", kgl_json_type_name(m->type));
+        return kgl_path_error(err, cap, path, "__metadata__ is %s, expected an object of strings", kgl_json_type_name(m->type));
     for (size_t i = 0; i < m->len; i++) {
         const kgl_json *v = &m->child[i];
         kgl_show(a, sizeof a, v->key, v->key_len);
-        if (memchr(v->key, 0, v->key_len)) return errorf(err, cap, path, "__metadata__ key '%s' contains a NUL byte", a);
+        if (memchr(v->key, 0, v->key_len)) return kgl_path_error(err, cap, path, "__metadata__ key '%s' contains a NUL byte", a);
         if (v->type != KGL_JSON_STRING)
-            return errorf(err, cap, path, "__metadata__ '%s' is %s, expected a string", a, kgl_json_type_name(v->type));
-        if (memchr(v->str, 0, v->len)) return errorf(err, cap, path, "__metadata__ '%s' contains a NUL byte", a);
+            return kgl_path_error(err, cap, path, "__metadata__ '%s' is %s, expected a string", a, kgl_json_type_name(v->type));
+        if (memchr(v->str, 0, v->len)) return kgl_path_error(err, cap, path, "__metadata__ '%s' contains a NUL byte", a);
     }
     return true;
 }
@@ -366,36 +352,36 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        errorf(err, cap, path, "cannot open: %s", strerror(errno));
+        kgl_path_error(err, cap, path, "cannot open: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
     unsigned char *buf = NULL;
     if (fstat(fileno(f), &st) != 0) {
-        errorf(err, cap, path, "cannot read: %s", strerror(errno));
+        kgl_path_error(err, cap, path, "cannot read: %s", strerror(errno));
         goto fail;
     }
     if (S_ISDIR(st.st_mode)) {
-        errorf(err, cap, path, "is a folder, not a safetensors file");
+        kgl_path_error(err, cap, path, "is a folder, not a safetensors file");
         goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
-        errorf(err, cap, path, "is not a regular file");
+        kgl_path_error(err, cap, path, "is not a regular file");
         goto fail;
     }
     uint64_t size = (uint64_t)st.st_size;
     if (size < 8) {
-        errorf(err, cap, path, "file is %" PRIu64 " bytes long; a safetensors file starts with an 8-byte header length",
+        kgl_path_error(err, cap, path, "file is %" PRIu64 " bytes long; a safetensors file starts with an 8-byte header length",
                size);
         goto fail;
     }
     if (size > SIZE_MAX) {
-        errorf(err, cap, path, "file is %" PRIu64 " bytes long, too large for this machine", size);
+        kgl_path_error(err, cap, path, "file is %" PRIu64 " bytes long, too large for this machine", size);
         goto fail;
     }
     unsigned char head[8];
     if (fread(head, 1, 8, f) != 8) {
-        errorf(err, cap, path, "cannot read: %s", ferror(f) ? strerror(errno) : "the file shrank while being read");
+        kgl_path_error(err, cap, path, "cannot read: %s", ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto fail;
     }
     uint64_t n = get_le64(head);
@@ -404,24 +390,24 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
        --checkpoint), whose first bytes read as an absurd length. */
     if (n > size - 8 || n > KGL_ST_MAX_HEADER) {
         if (looks_like_text(head))
-            errorf(err, cap, path, "not a safetensors file: it starts with text, not an 8-byte header length "
+            kgl_path_error(err, cap, path, "not a safetensors file: it starts with text, not an 8-byte header length "
                    "(is it a triples file?)");
         else if (n > size - 8)
-            errorf(err, cap, path, "not a safetensors file: its header length %" PRIu64 " (the first 8 bytes) "
+            kgl_path_error(err, cap, path, "not a safetensors file: its header length %" PRIu64 " (the first 8 bytes) "
                    "exceeds the file size %" PRIu64, n, size);
         else
-            errorf(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
+            kgl_path_error(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
         goto fail;
     }
     buf = malloc((size_t)size);
     if (!buf) {
-        errorf(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", size);
+        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", size);
         goto fail;
     }
     memcpy(buf, head, 8);
     size_t got = fread(buf + 8, 1, (size_t)size - 8, f);
     if (got != size - 8) {
-        errorf(err, cap, path, "cannot read: %s",
+        kgl_path_error(err, cap, path, "cannot read: %s",
                ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto fail;
     }
@@ -449,22 +435,22 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
     char jerr[200], a[96], b[96];
 
     if (hlen == 0) {
-        errorf(err, cap, path, "header is empty (its length is 0)");
+        kgl_path_error(err, cap, path, "header is empty (its length is 0)");
         goto done;
     }
     if (header[0] != '{') {
         unsigned c = (unsigned char)header[0];
         if (c >= 0x21 && c < 0x7f)
-            errorf(err, cap, path, "header does not start with '{' (found '%c')", (char)c);
+            kgl_path_error(err, cap, path, "header does not start with '{' (found '%c')", (char)c);
         else
-            errorf(err, cap, path, "header does not start with '{' (found byte 0x%02x)", c);
+            kgl_path_error(err, cap, path, "header does not start with '{' (found byte 0x%02x)", c);
         goto done;
     }
     if (!kgl_json_parse(header, (size_t)hlen, &doc, jerr, sizeof jerr)) {
         if (doc.error_at == SIZE_MAX)
-            errorf(err, cap, path, "cannot parse the header: %s", jerr);
+            kgl_path_error(err, cap, path, "cannot parse the header: %s", jerr);
         else
-            errorf(err, cap, path, "header is not valid JSON %s", jerr);
+            kgl_path_error(err, cap, path, "header is not valid JSON %s", jerr);
         goto done;
     }
     const kgl_json *root = doc.root; /* an object: it starts with '{' */
@@ -485,7 +471,7 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         }
     }
     if (n_t > INT32_MAX || n_m > INT32_MAX) {
-        errorf(err, cap, path, "too many entries in the header");
+        kgl_path_error(err, cap, path, "too many entries in the header");
         goto done;
     }
     size_t tensors_bytes = n_t * sizeof(kgl_st_tensor), ptr_bytes = 2 * n_m * sizeof(char *);
@@ -493,7 +479,7 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
     spans = malloc((n_t ? n_t : 1) * sizeof *spans);
     out->storage_ = storage;
     if (!storage || !spans) {
-        errorf(err, cap, path, "out of memory for the names of %zu tensors", n_t);
+        kgl_path_error(err, cap, path, "out of memory for the names of %zu tensors", n_t);
         goto done;
     }
     out->tensors = (kgl_st_tensor *)storage;
@@ -532,7 +518,7 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         const span *s = &spans[i];
         if (s->begin < covered) {
             const span *x = last->index < s->index ? last : s, *y = x == s ? last : s; /* in header order */
-            errorf(err, cap, path,
+            kgl_path_error(err, cap, path,
                    "tensors '%s' and '%s' overlap (data_offsets [%" PRIu64 ", %" PRIu64 "] and [%" PRIu64 ", %" PRIu64
                    "])",
                    name_of(a, sizeof a, out->tensors[x->index].name), name_of(b, sizeof b, out->tensors[y->index].name),
@@ -540,7 +526,7 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
             goto done;
         }
         if (s->begin > covered) {
-            errorf(err, cap, path,
+            kgl_path_error(err, cap, path,
                    "bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no tensor (a hole before '%s')",
                    covered, s->begin, name_of(a, sizeof a, out->tensors[s->index].name));
             goto done;
@@ -552,10 +538,10 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
     }
     if (covered != data_size) {
         if (n_t == 0)
-            errorf(err, cap, path, "the data section holds %" PRIu64 " bytes but the header lists no tensor",
+            kgl_path_error(err, cap, path, "the data section holds %" PRIu64 " bytes but the header lists no tensor",
                    data_size);
         else
-            errorf(err, cap, path,
+            kgl_path_error(err, cap, path,
                    "bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no tensor (after the last one)",
                    covered, data_size);
         goto done;

@@ -19,6 +19,7 @@
 
 #include "kgl/io.h"
 #include "engine/internal.h"
+#include "io/internal.h"
 
 #define MAX_CELLS 1000000L
 #define LABEL_EM 16.0     /* labels wider than this many em are shortened with … */
@@ -431,27 +432,13 @@ static void axis_log(double mn, double mx, double *lo, double *hi, ticks *t)
 
 /* -------------------------------------------------------------- write -- */
 
-static bool fail(char *err, size_t err_cap, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool fail(char *err, size_t err_cap, const char *path, const char *fmt, ...)
-{
-    if (!err || err_cap == 0) return false;
-    int n = snprintf(err, err_cap, "%s: ", path ? path : "(no path)");
-    if (n < 0 || (size_t)n >= err_cap) return false;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, err_cap - (size_t)n, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
 /* Writes the buffer to a temporary beside path, then renames it over path. */
 static bool write_atomic(const char *path, const svgbuf *b, char *err, size_t err_cap)
 {
     kgl_outfile o;
     if (!kgl_outfile_open(&o, path, err, err_cap)) return false;
     if (fwrite(b->p, 1, b->len, o.f) != b->len) {
-        fail(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
+        kgl_path_error(err, err_cap, path, "cannot write: %s", strerror(errno ? errno : EIO));
         kgl_outfile_discard(&o);
         return false;
     }
@@ -882,15 +869,15 @@ static bool heatmap_valid(const char *path, const kgl_heatmap *h, int which, cha
     char who[32] = "heatmap";
     if (which >= 0) snprintf(who, sizeof who, "panel %d", which);
     if (h->rows <= 0 || h->cols <= 0)
-        return fail(err, err_cap, path, "%s has %d x %d cells; it needs at least one row and one column", who,
+        return kgl_path_error(err, err_cap, path, "%s has %d x %d cells; it needs at least one row and one column", who,
                     h->rows, h->cols);
     if ((long)h->rows * h->cols > MAX_CELLS)
-        return fail(err, err_cap, path, "%s has %d x %d cells; at most %ld can be drawn", who, h->rows, h->cols,
+        return kgl_path_error(err, err_cap, path, "%s has %d x %d cells; at most %ld can be drawn", who, h->rows, h->cols,
                     MAX_CELLS);
-    if (!h->values) return fail(err, err_cap, path, "%s has no values", who);
+    if (!h->values) return kgl_path_error(err, err_cap, path, "%s has no values", who);
     bool lo_set = isfinite(h->vmin) && h->vmin != h->vmax, hi_set = isfinite(h->vmax) && h->vmin != h->vmax;
     if (lo_set && hi_set && h->vmin > h->vmax)
-        return fail(err, err_cap, path, "%s: vmin %g is above vmax %g", who, h->vmin, h->vmax);
+        return kgl_path_error(err, err_cap, path, "%s: vmin %g is above vmax %g", who, h->vmin, h->vmax);
     return true;
 }
 
@@ -909,9 +896,9 @@ static void heatmap_bounds(const kgl_heatmap *h, double *lo, double *hi)
 static bool heatmaps(const char *path, const char *title, const kgl_heatmap *panels, int n, int n_cols, bool single,
                      char *err, size_t err_cap)
 {
-    if (!path || !*path) return fail(err, err_cap, path, "no path given");
-    if (!panels || n <= 0) return fail(err, err_cap, path, "no heatmap to draw");
-    if (n_cols <= 0) return fail(err, err_cap, path, "n_cols is %d; it must be at least 1", n_cols);
+    if (!path || !*path) return kgl_path_error(err, err_cap, path, "no path given");
+    if (!panels || n <= 0) return kgl_path_error(err, err_cap, path, "no heatmap to draw");
+    if (n_cols <= 0) return kgl_path_error(err, err_cap, path, "n_cols is %d; it must be at least 1", n_cols);
     for (int p = 0; p < n; p++)
         if (!heatmap_valid(path, &panels[p], single ? -1 : p, err, err_cap)) return false;
     if (n_cols > n) n_cols = n;
@@ -1002,7 +989,7 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
 
 bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap)
 {
-    if (!h) return fail(err, err_cap, path, "no heatmap to draw");
+    if (!h) return kgl_path_error(err, err_cap, path, "no heatmap to draw");
     return heatmaps(path, h->title, h, 1, 1, true, err, err_cap);
 }
 
@@ -1308,12 +1295,12 @@ static bool lineplot_valid(const char *path, const kgl_lineplot *p, int which, c
     char who[32] = "line plot";
     if (which >= 0) snprintf(who, sizeof who, "plot %d", which);
     if (p->n_series < 0 || (p->n_series > 0 && !p->series))
-        return fail(err, err_cap, path, "%s: n_series is %d but series is %s", who, p->n_series,
+        return kgl_path_error(err, err_cap, path, "%s: n_series is %d but series is %s", who, p->n_series,
                     p->series ? "given" : "NULL");
     for (int s = 0; s < p->n_series; s++) {
         const kgl_series *se = &p->series[s];
-        if (se->n < 0) return fail(err, err_cap, path, "%s: series %d has %d points", who, s, se->n);
-        if (se->n > 0 && !se->y) return fail(err, err_cap, path, "%s: series %d has no y values", who, s);
+        if (se->n < 0) return kgl_path_error(err, err_cap, path, "%s: series %d has %d points", who, s, se->n);
+        if (se->n > 0 && !se->y) return kgl_path_error(err, err_cap, path, "%s: series %d has no y values", who, s);
     }
     return true;
 }
@@ -1321,9 +1308,9 @@ static bool lineplot_valid(const char *path, const kgl_lineplot *p, int which, c
 static bool lineplots(const char *path, const char *title, const kgl_lineplot *plots, int n, int n_cols, bool single,
                       char *err, size_t err_cap)
 {
-    if (!path || !*path) return fail(err, err_cap, path, "no path given");
-    if (!plots || n <= 0) return fail(err, err_cap, path, "no line plot to draw");
-    if (n_cols <= 0) return fail(err, err_cap, path, "n_cols is %d; it must be at least 1", n_cols);
+    if (!path || !*path) return kgl_path_error(err, err_cap, path, "no path given");
+    if (!plots || n <= 0) return kgl_path_error(err, err_cap, path, "no line plot to draw");
+    if (n_cols <= 0) return kgl_path_error(err, err_cap, path, "n_cols is %d; it must be at least 1", n_cols);
     for (int p = 0; p < n; p++)
         if (!lineplot_valid(path, &plots[p], single ? -1 : p, err, err_cap)) return false;
     if (n_cols > n) n_cols = n;
@@ -1357,7 +1344,7 @@ static bool lineplots(const char *path, const char *title, const kgl_lineplot *p
 
 bool kgl_svg_lineplot(const char *path, const kgl_lineplot *p, char *err, size_t err_cap)
 {
-    if (!p) return fail(err, err_cap, path, "no line plot to draw");
+    if (!p) return kgl_path_error(err, err_cap, path, "no line plot to draw");
     return lineplots(path, p->title, p, 1, 1, true, err, err_cap);
 }
 

@@ -2,12 +2,15 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kgl/io.h"
 #include "engine/internal.h"
+#include "io/internal.h"
 
 /* A UTF-8 byte-order mark (EF BB BF), which some editors on Windows write
    at the start of a file, is not part of the first name: reading starts
@@ -320,4 +323,16 @@ int kgl_near_matches(const char *word, const char *const *candidates, int n_cand
         used += (size_t)w;
     }
     return n_keep;
+}
+
+bool kgl_path_error(char *err, size_t cap, const char *path, const char *fmt, ...)
+{
+    if (!err || cap == 0) return false;
+    int n = snprintf(err, cap, "%s: ", path ? path : "(no path)");
+    if (n < 0 || (size_t)n >= cap) return false;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, cap - (size_t)n, fmt, ap);
+    va_end(ap);
+    return false;
 }

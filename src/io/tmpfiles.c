@@ -17,6 +17,7 @@
 
 #include "kgl/io.h"
 #include "engine/internal.h"
+#include "io/internal.h"
 
 /* kgl train writes a log per member it trains at the same time (at most
    KGL_MAX_ENSEMBLE, 64) while another file may be saved */
@@ -121,19 +122,6 @@ uint64_t kgl_random64(void)
     return x ^ (x >> 31);
 }
 
-__attribute__((format(printf, 4, 5))) static bool fail(char *err, size_t cap, const char *path, const char *fmt, ...)
-{
-    if (!err || cap == 0) return false;
-    int k = snprintf(err, cap, "%s: ", path);
-    if (k >= 0 && (size_t)k < cap) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + k, cap - (size_t)k, fmt, ap);
-        va_end(ap);
-    }
-    return false;
-}
-
 /* Closes nothing; forgets the temporary and frees the names. */
 static void outfile_forget(kgl_outfile *o)
 {
@@ -162,7 +150,7 @@ bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_ca
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
-        fail(err, err_cap, path, "cannot create a temporary file beside it: %s", strerror(errno));
+        kgl_path_error(err, err_cap, path, "cannot create a temporary file beside it: %s", strerror(errno));
         outfile_forget(o);
         return false;
     }
@@ -171,7 +159,7 @@ bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_ca
         int e = errno;
         close(fd);
         unlink(o->tmp);
-        fail(err, err_cap, path, "cannot write: %s", strerror(e));
+        kgl_path_error(err, err_cap, path, "cannot write: %s", strerror(e));
         outfile_forget(o);
         return false;
     }
@@ -206,7 +194,7 @@ bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap)
     if (!failed && rename(o->tmp, o->path) != 0) failed = "cannot replace it with the new file", e = errno;
     if (failed) {
         unlink(o->tmp);
-        fail(err, err_cap, o->path, "%s: %s", failed, strerror(e ? e : EIO));
+        kgl_path_error(err, err_cap, o->path, "%s: %s", failed, strerror(e ? e : EIO));
     } else {
         sync_folder(o->path);
     }
