@@ -779,7 +779,7 @@ static void report(run_state *rs, int members, double seconds)
         printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, rs->fit_step);
     else if (rs->track_fit)
         printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, rs->steps_run);
-    print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec);
+    print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec, tr->model.cfg.context);
     if (members > 1) {
         printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
                members);

@@ -323,10 +323,33 @@ void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eva
     fprintf(f, "}}");
 }
 
-void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec)
+void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context)
 {
-    int m = ds->n_relations;
-    printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n%-6s", "head");
+    int m = ds->n_relations, used = 0;
+    for (int r = 0; r < m; r++) used += use[r];
+    if (context == KGL_CONTEXT_NONE) return; /* no attention */
+    if (context == KGL_CONTEXT_GRAPH)
+        printf("\nhead by relation spec[h][r]: mean weight head h puts on the r-edges of i's neighbourhood "
+               "(kgl heads: beside uniform)\n");
+    else
+        printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n");
+    if (used > 12 && used > heads) { /* many relations: a row each, the heads across */
+        int w = 8;
+        for (int r = 0; r < m; r++)
+            if (use[r] && (int)strlen(ds->relation_names[r]) > w) w = (int)strlen(ds->relation_names[r]);
+        if (w > 40) w = 40;
+        printf("%-*s", w, "relation");
+        for (int h = 0; h < heads; h++) printf("  head %-2d", h);
+        printf("\n");
+        for (int r = 0; r < m; r++) {
+            if (!use[r]) continue;
+            printf("%-*.*s", w, w, ds->relation_names[r]);
+            for (int h = 0; h < heads; h++) printf("  %7.3f", spec[h * m + r]);
+            printf("\n");
+        }
+        return;
+    }
+    printf("%-6s", "head");
     for (int r = 0; r < m; r++)
         if (use[r]) printf(" %*s", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
                            ds->relation_names[r]);

@@ -45,7 +45,7 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
 void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use_relation, const kgl_eval *e);
 void json_metric(FILE *f, const kgl_metrics *m);
 /* The spec matrix as an aligned table (heads as rows) and as JSON {REL:[…]}. */
-void print_spec_table(const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
+void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
 void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
 double now_seconds(void);
