@@ -239,7 +239,7 @@ static int graph_heads(const char *ckpt, const char *query, bool json, const cha
                "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
         printf("%-*s %8s", w, "relation", "uniform");
         for (int h = 0; h < H; h++) {
-            char col[16];
+            char col[24];
             snprintf(col, sizeof col, "head %d", h);
             printf("  %8s", col);
         }
