@@ -9,6 +9,7 @@ fails only by timing under load is reported as flaky and the suite rerun). Print
 score is below --min (default 95) or a survivor has no reason in the list.
 
   tests/mutate.py [--worktree] [--jobs N] [--min PCT] [--only SUBSTRING] [--keep]
+  tests/mutate.py --check     every mutation still finds its text (no build; .ci/run runs it)
 
 --worktree copies the working tree's tracked files (with uncommitted edits);
 the default is the last commit (git archive HEAD), so others' edits in
@@ -110,8 +111,9 @@ class Copy:
         self.env.pop("MAKELEVEL", None)
 
     def build(self):
-        return run(["make", "-s", "build/kgl", "build/kgl_tests", "build/runner_probe", "build/runner_empty"],
-                   self.path, timeout=900, env=self.env)
+        # everything `make test` builds, the staged install and the example program built against it included
+        return run(["make", "-s", "build/kgl", "build/kgl_tests", "build/runner_probe", "build/runner_empty",
+                    "build/vmath_emulated", "build/example/predict_family"], self.path, timeout=900, env=self.env)
 
     def suite(self, filters):
         cmd = ["build/kgl_tests", "--kgl", "build/kgl", "--fail-fast"] + filters
@@ -130,10 +132,11 @@ def first_fail(text):
     return ""
 
 
-def apply_one(copy, m):
-    path = os.path.join(copy.path, m["file"])
+def locate(root, m):
+    """(text of m's file under root, offset of m's find text), or (None, why) when it no longer applies."""
+    path = os.path.join(root, m["file"])
     if not os.path.isfile(path):
-        return "stale", f"no file {m['file']}"
+        return None, f"no file {m['file']}"
     with open(path, encoding="utf-8") as f:
         orig = f.read()
     nth = int(m.get("nth", "1"))
@@ -141,7 +144,28 @@ def apply_one(copy, m):
     for _ in range(nth):
         at = orig.find(m["find"], at + 1)
         if at < 0:
-            return "stale", f"'find' text not found ({nth}. occurrence) in {m['file']}"
+            return None, f"'find' text not found ({nth}. occurrence) in {m['file']}"
+    return orig, at
+
+
+def check(muts):
+    """--check: every mutation still finds its text in this tree (no build, no run): CI runs it."""
+    stale = []
+    for m in muts:
+        orig, at = locate(ROOT, m)
+        if orig is None:
+            stale.append(f"{m['id']}: {at}")
+    for line in stale:
+        print(f"stale: {line}")
+    print(f"{len(muts) - len(stale)} of {len(muts)} mutations apply")
+    return 1 if stale else 0
+
+
+def apply_one(copy, m):
+    path = os.path.join(copy.path, m["file"])
+    orig, at = locate(copy.path, m)
+    if orig is None:
+        return "stale", at
     mutated = orig[:at] + m["replace"] + orig[at + len(m["find"]):]
     try:
         with open(path, "w", encoding="utf-8") as f:
@@ -189,10 +213,13 @@ def main():
     ap.add_argument("--kg-data", default=os.path.abspath(os.environ.get("KG_DATA", os.path.join(ROOT, "data", "kg"))))
     ap.add_argument("--test-timeout", type=int, default=120)
     ap.add_argument("--suite-timeout", type=int, default=1800)
+    ap.add_argument("--check", action="store_true", help="only check that every mutation still applies")
     args = ap.parse_args()
     muts = [m for m in parse_list(args.list) if args.only in m["id"]]
     if not muts:
         sys.exit("no mutation selected")
+    if args.check:
+        sys.exit(check(muts))
     scratch = tempfile.mkdtemp(prefix="kgl-mutate-")
     print(f"{len(muts)} mutations; scratch copies in {scratch} ({'working tree' if args.worktree else 'HEAD'})",
           flush=True)
