@@ -79,10 +79,8 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
     }
     int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
     for (int K = 1; K <= 6; K += 5) {
-        size_t cap = (size_t)n_ex * (size_t)(K + 1);
-        kgl_neighbourhood nb = {0, malloc(((size_t)n_ex + 1) * sizeof(int)), malloc(cap * sizeof(int)),
-                                malloc(cap * sizeof(int)), 0, malloc(cap * sizeof(int)), malloc(cap * sizeof(int)),
-                                malloc((size_t)n_ex * sizeof(int))};
+        kgl_neighbourhood nb;
+        kgl_neighbourhood_alloc(&nb, n_ex, K);
         kgl_rng rng;
         kgl_rng_seed(&rng, 11);
         for (int rep = 0; rep < 20; rep++) { /* sampled */
@@ -98,7 +96,7 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
             if (degree <= 7) CHECK(nb.offsets[b + 1] - nb.offsets[b] == 1 + degree - own);
             else CHECK(nb.offsets[b + 1] - nb.offsets[b] == 1 + K);
         }
-        free(nb.offsets), free(nb.entity), free(nb.relation), free(nb.unique), free(nb.slot), free(nb.query_slot);
+        kgl_neighbourhood_free(&nb);
     }
     free(scratch), free(head), free(rel), free(tail), free(tr);
     kgl_graph_free(&g);
@@ -118,9 +116,8 @@ TEST(graph_context_evaluation_takes_the_first_edges_by_key)
     int K = 3, ids[64];
     for (int i = 0; i < n; i++) ids[i] = i;
     int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
-    size_t cap = (size_t)n * (size_t)(K + 1);
-    kgl_neighbourhood nb = {0, malloc(((size_t)n + 1) * sizeof(int)), malloc(cap * sizeof(int)), malloc(cap * sizeof(int)),
-                            0, malloc(cap * sizeof(int)), malloc(cap * sizeof(int)), malloc((size_t)n * sizeof(int))};
+    kgl_neighbourhood nb;
+    kgl_neighbourhood_alloc(&nb, n, K);
     kgl_neighbourhood_fill(&g, K, ids, NULL, NULL, n, false, NULL, scratch, &nb);
     for (int i = 0; i < n; i++) {
         /* every edge of i with its key, the smallest K by a selection here */
@@ -141,7 +138,7 @@ TEST(graph_context_evaluation_takes_the_first_edges_by_key)
             CHECK(nb.relation[t] == er[best] && nb.entity[t] == ej[best]);
         }
     }
-    free(nb.offsets), free(nb.entity), free(nb.relation), free(nb.unique), free(nb.slot), free(nb.query_slot);
+    kgl_neighbourhood_free(&nb);
     free(scratch);
     kgl_graph_free(&g);
     kgl_dataset_free(&ds);

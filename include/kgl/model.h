@@ -87,6 +87,9 @@ typedef struct kgl_neighbourhood {
  * kgl_neighbourhood_scratch(g) ints; out's arrays hold n + 1 (offsets), n
  * (query_slot) and n (K + 1) (the others). */
 size_t kgl_neighbourhood_scratch(const kgl_graph *g);
+/* out's arrays for n segments of at most K edges (malloc), and their release. */
+void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K);
+void kgl_neighbourhood_free(kgl_neighbourhood *nb);
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
                             bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out);
 

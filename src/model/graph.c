@@ -98,6 +98,24 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
     return (g->rel[k] == r && g->nb[k] == t) || (t == h && g->rel[k] == inv && g->nb[k] == h);
 }
 
+void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K)
+{
+    size_t tokens = (size_t)n * (size_t)(K + 1);
+    memset(nb, 0, sizeof *nb);
+    nb->offsets = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
+    nb->entity = kgl_xmalloc(tokens * sizeof(int));
+    nb->relation = kgl_xmalloc(tokens * sizeof(int));
+    nb->unique = kgl_xmalloc(tokens * sizeof(int));
+    nb->slot = kgl_xmalloc(tokens * sizeof(int));
+    nb->query_slot = kgl_xmalloc(((size_t)n ? (size_t)n : 1) * sizeof(int));
+}
+
+void kgl_neighbourhood_free(kgl_neighbourhood *nb)
+{
+    free(nb->offsets), free(nb->entity), free(nb->relation), free(nb->unique), free(nb->slot), free(nb->query_slot);
+    memset(nb, 0, sizeof *nb);
+}
+
 size_t kgl_neighbourhood_scratch(const kgl_graph *g) { return (size_t)g->max_degree + (size_t)g->n_entities + 1; }
 
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,

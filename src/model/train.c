@@ -467,13 +467,7 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     }
     if (cfg.context == KGL_CONTEXT_GRAPH) {
         kgl_model_set_graph(&tr->model, train, n_train);
-        size_t tokens = (size_t)B * (size_t)(cfg.neighbours + 1);
-        tr->neighbourhood.offsets = kgl_xmalloc(((size_t)B + 1) * sizeof(int));
-        tr->neighbourhood.entity = kgl_xmalloc(tokens * sizeof(int));
-        tr->neighbourhood.relation = kgl_xmalloc(tokens * sizeof(int));
-        tr->neighbourhood.unique = kgl_xmalloc(tokens * sizeof(int));
-        tr->neighbourhood.slot = kgl_xmalloc(tokens * sizeof(int));
-        tr->neighbourhood.query_slot = kgl_xmalloc((size_t)B * sizeof(int));
+        kgl_neighbourhood_alloc(&tr->neighbourhood, B, cfg.neighbours);
         tr->neighbour_scratch = kgl_xmalloc(kgl_neighbourhood_scratch(tr->model.graph) * sizeof(int));
     }
     kgl_tape_init(&tr->tape);
@@ -502,12 +496,7 @@ void kgl_trainer_free(kgl_trainer *tr)
     free(tr->q_answers);
     free(tr->b_off);
     free(tr->b_answers);
-    free(tr->neighbourhood.offsets);
-    free(tr->neighbourhood.entity);
-    free(tr->neighbourhood.relation);
-    free(tr->neighbourhood.unique);
-    free(tr->neighbourhood.slot);
-    free(tr->neighbourhood.query_slot);
+    kgl_neighbourhood_free(&tr->neighbourhood);
     free(tr->neighbour_scratch);
     kgl_tails_free(&tr->tails);
     kgl_tape_free(&tr->tape);
