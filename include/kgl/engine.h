@@ -6,8 +6,16 @@
  * Reading order: RNG -> arena -> tensor and tape -> ops -> registry and
  * checks -> parameters -> optimiser.
  *
- * Everything is IEEE double. Matrices are row-major; a vector is a 1 x n
- * matrix; a scalar is 1 x 1. */
+ * Matrices are row-major; a vector is a 1 x n matrix; a scalar is 1 x 1.
+ *
+ * Precision. The library is built in one floating-point type, kgl_real:
+ * IEEE double by default, float when compiled with -DKGL_FLOAT32 (the
+ * Makefile builds both: build/libkgl.a with the program build/kgl, and
+ * build/f32/libkgl.a with build/kgl-f32, which `kgl --precision f32` runs).
+ * Tensors, parameters, gradients and Adam's moments are kgl_real; scalars in
+ * the API (learning rate, scale factors, the loss a caller reads) stay double,
+ * and so does every reduction's accumulator (README, "The model, exactly",
+ * "Precision"). The two builds share their names, so a program links one. */
 #ifndef KGL_ENGINE_H
 #define KGL_ENGINE_H
 
@@ -15,6 +23,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#ifdef KGL_FLOAT32
+typedef float kgl_real;
+#define KGL_PRECISION "f32"
+#else
+typedef double kgl_real;
+#define KGL_PRECISION "f64"
+#endif
 
 /* ------------------------------------------------------------------ RNG --
  * Explicit, seeded, no global state. xoshiro256** seeded through splitmix64
@@ -80,8 +96,8 @@ void kgl_arena_free(kgl_arena *a);
  * no gradient; otherwise it has the same shape as `data`. */
 typedef struct kgl_tensor {
     int rows, cols;
-    double *data;
-    double *grad;
+    kgl_real *data;
+    kgl_real *grad;
 } kgl_tensor;
 
 static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
@@ -339,8 +355,8 @@ void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, doubl
 
 typedef struct kgl_param {
     char name[KGL_NAME_MAX];
-    kgl_tensor t;  /* data and grad */
-    double *m, *v; /* Adam moments */
+    kgl_tensor t;    /* data and grad */
+    kgl_real *m, *v; /* Adam moments */
     bool vector;   /* a [1, n] row stored with shape [n] */
     bool frozen;   /* skipped by the optimiser (no update, no decay) */
 } kgl_param;
@@ -348,8 +364,8 @@ typedef struct kgl_param {
 typedef struct kgl_params {
     int n;
     kgl_param p[KGL_MAX_PARAMS];
-    double *block; /* the one allocation: data | grad | m | v of every parameter */
-    size_t total;  /* doubles per section */
+    kgl_real *block; /* the one allocation: data | grad | m | v of every parameter */
+    size_t total;    /* elements per section */
 } kgl_params;
 
 /* Declare, then allocate once. Returns the parameter's tensor (stable). */

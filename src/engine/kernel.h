@@ -15,6 +15,7 @@
 #ifndef KGL_KERNEL_H
 #define KGL_KERNEL_H
 
+#include "kgl/engine.h" /* kgl_real */
 #include "pool.h"
 
 enum { KGL_SET = 0, KGL_ADD = 1 }; /* C = A·B  or  C += A·B (the sum starts from C's value) */
@@ -26,16 +27,16 @@ enum {
     KGL_GEMM_NC = 2048, /* columns of C per packed block of B */
 };
 /* Bytes of per-thread packing space the GEMM needs: a KC x NC block of B and an MC x KC block of A. */
-#define KGL_GEMM_WORKSPACE ((unsigned long)(KGL_GEMM_KC * KGL_GEMM_NC + KGL_GEMM_MC * KGL_GEMM_KC) * sizeof(double))
+#define KGL_GEMM_WORKSPACE ((unsigned long)(KGL_GEMM_KC * KGL_GEMM_NC + KGL_GEMM_MC * KGL_GEMM_KC) * sizeof(kgl_real))
 
 /* C[M,N] (+)= A[M,K] B[K,N] */
-void kgl_gemm_nn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+void kgl_gemm_nn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, const kgl_real *B, int ldb, kgl_real *C,
                  int ldc, int mode);
 /* C[M,N] (+)= A[M,K] B[N,K]^T */
-void kgl_gemm_nt(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+void kgl_gemm_nt(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, const kgl_real *B, int ldb, kgl_real *C,
                  int ldc, int mode);
 /* C[M,N] (+)= A[K,M]^T B[K,N] */
-void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double *C,
+void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, const kgl_real *B, int ldb, kgl_real *C,
                  int ldc, int mode);
 
 /* For tests and benchmarks only: the same GEMM with the ISA and the path forced.
@@ -43,8 +44,8 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const double *A, int lda, con
  * ta, tb: 0 = as stored, 1 = transposed (ta = tb = 1 is not supported);
  * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC) or KGL_PATH_PACKED. */
 enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2 };
-void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const double *A,
-                        int lda, const double *B, int ldb, double *C, int ldc, int mode);
+void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const kgl_real *A,
+                        int lda, const kgl_real *B, int ldb, kgl_real *C, int ldc, int mode);
 
 
 /* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
@@ -55,8 +56,8 @@ void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, i
  * packed: each of its panels would serve only that many tiles. The bits are
  * those of the calls above. */
 size_t kgl_gemm_packed_b_doubles(int K, int N);
-void kgl_gemm_pack_b(int K, int N, const double *B, int ldb, int transposed, double *packed);
-void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const double *A, int lda, int a_transposed,
-                          const double *packed, double *C, int ldc, int mode);
+void kgl_gemm_pack_b(int K, int N, const kgl_real *B, int ldb, int transposed, kgl_real *packed);
+void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kgl_real *A, int lda, int a_transposed,
+                          const kgl_real *packed, kgl_real *C, int ldc, int mode);
 
 #endif

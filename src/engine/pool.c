@@ -177,7 +177,7 @@ void kgl_pool_free(kgl_pool *p)
 
 int kgl_pool_threads(const kgl_pool *p) { return p->threads; }
 
-double *kgl_pool_gemm_workspace(kgl_pool *p, int worker)
+kgl_real *kgl_pool_gemm_workspace(kgl_pool *p, int worker)
 {
     return (double *)(void *)(p->ws + (size_t)worker * p->ws_stride);
 }

@@ -13,6 +13,8 @@
 #ifndef KGL_POOL_H
 #define KGL_POOL_H
 
+#include "kgl/engine.h" /* kgl_real */
+
 typedef struct kgl_pool kgl_pool;
 
 /* A pool of `threads` (>= 1) threads: threads-1 workers plus the caller. NULL only if creation fails. */
@@ -26,6 +28,6 @@ int kgl_pool_threads(const kgl_pool *p);
  * pool runs inline. Which worker runs which task is not specified. */
 void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int worker), void *ctx);
 /* Scratch for the GEMM packing buffers of one worker: >= KGL_GEMM_WORKSPACE bytes, 64-byte aligned. */
-double *kgl_pool_gemm_workspace(kgl_pool *p, int worker);
+kgl_real *kgl_pool_gemm_workspace(kgl_pool *p, int worker);
 
 #endif
