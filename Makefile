@@ -73,6 +73,22 @@ $(BUILD)/libkgl.a: $(LIB_OBJ)
 $(BUILD)/kgl: $(CLI_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(CLI_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
 
+# Single precision (README, "Precision"): the same sources built with
+# -DKGL_FLOAT32 (kgl_real = float) into $(BUILD)/f32/libkgl.a and the program
+# $(BUILD)/kgl-f32, which `kgl --precision f32` runs (it looks beside itself).
+F32 := $(BUILD)/f32
+F32_LIB_OBJ := $(LIB_SRC:%.c=$(F32)/obj/%.o)
+F32_CLI_OBJ := $(CLI_SRC:%.c=$(F32)/obj/%.o)
+$(F32)/obj/%.o: %.c | $(STB_DS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KGL_CFLAGS) -DKGL_FLOAT32 -c $< -o $@
+$(F32)/libkgl.a: $(F32_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+$(BUILD)/kgl-f32: $(F32_CLI_OBJ) $(F32)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $(F32_CLI_OBJ) $(F32)/libkgl.a $(LDLIBS) -o $@
+
 # Every `TEST(name)` registers itself (tests/test.h), so no list is kept.
 $(BUILD)/obj/tests/%.o: KGL_CFLAGS += -Itests
 
@@ -238,4 +254,4 @@ fuzz: fuzz-build
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(F32_LIB_OBJ:.o=.d) $(F32_CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d

@@ -179,7 +179,7 @@ int kgl_pool_threads(const kgl_pool *p) { return p->threads; }
 
 kgl_real *kgl_pool_gemm_workspace(kgl_pool *p, int worker)
 {
-    return (double *)(void *)(p->ws + (size_t)worker * p->ws_stride);
+    return (kgl_real *)(void *)(p->ws + (size_t)worker * p->ws_stride);
 }
 
 void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int worker), void *ctx)
