@@ -88,6 +88,12 @@ $(F32)/libkgl.a: $(F32_LIB_OBJ)
 	ar rcs $@ $^
 $(BUILD)/kgl-f32: $(F32_CLI_OBJ) $(F32)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(F32_CLI_OBJ) $(F32)/libkgl.a $(LDLIBS) -o $@
+# The float32 tests (tests/f32/*.c, with the same runner) link the f32 library;
+# make test runs them before the main suite, whose summary stays the last line.
+TEST_F32_OBJ := $(patsubst %.c,$(F32)/obj/%.o,$(wildcard tests/f32/*.c) tests/main.c)
+$(F32)/obj/tests/%.o: KGL_CFLAGS += -Itests
+$(BUILD)/kgl_tests_f32: $(TEST_F32_OBJ) $(F32)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_F32_OBJ) $(F32)/libkgl.a $(LDLIBS) -o $@
 
 # Every `TEST(name)` registers itself (tests/test.h), so no list is kept.
 $(BUILD)/obj/tests/%.o: KGL_CFLAGS += -Itests
@@ -254,4 +260,4 @@ fuzz: fuzz-build
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(F32_LIB_OBJ:.o=.d) $(F32_CLI_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(F32_LIB_OBJ:.o=.d) $(F32_CLI_OBJ:.o=.d) $(TEST_F32_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d
