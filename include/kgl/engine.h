@@ -170,8 +170,8 @@ struct kgl_node {
     kgl_mask mask;
     double alpha; /* scalar attribute (scale factor, label smoothing) */
     int i0;       /* integer attribute (column offset) */
-    double *saved; /* op scratch saved by forward for backward */
-    double *scratch; /* more of it, for ops that need a second buffer */
+    kgl_real *saved; /* op scratch saved by forward for backward */
+    kgl_real *scratch; /* more of it, for ops that need a second buffer */
     double *stats;   /* measurements an op fills for the caller (attention) */
     kgl_pool *pool;  /* the tape's threads, for backward */
 };
@@ -189,7 +189,7 @@ kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad);
 /* Backward from a 1x1 root (its gradient seeded with 1), or from any tensor
  * with an explicit seed gradient of its shape. */
 void kgl_backward(kgl_tape *t, kgl_tensor *root);
-void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed);
+void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const kgl_real *seed);
 
 /* ------------------------------------------------------------------ ops --
  * Each returns a new tensor in the tape's arena. Shapes are checked; a wrong
@@ -225,7 +225,7 @@ kgl_tensor *kgl_trilinear_complex(kgl_tape *t, kgl_tensor *c, kgl_tensor *r, kgl
 /* A query's vector in either readout: v = a ⊙ b, or the complex product when
  * `is_complex` (then v · E[j] is the score of candidate j; the evaluation and
  * kgl_predict_scores form it as the ops do). */
-void kgl_readout_query(bool is_complex, const double *a, const double *b, double *v, int d);
+void kgl_readout_query(bool is_complex, const kgl_real *a, const kgl_real *b, kgl_real *v, int d);
 /* Y = exp(s[0, k]) X: a learnable log-scale s (a [1, K] row) on X. */
 kgl_tensor *kgl_scale_exp(kgl_tape *t, kgl_tensor *x, kgl_tensor *s, int k);
 /* Dropout with a given mask: Y = X ⊙ keep / (1 − p), keep[i] ∈ {0, 1}
@@ -345,7 +345,7 @@ typedef struct kgl_fd_stats {
     long first_bad; /* index of the first failing element, or -1 */
     double first_bad_analytic, first_bad_numeric;
 } kgl_fd_stats;
-void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
+void kgl_fd_compare(kgl_real *x, const kgl_real *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
                     void *ctx, kgl_fd_stats *st);
 
 /* ----------------------------------------------------------- parameters --

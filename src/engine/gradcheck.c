@@ -27,7 +27,7 @@ static void keep_max(double *m, double v)
     if (!(v <= *m)) *m = v; /* a NaN sticks */
 }
 
-void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
+void kgl_fd_compare(kgl_real *x, const kgl_real *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
                     void *ctx, kgl_fd_stats *st)
 {
     for (size_t i = 0; i < n; i++) {
@@ -59,10 +59,10 @@ void kgl_fd_compare(double *x, const double *analytic, size_t n, double h, doubl
 typedef struct op_eval_ctx {
     kgl_tape *tape;
     const kgl_check_case *c;
-    const double *w;
+    const kgl_real *w;
 } op_eval_ctx;
 
-static double weighted_sum(const kgl_tensor *y, const double *w)
+static double weighted_sum(const kgl_tensor *y, const kgl_real *w)
 {
     double f = 0;
     size_t n = kgl_numel(y);
@@ -115,9 +115,9 @@ bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res)
         /* analytic: one recorded forward, backward seeded with W */
         kgl_tape_reset(&tape);
         tape.recording = true;
-        for (int k = 0; k < c.n_inputs; k++) memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(double));
+        for (int k = 0; k < c.n_inputs; k++) memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(kgl_real));
         kgl_tensor *y = c.run(&tape, &c);
-        double *w = kgl_arena_alloc(&keep, kgl_numel(y) * sizeof(double));
+        kgl_real *w = kgl_arena_alloc(&keep, kgl_numel(y) * sizeof(kgl_real));
         for (size_t i = 0; i < kgl_numel(y); i++) w[i] = kgl_rng_normal(&rng);
         if (!y->grad) {
             res->pass = false;

@@ -28,8 +28,8 @@ kgl_tensor *kgl_check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, d
     size_t n = (size_t)rows * (size_t)cols;
     x->rows = rows;
     x->cols = cols;
-    x->data = kgl_arena_alloc(keep, n * sizeof(double));
-    x->grad = kgl_arena_zalloc(keep, n * sizeof(double));
+    x->data = kgl_arena_alloc(keep, n * sizeof(kgl_real));
+    x->grad = kgl_arena_zalloc(keep, n * sizeof(kgl_real));
     for (size_t i = 0; i < n; i++) x->data[i] = shift + scale * kgl_rng_normal(rng);
     return x;
 }
@@ -73,7 +73,7 @@ static void matmul_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->cols;
-    const double *G = Y->grad;
+    const kgl_real *G = Y->grad;
     /* dA[i,l] += G[i,j] B[l,j], j in order;  dB[l,j] += A[i,l] G[i,j], i in order */
     if (A->grad) kgl_gemm_nt(nd->pool, n, k, p, G, p, B->data, p, A->grad, k, KGL_ADD);
     if (B->grad) kgl_gemm_tn(nd->pool, k, p, n, A->data, k, G, p, B->grad, p, KGL_ADD);
@@ -116,7 +116,7 @@ static void matmul_nt_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->rows;
-    const double *G = Y->grad;
+    const kgl_real *G = Y->grad;
     /* dA[i,l] += G[i,j] B[j,l], j in order;  dB[j,l] += G[i,j] A[i,l], i in order */
     if (A->grad) kgl_gemm_nn(nd->pool, n, k, p, G, p, B->data, k, A->grad, k, KGL_ADD);
     if (B->grad) kgl_gemm_tn(nd->pool, p, k, n, G, p, A->data, k, B->grad, k, KGL_ADD);
@@ -164,7 +164,7 @@ static void matmul_tn_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int k = A->rows, n = A->cols, p = B->cols;
-    const double *G = Y->grad;
+    const kgl_real *G = Y->grad;
     /* dA[l,i] += (Σ_j B[l,j] G[i,j]);  dB[l,j] += A[l,i] G[i,j], i in order */
     if (A->grad) kgl_gemm_nt(nd->pool, k, n, p, B->data, p, G, p, A->grad, n, KGL_ADD);
     if (B->grad) kgl_gemm_nn(nd->pool, k, p, n, A->data, n, G, p, B->grad, p, KGL_ADD);
@@ -211,8 +211,8 @@ static const kgl_op op_add;
 /* The tasks of add: Y = A + B or its gradient, on one block. B is A's shape
  * or one row; `row` says which. */
 typedef struct add_job {
-    const double *a, *b; /* forward: the inputs; backward: b is G */
-    double *y;           /* forward: Y; backward: the gradient receiving G */
+    const kgl_real *a, *b; /* forward: the inputs; backward: b is G */
+    kgl_real *y;           /* forward: Y; backward: the gradient receiving G */
     size_t n;
     int cols;
     bool row;
@@ -394,8 +394,8 @@ static void gather_rows_backward(kgl_node *nd)
     kgl_tensor *T = nd->in[0], *Y = nd->out;
     int d = T->cols;
     for (int b = 0; b < nd->n_idx; b++) {
-        double *dst = T->grad + (size_t)nd->idx0[b] * d;
-        const double *g = Y->grad + (size_t)b * d;
+        kgl_real *dst = T->grad + (size_t)nd->idx0[b] * d;
+        const kgl_real *g = Y->grad + (size_t)b * d;
         for (int c = 0; c < d; c++) dst[c] += g[c];
     }
 }
@@ -406,7 +406,7 @@ kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
         if (rows[b] < 0 || rows[b] >= T->rows) kgl_die("gather_rows: index %d outside 0..%d", rows[b], T->rows - 1);
     kgl_tensor *Y = kgl_op_output(t, n, T->cols, 1, &T);
     for (int b = 0; b < n; b++)
-        memcpy(Y->data + (size_t)b * T->cols, T->data + (size_t)rows[b] * T->cols, (size_t)T->cols * sizeof(double));
+        memcpy(Y->data + (size_t)b * T->cols, T->data + (size_t)rows[b] * T->cols, (size_t)T->cols * sizeof(kgl_real));
     kgl_node *nd = kgl_record(t, &op_gather_rows, Y, 1, &T);
     if (nd) {
         nd->idx0 = rows;
@@ -458,7 +458,7 @@ kgl_tensor *kgl_slice_cols(kgl_tape *t, kgl_tensor *A, int col0, int width)
         kgl_die("slice_cols: columns %d..%d outside a %dx%d tensor", col0, col0 + width - 1, A->rows, A->cols);
     kgl_tensor *Y = kgl_op_output(t, A->rows, width, 1, &A);
     for (int i = 0; i < A->rows; i++)
-        memcpy(Y->data + (size_t)i * width, A->data + (size_t)i * A->cols + col0, (size_t)width * sizeof(double));
+        memcpy(Y->data + (size_t)i * width, A->data + (size_t)i * A->cols + col0, (size_t)width * sizeof(kgl_real));
     kgl_node *nd = kgl_record(t, &op_slice_cols, Y, 1, &A);
     if (nd) nd->i0 = col0;
     return Y;
@@ -519,7 +519,7 @@ kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts)
     for (int k = 0; k < n_parts; k++) {
         const kgl_tensor *P = parts[k];
         for (int i = 0; i < rows; i++)
-            memcpy(Y->data + (size_t)i * cols + off, P->data + (size_t)i * P->cols, (size_t)P->cols * sizeof(double));
+            memcpy(Y->data + (size_t)i * cols + off, P->data + (size_t)i * P->cols, (size_t)P->cols * sizeof(kgl_real));
         off += P->cols;
     }
     kgl_record(t, &op_concat_cols, Y, n_parts, parts);
@@ -584,8 +584,8 @@ kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *S, kgl_mask mask)
     int rows = S->rows, cols = S->cols;
     kgl_tensor *P = kgl_op_output(t, rows, cols, 1, &S);
     for (int i = 0; i < rows; i++) {
-        const double *s = S->data + (size_t)i * cols;
-        double *p = P->data + (size_t)i * cols;
+        const kgl_real *s = S->data + (size_t)i * cols;
+        kgl_real *p = P->data + (size_t)i * cols;
         if (mask.kind != KGL_MASK_KEEP) { /* no mask, or a causal prefix: on the vector kernel */
             int kept = mask.kind == KGL_MASK_CAUSAL ? (i + 1 < cols ? i + 1 : cols) : cols;
             if (kept > 0) kgl_softmax_row(s, p, kept);
@@ -680,16 +680,16 @@ typedef struct attn_job {
     const kgl_tensor *Q, *K, *V;
     /* each head's shared operands, packed once (kernel.h, kgl_gemm_pack_b):
        forward K_hᵀ and V_h; backward V_hᵀ, K_h, Q_h and G_h (one head at a time) */
-    double *kt_p, *v_p;          /* [H] × packed sizes */
-    double *vt_p, *k_p, *q_p, *g_p;
+    kgl_real *kt_p, *v_p;          /* [H] × packed sizes */
+    kgl_real *vt_p, *k_p, *q_p, *g_p;
     size_t wide, tall;           /* doubles of a packed dk × n and n × dk operand */
-    double *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
+    kgl_real *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
     bool keep;          /* every head's A is kept (for backward, or for the caller) */
-    double *O;          /* [n, d] forward output */
-    const double *G;    /* [n, d] ∂L/∂O (backward) */
-    double *dS;         /* [n, n] one head's ∂L/∂A, then τ_h ∂L/∂S */
-    double *dq;         /* [n, dk] τ_h dS K_h, with a learned temperature */
-    double *part;       /* [H · blocks] per-block partial results */
+    kgl_real *O;          /* [n, d] forward output */
+    const kgl_real *G;    /* [n, d] ∂L/∂O (backward) */
+    kgl_real *dS;         /* [n, n] one head's ∂L/∂A, then τ_h ∂L/∂S */
+    kgl_real *dq;         /* [n, dk] τ_h dS K_h, with a learned temperature */
+    double *part;       /* [2 · H · blocks] per-block partial sums (double: they are reductions) */
     kgl_pool *pool;
     int n, d, dk, H, h, blocks;
     double tau[KGL_ATTENTION_MAX_HEADS];
@@ -709,13 +709,13 @@ static void attention_forward_block(void *ctx, int task, int worker)
     attn_job *J = ctx;
     int h = task / J->blocks, b = task % J->blocks, i0 = b * ATTN_BLOCK, i1 = block_end(b, J->n);
     int n = J->n, d = J->d, dk = J->dk, rows = i1 - i0;
-    double *A = J->keep ? J->A + (size_t)h * n * n + (size_t)i0 * n : J->A + (size_t)worker * ATTN_BLOCK * n;
+    kgl_real *A = J->keep ? J->A + (size_t)h * n * n + (size_t)i0 * n : J->A + (size_t)worker * ATTN_BLOCK * n;
     /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0,
                          J->kt_p + h * J->wide, A, n, KGL_SET);
     double max_abs = 0, tau = J->tau[h];
     for (int i = 0; i < rows; i++) {
-        double *s = A + (size_t)i * n;
+        kgl_real *s = A + (size_t)i * n;
         for (int j = 0; j < n; j++) s[j] *= tau;
         if (J->measure) /* max |S_h|, for the studies (NaN if any is NaN) */
             for (int j = 0; j < n; j++) {
@@ -736,13 +736,13 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     attn_job *J = ctx;
     int h = J->h, i0 = task * ATTN_BLOCK, i1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
     int rows = i1 - i0;
-    const double *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
-    double *dS = J->dS + (size_t)i0 * n;
+    const kgl_real *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
+    kgl_real *dS = J->dS + (size_t)i0 * n;
     /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, 0, J->vt_p, dS, n, KGL_SET);
     double sq = 0, tau = J->tau[h];
     for (int i = 0; i < rows; i++) {
-        double *g = dS + (size_t)i * n;
+        kgl_real *g = dS + (size_t)i * n;
         kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0); /* dS = J dA, in place */
         if (J->measure) /* ‖∂L/∂S_h‖², for the studies */
             for (int j = 0; j < n; j++) sq += g[j] * g[j];
@@ -750,13 +750,14 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     }
     J->part[(size_t)h * J->blocks + task] = sq;
     if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
-        double *dq = J->dq + (size_t)i0 * dk, dot = 0;
+        kgl_real *dq = J->dq + (size_t)i0 * dk;
+        double dot = 0;
         kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, dq, dk, KGL_SET);
         for (int i = 0; i < rows; i++) {
-            const double *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
+            const kgl_real *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
             for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
             if (J->Q->grad) {
-                double *gq = J->Q->grad + (size_t)(i0 + i) * d + h * dk;
+                kgl_real *gq = J->Q->grad + (size_t)(i0 + i) * d + h * dk;
                 for (int c = 0; c < dk; c++) gq[c] += dq[(size_t)i * dk + c];
             }
         }
@@ -793,7 +794,8 @@ static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int
     J->tall = kgl_gemm_packed_b_doubles(J->n, J->dk);
 }
 
-/* node->saved = [A]; node->scratch = [dS | dq | V_hᵀ, K_h, Q_h, G_h packed | parts] */
+/* node->saved = [A]; node->scratch = [dS | dq | V_hᵀ, K_h, Q_h, G_h packed];
+   node->stats = [max |S_h|, ‖dS_h‖ | the per-block partial sums] (doubles) */
 static void attention_backward(kgl_node *nd)
 {
     attn_job J;
@@ -809,7 +811,7 @@ static void attention_backward(kgl_node *nd)
     J.k_p = J.vt_p + J.wide;
     J.q_p = J.k_p + J.tall;
     J.g_p = J.q_p + J.tall;
-    J.part = J.g_p + J.tall;
+    J.part = nd->stats + 2 * J.H;
     J.pool = nd->pool;
     for (int h = 0; h < J.H; h++) {
         J.h = h;
@@ -851,8 +853,8 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
        each thread needs only the block of rows it is working on */
     J.keep = record || attn;
     size_t a_size = J.keep ? (size_t)heads * nn : (size_t)kgl_pool_threads(t->pool) * ATTN_BLOCK * n;
-    J.A = kgl_arena_alloc(&t->arena, a_size * sizeof(double));
-    J.kt_p = kgl_arena_alloc(&t->arena, (size_t)heads * (J.wide + J.tall) * sizeof(double));
+    J.A = kgl_arena_alloc(&t->arena, a_size * sizeof(kgl_real));
+    J.kt_p = kgl_arena_alloc(&t->arena, (size_t)heads * (J.wide + J.tall) * sizeof(kgl_real));
     J.v_p = J.kt_p + (size_t)heads * J.wide;
     for (int h = 0; h < heads; h++) {
         kgl_gemm_pack_b(J.dk, n, K->data + h * J.dk, d, 1, J.kt_p + h * J.wide); /* B(k, j) = K[j, h·dk + k] */
@@ -860,8 +862,8 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
     }
     J.O = O->data;
     J.measure = stats != NULL;
-    J.part = kgl_arena_alloc(&t->arena, ((size_t)heads * J.blocks + 2 * (size_t)heads) * sizeof(double));
-    double *st = J.part + (size_t)heads * J.blocks;
+    double *st = kgl_arena_alloc(&t->arena, (2 * (size_t)heads + 2 * (size_t)heads * J.blocks) * sizeof(double));
+    J.part = st + 2 * heads;
     J.pool = t->pool;
     kgl_parallel(t->pool, heads * J.blocks, 4.0 * heads * nn * J.dk, attention_forward_block, &J);
     for (int h = 0; h < heads; h++) {
@@ -878,14 +880,13 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
     if (stats) *stats = st;
     kgl_node *nd = kgl_record(t, &op_attention, O, n_in, in);
     if (nd) {
-        size_t parts = (size_t)2 * heads * J.blocks;
         nd->i0 = heads;
         nd->alpha = tau;
         nd->n_idx = J.measure; /* whether backward measures ‖∂L/∂S_h‖ */
         nd->saved = J.A;
         nd->stats = st;
         nd->scratch = kgl_arena_alloc(&t->arena,
-                                      (nn + (size_t)n * J.dk + J.wide + 3 * J.tall + parts) * sizeof(double));
+                                      (nn + (size_t)n * J.dk + J.wide + 3 * J.tall) * sizeof(kgl_real));
     }
     return O;
 }
@@ -933,7 +934,7 @@ static void layernorm_backward(kgl_node *nd)
     kgl_tensor *X = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2], *Y = nd->out;
     int rows = X->rows, d = X->cols;
     for (int i = 0; i < rows; i++) {
-        const double *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
+        const kgl_real *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
         double mu = nd->saved[2 * i], r = nd->saved[2 * i + 1];
         double mean_gh = 0, mean_gh_xh = 0;
         for (int j = 0; j < d; j++) {
@@ -960,9 +961,9 @@ kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_ten
     shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
     kgl_tensor *in[3] = {X, gamma, beta};
     kgl_tensor *Y = kgl_op_output(t, rows, d, 3, in);
-    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(double));
+    kgl_real *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(kgl_real));
     for (int i = 0; i < rows; i++) {
-        const double *x = X->data + (size_t)i * d;
+        const kgl_real *x = X->data + (size_t)i * d;
         double mu = 0, var = 0;
         for (int j = 0; j < d; j++) mu += x[j];
         mu /= d;
@@ -1013,8 +1014,8 @@ static const kgl_op op_gelu;
  * backward (cdf; NULL when nothing will read it), so backward takes one
  * exp per element and no erf. */
 typedef struct gelu_job {
-    const double *x, *g; /* g: backward's G */
-    double *y, *cdf, *dx;
+    const kgl_real *x, *g; /* g: backward's G */
+    kgl_real *y, *cdf, *dx;
     size_t n;
 } gelu_job;
 
@@ -1055,7 +1056,7 @@ kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *X)
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
     size_t n = kgl_numel(X);
     /* Y has a gradient exactly when this node will be recorded and run backward */
-    double *cdf = Y->grad ? kgl_arena_alloc(&t->arena, n * sizeof(double)) : NULL;
+    kgl_real *cdf = Y->grad ? kgl_arena_alloc(&t->arena, n * sizeof(kgl_real)) : NULL;
     gelu_job J = {X->data, NULL, Y->data, cdf, NULL, n};
     kgl_parallel(t->pool, elem_blocks(n), 30.0 * (double)n, gelu_forward_block, &J);
     kgl_node *nd = kgl_record(t, &op_gelu, Y, 1, &X);
@@ -1132,9 +1133,9 @@ static const kgl_op op_cross_entropy;
    targets[b] (cross_entropy); otherwise its k_b answers are
    targets[off[b] .. off[b+1]) (multilabel_ce, below). */
 typedef struct ce_job {
-    const double *z;   /* [B, n] logits */
-    double *p, *dz;    /* softmax out (forward), gradient (backward) */
-    double *row_loss;  /* [B] lse − ⟨q, z⟩ per row */
+    const kgl_real *z;   /* [B, n] logits */
+    kgl_real *p, *dz;    /* softmax out (forward), gradient (backward) */
+    double *row_loss;    /* [B] lse − ⟨q, z⟩ per row */
     const int *targets, *off;
     int B, n;
     double eps, g;     /* smoothing; ∂L/∂loss / B */
@@ -1148,7 +1149,7 @@ static void cross_entropy_rows(void *ctx, int task, int worker)
     double lses[ROW_BLOCK]; /* p = exp(z − lse), lse = log Σ exp z, row by row (short rows together) */
     kgl_softmax_block(J->z + (size_t)b0 * J->n, J->p + (size_t)b0 * J->n, b1 - b0, J->n, lses);
     for (int b = b0; b < b1; b++) {
-        const double *z = J->z + (size_t)b * J->n;
+        const kgl_real *z = J->z + (size_t)b * J->n;
         double lse = lses[b - b0];
         double qz;
         if (J->off) { /* the mean of the answers' logits */
@@ -1175,8 +1176,8 @@ static void cross_entropy_grad_rows(void *ctx, int task, int worker)
     int n = J->n, b1 = (task + 1) * ROW_BLOCK < J->B ? (task + 1) * ROW_BLOCK : J->B;
     double off = J->eps / n;
     for (int b = task * ROW_BLOCK; b < b1; b++) {
-        const double *p = J->p + (size_t)b * n;
-        double *dz = J->dz + (size_t)b * n;
+        const kgl_real *p = J->p + (size_t)b * n;
+        kgl_real *dz = J->dz + (size_t)b * n;
         for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
         if (J->off) {
             int lo = J->off[b], hi = J->off[b + 1];
@@ -1203,7 +1204,7 @@ static kgl_tensor *cross_entropy_forward(kgl_tape *t, const kgl_op *op, kgl_tens
 {
     int B = Z->rows, n = Z->cols;
     kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
-    double *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(double));
+    kgl_real *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(kgl_real));
     double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
     ce_job J = {Z->data, p, NULL, row_loss, targets, off, B, n, smoothing, 0};
     kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_rows, &J);
@@ -1286,7 +1287,7 @@ static const kgl_op op_cross_entropy = {"cross_entropy",
 static const kgl_op op_trilinear, op_trilinear_complex;
 
 /* v = a b, d/2 complex numbers as [re | im] */
-static void complex_product(const double *a, const double *b, double *v, int d)
+static void complex_product(const kgl_real *a, const kgl_real *b, kgl_real *v, int d)
 {
     int h = d / 2;
     for (int k = 0; k < h; k++) {
@@ -1296,7 +1297,7 @@ static void complex_product(const double *a, const double *b, double *v, int d)
     }
 }
 
-void kgl_readout_query(bool is_complex, const double *a, const double *b, double *v, int d)
+void kgl_readout_query(bool is_complex, const kgl_real *a, const kgl_real *b, kgl_real *v, int d)
 {
     if (is_complex) complex_product(a, b, v, d);
     else
@@ -1304,7 +1305,7 @@ void kgl_readout_query(bool is_complex, const double *a, const double *b, double
 }
 
 /* g += u ⊙ b (diagonal) or g += u conj(b) (complex) */
-static void add_readout_grad(bool complex, const double *u, const double *b, double *g, int d)
+static void add_readout_grad(bool complex, const kgl_real *u, const kgl_real *b, kgl_real *g, int d)
 {
     if (!complex) {
         for (int k = 0; k < d; k++) g[k] += u[k] * b[k];
@@ -1321,15 +1322,15 @@ static void readout_backward(kgl_node *nd, bool complex)
 {
     kgl_tensor *C = nd->in[0], *R = nd->in[1], *E = nd->in[2], *Y = nd->out;
     int n = E->rows, d = E->cols, B = nd->n_idx;
-    const double *V = nd->saved;
-    double *U = nd->scratch;
+    const kgl_real *V = nd->saved;
+    kgl_real *U = nd->scratch;
     /* u_b = Σ_j G[b,j] E[j]  (U = G E, j in order) */
     kgl_gemm_nn(nd->pool, B, d, n, Y->grad, n, E->data, d, U, d, KGL_SET);
     /* dE[j] += Σ_b G[b,j] v_b  (dE += Gᵀ V, b in order) */
     if (E->grad) kgl_gemm_tn(nd->pool, n, d, B, Y->grad, n, V, d, E->grad, d, KGL_ADD);
     for (int b = 0; b < B; b++) { /* scattered to the rows the examples name, in example order */
-        const double *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
-        const double *u = U + (size_t)b * d;
+        const kgl_real *c = C->data + (size_t)nd->idx0[b] * d, *r = R->data + (size_t)nd->idx1[b] * d;
+        const kgl_real *u = U + (size_t)b * d;
         if (C->grad) add_readout_grad(complex, u, r, C->grad + (size_t)nd->idx0[b] * d, d);
         if (R->grad) add_readout_grad(complex, u, c, R->grad + (size_t)nd->idx1[b] * d, d);
     }
@@ -1351,7 +1352,7 @@ static kgl_tensor *readout_forward(kgl_tape *t, const kgl_op *op, kgl_tensor *C,
             kgl_die("%s: example %d (head %d, relation %d) out of range", op->name, b, heads[b], rels[b]);
     kgl_tensor *in[3] = {C, R, E};
     kgl_tensor *Y = kgl_op_output(t, n_ex, n, 3, in);
-    double *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double));
+    kgl_real *v = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(kgl_real));
     for (int b = 0; b < n_ex; b++) /* v_b = C[i] ⊙ R[r], or the complex product */
         kgl_readout_query(complex, C->data + (size_t)heads[b] * d, R->data + (size_t)rels[b] * d, v + (size_t)b * d,
                           d);
@@ -1363,7 +1364,7 @@ static kgl_tensor *readout_forward(kgl_tape *t, const kgl_op *op, kgl_tensor *C,
         nd->idx1 = rels;
         nd->n_idx = n_ex;
         nd->saved = v;
-        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(double)); /* u_b */
+        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)n_ex * (size_t)d * sizeof(kgl_real)); /* u_b */
     }
     return Y;
 }

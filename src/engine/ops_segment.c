@@ -58,13 +58,13 @@ static void segment_scores_backward(kgl_node *nd)
         for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
             for (int h = 0; h < H; h++) {
                 double g = tau_h[h] * S->grad[(size_t)t * H + h];
-                const double *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)t * d + h * dk;
+                const kgl_real *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)t * d + h * dk;
                 if (Q->grad) {
-                    double *dq = Q->grad + (size_t)b * d + h * dk;
+                    kgl_real *dq = Q->grad + (size_t)b * d + h * dk;
                     for (int c = 0; c < dk; c++) dq[c] += g * k[c];
                 }
                 if (K->grad) {
-                    double *dkr = K->grad + (size_t)t * d + h * dk;
+                    kgl_real *dkr = K->grad + (size_t)t * d + h * dk;
                     for (int c = 0; c < dk; c++) dkr[c] += g * q[c];
                 }
             }
@@ -94,9 +94,9 @@ kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const 
     for (int h = 0; h < heads; h++) {
         double tau_h = log_temp ? tau * exp(log_temp->data[h]) : tau;
         for (int b = 0; b < segments; b++) {
-            const double *q = Q->data + (size_t)b * d + h * dk;
+            const kgl_real *q = Q->data + (size_t)b * d + h * dk;
             for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) {
-                const double *k = K->data + (size_t)tok * d + h * dk;
+                const kgl_real *k = K->data + (size_t)tok * d + h * dk;
                 double dot = 0;
                 for (int c = 0; c < dk; c++) dot += q[c] * k[c];
                 S->data[(size_t)tok * heads + h] = tau_h * dot;
@@ -229,10 +229,10 @@ static void segment_weighted_sum_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *V = nd->in[1], *O = nd->out;
     int H = A->cols, d = V->cols, dk = d / H;
     for (int b = 0; b < nd->n_idx; b++) {
-        const double *g = O->grad + (size_t)b * d;
+        const kgl_real *g = O->grad + (size_t)b * d;
         for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
             for (int h = 0; h < H; h++) {
-                const double *v = V->data + (size_t)t * d + h * dk, *gh = g + h * dk;
+                const kgl_real *v = V->data + (size_t)t * d + h * dk, *gh = g + h * dk;
                 if (A->grad) {
                     double dot = 0;
                     for (int c = 0; c < dk; c++) dot += gh[c] * v[c];
@@ -240,7 +240,7 @@ static void segment_weighted_sum_backward(kgl_node *nd)
                 }
                 if (V->grad) {
                     double a = A->data[(size_t)t * H + h];
-                    double *dv = V->grad + (size_t)t * d + h * dk;
+                    kgl_real *dv = V->grad + (size_t)t * d + h * dk;
                     for (int c = 0; c < dk; c++) dv[c] += a * gh[c];
                 }
             }
@@ -256,13 +256,13 @@ kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_tensor *V, 
     int H = A->cols, d = V->cols, dk = d / H;
     kgl_tensor *in[2] = {A, V};
     kgl_tensor *O = kgl_op_output(t, segments, d, 2, in);
-    memset(O->data, 0, kgl_numel(O) * sizeof(double));
+    memset(O->data, 0, kgl_numel(O) * sizeof(kgl_real));
     for (int b = 0; b < segments; b++) {
-        double *o = O->data + (size_t)b * d;
+        kgl_real *o = O->data + (size_t)b * d;
         for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) /* tokens in order */
             for (int h = 0; h < H; h++) {
                 double a = A->data[(size_t)tok * H + h];
-                const double *v = V->data + (size_t)tok * d + h * dk;
+                const kgl_real *v = V->data + (size_t)tok * d + h * dk;
                 for (int c = 0; c < dk; c++) o[h * dk + c] += a * v[c];
             }
     }
@@ -309,13 +309,13 @@ static void gather_sum_rows_backward(kgl_node *nd)
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int d = Y->cols;
     for (int t = 0; t < nd->n_idx; t++) {
-        const double *g = Y->grad + (size_t)t * d;
+        const kgl_real *g = Y->grad + (size_t)t * d;
         if (A->grad) {
-            double *da = A->grad + (size_t)nd->idx0[t] * d;
+            kgl_real *da = A->grad + (size_t)nd->idx0[t] * d;
             for (int c = 0; c < d; c++) da[c] += g[c];
         }
         if (B->grad) {
-            double *db = B->grad + (size_t)nd->idx1[t] * d;
+            kgl_real *db = B->grad + (size_t)nd->idx1[t] * d;
             for (int c = 0; c < d; c++) db[c] += g[c];
         }
     }
@@ -331,8 +331,8 @@ kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_t
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, d, 2, in);
     for (int k = 0; k < n; k++) {
-        const double *a = A->data + (size_t)ia[k] * d, *b = B->data + (size_t)ib[k] * d;
-        double *y = Y->data + (size_t)k * d;
+        const kgl_real *a = A->data + (size_t)ia[k] * d, *b = B->data + (size_t)ib[k] * d;
+        kgl_real *y = Y->data + (size_t)k * d;
         for (int c = 0; c < d; c++) y[c] = a[c] + b[c];
     }
     kgl_node *nd = kgl_record(t, &kgl_op_gather_sum_rows, Y, 2, in);

@@ -33,7 +33,7 @@ void kgl_params_alloc(kgl_params *ps)
     size_t total = 0;
     for (int i = 0; i < ps->n; i++) total += kgl_numel(&ps->p[i].t);
     ps->total = total;
-    ps->block = kgl_xcalloc_for(4 * (total ? total : 1), sizeof(double),
+    ps->block = kgl_xcalloc_for(4 * (total ? total : 1), sizeof(kgl_real),
                                 "the parameters, their gradients and Adam's two moments");
     size_t off = 0;
     for (int i = 0; i < ps->n; i++) {
@@ -54,7 +54,7 @@ void kgl_params_free(kgl_params *ps)
 
 void kgl_params_zero_grad(kgl_params *ps)
 {
-    if (ps->block) memset(ps->block + ps->total, 0, ps->total * sizeof(double));
+    if (ps->block) memset(ps->block + ps->total, 0, ps->total * sizeof(kgl_real));
 }
 
 kgl_param *kgl_params_find(kgl_params *ps, const char *name)
@@ -92,7 +92,7 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
         kgl_param *p = &ps->p[k];
         if (p->frozen) continue;
         size_t n = kgl_numel(&p->t);
-        double *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
+        kgl_real *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
         if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
             kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, step_size, bc2_sqrt,
                             o->weight_decay != 0 ? keep : 1.0);

@@ -119,8 +119,8 @@ kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad)
     size_t n = (size_t)rows * (size_t)cols;
     x->rows = rows;
     x->cols = cols;
-    x->data = kgl_arena_alloc(&t->arena, n * sizeof(double));
-    x->grad = (with_grad && t->recording) ? kgl_arena_zalloc(&t->arena, n * sizeof(double)) : NULL;
+    x->data = kgl_arena_alloc(&t->arena, n * sizeof(kgl_real));
+    x->grad = (with_grad && t->recording) ? kgl_arena_zalloc(&t->arena, n * sizeof(kgl_real)) : NULL;
     return x;
 }
 
@@ -147,7 +147,7 @@ kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, k
     return nd;
 }
 
-void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed)
+void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const kgl_real *seed)
 {
     if (!root->grad) kgl_die("backward: the root tensor does not require a gradient");
     size_t n = kgl_numel(root);
@@ -158,7 +158,7 @@ void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const double *seed)
 void kgl_backward(kgl_tape *t, kgl_tensor *root)
 {
     if (root->rows != 1 || root->cols != 1) kgl_die("backward: root is %dx%d, not a scalar", root->rows, root->cols);
-    const double one = 1.0;
+    const kgl_real one = 1;
     kgl_backward_seeded(t, root, &one);
 }
 

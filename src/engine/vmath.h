@@ -49,7 +49,7 @@ void kgl_adam_update(kgl_real *theta, const kgl_real *g, kgl_real *m, kgl_real *
 /* kgl_softmax_row for each of `rows` rows of n entries (z and p [rows, n],
  * p may equal z; lse NULL or [rows]): the same bits, faster for short rows
  * (their exponentials taken together in one kgl_vexp call). */
-void kgl_softmax_block(const kgl_real *z, kgl_real *p, int rows, int n, kgl_real *lse);
+void kgl_softmax_block(const kgl_real *z, kgl_real *p, int rows, int n, double *lse);
 
 /* The same kernels on a chosen path (tests and benchmarks compare them): an
  * ISA the CPU lacks falls back to the best one it has. */
