@@ -51,7 +51,7 @@ static bool write_ranks(const char *path, const model_set *ms, const data_view *
                 ok = false;
                 break;
             }
-            kgl_rank_triples_ensemble(ms->models, (const double *const *)ms->states, ms->n, ds, v->split[s], n, r);
+            kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, ds, v->split[s], n, r);
             for (int k = 0; k < 2 * n; k++) {
                 const kgl_triple *t = &v->split[s][k % n];
                 const kgl_ranked *x = &r[k];
@@ -133,7 +133,7 @@ int cmd_eval(int argc, char **argv)
     bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!v.present[s]) continue;
-        kgl_evaluate_ensemble(ms.models, (const double *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
+        kgl_evaluate_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
         if (json) {
             printf("%s\"%s\":", first ? "" : ",", v.name[s]);
             json_metrics(stdout, &v.ds, v.use_relation, &ev);

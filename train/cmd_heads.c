@@ -47,7 +47,7 @@ static bool is_tail(const kgl_tails *tl, int r, int i, int j)
     return false;
 }
 
-static int argmax_row(const double *a, int n)
+static int argmax_row(const kgl_real *a, int n)
 {
     int best = 0;
     for (int j = 1; j < n; j++)
@@ -82,7 +82,7 @@ static void measure(const kgl_tails *tl, kgl_tensor *const *attn, heads_report *
 }
 
 /* The three most-attended entities of row i (ties: lower id first). */
-static void top3(const double *a, int n, int *idx)
+static void top3(const kgl_real *a, int n, int *idx)
 {
     for (int k = 0; k < 3; k++) idx[k] = -1;
     for (int j = 0; j < n; j++)
@@ -295,6 +295,7 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
     }
     const char *const *names = (const char *const *)v->ds.entity_names;
     kgl_heatmap *panels = kgl_xcalloc((size_t)H, sizeof *panels);
+    double *weights = kgl_xmalloc((size_t)H * n * n * sizeof(double)); /* the heatmaps read doubles */
     unsigned char *outline = kgl_xcalloc((size_t)H * n * n, 1);
     char(*titles)[256] = kgl_xcalloc((size_t)H, sizeof *titles);
     char(*labels)[256] = kgl_xcalloc((size_t)H, sizeof *labels);
@@ -319,7 +320,8 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         kgl_heatmap *p = &panels[h];
         p->title = titles[h];
         p->rows = p->cols = n;
-        p->values = attn[h]->data;
+        p->values = weights + (size_t)h * n * n;
+        kgl_real_to_double(weights + (size_t)h * n * n, attn[h]->data, (size_t)n * n);
         p->row_labels = p->col_labels = names;
         p->row_axis = "query entity i";
         p->col_axis = "attended entity j";
@@ -342,6 +344,7 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
                                    v->use_relation, rep->spec, 0, 1, err, cap);
     }
     free(panels);
+    free(weights);
     free(outline);
     free(titles);
     free(labels);
@@ -353,7 +356,7 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
 typedef struct query_view {
     int entity, row, H, n, top;
     char rel_name[600];
-    double *attn;   /* [H n] A_h[entity, :] */
+    kgl_real *attn; /* [H n] A_h[entity, :] */
     double *mean;   /* [n] mean over heads */
     double *scores, *probs; /* [n] readout */
     int *by_attn;   /* entities sorted by mean attention */
@@ -428,7 +431,7 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
 static void query_compute(const kgl_model *m, const data_view *v, query_view *q)
 {
     int n = q->n = m->cfg.n_entities, H = q->H = m->cfg.heads, d = m->cfg.dim;
-    q->attn = kgl_xmalloc((size_t)H * n * sizeof(double));
+    q->attn = kgl_xmalloc((size_t)H * n * sizeof(kgl_real));
     q->mean = kgl_xcalloc((size_t)n, sizeof(double));
     q->scores = kgl_xmalloc((size_t)n * sizeof(double));
     q->probs = kgl_xmalloc((size_t)n * sizeof(double));
@@ -441,7 +444,7 @@ static void query_compute(const kgl_model *m, const data_view *v, query_view *q)
         for (int j = 0; j < n; j++) q->mean[j] += q->attn[(size_t)h * n + j] / H;
     /* the readout's answers, every entity ranked (kgl_predict: the scores
        kgl eval ranks with, the probabilities of the unfiltered softmax) */
-    double *states = kgl_xmalloc((size_t)n * d * sizeof(double));
+    kgl_real *states = kgl_xmalloc((size_t)n * d * sizeof(kgl_real));
     kgl_context_states(m, states);
     kgl_answer *ans = kgl_xmalloc((size_t)n * sizeof *ans);
     int got = kgl_predict(m, states, NULL, q->entity, q->row, n, false, ans);
@@ -838,7 +841,7 @@ int cmd_heads(int argc, char **argv)
             printf("%s{", h ? "," : "");
             for (int i = 0; i < n; i++) {
                 int idx[3];
-                const double *row = f.attn[h]->data + (size_t)i * n;
+                const kgl_real *row = f.attn[h]->data + (size_t)i * n;
                 top3(row, n, idx);
                 printf("%s", i ? "," : "");
                 kgl_json_string(stdout, names[i]);
@@ -893,7 +896,7 @@ int cmd_heads(int argc, char **argv)
             printf("\nhead %d: each entity's top-3 attended entities\n", h);
             for (int i = 0; i < n; i++) {
                 int idx[3];
-                const double *row = f.attn[h]->data + (size_t)i * n;
+                const kgl_real *row = f.attn[h]->data + (size_t)i * n;
                 top3(row, n, idx);
                 printf("  %-*.*s ->", nw, nw, names[i]);
                 for (int k = 0; k < 3 && idx[k] >= 0; k++)

@@ -309,7 +309,7 @@ int cmd_predict(int argc, char **argv)
             for (int k = 0; k < n_q; k++) {
                 const query *q = &qs[k];
                 int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
-                int count = kgl_predict_ensemble(ms.models, (const double *const *)ms.states, ms.n,
+                int count = kgl_predict_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n,
                                                  have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
                 int n_known = 0;
                 if (have_known) kgl_dataset_known(ds, q->entity, row, &n_known);

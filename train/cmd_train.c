@@ -700,7 +700,7 @@ static void report(run_state *rs, int members, double seconds)
     kgl_trainer *tr = &rs->tr;
     const kgl_dataset *ds = &v->ds;
     const kgl_model *models[KGL_MAX_ENSEMBLE];
-    const double *states[KGL_MAX_ENSEMBLE];
+    const kgl_real *states[KGL_MAX_ENSEMBLE];
     kgl_forward f;
     for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
         models[k] = &rs[k].tr.model;

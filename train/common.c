@@ -390,7 +390,7 @@ static double max_abs_cols(const kgl_tensor *T, int c, int stride, bool pair)
 {
     double mx = 0;
     for (int i = 0; i < T->rows; i++) {
-        const double *row = T->data + (size_t)i * T->cols;
+        const kgl_real *row = T->data + (size_t)i * T->cols;
         mx = fmax(mx, fabs(row[c]));
         if (pair) mx = fmax(mx, fabs(row[c + stride]));
     }
@@ -398,7 +398,7 @@ static double max_abs_cols(const kgl_tensor *T, int c, int stride, bool pair)
 }
 
 /* The first non-finite value of n doubles, or -1. */
-static long first_nonfinite(const double *x, size_t n)
+static long first_nonfinite(const kgl_real *x, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (!isfinite(x[i])) return (long)i;
@@ -674,7 +674,7 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
     }
     size_t len = strlen(path) + 1;
     ms->paths[k] = memcpy(kgl_xmalloc(len), path, len);
-    ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
+    ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
     kgl_context_states(m, ms->states[k]);
     ms->models[k] = m;
     ms->n = k + 1;

@@ -80,7 +80,7 @@ typedef struct model_set {
     char *paths[KGL_MAX_ENSEMBLE];
     kgl_model m[KGL_MAX_ENSEMBLE];
     kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
-    double *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
+    kgl_real *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
     const kgl_model *models[KGL_MAX_ENSEMBLE];
 } model_set;
 /* Opens them (member >= 0: only model `member` of them, 0 for the file

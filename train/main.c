@@ -1,6 +1,14 @@
-/* main.c — build/kgl: one binary, one subcommand per job. */
+/* main.c — build/kgl: one binary, one subcommand per job.
+ *
+ * The same sources built with -DKGL_FLOAT32 make build/kgl-f32, the program
+ * in single precision. `--precision f32|f64`, anywhere after the command,
+ * runs the command in the program of that precision: this one, or the other
+ * one beside it (kgl and kgl-f32 live in one folder). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -17,7 +25,9 @@ static const command commands[] = {
     {"heads", cmd_heads, "what each attention head looks at: specialisation, top-3, ablation, SVG"},
     {"saturation", cmd_saturation, "the softmax-saturation study: a grid of runs, CSV, SVG plots, summary"},
     {"gradcheck", cmd_gradcheck, "check every op and the whole layer against finite differences"},
+#ifndef KGL_FLOAT32
     {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
+#endif
     {"bench", cmd_bench, "speed: training steps, evaluation, GEMM, memory (beside PyTorch: compare.sh)"},
     {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
     {"predict", cmd_predict, "a saved model's top answers to (HEAD, REL, ?) or (?, REL, TAIL), known ones marked"},
@@ -33,6 +43,56 @@ static void usage(FILE *f)
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "  %-10s  %s\n", "version", "print the version (also: kgl --version)");
     fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
+}
+
+/* The program of the other precision: the file beside this one's. */
+static bool other_program(const char *precision, char *path, size_t cap)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return false;
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash) return false;
+    slash[1] = '\0';
+    int w = snprintf(path, cap, "%s%s", self, strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl");
+    return w > 0 && (size_t)w < cap && access(path, X_OK) == 0;
+}
+
+/* `--precision P` or `--precision=P` in argv[2..]: removed from argv (argc
+ * updated); P is f32 or f64. Returns P, NULL when absent, or "" after
+ * printing what is wrong. */
+static const char *take_precision(int *argc, char **argv)
+{
+    const char *p = NULL;
+    int out = 2;
+    for (int i = 2; i < *argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--precision") == 0) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "kgl %s: --precision needs a value: f32 or f64\n", argv[1]);
+                return "";
+            }
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--precision=", 12) == 0) {
+            v = argv[i] + 12;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0) {
+            fprintf(stderr, "kgl %s: --precision is f32 or f64, got '%s'\n", argv[1], v);
+            return "";
+        }
+        if (p && strcmp(p, v) != 0) {
+            fprintf(stderr, "kgl %s: --precision given twice (%s, then %s)\n", argv[1], p, v);
+            return "";
+        }
+        p = v;
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return p;
 }
 
 int main(int argc, char **argv)
@@ -53,6 +113,30 @@ int main(int argc, char **argv)
         printf("kgl %s\n", KGL_VERSION);
         return 0;
     }
+    /* gradcheck reads --precision itself (f32 compares the float32 ops with
+       these, the float64 reference) */
+    if (strcmp(argv[1], "gradcheck") != 0) {
+        const char *precision = take_precision(&argc, argv);
+        if (precision && !*precision) return EXIT_USAGE;
+        if (precision && strcmp(precision, KGL_PRECISION) != 0) {
+            char path[4096];
+            if (!other_program(precision, path, sizeof path)) {
+                fprintf(stderr, "kgl %s: --precision %s runs %s, which is not beside this program (make builds both)\n",
+                        argv[1], precision, strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl");
+                return EXIT_USAGE;
+            }
+            argv[0] = path;
+            execv(path, argv);
+            fprintf(stderr, "kgl %s: cannot run %s: %s\n", argv[1], path, strerror(errno));
+            return EXIT_USAGE;
+        }
+    }
+#ifdef KGL_FLOAT32
+    if (strcmp(argv[1], "demo") == 0) {
+        fprintf(stderr, "kgl demo: the chapter's checks are exact to double round-off: run it in float64 (kgl demo)\n");
+        return EXIT_USAGE;
+    }
+#endif
     cli_default_signals();
     kgl_set_out_of_memory_handler(out_of_memory);
     for (int i = 0; i < N_COMMANDS; i++)

@@ -27,9 +27,11 @@
 #ifdef KGL_FLOAT32
 typedef float kgl_real;
 #define KGL_PRECISION "f32"
+#define KGL_REAL_DIGITS 9 /* significant digits that read back to the same kgl_real */
 #else
 typedef double kgl_real;
 #define KGL_PRECISION "f64"
+#define KGL_REAL_DIGITS 17
 #endif
 
 /* ------------------------------------------------------------------ RNG --
@@ -101,6 +103,11 @@ typedef struct kgl_tensor {
 } kgl_tensor;
 
 static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
+/* Copies between kgl_real and double arrays (exact to double; to float, rounded
+ * to nearest): results the caller keeps in double, inputs it gives in double.
+ * Never memcpy between the two, whose sizes differ in the f32 build. */
+void kgl_real_from_double(kgl_real *dst, const double *src, size_t n);
+void kgl_real_to_double(double *dst, const kgl_real *src, size_t n);
 
 /* -------------------------------------------------------------- threads --
  * A persistent pool of threads (src/engine/pool.c): the caller plus
@@ -273,7 +280,7 @@ void kgl_softmax_jacobian(const double *p, int n, double *J);
 void kgl_softmax_vec(const double *z, int n, double *p);
 /* ‖J‖_F (the closed form of README, "The model, exactly" sqrt(Σp² − 2Σp³ + (Σp²)²), summed so that it
  * does not cancel to 0 near one-hot). */
-double kgl_softmax_jacobian_fro(const double *p, int n);
+double kgl_softmax_jacobian_fro(const kgl_real *p, int n);
 
 /* -------------------------------------------------- op registry, checks --
  * Every op is registered with the spec of its gradient check. kgl gradcheck

@@ -248,9 +248,9 @@ typedef struct kgl_eval {
        favour: 1 + number scoring higher), as NTP reports */
     kgl_metrics tail_optimistic, head_optimistic, both_optimistic;
     /* scratch, grown by the first evaluation to the data's size */
-    double *scores;                   /* [chunk, n] a chunk of queries' scores */
-    double *vecs;                     /* [chunk, d] their left ⊙ mid rows */
-    double *mixture;                  /* [chunk, n] an ensemble's mean probabilities */
+    kgl_real *scores;                 /* [chunk, n] a chunk of queries' scores */
+    kgl_real *vecs;                   /* [chunk, d] their left ⊙ mid rows */
+    kgl_real *mixture;                  /* [chunk, n] an ensemble's mean probabilities */
     kgl_eval_query *queries;          /* [2 n_triples] tail queries, then head queries */
     double *rank_lo, *rank_hi;        /* [2 n_triples] optimistic and pessimistic ranks */
     size_t cap_vecs, cap_queries, cap_ranks, cap_mixture;
@@ -266,10 +266,10 @@ void kgl_eval_set_pool(kgl_eval *e, kgl_pool *pool);
  * unfiltered candidates scoring higher) + (number scoring equal)/2, skipping
  * the candidates in `known` (sorted) other than the target. A NaN score
  * counts as higher than the target's; a NaN target ranks last. */
-double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known);
+double kgl_filtered_rank(const kgl_real *scores, int n, int target, const int *known, int n_known);
 /* The same count, both ends of the tie range: optimistic 1 + higher,
  * pessimistic 1 + higher + equal (the realistic rank is their mean). */
-void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
+void kgl_filtered_rank_range(const kgl_real *scores, int n, int target, const int *known, int n_known,
                              double *optimistic, double *pessimistic);
 /* Ranks every triple of tr[0..n) for its tail and its head with the entity
  * states C (from kgl_model_context). Queries are scored in chunks as one
@@ -293,8 +293,8 @@ const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *oth
 /* mix[j] += softmax(scores)[j] / members for j < n (scores is overwritten):
  * one member's share of an ensemble's probabilities, the arithmetic every
  * ensemble function here uses, so their ranks agree to the bit. */
-void kgl_mixture_add(double *scores, int n, int members, double *mix);
-void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *states, int members,
+void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix);
+void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
@@ -442,7 +442,7 @@ void kgl_trainer_set_step(kgl_trainer *tr, long step);
  * best model on valid is kept this way). The buffer is allocated on first
  * use and reused. */
 typedef struct kgl_snapshot {
-    double *values; /* data, m, v of every parameter */
+    kgl_real *values; /* data, m, v of every parameter */
     size_t total;
     long step;
     kgl_rng epoch_rng;
@@ -572,8 +572,8 @@ typedef struct kgl_head_diag {
 typedef struct kgl_diag {
     int heads, n, d, m;
     kgl_context_kind context;      /* graph: measured over the step's segments; none: NaN */
-    double *attn0;                 /* [H n n] attention at the reference point */
-    double *wq0, *wk0;             /* [d d] */
+    kgl_real *attn0;               /* [H n n] attention at the reference point */
+    kgl_real *wq0, *wk0;           /* [d d] */
     kgl_head_diag head[KGL_MAX_HEADS];
     double *spec;                  /* [H m] */
 } kgl_diag;
@@ -605,7 +605,7 @@ typedef struct kgl_sup_diag {
      * that is the RMS of m̂ / (√v̂ + ε): 1 when every gradient keeps its sign
      * step after step, small when they flip. */
     double wq_step, wk_step;
-    double *prev_logits, *wq_before, *wk_before; /* scratch */
+    kgl_real *prev_logits, *wq_before, *wk_before; /* scratch */
     bool have_prev;
 } kgl_sup_diag;
 /* The least value the supervision loss can approach on these triples with
@@ -671,11 +671,11 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
  * reciprocal rows). */
 int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name);
 /* rows[h * n + j] = A_h[entity, j]: where every head looks from `entity`. */
-void kgl_attention_rows(const kgl_model *m, int entity, double *rows);
+void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows);
 /* states[i * d + c] = C[i, c], the layer's output (the readout's head side). */
-void kgl_context_states(const kgl_model *m, double *states);
+void kgl_context_states(const kgl_model *m, kgl_real *states);
 /* The softmax of n scores (the probabilities the cross-entropy trains). */
-void kgl_scores_softmax(const double *scores, int n, double *probs);
+void kgl_scores_softmax(const kgl_real *scores, int n, kgl_real *probs);
 /* The distinct answers of (entity, row, ?) among triples tr[0..n): tails of
  * (entity, r, t) for a row r < m, heads of (h, k, entity) for the inverse
  * row m + k; at most cap, in the triples' order. Returns how many. */
@@ -718,7 +718,7 @@ typedef struct kgl_answer {
 
 /* The n scores of a query into scores[0..n): states are C [n, d] from
  * kgl_context_states (NULL: computed here, one forward pass). */
-void kgl_predict_scores(const kgl_model *m, const double *states, int entity, int relation_row, double *scores);
+void kgl_predict_scores(const kgl_model *m, const kgl_real *states, int entity, int relation_row, kgl_real *scores);
 
 /* The top_k answers (1 <= top_k <= n) of a query, best first (score
  * descending; equal scores by entity id), into out[0..top_k); returns how
@@ -729,13 +729,13 @@ void kgl_predict_scores(const kgl_model *m, const double *states, int entity, in
  * still those of the unfiltered softmax: they need not sum to 1 over the
  * list. states as in kgl_predict_scores; pass them when asking many
  * questions of one model (the forward pass is the costly part). */
-int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
+int kgl_predict(const kgl_model *m, const kgl_real *states, const kgl_dataset *known, int entity, int relation_row,
                 int top_k, bool filter, kgl_answer *out);
 /* The same for an ensemble (kgl_evaluate_ensemble): with more than one
  * member each answer's prob is the mean of the members' probabilities and
  * its score the log of that; one member is exactly kgl_predict. states[k]
  * as in kgl_predict_scores (NULL: computed here). */
-int kgl_predict_ensemble(const kgl_model *const *models, const double *const *states, int members,
+int kgl_predict_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                          const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
                          kgl_answer *out);
 
@@ -752,11 +752,11 @@ typedef struct kgl_ranked {
                                a known answer; -1 when every candidate is known */
     double top_wrong_score; /* its score (NAN when there is none) */
 } kgl_ranked;
-void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
+void kgl_rank_triples(const kgl_model *m, const kgl_real *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
                       kgl_ranked *out);
 /* The same for an ensemble, ranked as kgl_evaluate_ensemble ranks (on the
  * mean probability); scores are the log of that probability. */
-void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *const *states, int members,
+void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                                const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out);
 
 /* Opens a checkpoint without any triples file: the entity and relation

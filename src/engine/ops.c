@@ -1682,7 +1682,7 @@ void kgl_softmax_jacobian(const double *p, int n, double *J)
         for (int j = 0; j < n; j++) J[i * n + j] = (i == j ? p[i] : 0.0) - p[i] * p[j];
 }
 
-double kgl_softmax_jacobian_fro(const double *p, int n)
+double kgl_softmax_jacobian_fro(const kgl_real *p, int n)
 {
     /* ‖J‖²_F = Σ_ij (δ_ij p_i − p_i p_j)² = Σp² − 2Σp³ + (Σp²)² (README, "The model, exactly"), but
        near one-hot that closed form cancels to 0 while ‖J‖ is still ~1e-9.

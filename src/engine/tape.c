@@ -147,6 +147,16 @@ kgl_node *kgl_record(kgl_tape *t, const kgl_op *op, kgl_tensor *out, int n_in, k
     return nd;
 }
 
+void kgl_real_from_double(kgl_real *dst, const double *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = (kgl_real)src[i];
+}
+
+void kgl_real_to_double(double *dst, const kgl_real *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
 void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const kgl_real *seed)
 {
     if (!root->grad) kgl_die("backward: the root tensor does not require a gradient");

@@ -48,8 +48,8 @@ static double peak_rss_mb(void)
 double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps)
 {
     size_t n = (size_t)size * (size_t)size;
-    double *a = kgl_xmalloc(n * sizeof(double)), *b = kgl_xmalloc(n * sizeof(double));
-    double *c = kgl_xmalloc(n * sizeof(double));
+    kgl_real *a = kgl_xmalloc(n * sizeof(kgl_real)), *b = kgl_xmalloc(n * sizeof(kgl_real));
+    kgl_real *c = kgl_xmalloc(n * sizeof(kgl_real));
     kgl_rng rng;
     kgl_rng_seed(&rng, 1);
     for (size_t i = 0; i < n; i++) a[i] = kgl_rng_uniform(&rng) - 0.5, b[i] = kgl_rng_uniform(&rng) - 0.5;

@@ -28,7 +28,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     char(*names)[KGL_NAME_MAX + 16] = kgl_xcalloc((size_t)n, sizeof *names);
     for (int k = 0; k < ps->n; k++) {
         const kgl_param *p = &ps->p[k];
-        const double *data[3] = {p->t.data, p->m, p->v};
+        const kgl_real *data[3] = {p->t.data, p->m, p->v};
         const char *prefix[3] = {"", sgd ? "sgd.momentum." : "adam.m.", "adam.v."};
         for (int s = 0; s <= n_state; s++) {
             int e = s * ps->n + k;
@@ -609,7 +609,7 @@ void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)
     bool sgd = ck->st.optim.kind == KGL_OPT_SGD;
     for (int k = 0; k < m->params.n; k++) {
         kgl_param *p = &m->params.p[k];
-        size_t bytes = kgl_numel(&p->t) * sizeof(double);
+        size_t bytes = kgl_numel(&p->t) * sizeof(kgl_real);
         memcpy(p->t.data, kgl_st_find(f, p->name)->data, bytes);
         char name[KGL_NAME_MAX + 16];
         memset(p->m, 0, bytes);

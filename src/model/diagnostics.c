@@ -8,9 +8,9 @@
 #include "kgl/model.h"
 #include "engine/internal.h"
 
-static double *copy_of(const double *src, size_t n)
+static kgl_real *copy_of(const kgl_real *src, size_t n)
 {
-    return memcpy(kgl_xmalloc(n * sizeof(double)), src, n * sizeof(double));
+    return memcpy(kgl_xmalloc(n * sizeof(kgl_real)), src, n * sizeof(kgl_real));
 }
 
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
@@ -27,10 +27,10 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
     dg->context = c->context;
     if (c->context == KGL_CONTEXT_NONE) return; /* no attention to measure */
     if (c->context == KGL_CONTEXT_FULL) { /* A₀, n × n a head: the reference of attn_tv */
-        dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(double));
+        dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(kgl_real));
         kgl_forward f;
         kgl_trainer_context(tr, &f);
-        for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(double));
+        for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(kgl_real));
     }
     dg->wq0 = copy_of(tr->model.wq->data, dd);
     dg->wk0 = copy_of(tr->model.wk->data, dd);
@@ -45,7 +45,7 @@ void kgl_diag_free(kgl_diag *dg)
     memset(dg, 0, sizeof *dg);
 }
 
-static double frobenius(const double *x, size_t n)
+static double frobenius(const kgl_real *x, size_t n)
 {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += x[i] * x[i];
@@ -53,7 +53,7 @@ static double frobenius(const double *x, size_t n)
 }
 
 /* ‖X[:, c0:c0+w]‖_F of a d x d matrix, and of its difference from X0. */
-static double block_norm(const double *x, int d, int c0, int w)
+static double block_norm(const kgl_real *x, int d, int c0, int w)
 {
     double s = 0;
     for (int i = 0; i < d; i++)
@@ -61,7 +61,7 @@ static double block_norm(const double *x, int d, int c0, int w)
     return sqrt(s);
 }
 
-static double block_move(const double *x, const double *x0, int d, int c0, int w)
+static double block_move(const kgl_real *x, const kgl_real *x0, int d, int c0, int w)
 {
     double s = 0;
     for (int i = 0; i < d; i++)
@@ -78,7 +78,7 @@ static void measure_segments(kgl_diag *dg, const kgl_trainer *tr)
     const kgl_neighbourhood *nb = tr->fwd.neighbourhood;
     const kgl_tensor *A = tr->fwd.segment_attn, *S = tr->fwd.segment_logits;
     int H = dg->heads, B = nb->n;
-    double p[KGL_MAX_NEIGHBOURS + 1];
+    kgl_real p[KGL_MAX_NEIGHBOURS + 1];
     for (int h = 0; h < H; h++) {
         kgl_head_diag *hd = &dg->head[h];
         double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, max_logit = 0, grad2 = 0;
@@ -139,7 +139,7 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
         const kgl_tensor *A = tr->fwd.attn[h], *S = tr->fwd.logits_attn[h];
         double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, tv = 0, max_logit = 0;
         for (int i = 0; i < n; i++) {
-            const double *a = A->data + (size_t)i * n, *a0 = dg->attn0 + h * nn + (size_t)i * n;
+            const kgl_real *a = A->data + (size_t)i * n, *a0 = dg->attn0 + h * nn + (size_t)i * n;
             double mp = 0, row_tv = 0;
             for (int j = 0; j < n; j++) {
                 if (a[j] > mp) mp = a[j];
@@ -257,9 +257,9 @@ void kgl_sup_diag_init(kgl_sup_diag *sd, const kgl_trainer *tr)
     free(t);
     sd->heads_mask = 0;
     for (int k = 0; k < sd->rows; k++) sd->heads_mask |= 1ull << (sd->row_head[k] % 64);
-    sd->prev_logits = kgl_xmalloc(((size_t)sd->rows * n + 1) * sizeof(double));
-    sd->wq_before = kgl_xmalloc((size_t)d * d * sizeof(double));
-    sd->wk_before = kgl_xmalloc((size_t)d * d * sizeof(double));
+    sd->prev_logits = kgl_xmalloc(((size_t)sd->rows * n + 1) * sizeof(kgl_real));
+    sd->wq_before = kgl_xmalloc((size_t)d * d * sizeof(kgl_real));
+    sd->wk_before = kgl_xmalloc((size_t)d * d * sizeof(kgl_real));
 }
 
 void kgl_sup_diag_free(kgl_sup_diag *sd)
@@ -282,15 +282,15 @@ void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr)
     bool have_logits = true;
     for (int k = 0; k < sd->rows; k++) {
         int h = sd->row_head[k], i = sd->row_entity[k];
-        const double *a = tr->fwd.attn[h]->data + (size_t)i * n;
+        const kgl_real *a = tr->fwd.attn[h]->data + (size_t)i * n;
         for (int q = sd->target_off[k]; q < sd->target_off[k + 1]; q++) mass += a[sd->targets[q]];
         const kgl_tensor *S = tr->fwd.logits_attn[h]; /* supervision runs the composed attention: S_h is kept */
         if (!S) {
             have_logits = false;
             continue;
         }
-        const double *s = S->data + (size_t)i * n, *gs = S->grad ? S->grad + (size_t)i * n : NULL;
-        double *prev = sd->prev_logits + (size_t)k * n;
+        const kgl_real *s = S->data + (size_t)i * n, *gs = S->grad ? S->grad + (size_t)i * n : NULL;
+        kgl_real *prev = sd->prev_logits + (size_t)k * n;
         for (int j = 0; j < n; j++) {
             if (gs) g2 += gs[j] * gs[j];
             if (sd->have_prev && fabs(s[j] - prev[j]) > step) step = fabs(s[j] - prev[j]);
@@ -301,12 +301,12 @@ void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr)
     sd->grad_logits = have_logits ? sqrt(g2) : NAN;
     sd->logit_step = have_logits && sd->have_prev ? step : NAN;
     sd->have_prev = have_logits;
-    memcpy(sd->wq_before, tr->model.wq->data, (size_t)d * d * sizeof(double));
-    memcpy(sd->wk_before, tr->model.wk->data, (size_t)d * d * sizeof(double));
+    memcpy(sd->wq_before, tr->model.wq->data, (size_t)d * d * sizeof(kgl_real));
+    memcpy(sd->wk_before, tr->model.wk->data, (size_t)d * d * sizeof(kgl_real));
 }
 
 /* RMS of |W − W_before| / lr over the columns of the heads in `mask`. */
-static double step_in_lr(const double *w, const double *before, int d, int dk, unsigned long long mask, double lr)
+static double step_in_lr(const kgl_real *w, const kgl_real *before, int d, int dk, unsigned long long mask, double lr)
 {
     double s = 0;
     long count = 0;

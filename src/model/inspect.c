@@ -44,27 +44,27 @@ static void forward(const kgl_model *m, kgl_tape *t, kgl_forward *f)
     kgl_model_context(m, t, f);
 }
 
-void kgl_attention_rows(const kgl_model *m, int entity, double *rows)
+void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows)
 {
     int n = m->cfg.n_entities, H = m->cfg.heads;
     if (entity < 0 || entity >= n) kgl_die("kgl_attention_rows: entity %d out of range (%d entities)", entity, n);
     kgl_tape t;
     kgl_forward f;
     forward(m, &t, &f);
-    for (int h = 0; h < H; h++) memcpy(rows + (size_t)h * n, f.attn[h]->data + (size_t)entity * n, n * sizeof(double));
+    for (int h = 0; h < H; h++) memcpy(rows + (size_t)h * n, f.attn[h]->data + (size_t)entity * n, n * sizeof(kgl_real));
     kgl_tape_free(&t);
 }
 
-void kgl_context_states(const kgl_model *m, double *states)
+void kgl_context_states(const kgl_model *m, kgl_real *states)
 {
     kgl_tape t;
     kgl_forward f;
     forward(m, &t, &f);
-    memcpy(states, f.context->data, (size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
+    memcpy(states, f.context->data, (size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
     kgl_tape_free(&t);
 }
 
-void kgl_scores_softmax(const double *scores, int n, double *probs)
+void kgl_scores_softmax(const kgl_real *scores, int n, kgl_real *probs)
 {
     double mx = -INFINITY, sum = 0;
     for (int j = 0; j < n; j++) mx = fmax(mx, scores[j]);
@@ -95,7 +95,7 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
  * synced, then renamed over path). rows x cols numbers, each row after its
  * name (names NULL: numbers only), a header "name d0 d1 ..." when header is
  * true. */
-static bool write_tsv(const char *dir, const char *file, bool header, const char *const *names, const double *x,
+static bool write_tsv(const char *dir, const char *file, bool header, const char *const *names, const kgl_real *x,
                       int rows, int cols, char *err, size_t cap)
 {
     size_t len = strlen(dir) + strlen(file) + 2;
@@ -113,8 +113,8 @@ static bool write_tsv(const char *dir, const char *file, bool header, const char
         for (int r = 0; r < rows; r++) {
             if (names) fputs(names[r], f);
             for (int c = 0; c < cols; c++)
-                /* 17 significant digits: every double reads back to the same bits */
-                fprintf(f, "%s%.17g", names || c ? "\t" : "", x[(size_t)r * cols + c]);
+                /* KGL_REAL_DIGITS significant digits (17, or 9 in float32): every value reads back to the same bits */
+                fprintf(f, "%s%.*g", names || c ? "\t" : "", KGL_REAL_DIGITS, (double)x[(size_t)r * cols + c]);
             fputc('\n', f);
         }
         ok = kgl_outfile_commit(&o, err, cap);
@@ -143,9 +143,9 @@ bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, 
         kgl_relation_row_name(ds, r, buf, sizeof buf);
         rel_names[r] = kgl_strdup(buf);
     }
-    double *C = kgl_xmalloc((size_t)n * d * sizeof(double));
+    kgl_real *C = kgl_xmalloc((size_t)n * d * sizeof(kgl_real));
     kgl_context_states(m, C);
-    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    const kgl_real *E = m->entity_emb->data, *R = m->relation_emb->data;
     bool ok = write_tsv(dir, "entities.tsv", true, ents, E, n, d, err, cap) &&
               write_tsv(dir, "relations.tsv", true, (const char *const *)rel_names, R, rows, d, err, cap) &&
               write_tsv(dir, "context.tsv", true, ents, C, n, d, err, cap) &&

@@ -134,7 +134,7 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
     fill_normal(m->entity_emb, rng, 1.0);
     fill_normal(m->relation_emb, rng, 1.0 / sqrt(d));
     if (c->context == KGL_CONTEXT_NONE) {
-        memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(double));
+        memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(kgl_real));
         return;
     }
     kgl_tensor *attn[4] = {m->wq, m->wk, m->wv, m->wo};
@@ -158,7 +158,7 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
     if (c->learn_temperature) fill_const(m->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
     if (c->context == KGL_CONTEXT_GRAPH) fill_normal(m->context_relation_emb, rng, 1.0 / sqrt(d)); /* drawn last */
     /* Adam starts from zero moments. */
-    memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(double));
+    memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(kgl_real));
 }
 
 void kgl_model_free(kgl_model *m)
@@ -272,7 +272,7 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
         out->head_out[h] = kgl_matmul(t, kgl_dropout(t, A, p_attn, rng), Vh);
         if (m->ablate[h]) { /* a head switched off: its output is replaced by zeros */
             kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
-            memset(zero->data, 0, kgl_numel(zero) * sizeof(double));
+            memset(zero->data, 0, kgl_numel(zero) * sizeof(kgl_real));
             out->head_out[h] = zero;
         }
     }
@@ -471,7 +471,7 @@ static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, doub
         kgl_tape_reset(&blk);
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, &f);
-        memcpy(C->data + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(double));
+        memcpy(C->data + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
         if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self, true);
     }
     kgl_arena_free(&keep);
@@ -651,8 +651,8 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
        not record), but copy them so the comparison reads a stable array */
     size_t total = m->params.total;
     kgl_arena keep = {0};
-    double *analytic = kgl_arena_alloc(&keep, total * sizeof(double));
-    memcpy(analytic, m->params.block + total, total * sizeof(double));
+    kgl_real *analytic = kgl_arena_alloc(&keep, total * sizeof(kgl_real));
+    memcpy(analytic, m->params.block + total, total * sizeof(kgl_real));
 
     size_t off = 0;
     for (int i = 0; i < m->params.n; i++) {

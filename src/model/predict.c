@@ -22,11 +22,11 @@ static void check_query(const kgl_model *m, int entity, int relation_row, const 
 /* The two factors of a query's vector v = left ⊙ mid and the candidates it
    is multiplied with, as kgl_evaluate takes them (src/model/train.c). Returns
    the candidate rows: E, or C for a head query without inverse rows. */
-static const double *query_factors(const kgl_model *m, const double *C, int entity, int relation_row,
-                                   const double **left, const double **mid)
+static const kgl_real *query_factors(const kgl_model *m, const kgl_real *C, int entity, int relation_row,
+                                   const kgl_real **left, const kgl_real **mid)
 {
     int d = m->cfg.dim, n_rel = m->cfg.n_relations;
-    const double *R = m->relation_emb->data, *E = m->entity_emb->data;
+    const kgl_real *R = m->relation_emb->data, *E = m->entity_emb->data;
     if (relation_row < n_rel || m->cfg.reciprocal) { /* (entity, row, ?): C[i] ⊙ R[row] against every E[j] */
         *left = C + (size_t)entity * d;
         *mid = R + (size_t)relation_row * d;
@@ -43,13 +43,13 @@ static const double *query_factors(const kgl_model *m, const double *C, int enti
    every candidate row), whose every element is one sum in k order whatever
    the shape, so any number of rows gives the evaluation's bits. vecs has
    room for count d-vectors. */
-static void score_rows(const kgl_model *m, const double *C, kgl_pool *pool, int count, const int *entity,
-                       const int *relation_row, double *vecs, double *scores)
+static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, int count, const int *entity,
+                       const int *relation_row, kgl_real *vecs, kgl_real *scores)
 {
     int n = m->cfg.n_entities, d = m->cfg.dim;
-    const double *cand = NULL;
+    const kgl_real *cand = NULL;
     for (int k = 0; k < count; k++) {
-        const double *left, *mid;
+        const kgl_real *left, *mid;
         cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
         /* the complex readout is reciprocal-only: (left, mid) = (C[i], R[row]) */
         kgl_readout_query(m->cfg.readout == KGL_READOUT_COMPLEX, left, mid, vecs + (size_t)k * d, d);
@@ -57,9 +57,9 @@ static void score_rows(const kgl_model *m, const double *C, kgl_pool *pool, int 
     if (count) kgl_gemm_nt(pool, count, n, d, vecs, d, cand, d, scores, n, KGL_SET);
 }
 
-static void scores_from_states(const kgl_model *m, const double *C, int entity, int relation_row, double *scores)
+static void scores_from_states(const kgl_model *m, const kgl_real *C, int entity, int relation_row, kgl_real *scores)
 {
-    double *v = kgl_xmalloc((size_t)m->cfg.dim * sizeof(double));
+    kgl_real *v = kgl_xmalloc((size_t)m->cfg.dim * sizeof(kgl_real));
     kgl_pool *pool = kgl_pool_create(1);
     score_rows(m, C, pool, 1, &entity, &relation_row, v, scores);
     kgl_pool_free(pool);
@@ -67,20 +67,20 @@ static void scores_from_states(const kgl_model *m, const double *C, int entity, 
 }
 
 /* C of the current parameters, or the caller's. */
-static const double *states_or_own(const kgl_model *m, const double *states, double **own)
+static const kgl_real *states_or_own(const kgl_model *m, const kgl_real *states, kgl_real **own)
 {
     *own = NULL;
     if (states) return states;
-    *own = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(double));
+    *own = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
     kgl_context_states(m, *own);
     return *own;
 }
 
-void kgl_predict_scores(const kgl_model *m, const double *states, int entity, int relation_row, double *scores)
+void kgl_predict_scores(const kgl_model *m, const kgl_real *states, int entity, int relation_row, kgl_real *scores)
 {
     check_query(m, entity, relation_row, "kgl_predict_scores");
-    double *own;
-    const double *C = states_or_own(m, states, &own);
+    kgl_real *own;
+    const kgl_real *C = states_or_own(m, states, &own);
     scores_from_states(m, C, entity, relation_row, scores);
     free(own);
 }
@@ -118,13 +118,13 @@ static void check_members(const kgl_model *const *models, int members, const cha
     }
 }
 
-int kgl_predict(const kgl_model *m, const double *states, const kgl_dataset *known, int entity, int relation_row,
+int kgl_predict(const kgl_model *m, const kgl_real *states, const kgl_dataset *known, int entity, int relation_row,
                 int top_k, bool filter, kgl_answer *out)
 {
     return kgl_predict_ensemble(&m, &states, 1, known, entity, relation_row, top_k, filter, out);
 }
 
-int kgl_predict_ensemble(const kgl_model *const *models, const double *const *states, int members,
+int kgl_predict_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                          const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
                          kgl_answer *out)
 {
@@ -136,12 +136,12 @@ int kgl_predict_ensemble(const kgl_model *const *models, const double *const *st
     if (known && (known->n_entities != n || known->n_relations != m->cfg.n_relations))
         kgl_die("kgl_predict: the known triples have %d entities and %d relations, the model %d and %d",
                 known->n_entities, known->n_relations, n, m->cfg.n_relations);
-    double *scores = kgl_xmalloc((size_t)n * sizeof(double)), *probs = kgl_xmalloc((size_t)n * sizeof(double));
+    kgl_real *scores = kgl_xmalloc((size_t)n * sizeof(kgl_real)), *probs = kgl_xmalloc((size_t)n * sizeof(kgl_real));
     if (members == 1) {
         kgl_predict_scores(m, states[0], entity, relation_row, scores);
         kgl_scores_softmax(scores, n, probs); /* inspect.c */
     } else { /* the mean probability, and its log as the score */
-        memset(probs, 0, (size_t)n * sizeof(double));
+        memset(probs, 0, (size_t)n * sizeof(kgl_real));
         for (int k = 0; k < members; k++) {
             kgl_predict_scores(models[k], states[k], entity, relation_row, scores);
             kgl_mixture_add(scores, n, members, probs);
@@ -173,7 +173,7 @@ int kgl_predict_ensemble(const kgl_model *const *models, const double *const *st
 
 /* The best candidate that is neither the target nor in the sorted list
    known[0..n_known): highest score, equal scores by entity id. */
-static int top_wrong(const double *scores, int n, int target, const int *known, int n_known)
+static int top_wrong(const kgl_real *scores, int n, int target, const int *known, int n_known)
 {
     int best = -1, next = 0;
     for (int j = 0; j < n; j++) {
@@ -184,13 +184,13 @@ static int top_wrong(const double *scores, int n, int target, const int *known, 
     return best;
 }
 
-void kgl_rank_triples(const kgl_model *m, const double *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
+void kgl_rank_triples(const kgl_model *m, const kgl_real *states, const kgl_dataset *ds, const kgl_triple *tr, int n,
                       kgl_ranked *out)
 {
     kgl_rank_triples_ensemble(&m, &states, 1, ds, tr, n, out);
 }
 
-void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *const *states, int members,
+void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                                const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out)
 {
     const kgl_model *m = models[0];
@@ -199,15 +199,15 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *con
     if (ds->n_entities != n_ent || ds->n_relations != n_rel)
         kgl_die("kgl_rank_triples: the triples have %d entities and %d relations, the model %d and %d",
                 ds->n_entities, ds->n_relations, n_ent, n_rel);
-    double *own[KGL_MAX_ENSEMBLE];
-    const double *C[KGL_MAX_ENSEMBLE];
+    kgl_real *own[KGL_MAX_ENSEMBLE];
+    const kgl_real *C[KGL_MAX_ENSEMBLE];
     for (int k = 0; k < members; k++) {
         C[k] = states_or_own(models[k], states[k], &own[k]);
         if (models[k]->cfg.dim > d) d = models[k]->cfg.dim;
     }
-    double *vecs = kgl_xmalloc((size_t)RANK_CHUNK * d * sizeof(double));
-    double *scores = kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(double));
-    double *mix = members > 1 ? kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(double)) : NULL;
+    kgl_real *vecs = kgl_xmalloc((size_t)RANK_CHUNK * d * sizeof(kgl_real));
+    kgl_real *scores = kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(kgl_real));
+    kgl_real *mix = members > 1 ? kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(kgl_real)) : NULL;
     int entity[RANK_CHUNK], row[RANK_CHUNK], target[RANK_CHUNK];
     kgl_pool *pool = kgl_pool_create(1);
     /* tails (h, r, ?) first, then heads (?, r, t) as (t, row m + r, ?): the
@@ -221,11 +221,11 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *con
                 row[k] = dir == 0 ? t->rel : n_rel + t->rel;
                 target[k] = dir == 0 ? t->tail : t->head;
             }
-            const double *ranked = scores;
+            const kgl_real *ranked = scores;
             if (members == 1) {
                 score_rows(m, C[0], pool, count, entity, row, vecs, scores);
             } else { /* ranked on the mean probability, as kgl_evaluate_ensemble */
-                memset(mix, 0, (size_t)count * n_ent * sizeof(double));
+                memset(mix, 0, (size_t)count * n_ent * sizeof(kgl_real));
                 for (int mb = 0; mb < members; mb++) {
                     score_rows(models[mb], C[mb], pool, count, entity, row, vecs, scores);
                     for (int k = 0; k < count; k++)
@@ -234,7 +234,7 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const double *con
                 ranked = mix;
             }
             for (int k = 0; k < count; k++) {
-                const double *s = ranked + (size_t)k * n_ent;
+                const kgl_real *s = ranked + (size_t)k * n_ent;
                 int n_known;
                 const int *known = kgl_dataset_known(ds, entity[k], row[k], &n_known);
                 kgl_ranked *o = &out[(size_t)dir * n + k0 + k];

@@ -47,14 +47,14 @@ void kgl_eval_free(kgl_eval *e)
     memset(e, 0, sizeof *e);
 }
 
-double kgl_filtered_rank(const double *scores, int n, int target, const int *known, int n_known)
+double kgl_filtered_rank(const kgl_real *scores, int n, int target, const int *known, int n_known)
 {
     double lo, hi;
     kgl_filtered_rank_range(scores, n, target, known, n_known, &lo, &hi);
     return (lo + hi) / 2;
 }
 
-void kgl_filtered_rank_range(const double *scores, int n, int target, const int *known, int n_known,
+void kgl_filtered_rank_range(const kgl_real *scores, int n, int target, const int *known, int n_known,
                              double *optimistic, double *pessimistic)
 {
     double s = scores[target];
@@ -107,7 +107,7 @@ static void finish(kgl_metrics *m)
 typedef struct eval_job {
     const kgl_dataset *ds;
     const kgl_eval_query *q;
-    const double *scores;
+    const kgl_real *scores;
     double *lo, *hi;
     int n_cand, rows;
 } eval_job;
@@ -135,7 +135,7 @@ const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *oth
     return NULL;
 }
 
-void kgl_mixture_add(double *scores, int n, int members, double *mix)
+void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix)
 {
     double mx = scores[0], z = 0;
     for (int j = 1; j < n; j++) mx = scores[j] > mx ? scores[j] : mx;
@@ -150,17 +150,17 @@ void kgl_mixture_add(double *scores, int n, int members, double *mix)
    it left = R, mid = E, cand = C). With the complex readout (reciprocal
    mode only) left[a] ⊙ mid[b] is the complex product. */
 typedef struct readout {
-    const double *left, *mid, *cand;
+    const kgl_real *left, *mid, *cand;
     int n, d;
     bool complex;
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
-static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, double *scores)
+static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, kgl_real *scores)
 {
     int d = ro->d, n = ro->n;
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
-        const double *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
+        const kgl_real *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
         kgl_readout_query(ro->complex, a, b, e->vecs + (size_t)k * d, d);
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
@@ -177,7 +177,7 @@ static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_quer
     int n = ro[0].n;
     for (int k0 = 0; k0 < nq; k0 += EVAL_CHUNK) {
         int rows = nq - k0 < EVAL_CHUNK ? nq - k0 : EVAL_CHUNK;
-        const double *ranked = e->scores;
+        const kgl_real *ranked = e->scores;
         if (members == 1) {
             score_chunk(e, q + k0, rows, &ro[0], e->scores);
         } else {
@@ -206,11 +206,11 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out)
 {
-    const double *states = C->data;
+    const kgl_real *states = C->data;
     kgl_evaluate_ensemble(&m, &states, 1, ds, tr, n, out);
 }
 
-void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *states, int members,
+void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out)
 {
     const kgl_model *m = models[0];
@@ -253,7 +253,7 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const double *const *
     readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
     for (int mb = 0; mb < members; mb++) {
         const kgl_config *c = &models[mb]->cfg;
-        const double *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
+        const kgl_real *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
         tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX};
         head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false};
     }
@@ -331,7 +331,7 @@ void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn,
                 size_t key = (size_t)r * n + i;
                 int lo = tl->offsets[key], hi = tl->offsets[key + 1];
                 if (lo == hi) continue;
-                const double *a = attn[h]->data + (size_t)i * n;
+                const kgl_real *a = attn[h]->data + (size_t)i * n;
                 for (int k = lo; k < hi; k++) total += a[tl->tails[k]];
                 entities++;
             }
@@ -349,7 +349,8 @@ static void tie_relation_blocks(kgl_model *m)
     kgl_tensor *R = m->relation_emb;
     for (int r = 0; r < R->rows; r++)
         for (int c0 = 0; c0 < d; c0 += dk) {
-            double *x = R->data + (size_t)r * d + c0, mean = 0;
+            kgl_real *x = R->data + (size_t)r * d + c0;
+            double mean = 0;
             for (int c = 0; c < dk; c++) mean += x[c];
             mean /= dk;
             for (int c = 0; c < dk; c++) x[c] = mean;
@@ -358,7 +359,7 @@ static void tie_relation_blocks(kgl_model *m)
 
 static void set_identity(kgl_tensor *w)
 {
-    memset(w->data, 0, kgl_numel(w) * sizeof(double));
+    memset(w->data, 0, kgl_numel(w) * sizeof(kgl_real));
     for (int i = 0; i < w->rows; i++) w->data[(size_t)i * w->cols + i] = 1.0;
 }
 
@@ -650,11 +651,11 @@ void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s)
     const kgl_params *ps = &tr->model.params;
     if (!s->values) {
         s->total = ps->total;
-        s->values = kgl_xmalloc(3 * ps->total * sizeof(double));
+        s->values = kgl_xmalloc(3 * ps->total * sizeof(kgl_real));
     }
     if (s->total != ps->total) kgl_die("snapshot: taken of another model");
-    memcpy(s->values, ps->block, ps->total * sizeof(double));                        /* data */
-    memcpy(s->values + ps->total, ps->block + 2 * ps->total, 2 * ps->total * sizeof(double)); /* m, v */
+    memcpy(s->values, ps->block, ps->total * sizeof(kgl_real));                                 /* data */
+    memcpy(s->values + ps->total, ps->block + 2 * ps->total, 2 * ps->total * sizeof(kgl_real)); /* m, v */
     s->step = tr->optim.step;
     kgl_trainer_get_position(tr, &s->epoch_rng, &s->cursor);
     s->dropout_rng = tr->dropout_rng;
@@ -664,8 +665,8 @@ void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s)
 {
     kgl_params *ps = &tr->model.params;
     if (!s->values || s->total != ps->total) kgl_die("restore: no snapshot of this model");
-    memcpy(ps->block, s->values, ps->total * sizeof(double));
-    memcpy(ps->block + 2 * ps->total, s->values + ps->total, 2 * ps->total * sizeof(double));
+    memcpy(ps->block, s->values, ps->total * sizeof(kgl_real));
+    memcpy(ps->block + 2 * ps->total, s->values + ps->total, 2 * ps->total * sizeof(kgl_real));
     kgl_trainer_set_step(tr, s->step);
     kgl_trainer_set_position(tr, &s->epoch_rng, s->cursor);
     tr->dropout_rng = s->dropout_rng;
