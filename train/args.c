@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "kgl/engine.h"
 #include "kgl/io.h"
 
 void cli_init(cli_args *a, const char *cmd, int argc, char **argv)
@@ -335,4 +337,53 @@ void cli_default_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+bool cli_program_beside(const char *name, char *path, size_t cap)
+{
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return false;
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    if (!slash) return false;
+    slash[1] = '\0';
+    int w = snprintf(path, cap, "%s%s", self, name);
+    return w > 0 && (size_t)w < cap && access(path, X_OK) == 0;
+}
+
+char *cli_capture(char *const *argv, int *status)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return NULL;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fd[0]), close(fd[1]);
+        errno = e;
+        return NULL;
+    }
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]), close(fd[1]);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0, cap = 1 << 16;
+    char *out = kgl_xmalloc(cap);
+    for (;;) {
+        if (cap - len < 4096) out = kgl_xrealloc_for(out, cap *= 2, "a child program's output");
+        ssize_t got = read(fd[0], out + len, cap - len - 1);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        len += (size_t)got;
+    }
+    close(fd[0]);
+    out[len] = '\0';
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return out;
 }

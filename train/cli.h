@@ -94,6 +94,15 @@ bool cli_files_distinct(const char *cmd, const cli_file *files, int n);
  * these; kgl train installs its own (stop after the current step). */
 void cli_default_signals(void);
 
+/* The two precisions' programs live in one folder (README, "Precision"):
+ * the path of `name` ("kgl" or "kgl-f32") beside the running program, if it
+ * is there and executable. */
+bool cli_program_beside(const char *name, char *path, size_t cap);
+/* Runs argv[0] (a path) with argv, its stdout captured: the output (malloc'd,
+ * NUL-terminated) and *status its exit status (-1 if it did not exit), or
+ * NULL with errno when it could not run. stderr passes through. */
+char *cli_capture(char *const *argv, int *status);
+
 int cmd_gradcheck(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

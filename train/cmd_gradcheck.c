@@ -2,9 +2,13 @@
  * parameter by parameter, and the chapter's softmax-Jacobian experiment,
  * against central finite differences in double precision. Exit 1 on any
  * failure. */
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kgl.h"
@@ -13,7 +17,7 @@
 #define JACOBIAN_BOUND 1e-9 /* the chapter measured 3.65e-12 */
 
 static const char help[] =
-    "usage: kgl gradcheck [--seed N] [--op NAME] [--json]\n\n"
+    "usage: kgl gradcheck [--seed N] [--op NAME] [--json] [--precision f64|f32]\n\n"
     "Checks the analytic gradient of every registered op, element by element,\n"
     "against central differences (f(x+h) - f(x-h)) / 2h of a random projection\n"
     "of the op's output, on seeded inputs of several shapes (including a\n"
@@ -25,7 +29,13 @@ static const char help[] =
     "  --seed N    seed of the inputs and projection weights (default 1)\n"
     "  --op NAME   check only this op (skips the layer and Jacobian checks)\n"
     "  --json      print {\"ops\":[...],\"layer\":[...],\"jacobian\":{...},\"pass\":...}\n"
+    "  --precision f32  instead, the float32 twin: every op's forward output and\n"
+    "              input gradients computed by kgl-f32 against these float64 ones,\n"
+    "              on the same inputs rounded to float; normwise error\n"
+    "              max|y32 - y64| / max|y64| within each op's float32 tolerance\n"
+    "              (kgl-f32 gradcheck --emit-twin prints its raw values)\n"
     "exit status: 0 all pass, 1 a check failed, 2 usage error\n";
+
 
 static void json_result(const kgl_check_result *r, const char *config)
 {
@@ -54,6 +64,123 @@ static void row(const kgl_check_result *r, const char *config)
     if (!r->pass) printf("  -> %s\n", r->why);
 }
 
+/* The twin's text: per op "twin NAME ARRAYS", then per array
+   "array COUNT LABEL" and a line of COUNT hex floats (%a: exact). */
+static void emit_twin(uint64_t seed, const char *only)
+{
+    for (int i = 0; i < kgl_op_registry_count; i++) {
+        const kgl_op *op = kgl_op_registry[i];
+        if (only && strcmp(op->name, only) != 0) continue;
+        kgl_twin t;
+        kgl_twin_op(op, seed, &t);
+        printf("twin %s %d\n", t.op, t.n);
+        for (int a = 0; a < t.n; a++) {
+            printf("array %zu %s\n", t.count[a], t.label[a]);
+            for (size_t k = 0; k < t.count[a]; k++) printf("%s%a", k ? " " : "", t.values[a][k]);
+            putchar('\n');
+        }
+        kgl_twin_free(&t);
+    }
+}
+
+/* One op's twin from emit_twin's text at *p (advanced past it); false on
+   anything else. */
+static bool parse_twin(char **p, kgl_twin *t)
+{
+    memset(t, 0, sizeof *t);
+    int used = 0;
+    if (sscanf(*p, "twin %47s %d%n", t->op, &t->n, &used) != 2 || t->n < 0 || t->n > KGL_TWIN_MAX_ARRAYS) return false;
+    char *s = *p + used;
+    int parsed = t->n;
+    t->n = 0;
+    for (int a = 0; a < parsed; a++) {
+        while (*s == '\n') s++;
+        size_t count;
+        if (sscanf(s, "array %zu %n", &count, &used) != 1) return false;
+        s += used;
+        char *eol = strchr(s, '\n');
+        if (!eol || (size_t)(eol - s) >= sizeof t->label[a]) return false;
+        memcpy(t->label[a], s, (size_t)(eol - s));
+        t->label[a][eol - s] = '\0';
+        s = eol + 1;
+        t->count[a] = count;
+        t->values[a] = kgl_xmalloc((count ? count : 1) * sizeof(double));
+        t->n = a + 1;
+        for (size_t k = 0; k < count; k++) {
+            char *end;
+            errno = 0;
+            t->values[a][k] = strtod(s, &end);
+            if (end == s) return false;
+            s = end;
+        }
+    }
+    while (*s == '\n') s++;
+    *p = s;
+    return true;
+}
+
+static double f32_tolerance(const kgl_op *op)
+{
+    return op->check.f32_tol;
+}
+
+/* kgl gradcheck --precision f32: the float32 program's twins against ours. */
+static int twin_check(uint64_t seed, const char *only, bool json)
+{
+    char path[4096], seed_text[32];
+    if (!cli_program_beside("kgl-f32", path, sizeof path)) {
+        fprintf(stderr, "kgl gradcheck: --precision f32 runs kgl-f32, which is not beside this program (make builds both)\n");
+        return EXIT_USAGE;
+    }
+    snprintf(seed_text, sizeof seed_text, "%" PRIu64, seed);
+    char *argv[] = {path, "gradcheck", "--emit-twin", "--seed", seed_text, only ? "--op" : NULL, (char *)only, NULL};
+    int status;
+    char *out = cli_capture(argv, &status);
+    if (!out || status != 0) {
+        fprintf(stderr, "kgl gradcheck: %s gradcheck --emit-twin %s\n", path,
+                out ? "failed" : strerror(errno));
+        free(out);
+        return 1;
+    }
+    bool all_pass = true;
+    int n_ops = 0, failed = 0;
+    if (json) printf("{\"precision\":\"f32\",\"ops\":[");
+    else printf("float32 (kgl-f32) against float64, every op's output and input gradients on the same inputs\n"
+                "%-20s %7s  %11s  %11s  %7s  %s\n", "op", "values", "max abs err", "max rel err", "tol", "");
+    char *p = out;
+    for (int i = 0; i < kgl_op_registry_count; i++) {
+        const kgl_op *op = kgl_op_registry[i];
+        if (only && strcmp(op->name, only) != 0) continue;
+        kgl_twin ref, f32;
+        kgl_twin_op(op, seed, &ref);
+        kgl_check_result r;
+        if (!parse_twin(&p, &f32) || strcmp(f32.op, op->name) != 0) {
+            memset(&r, 0, sizeof r);
+            snprintf(r.name, sizeof r.name, "%s", op->name);
+            r.rel_tol = f32_tolerance(op);
+            snprintf(r.why, sizeof r.why, "kgl-f32 did not send this op's values");
+        } else {
+            kgl_twin_compare(&ref, &f32, f32_tolerance(op), &r);
+        }
+        kgl_twin_free(&ref);
+        kgl_twin_free(&f32);
+        if (!r.pass) failed++, all_pass = false;
+        if (json) {
+            if (n_ops) putchar(',');
+            json_result(&r, NULL);
+        } else {
+            printf("%-20s %7ld  %11.2e  %11.2e  %7.0e  %s\n", r.name, r.checks, r.max_abs_err, r.max_rel_err, r.rel_tol,
+                   r.pass ? "PASS" : "FAIL");
+            if (!r.pass) printf("  -> %s\n", r.why);
+        }
+        n_ops++;
+    }
+    free(out);
+    if (json) printf("],\"pass\":%s}\n", all_pass ? "true" : "false");
+    else printf("\n%d ops compared, %d failed\ngradcheck --precision f32: %s\n", n_ops, failed, all_pass ? "PASS" : "FAIL");
+    return all_pass ? 0 : 1;
+}
+
 /* "no registered op is called 'X'; did you mean 'Y'? The ops: a, b, ..." */
 static int unknown_op(const cli_args *a, const char *name)
 {
@@ -71,8 +198,9 @@ int cmd_gradcheck(int argc, char **argv)
     cli_init(&a, "gradcheck", argc, argv);
     a.help = help;
     uint64_t seed = 1;
-    bool json = false;
-    const char *only = NULL;
+    bool json = false, emit = false;
+    const char *only = NULL, *precision = "f64";
+    static const char *const precisions[] = {"f64", "f32"};
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
@@ -85,10 +213,40 @@ int cmd_gradcheck(int argc, char **argv)
         } else if (cli_is(&a, "--op")) {
             if (!(only = cli_value(&a))) return EXIT_USAGE;
             if (!kgl_op_find(only)) return unknown_op(&a, only);
+        } else if (cli_is(&a, "--precision")) {
+            int k;
+            if (!cli_word(&a, precisions, 2, &k)) return EXIT_USAGE;
+            precision = precisions[k];
+        } else if (cli_is(&a, "--emit-twin")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            emit = true;
         } else {
             return cli_unknown(&a);
         }
     }
+
+    if (emit) { /* the float32 program's half of the twin check */
+        if (strcmp(KGL_PRECISION, "f32") != 0)
+            return cli_usage_error(&a, "--emit-twin is kgl-f32's (kgl gradcheck --precision f32 runs it)");
+        emit_twin(seed, only);
+        return 0;
+    }
+#ifdef KGL_FLOAT32
+    /* the gradient check runs in float64, the reference: the float64 program */
+    char path[4096];
+    if (!cli_program_beside("kgl", path, sizeof path)) {
+        fprintf(stderr, "kgl gradcheck: the check runs in float64, in kgl, which is not beside this program\n");
+        return EXIT_USAGE;
+    }
+    char **args = kgl_xcalloc((size_t)argc + 2, sizeof *args); /* path, then "gradcheck" and its options */
+    args[0] = path;
+    for (int i = 0; i < argc; i++) args[i + 1] = argv[i];
+    execv(path, args);
+    fprintf(stderr, "kgl gradcheck: cannot run %s: %s\n", path, strerror(errno));
+    free(args);
+    return EXIT_USAGE;
+#endif
+    if (strcmp(precision, "f32") == 0) return twin_check(seed, only, json);
 
     bool all_pass = true;
     int failed_ops = 0, n_ops = 0;

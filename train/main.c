@@ -45,20 +45,6 @@ static void usage(FILE *f)
     fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
 }
 
-/* The program of the other precision: the file beside this one's. */
-static bool other_program(const char *precision, char *path, size_t cap)
-{
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) return false;
-    self[len] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash) return false;
-    slash[1] = '\0';
-    int w = snprintf(path, cap, "%s%s", self, strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl");
-    return w > 0 && (size_t)w < cap && access(path, X_OK) == 0;
-}
-
 /* `--precision P` or `--precision=P` in argv[2..]: removed from argv (argc
  * updated); P is f32 or f64. Returns P, NULL when absent, or "" after
  * printing what is wrong. */
@@ -120,9 +106,10 @@ int main(int argc, char **argv)
         if (precision && !*precision) return EXIT_USAGE;
         if (precision && strcmp(precision, KGL_PRECISION) != 0) {
             char path[4096];
-            if (!other_program(precision, path, sizeof path)) {
+            const char *program = strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl";
+            if (!cli_program_beside(program, path, sizeof path)) {
                 fprintf(stderr, "kgl %s: --precision %s runs %s, which is not beside this program (make builds both)\n",
-                        argv[1], precision, strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl");
+                        argv[1], precision, program);
                 return EXIT_USAGE;
             }
             argv[0] = path;

@@ -307,7 +307,19 @@ typedef struct kgl_check_spec {
     void (*make_case)(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c);
     double rel_tol;         /* pass iff every element's relative error <= rel_tol */
     const char *tol_reason; /* why this tolerance */
+    /* The float32 twin (kgl_twin_compare): pass iff every compared array's
+       normwise error ‖y32 − y64‖∞ / ‖y64‖∞ <= f32_tol; 0 means
+       KGL_F32_DEFAULT_TOL (and its reason). */
+    double f32_tol;
+    const char *f32_reason;
 } kgl_check_spec;
+
+#define KGL_F32_DEFAULT_TOL 1e-5
+#define KGL_F32_DEFAULT_REASON                                                                               \
+    "every check case sums at most ~64 products of O(1) terms: float32 round-off (u = 2^-24 = 6e-8) grows to " \
+    "at most ~64u = 4e-6 of the largest element; a wrong formula or a missed term errs by O(1)"
+
+
 
 struct kgl_op {
     const char *name;
@@ -354,6 +366,28 @@ typedef struct kgl_fd_stats {
 } kgl_fd_stats;
 void kgl_fd_compare(kgl_real *x, const kgl_real *analytic, size_t n, double h, double rel_tol, kgl_scalar_fn eval,
                     void *ctx, kgl_fd_stats *st);
+
+/* The float32 twin check (kgl gradcheck --precision f32). For every case of
+ * an op's check spec, with its inputs and the projection weights W rounded
+ * to float (so that both precisions compute from the same numbers): the
+ * output Y, then the gradient of F = Σ W ⊙ Y with respect to each input,
+ * each an array of doubles (converted from kgl_real). The float64 program
+ * computes them as the reference, the float32 program as the twin. */
+#define KGL_TWIN_MAX_ARRAYS 96
+typedef struct kgl_twin {
+    char op[48];
+    int n;                                  /* arrays */
+    char label[KGL_TWIN_MAX_ARRAYS][112];   /* "3x4·4x5: Y", "3x4·4x5: dF/dX1" */
+    size_t count[KGL_TWIN_MAX_ARRAYS];
+    double *values[KGL_TWIN_MAX_ARRAYS];    /* malloc'd; kgl_twin_free */
+} kgl_twin;
+void kgl_twin_op(const kgl_op *op, uint64_t seed, kgl_twin *out);
+void kgl_twin_free(kgl_twin *t);
+/* Compares a float32 twin with its float64 reference array by array: the
+ * same labels and lengths, and normwise errors within tol (written !(err <=
+ * tol): a NaN fails). res gets the largest error, the arrays compared and
+ * the first failure, for people. */
+bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_check_result *res);
 
 /* ----------------------------------------------------------- parameters --
  * Every parameter, its gradient and its Adam moments live in one allocation. */

@@ -11,6 +11,7 @@
  * so a NaN fails), and an input whose analytic gradient is all zeros fails:
  * that is what a backward that forgot to write looks like. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kgl/engine.h"
@@ -149,6 +150,103 @@ bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res)
     }
     kgl_tape_free(&tape);
     kgl_arena_free(&keep);
+    return res->pass;
+}
+
+/* ---- the float32 twin ---------------------------------------------------------------- */
+
+static void twin_add(kgl_twin *out, const char *case_label, const char *what, const kgl_real *v, size_t n)
+{
+    if (out->n >= KGL_TWIN_MAX_ARRAYS) kgl_die("twin check of %s: more than %d arrays", out->op, KGL_TWIN_MAX_ARRAYS);
+    snprintf(out->label[out->n], sizeof out->label[out->n], "%s: %s", case_label, what);
+    out->count[out->n] = n;
+    out->values[out->n] = kgl_xmalloc((n ? n : 1) * sizeof(double));
+    kgl_real_to_double(out->values[out->n], v, n);
+    out->n++;
+}
+
+static void round_to_float(kgl_real *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = (kgl_real)(float)x[i];
+}
+
+void kgl_twin_op(const kgl_op *op, uint64_t seed, kgl_twin *out)
+{
+    memset(out, 0, sizeof *out);
+    snprintf(out->op, sizeof out->op, "%s", op->name);
+    kgl_arena keep = {0};
+    kgl_tape tape;
+    kgl_tape_init(&tape);
+    for (int which = 0; which < op->check.n_cases; which++) {
+        kgl_rng rng; /* the same inputs as the gradient check's, rounded to float */
+        kgl_rng_seed(&rng, seed ^ name_hash(op->name) ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(which + 1)));
+        kgl_check_case c;
+        memset(&c, 0, sizeof c);
+        kgl_arena_reset(&keep);
+        op->check.make_case(which, &rng, &keep, &c);
+        for (int k = 0; k < c.n_inputs; k++) {
+            round_to_float(c.inputs[k]->data, kgl_numel(c.inputs[k]));
+            memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(kgl_real));
+        }
+        kgl_tape_reset(&tape);
+        tape.recording = true;
+        kgl_tensor *y = c.run(&tape, &c);
+        size_t ny = kgl_numel(y);
+        kgl_real *w = kgl_arena_alloc(&keep, ny * sizeof(kgl_real));
+        for (size_t i = 0; i < ny; i++) w[i] = kgl_rng_normal(&rng);
+        round_to_float(w, ny);
+        twin_add(out, c.label, "Y", y->data, ny);
+        if (!y->grad) continue; /* kgl_gradcheck_op reports it */
+        kgl_backward_seeded(&tape, y, w);
+        for (int k = 0; k < c.n_inputs; k++) {
+            char what[32];
+            snprintf(what, sizeof what, "dF/dX%d", k);
+            twin_add(out, c.label, what, c.inputs[k]->grad, kgl_numel(c.inputs[k]));
+        }
+    }
+    kgl_tape_free(&tape);
+    kgl_arena_free(&keep);
+}
+
+void kgl_twin_free(kgl_twin *t)
+{
+    for (int i = 0; i < t->n; i++) free(t->values[i]);
+    memset(t, 0, sizeof *t);
+}
+
+bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_check_result *res)
+{
+    memset(res, 0, sizeof *res);
+    snprintf(res->name, sizeof res->name, "%s", ref->op);
+    res->rel_tol = tol;
+    res->pass = true;
+    if (ref->n == 0 || f32->n != ref->n) {
+        res->pass = false;
+        snprintf(res->why, sizeof res->why, "%d arrays in float32, %d in float64", f32->n, ref->n);
+        return false;
+    }
+    for (int a = 0; a < ref->n; a++) {
+        if (strcmp(ref->label[a], f32->label[a]) != 0 || ref->count[a] != f32->count[a]) {
+            res->pass = false;
+            snprintf(res->why, sizeof res->why, "array %d is '%s' (%zu values) in float32, '%s' (%zu) in float64", a,
+                     f32->label[a], f32->count[a], ref->label[a], ref->count[a]);
+            return false;
+        }
+        double scale = 0, err = 0;
+        for (size_t i = 0; i < ref->count[a]; i++) keep_max(&scale, fabs(ref->values[a][i]));
+        for (size_t i = 0; i < ref->count[a]; i++) keep_max(&err, fabs(f32->values[a][i] - ref->values[a][i]));
+        /* normwise: an element that is 0 in exact arithmetic is compared with the array's scale, not its own;
+           an all-zero array (an input the output does not depend on) must be all zero in float32 too */
+        double rel = scale > 0 ? err / scale : err;
+        res->checks += (long)ref->count[a];
+        keep_max(&res->max_abs_err, err);
+        keep_max(&res->max_rel_err, rel);
+        if (res->pass && !(rel <= tol)) {
+            res->pass = false;
+            snprintf(res->why, sizeof res->why, "%s: max |f32 - f64| = %.3g, %.3g of max |f64| = %.3g",
+                     ref->label[a], err, rel, scale);
+        }
+    }
     return res->pass;
 }
 

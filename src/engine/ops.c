@@ -104,7 +104,7 @@ static void matmul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case
     snprintf(c->label, sizeof c->label, "%dx%d·%dx%d", s[0], s[1], s[1], s[2]);
 }
 
-static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * matmul_nt: Y = A Bᵀ,   A [n,k], B [p,k], Y [n,p]   (attention's Q Kᵀ)
@@ -152,7 +152,7 @@ static void matmul_nt_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_nt = {"matmul_nt",
                                     matmul_nt_backward,
-                                    {3, matmul_nt_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                    {3, matmul_nt_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * matmul_tn: Y = Aᵀ B,   A [k,n], B [k,p], Y [n,p]
@@ -200,7 +200,7 @@ static void matmul_tn_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_tn = {"matmul_tn",
                                     matmul_tn_backward,
-                                    {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                    {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * add: Y = A + B, B of A's shape, or B a row [1, cols] added to every row.
@@ -295,7 +295,7 @@ static void add_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
     snprintf(c->label, sizeof c->label, "%dx%d+%dx%d", s[0], s[1], s[2], s[1]);
 }
 
-static const kgl_op op_add = {"add", add_backward, {3, add_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_add = {"add", add_backward, {3, add_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * mul: Y = A ⊙ B (elementwise).   dA = G ⊙ B,  dB = G ⊙ A.
@@ -344,7 +344,7 @@ static void mul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
         snprintf(c->label, sizeof c->label, "x⊙x %dx%d", s[0], s[1]);
 }
 
-static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * scale: Y = α A (α a constant, node->alpha).   dA = α G.
@@ -380,7 +380,7 @@ static void scale_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case 
     snprintf(c->label, sizeof c->label, "%g·%dx4", alphas[which], 3 + which);
 }
 
-static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * gather_rows: Y[b] = T[idx[b]]   (embedding lookup; idx in node->idx0)
@@ -437,7 +437,7 @@ static void gather_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_gather_rows = {"gather_rows",
                                       gather_rows_backward,
-                                      {3, gather_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                      {3, gather_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * slice_cols: Y = A[:, c0 : c0+w]   (split heads; c0 in node->i0)
@@ -485,7 +485,7 @@ static void slice_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_
  * slice columns are copies, so the default tolerance holds with room. */
 static const kgl_op op_slice_cols = {"slice_cols",
                                      slice_cols_backward,
-                                     {3, slice_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                     {3, slice_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * concat_cols: Y = [P_0 | P_1 | … ]   (merge heads)
@@ -545,7 +545,7 @@ static void concat_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_concat_cols = {"concat_cols",
                                       concat_cols_backward,
-                                      {3, concat_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                      {3, concat_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * softmax_rows: P[i] = softmax(S[i]) over the unmasked columns of row i
@@ -649,7 +649,7 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
 
 static const kgl_op op_softmax_rows = {"softmax_rows",
                                        softmax_rows_backward,
-                                       {4, softmax_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                       {4, softmax_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * attention: multi-head scaled dot-product attention, in one op.
@@ -916,7 +916,7 @@ static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
              which == 3 ? " saturated" : "");
 }
 
-static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * layernorm over the columns of each row (the specified LN, ε = 1e-5):
@@ -999,7 +999,7 @@ static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_layernorm = {"layernorm",
                                     layernorm_backward,
-                                    {3, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                    {3, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * gelu (exact): y = x Φ(x),  Φ(x) = (1 + erf(x/√2)) / 2.
@@ -1075,7 +1075,7 @@ static void gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
     snprintf(c->label, sizeof c->label, "3x5 σ=%g", spread[which]);
 }
 
-static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * abs_cube: y = |x|³ elementwise (the N3 regulariser's terms).
@@ -1114,7 +1114,7 @@ static void abs_cube_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_ca
     snprintf(c->label, sizeof c->label, "4x3 σ=%g", spread[which]);
 }
 
-static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
@@ -1261,7 +1261,7 @@ static void cross_entropy_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_cross_entropy = {"cross_entropy",
                                         cross_entropy_backward,
-                                        {3, cross_entropy_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                        {3, cross_entropy_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * trilinear readout (README, "The model, exactly"): for each example b = (i, r) and entity j,
@@ -1434,10 +1434,10 @@ static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl
 
 static const kgl_op op_trilinear = {"trilinear",
                                     trilinear_backward,
-                                    {3, trilinear_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                    {3, trilinear_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 static const kgl_op op_trilinear_complex = {"trilinear_complex",
                                             trilinear_complex_backward,
-                                            {3, trilinear_complex_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                            {3, trilinear_complex_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
@@ -1492,7 +1492,7 @@ static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
  * case with K = 1 makes sure the checked entry is the only one. */
 static const kgl_op op_scale_exp = {"scale_exp",
                                     scale_exp_backward,
-                                    {3, scale_exp_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                    {3, scale_exp_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * dropout with a given mask: Y = X ⊙ keep / (1 − p)
@@ -1559,7 +1559,7 @@ static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_cas
 }
 
 /* Linear in X: the central difference is exact up to round-off (~1e-11). */
-static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
@@ -1609,8 +1609,8 @@ static void mean_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
     reduce_case(which, rng, keep, c, true);
 }
 
-static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
-static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * multilabel_ce (1-N / KvsAll targets, as ConvE trains): row b has a
@@ -1663,7 +1663,7 @@ static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_multilabel_ce = {"multilabel_ce",
                                               cross_entropy_backward,
-                                              {3, multilabel_ce_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                              {3, multilabel_ce_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
 

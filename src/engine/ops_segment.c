@@ -149,7 +149,7 @@ static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_ch
 
 const kgl_op kgl_op_segment_scores = {"segment_scores",
                                          segment_scores_backward,
-                                         {3, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                         {3, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * segment_softmax: within segment b, for each column h,
@@ -217,7 +217,7 @@ static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_segment_softmax = {"segment_softmax",
                                           segment_softmax_backward,
-                                          {3, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                          {3, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * segment_weighted_sum: O[b, c] = Σ_{t ∈ b} A[t, h(c)] V[t, c],  h(c) = c / dk
@@ -294,7 +294,7 @@ static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, 
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
                                                segment_weighted_sum_backward,
-                                               {3, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                               {3, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 
 /* ========================================================================
@@ -369,4 +369,4 @@ static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_gather_sum_rows = {"gather_sum_rows",
                                        gather_sum_rows_backward,
-                                       {3, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON}};
+                                       {3, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
