@@ -95,7 +95,10 @@ static const char help[] =
     "  --log-every K        log and progress every K steps (default 10)\n"
     "  --save F             write a checkpoint (safetensors) at the end\n"
     "  --resume F           continue from a checkpoint (model options come from it;\n"
-    "                       training options default to the checkpoint's)\n"
+    "                       training options default to the checkpoint's; it runs\n"
+    "                       in the checkpoint's precision unless --precision says)\n"
+    "  --precision P        f64 (default) or f32: parameters, activations, gradients\n"
+    "                       and Adam's moments in float32 (kgl-f32; README, Precision)\n"
     "  --recipe F           options from file F, before those given here; a word\n"
     "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
     "                       (e.g. --steps =max(1000,round(n_train/2)); README)\n"
@@ -123,6 +126,7 @@ typedef struct train_opts {
     double aux_weight;
     bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
     const char *log_path, *save_path, *resume_path;
+    bool precision_given; /* --precision (main.c has chosen the program by it) */
     long log_every;
     kgl_regularisers reg;
     bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing, set_relation_loss,
@@ -248,6 +252,11 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--seed")) {
             if (!cli_u64(&a, &o->seed)) return EXIT_USAGE;
             o->set_seed = true;
+        } else if (cli_is(&a, "--precision")) {
+            static const char *const precisions[] = {KGL_PRECISION};
+            int k; /* main.c ran the program of the precision asked for: only its own can arrive here */
+            if (!cli_word(&a, precisions, 1, &k)) return EXIT_USAGE;
+            o->precision_given = true;
         } else if (cli_is(&a, "--threads")) {
             if (!cli_int(&a, 0, KGL_MAX_THREADS, &o->threads)) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise-heads")) {
@@ -1117,6 +1126,35 @@ int cmd_train(int argc, char **argv)
             return st;
         }
         resumed = true;
+        if (strcmp(ck.precision, KGL_PRECISION) != 0) {
+            if (!o.precision_given) { /* continue as the run went: in the checkpoint's precision */
+                char path[4096];
+                const char *program = strcmp(ck.precision, "f32") == 0 ? "kgl-f32" : "kgl";
+                if (!cli_program_beside(program, path, sizeof path)) {
+                    fprintf(stderr, "kgl train: %s was trained in %s: resuming it needs %s beside this program "
+                            "(or --precision %s to continue in %s)\n", o.resume_path, ck.precision, program,
+                            KGL_PRECISION, KGL_PRECISION);
+                    st = EXIT_USAGE;
+                    goto done_ck;
+                }
+                char **args = kgl_xcalloc((size_t)argc + 4, sizeof *args);
+                args[0] = path;
+                for (int i = 0; i < argc; i++) args[i + 1] = argv[i];
+                args[argc + 1] = "--precision";
+                args[argc + 2] = ck.precision;
+                if (!o.quiet) fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.resume_path,
+                                      ck.precision, program);
+                fflush(stdout);
+                execv(path, args);
+                fprintf(stderr, "kgl train: cannot run %s: %s\n", path, strerror(errno));
+                free(args);
+                st = EXIT_USAGE;
+                goto done_ck;
+            }
+            if (!o.quiet)
+                fprintf(stderr, "kgl train: %s was trained in %s; continuing in %s as --precision asks\n",
+                        o.resume_path, ck.precision, KGL_PRECISION);
+        }
         if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;
     }
     o.cfg.n_entities = v.ds.n_entities;

@@ -537,6 +537,9 @@ static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoi
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }
+    if (strcmp(ck->precision, KGL_PRECISION) != 0) /* its values convert exactly to double, rounded to float */
+        fprintf(stderr, "kgl %s: %s was trained in %s; computing in %s (--precision %s computes as it was trained)\n",
+                cmd, path, ck->precision, KGL_PRECISION, ck->precision);
     kgl_model_create(m, &ck->cfg);
     kgl_checkpoint_apply(ck, m);
     if (v) kgl_model_set_graph(m, v->split[0], v->n[0]); /* --context graph: the training graph it attends over */

@@ -45,10 +45,11 @@ static void usage(FILE *f)
     fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
 }
 
-/* `--precision P` or `--precision=P` in argv[2..]: removed from argv (argc
- * updated); P is f32 or f64. Returns P, NULL when absent, or "" after
- * printing what is wrong. */
-static const char *take_precision(int *argc, char **argv)
+/* `--precision P` or `--precision=P` in argv[2..], P f32 or f64: returns
+ * P, NULL when absent, or "" after printing what is wrong. With `strip` the
+ * option leaves argv (argc updated): the commands other than train (which
+ * reads it to know the precision was asked for) never see it. */
+static const char *take_precision(int *argc, char **argv, bool strip)
 {
     const char *p = NULL;
     int out = 2;
@@ -66,6 +67,7 @@ static const char *take_precision(int *argc, char **argv)
             argv[out++] = argv[i];
             continue;
         }
+        if (!strip) out = i + 1; /* keep it (and its value) */
         if (strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0) {
             fprintf(stderr, "kgl %s: --precision is f32 or f64, got '%s'\n", argv[1], v);
             return "";
@@ -76,8 +78,10 @@ static const char *take_precision(int *argc, char **argv)
         }
         p = v;
     }
-    argv[out] = NULL;
-    *argc = out;
+    if (strip) {
+        argv[out] = NULL;
+        *argc = out;
+    }
     return p;
 }
 
@@ -102,7 +106,8 @@ int main(int argc, char **argv)
     /* gradcheck reads --precision itself (f32 compares the float32 ops with
        these, the float64 reference) */
     if (strcmp(argv[1], "gradcheck") != 0) {
-        const char *precision = take_precision(&argc, argv);
+        bool keep = strcmp(argv[1], "train") == 0;
+        const char *precision = take_precision(&argc, argv, !keep);
         if (precision && !*precision) return EXIT_USAGE;
         if (precision && strcmp(precision, KGL_PRECISION) != 0) {
             char path[4096];

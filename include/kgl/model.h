@@ -544,6 +544,7 @@ typedef struct kgl_checkpoint {
     kgl_config cfg;
     kgl_train_state st;
     bool has_adam;             /* adam.m.* and adam.v.* present */
+    char precision[4];         /* "f32" or "f64": what the run that saved it computed in */
     void *file;                /* the opened safetensors file (private) */
 } kgl_checkpoint;
 
