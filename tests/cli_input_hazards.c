@@ -3,7 +3,7 @@
  * file, a recipe's mistakes with file:line and its echo of what the run
  * uses, a stray byte after an unknown relation, a relation named like an
  * inverse in a checkpoint, --valid without --train, --queries -, a member
- * file opened alone, and the README's word on eval --ranks. (The triples
+ * file opened alone, and the manual's word on eval --ranks. (The triples
  * files' own hazards are in io_data.c.) */
 #include <stdlib.h>
 
