@@ -162,7 +162,7 @@ test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_pr
 	$(BUILD)/vmath_emulated
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
-# The mutation check (data/report/testing.md, "The test suite"): each mutation of tests/mutations.txt
+# The mutation check (data/report/testing.md, "Mutations"): each mutation of tests/mutations.txt
 # applied to a scratch copy of the last commit, built, the suite run on it;
 # prints the killed fraction and the survivors (fails below 95%).
 MUTATE_JOBS ?= 2
