@@ -30,8 +30,8 @@ CFLAGS ?= -O3 -g
 KGL_CFLAGS = -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -Iinclude -Isrc -I$(STB_DIR) -MMD -MP $(CFLAGS)
 LDLIBS := -lm -pthread
 
-# Library sources live one folder deep, by layer (README, "How the code is
-# organised"); every .c is found by wildcard, so adding a file edits no list.
+# Library sources live one folder deep, by layer (data/report/code.md, "How the
+# code is organised"); every .c is found by wildcard, so adding a file edits no list.
 LIB_SRC := $(wildcard src/*/*.c)
 CLI_SRC := $(wildcard train/*.c)
 TEST_SRC := $(wildcard tests/*.c)
@@ -42,8 +42,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 # The test binary counts every malloc the library makes (tests/alloc_count.c).
 TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 
-# The public KG benchmarks UMLS and Nations ship in data/kg (README,
-# "Benchmarks"; data/kg/README.md says where they come from); KG_DATA=dir
+# The public KG benchmarks UMLS and Nations ship in data/kg (data/report/
+# recipe.md; data/kg/README.md says where they come from); KG_DATA=dir
 # points elsewhere. The tests read Nations from there too.
 KG_DATA ?= data/kg
 SEEDS ?= 1,2,3,4,5
@@ -109,7 +109,7 @@ $(BUILD)/runner_empty: $(BUILD)/obj/tests/main.o
 $(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
 	$(CC) $(CFLAGS) $(LDFLAGS) $(TEST_WRAP) $(TEST_OBJ) $(BUILD)/libkgl.a $(LDLIBS) -o $@
 
-# Installing (README, "Using kgl from C"): the program, the static library,
+# Installing (data/report/code.md, "Using kgl from C"): the program, the static library,
 # the public headers (kgl.h and kgl/*.h) and a pkg-config file, so that
 #   cc prog.c $$(pkg-config --cflags --libs kgl)
 # builds a program against it. DESTDIR stages a package. The version is
@@ -163,7 +163,7 @@ test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_pr
 	$(BUILD)/vmath_emulated
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
-# The mutation check (README, "Tests"): each mutation of tests/mutations.txt
+# The mutation check (data/report/testing.md, "Mutations"): each mutation of tests/mutations.txt
 # applied to a scratch copy of the last commit, built, the suite run on it;
 # prints the killed fraction and the survivors (fails below 95%).
 MUTATE_JOBS ?= 2
@@ -173,7 +173,7 @@ mutate:
 benchmark: $(BUILD)/kgl
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
 
-# The graphs of real size (README, "Graphs of real size") ship gzip'd in
+# The graphs of real size (data/report/large.md) ship gzip'd in
 # data/kg/{fb15k-237,wn18rr}; this unpacks them into $(BUILD)/kg and trains on
 # each with data/bench/large.args (the neighbourhood context), one seed by
 # default: a run takes up to two hours on two cores.
@@ -186,7 +186,7 @@ benchmark-large: $(BUILD)/kgl $(LARGE_KG)
 	$(BUILD)/kgl benchmark --data $(BUILD)/kg --datasets fb15k-237,wn18rr --recipe data/bench/large.args \
 	  --seeds $(LARGE_SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark-large
 
-# Speed (README, "Speed"): kgl bench on the four cases of data/bench/cases.
+# Speed (data/report/speed.md): kgl bench on the four cases of data/bench/cases.
 # BENCH_DIR=dir names a comparison set-up (dir/compare.sh, which runs the
 # same cases beside the model written in PyTorch); with it and python3-torch
 # installed, `make bench` runs that, otherwise kgl's cases alone.

@@ -11,7 +11,7 @@
 static char out[1 << 17], err[1 << 14];
 
 /* The academic world trained 300 steps with advises supervised onto head 0
-   and authored onto head 1 (README: spec ≥ 0.999 for seeds 1–10, fit by
+   and authored onto head 1 (data/report/specialisation.md: spec ≥ 0.999 for seeds 1–10, fit by
    step 113), saved as DIR/q.st. */
 static bool supervised_model(test_ctx *T, char *ckpt, size_t cap)
 {

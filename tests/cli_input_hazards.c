@@ -3,7 +3,7 @@
  * file, a recipe's mistakes with file:line and its echo of what the run
  * uses, a stray byte after an unknown relation, a relation named like an
  * inverse in a checkpoint, --valid without --train, --queries -, a member
- * file opened alone, and the README's word on eval --ranks. (The triples
+ * file opened alone, and the manual's word on eval --ranks. (The triples
  * files' own hazards are in io_data.c.) */
 #include <stdlib.h>
 
@@ -311,23 +311,24 @@ TEST(checkpoint_of_renamed_relation_names_what_differs)
     if (!CHECK(strcmp(err, want) == 0)) printf("    stderr: %s    want:   %s", err, want);
 }
 
-/* The README's `kgl eval` section says which status a --ranks path that
-   cannot be written gets; it said 3, the program (rightly, by the exit
-   table: found before any work) gives 2. */
-TEST(readme_eval_ranks_status_is_the_programs)
+/* The manual's `kgl eval` section (data/report/manual.md, linked from the
+   README) says which status a --ranks path that cannot be written gets; it
+   said 3, the program (rightly, by the exit table: found before any work)
+   gives 2. */
+TEST(manual_eval_ranks_status_is_the_programs)
 {
-    char *readme = test_slurp("README.md", NULL);
-    if (!CHECK(readme != NULL)) return;
-    const char *sec = strstr(readme, "\n### `kgl eval`");
+    char *manual = test_slurp("data/report/manual.md", NULL);
+    if (!CHECK(manual != NULL)) return;
+    const char *sec = strstr(manual, "\n## `kgl eval`");
     const char *at = sec ? strstr(sec, "refused before the evaluation (exit ") : NULL;
     int said = at ? at[strlen("refused before the evaluation (exit ")] - '0' : -1;
-    free(readme);
+    free(manual);
     if (!CHECK(at != NULL)) return;
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "train --steps 1 --save '%s/m.st' --quiet", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     snprintf(cmd, sizeof cmd, "eval --checkpoint '%s/m.st' --ranks '%s/no/such/folder/r.tsv'", T->tmp, T->tmp);
     int got = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
-    if (!CHECK(got == said)) printf("    the README says exit %d, kgl eval exits %d\n", said, got);
+    if (!CHECK(got == said)) printf("    the manual says exit %d, kgl eval exits %d\n", said, got);
     CHECK(got == 2);
 }

@@ -1,6 +1,6 @@
 /* layout_layers.c — the layering is enforced, not hoped for.
  *
- * The library's layers, lowest first (README, "How the code is organised"):
+ * The library's layers, lowest first (data/report/code.md, "How the code is organised"):
  *
  *   0 engine    src/engine/,  include/kgl/engine.h
  *   1 io        src/io/,      include/kgl/io.h

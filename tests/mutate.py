@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mutate.py — the mutation check behind `make mutate` (README, "Tests").
+"""mutate.py — the mutation check behind `make mutate` (data/report/testing.md, "Mutations").
 
 Applies each mutation of tests/mutations.txt to a scratch copy of the tree
 (never the working tree), builds, runs the suite (build/kgl_tests --fail-fast,

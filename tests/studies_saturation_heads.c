@@ -142,8 +142,8 @@ TEST(logging_does_not_change_the_trajectory)
     CHECK_NEAR(v[7], 0.10807243423555016, 1e-12);
 }
 
-/* The directions of the saturation study, measured (README, "What we
-   found"): unscaled dk = 256 is near one-hot at init; at init-scale 3 the
+/* The directions of the saturation study, measured (data/report/saturation.md):
+   unscaled dk = 256 is near one-hot at init; at init-scale 3 the
    gradient reaching the logits is ≥ 10x smaller unscaled than scaled; and a
    supervised unscaled head's loss stays ≥ 10x above the scaled one's over
    the run (its average over 300 steps; at step 300 itself the two are within

@@ -207,17 +207,18 @@ TEST(readme_walkthrough_runs_as_written)
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
 
-/* The recipe's computed options, as the README's `kgl train` section shows
- * them for Nations, are what kgl prints for that command: a change to
- * data/bench/recipe.args that the README missed fails here. (`--steps 1`
- * keeps the run short; the line then shows the run's --steps 1 where the
- * README's shows the recipe's, and says so at its end.) */
-TEST(readme_recipe_line_is_what_kgl_prints)
+/* The recipe's computed options, as the manual's `kgl train` section
+ * (data/report/manual.md) shows them for Nations, are what kgl prints for
+ * that command: a change to data/bench/recipe.args that the manual missed
+ * fails here. (`--steps 1` keeps the run short; the line then shows the
+ * run's --steps 1 where the manual's shows the recipe's, and says so at its
+ * end.) */
+TEST(manual_recipe_line_is_what_kgl_prints)
 {
-    char *readme = test_slurp("README.md", NULL);
-    if (!CHECK(readme != NULL)) return;
+    char *manual = test_slurp("data/report/manual.md", NULL);
+    if (!CHECK(manual != NULL)) return;
     const char *prompt = "\n  $ build/kgl ";
-    char *at = strstr(readme, "\n  $ build/kgl train --recipe data/bench/recipe.args");
+    char *at = strstr(manual, "\n  $ build/kgl train --recipe data/bench/recipe.args");
     if (CHECK(at != NULL)) {
         char *args = at + strlen(prompt), *eol = strchr(args, '\n');
         char *shown = eol ? eol + 1 : NULL, *shown_end = shown ? strchr(shown, '\n') : NULL;
@@ -234,11 +235,11 @@ TEST(readme_recipe_line_is_what_kgl_prints)
                 snprintf(want, sizeof want, "%.*s --steps 1%s (--steps from the command line)",
                          (int)(steps - shown - 2), shown + 2, steps + 9 + strspn(steps + 9, "0123456789"));
             bool ok = has_line(err, want);
-            if (!ok) printf("    kgl printed:\n%s\n    the README shows (with --steps 1):\n%s\n", err, want);
+            if (!ok) printf("    kgl printed:\n%s\n    the manual shows (with --steps 1):\n%s\n", err, want);
             CHECK(ok);
         }
     }
-    free(readme);
+    free(manual);
 }
 
 /* The repository stands alone: nothing in it sends a reader to material

@@ -55,7 +55,7 @@ static const char help[] =
     "  --lookup             attention as lookup: fixed features, Wv = Wo = I (frozen), and\n"
     "                       each relation reads whole heads (its vector tied within each\n"
     "                       head's columns); the setting in which heads specialise most\n"
-    "                       without supervision (README, \"What we found\")\n"
+    "                       without supervision (data/report/specialisation.md)\n"
     "  --until-fit          stop at the first step after which every training\n"
     "                       triple ranks first, tail and head\n"
     "regularisers and schedule (extensions of the specified layer; off by default)\n"
@@ -101,7 +101,7 @@ static const char help[] =
     "                       and Adam's moments in float32 (kgl-f32; README, Precision)\n"
     "  --recipe F           options from file F, before those given here; a word\n"
     "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
-    "                       (e.g. --steps =max(1000,round(n_train/2)); README)\n"
+    "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md)\n"
     "  --json               print one JSON object instead of tables\n"
     "  --quiet              no progress lines\n"
     "  --progress           progress lines on stderr with --json too (kgl benchmark's runs)\n"
@@ -819,9 +819,9 @@ static void report(run_state *rs, int members, double seconds)
  * eighth of the others. Adam normalises each step by the gradient's running
  * scale, so a batch of a few examples takes a step as large as a full one on
  * a far noisier gradient, once an epoch: on UMLS a last batch of 2-4 of
- * 10,432 examples cost 0.09 valid MRR, while the last batches of umls.args
+ * 10,432 examples cost 0.11 valid MRR, while the last batches of umls.args
  * (192 of 1024) and nations.args (112 of 256) measured the same as equal
- * batches (README, "One recipe for every graph"): hence an eighth. The model
+ * batches (data/report/manual.md, `kgl train`): hence an eighth. The model
  * is trained as asked; the warning names the equal-batch size. */
 static void warn_short_last_batch(const kgl_trainer *tr)
 {

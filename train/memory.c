@@ -1,7 +1,7 @@
 /* memory.c — what a run needs and what this process may use, checked before
  * kgl train, eval, grad and heads allocate; and the report when an
- * allocation fails all the same (README, "Exit status, limits,
- * interruptions"). */
+ * allocation fails all the same (data/report/manual.md, "Exit status, limits,
+ * interruptions, in full"). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
