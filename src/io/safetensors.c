@@ -352,7 +352,7 @@ static bool check_tensor(const char *path, const kgl_json *e, uint64_t data_size
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
                       " bytes, not a whole number of %d-byte %s values",
                       name, begin, end, end - begin, width, dtype->str);
-    uint64_t need = 1;
+    uint64_t need = 1; /* values; at 8 bytes each (the widest dtype) their bytes cannot overflow */
     for (size_t i = 0; i < shape->len; i++) {
         uint64_t d = (uint64_t)dims[i];
         if (d != 0 && need > (UINT64_MAX / 8) / d)
@@ -482,7 +482,7 @@ fail:
  * No value is written where one not yet read lies: when kgl_real is as wide
  * as any dtype (double), values move towards the end or stay, so the loop
  * runs from the last value back; when it is narrower (float), they move
- * towards the start, so it runs forward. A F64 value beyond float's range
+ * towards the start, so it runs forward. An F64 value beyond float's range
  * is refused rather than made infinite (NaN and infinities stay as they
  * are: the caller judges values). */
 static bool decode_values(const char *path, unsigned char *buf, const span *spans, size_t n,
