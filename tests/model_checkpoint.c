@@ -346,10 +346,10 @@ TEST(safetensors_reader_rejects_each_bad_header)
     BAD(E1("x", "[2]", "[0,16]"), 16, "(read)");
 
     /* dtype */
-    BAD("{\"attn.wq\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8,
-        "tensor 'attn.wq': dtype F32, expected F64");
+    BAD("{\"attn.wq\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4,
+        "tensor 'attn.wq': dtype BF16, expected F32 or F64");
     BAD("{\"x\":{\"dtype\":64,\"shape\":[1],\"data_offsets\":[0,8]}}", 8,
-        "tensor 'x': dtype is a number, expected the string \"F64\"");
+        "tensor 'x': dtype is a number, expected the string \"F32\" or \"F64\"");
     /* the entry's keys */
     BAD("{\"x\":{\"dtype\":\"F64\",\"shape\":[1]}}", 8, "tensor 'x': no data_offsets");
     BAD("{\"x\":{\"shape\":[1],\"data_offsets\":[0,8]}}", 8, "tensor 'x': no dtype");
@@ -373,8 +373,8 @@ TEST(safetensors_reader_rejects_each_bad_header)
     /* data_offsets */
     BAD(E1("x", "[3]", "[0,24]"), 16, "tensor 'x': data_offsets [0, 24] run past the end of the data section (16 bytes)");
     BAD(E1("x", "[1]", "[16,8]"), 16, "tensor 'x': data_offsets [16, 8] end before they begin");
-    BAD(E1("x", "[2,2]", "[0,24]"), 24, "tensor 'x': data_offsets [0, 24] hold 3 values but shape [2, 2] needs 4");
-    BAD(E1("x", "[0,5]", "[0,8]"), 8, "tensor 'x': data_offsets [0, 8] hold 1 values but shape [0, 5] needs 0");
+    BAD(E1("x", "[2,2]", "[0,24]"), 24, "tensor 'x': data_offsets [0, 24] hold 3 F64 values but shape [2, 2] needs 4");
+    BAD(E1("x", "[0,5]", "[0,8]"), 8, "tensor 'x': data_offsets [0, 8] hold 1 F64 values but shape [0, 5] needs 0");
     BAD(E1("x", "[1]", "[0,20]"), 20,
         "tensor 'x': data_offsets [0, 20] span 20 bytes, not a whole number of 8-byte F64 values");
     BAD(E1("x", "[1]", "[0]"), 8, "tensor 'x': data_offsets has 1 entry, expected [begin, end]");
@@ -418,7 +418,7 @@ TEST(safetensors_reader_rejects_each_bad_header)
     BAD("", 0, "header is empty (its length is 0)");
     /* a name longer than the message shows is cut at a character boundary */
     BAD("{\"" KOREAN KOREAN KOREAN KOREAN KOREAN KOREAN KOREAN KOREAN "\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,2]}}",
-        2, "tensor '" KOREAN KOREAN KOREAN KOREAN KOREAN KOREAN "\xed\x95\x9c\xea\xb5\xad...': dtype F16, expected F64");
+        2, "tensor '" KOREAN KOREAN KOREAN KOREAN KOREAN KOREAN "\xed\x95\x9c\xea\xb5\xad...': dtype F16, expected F32 or F64");
 }
 
 TEST(safetensors_reader_rejects_bad_files)

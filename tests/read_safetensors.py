@@ -8,6 +8,8 @@ import json
 import struct
 import sys
 
+FORMATS = {"F32": "f", "F64": "d"}  # kgl's dtypes: struct's format, 4 and 8 bytes
+
 
 def load(path):
     with open(path, "rb") as f:
@@ -17,10 +19,11 @@ def load(path):
     meta = header.pop("__metadata__", {})
     tensors = {}
     for name, t in header.items():
-        assert t["dtype"] == "F64", (name, t["dtype"])
+        fmt = FORMATS[t["dtype"]]  # a KeyError names any other dtype
         begin, end = t["data_offsets"]  # relative to the start of the data
-        values = struct.unpack("<%dd" % ((end - begin) // 8), data[begin:end])
-        tensors[name] = (t["shape"], list(values))  # row-major
+        count = (end - begin) // struct.calcsize(fmt)
+        values = struct.unpack("<%d%s" % (count, fmt), data[begin:end])
+        tensors[name] = (t["shape"], list(values))  # row-major; F32 values as Python floats, exactly
     return tensors, meta
 
 

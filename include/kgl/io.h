@@ -1,7 +1,8 @@
 /* kgl/io.h — files in and out: the line reader, triples and entity-types
  * files (the dataset), JSON writing and reading, safetensors, and the SVG
  * writer. It knows the shape of a knowledge graph (names, ids, triples) but
- * nothing of the model's maths. Uses no other part of kgl. */
+ * nothing of the model's maths. Uses no other part of kgl but kgl_real
+ * (kgl/engine.h), the type of the values safetensors files hold in memory. */
 #ifndef KGL_IO_H
 #define KGL_IO_H
 
@@ -9,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "kgl/engine.h"
 
 /* ----------------------------------------------------------------- json --
  * Writing: a string with escapes; a number with 17 significant digits (a
@@ -225,25 +228,32 @@ const char *kgl_json_type_name(kgl_json_type t);
  * N, N bytes of JSON header, then the data section. The header maps each
  * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (byte
  * offsets into the data section) and may hold "__metadata__", an object of
- * strings. kgl writes and reads dtype F64 only (little-endian, C order), and
- * tensors of 1 or 2 dimensions; a dimension may be 0 (an empty tensor: no
- * bytes, data_offsets [x, x]). */
+ * strings. Values are little-endian, C order, dtype F32 or F64: kgl writes
+ * the dtype of its kgl_real (KGL_ST_DTYPE) and reads both, each tensor
+ * converted to kgl_real. Tensors have 1 or 2 dimensions; a dimension may be
+ * 0 (an empty tensor: no bytes, data_offsets [x, x]). */
 #define KGL_ST_MAX_HEADER 100000000 /* bytes; the reference implementation's cap */
+#ifdef KGL_FLOAT32
+#define KGL_ST_DTYPE "F32" /* the dtype kgl_st_write writes: kgl_real's */
+#else
+#define KGL_ST_DTYPE "F64"
+#endif
 
 typedef struct kgl_st_entry {
     const char *name;
     int ndim;         /* 1 (a vector, e.g. ln1.gamma [d]) or 2 ([rows, cols]) */
     int64_t shape[2]; /* shape[1] is ignored when ndim is 1 */
-    const double *data; /* prod(shape) values, row-major; may be NULL when that is 0 */
+    const kgl_real *data; /* prod(shape) values, row-major; may be NULL when that is 0 */
 } kgl_st_entry;
 
-/* Writes tensors (dtype F64, little-endian, C order) in the order given and
+/* Writes tensors (dtype KGL_ST_DTYPE, little-endian, C order) in the order given and
  * string metadata (meta_kv: n_meta key/value pairs, flattened as
  * k0,v0,k1,v1,...; written first, as "__metadata__") to `path` atomically,
  * through kgl_outfile: a temporary file in the same folder, fwrite, fflush,
  * fsync, then rename over `path` (and a best-effort fsync of the folder). The
  * header JSON is padded with spaces to a multiple of 8 bytes, so every
- * tensor's data is 8-byte aligned in the file. Names and metadata must be
+ * tensor's data is 8-byte aligned in the file (4-byte for F32, which is
+ * all F32 needs). Names and metadata must be
  * valid UTF-8, unique, and no tensor may be called "__metadata__". On
  * failure the temp file is removed, `path` is untouched (a previous file
  * there stays as it was), err says "path: why" and the result is false. */
@@ -289,7 +299,10 @@ typedef struct kgl_st_tensor {
     char *name;
     int ndim;
     int64_t shape[2]; /* shape[1] is 1 when ndim is 1 */
-    double *data;     /* aligned copy, host order; valid (not NULL) even when empty */
+    char dtype[4];    /* the file's: "F32" or "F64" */
+    kgl_real *data;   /* aligned copy, host order, converted to kgl_real (F32 to
+                         double exactly, F64 to float to the nearest); valid
+                         (not NULL) even when empty */
 } kgl_st_tensor;
 
 typedef struct kgl_st_file {
@@ -305,16 +318,22 @@ typedef struct kgl_st_file {
  * least 8 bytes; header length within the file and at most
  * KGL_ST_MAX_HEADER; the header starts with '{' and is valid JSON (messages
  * give the byte offset within the header); each tensor entry is an object with
- * exactly dtype, shape and data_offsets; dtype "F64"; a shape of 1 or 2
+ * exactly dtype, shape and data_offsets; dtype "F32" or "F64"; a shape of 1 or 2
  * non-negative integers; data_offsets [begin, end] with begin <= end <= the
- * data section's size and end - begin = 8 * prod(shape); no two tensors
- * overlap and every byte of the data section belongs to a tensor;
- * __metadata__ (optional) an object of strings; names, keys and values free
- * of NUL bytes. */
+ * data section's size and end - begin = prod(shape) times the dtype's width
+ * (4 or 8 bytes); no two tensors overlap and every byte of the data section
+ * belongs to a tensor; __metadata__ (optional) an object of strings; names,
+ * keys and values free of NUL bytes. When kgl_real is float, a finite F64
+ * value beyond float's range is an error ("tensor 'x' element 3: value
+ * 1e+39 does not fit in float32"); NaN and infinities are kept, for the
+ * caller to judge. */
 bool kgl_st_read(const char *path, kgl_st_file *f, char *err, size_t err_cap);
 void kgl_st_free(kgl_st_file *f);
 const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name); /* NULL if absent */
 const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NULL if absent */
+/* The precision the file holds: "F32" or "F64" when every tensor has that
+ * dtype, "mixed" when both occur, "none" when there is no tensor. */
+const char *kgl_st_file_dtype(const kgl_st_file *f);
 
 /* ------------------------------------------------------------------ svg --
  * Pictures for people: heatmaps (attention maps, one per head) and line plots

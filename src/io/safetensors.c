@@ -2,10 +2,13 @@
  * every field validated before anything is returned.
  *
  * Layout: 8 bytes N (little-endian u64), N bytes of JSON header, then the data
- * section. Tensor bytes are little-endian F64 in C order; the header's
- * data_offsets are relative to the start of the data section. */
+ * section. Tensor bytes are little-endian IEEE values in C order, F32 or F64
+ * (each tensor says which); the header's data_offsets are relative to the
+ * start of the data section. The writer writes kgl_real's own dtype
+ * (KGL_ST_DTYPE); the reader converts either dtype to kgl_real. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +18,69 @@
 #include "engine/internal.h"
 #include "io/internal.h"
 
-_Static_assert(sizeof(double) == 8 && sizeof(uint64_t) == 8, "kgl stores IEEE doubles as 8 bytes");
+_Static_assert(sizeof(double) == 8 && sizeof(float) == 4 && sizeof(uint64_t) == 8,
+               "kgl stores IEEE doubles as 8 bytes and floats as 4");
 
-#define F64 8 /* bytes per value */
+/* Bytes per value written: kgl_real's, whose dtype is KGL_ST_DTYPE (both
+ * follow KGL_FLOAT32). */
+#define REAL_BYTES ((int)sizeof(kgl_real))
+_Static_assert(REAL_BYTES == 4 || REAL_BYTES == 8, "kgl_real is float or double");
 
-/* Little-endian bytes <-> host values, whatever the host's byte order. */
-static void put_le64(unsigned char *b, uint64_t v)
+/* The smallest magnitude that rounds to infinity as a float: FLT_MAX plus
+ * half its last place (that tie goes to the even neighbour, 2^128). */
+#define FLOAT_OVERFLOW 0x1.ffffffp127
+
+/* Bytes per value of a dtype kgl reads ("F32" 4, "F64" 8), or 0. */
+static int dtype_width(const char *s, size_t len)
 {
-    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+    if (len == 3 && memcmp(s, "F32", 3) == 0) return 4;
+    if (len == 3 && memcmp(s, "F64", 3) == 0) return 8;
+    return 0;
 }
 
-static uint64_t get_le64(const unsigned char *b)
+/* Little-endian bytes <-> host values, whatever the host's byte order. */
+static void put_le(unsigned char *b, uint64_t v, int width)
+{
+    for (int i = 0; i < width; i++) b[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t get_le(const unsigned char *b, int width)
 {
     uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | b[i];
+    for (int i = width - 1; i >= 0; i--) v = (v << 8) | b[i];
     return v;
+}
+
+static float get_f32(const unsigned char *b)
+{
+    uint32_t u = (uint32_t)get_le(b, 4);
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static double get_f64(const unsigned char *b)
+{
+    uint64_t u = get_le(b, 8);
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* One kgl_real as REAL_BYTES little-endian bytes (its bits as they are). */
+static void put_real(unsigned char *b, kgl_real x)
+{
+    if (REAL_BYTES == 4) {
+        float f = (float)x; /* x is a float: no conversion */
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        put_le(b, u, 4);
+    } else {
+        double d = (double)x;
+        uint64_t u;
+        memcpy(&u, &d, 8);
+        put_le(b, u, 8);
+    }
 }
 
 /* ---------------------------------------------------------------- write */
@@ -66,14 +117,14 @@ static bool check_entries(const char *path, const kgl_st_entry *t, int n, const 
                 return kgl_path_error(err, cap, path, "tensor '%s': dimension %d is %" PRId64 ", expected >= 0",
                               name_of(a, sizeof a, e->name), d, e->shape[d]);
             uint64_t s = (uint64_t)e->shape[d];
-            if (s != 0 && count > (UINT64_MAX / F64) / s)
+            if (s != 0 && count > (UINT64_MAX / REAL_BYTES) / s)
                 return kgl_path_error(err, cap, path, "tensor '%s': shape too large", name_of(a, sizeof a, e->name));
             count *= s;
         }
         if (count > 0 && !e->data)
             return kgl_path_error(err, cap, path, "tensor '%s': data is NULL but the shape holds %" PRIu64 " values",
                           name_of(a, sizeof a, e->name), count);
-        bytes[i] = count * F64;
+        bytes[i] = count * REAL_BYTES;
         if (total > INT64_MAX - bytes[i]) return kgl_path_error(err, cap, path, "tensors too large for one file");
         total += bytes[i];
     }
@@ -92,7 +143,9 @@ static bool check_entries(const char *path, const kgl_st_entry *t, int n, const 
     return true;
 }
 
-/* The header JSON, padded with spaces to a multiple of 8 bytes (malloc'd). */
+/* The header JSON, padded with spaces to a multiple of 8 bytes (malloc'd):
+ * the data section starts 8-aligned in the file, so each tensor is aligned
+ * to its values' width (F32 needs only 4; one rule for both is simpler). */
 static char *build_header(const kgl_st_entry *t, int n, const char *const *meta_kv, int n_meta,
                           const uint64_t *bytes, size_t *len)
 {
@@ -115,7 +168,7 @@ static char *build_header(const kgl_st_entry *t, int n, const char *const *meta_
     for (int i = 0; i < n; i++) {
         if (i || n_meta > 0) fputc(',', h);
         kgl_json_string(h, t[i].name);
-        fputs(":{\"dtype\":\"F64\",\"shape\":[", h);
+        fputs(":{\"dtype\":\"" KGL_ST_DTYPE "\",\"shape\":[", h);
         for (int d = 0; d < t[i].ndim; d++) fprintf(h, "%s%" PRId64, d ? "," : "", t[i].shape[d]);
         fprintf(h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offset, offset + bytes[i]);
         offset += bytes[i];
@@ -132,16 +185,14 @@ static bool write_body(FILE *f, const char *header, size_t header_len, const kgl
                        const uint64_t *bytes)
 {
     unsigned char chunk[4096];
-    put_le64(chunk, header_len);
+    put_le(chunk, header_len, 8);
     if (fwrite(chunk, 1, 8, f) != 8 || fwrite(header, 1, header_len, f) != header_len) return false;
     for (int i = 0; i < n; i++) {
-        uint64_t count = bytes[i] / F64;
+        uint64_t count = bytes[i] / REAL_BYTES;
         size_t fill = 0;
         for (uint64_t j = 0; j < count; j++) {
-            uint64_t u;
-            memcpy(&u, &t[i].data[j], 8);
-            put_le64(chunk + fill, u);
-            fill += 8;
+            put_real(chunk + fill, t[i].data[j]);
+            fill += REAL_BYTES;
             if (fill == sizeof chunk || j + 1 == count) {
                 if (fwrite(chunk, 1, fill, f) != fill) return false;
                 fill = 0;
@@ -180,7 +231,9 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
 
 typedef struct span {
     uint64_t begin, end;
-    int index; /* the tensor, in header order */
+    int width;      /* bytes per value of its dtype */
+    int index;      /* the tensor, in header order */
+    uint64_t first; /* where its values go: an index into the kgl_real values */
 } span;
 
 static int cmp_span(const void *a, const void *b)
@@ -248,10 +301,11 @@ static bool check_tensor(const char *path, const kgl_json *e, uint64_t data_size
     if (!offs) return kgl_path_error(err, cap, path, "tensor '%s': no data_offsets", name);
 
     if (dtype->type != KGL_JSON_STRING)
-        return kgl_path_error(err, cap, path, "tensor '%s': dtype is %s, expected the string \"F64\"", name,
+        return kgl_path_error(err, cap, path, "tensor '%s': dtype is %s, expected the string \"F32\" or \"F64\"", name,
                       kgl_json_type_name(dtype->type));
-    if (strcmp(dtype->str, "F64") != 0 || dtype->len != 3)
-        return kgl_path_error(err, cap, path, "tensor '%s': dtype %s, expected F64", name,
+    int width = dtype_width(dtype->str, dtype->len);
+    if (!width)
+        return kgl_path_error(err, cap, path, "tensor '%s': dtype %s, expected F32 or F64", name,
                       kgl_show(what, sizeof what, dtype->str, dtype->len));
 
     if (shape->type != KGL_JSON_ARRAY)
@@ -293,27 +347,29 @@ static bool check_tensor(const char *path, const kgl_json *e, uint64_t data_size
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64
                       "] run past the end of the data section (%" PRIu64 " bytes)",
                       name, begin, end, data_size);
-    if ((end - begin) % F64 != 0)
+    if ((end - begin) % (uint64_t)width != 0)
         return kgl_path_error(err, cap, path,
                       "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
-                      " bytes, not a whole number of 8-byte F64 values",
-                      name, begin, end, end - begin);
-    uint64_t need = 1;
+                      " bytes, not a whole number of %d-byte %s values",
+                      name, begin, end, end - begin, width, dtype->str);
+    uint64_t need = 1; /* values; at 8 bytes each (the widest dtype) their bytes cannot overflow */
     for (size_t i = 0; i < shape->len; i++) {
         uint64_t d = (uint64_t)dims[i];
-        if (d != 0 && need > (UINT64_MAX / F64) / d)
+        if (d != 0 && need > (UINT64_MAX / 8) / d)
             return kgl_path_error(err, cap, path, "tensor '%s': shape %s holds more values than any file can", name, dims_text);
         need *= d;
     }
-    if ((end - begin) / F64 != need)
+    if ((end - begin) / (uint64_t)width != need)
         return kgl_path_error(err, cap, path,
-                      "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " values but shape %s needs %" PRIu64,
-                      name, begin, end, (end - begin) / F64, dims_text, need);
+                      "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64 " %s values but shape %s needs %" PRIu64,
+                      name, begin, end, (end - begin) / (uint64_t)width, dtype->str, dims_text, need);
     out->ndim = (int)shape->len;
     out->shape[0] = dims[0];
     out->shape[1] = shape->len == 2 ? dims[1] : 1;
+    memcpy(out->dtype, dtype->str, 4);
     sp->begin = begin;
     sp->end = end;
+    sp->width = width;
     return true;
 }
 
@@ -384,7 +440,7 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
         kgl_path_error(err, cap, path, "cannot read: %s", ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto fail;
     }
-    uint64_t n = get_le64(head);
+    uint64_t n = get_le(head, 8);
     /* A length no file could have means this is not a safetensors file at
        all; the commonest such file is text (a triples file given to
        --checkpoint), whose first bytes read as an absurd length. */
@@ -419,6 +475,40 @@ fail:
     free(buf);
     fclose(f);
     return NULL;
+}
+
+/* Decodes the data section (at the start of buf, tiled by the sorted spans)
+ * into kgl_real values in place, span i's from values[spans[i].first] on.
+ * No value is written where one not yet read lies: when kgl_real is as wide
+ * as any dtype (double), values move towards the end or stay, so the loop
+ * runs from the last value back; when it is narrower (float), they move
+ * towards the start, so it runs forward. An F64 value beyond float's range
+ * is refused rather than made infinite (NaN and infinities stay as they
+ * are: the caller judges values). */
+static bool decode_values(const char *path, unsigned char *buf, const span *spans, size_t n,
+                          const kgl_st_tensor *tensors, char *err, size_t cap)
+{
+    const bool backward = REAL_BYTES == 8;
+    kgl_real *values = (kgl_real *)(void *)buf;
+    char a[96];
+    for (size_t j = 0; j < n; j++) {
+        const span *s = &spans[backward ? n - 1 - j : j];
+        uint64_t count = (s->end - s->begin) / (uint64_t)s->width;
+        for (uint64_t m = 0; m < count; m++) {
+            uint64_t k = backward ? count - 1 - m : m;
+            const unsigned char *in = buf + s->begin + k * (uint64_t)s->width;
+            if (s->width == 4) {
+                values[s->first + k] = get_f32(in); /* exact */
+                continue;
+            }
+            double x = get_f64(in);
+            if (REAL_BYTES == 4 && isfinite(x) && fabs(x) >= FLOAT_OVERFLOW)
+                return kgl_path_error(err, cap, path, "tensor '%s' element %" PRIu64 ": value %.9g does not fit in float32",
+                                      name_of(a, sizeof a, tensors[s->index].name), k, x);
+            values[s->first + k] = (kgl_real)x; /* the nearest float, or the same double */
+        }
+    }
+    return true;
 }
 
 bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
@@ -547,21 +637,34 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         goto done;
     }
 
-    /* Move the data to the start of the (malloc-aligned) buffer and decode
-     * each value from little-endian bytes in place. Every tensor begins at a
-     * multiple of 8: the tensors tile the section from 0 in whole values. */
-    memmove(buf, buf + 8 + hlen, (size_t)data_size);
-    for (uint64_t o = 0; o < data_size; o += F64) {
-        uint64_t u = get_le64(buf + o);
-        memcpy(buf + o, &u, 8);
+    /* The values, in offset order, become kgl_real values in place: the
+     * data moves to the start of the (malloc-aligned) buffer, which grows
+     * first when kgl_real is wider than the file's values, and shrinks to
+     * them after. */
+    uint64_t n_values = 0;
+    for (size_t i = 0; i < n_t; i++) {
+        spans[i].first = n_values;
+        n_values += (spans[i].end - spans[i].begin) / (uint64_t)spans[i].width;
     }
-    unsigned char *data = data_size ? realloc(buf, (size_t)data_size) : buf; /* shrinks */
+    if (n_values > SIZE_MAX / sizeof(kgl_real)) {
+        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " values do not fit in memory", n_values);
+        goto done;
+    }
+    size_t values_bytes = (size_t)n_values * sizeof(kgl_real);
+    memmove(buf, buf + 8 + hlen, (size_t)data_size);
+    if (values_bytes > size) {
+        unsigned char *grown = realloc(buf, values_bytes);
+        if (!grown) {
+            kgl_path_error(err, cap, path, "cannot read: %zu bytes do not fit in memory", values_bytes);
+            goto done;
+        }
+        buf = grown;
+    }
+    if (!decode_values(path, buf, spans, n_t, out->tensors, err, cap)) goto done;
+    unsigned char *data = values_bytes ? realloc(buf, values_bytes) : buf; /* shrinks */
     if (data) buf = data;
     data = buf;
-    for (size_t i = 0; i < n_t; i++) {
-        const span *s = &spans[i];
-        out->tensors[s->index].data = (double *)(void *)(data + s->begin);
-    }
+    for (size_t i = 0; i < n_t; i++) out->tensors[spans[i].index].data = (kgl_real *)(void *)data + spans[i].first;
     out->data_ = data;
     buf = NULL;
     out->n = (int)n_t;
@@ -590,6 +693,14 @@ const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name)
     for (int i = 0; i < f->n; i++)
         if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
     return NULL;
+}
+
+const char *kgl_st_file_dtype(const kgl_st_file *f)
+{
+    if (f->n == 0) return "none";
+    for (int i = 1; i < f->n; i++)
+        if (strcmp(f->tensors[i].dtype, f->tensors[0].dtype) != 0) return "mixed";
+    return f->tensors[0].dtype;
 }
 
 const char *kgl_st_meta(const kgl_st_file *f, const char *key)

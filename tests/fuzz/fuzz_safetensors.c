@@ -28,6 +28,7 @@ FUZZ_TARGET(safetensors)
     if (kgl_st_read(path, &st, err, sizeof err)) {
         for (int i = 0; i < st.n; i++) (void)kgl_st_find(&st, st.tensors[i].name);
         for (int i = 0; i < st.n_meta; i++) (void)kgl_st_meta(&st, st.meta_keys[i]);
+        (void)kgl_st_file_dtype(&st);
         kgl_st_free(&st);
         kgl_checkpoint ck;
         if (kgl_checkpoint_open(path, &ds, &ck, err, sizeof err)) {
