@@ -168,7 +168,7 @@ void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const kgl_real *seed)
 void kgl_backward(kgl_tape *t, kgl_tensor *root)
 {
     if (root->rows != 1 || root->cols != 1) kgl_die("backward: root is %dx%d, not a scalar", root->rows, root->cols);
-    const kgl_real one = 1;
+    static const kgl_real one = 1;
     kgl_backward_seeded(t, root, &one);
 }
 
