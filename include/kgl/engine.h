@@ -103,6 +103,11 @@ typedef struct kgl_tensor {
 } kgl_tensor;
 
 static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
+/* *m = max(*m, v), where a NaN, once in, stays (nothing compares above it), so that a check on *m fails. */
+static inline void kgl_keep_max(double *m, double v)
+{
+    if (!(v <= *m) && *m == *m) *m = v;
+}
 /* Copies between kgl_real and double arrays (exact to double; to float, rounded
  * to nearest): results the caller keeps in double, inputs it gives in double.
  * Never memcpy between the two, whose sizes differ in the f32 build. */
@@ -374,6 +379,7 @@ void kgl_fd_compare(kgl_real *x, const kgl_real *analytic, size_t n, double h, d
  * each an array of doubles (converted from kgl_real). The float64 program
  * computes them as the reference, the float32 program as the twin. */
 #define KGL_TWIN_MAX_ARRAYS 96
+#define KGL_TWIN_FLOOR 0.1 /* the least scale an array's error is measured against (kgl_twin_compare) */
 typedef struct kgl_twin {
     char op[48];
     int n;                                  /* arrays */
@@ -384,8 +390,8 @@ typedef struct kgl_twin {
 void kgl_twin_op(const kgl_op *op, uint64_t seed, kgl_twin *out);
 void kgl_twin_free(kgl_twin *t);
 /* Compares a float32 twin with its float64 reference array by array: the
- * same labels and lengths, and normwise errors within tol (written !(err <=
- * tol): a NaN fails). res gets the largest error, the arrays compared and
+ * same labels and lengths, and normwise errors ‖y32 − y64‖∞ / max(‖y64‖∞,
+ * KGL_TWIN_FLOOR) within tol (written !(err <= tol): a NaN fails). res gets the largest error, the arrays compared and
  * the first failure, for people. */
 bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_check_result *res);
 

@@ -14,11 +14,6 @@
 
 /* ---- small helpers --------------------------------------------------------- */
 
-static void keep_max(double *m, double v)
-{
-    if (!(v <= *m)) *m = v; /* a NaN wins, so that a check on it fails */
-}
-
 static kgl_tensor *tensor(kgl_tape *t, int rows, int cols, const double *v)
 {
     kgl_tensor *x = kgl_tensor_new(t, rows, cols, false);
@@ -64,7 +59,7 @@ static double max_row_sum_err(const kgl_tensor *A)
     for (int i = 0; i < A->rows; i++) {
         double s = 0;
         for (int j = 0; j < A->cols; j++) s += A->data[(size_t)i * A->cols + j];
-        keep_max(&m, fabs(s - 1.0));
+        kgl_keep_max(&m, fabs(s - 1.0));
     }
     return m;
 }
@@ -72,7 +67,7 @@ static double max_row_sum_err(const kgl_tensor *A)
 static double max_abs_diff(const double *a, const double *b, size_t n)
 {
     double m = 0;
-    for (size_t i = 0; i < n; i++) keep_max(&m, fabs(a[i] - b[i]));
+    for (size_t i = 0; i < n; i++) kgl_keep_max(&m, fabs(a[i] - b[i]));
     return m;
 }
 
@@ -252,7 +247,7 @@ bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r)
     for (int i = 0; i < N; i++)
         for (int j = 0; j < N; j++) {
             double hand = i == j ? r->p[i] * (1.0 - r->p[i]) : -r->p[i] * r->p[j];
-            keep_max(&r->hand_err, fabs(r->J[i * N + j] - hand));
+            kgl_keep_max(&r->hand_err, fabs(r->J[i * N + j] - hand));
         }
 
     /* The tape never builds J, but backward through softmax_rows seeded with
@@ -267,7 +262,7 @@ bool kgl_demo_jacobian_run(uint64_t seed, kgl_demo_jacobian *r)
         double e[N] = {0};
         e[k] = 1;
         kgl_backward_seeded(&rec, p, e);
-        keep_max(&r->tape_err, max_abs_diff(z->grad, r->J + k * N, N));
+        kgl_keep_max(&r->tape_err, max_abs_diff(z->grad, r->J + k * N, N));
     }
     kgl_tape_free(&rec);
 
@@ -366,7 +361,7 @@ bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, k
                    *Vh = kgl_slice_cols(&t, V, h * DK, DK);
         attention at = attend(&t, Qh, Kh, Vh, 1.0 / sqrt((double)DK), no_mask);
         O[h] = at.O;
-        keep_max(&r->max_row_sum_err, max_row_sum_err(at.A));
+        kgl_keep_max(&r->max_row_sum_err, max_row_sum_err(at.A));
         const double *row = at.A->data + (size_t)query * w->n;
         r->top[h] = argmax(row, w->n);
         r->top_weight[h] = row[r->top[h]];
@@ -455,8 +450,8 @@ bool kgl_demo_mask_run(kgl_demo_mask *r)
         kgl_tensor *A = attend(&t, Q, K, V, 1.0 / sqrt((double)F), mask).A;
         kgl_tensor *U = attend(&t, Q, K, V, 1.0, mask).A;
         memcpy(m ? r->causal : r->bi, A->data, sizeof r->bi);
-        keep_max(&r->max_row_sum_err, max_row_sum_err(A));
-        keep_max(&r->max_row_sum_err, max_row_sum_err(U));
+        kgl_keep_max(&r->max_row_sum_err, max_row_sum_err(A));
+        kgl_keep_max(&r->max_row_sum_err, max_row_sum_err(U));
         for (int i = 0; i < T; i++) {
             r->max_w[m][i] = row_max(A->data + i * T, T);
             r->max_w_unscaled[m][i] = row_max(U->data + i * T, T);
@@ -466,7 +461,7 @@ bool kgl_demo_mask_run(kgl_demo_mask *r)
     }
     r->above_diag = 0;
     for (int i = 0; i < T; i++)
-        for (int j = i + 1; j < T; j++) keep_max(&r->above_diag, fabs(r->causal[i * T + j]));
+        for (int j = i + 1; j < T; j++) kgl_keep_max(&r->above_diag, fabs(r->causal[i * T + j]));
 
     /* who looks at whom (bidirectional): every other token's largest weight is
        on the action; each person or thing outweighs every other token in the
@@ -704,7 +699,7 @@ bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r)
         o->top = argmax(w->data, g->n);
         for (int j = 0; j < g->n; j++)
             if (in_step(g->role[j])) o->step_weight += w->data[j];
-        keep_max(&r->max_row_sum_err, max_row_sum_err(w));
+        kgl_keep_max(&r->max_row_sum_err, max_row_sum_err(w));
     }
     kgl_tape_free(&t);
 
