@@ -1,4 +1,4 @@
-/* kernel.h — double-precision matrix multiply for kgl (kernel.c).
+/* kernel.h — matrix multiply in kgl_real (double, or float under KGL_FLOAT32) for kgl (kernel.c).
  *
  * All matrices are row-major with leading dimensions (in elements). M, N or
  * K may be 0; with K = 0, KGL_SET writes zeros. C must not alias A or B.
@@ -11,7 +11,8 @@
  * which sums run side by side, never the operations inside one sum, so the
  * bits are the same for any thread count, any pool and any C offset; AVX2
  * and AVX-512 give the same bits as each other (and as a scalar fma() loop);
- * the portable path gives those of the plain mul+add loop. */
+ * the portable path gives those of the plain mul+add loop. In float the
+ * chain is the same in float arithmetic (fmaf; a float multiply and add). */
 #ifndef KGL_KERNEL_H
 #define KGL_KERNEL_H
 
@@ -20,12 +21,20 @@
 
 enum { KGL_SET = 0, KGL_ADD = 1 }; /* C = A·B  or  C += A·B (the sum starts from C's value) */
 
-/* Blocking constants (elements); see kernel.c. */
+/* Blocking constants (elements; the largest over the ISAs); see kernel.c. */
+#ifdef KGL_FLOAT32
 enum {
     KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
-    KGL_GEMM_MC = 144,  /* rows of C per packed block of A (largest over the ISAs) */
+    KGL_GEMM_MC = 144,  /* rows of C per packed block of A */
+    KGL_GEMM_NC = 4096, /* columns of C per packed block of B */
+};
+#else
+enum {
+    KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
+    KGL_GEMM_MC = 144,  /* rows of C per packed block of A */
     KGL_GEMM_NC = 2048, /* columns of C per packed block of B */
 };
+#endif
 /* Bytes of per-thread packing space the GEMM needs: a KC x NC block of B and an MC x KC block of A. */
 #define KGL_GEMM_WORKSPACE ((unsigned long)(KGL_GEMM_KC * KGL_GEMM_NC + KGL_GEMM_MC * KGL_GEMM_KC) * sizeof(kgl_real))
 
