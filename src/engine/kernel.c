@@ -47,6 +47,7 @@
  * Both precisions run the same chain per element (an FMA rounds once, in
  * kgl_real), so everything said above about the bits holds in float too. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -587,13 +588,6 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, c
     gemm(pick_isa(-1), KGL_PATH_AUTO, p, M, N, K, A, 1, lda, B, ldb, 1, C, ldc, mode);
 }
 
-void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const kgl_real *A,
-                        int lda, const kgl_real *B, int ldb, kgl_real *C, int ldc, int mode)
-{
-    gemm(pick_isa(isa < 0 ? 0 : isa), path, p, M, N, K, A, ta ? 1 : lda, ta ? lda : 1, B, tb ? 1 : ldb,
-         tb ? ldb : 1, C, ldc, mode);
-}
-
 
 /* ---- B packed once, shared by many products ---------------------------------
  * Attention multiplies every block of rows by the same K_hᵀ, V_h, K_h, Q_h or
@@ -610,10 +604,9 @@ size_t kgl_gemm_packed_b_doubles(int K, int N)
     return (size_t)(K > 0 ? K : 0) * (size_t)packed_width(N > 0 ? N : 0, f->nr);
 }
 
-void kgl_gemm_pack_b(int K, int N, const kgl_real *B, int ldb, int transposed, kgl_real *packed)
+/* kgl_gemm_pack_b with the ISA's panels: B(k, j) = B[k*brs + j*bcs]. */
+static void pack_b(const isa_cfg *f, int K, int N, const kgl_real *B, ptrdiff_t brs, ptrdiff_t bcs, kgl_real *packed)
 {
-    const isa_cfg *f = &configs[pick_isa(-1)];
-    ptrdiff_t brs = transposed ? 1 : ldb, bcs = transposed ? ldb : 1;
     size_t npad = (size_t)packed_width(N, f->nr);
     for (int pc = 0; pc < K; pc += f->kc) {
         int kc = imin(f->kc, K - pc);
@@ -623,8 +616,9 @@ void kgl_gemm_pack_b(int K, int N, const kgl_real *B, int ldb, int transposed, k
     }
 }
 
-void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kgl_real *A, int lda, int a_transposed,
-                          const kgl_real *packed, kgl_real *C, int ldc, int mode)
+/* kgl_gemm_packed_b_on with the ISA's kernels: A(i, k) = A[i*ars + k*acs]. */
+static void packed_b_on(const isa_cfg *f, kgl_pool *p, int worker, int M, int N, int K, const kgl_real *A,
+                        ptrdiff_t ars, ptrdiff_t acs, const kgl_real *packed, kgl_real *C, ptrdiff_t ldc, int mode)
 {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {
@@ -632,8 +626,6 @@ void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kg
             for (int i = 0; i < M; i++) memset(C + (ptrdiff_t)i * ldc, 0, (size_t)N * sizeof *C);
         return;
     }
-    const isa_cfg *f = &configs[pick_isa(-1)];
-    ptrdiff_t ars = a_transposed ? 1 : lda, acs = a_transposed ? lda : 1;
     size_t npad = (size_t)packed_width(N, f->nr);
     if (f->edge && (int)npad <= IN_PLACE_A_MAX_PANELS * f->nr) {
         /* Few columns: each MR-row slab of A (in place) meets every B panel while it is in L1. The same
@@ -668,4 +660,33 @@ void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kg
             macro_kernel(f, mc, N, kc, ap, packed + (size_t)pc * npad, C + (ptrdiff_t)ic * ldc, ldc, add);
         }
     }
+}
+
+void kgl_gemm_pack_b(int K, int N, const kgl_real *B, int ldb, int transposed, kgl_real *packed)
+{
+    pack_b(&configs[pick_isa(-1)], K, N, B, transposed ? 1 : ldb, transposed ? ldb : 1, packed);
+}
+
+void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kgl_real *A, int lda, int a_transposed,
+                          const kgl_real *packed, kgl_real *C, int ldc, int mode)
+{
+    packed_b_on(&configs[pick_isa(-1)], p, worker, M, N, K, A, a_transposed ? 1 : lda, a_transposed ? lda : 1, packed,
+                C, ldc, mode);
+}
+
+void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const kgl_real *A,
+                        int lda, const kgl_real *B, int ldb, kgl_real *C, int ldc, int mode)
+{
+    isa = pick_isa(isa < 0 ? 0 : isa);
+    ptrdiff_t ars = ta ? 1 : lda, acs = ta ? lda : 1, brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
+    if (path != KGL_PATH_PACKED_B) {
+        gemm(isa, path, p, M, N, K, A, ars, acs, B, brs, bcs, C, ldc, mode);
+        return;
+    }
+    const isa_cfg *f = &configs[isa];
+    size_t n = (size_t)(K > 0 ? K : 0) * (size_t)packed_width(N > 0 ? N : 0, f->nr);
+    kgl_real *packed = kgl_xmalloc(n * sizeof *packed);
+    pack_b(f, K, N, B, brs, bcs, packed);
+    packed_b_on(f, p, 0, M, N, K, A, ars, acs, packed, C, ldc, mode);
+    free(packed);
 }

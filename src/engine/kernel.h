@@ -51,8 +51,10 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, c
 /* For tests and benchmarks only: the same GEMM with the ISA and the path forced.
  * isa: a kgl_isa value no higher than kgl_isa_best() (lower values are honoured, higher ones clamped);
  * ta, tb: 0 = as stored, 1 = transposed (ta = tb = 1 is not supported);
- * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC) or KGL_PATH_PACKED. */
-enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2 };
+ * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC), KGL_PATH_PACKED,
+ * or KGL_PATH_PACKED_B: B packed as kgl_gemm_pack_b packs it (into memory this call allocates), then
+ * kgl_gemm_packed_b_on on worker 0, both with this ISA's micro-tile. */
+enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2, KGL_PATH_PACKED_B = 3 };
 void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const kgl_real *A,
                         int lda, const kgl_real *B, int ldb, kgl_real *C, int ldc, int mode);
 
