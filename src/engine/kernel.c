@@ -438,6 +438,18 @@ static void edge_tile(const isa_cfg *f, ukernel *kern, int mr, int nr, int kc, c
         for (int j = 0; j < nr; j++) c[i * ldc + j] = t[i * w + j];
 }
 
+/* Asks for the rows r < mr, columns j < nr of a tile of C to be brought into the cache (for writing): its
+ * lines are read by the micro-kernel's first loads (KGL_ADD) or, for its last stores, fetched from memory
+ * (KGL_SET), so their misses, issued one tile ahead, overlap with that tile's k-loop. */
+static inline void prefetch_tile(const kgl_real *c, ptrdiff_t ldc, int mr, int nr)
+{
+    for (int i = 0; i < mr; i++) {
+        const char *row = (const char *)(c + i * ldc), *end = (const char *)(c + i * ldc + nr - 1);
+        for (const char *p = row; p < end; p += 64) __builtin_prefetch(p, 1, 3);
+        __builtin_prefetch(end, 1, 3);
+    }
+}
+
 /* The macro-kernel: C[0:mc, 0:nc] (+)= packed A block (mc x kc) times packed B block (kc x nc). */
 static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const kgl_real *ap, const kgl_real *bp, kgl_real *C,
                          ptrdiff_t ldc, int add)
@@ -450,6 +462,8 @@ static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const kgl_rea
             int mr = imin(MR, mc - ir);
             const kgl_real *a = ap + (ptrdiff_t)ir * kc;
             kgl_real *c = C + ir * ldc + jr;
+            if (ir + MR < mc) prefetch_tile(c + MR * ldc, ldc, imin(MR, mc - ir - MR), nr); /* the next tile down */
+            else if (jr + NR < nc) prefetch_tile(C + jr + NR, ldc, imin(MR, mc), imin(NR, nc - jr - NR)); /* next column */
             if (mr == MR && nr == NR) f->packed(kc, a, 1, MR, b, NR, c, ldc, add);
             else edge_tile(f, f->packed, mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
         }
