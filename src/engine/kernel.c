@@ -17,9 +17,7 @@
  * so one micro-kernel serves all three. Panels are zero-padded to MR / NR.
  * An edge tile (fewer than MR rows or NR columns left) goes through an edge
  * kernel that runs the same per-element chain on the valid rows only, with
- * masked loads and stores for the columns (AVX2, portable); without one
- * (AVX-512) the full micro-kernel runs on a zero-padded copy of the tile and
- * only the valid part is copied back.
+ * masked loads and stores for the columns.
  *
  * Determinism: each element of C is one chain, c = fma(a_ik, b_kj, c) for k
  * in increasing order, started from 0 (KGL_SET) or C (KGL_ADD); a KC slice
@@ -59,7 +57,6 @@
 
 #define KC_MAX KGL_GEMM_KC
 #define NC KGL_GEMM_NC
-enum { MR_MAX = 12, NR_MAX = 2 * 64 / (int)sizeof(kgl_real) }; /* the largest tile: AVX-512's, 12 x 2 zmm */
 
 /* Below this many flops (2MNK) the direct path is used (with K <= KC). */
 #define DIRECT_MAX_FLOPS 40000.0
@@ -69,7 +66,7 @@ enum { MR_MAX = 12, NR_MAX = 2 * 64 / (int)sizeof(kgl_real) }; /* the largest ti
 #define WAKE_COST 200000.0
 /* kgl_gemm_packed_b_on reads A in place, unpacked, when B has at most this many NR-wide panels: a packed
  * panel of A would be read only that many times, so copying it costs more than the strided reads it saves
- * (attention's products with one side d_k: d_k = 32 is 4 panels). */
+ * (attention's products with one side d_k: d_k = 32 is 4 panels of AVX2 doubles, 1 of AVX-512 floats). */
 #define IN_PLACE_A_MAX_PANELS 4
 
 /* A micro-kernel: the MR x NR tile c (row stride ldc) = (add ? c : 0) + sum over k < kc of
@@ -82,8 +79,8 @@ typedef void ukernel(int kc, const kgl_real *a, ptrdiff_t ars, ptrdiff_t aks, co
 typedef void ekernel(int mr, int nr, int kc, const kgl_real *a, ptrdiff_t ars, ptrdiff_t aks, const kgl_real *b,
                      ptrdiff_t bks, kgl_real *c, ptrdiff_t ldc, int add);
 
-/* One ISA's micro-tile and blocking, and its kernels for packed and in-place operands; edge may be NULL
- * (edge tiles then go through a zero-padded copy, see edge_tile). */
+/* One ISA's micro-tile and blocking, and its kernels: for full tiles of packed and of in-place operands, and
+ * for edge tiles of either. */
 typedef struct {
     int mr, nr, mc, kc;
     ukernel *packed, *strided;
@@ -168,7 +165,8 @@ static void portable_strided(int kc, const kgl_real *a, ptrdiff_t ars, ptrdiff_t
 
 /* The vector kernels are written in these names: a ymm (AVX2) holds Y_LANES kgl_reals, a zmm (AVX-512)
  * Z_LANES. load and store are unaligned; bcast(p) puts *p in every lane; fma(a, b, c) = a·b + c rounded
- * once; ymm_first(n) is the mask of lanes j < n (maskload reads, and maskstore writes, only those). */
+ * once; ymm_first(n) and zmm_first(n) are the masks of lanes j < n (maskload reads, and maskstore writes, only
+ * those; maskload gives 0 in the others). */
 #ifdef KGL_FLOAT32
 typedef __m256 ymm_t;
 typedef __m512 zmm_t;
@@ -186,6 +184,9 @@ enum { Y_LANES = 8, Z_LANES = 16 };
 #define zmm_zero _mm512_setzero_ps
 #define zmm_bcast(p) _mm512_set1_ps(*(p))
 #define zmm_fma _mm512_fmadd_ps
+typedef __mmask16 zmask_t;
+#define zmm_maskload(p, m) _mm512_maskz_loadu_ps(m, p)
+#define zmm_maskstore(p, m, v) _mm512_mask_storeu_ps(p, m, v)
 #else
 typedef __m256d ymm_t;
 typedef __m512d zmm_t;
@@ -203,7 +204,11 @@ enum { Y_LANES = 4, Z_LANES = 8 };
 #define zmm_zero _mm512_setzero_pd
 #define zmm_bcast(p) _mm512_set1_pd(*(p))
 #define zmm_fma _mm512_fmadd_pd
+typedef __mmask8 zmask_t;
+#define zmm_maskload(p, m) _mm512_maskz_loadu_pd(m, p)
+#define zmm_maskstore(p, m, v) _mm512_mask_storeu_pd(p, m, v)
 #endif
+#define zmm_first(n) ((zmask_t)((n) <= 0 ? 0u : (n) >= Z_LANES ? ~0u : (1u << (n)) - 1))
 
 /* ------------------------------------------------------------------ AVX2: 6 x 2 ymm */
 
@@ -343,6 +348,58 @@ static TARGET_AVX512 void avx512_strided(int kc, const kgl_real *a, ptrdiff_t ar
     avx512_body(kc, a, ars, aks, b, bks, c, ldc, add);
 }
 
+/* AVX-512 edge tile body: rows r < R (a compile-time constant) of the 12 x 2-zmm tile, columns masked by m0 / m1
+ * (B and C are read and written through the masks only). Each element runs the same fma chain as in avx512_body. */
+INLINE TARGET_AVX512 void avx512_edge_body(const int R, int kc, const kgl_real *a, ptrdiff_t ars, ptrdiff_t aks,
+                                           const kgl_real *b, ptrdiff_t bks, kgl_real *c, ptrdiff_t ldc, int add,
+                                           zmask_t m0, zmask_t m1)
+{
+    zmm_t z = zmm_zero();
+    zmm_t c00 = z, c01 = z, c10 = z, c11 = z, c20 = z, c21 = z, c30 = z, c31 = z, c40 = z, c41 = z, c50 = z, c51 = z;
+    zmm_t c60 = z, c61 = z, c70 = z, c71 = z, c80 = z, c81 = z, c90 = z, c91 = z, cA0 = z, cA1 = z, cB0 = z, cB1 = z;
+#define LOAD_ROW(r, i)                                                                                                 \
+    if (R > i) c##r##0 = zmm_maskload(c + i * ldc, m0), c##r##1 = zmm_maskload(c + i * ldc + Z_LANES, m1)
+#define FMA_ROW(r, i)                                                                                                  \
+    if (R > i) t = zmm_bcast(a + i * ars), c##r##0 = zmm_fma(t, b0, c##r##0), c##r##1 = zmm_fma(t, b1, c##r##1)
+#define STORE_ROW(r, i)                                                                                                \
+    if (R > i) zmm_maskstore(c + i * ldc, m0, c##r##0), zmm_maskstore(c + i * ldc + Z_LANES, m1, c##r##1)
+    if (add) {
+        LOAD_ROW(0, 0); LOAD_ROW(1, 1); LOAD_ROW(2, 2); LOAD_ROW(3, 3); LOAD_ROW(4, 4); LOAD_ROW(5, 5);
+        LOAD_ROW(6, 6); LOAD_ROW(7, 7); LOAD_ROW(8, 8); LOAD_ROW(9, 9); LOAD_ROW(A, 10); LOAD_ROW(B, 11);
+    }
+    for (int k = 0; k < kc; k++, a += aks, b += bks) {
+        zmm_t b0 = zmm_maskload(b, m0), b1 = zmm_maskload(b + Z_LANES, m1), t;
+        FMA_ROW(0, 0); FMA_ROW(1, 1); FMA_ROW(2, 2); FMA_ROW(3, 3); FMA_ROW(4, 4); FMA_ROW(5, 5);
+        FMA_ROW(6, 6); FMA_ROW(7, 7); FMA_ROW(8, 8); FMA_ROW(9, 9); FMA_ROW(A, 10); FMA_ROW(B, 11);
+    }
+    STORE_ROW(0, 0); STORE_ROW(1, 1); STORE_ROW(2, 2); STORE_ROW(3, 3); STORE_ROW(4, 4); STORE_ROW(5, 5);
+    STORE_ROW(6, 6); STORE_ROW(7, 7); STORE_ROW(8, 8); STORE_ROW(9, 9); STORE_ROW(A, 10); STORE_ROW(B, 11);
+#undef LOAD_ROW
+#undef FMA_ROW
+#undef STORE_ROW
+}
+
+/* AVX-512 edge kernel: an mr x nr part of a 12 x 2-zmm tile, without a temporary copy. */
+static TARGET_AVX512 void avx512_edge(int mr, int nr, int kc, const kgl_real *a, ptrdiff_t ars, ptrdiff_t aks,
+                                      const kgl_real *b, ptrdiff_t bks, kgl_real *c, ptrdiff_t ldc, int add)
+{
+    zmask_t m0 = zmm_first(nr), m1 = zmm_first(nr - Z_LANES);
+    switch (mr) {
+    case 1: avx512_edge_body(1, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 2: avx512_edge_body(2, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 3: avx512_edge_body(3, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 4: avx512_edge_body(4, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 5: avx512_edge_body(5, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 6: avx512_edge_body(6, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 7: avx512_edge_body(7, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 8: avx512_edge_body(8, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 9: avx512_edge_body(9, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 10: avx512_edge_body(10, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    case 11: avx512_edge_body(11, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    default: avx512_edge_body(12, kc, a, ars, aks, b, bks, c, ldc, add, m0, m1); break;
+    }
+}
+
 #endif /* __x86_64__ */
 
 /* The per-ISA blocking (elements): KC * NR * sizeof(kgl_real) bytes (one B panel) stays well inside L1,
@@ -358,7 +415,7 @@ static const isa_cfg configs[] = {
     {P_MR, P_NR, P_MC, P_KC, portable_packed, portable_strided, portable_edge},
 #if defined(__x86_64__)
     {A2_MR, A2_NR, A2_MC, A2_KC, avx2_packed, avx2_strided, avx2_edge},
-    {A5_MR, A5_NR, A5_MC, A5_KC, avx512_packed, avx512_strided, NULL},
+    {A5_MR, A5_NR, A5_MC, A5_KC, avx512_packed, avx512_strided, avx512_edge},
 #endif
 };
 
@@ -420,24 +477,6 @@ typedef struct {
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
-/* An mr x nr (< MR x NR) tile of C: the ISA's edge kernel, or else the full micro-kernel on a zero-padded
- * copy of the tile, of which the valid part is copied back (a and b must then hold full MR / NR panels). */
-static void edge_tile(const isa_cfg *f, ukernel *kern, int mr, int nr, int kc, const kgl_real *a, ptrdiff_t ars,
-                      ptrdiff_t aks, const kgl_real *b, ptrdiff_t bks, kgl_real *c, ptrdiff_t ldc, int add)
-{
-    if (f->edge) {
-        f->edge(mr, nr, kc, a, ars, aks, b, bks, c, ldc, add);
-        return;
-    }
-    _Alignas(64) kgl_real t[MR_MAX * NR_MAX];
-    const int w = f->nr;
-    for (int i = 0; i < f->mr; i++)
-        for (int j = 0; j < w; j++) t[i * w + j] = add && i < mr && j < nr ? c[i * ldc + j] : 0.0;
-    kern(kc, a, ars, aks, b, bks, t, w, add);
-    for (int i = 0; i < mr; i++)
-        for (int j = 0; j < nr; j++) c[i * ldc + j] = t[i * w + j];
-}
-
 /* Asks for the rows r < mr, columns j < nr of a tile of C to be brought into the cache (for writing): its
  * lines are read by the micro-kernel's first loads (KGL_ADD) or, for its last stores, fetched from memory
  * (KGL_SET), so their misses, issued one tile ahead, overlap with that tile's k-loop. */
@@ -465,7 +504,7 @@ static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const kgl_rea
             if (ir + MR < mc) prefetch_tile(c + MR * ldc, ldc, imin(MR, mc - ir - MR), nr); /* the next tile down */
             else if (jr + NR < nc) prefetch_tile(C + jr + NR, ldc, imin(MR, mc), imin(NR, nc - jr - NR)); /* next column */
             if (mr == MR && nr == NR) f->packed(kc, a, 1, MR, b, NR, c, ldc, add);
-            else edge_tile(f, f->packed, mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
+            else f->edge(mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
         }
     }
 }
@@ -496,31 +535,25 @@ static void gemm_block(const gemm_job *g, int i0, int i1, int j0, int j1, kgl_re
 }
 
 /* The direct path for small products (K <= KC): micro-kernels read A and B in place; only B's panels
- * when B is transposed (so not contiguous along j), and edge panels if the ISA has no edge kernel, are packed. */
-static void gemm_direct(const gemm_job *g, kgl_real *ws)
+ * are packed when B is transposed (so not contiguous along j). */
+static void gemm_direct(const gemm_job *g, kgl_real *pb)
 {
     const isa_cfg *f = g->f;
     const int MR = f->mr, NR = f->nr, K = g->K;
-    kgl_real *pa = ws, *pb = ws + MR_MAX * KC_MAX;
     for (int j0 = 0; j0 < g->N; j0 += NR) {
         int nr = imin(NR, g->N - j0);
         const kgl_real *b = g->B + j0 * g->bcs;
         ptrdiff_t bks = g->brs;
-        if ((nr < NR && !f->edge) || g->bcs != 1) {
+        if (g->bcs != 1) {
             pack_panel(pb, b, nr, NR, K, g->bcs, g->brs);
             b = pb, bks = NR;
         }
         for (int i0 = 0; i0 < g->M; i0 += MR) {
             int mr = imin(MR, g->M - i0);
             const kgl_real *a = g->A + i0 * g->ars;
-            ptrdiff_t ars = g->ars, aks = g->acs;
-            if (mr < MR && !f->edge) {
-                pack_panel(pa, a, mr, MR, K, ars, aks);
-                a = pa, ars = 1, aks = MR;
-            }
             kgl_real *c = g->C + i0 * g->ldc + j0;
-            if (mr == MR && nr == NR) f->strided(K, a, ars, aks, b, bks, c, g->ldc, g->mode);
-            else edge_tile(f, f->strided, mr, nr, K, a, ars, aks, b, bks, c, g->ldc, g->mode);
+            if (mr == MR && nr == NR) f->strided(K, a, g->ars, g->acs, b, bks, c, g->ldc, g->mode);
+            else f->edge(mr, nr, K, a, g->ars, g->acs, b, bks, c, g->ldc, g->mode);
         }
     }
 }
@@ -641,7 +674,7 @@ static void packed_b_on(const isa_cfg *f, kgl_pool *p, int worker, int M, int N,
         return;
     }
     size_t npad = (size_t)packed_width(N, f->nr);
-    if (f->edge && (int)npad <= IN_PLACE_A_MAX_PANELS * f->nr) {
+    if ((int)npad <= IN_PLACE_A_MAX_PANELS * f->nr) {
         /* Few columns: each MR-row slab of A (in place) meets every B panel while it is in L1. The same
          * chains as below: k in increasing order, each KC slice stored to C and reloaded by the next. */
         const int MR = f->mr, NR = f->nr;
