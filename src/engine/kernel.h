@@ -60,8 +60,8 @@ void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, i
 
 
 /* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
- * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) doubles
- * hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
+ * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) kgl_reals
+ * (doubles, or floats in the f32 build) hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
  * when a_transposed), run by one thread in a task. When B is at most four
  * NR-wide panels (attention's d_k side), A is read in place rather than
  * packed: each of its panels would serve only that many tiles. The bits are
