@@ -428,10 +428,11 @@ enum { P_MC = 128, P_KC = 256, A2_MC = 96, A2_KC = 256, A5_MC = 144, A5_KC = 256
 #else
 enum { P_MC = 128, P_KC = 256, A2_MC = 96, A2_KC = 256, A5_MC = 144, A5_KC = 192 };
 #endif
-_Static_assert(P_KC <= (int)KC_MAX && P_MC <= (int)KGL_GEMM_MC && P_MC % P_MR == 0, "KGL_GEMM_WORKSPACE holds the blocks");
+/* KGL_GEMM_WORKSPACE holds every ISA's blocks, and an A block is whole micro-panels. */
+_Static_assert(P_KC <= (int)KC_MAX && P_MC <= (int)KGL_GEMM_MC && P_MC % P_MR == 0, "portable blocking");
 #if defined(__x86_64__)
-_Static_assert(A2_KC <= (int)KC_MAX && A2_MC <= (int)KGL_GEMM_MC && A2_MC % A2_MR == 0, "KGL_GEMM_WORKSPACE holds the blocks");
-_Static_assert(A5_KC <= (int)KC_MAX && A5_MC <= (int)KGL_GEMM_MC && A5_MC % A5_MR == 0, "KGL_GEMM_WORKSPACE holds the blocks");
+_Static_assert(A2_KC <= (int)KC_MAX && A2_MC <= (int)KGL_GEMM_MC && A2_MC % A2_MR == 0, "AVX2 blocking");
+_Static_assert(A5_KC <= (int)KC_MAX && A5_MC <= (int)KGL_GEMM_MC && A5_MC % A5_MR == 0, "AVX-512 blocking");
 #endif
 
 /* The per-ISA configurations, indexed by kgl_isa. */
@@ -525,8 +526,9 @@ static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const kgl_rea
             int mr = imin(MR, mc - ir);
             const kgl_real *a = ap + (ptrdiff_t)ir * kc;
             kgl_real *c = C + ir * ldc + jr;
-            if (ir + MR < mc) prefetch_tile(c + MR * ldc, ldc, imin(MR, mc - ir - MR), nr); /* the next tile down */
-            else if (jr + NR < nc) prefetch_tile(C + jr + NR, ldc, imin(MR, mc), imin(NR, nc - jr - NR)); /* next column */
+            /* the next tile: down this column, or the top of the next one */
+            if (ir + MR < mc) prefetch_tile(c + MR * ldc, ldc, imin(MR, mc - ir - MR), nr);
+            else if (jr + NR < nc) prefetch_tile(C + jr + NR, ldc, imin(MR, mc), imin(NR, nc - jr - NR));
             if (mr == MR && nr == NR) f->packed(kc, a, 1, MR, b, NR, c, ldc, add);
             else f->edge(mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
         }
