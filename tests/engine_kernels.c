@@ -170,7 +170,8 @@ static bool gemm_case(kgl_pool *p, krng *r, int isa, int path, const gemm_layout
     return ok;
 }
 
-/* Every small shape, every ISA x path (direct, packed) x layout x mode. The
+/* Every small shape, every ISA x path (direct, packed, packed B: kgl_gemm_pack_b
+ * and kgl_gemm_packed_b_on, which on this ISA's tile may read A in place) x layout x mode. The
  * full cube of the helper's edge list (0..17 around the 4/8/12/16-wide
  * micro-tiles) is kept: 11^3 shapes are cheap. */
 TEST(gemm_small_shapes_exact_and_accurate)
@@ -186,7 +187,7 @@ TEST(gemm_small_shapes_exact_and_accurate)
                 for (int a = 0; a < ns; a++)
                     for (int b = 0; b < ns; b++)
                         for (int c = 0; c < ns; c++)
-                            for (int path = KGL_PATH_DIRECT; path <= KGL_PATH_PACKED; path++) {
+                            for (int path = KGL_PATH_DIRECT; path <= KGL_PATH_PACKED_B; path++) {
                                 cases++;
                                 if (!gemm_case(p1, &r, isa, path, &layouts[l], small[a], small[b], small[c], mode,
                                                (a + b + c) % 3) &&
@@ -203,7 +204,8 @@ done:
  * configuration instead of 60, and M*N*K <= 4e5 so the long double reference
  * stays cheap under the sanitizers), all three path choices, 1 and 2
  * threads, padded leading dimensions; plus fixed shapes that cross the
- * blocking: K > 2 KC (three depth slices), M > MC, N > NC. */
+ * blocking: K > 2 KC (three depth slices), M > MC, N > NC, on every path
+ * (packed B too). */
 TEST(gemm_edge_shapes_blocking_and_padding)
 {
     static const int all[] = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 135, 257};
@@ -223,7 +225,7 @@ TEST(gemm_edge_shapes_blocking_and_padding)
                     bad += !gemm_case(t & 1 ? p2 : p1, &r, isa, t % 3, &layouts[l], M, N, K, mode, krng_int(&r, 5));
                 }
                 for (size_t f = 0; f < sizeof fixed / sizeof fixed[0]; f++)
-                    for (int path = KGL_PATH_AUTO; path <= KGL_PATH_PACKED; path++)
+                    for (int path = KGL_PATH_AUTO; path <= KGL_PATH_PACKED_B; path++)
                         bad += !gemm_case(f & 1 ? p2 : p1, &r, isa, path, &layouts[l], fixed[f][0], fixed[f][1],
                                           fixed[f][2], mode, (int)f);
             }

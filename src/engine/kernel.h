@@ -1,4 +1,4 @@
-/* kernel.h — double-precision matrix multiply for kgl (kernel.c).
+/* kernel.h — matrix multiply in kgl_real (double, or float under KGL_FLOAT32) for kgl (kernel.c).
  *
  * All matrices are row-major with leading dimensions (in elements). M, N or
  * K may be 0; with K = 0, KGL_SET writes zeros. C must not alias A or B.
@@ -11,7 +11,8 @@
  * which sums run side by side, never the operations inside one sum, so the
  * bits are the same for any thread count, any pool and any C offset; AVX2
  * and AVX-512 give the same bits as each other (and as a scalar fma() loop);
- * the portable path gives those of the plain mul+add loop. */
+ * the portable path gives those of the plain mul+add loop. In float the
+ * chain is the same in float arithmetic (fmaf; a float multiply and add). */
 #ifndef KGL_KERNEL_H
 #define KGL_KERNEL_H
 
@@ -20,12 +21,20 @@
 
 enum { KGL_SET = 0, KGL_ADD = 1 }; /* C = A·B  or  C += A·B (the sum starts from C's value) */
 
-/* Blocking constants (elements); see kernel.c. */
+/* Blocking constants (elements; the largest over the ISAs); see kernel.c. */
+#ifdef KGL_FLOAT32
 enum {
     KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
-    KGL_GEMM_MC = 144,  /* rows of C per packed block of A (largest over the ISAs) */
+    KGL_GEMM_MC = 144,  /* rows of C per packed block of A */
+    KGL_GEMM_NC = 4096, /* columns of C per packed block of B */
+};
+#else
+enum {
+    KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
+    KGL_GEMM_MC = 144,  /* rows of C per packed block of A */
     KGL_GEMM_NC = 2048, /* columns of C per packed block of B */
 };
+#endif
 /* Bytes of per-thread packing space the GEMM needs: a KC x NC block of B and an MC x KC block of A. */
 #define KGL_GEMM_WORKSPACE ((unsigned long)(KGL_GEMM_KC * KGL_GEMM_NC + KGL_GEMM_MC * KGL_GEMM_KC) * sizeof(kgl_real))
 
@@ -42,15 +51,17 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, c
 /* For tests and benchmarks only: the same GEMM with the ISA and the path forced.
  * isa: a kgl_isa value no higher than kgl_isa_best() (lower values are honoured, higher ones clamped);
  * ta, tb: 0 = as stored, 1 = transposed (ta = tb = 1 is not supported);
- * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC) or KGL_PATH_PACKED. */
-enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2 };
+ * path: KGL_PATH_AUTO, KGL_PATH_DIRECT (unpacked small-matrix path; used only if K <= KC), KGL_PATH_PACKED,
+ * or KGL_PATH_PACKED_B: B packed as kgl_gemm_pack_b packs it (into memory this call allocates), then
+ * kgl_gemm_packed_b_on on worker 0, both with this ISA's micro-tile. */
+enum { KGL_PATH_AUTO = 0, KGL_PATH_DIRECT = 1, KGL_PATH_PACKED = 2, KGL_PATH_PACKED_B = 3 };
 void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, int N, int K, const kgl_real *A,
                         int lda, const kgl_real *B, int ldb, kgl_real *C, int ldc, int mode);
 
 
 /* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
- * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) doubles
- * hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
+ * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) kgl_reals
+ * (doubles, or floats in the f32 build) hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
  * when a_transposed), run by one thread in a task. When B is at most four
  * NR-wide panels (attention's d_k side), A is read in place rather than
  * packed: each of its panels would serve only that many tiles. The bits are
