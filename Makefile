@@ -50,7 +50,7 @@ SEEDS ?= 1,2,3,4,5
 JOBS ?= 1
 
 .PHONY: all run test sanitize clean benchmark benchmark-large bench mutate install uninstall
-all: $(BUILD)/libkgl.a $(BUILD)/kgl
+all: $(BUILD)/libkgl.a $(BUILD)/kgl $(BUILD)/f32/libkgl.a $(BUILD)/kgl-f32
 
 $(STB_DS):
 	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -117,19 +117,25 @@ $(BUILD)/kgl_tests: $(TEST_OBJ) $(BUILD)/libkgl.a
 PREFIX ?= /usr/local
 DESTDIR ?=
 KGL_VERSION := $(shell sed -n 's/^\#define KGL_VERSION "\(.*\)"$$/\1/p' include/kgl/engine.h)
-INSTALLED := bin/kgl lib/libkgl.a lib/pkgconfig/kgl.pc include/kgl.h $(wildcard include/kgl/*.h)
-install: $(BUILD)/kgl $(BUILD)/libkgl.a
+INSTALLED := bin/kgl bin/kgl-f32 lib/libkgl.a lib/libkgl-f32.a lib/pkgconfig/kgl.pc lib/pkgconfig/kgl-f32.pc include/kgl.h $(wildcard include/kgl/*.h)
+install: $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 $(F32)/libkgl.a
 	@test -n '$(KGL_VERSION)' || { echo "include/kgl/engine.h defines no KGL_VERSION" >&2; exit 1; }
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 2;; esac
 	install -d '$(DESTDIR)$(PREFIX)/bin' '$(DESTDIR)$(PREFIX)/lib/pkgconfig' '$(DESTDIR)$(PREFIX)/include/kgl'
 	install -m 755 $(BUILD)/kgl '$(DESTDIR)$(PREFIX)/bin/kgl'
+	install -m 755 $(BUILD)/kgl-f32 '$(DESTDIR)$(PREFIX)/bin/kgl-f32'
 	install -m 644 $(BUILD)/libkgl.a '$(DESTDIR)$(PREFIX)/lib/libkgl.a'
+	install -m 644 $(F32)/libkgl.a '$(DESTDIR)$(PREFIX)/lib/libkgl-f32.a'
 	install -m 644 include/kgl.h '$(DESTDIR)$(PREFIX)/include/kgl.h'
 	install -m 644 include/kgl/*.h '$(DESTDIR)$(PREFIX)/include/kgl/'
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
 	  'Name: kgl' 'Description: a transformer layer that learns knowledge-graph relations, on its own autodiff' \
 	  'Version: $(KGL_VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lkgl -lm -pthread' \
 	  > '$(DESTDIR)$(PREFIX)/lib/pkgconfig/kgl.pc'
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' '' \
+	  'Name: kgl-f32' 'Description: kgl in single precision (kgl_real is float)' \
+	  'Version: $(KGL_VERSION)' 'Cflags: -I$${includedir} -DKGL_FLOAT32' 'Libs: -L$${libdir} -lkgl-f32 -lm -pthread' \
+	  > '$(DESTDIR)$(PREFIX)/lib/pkgconfig/kgl-f32.pc'
 uninstall:
 	@case '$(PREFIX)' in /*) ;; *) echo "PREFIX must be an absolute path, got '$(PREFIX)'" >&2; exit 2;; esac
 	rm -f $(addprefix '$(DESTDIR)$(PREFIX)'/,$(INSTALLED))
@@ -139,12 +145,15 @@ uninstall:
 # $(BUILD)/stage through pkg-config, exactly as a user's program would be, and
 # run by the tests (tests/walkthrough.c).
 STAGE := $(abspath $(BUILD)/stage)
-$(BUILD)/example/predict_family: tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(wildcard include/*.h include/kgl/*.h)
+# The same program against kgl-f32 (pkg-config kgl-f32): predict_family_f32.
+$(BUILD)/example/predict_family%: tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 \
+		$(F32)/libkgl.a $(wildcard include/*.h include/kgl/*.h)
 	@command -v pkg-config >/dev/null || { echo "the example program needs pkg-config: apt-get install pkgconf" >&2; exit 1; }
 	$(MAKE) --no-print-directory install PREFIX='$(STAGE)' DESTDIR= >/dev/null
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic $(CFLAGS) $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags kgl) \
-	  $< $(LDFLAGS) $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --libs kgl) -o $@
+	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic $(CFLAGS) \
+	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags kgl$(subst _,-,$*)) $< $(LDFLAGS) \
+	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --libs kgl$(subst _,-,$*)) -o $@
 
 run: $(BUILD)/kgl
 	$(BUILD)/kgl train
@@ -158,9 +167,10 @@ $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/en
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DVMATH_EMULATE_AVX512 $(LDFLAGS) tests/emulated/vmath_avx512.c \
 		src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
-test: $(BUILD)/kgl $(BUILD)/kgl_tests $(BUILD)/vmath_emulated $(BUILD)/runner_probe $(BUILD)/runner_empty \
-		$(BUILD)/example/predict_family
+test: $(BUILD)/kgl $(BUILD)/kgl-f32 $(BUILD)/kgl_tests $(BUILD)/kgl_tests_f32 $(BUILD)/vmath_emulated \
+		$(BUILD)/runner_probe $(BUILD)/runner_empty $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
 	$(BUILD)/vmath_emulated
+	$(BUILD)/kgl_tests_f32 --kgl $(BUILD)/kgl-f32
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
 # The mutation check (data/report/testing.md, "Mutations"): each mutation of tests/mutations.txt

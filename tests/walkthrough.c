@@ -25,7 +25,8 @@ static bool is_file(const char *path)
 }
 
 /* The files `make install` puts under PREFIX (the Makefile's INSTALLED list). */
-static const char *const installed[] = {"bin/kgl", "lib/libkgl.a", "lib/pkgconfig/kgl.pc", "include/kgl.h",
+static const char *const installed[] = {"bin/kgl", "lib/libkgl.a", "lib/pkgconfig/kgl.pc", "bin/kgl-f32",
+                                        "lib/libkgl-f32.a", "lib/pkgconfig/kgl-f32.pc", "include/kgl.h",
                                         "include/kgl/engine.h", "include/kgl/io.h", "include/kgl/model.h",
                                         "include/kgl/studies.h"};
 #define N_INSTALLED (int)(sizeof installed / sizeof installed[0])
@@ -35,20 +36,12 @@ static const char *const installed[] = {"bin/kgl", "lib/libkgl.a", "lib/pkgconfi
  * walkthrough's family graph and asks who Jack's parents are; `kgl train` with
  * the same options and `kgl predict` must give the same answer with the same
  * score, to the last bit (the library is the program's engine, not a copy). */
-TEST(example_program_built_against_installed_kgl_answers_as_the_cli)
+/* The example program built as `program` answers as `kgl train` and `kgl
+   predict` run with `precision` (the same options) do, to the last bit. */
+static void example_answers_as_the_cli(test_ctx *T, const char *program, const char *precision)
 {
-    char path[2048], cmd[4096];
-    for (int k = 0; k < N_INSTALLED; k++) {
-        snprintf(path, sizeof path, "%s/stage/%s", build_dir(T), installed[k]);
-        if (!is_file(path)) printf("    missing: %s\n", path);
-        CHECK(is_file(path));
-    }
-    snprintf(cmd, sizeof cmd, "cat '%s/stage/lib/pkgconfig/kgl.pc'", build_dir(T));
-    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    CHECK(strstr(out, "Version: " KGL_VERSION "\n") != NULL);
-    CHECK(strstr(out, "Libs: -L${libdir} -lkgl -lm -pthread") != NULL);
-
-    snprintf(cmd, sizeof cmd, "'%s/example/predict_family' data/walkthrough/family.train.tsv", build_dir(T));
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s/example/%s' data/walkthrough/family.train.tsv", build_dir(T), program);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
     const char *first = strstr(out, "\n1\t");
     CHECK(first != NULL);
@@ -62,18 +55,39 @@ TEST(example_program_built_against_installed_kgl_answers_as_the_cli)
 
     snprintf(cmd, sizeof cmd,
              "train --train data/walkthrough/family.train.tsv --dim 32 --heads 4 --weight-decay 0.5 --steps 1000 "
-             "--seed 1 --quiet --save %s/family.safetensors",
-             T->tmp);
+             "--seed 1 --quiet %s --save %s/family-%s.safetensors",
+             precision, T->tmp, program);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     snprintf(cmd, sizeof cmd,
-             "predict --checkpoint %s/family.safetensors --train data/walkthrough/family.train.tsv "
+             "predict %s --checkpoint %s/family-%s.safetensors --train data/walkthrough/family.train.tsv "
              "--relation parent_of --tail Jack --top 1 --json",
-             T->tmp);
+             precision, T->tmp, program);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     const char *s = strstr(out, "\"entity\":\"Victor\",\"score\":");
     CHECK(s != NULL);
     double cli_score = s ? strtod(s + strlen("\"entity\":\"Victor\",\"score\":"), NULL) : NAN;
     CHECK(cli_score == score); /* both printed with 17 significant digits: the same double */
+}
+
+TEST(example_program_built_against_installed_kgl_answers_as_the_cli)
+{
+    char path[2048], cmd[4096];
+    for (int k = 0; k < N_INSTALLED; k++) {
+        snprintf(path, sizeof path, "%s/stage/%s", build_dir(T), installed[k]);
+        if (!is_file(path)) printf("    missing: %s\n", path);
+        CHECK(is_file(path));
+    }
+    snprintf(cmd, sizeof cmd, "cat '%s/stage/lib/pkgconfig/kgl.pc'", build_dir(T));
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "Version: " KGL_VERSION "\n") != NULL);
+    CHECK(strstr(out, "Libs: -L${libdir} -lkgl -lm -pthread") != NULL);
+    snprintf(cmd, sizeof cmd, "cat '%s/stage/lib/pkgconfig/kgl-f32.pc'", build_dir(T));
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "Cflags: -I${includedir} -DKGL_FLOAT32\n") != NULL);
+    CHECK(strstr(out, "Libs: -L${libdir} -lkgl-f32 -lm -pthread") != NULL);
+    example_answers_as_the_cli(T, "predict_family", "");
+    /* the same source against kgl-f32 answers as kgl --precision f32 */
+    example_answers_as_the_cli(T, "predict_family_f32", "--precision f32");
 }
 
 /* make, as a user runs it: not as a sub-make of `make test` (whose
