@@ -338,9 +338,6 @@ static void adam_portable(kgl_real *theta, const kgl_real *g, kgl_real *m, kgl_r
 #if defined(VMATH_EMULATE_AVX512)
 /* TEST ONLY (make test builds it when the CPU lacks AVX-512): the AVX-512
  * code below runs on a scalar model of its intrinsics, on an AVX2 CPU. */
-#ifdef KGL_FLOAT32
-#error "avx512_emul.h models the float64 kernels' intrinsics only"
-#endif
 #include "avx512_emul.h"
 #define T512 T256
 #else
