@@ -146,14 +146,15 @@ uninstall:
 # run by the tests (tests/walkthrough.c).
 STAGE := $(abspath $(BUILD)/stage)
 # The same program against kgl-f32 (pkg-config kgl-f32): predict_family_f32.
-$(BUILD)/example/predict_family%: tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 \
-		$(F32)/libkgl.a $(wildcard include/*.h include/kgl/*.h)
+EXAMPLES := $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
+$(EXAMPLES): tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 $(F32)/libkgl.a \
+		$(wildcard include/*.h include/kgl/*.h)
 	@command -v pkg-config >/dev/null || { echo "the example program needs pkg-config: apt-get install pkgconf" >&2; exit 1; }
 	$(MAKE) --no-print-directory install PREFIX='$(STAGE)' DESTDIR= >/dev/null
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic $(CFLAGS) \
-	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags kgl$(subst _,-,$*)) $< $(LDFLAGS) \
-	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --libs kgl$(subst _,-,$*)) -o $@
+	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags $(if $(findstring _f32,$@),kgl-f32,kgl)) $< \
+	  $(LDFLAGS) $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --libs $(if $(findstring _f32,$@),kgl-f32,kgl)) -o $@
 
 run: $(BUILD)/kgl
 	$(BUILD)/kgl train
