@@ -168,9 +168,18 @@ $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/en
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DVMATH_EMULATE_AVX512 $(LDFLAGS) tests/emulated/vmath_avx512.c \
 		src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
+# The same in float32 (kgl_real = float: the 16-lane kernels).
+$(BUILD)/vmath_emulated_f32: tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c src/engine/vmath.h \
+		src/engine/cpu.h src/engine/avx512_emul.h
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DVMATH_EMULATE_AVX512 $(LDFLAGS) \
+		tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
+
 test: $(BUILD)/kgl $(BUILD)/kgl-f32 $(BUILD)/kgl_tests $(BUILD)/kgl_tests_f32 $(BUILD)/vmath_emulated \
+		$(BUILD)/vmath_emulated_f32 \
 		$(BUILD)/runner_probe $(BUILD)/runner_empty $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
 	$(BUILD)/vmath_emulated
+	$(BUILD)/vmath_emulated_f32
 	$(BUILD)/kgl_tests_f32 --kgl $(BUILD)/kgl-f32
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
