@@ -184,7 +184,7 @@ struct kgl_node {
     int i0;       /* integer attribute (column offset) */
     kgl_real *saved; /* op scratch saved by forward for backward */
     kgl_real *scratch; /* more of it, for ops that need a second buffer */
-    double *stats;   /* measurements an op fills for the caller (attention) */
+    double *stats;   /* doubles: measurements for the caller (attention), statistics kept for backward (layernorm) */
     kgl_pool *pool;  /* the tape's threads, for backward */
 };
 

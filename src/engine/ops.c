@@ -935,7 +935,7 @@ static void layernorm_backward(kgl_node *nd)
     int rows = X->rows, d = X->cols;
     for (int i = 0; i < rows; i++) {
         const kgl_real *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
-        double mu = nd->saved[2 * i], r = nd->saved[2 * i + 1];
+        double mu = nd->stats[2 * i], r = nd->stats[2 * i + 1]; /* the forward's, in double */
         double mean_gh = 0, mean_gh_xh = 0;
         for (int j = 0; j < d; j++) {
             double xh = (x[j] - mu) * r, gh = g[j] * gamma->data[j];
@@ -961,7 +961,7 @@ kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_ten
     shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
     kgl_tensor *in[3] = {X, gamma, beta};
     kgl_tensor *Y = kgl_op_output(t, rows, d, 3, in);
-    kgl_real *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(kgl_real));
+    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(double)); /* μ and 1/σ per row */
     for (int i = 0; i < rows; i++) {
         const kgl_real *x = X->data + (size_t)i * d;
         double mu = 0, var = 0;
@@ -975,7 +975,7 @@ kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_ten
         stats[2 * i + 1] = r;
     }
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
-    if (nd) nd->saved = stats;
+    if (nd) nd->stats = stats;
     return Y;
 }
 
