@@ -14,7 +14,8 @@
  *             rank-1 updates (broadcast A[i,k], load B[k, j:j+NR], fma), in k order
  *
  * Packing makes both operands unit-stride whatever the layout (NN, NT, TN),
- * so one micro-kernel serves all three. Panels are zero-padded to MR / NR.
+ * so one micro-kernel serves all three. Panels of A are zero-padded to MR; the last panel of B is
+ * packed only as wide as it is (nr < NR: the edge kernel reads j < nr), sparing the zeros.
  * An edge tile (fewer than MR rows or NR columns left) goes through an edge
  * kernel that runs the same per-element chain on the valid rows only, with
  * masked loads and stores for the columns.
@@ -530,7 +531,7 @@ static void macro_kernel(const isa_cfg *f, int mc, int nc, int kc, const kgl_rea
             if (ir + MR < mc) prefetch_tile(c + MR * ldc, ldc, imin(MR, mc - ir - MR), nr);
             else if (jr + NR < nc) prefetch_tile(C + jr + NR, ldc, imin(MR, mc), imin(NR, nc - jr - NR));
             if (mr == MR && nr == NR) f->packed(kc, a, 1, MR, b, NR, c, ldc, add);
-            else f->edge(mr, nr, kc, a, 1, MR, b, NR, c, ldc, add);
+            else f->edge(mr, nr, kc, a, 1, MR, b, nr, c, ldc, add); /* an edge panel of B is nr wide */
         }
     }
 }
@@ -547,8 +548,8 @@ static void gemm_block(const gemm_job *g, int i0, int i1, int j0, int j1, kgl_re
             int kc = imin(KC, g->K - pc);
             int add = pc > 0 || g->mode == KGL_ADD;
             for (int jr = 0; jr < nc; jr += NR)
-                pack_panel(bp + (ptrdiff_t)jr * kc, g->B + pc * g->brs + (jc + jr) * g->bcs, imin(NR, nc - jr), NR, kc,
-                           g->bcs, g->brs);
+                pack_panel(bp + (ptrdiff_t)jr * kc, g->B + pc * g->brs + (jc + jr) * g->bcs, imin(NR, nc - jr),
+                           imin(NR, nc - jr), kc, g->bcs, g->brs);
             for (int ic = i0; ic < i1; ic += MC) {
                 int mc = imin(MC, i1 - ic);
                 for (int ir = 0; ir < mc; ir += MR)
@@ -570,9 +571,9 @@ static void gemm_direct(const gemm_job *g, kgl_real *pb)
         int nr = imin(NR, g->N - j0);
         const kgl_real *b = g->B + j0 * g->bcs;
         ptrdiff_t bks = g->brs;
-        if (g->bcs != 1) {
-            pack_panel(pb, b, nr, NR, K, g->bcs, g->brs);
-            b = pb, bks = NR;
+        if (g->bcs != 1) { /* an edge panel is packed only as wide as it is: the edge kernel reads j < nr */
+            pack_panel(pb, b, nr, nr, K, g->bcs, g->brs);
+            b = pb, bks = nr;
         }
         for (int i0 = 0; i0 < g->M; i0 += MR) {
             int mr = imin(MR, g->M - i0);
@@ -665,7 +666,7 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, c
 /* ---- B packed once, shared by many products ---------------------------------
  * Attention multiplies every block of rows by the same K_hᵀ, V_h, K_h, Q_h or
  * G_h. Packing that operand once per head (into the micro-kernel's panels:
- * for each KC block of k, the NR-wide panels of kc × NR, zero-padded) spares
+ * for each KC block of k, the NR-wide panels of kc × NR, the last one kc × nr) spares
  * every task its own packing, and keeps the micro-kernel reading B
  * contiguously (read in place, rows 2,048 elements apart all fall in one L1
  * set). Each element's chain is that of every other path. */
@@ -685,7 +686,8 @@ static void pack_b(const isa_cfg *f, int K, int N, const kgl_real *B, ptrdiff_t 
         int kc = imin(f->kc, K - pc);
         kgl_real *block = packed + (size_t)pc * npad;
         for (int jr = 0; jr < N; jr += f->nr)
-            pack_panel(block + (ptrdiff_t)jr * kc, B + pc * brs + jr * bcs, imin(f->nr, N - jr), f->nr, kc, bcs, brs);
+            pack_panel(block + (ptrdiff_t)jr * kc, B + pc * brs + jr * bcs, imin(f->nr, N - jr), imin(f->nr, N - jr), kc,
+                       bcs, brs);
     }
 }
 
@@ -715,7 +717,7 @@ static void packed_b_on(const isa_cfg *f, kgl_pool *p, int worker, int M, int N,
                     int nr = imin(NR, N - jr);
                     kgl_real *c = C + (ptrdiff_t)ir * ldc + jr;
                     if (mr == MR && nr == NR) f->strided(kc, a, ars, acs, bp + (ptrdiff_t)jr * kc, NR, c, ldc, add);
-                    else f->edge(mr, nr, kc, a, ars, acs, bp + (ptrdiff_t)jr * kc, NR, c, ldc, add);
+                    else f->edge(mr, nr, kc, a, ars, acs, bp + (ptrdiff_t)jr * kc, nr, c, ldc, add);
                 }
             }
         }
