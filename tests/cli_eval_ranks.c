@@ -63,16 +63,18 @@ static int read_ranks(test_ctx *T, const char *path, rank_row *rows, int cap)
     return well_formed ? n : -1;
 }
 
-static double json_mrr(const kgl_json *root, const char *split, const char *direction)
+/* metrics.SPLIT.DIRECTION.METRIC of kgl eval --json */
+static double json_metric(const kgl_json *root, const char *split, const char *direction, const char *metric)
 {
-    const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(root, "metrics"), split), direction), "mrr");
+    const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(root, "metrics"), split), direction), metric);
     return m ? m->num : NAN;
 }
 
-/* A model after 5 steps (ranks spread from 1 to 13): MRR recomputed from the
-   file, per split and direction, equals kgl eval --json's to 1e-12 (sums of
-   ≤ 42 reciprocals in another order: round-off is ~1e-16); every row's rank
-   is a possible realistic rank (a whole or half number from 1 to 13). */
+/* A model after 5 steps (ranks spread from 1 to 13): MRR and the mean rank
+   recomputed from the file, per split and direction, equal kgl eval
+   --json's to 1e-12 (sums of ≤ 42 terms in another order: round-off is
+   ~1e-16 of them); every row's rank is a possible realistic rank (a whole
+   or half number from 1 to 13). */
 TEST(eval_ranks_are_the_metrics_ranks)
 {
     char cmd[4096];
@@ -93,17 +95,23 @@ TEST(eval_ranks_are_the_metrics_ranks)
     CHECK(n == 2 * (21 + 3));
     const char *splits[2] = {"train", "test"}, *dirs[2] = {"tail", "head"};
     for (int s = 0; s < 2; s++) {
-        double sum[2] = {0, 0};
+        double sum[2] = {0, 0}, ranks[2] = {0, 0};
         int count[2] = {0, 0};
         for (int k = 0; k < n; k++) {
             if (strcmp(rows[k].split, splits[s]) != 0) continue;
             int dir = strcmp(rows[k].direction, "head") == 0;
             sum[dir] += 1 / rows[k].rank;
+            ranks[dir] += rows[k].rank;
             count[dir]++;
         }
         CHECK(count[0] == (s ? 3 : 21) && count[1] == count[0]);
-        for (int dir = 0; dir < 2; dir++) CHECK_NEAR(sum[dir] / count[dir], json_mrr(doc.root, splits[s], dirs[dir]), 1e-12);
-        CHECK_NEAR((sum[0] + sum[1]) / (count[0] + count[1]), json_mrr(doc.root, splits[s], "both"), 1e-12);
+        for (int dir = 0; dir < 2; dir++) {
+            CHECK_NEAR(sum[dir] / count[dir], json_metric(doc.root, splits[s], dirs[dir], "mrr"), 1e-12);
+            CHECK_NEAR(ranks[dir] / count[dir], json_metric(doc.root, splits[s], dirs[dir], "mr"), 1e-12);
+        }
+        int both = count[0] + count[1];
+        CHECK_NEAR((sum[0] + sum[1]) / both, json_metric(doc.root, splits[s], "both", "mrr"), 1e-12);
+        CHECK_NEAR((ranks[0] + ranks[1]) / both, json_metric(doc.root, splits[s], "both", "mr"), 1e-12);
     }
     int odd = 0, spread = 0;
     for (int k = 0; k < n; k++) {

@@ -240,9 +240,18 @@ bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds,
     return ok;
 }
 
-static void metric_cells(const kgl_metrics *m)
+/* The mean rank's column: wide enough for the largest possible rank (the
+   number of entities) with two decimals. */
+static int mr_width(const kgl_eval *e)
 {
-    printf("  %6.3f  %6.3f  %6.3f  %6.3f", m->mrr, m->hits1, m->hits3, m->hits10);
+    int w = 4;
+    for (long n = e->n_entities; n >= 10; n /= 10) w++;
+    return w < 6 ? 6 : w;
+}
+
+static void metric_cells(const kgl_metrics *m, int mr_w)
+{
+    printf("  %6.3f  %6.3f  %6.3f  %6.3f  %*.2f", m->mrr, m->hits1, m->hits3, m->hits10, mr_w, m->mr);
 }
 
 static int name_width(const kgl_dataset *ds, const bool *use)
@@ -257,27 +266,29 @@ static int name_width(const kgl_dataset *ds, const bool *use)
 
 void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
 {
-    int w = name_width(ds, use);
+    int w = name_width(ds, use), mw = mr_width(e);
     printf("\n%s: %d triple%s, filtered ranking (ties: mean of optimistic and pessimistic rank)\n", split, n_triples,
            n_triples == 1 ? "" : "s");
-    printf("%-*s %6s  %-30s  %-30s\n", w, "", "", "tail prediction (h, r, ?)", "head prediction (?, r, t)");
-    printf("%-*s %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s\n", w, "relation", "n", "MRR", "H@1", "H@3", "H@10", "MRR",
-           "H@1", "H@3", "H@10");
+    /* each direction's block: four 8-wide cells and the mean rank's */
+    printf("%-*s %6s  %-*s  %s\n", w, "", "", 30 + mw, "tail prediction (h, r, ?)", "head prediction (?, r, t)");
+    printf("%-*s %6s", w, "relation", "n");
+    for (int dir = 0; dir < 2; dir++) printf("  %6s  %6s  %6s  %6s  %*s", "MRR", "H@1", "H@3", "H@10", mw, "MR");
+    printf("\n");
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
         printf("%-*.*s %6ld", w, w, ds->relation_names[r], e->rel_tail[r].n);
-        metric_cells(&e->rel_tail[r]);
-        metric_cells(&e->rel_head[r]);
+        metric_cells(&e->rel_tail[r], mw);
+        metric_cells(&e->rel_head[r], mw);
         printf("\n");
     }
     printf("%-*s %6ld", w, "all", e->tail.n);
-    metric_cells(&e->tail);
-    metric_cells(&e->head);
-    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", e->both.n, e->both.mrr,
-           e->both.hits1, e->both.hits3, e->both.hits10);
+    metric_cells(&e->tail, mw);
+    metric_cells(&e->head, mw);
+    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", e->both.n,
+           e->both.mrr, e->both.hits1, e->both.hits3, e->both.hits10, e->both.mr);
     const kgl_metrics *o = &e->both_optimistic;
-    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", "", o->mrr, o->hits1, o->hits3,
-           o->hits10);
+    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", "", o->mrr,
+           o->hits1, o->hits3, o->hits10, o->mr);
 }
 
 void json_metric(FILE *f, const kgl_metrics *m)
@@ -290,6 +301,8 @@ void json_metric(FILE *f, const kgl_metrics *m)
     kgl_json_number(f, m->hits3);
     fprintf(f, ",\"hits10\":");
     kgl_json_number(f, m->hits10);
+    fprintf(f, ",\"mr\":");
+    kgl_json_number(f, m->mr);
     fprintf(f, ",\"n\":%ld}", m->n);
 }
 

@@ -227,9 +227,11 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */
 
-/* Filtered ranking metrics (README, "The model, exactly"). */
+/* Filtered ranking metrics (README, "The model, exactly"): the means over
+ * the ranked examples of 1/rank (MRR), of rank <= k (Hits@k) and of the
+ * rank itself (MR, the mean rank). */
 typedef struct kgl_metrics {
-    double mrr, hits1, hits3, hits10;
+    double mrr, hits1, hits3, hits10, mr;
     long n; /* ranked examples */
 } kgl_metrics;
 
