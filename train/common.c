@@ -580,23 +580,34 @@ static void member_file(const char *member0, const char *name, char *path, size_
    ensemble), or A,B,... */
 static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strchr(spec, ','); }
 
+/* The models an ensemble's member 0 lists, one name a line: 1 + the lines. */
+static int ensemble_size(const char *members)
+{
+    int models = 1;
+    for (const char *p = members; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) models++;
+    return models;
+}
+
 /* The file of model `member` (>= 0) of --checkpoint spec: one file F is
    member 0 and lists the others in its metadata; A,B,... are members 0, 1,
-   ... in order. Only F's metadata is read. When the file is one F lists,
-   *listed is set and run_id (sizeof kgl_train_state.run_id bytes) gets F's
-   run id, for same_save. Returns 0, or an exit status after reporting. */
+   ... in order. Only F's metadata is read, and not for member 0 of F
+   (*models is then 0: unknown until F is opened; otherwise how many models
+   spec names). When the file is one F lists, *listed is set and run_id
+   (sizeof kgl_train_state.run_id bytes) gets F's run id, for same_save.
+   Returns 0, or an exit status after reporting. */
 static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap, bool *listed,
-                       char *run_id)
+                       char *run_id, int *models)
 {
     *listed = false;
-    int models = 0;
+    *models = 0;
+    bool found = false;
     if (!one_file(spec)) {
-        for (const char *p = spec; p; models++) {
+        for (const char *p = spec; p; ++*models) {
             const char *comma = strchr(p, ',');
             int len = comma ? (int)(comma - p) : (int)strlen(p);
-            if (models == member) {
+            if (*models == member) {
                 snprintf(path, cap, "%.*s", len, p);
-                return 0;
+                found = true;
             }
             p = comma ? comma + 1 : NULL;
         }
@@ -615,16 +626,17 @@ static int member_path(const char *cmd, const char *spec, long member, char *pat
         snprintf(list, sizeof list, "%s", names ? names : "");
         snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
         kgl_st_free(&f);
-        models = 1;
-        for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"), models++)
-            if (models == member) {
+        *models = ensemble_size(list);
+        int k = 1;
+        for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
+            if (k == member) {
                 member_file(spec, name, path, cap);
-                *listed = true;
-                return 0;
+                *listed = found = true;
             }
     }
-    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, models,
-            models == 1 ? "" : "s", models - 1);
+    if (found) return 0;
+    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, *models,
+            *models == 1 ? "" : "s", *models - 1);
     return EXIT_USAGE;
 }
 
@@ -696,8 +708,8 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
 
 /* The ensemble a file belongs to, when it is member k > 0 of one that kgl
    train saved: X.m<k>.ext (or X.m<k>) listed as member k by X.ext (or X).
-   Returns k with X.ext in member0, or 0. */
-static int ensemble_of(const char *path, char *member0, size_t cap)
+   Returns k with X.ext in member0 and the ensemble's size in *models, or 0. */
+static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
 {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
     for (int with_ext = dot != NULL; with_ext >= 0; with_ext--) {
@@ -714,6 +726,7 @@ static int ensemble_of(const char *path, char *member0, size_t cap)
         for (long j = 1; j < k && p; j++)
             if ((p = strchr(p, '\n'))) p++;
         bool listed = p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
         kgl_st_free(&f);
         if (listed) return (int)k;
     }
@@ -730,7 +743,8 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     if (member >= 0) { /* that one alone */
         bool listed;
         char run0[sizeof ms->ck[0].st.run_id];
-        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0)))
+        int models;
+        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0, &models)))
             st = model_set_add(cmd, ms, path, v, names);
         if (!st && listed && !same_save(cmd, spec, run0, path, ms->ck[0].st.run_id)) st = EXIT_USAGE;
     } else if (one_file(spec)) { /* one file, and its members */
@@ -742,7 +756,7 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
             else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
         }
-        int k = !st && ms->n == 1 ? ensemble_of(spec, path, sizeof path) : 0;
+        int models, k = !st && ms->n == 1 ? ensemble_of(spec, path, sizeof path, &models) : 0;
         if (k) /* one member opened alone, most likely by mistake */
             fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
                     "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, k, path, path, k, path);
@@ -802,25 +816,52 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *m
     return -1;
 }
 
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, char *opened, size_t cap,
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, model_choice *c,
                data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
     bool listed = false;
     char run0[sizeof ck->st.run_id];
-    if (member > 0 && (st = member_path(cmd, checkpoint, member, opened, cap, &listed, run0))) {
+    c->member = member > 0 ? (int)member : 0;
+    c->alone = false;
+    snprintf(c->ensemble, sizeof c->ensemble, "%s", checkpoint);
+    if ((st = member_path(cmd, checkpoint, c->member, c->path, sizeof c->path, &listed, run0, &c->members))) {
         data_free(v);
         return st;
     }
-    if (member <= 0) snprintf(opened, cap, "%s", checkpoint);
-    if ((st = model_load(opened, v, m, ck))) {
+    if ((st = model_load(c->path, v, m, ck))) {
         data_free(v);
-    } else if (listed && !same_save(cmd, checkpoint, run0, opened, ck->st.run_id)) {
+    } else if (listed && !same_save(cmd, checkpoint, run0, c->path, ck->st.run_id)) {
         kgl_model_free(m);
         kgl_checkpoint_close(ck);
         data_free(v);
         st = EXIT_USAGE;
+    } else if (c->members == 0) { /* F itself: the members it lists, or the ensemble it is a member of */
+        c->members = ensemble_size(ck->st.members);
+        int k = c->members == 1 ? ensemble_of(checkpoint, c->ensemble, sizeof c->ensemble, &c->members) : 0;
+        if (k) c->member = k, c->alone = true;
     }
     return st;
+}
+
+void print_model_choice(const model_choice *c, const char *what, const char *why)
+{
+    if (c->members <= 1) return;
+    if (c->alone)
+        printf("%s is member %d of the ensemble %s (%d models): %s it alone (--checkpoint %s --member K chooses "
+               "any, 0 to %d)\n",
+               c->path, c->member, c->ensemble, c->members, what, c->ensemble, c->members - 1);
+    else if (strcmp(c->path, c->ensemble) == 0)
+        printf("%s is an ensemble of %d models: %s member %d alone (--member K chooses another, 0 to %d)\n",
+               c->ensemble, c->members, what, c->member, c->members - 1);
+    else /* a member F lists, or one of A,B,...: named */
+        printf("%s is an ensemble of %d models: %s member %d (%s) alone (--member K chooses another, 0 to %d)\n",
+               c->ensemble, c->members, what, c->member, c->path, c->members - 1);
+    printf("%s\n", why);
+}
+
+void json_model_choice(const model_choice *c)
+{
+    printf("\"ensemble\":%d,\"member\":%d,", c->members, c->member);
 }
