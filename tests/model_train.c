@@ -274,7 +274,7 @@ TEST(grad_command_matches_finite_differences)
     snprintf(cmd, sizeof cmd, "grad --checkpoint %s --out %s --json", ck, gr);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
     double printed = NAN;
-    CHECK(sscanf(out, "{\"loss\":%lf", &printed) == 1);
+    CHECK(sscanf(out, "{\"ensemble\":1,\"member\":0,\"loss\":%lf", &printed) == 1);
 
     kgl_dataset ds;
     CHECK(load_academic(&ds));

@@ -306,6 +306,11 @@ int cmd_predict(int argc, char **argv)
                 printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
                        "score its log\n\n",
                        ms.n, ms.paths[0]);
+            else if (!json && ms.choice.members > 1) {
+                print_model_choice(&ms.choice, "asking",
+                                   "Its answers are its own; the ensemble's file without --member asks every model.");
+                printf("\n");
+            }
             for (int k = 0; k < n_q; k++) {
                 const query *q = &qs[k];
                 int row = q->ask_head ? ds->n_relations + q->relation : q->relation;

@@ -733,6 +733,20 @@ static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
     return 0;
 }
 
+/* Where the model opened for --checkpoint spec stands (c->path is the
+   caller's): model `member` of spec's `models`, or, when models is 0 (F
+   itself, opened as member 0), of the members F lists (`listed`, F's
+   metadata), or, when F lists none, of the ensemble F is a member of. */
+static void describe_choice(model_choice *c, const char *spec, int member, int models, const char *listed)
+{
+    snprintf(c->ensemble, sizeof c->ensemble, "%s", spec);
+    c->member = member;
+    c->members = models ? models : ensemble_size(listed);
+    c->alone = false;
+    int k = c->members == 1 ? ensemble_of(spec, c->ensemble, sizeof c->ensemble, &c->members) : 0;
+    if (k) c->member = k, c->alone = true;
+}
+
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
                    model_set *ms)
 {
@@ -747,6 +761,7 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
         if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0, &models)))
             st = model_set_add(cmd, ms, path, v, names);
         if (!st && listed && !same_save(cmd, spec, run0, path, ms->ck[0].st.run_id)) st = EXIT_USAGE;
+        if (!st) describe_choice(&ms->choice, spec, member, models, ms->ck[0].st.members);
     } else if (one_file(spec)) { /* one file, and its members */
         char list[sizeof ms->ck[0].st.members] = "";
         if (!(st = model_set_add(cmd, ms, spec, v, names))) snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
@@ -756,10 +771,12 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
             else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
         }
-        int models, k = !st && ms->n == 1 ? ensemble_of(spec, path, sizeof path, &models) : 0;
-        if (k) /* one member opened alone, most likely by mistake */
+        if (!st) describe_choice(&ms->choice, spec, 0, ms->n > 1 ? ms->n : 0, ms->ck[0].st.members);
+        const model_choice *c = &ms->choice;
+        if (!st && c->alone) /* one member opened alone, most likely by mistake */
             fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
-                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, k, path, path, k, path);
+                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, c->member, c->ensemble,
+                    c->ensemble, c->member, c->ensemble);
     } else { /* A,B,...: exactly these */
         size_t len = strlen(spec) + 1;
         char *list = memcpy(kgl_xmalloc(len), spec, len), *p = list;
@@ -776,7 +793,9 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             p = comma + 1;
         }
         free(list);
+        if (!st) describe_choice(&ms->choice, spec, 0, ms->n, NULL);
     }
+    if (!st) snprintf(ms->choice.path, sizeof ms->choice.path, "%s", ms->paths[0]);
     if (st) {
         model_set_close(ms);
         /* opened with the first checkpoint, even when its model was then
@@ -824,8 +843,6 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
     bool listed = false;
     char run0[sizeof ck->st.run_id];
     c->member = member > 0 ? (int)member : 0;
-    c->alone = false;
-    snprintf(c->ensemble, sizeof c->ensemble, "%s", checkpoint);
     if ((st = member_path(cmd, checkpoint, c->member, c->path, sizeof c->path, &listed, run0, &c->members))) {
         data_free(v);
         return st;
@@ -837,10 +854,8 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
         kgl_checkpoint_close(ck);
         data_free(v);
         st = EXIT_USAGE;
-    } else if (c->members == 0) { /* F itself: the members it lists, or the ensemble it is a member of */
-        c->members = ensemble_size(ck->st.members);
-        int k = c->members == 1 ? ensemble_of(checkpoint, c->ensemble, sizeof c->ensemble, &c->members) : 0;
-        if (k) c->member = k, c->alone = true;
+    } else {
+        describe_choice(c, checkpoint, c->member, c->members, ck->st.members);
     }
     return st;
 }

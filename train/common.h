@@ -62,7 +62,8 @@ void write_field(FILE *f, const char *s, const char *specials);
  * 0 when it was parsed, or an exit status after reporting a usage error. */
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json);
 /* The one model of a --checkpoint that kgl heads, export and grad read
- * (open_model), and where it stands in its ensemble. */
+ * (open_model; kgl eval and predict with --member K, model_set_open), and
+ * where it stands in its ensemble. */
 typedef struct model_choice {
     char path[4096];     /* the file opened */
     int member;          /* its index in the ensemble */
@@ -100,6 +101,7 @@ typedef struct model_set {
     kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
     double *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
     const kgl_model *models[KGL_MAX_ENSEMBLE];
+    model_choice choice; /* with n 1: which model of its ensemble (members 1: none) */
 } model_set;
 /* Opens them (member >= 0: only model `member` of them, 0 for the file
  * named, k for the k-th it lists or the k-th of A,B,...; -1: all) for the
