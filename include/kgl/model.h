@@ -741,15 +741,18 @@ int kgl_predict_ensemble(const kgl_model *const *models, const double *const *st
                          const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
                          kgl_answer *out);
 
-/* Every triple's two evaluation queries, for error analysis: out[k] is the
- * tail query (h, r, ?) of tr[k], out[n + k] its head query (?, r, t). Ranked
- * exactly as kgl_evaluate ranks them (the same scores, kgl_filtered_rank
- * with the known answers of ds filtered), so averaging 1/rank over out
- * gives the evaluation's MRR (both directions). states as in
- * kgl_predict_scores. */
+/* Every triple's two evaluation queries, for error analysis and for
+ * scoring given triples (kgl predict): out[k] is the tail query (h, r, ?)
+ * of tr[k], out[n + k] its head query (?, r, t). Ranked exactly as
+ * kgl_evaluate ranks them (the same scores, kgl_filtered_rank with the
+ * known answers of ds filtered), so averaging 1/rank over out gives the
+ * evaluation's MRR (both directions). ds NULL filters nothing (the raw
+ * rank among all entities). states as in kgl_predict_scores. */
 typedef struct kgl_ranked {
     double rank;            /* the realistic filtered rank the metrics average */
     double score;           /* the answer's score */
+    double prob;            /* its probability, as kgl_predict gives it (the softmax of
+                               the query's scores over all entities, before filtering) */
     int top_wrong;          /* the best-scoring candidate that is neither the answer nor
                                a known answer; -1 when every candidate is known */
     double top_wrong_score; /* its score (NAN when there is none) */
