@@ -22,6 +22,7 @@ static const command commands[] = {
     {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
     {"predict", cmd_predict, "a saved model's top answers to (HEAD, REL, ?) or (?, REL, TAIL); a triple's ranks"},
     {"export", cmd_export, "a saved model's embeddings and contextual states as TSV (pandas, embedding projectors)"},
+    {"split", cmd_split, "one triples file into train, valid and test, every valid/test entity and relation in train"},
 };
 #define N_COMMANDS (int)(sizeof commands / sizeof commands[0])
 
