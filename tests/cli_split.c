@@ -101,6 +101,12 @@ TEST(split_sparse_graph_keeps_entities_in_train)
              T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(!*err);
+    /* asked for more than the chain can give: test falls short, and the report says why */
+    snprintf(cmd, sizeof cmd, "split --triples %s --out %s/ch --valid 0.4 --test 0.4 --seed 1", in, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    const char *test = strstr(out, "ch.test.tsv");
+    CHECK(test && strstr(test, "(asked 17: 0.4 of 43 is 17.2); ") && strstr(test, " short: ") &&
+          strstr(test, " because triples were kept (next "));
 }
 
 /* Duplicates are written once (with the reader's warning), a header and

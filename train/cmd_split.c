@@ -47,14 +47,14 @@ static const char help[] =
 static const char *const part_name[3] = {"train", "valid", "test"};
 
 /* Relations of part p short of their share because triples were kept:
-   "a (1), b (2)", at most 5 named. */
+   "a 1, b 2", at most 5 named. */
 static void print_short(const kgl_dataset *ds, const kgl_split_plan *plan, int p)
 {
     int shown = 0, more = 0;
     for (int r = 0; r < ds->n_relations; r++) {
         int missing = plan->rel_target[3 * r + p] - plan->rel_count[3 * r + p];
         if (missing <= 0) continue;
-        if (shown < 5) printf("%s%s (%d)", shown ? ", " : "", ds->relation_names[r], missing), shown++;
+        if (shown < 5) printf("%s%s %d", shown ? ", " : "", ds->relation_names[r], missing), shown++;
         else more++;
     }
     if (more) printf(" and %d more relation%s", more, more == 1 ? "" : "s");
@@ -94,11 +94,12 @@ static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, cons
         if (plan->count[p] < plan->asked[p]) {
             printf("; %d short:", plan->asked[p] - plan->count[p]);
             if (targets < plan->asked[p])
-                printf(" %d would have taken a relation's last triple out of train%s", plan->asked[p] - targets,
-                       targets > plan->count[p] ? ";" : "");
+                printf(" %d because each relation keeps a triple in train%s", plan->asked[p] - targets,
+                       targets > plan->count[p] ? "," : "");
             if (targets > plan->count[p]) {
-                printf(" %d for kept triples, in ", targets - plan->count[p]);
+                printf(" %d because triples were kept (", targets - plan->count[p]);
                 print_short(ds, plan, p);
+                printf(")");
             }
         }
         printf("\n");
