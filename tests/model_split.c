@@ -117,3 +117,26 @@ TEST(split_seed_changes_the_split_not_its_sizes)
     kgl_split_plan_free(&a);
     kgl_split_plan_free(&b);
 }
+
+/* Ten relations of the same three triples 0 → 1 → 2 → 3 (every entity in
+   ten triples or more, so nothing is kept) and --valid 0.1: 3 triples
+   asked, each relation's share 0.3, a tie ten ways. The seeded order breaks
+   it: over 20 seeds every relation gets a triple at some seed, not always
+   the first three ids. */
+TEST(split_ties_go_to_relations_in_a_seeded_order)
+{
+    kgl_triple tr[30];
+    for (int r = 0, k = 0; r < 10; r++)
+        for (int j = 0; j < 3; j++, k++) tr[k] = (kgl_triple){j, r, j + 1};
+    int chosen[10] = {0};
+    for (int seed = 1; seed <= 20; seed++) {
+        kgl_split_plan plan;
+        kgl_split_triples(&plan, tr, 30, 4, 10, 0.1, 0, (uint64_t)seed);
+        CHECK(plan.count[KGL_PART_VALID] == 3 && plan.kept == 0);
+        for (int r = 0; r < 10; r++) chosen[r] += plan.rel_target[3 * r + KGL_PART_VALID];
+        kgl_split_plan_free(&plan);
+    }
+    int never = 0;
+    for (int r = 0; r < 10; r++) never += chosen[r] == 0;
+    CHECK(never == 0);
+}
