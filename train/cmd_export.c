@@ -7,7 +7,8 @@
 
 static const char help[] =
     "usage: kgl export --checkpoint F --out DIR [--train F] [--member K] [--json]\n\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n"
     "Writes into DIR (created when missing; its parent must exist), each file\n"
     "with a header row 'name<TAB>d0<TAB>d1 ...' and one row per name:\n"
     "  entities.tsv         the entity embeddings E [n, d]\n"

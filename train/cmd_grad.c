@@ -10,7 +10,8 @@
 static const char help[] =
     "usage: kgl grad --checkpoint F --out G.safetensors [--train F] [--relations A,B]\n"
     "                [--supervise-heads R=H,...] [--aux-weight L] [--member K] [--json]\n\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n"
     "Computes the loss over all training examples in one batch (file\n"
     "order, forward examples then their reciprocals) at the checkpoint's parameters,\n"
     "and the gradient of every parameter. Writes the gradients to G (safetensors,\n"

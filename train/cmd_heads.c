@@ -11,7 +11,8 @@
 static const char help[] =
     "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n"
     "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n\n"
     "For every head h and relation r of the training triples:\n"
     "  spec[h][r]       mean over entities i with r-tails of the attention head h,\n"
     "                   standing at i, puts on i's r-tails (README)\n"

@@ -40,8 +40,8 @@ static const char help[] =
     "  --seed S       the random order's seed (default 1)\n"
     "  --json         the report as one object: {\"input\",\"triples\",\"entities\",\n"
     "                 \"relations\",\"seed\",\"duplicates\",\"kept\",\"files\":{\"train\"|\n"
-    "                 \"valid\"|\"test\":{\"path\",\"triples\",\"asked\"}},\"per_relation\":\n"
-    "                 {REL:{\"triples\",\"train\",\"valid\",\"test\",\"kept\"}}}\n\n"
+    "                 \"valid\"|\"test\":{\"path\",\"triples\",\"asked\",\"fraction\"}},\n"
+    "                 \"per_relation\":{REL:{\"triples\",\"train\",\"valid\",\"test\",\"kept\"}}}\n\n"
     EXIT_TABLE;
 
 static const char *const part_name[3] = {"train", "valid", "test"};
