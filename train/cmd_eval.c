@@ -127,7 +127,8 @@ int cmd_eval(int argc, char **argv)
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
     if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
     if (ms.n == 1 && !json)
-        print_model_choice(&ms.choice, "ranking", "Its ranks are its own; the ensemble's file without --member ranks by every model.");
+        print_model_choice(&ms.choice, "ranking",
+                           "Its ranks are its own; the ensemble's file without --member ranks by every model.");
     for (int k = 0; k < ms.n && !json; k++)
         printf("%s: step %ld, d_model %d, %d heads, ffn %d\n", ms.paths[k], ms.ck[k].st.step, ms.m[k].cfg.dim,
                ms.m[k].cfg.heads, ms.m[k].cfg.ffn);

@@ -248,16 +248,17 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
     int w = (int)strlen("question");
     for (int dir = 0; dir < 2; dir++)
         if ((int)strlen(question[dir]) > w) w = (int)strlen(question[dir]);
+    const char *is = known ? "a known triple" : "not a known triple";
     printf("(%s, %s, %s)  ", h, rel, t);
     if (known < 0) printf("ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
-    else if (filter) printf("%s; filtered ranks (the other known answers left out)\n", known ? "a known triple" : "not a known triple");
-    else printf("%s; ranked among all %d entities (known answers too)\n", known ? "a known triple" : "not a known triple",
-                ds->n_entities);
+    else if (filter) printf("%s; filtered ranks (the other known answers left out)\n", is);
+    else printf("%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
     printf("%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
     for (int dir = 0; dir < 2; dir++) {
         printf("%-*s  ", w, question[dir]);
         print_rank(r[dir].rank);
-        printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob, r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
+        printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
+               r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
     }
 }
 

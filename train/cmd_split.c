@@ -188,7 +188,8 @@ int cmd_split(int argc, char **argv)
         } else if (cli_is(&a, "--valid") || cli_is(&a, "--test")) {
             double *f = &fraction[cli_is(&a, "--valid") ? KGL_PART_VALID : KGL_PART_TEST];
             if (!cli_double(&a, 0, 1, f)) return EXIT_USAGE;
-            if (*f >= 1) return cli_usage_error(&a, "%s %g leaves nothing for train: give a fraction below 1", a.opt, *f);
+            if (*f >= 1)
+                return cli_usage_error(&a, "%s %g leaves nothing for train: give a fraction below 1", a.opt, *f);
         } else if (cli_is(&a, "--seed")) {
             if (!cli_u64(&a, &seed)) return EXIT_USAGE;
         } else if (cli_is(&a, "--json")) {
@@ -232,7 +233,8 @@ int cmd_split(int argc, char **argv)
         if (fraction[p] == 0) continue;
         /* an empty file would be refused by every reader ("no triples"): refused here, nothing written */
         if (plan.asked[p] == 0) {
-            fprintf(stderr, "kgl split: --%s %g of %d triple%s is %g, which rounds to no triple; --%s %g asks for one\n",
+            fprintf(stderr,
+                    "kgl split: --%s %g of %d triple%s is %g, which rounds to no triple; --%s %g asks for one\n",
                     part_name[p], fraction[p], sp->n, sp->n == 1 ? "" : "s", fraction[p] * sp->n, part_name[p],
                     1.0 / sp->n);
             st = EXIT_USAGE;

@@ -87,8 +87,10 @@ void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_
     share *s = kgl_xmalloc(((size_t)m + 1) * sizeof *s);
     share_out(plan, size, order, KGL_PART_VALID, plan->asked[KGL_PART_VALID], s);
     share_out(plan, size, order, KGL_PART_TEST, plan->asked[KGL_PART_TEST], s);
-    for (int r = 0; r < m; r++)
-        plan->rel_target[3 * r] = size[r] - plan->rel_target[3 * r + KGL_PART_VALID] - plan->rel_target[3 * r + KGL_PART_TEST];
+    for (int r = 0; r < m; r++) {
+        int *target = plan->rel_target + 3 * r;
+        target[KGL_PART_TRAIN] = size[r] - target[KGL_PART_VALID] - target[KGL_PART_TEST];
+    }
 
     /* Step 2: in_train[e] counts the triples left in train that name e (a
        triple (e, r, e) once). */
