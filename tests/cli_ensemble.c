@@ -63,10 +63,19 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
     CHECK(strstr(out2, "\"ensemble\":1") != NULL);
     CHECK(metrics_after(out2, "{", alone, sizeof alone) && strcmp(ens, alone) == 0);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors --member 1", T->tmp);
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0);
+    snprintf(path, sizeof path, "%s/e.safetensors is an ensemble of 3 models: ranking member 1 (%s/e.m1.safetensors) alone",
+             T->tmp, T->tmp);
+    CHECK(strncmp(out2, path, strlen(path)) == 0);
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/e.safetensors --member 3", T->tmp);
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 2 && strstr(err, "is 3 models (members 0 to 2)"));
+    /* kgl predict --member 2 asks member 2 alone, and says so first */
     snprintf(cmd, sizeof cmd, "predict --checkpoint %s/e.safetensors --member 2 --head alice --relation advises", T->tmp);
-    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && !strstr(out2, "an ensemble"));
+    CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && !strstr(out2, "prob is the mean"));
+    snprintf(path, sizeof path, "%s/e.safetensors is an ensemble of 3 models: asking member 2 (%s/e.m2.safetensors) alone",
+             T->tmp, T->tmp);
+    CHECK(strncmp(out2, path, strlen(path)) == 0);
     /* kgl export, heads and grad --member 2 read member 2's file, as if it were named */
     snprintf(cmd, sizeof cmd, "export --checkpoint %s/e.safetensors --member 2 --out %s/x2", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && strstr(out2, "e.m2.safetensors (step"));

@@ -63,16 +63,18 @@ static int read_ranks(test_ctx *T, const char *path, rank_row *rows, int cap)
     return well_formed ? n : -1;
 }
 
-static double json_mrr(const kgl_json *root, const char *split, const char *direction)
+/* metrics.SPLIT.DIRECTION.METRIC of kgl eval --json */
+static double json_metric(const kgl_json *root, const char *split, const char *direction, const char *metric)
 {
-    const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(root, "metrics"), split), direction), "mrr");
+    const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(root, "metrics"), split), direction), metric);
     return m ? m->num : NAN;
 }
 
-/* A model after 5 steps (ranks spread from 1 to 13): MRR recomputed from the
-   file, per split and direction, equals kgl eval --json's to 1e-12 (sums of
-   ≤ 42 reciprocals in another order: round-off is ~1e-16); every row's rank
-   is a possible realistic rank (a whole or half number from 1 to 13). */
+/* A model after 5 steps (ranks spread from 1 to 13): MRR and the mean rank
+   recomputed from the file, per split and direction, equal kgl eval
+   --json's to 1e-12 (sums of ≤ 42 terms in another order: round-off is
+   ~1e-16 of them); every row's rank is a possible realistic rank (a whole
+   or half number from 1 to 13). */
 TEST(eval_ranks_are_the_metrics_ranks)
 {
     char cmd[4096];
@@ -93,17 +95,23 @@ TEST(eval_ranks_are_the_metrics_ranks)
     CHECK(n == 2 * (21 + 3));
     const char *splits[2] = {"train", "test"}, *dirs[2] = {"tail", "head"};
     for (int s = 0; s < 2; s++) {
-        double sum[2] = {0, 0};
+        double sum[2] = {0, 0}, ranks[2] = {0, 0};
         int count[2] = {0, 0};
         for (int k = 0; k < n; k++) {
             if (strcmp(rows[k].split, splits[s]) != 0) continue;
             int dir = strcmp(rows[k].direction, "head") == 0;
             sum[dir] += 1 / rows[k].rank;
+            ranks[dir] += rows[k].rank;
             count[dir]++;
         }
         CHECK(count[0] == (s ? 3 : 21) && count[1] == count[0]);
-        for (int dir = 0; dir < 2; dir++) CHECK_NEAR(sum[dir] / count[dir], json_mrr(doc.root, splits[s], dirs[dir]), 1e-12);
-        CHECK_NEAR((sum[0] + sum[1]) / (count[0] + count[1]), json_mrr(doc.root, splits[s], "both"), 1e-12);
+        for (int dir = 0; dir < 2; dir++) {
+            CHECK_NEAR(sum[dir] / count[dir], json_metric(doc.root, splits[s], dirs[dir], "mrr"), 1e-12);
+            CHECK_NEAR(ranks[dir] / count[dir], json_metric(doc.root, splits[s], dirs[dir], "mr"), 1e-12);
+        }
+        int both = count[0] + count[1];
+        CHECK_NEAR((sum[0] + sum[1]) / both, json_metric(doc.root, splits[s], "both", "mrr"), 1e-12);
+        CHECK_NEAR((ranks[0] + ranks[1]) / both, json_metric(doc.root, splits[s], "both", "mr"), 1e-12);
     }
     int odd = 0, spread = 0;
     for (int k = 0; k < n; k++) {
@@ -222,4 +230,118 @@ TEST(eval_ranks_unwritable_fails_first)
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --rank %s/r.tsv", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "kgl eval: unknown option '--rank'; did you mean '--ranks'?\n") == err && !*out);
+}
+
+/* The row of `rows` for the triple (h, r, t) of `split` in `direction`. */
+static const rank_row *find_row(const rank_row *rows, int n, const char *split, const char *h, const char *r,
+                                const char *t, const char *direction)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(rows[k].split, split) == 0 && strcmp(rows[k].head, h) == 0 && strcmp(rows[k].relation, r) == 0 &&
+            strcmp(rows[k].tail, t) == 0 && strcmp(rows[k].direction, direction) == 0)
+            return &rows[k];
+    return NULL;
+}
+
+/* kgl predict given whole triples (queries lines without '?') ranks their
+   tails and heads exactly where kgl eval --ranks does (checkpoint ckpt: one
+   model or an ensemble), with the same score and top other answer; with
+   --no-filter its rank is the raw rank read off the question's full list,
+   and its probability is the question's probability of that answer (the
+   same doubles: 17 digits). */
+static void check_triples_as_ranked(test_ctx *T, const char *ckpt, const char *train, const char *test)
+{
+    char cmd[4096], path[1024];
+    snprintf(path, sizeof path, "%s/ranks.tsv", T->tmp);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --train %s --test %s --ranks %s", ckpt, train, test, path);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static rank_row rows[256];
+    int n = read_ranks(T, path, rows, 256);
+    if (!CHECK(n == 48)) return;
+    /* every triple once, then (with --no-filter) its tail question */
+    static char triples[1 << 14], both[1 << 14];
+    size_t len = 0, len2 = 0;
+    for (int k = 0; k < n; k++) {
+        if (strcmp(rows[k].direction, "tail") != 0) continue;
+        len += (size_t)snprintf(triples + len, sizeof triples - len, "%s\t%s\t%s\n", rows[k].head, rows[k].relation,
+                                rows[k].tail);
+        len2 += (size_t)snprintf(both + len2, sizeof both - len2, "%s\t%s\t%s\n%s\t%s\t?\n", rows[k].head,
+                                 rows[k].relation, rows[k].tail, rows[k].head, rows[k].relation);
+    }
+    const char *tpath = write_tmp(T, 3, "triples.tsv", triples, len);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --train %s --test %s --queries %s --json", ckpt, train, test,
+             tpath);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    int lines = 0, bad = 0;
+    for (char *line = out, *nl; (nl = strchr(line, '\n')); line = nl + 1, lines++) {
+        kgl_json_doc doc;
+        char e[256];
+        if (!CHECK(kgl_json_parse(line, (size_t)(nl - line), &doc, e, sizeof e))) return;
+        const kgl_json *q = kgl_json_get(doc.root, "query");
+        const char *h = kgl_json_get(q, "head")->str, *r = kgl_json_get(q, "relation")->str,
+                   *t = kgl_json_get(q, "tail")->str;
+        const char *split = find_row(rows, n, "test", h, r, t, "tail") ? "test" : "train";
+        bad += strcmp(kgl_json_get(doc.root, "direction")->str, "triple") != 0;
+        bad += kgl_json_get(doc.root, "known")->type != KGL_JSON_TRUE; /* every triple is in train or test */
+        for (int dir = 0; dir < 2; dir++) {
+            const kgl_json *got = kgl_json_get(doc.root, dir ? "head" : "tail");
+            const rank_row *want = find_row(rows, n, split, h, r, t, dir ? "head" : "tail");
+            const kgl_json *other = kgl_json_get(got, "top_other");
+            bad += !want || kgl_json_get(got, "rank")->num != want->rank ||
+                   kgl_json_get(got, "score")->num != want->score || !other || other->type != KGL_JSON_STRING ||
+                   strcmp(other->str, want->wrong) != 0;
+        }
+        kgl_json_free(&doc);
+    }
+    CHECK(lines == 24);
+    CHECK(bad == 0);
+
+    /* --no-filter: each triple, then its tail question listing every entity */
+    const char *bpath = write_tmp(T, 4, "both.tsv", both, len2);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --train %s --test %s --queries %s --no-filter --top 13 --json",
+             ckpt, train, test, bpath);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    int pairs = 0, bad_prob = 0, bad_rank = 0;
+    for (char *line = out, *nl, *nl2; (nl = strchr(line, '\n')) && (nl2 = strchr(nl + 1, '\n')); line = nl2 + 1) {
+        kgl_json_doc tri, ques;
+        char e[256];
+        if (!CHECK(kgl_json_parse(line, (size_t)(nl - line), &tri, e, sizeof e))) return;
+        if (!CHECK(kgl_json_parse(nl + 1, (size_t)(nl2 - nl - 1), &ques, e, sizeof e))) {
+            kgl_json_free(&tri);
+            return;
+        }
+        const kgl_json *tail = kgl_json_get(tri.root, "tail"), *ans = kgl_json_get(ques.root, "answers");
+        const char *t = kgl_json_get(kgl_json_get(tri.root, "query"), "tail")->str;
+        double score = kgl_json_get(tail, "score")->num, prob = NAN;
+        long higher = 0, equal = 0;
+        for (size_t a = 0; ans && a < ans->len; a++) {
+            const kgl_json *x = &ans->child[a];
+            double s = kgl_json_get(x, "score")->num;
+            if (strcmp(kgl_json_get(x, "entity")->str, t) == 0) prob = kgl_json_get(x, "prob")->num;
+            else higher += s > score, equal += s == score;
+        }
+        bad_prob += prob != kgl_json_get(tail, "prob")->num;
+        bad_rank += 1.0 + (double)higher + (double)equal / 2 != kgl_json_get(tail, "rank")->num;
+        bad_rank += kgl_json_get(tri.root, "filter")->type != KGL_JSON_FALSE;
+        pairs++;
+        kgl_json_free(&tri);
+        kgl_json_free(&ques);
+    }
+    CHECK(pairs == 24);
+    CHECK(bad_prob == 0);
+    CHECK(bad_rank == 0);
+}
+
+TEST(predict_scores_triples_as_eval_ranks_them)
+{
+    char cmd[4096], ckpt[1024];
+    const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
+    snprintf(ckpt, sizeof ckpt, "%s/five.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --save %s", train, test, ckpt);
+    if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) check_triples_as_ranked(T, ckpt, train, test);
+    /* an ensemble: ranked on the mean probability, its score the log of it */
+    snprintf(ckpt, sizeof ckpt, "%s/ens.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --ensemble 2 --train %s --test %s --save %s --quiet", train, test, ckpt);
+    if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) check_triples_as_ranked(T, ckpt, train, test);
 }

@@ -97,6 +97,44 @@ TEST(predict_from_the_checkpoint_alone)
     CHECK(strstr(err, "kgl predict: --filter needs the known triples: give --train") == err && !*out);
 }
 
+/* A whole triple on the command line: its two questions, each with the
+   rank the triple's answer gets (filtered by default with --train: 1, as the
+   model fits), score, probability and the best other answer; --no-filter
+   ranks among all entities (her other student, known too, may come first);
+   without triples nothing is known. A queries file mixes questions and
+   triples, answered in its order. */
+TEST(predict_scores_a_whole_triple)
+{
+    char data[512], ckpt[512], cmd[2048];
+    if (!setup(T, 100, "t.st", data, ckpt, sizeof data)) return;
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --train %s --head alice --relation advises --tail dave", ckpt,
+             data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "(alice, advises, dave)  a known triple; filtered ranks (the other known answers left out)\n"
+                      "question                 rank       score        prob  top other answer\n"
+                      "(alice, advises, ?)         1  ") == out);
+    const char *head = strstr(out, "\n(?, advises, dave)          1  ");
+    CHECK(head != NULL && strstr(head, "  alice\n") == NULL); /* alice is the answer, not another */
+    double rank = 0;
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --train %s --head alice --relation advises --tail dave --no-filter",
+             ckpt, data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "(alice, advises, dave)  a known triple; ranked among all 13 entities (known answers too)\n") == out);
+    const char *tail = strstr(out, "\n(alice, advises, ?)");
+    CHECK(tail && sscanf(tail + strlen("\n(alice, advises, ?)"), "%lf", &rank) == 1 && rank >= 1 && rank <= 2);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --head carol --relation advises --tail dave", ckpt);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "(carol, advises, dave)  ranked among all 13 entities (no triples given: nothing is known)\n") ==
+          out);
+
+    static const char qs[] = "alice\tadvises\t?\nalice\tadvises\tcarol\n";
+    const char *qpath = write_tmp(T, 1, "mixed.tsv", qs, sizeof qs - 1);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint %s --train %s --queries %s --top 2", ckpt, data, qpath);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "(alice, advises, ?)  top 2, 2 known answers left out\n") == out);
+    CHECK(strstr(out, "\n\n(alice, advises, carol)  not a known triple; filtered ranks") != NULL);
+}
+
 /* A queries file: two questions (a comment and a blank line skipped), two
    tables; with --json one object per line, each parsing, with every field
    a consumer reads. */
@@ -164,10 +202,10 @@ TEST(predict_errors_are_for_people)
         {"--head alice --relation advises --top 0",
          "kgl predict: --top 0 is out of range: the model has 13 entities, so 1 to 13\n"},
         {"--head alice --relation advises --top ten", "kgl predict: --top expects a whole number, got 'ten'\n"},
-        /* questions that are not one question */
-        {"--head alice --tail bob --relation advises",
-         "kgl predict: give --head or --tail, not both: the other one is what is asked for\n"},
+        /* questions that are not one question, triples that are not one triple */
         {"--head alice", "kgl predict: --relation is required with --head\n"},
+        {"--head alice --tail bob", "kgl predict: --relation is required with --head and --tail\n"},
+        {"--head alice --relation advises --tail bobb", "kgl predict: --tail: unknown entity 'bobb'; did you mean 'bob'?\n"},
         {"--relation advises", "kgl predict: ask a question: --head NAME --relation REL, --relation REL --tail NAME"},
         {"--head alice --relation advises --relations advises", "kgl predict: --relations does not apply"},
         /* a misspelt option: the nearest from --help */
@@ -190,12 +228,12 @@ TEST(predict_queries_file_errors)
     struct {
         const char *text, *message;
     } cases[] = {
-        {"alice\tadvises\t?\nalice\tadvises\n", ":2: expected 3 tab-separated fields (head, relation, tail with '?' in one of them), got 2\n"},
-        {"alice\tadvises\tdave\n", ":1: neither the head nor the tail is '?'; exactly one of the head and the tail must be '?'\n"},
-        {"?\tadvises\t?\n", ":1: both the head and the tail are '?'; exactly one of the head and the tail must be '?'\n"},
+        {"alice\tadvises\t?\nalice\tadvises\n", ":2: expected 3 tab-separated fields (head, relation, tail; '?' as the head or the tail asks for it), got 2\n"},
+        {"?\tadvises\t?\n", ":1: both the head and the tail are '?'; ask for one of them, or give both to score the triple\n"},
+        {"alice\tadvises\tdave\nalice\tadvises\tdaev\n", ":2: unknown entity 'daev'; did you mean 'dave'?\n"},
         {"alice\t?\tdave\n", ":1: the relation cannot be asked for; put '?' in the head or the tail\n"},
         {"# only a comment\n\nalice\tadvises\t?\n?\tadvises\tcarrol\n", ":4: unknown entity 'carrol'; did you mean 'carol'?\n"},
-        {"# nothing\n", ": no questions (each line is head<TAB>relation<TAB>tail with one '?')\n"},
+        {"# nothing\n", ": no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail to ask for it)\n"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *q = write_tmp(T, 2, "bad.tsv", cases[k].text, strlen(cases[k].text));

@@ -353,7 +353,7 @@ TEST(benchmark_command_runs_tables_and_results_json)
              T->tmp, T->tmp, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
     CHECK(strstr(out, "### acad: filtered test ranking, both directions (2 queries)") != NULL);
-    CHECK(strstr(out, "| model | MRR | Hits@1 | Hits@3 | Hits@10 |") != NULL);
+    CHECK(strstr(out, "| model | MRR | Hits@1 | Hits@3 | Hits@10 | MR |") != NULL);
     CHECK(strstr(out, "| **kgl**, realistic ties (mean ± std, 2 seeds) |") != NULL);
     CHECK(strstr(out, "| **kgl**, optimistic ties (mean ± std, 2 seeds) |") != NULL);
     CHECK(strstr(out, "`--dim 8 --heads 2 --steps 20 --eval-every 10 --dropout 0.1`") != NULL);
@@ -378,12 +378,15 @@ TEST(benchmark_command_runs_tables_and_results_json)
     if (CHECK(n > 0) && CHECK(kgl_json_parse(text, n, &doc, jerr, sizeof jerr))) {
         const kgl_json *d = kgl_json_get(doc.root, "acad"), *test = kgl_json_get(d, "test");
         static const char *const dirs[4] = {"both", "head", "optimistic", "tail"};
-        static const char *const metrics[4] = {"hits1", "hits10", "hits3", "mrr"};
+        static const char *const metrics[5] = {"hits1", "hits10", "hits3", "mr", "mrr"};
         CHECK(test && test->type == KGL_JSON_OBJECT && test->len == 4);
         for (int k = 0; k < 4; k++) CHECK(kgl_json_get(test, dirs[k]) != NULL);
         const kgl_json *both = kgl_json_get(test, "both");
-        CHECK(both && both->len == 4);
-        for (int k = 0; k < 4; k++) CHECK(kgl_json_get(both, metrics[k]) != NULL);
+        CHECK(both && both->len == 5);
+        for (int k = 0; k < 5; k++) CHECK(kgl_json_get(both, metrics[k]) != NULL);
+        /* the mean rank of the 2 test queries: a rank, at least 1 */
+        const kgl_json *mr = kgl_json_get(both, "mr");
+        CHECK(mr && mr->type == KGL_JSON_NUMBER && mr->num >= 1 && mr->num <= 13);
         /* 456 parameters: E 13x8, R 10x8, four 8x8, two 8 */
         const kgl_json *params = kgl_json_get(d, "params"), *seeds = kgl_json_get(d, "seeds"),
                        *runs = kgl_json_get(d, "runs"), *config = kgl_json_get(d, "config");

@@ -306,7 +306,7 @@ TEST(graph_context_command_line)
     free(svg);
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --train data/academic.tsv --json", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    static const char json_start[] = "{\"step\":30,\"heads\":2,\"context\":\"graph\",\"neighbours\":3,";
+    static const char json_start[] = "{\"ensemble\":1,\"member\":0,\"step\":30,\"heads\":2,\"context\":\"graph\",\"neighbours\":3,";
     CHECK(strncmp(out, json_start, sizeof json_start - 1) == 0);
     /* every head's weights over a neighbourhood sum to 1: on each relation's edges and on itself. With K 3
        and at most 3 relations a neighbourhood, a head's mean weights cannot exceed 1 anywhere */

@@ -128,15 +128,16 @@ TEST(make_run_default_learns_every_relation)
     CHECK(run_kgl(T, "train --quiet", out, sizeof out, err, sizeof err) == 0);
     const char *rels[5] = {"about", "advises", "affiliated", "authored", "cites"};
     for (int r = 0; r < 5; r++) {
-        /* relation row: n, then tail MRR H@1 … head MRR H@1 …, all perfect */
+        /* relation row: n, then tail MRR H@1 H@3 H@10 MR, head MRR … MR, all perfect */
         char row[128];
         snprintf(row, sizeof row, "\n%-10s", rels[r]);
         const char *p = strstr(out, row);
         if (!CHECK(p != NULL)) continue;
-        double v[9];
-        CHECK(sscanf(p + 1 + strlen(rels[r]), "%lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
-                     &v[5], &v[6], &v[7], &v[8]) == 9);
-        CHECK(v[2] == 1.0 && v[6] == 1.0); /* tail and head Hits@1 */
+        double v[11];
+        CHECK(sscanf(p + 1 + strlen(rels[r]), "%lf %lf %lf %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3],
+                     &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10]) == 11);
+        CHECK(v[2] == 1.0 && v[7] == 1.0);  /* tail and head Hits@1 */
+        CHECK(v[5] == 1.0 && v[10] == 1.0); /* and their mean ranks */
     }
     CHECK(strstr(out, "fit: every training triple ranks first (tail and head) after step") != NULL);
     CHECK(strstr(out, "head specialisation spec[h][r]") != NULL);
@@ -273,7 +274,7 @@ TEST(grad_command_matches_finite_differences)
     snprintf(cmd, sizeof cmd, "grad --checkpoint %s --out %s --json", ck, gr);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
     double printed = NAN;
-    CHECK(sscanf(out, "{\"loss\":%lf", &printed) == 1);
+    CHECK(sscanf(out, "{\"ensemble\":1,\"member\":0,\"loss\":%lf", &printed) == 1);
 
     kgl_dataset ds;
     CHECK(load_academic(&ds));
@@ -421,7 +422,7 @@ TEST(utf8_names_duplicates_and_spaces_train)
     snprintf(cmd, sizeof cmd, "train --train %s/k.tsv --until-fit --steps 500 --json", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(err, "k.tsv: 1 duplicate triple counted once (first at line 4)") != NULL);
-    CHECK(strstr(out, "\"train\":{\"tail\":{\"mrr\":1,\"hits1\":1,\"hits3\":1,\"hits10\":1,\"n\":3}") != NULL);
+    CHECK(strstr(out, "\"train\":{\"tail\":{\"mrr\":1,\"hits1\":1,\"hits3\":1,\"hits10\":1,\"mr\":1,\"n\":3}") != NULL);
 }
 
 TEST(train_option_errors_exit_2)
@@ -576,6 +577,7 @@ TEST(tie_rank_one_and_a_half_is_not_a_hit)
     CHECK(ev.tail.hits1 == 0 && ev.head.hits1 == 0 && ev.both.hits1 == 0);
     CHECK(ev.tail.hits3 == 1 && ev.head.hits10 == 1);
     CHECK(ev.both_optimistic.hits1 == 1 && ev.both_optimistic.mrr == 1);
+    CHECK(ev.both.mr == 1.5 && ev.tail.mr == 1.5 && ev.both_optimistic.mr == 1); /* the mean rank */
     kgl_eval_free(&ev);
     kgl_tape_free(&t);
     kgl_model_free(&m);

@@ -114,5 +114,6 @@ int cmd_benchmark(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_split(int argc, char **argv);
 
 #endif

@@ -30,7 +30,7 @@ static const char help[] =
     "process writing\n"
     "OUT/<dataset>-seed<S>.{json,csv,safetensors} (its output, its training log,\n"
     "the best checkpoint). Then prints one markdown table per\n"
-    "dataset: the filtered test MRR and Hits@1/3/10 over both directions (mean\n"
+    "dataset: the filtered test MRR, Hits@1/3/10 and mean rank, both directions (mean\n"
     "and standard deviation over the seeds; realistic and optimistic tie ranks)\n"
     "beside the published rows, and writes OUT/results.json.\n\n"
     "  --data DIR       holds <dataset>/{train,valid,test}.txt (default data/kg)\n"
@@ -181,17 +181,18 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     int n_seeds = job->n_runs;
     printf("\n### %s: filtered test ranking, both directions (%ld queries)\n\n", kgl_benchmark_display_name(job->name),
            runs[0].n_test);
-    printf("| model | MRR | Hits@1 | Hits@3 | Hits@10 |\n|---|---:|---:|---:|---:|\n");
+    printf("| model | MRR | Hits@1 | Hits@3 | Hits@10 | MR |\n|---|---:|---:|---:|---:|---:|\n");
     for (int o = 0; o < 2; o++) {
         if (n_seeds > 1)
             printf("| **kgl**, %s ties (mean ± std, %d seeds) |", o ? "optimistic" : "realistic", n_seeds);
         else
             printf("| **kgl**, %s ties (seed %llu) |", o ? "optimistic" : "realistic", runs[0].seed);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
             double mean, sd;
+            int digits = strcmp(kgl_benchmark_metrics[k], "mr") == 0 ? 2 : 3; /* a rank, or a fraction */
             kgl_benchmark_mean_std(runs, n_seeds, 1, o, 2, k, &mean, &sd);
-            if (n_seeds > 1) printf(" %.3f ± %.3f |", mean, sd);
-            else printf(" %.3f |", mean);
+            if (n_seeds > 1) printf(" %.*f ± %.*f |", digits, mean, digits, sd);
+            else printf(" %.*f |", digits, mean);
         }
         printf("\n");
     }
@@ -199,7 +200,7 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
         if (strcmp(pub->dataset, job->name) != 0) continue;
         printf("| %s (%s) |", pub->model, pub->source);
-        for (int k = 0; k < 4; k++) { /* as published: two digits or three; a dash where not reported */
+        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) { /* as published: two digits or three; a dash where not reported */
             if (isnan(pub->v[k])) printf(" — |");
             else printf(" %.*f |", pub->v[k] * 100 == round(pub->v[k] * 100) ? 2 : 3, pub->v[k]);
         }

@@ -11,9 +11,10 @@ static const char help[] =
     "                [--ranks FILE.tsv] [--member K]\n\n"
     "Ranks every triple of each given split for its tail and its head among all\n"
     "entities, filtering the other known answers (from every file given), with\n"
-    "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR\n"
-    "and Hits@1/3/10 per relation and overall. --train defaults to the embedded\n"
-    "academic world; the checkpoint's entities and relations must match the files.\n\n"
+    "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR,\n"
+    "Hits@1/3/10 and MR (the mean rank) per relation and overall. --train\n"
+    "defaults to the embedded academic world; the checkpoint's entities and\n"
+    "relations must match the files.\n\n"
     "An ensemble (kgl train --ensemble K saves member 0 as F, listing the others,\n"
     "F.m1 ... in its metadata; or --checkpoint A,B,... names the models) is ranked\n"
     "as kgl train reports it: each candidate by the mean of the models'\n"
@@ -125,6 +126,9 @@ int cmd_eval(int argc, char **argv)
     kgl_eval ev;
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
     if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
+    if (ms.n == 1 && !json)
+        print_model_choice(&ms.choice, "ranking",
+                           "Its ranks are its own; the ensemble's file without --member ranks by every model.");
     for (int k = 0; k < ms.n && !json; k++)
         printf("%s: step %ld, d_model %d, %d heads, ffn %d\n", ms.paths[k], ms.ck[k].st.step, ms.m[k].cfg.dim,
                ms.m[k].cfg.heads, ms.m[k].cfg.ffn);

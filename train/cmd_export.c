@@ -7,7 +7,8 @@
 
 static const char help[] =
     "usage: kgl export --checkpoint F --out DIR [--train F] [--member K] [--json]\n\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n"
     "Writes into DIR (created when missing; its parent must exist), each file\n"
     "with a header row 'name<TAB>d0<TAB>d1 ...' and one row per name:\n"
     "  entities.tsv         the entity embeddings E [n, d]\n"
@@ -59,9 +60,9 @@ int cmd_export(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    char opened[4096]; /* member K's file with --member K, else F */
-    if ((st = open_model("export", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
-    char paths[N_FILES][4200], *models[1] = {opened};
+    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    if ((st = open_model("export", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
+    char paths[N_FILES][4200], *models[1] = {chosen.path};
     cli_file outputs[N_FILES];
     for (int k = 0; k < N_FILES; k++) {
         snprintf(paths[k], sizeof paths[k], "%s/%s", out, files[k]);
@@ -73,7 +74,7 @@ int cmd_export(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    ckpt = opened;
+    ckpt = chosen.path;
     char err[1024];
     if (!kgl_export_tsv(&m, &v.ds, out, err, sizeof err)) {
         fprintf(stderr, "kgl export: %s\n", err);
@@ -81,7 +82,9 @@ int cmd_export(int argc, char **argv)
     } else {
         int n = m.cfg.n_entities, dim = m.cfg.dim, rows = kgl_config_relation_rows(&m.cfg);
         if (json) {
-            printf("{\"dir\":");
+            printf("{");
+            json_model_choice(&chosen);
+            printf("\"dir\":");
             kgl_json_string(stdout, out);
             printf(",\"entities\":%d,\"relation_rows\":%d,\"dim\":%d,\"step\":%ld,\"files\":[", n, rows, dim,
                    ck.st.step);
@@ -91,6 +94,9 @@ int cmd_export(int argc, char **argv)
             }
             printf("]}\n");
         } else {
+            print_model_choice(&chosen, "exporting",
+                               "The models' vectors are separate spaces (each trained from its own seed, widths may "
+                               "differ), so no one table holds the ensemble: export each member with --member K.");
             printf("%s (step %ld): %d entities, %d relation rows%s, d = %d\n", ckpt, ck.st.step, n, rows,
                    m.cfg.reciprocal ? " (inverses named REL^-1)" : "", dim);
             printf("%s/entities.tsv   E, %d rows\n%s/relations.tsv  R, %d rows\n%s/context.tsv    C, %d rows\n", out, n,

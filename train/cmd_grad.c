@@ -10,7 +10,8 @@
 static const char help[] =
     "usage: kgl grad --checkpoint F --out G.safetensors [--train F] [--relations A,B]\n"
     "                [--supervise-heads R=H,...] [--aux-weight L] [--member K] [--json]\n\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n"
     "Computes the loss over all training examples in one batch (file\n"
     "order, forward examples then their reciprocals) at the checkpoint's parameters,\n"
     "and the gradient of every parameter. Writes the gradients to G (safetensors,\n"
@@ -53,9 +54,9 @@ int cmd_grad(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    char opened[4096]; /* member K's file with --member K, else F */
-    if ((st = open_model("grad", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
-    char *models[1] = {opened};
+    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    if ((st = open_model("grad", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
+    char *models[1] = {chosen.path};
     const cli_file output = {"--out", out, true, NULL};
     if (!outputs_distinct("grad", &d, ckpt, models, 1, &output, 1)) {
         kgl_model_free(&m);
@@ -63,7 +64,7 @@ int cmd_grad(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    ckpt = opened;
+    ckpt = chosen.path;
     if (!supervise && ck.st.supervise[0]) supervise = ck.st.supervise;
     if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;
     int n_rel = v.ds.n_relations, *head_of = NULL;
@@ -119,7 +120,9 @@ int cmd_grad(int argc, char **argv)
             fprintf(stderr, "kgl grad: %s\n", err);
             st = EXIT_OUTPUT;
         } else if (json) {
-            printf("{\"loss\":");
+            printf("{");
+            json_model_choice(&chosen);
+            printf("\"loss\":");
             kgl_json_number(stdout, loss);
             printf(",\"main_loss\":");
             kgl_json_number(stdout, main_loss);
@@ -136,6 +139,8 @@ int cmd_grad(int argc, char **argv)
             }
             printf("}}\n");
         } else {
+            print_model_choice(&chosen, "gradients of",
+                               "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
             printf("loss %.17g (main %.17g", loss, main_loss);
             if (f.aux_loss) printf(", aux %.17g", aux);
             printf(") over %d examples; gradients of %d parameters written to %s\n", n_ex, m.params.n, out);

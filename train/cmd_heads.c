@@ -11,7 +11,8 @@
 static const char help[] =
     "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n"
     "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n"
-    "(--member K: the K-th model F lists, of an ensemble F is member 0 of.)\n\n"
+    "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
+    "model of an ensemble is named on the first line, and in --json.)\n\n"
     "For every head h and relation r of the training triples:\n"
     "  spec[h][r]       mean over entities i with r-tails of the attention head h,\n"
     "                   standing at i, puts on i's r-tails (README)\n"
@@ -31,6 +32,15 @@ static const char help[] =
     "With --svg DIR it writes DIR/query.svg: a strip per head and one of the\n"
     "readout's probabilities, true tails outlined, the top answers listed.\n"
     EXIT_TABLE;
+
+/* The first line when the model is one of an ensemble: which one, and why
+   only one (print_model_choice). */
+static void say_which_model(const model_choice *chosen)
+{
+    print_model_choice(chosen, "showing",
+                       "Each model has its own heads and answers; kgl predict and kgl eval ask the whole ensemble, "
+                       "so their answers can differ from these.");
+}
 
 typedef struct heads_report {
     int H, n, m;
@@ -169,9 +179,10 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most 2,000 of) the training triples. */
 #define GRAPH_ABLATION_TRIPLES 2000
-static int graph_heads(const char *ckpt, const char *query, bool json, const char *svg_dir, data_view *v, kgl_model *m,
-                       kgl_checkpoint *ck)
+static int graph_heads(const model_choice *chosen, const char *query, bool json, const char *svg_dir, data_view *v,
+                       kgl_model *m, kgl_checkpoint *ck)
 {
+    const char *ckpt = chosen->path;
     if (query) {
         fprintf(stderr, "kgl heads: --query shows the n x n attention of the full context; %s attends over "
                         "neighbourhoods (--context graph): kgl heads without --query shows them by relation\n", ckpt);
@@ -194,7 +205,9 @@ static int graph_heads(const char *ckpt, const char *query, bool json, const cha
     }
     kgl_eval_free(&ev);
     if (json) {
-        printf("{\"step\":%ld,\"heads\":%d,\"context\":\"graph\",\"neighbours\":%d,\"relations\":{", ck->st.step, H,
+        printf("{");
+        json_model_choice(chosen);
+        printf("\"step\":%ld,\"heads\":%d,\"context\":\"graph\",\"neighbours\":%d,\"relations\":{", ck->st.step, H,
                m->cfg.neighbours);
         bool first = true;
         for (int r = 0; r < nr; r++) {
@@ -232,6 +245,7 @@ static int graph_heads(const char *ckpt, const char *query, bool json, const cha
         for (int r = 0; r < nr; r++)
             if (v->use_relation[r] && (int)strlen(v->ds.relation_names[r]) > w) w = (int)strlen(v->ds.relation_names[r]);
         if (w > 40) w = 40;
+        say_which_model(chosen);
         printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n", ckpt,
                ck->st.step, H, m->cfg.dim, m->cfg.neighbours, v->n[0]);
         printf("where each head's weight goes, by the relation of the attended edge (either direction): the mean\n"
@@ -488,11 +502,12 @@ static int attention_rows_shown(const query_view *q, int *rows)
     return k;
 }
 
-static void query_print_text(const char *ckpt, long step, const data_view *v, const query_view *q)
+static void query_print_text(const model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
     const char *head = names[q->entity];
-    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", ckpt, step, q->H, head, q->rel_name);
+    say_which_model(chosen);
+    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", chosen->path, step, q->H, head, q->rel_name);
     printf("true answers of (%s, %s, ?) in the training triples (marked *): ", head, q->rel_name);
     if (!q->n_true) printf("none");
     for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
@@ -550,10 +565,12 @@ static void query_print_text(const char *ckpt, long step, const data_view *v, co
     free(rows);
 }
 
-static void query_print_json(long step, const data_view *v, const query_view *q)
+static void query_print_json(const model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
-    printf("{\"step\":%ld,\"heads\":%d,\"query\":{\"head\":", step, q->H);
+    printf("{");
+    json_model_choice(chosen);
+    printf("\"step\":%ld,\"heads\":%d,\"query\":{\"head\":", step, q->H);
     kgl_json_string(stdout, names[q->entity]);
     printf(",\"relation\":");
     kgl_json_string(stdout, q->rel_name);
@@ -682,7 +699,7 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     return ok;
 }
 
-static int run_query(const char *cmd_ckpt, const char *query, int top, bool json, const char *svg_dir,
+static int run_query(const model_choice *chosen, const char *query, int top, bool json, const char *svg_dir,
                      const data_view *v, const kgl_model *m, const kgl_checkpoint *ck)
 {
     query_view q = {0};
@@ -691,9 +708,9 @@ static int run_query(const char *cmd_ckpt, const char *query, int top, bool json
     if (st) return st;
     query_compute(m, v, &q);
     if (json)
-        query_print_json(ck->st.step, v, &q);
+        query_print_json(chosen, ck->st.step, v, &q);
     else
-        query_print_text(cmd_ckpt, ck->st.step, v, &q);
+        query_print_text(chosen, ck->st.step, v, &q);
     if (svg_dir) {
         char err[1024];
         if (!query_svg(svg_dir, v, &q, err, sizeof err)) {
@@ -762,17 +779,17 @@ int cmd_heads(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    char opened[4096]; /* member K's file with --member K, else F */
-    if ((st = open_model("heads", &d, ckpt, member, opened, sizeof opened, &v, &m, &ck))) return st;
-    if (svg_dir && !pictures_distinct(&d, ckpt, opened, svg_dir, query != NULL, m.cfg.heads)) {
+    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    if ((st = open_model("heads", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
+    if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, m.cfg.heads)) {
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);
         return EXIT_USAGE;
     }
-    ckpt = opened;
+    ckpt = chosen.path;
     if (m.cfg.context != KGL_CONTEXT_FULL) {
-        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(ckpt, query, json, svg_dir, &v, &m, &ck)
+        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, json, svg_dir, &v, &m, &ck)
                                                 : (fprintf(stderr, "kgl heads: %s has no attention (--context none): "
                                                                    "its states are the entity embeddings\n", ckpt),
                                                    EXIT_USAGE);
@@ -782,7 +799,7 @@ int cmd_heads(int argc, char **argv)
         return st;
     }
     if (query) {
-        st = run_query(ckpt, query, (int)top, json, svg_dir, &v, &m, &ck);
+        st = run_query(&chosen, query, (int)top, json, svg_dir, &v, &m, &ck);
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);
@@ -815,7 +832,9 @@ int cmd_heads(int argc, char **argv)
 
     char **names = v.ds.entity_names;
     if (json) {
-        printf("{\"step\":%ld,\"heads\":%d,\"relations\":{", ck.st.step, H);
+        printf("{");
+        json_model_choice(&chosen);
+        printf("\"step\":%ld,\"heads\":%d,\"relations\":{", ck.st.step, H);
         bool first = true;
         for (int r = 0; r < nr; r++) {
             if (!v.use_relation[r] || !rep.with_tails[r]) continue;
@@ -873,6 +892,7 @@ int cmd_heads(int argc, char **argv)
         for (int r = 0; r < nr; r++)
             if (v.use_relation[r] && (int)strlen(v.ds.relation_names[r]) > w) w = (int)strlen(v.ds.relation_names[r]);
         if (w > 32) w = 32;
+        say_which_model(&chosen);
         printf("%s: step %ld, %d heads, d_model %d; %d training triples\n\n", ckpt, ck.st.step, H, m.cfg.dim, v.n[0]);
         printf("specialisation: attention mass head h, at entity i, puts on i's true r-tails\n"
                "(mean over the entities with r-tails); baseline = the same for uniform attention;\n"

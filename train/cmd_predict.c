@@ -1,9 +1,12 @@
 /* cmd_predict.c — `kgl predict`: a saved model's top answers to (HEAD, REL, ?)
  * or (?, REL, TAIL), one question on the command line or many from a file,
  * with scores, softmax probabilities and the answers that are already known
- * triples marked (or left out). The answering is kgl_predict's (the C API);
- * this file parses and prints. */
+ * triples marked (or left out); and a whole triple (HEAD, REL, TAIL) scored:
+ * its rank, score and probability in both directions, as kgl eval ranks it.
+ * The answering is kgl_predict's and kgl_rank_triples' (the C API); this
+ * file parses and prints. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +15,7 @@
 static const char help[] =
     "usage: kgl predict --checkpoint F --head NAME --relation REL [options]\n"
     "       kgl predict --checkpoint F --relation REL --tail NAME [options]\n"
+    "       kgl predict --checkpoint F --head NAME --relation REL --tail NAME [options]\n"
     "       kgl predict --checkpoint F --queries FILE [options]\n\n"
     "The model's top answers to (NAME, REL, ?) (--head: which tails?) or to\n"
     "(?, REL, NAME) (--tail: which heads?), with each answer's score and its\n"
@@ -24,6 +28,12 @@ static const char help[] =
     "exactly those kgl eval ranks with.\n\n"
     "Output: per question a line naming it, then a table (rank, entity, score,\n"
     "prob, and 'known' yes/no with --no-filter and triples given).\n\n"
+    "A whole triple (--head, --relation and --tail, or a queries line without\n"
+    "'?') is scored instead: its two questions (HEAD, REL, ?) and (?, REL, TAIL)\n"
+    "with the rank the triple's tail and head get, exactly as kgl eval ranks\n"
+    "them (filtered: the other known answers left out; with --no-filter or no\n"
+    "triples given, among all entities), the answer's score and probability,\n"
+    "and the best-scoring other answer (not a known one when filtering).\n\n"
     "  --checkpoint F     the saved model; its entity and relation names are\n"
     "                     the names a question may use. Member 0 of an ensemble\n"
     "                     (kgl train --ensemble), or A,B,..., asks the ensemble:\n"
@@ -34,8 +44,9 @@ static const char help[] =
     "  --tail NAME        ask for the heads of NAME under --relation\n"
     "  --relation REL     the relation asked about\n"
     "  --queries FILE     many questions: one per line, head<TAB>relation<TAB>tail\n"
-    "                     with '?' as the head or the tail (blank lines and lines\n"
-    "                     starting with '#' are skipped); '-' reads standard input\n"
+    "                     with '?' as the head or the tail, or no '?' to score\n"
+    "                     the triple (blank lines and lines starting with '#' are\n"
+    "                     skipped); '-' reads standard input\n"
     "  --train F, --valid F, --test F\n"
     "                     the known triples (the checkpoint's names must match);\n"
     "                     answers that complete a known triple are marked\n"
@@ -51,13 +62,17 @@ static const char help[] =
     "                     {\"query\":{\"head\",\"relation\",\"tail\"} (null where '?'),\n"
     "                     \"direction\", \"filter\", \"known_left_out\", \"answers\":\n"
     "                     [{\"rank\",\"entity\",\"score\",\"prob\",\"known\"}]}\n"
-    "                     (known_left_out and known are null without triples)\n\n"
+    "                     (known_left_out and known are null without triples);\n"
+    "                     a triple: {\"query\",\"direction\":\"triple\",\"filter\",\n"
+    "                     \"known\",\"tail\"|\"head\":{\"rank\",\"score\",\"prob\",\n"
+    "                     \"top_other\",\"top_other_score\"}}\n\n"
     EXIT_TABLE;
 
 typedef struct query {
-    int entity;       /* the given entity */
+    int entity;       /* the given entity (a triple's head) */
     int relation;     /* original relation id */
     bool ask_head;    /* (?, r, entity) instead of (entity, r, ?) */
+    int tail;         /* a whole triple (entity, r, tail) to score; -1 for a question */
 } query;
 
 /* "kgl predict: --head: unknown entity 'x'; did you mean 'y'?" (or the same
@@ -71,21 +86,25 @@ static int unknown_name(const char *where, const char *what, const char *name, c
     return EXIT_USAGE;
 }
 
-/* One question from names; 0 or an exit status after reporting. A mistake
-   is reported after `where` (a queries file's "file:line"), or else after
-   the option that gave the name ("kgl predict: --relation"). */
-static int make_query(const char *where, const kgl_dataset *ds, const char *entity, const char *relation,
-                      bool ask_head, query *q)
+/* One question from names (head or tail NULL: the one asked for), or a
+   triple (neither); 0 or an exit status after reporting. A mistake is
+   reported after `where` (a queries file's "file:line"), or else after the
+   option that gave the name ("kgl predict: --relation"). */
+static int make_query(const char *where, const kgl_dataset *ds, const char *head, const char *relation,
+                      const char *tail, query *q)
 {
-    q->ask_head = ask_head;
+    q->ask_head = head == NULL;
+    q->tail = -1;
     q->relation = kgl_dataset_relation_id(ds, relation);
     if (q->relation < 0)
         return unknown_name(where ? where : "kgl predict: --relation", "relation", relation, ds->relation_names,
                             ds->n_relations);
-    q->entity = kgl_dataset_entity_id(ds, entity);
+    q->entity = kgl_dataset_entity_id(ds, head ? head : tail);
     if (q->entity < 0)
-        return unknown_name(where ? where : ask_head ? "kgl predict: --tail" : "kgl predict: --head", "entity", entity,
-                            ds->entity_names, ds->n_entities);
+        return unknown_name(where ? where : head ? "kgl predict: --head" : "kgl predict: --tail", "entity",
+                            head ? head : tail, ds->entity_names, ds->n_entities);
+    if (head && tail && (q->tail = kgl_dataset_entity_id(ds, tail)) < 0)
+        return unknown_name(where ? where : "kgl predict: --tail", "entity", tail, ds->entity_names, ds->n_entities);
     return 0;
 }
 
@@ -108,8 +127,8 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
         char where[1100];
         snprintf(where, sizeof where, "%s:%d", path, t.lineno);
         if (nf != 3) {
-            fprintf(stderr, "%s: expected 3 tab-separated fields (head, relation, tail with '?' in one of them), got %d\n",
-                    where, nf);
+            fprintf(stderr, "%s: expected 3 tab-separated fields (head, relation, tail; '?' as the head or the tail "
+                            "asks for it), got %d\n", where, nf);
             st = EXIT_USAGE;
             break;
         }
@@ -119,9 +138,9 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
             st = EXIT_USAGE;
             break;
         }
-        if (head_asked == tail_asked) {
-            fprintf(stderr, "%s: %s; exactly one of the head and the tail must be '?'\n", where,
-                    head_asked ? "both the head and the tail are '?'" : "neither the head nor the tail is '?'");
+        if (head_asked && tail_asked) {
+            fprintf(stderr, "%s: both the head and the tail are '?'; ask for one of them, or give both to score the "
+                            "triple\n", where);
             st = EXIT_USAGE;
             break;
         }
@@ -135,7 +154,7 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
             }
             qs = grown;
         }
-        if ((st = make_query(where, ds, head_asked ? f[2] : f[0], f[1], head_asked, &qs[n]))) break;
+        if ((st = make_query(where, ds, head_asked ? NULL : f[0], f[1], tail_asked ? NULL : f[2], &qs[n]))) break;
         n++;
     }
     if (got < 0) {
@@ -143,7 +162,8 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
         st = EXIT_USAGE;
     }
     if (!st && n == 0) {
-        fprintf(stderr, "%s: no questions (each line is head<TAB>relation<TAB>tail with one '?')\n", path);
+        fprintf(stderr, "%s: no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail "
+                        "to ask for it)\n", path);
         st = EXIT_USAGE;
     }
     kgl_text_close(&t);
@@ -211,6 +231,64 @@ static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *
     printf("]}\n");
 }
 
+/* A rank: whole, or half way between two (ties count as the mean of the
+   optimistic and the pessimistic rank). */
+static void print_rank(double rank) { printf("%8.*f", rank == floor(rank) ? 0 : 1, rank); }
+
+/* A triple's two questions, with the rank, score and probability of its
+   tail and of its head (ranked: kgl_rank_triples), and the best other
+   answer. known: whether the triple is a known one (-1: no triples given). */
+static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked *r, int known, bool filter)
+{
+    char *const *ent = ds->entity_names;
+    const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
+    char question[2][1024];
+    snprintf(question[0], sizeof question[0], "(%s, %s, ?)", h, rel);
+    snprintf(question[1], sizeof question[1], "(?, %s, %s)", rel, t);
+    int w = (int)strlen("question");
+    for (int dir = 0; dir < 2; dir++)
+        if ((int)strlen(question[dir]) > w) w = (int)strlen(question[dir]);
+    const char *is = known ? "a known triple" : "not a known triple";
+    printf("(%s, %s, %s)  ", h, rel, t);
+    if (known < 0) printf("ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
+    else if (filter) printf("%s; filtered ranks (the other known answers left out)\n", is);
+    else printf("%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
+    printf("%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
+    for (int dir = 0; dir < 2; dir++) {
+        printf("%-*s  ", w, question[dir]);
+        print_rank(r[dir].rank);
+        printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
+               r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
+    }
+}
+
+static void print_triple_json(const kgl_dataset *ds, const query *q, const kgl_ranked *r, int known, bool filter)
+{
+    printf("{\"query\":{\"head\":");
+    kgl_json_string(stdout, ds->entity_names[q->entity]);
+    printf(",\"relation\":");
+    kgl_json_string(stdout, ds->relation_names[q->relation]);
+    printf(",\"tail\":");
+    kgl_json_string(stdout, ds->entity_names[q->tail]);
+    printf("},\"direction\":\"triple\",\"filter\":%s,\"known\":%s", filter ? "true" : "false",
+           known < 0 ? "null" : known ? "true" : "false");
+    for (int dir = 0; dir < 2; dir++) {
+        printf(",\"%s\":{\"rank\":", dir ? "head" : "tail");
+        kgl_json_number(stdout, r[dir].rank);
+        printf(",\"score\":");
+        kgl_json_number(stdout, r[dir].score);
+        printf(",\"prob\":");
+        kgl_json_number(stdout, r[dir].prob);
+        printf(",\"top_other\":");
+        if (r[dir].top_wrong >= 0) kgl_json_string(stdout, ds->entity_names[r[dir].top_wrong]);
+        else printf("null");
+        printf(",\"top_other_score\":");
+        kgl_json_number(stdout, r[dir].top_wrong_score);
+        putchar('}');
+    }
+    printf("}\n");
+}
+
 int cmd_predict(int argc, char **argv)
 {
     cli_args a;
@@ -257,12 +335,13 @@ int cmd_predict(int argc, char **argv)
     if (queries && (head || tail || relation))
         return cli_usage_error(&a, "--queries asks its own questions; drop --head, --tail and --relation");
     if (!queries) {
-        if (head && tail)
-            return cli_usage_error(&a, "give --head or --tail, not both: the other one is what is asked for");
         if (!head && !tail)
             return cli_usage_error(&a, "ask a question: --head NAME --relation REL, --relation REL --tail NAME, "
-                                       "or --queries FILE");
-        if (!relation) return cli_usage_error(&a, "--relation is required with --%s", head ? "head" : "tail");
+                                       "--head NAME --relation REL --tail NAME (a triple), or --queries FILE");
+        if (!relation)
+            return cli_usage_error(&a, "--relation is required with %s", head && tail ? "--head and --tail"
+                                                                         : head        ? "--head"
+                                                                                       : "--tail");
     }
     bool have_known = d.train || d.valid || d.test;
     if (have_known && !d.train)
@@ -293,11 +372,21 @@ int cmd_predict(int argc, char **argv)
     } else if (queries) {
         st = read_queries(queries, ds, &qs, &n_q);
     } else {
-        st = make_query(NULL, ds, head ? head : tail, relation, tail != NULL, &one);
+        st = make_query(NULL, ds, head, relation, tail, &one);
     }
     if (!st) {
         int k_top = top_given ? (int)top : (n < 10 ? n : 10);
         kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
+        /* the triples to score, ranked together as kgl eval ranks them: [tails, heads] */
+        int n_triples = 0, t_done = 0;
+        for (int k = 0; k < n_q; k++) n_triples += qs[k].tail >= 0;
+        kgl_triple *triples = kgl_xmalloc((size_t)(n_triples ? n_triples : 1) * sizeof *triples);
+        kgl_ranked *ranked = kgl_xmalloc((size_t)(n_triples ? 2 * n_triples : 1) * sizeof *ranked);
+        for (int k = 0, t = 0; k < n_q; k++)
+            if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
+        if (n_triples)
+            kgl_rank_triples_ensemble(ms.models, (const double *const *)ms.states, ms.n, filtering ? ds : NULL, triples,
+                                      n_triples, ranked);
         if (!ans) {
             fprintf(stderr, "kgl predict: out of memory\n");
             st = EXIT_USAGE;
@@ -306,8 +395,31 @@ int cmd_predict(int argc, char **argv)
                 printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
                        "score its log\n\n",
                        ms.n, ms.paths[0]);
+            else if (!json && ms.choice.members > 1) {
+                print_model_choice(&ms.choice, "asking",
+                                   "Its answers are its own; the ensemble's file without --member asks every model.");
+                printf("\n");
+            }
             for (int k = 0; k < n_q; k++) {
                 const query *q = &qs[k];
+                if (q->tail >= 0) { /* a triple */
+                    int known = -1; /* unknown: no triples given */
+                    if (have_known) {
+                        int n_known;
+                        const int *tails = kgl_dataset_known(ds, q->entity, q->relation, &n_known);
+                        known = 0;
+                        for (int j = 0; j < n_known; j++) known |= tails[j] == q->tail;
+                    }
+                    const kgl_ranked r[2] = {ranked[t_done], ranked[n_triples + t_done]};
+                    t_done++;
+                    if (json) {
+                        print_triple_json(ds, q, r, known, filtering);
+                    } else {
+                        if (k) printf("\n");
+                        print_triple(ds, q, r, known, filtering);
+                    }
+                    continue;
+                }
                 int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
                 int count = kgl_predict_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n,
                                                  have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
@@ -322,6 +434,8 @@ int cmd_predict(int argc, char **argv)
             }
         }
         free(ans);
+        free(ranked);
+        free(triples);
     }
     if (qs != &one) free(qs);
     model_set_close(&ms);

@@ -240,9 +240,18 @@ bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds,
     return ok;
 }
 
-static void metric_cells(const kgl_metrics *m)
+/* The mean rank's column: wide enough for the largest possible rank (the
+   number of entities) with two decimals. */
+static int mr_width(const kgl_eval *e)
 {
-    printf("  %6.3f  %6.3f  %6.3f  %6.3f", m->mrr, m->hits1, m->hits3, m->hits10);
+    int w = 4;
+    for (long n = e->n_entities; n >= 10; n /= 10) w++;
+    return w < 6 ? 6 : w;
+}
+
+static void metric_cells(const kgl_metrics *m, int mr_w)
+{
+    printf("  %6.3f  %6.3f  %6.3f  %6.3f  %*.2f", m->mrr, m->hits1, m->hits3, m->hits10, mr_w, m->mr);
 }
 
 static int name_width(const kgl_dataset *ds, const bool *use)
@@ -257,27 +266,29 @@ static int name_width(const kgl_dataset *ds, const bool *use)
 
 void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
 {
-    int w = name_width(ds, use);
+    int w = name_width(ds, use), mw = mr_width(e);
     printf("\n%s: %d triple%s, filtered ranking (ties: mean of optimistic and pessimistic rank)\n", split, n_triples,
            n_triples == 1 ? "" : "s");
-    printf("%-*s %6s  %-30s  %-30s\n", w, "", "", "tail prediction (h, r, ?)", "head prediction (?, r, t)");
-    printf("%-*s %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s  %6s\n", w, "relation", "n", "MRR", "H@1", "H@3", "H@10", "MRR",
-           "H@1", "H@3", "H@10");
+    /* each direction's block: four 8-wide cells and the mean rank's */
+    printf("%-*s %6s  %-*s  %s\n", w, "", "", 30 + mw, "tail prediction (h, r, ?)", "head prediction (?, r, t)");
+    printf("%-*s %6s", w, "relation", "n");
+    for (int dir = 0; dir < 2; dir++) printf("  %6s  %6s  %6s  %6s  %*s", "MRR", "H@1", "H@3", "H@10", mw, "MR");
+    printf("\n");
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
         printf("%-*.*s %6ld", w, w, ds->relation_names[r], e->rel_tail[r].n);
-        metric_cells(&e->rel_tail[r]);
-        metric_cells(&e->rel_head[r]);
+        metric_cells(&e->rel_tail[r], mw);
+        metric_cells(&e->rel_head[r], mw);
         printf("\n");
     }
     printf("%-*s %6ld", w, "all", e->tail.n);
-    metric_cells(&e->tail);
-    metric_cells(&e->head);
-    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", e->both.n, e->both.mrr,
-           e->both.hits1, e->both.hits3, e->both.hits10);
+    metric_cells(&e->tail, mw);
+    metric_cells(&e->head, mw);
+    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", e->both.n,
+           e->both.mrr, e->both.hits1, e->both.hits3, e->both.hits10, e->both.mr);
     const kgl_metrics *o = &e->both_optimistic;
-    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f\n", w, "", "", o->mrr, o->hits1, o->hits3,
-           o->hits10);
+    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", "", o->mrr,
+           o->hits1, o->hits3, o->hits10, o->mr);
 }
 
 void json_metric(FILE *f, const kgl_metrics *m)
@@ -290,6 +301,8 @@ void json_metric(FILE *f, const kgl_metrics *m)
     kgl_json_number(f, m->hits3);
     fprintf(f, ",\"hits10\":");
     kgl_json_number(f, m->hits10);
+    fprintf(f, ",\"mr\":");
+    kgl_json_number(f, m->mr);
     fprintf(f, ",\"n\":%ld}", m->n);
 }
 
@@ -570,23 +583,34 @@ static void member_file(const char *member0, const char *name, char *path, size_
    ensemble), or A,B,... */
 static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strchr(spec, ','); }
 
+/* The models an ensemble's member 0 lists, one name a line: 1 + the lines. */
+static int ensemble_size(const char *members)
+{
+    int models = 1;
+    for (const char *p = members; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) models++;
+    return models;
+}
+
 /* The file of model `member` (>= 0) of --checkpoint spec: one file F is
    member 0 and lists the others in its metadata; A,B,... are members 0, 1,
-   ... in order. Only F's metadata is read. When the file is one F lists,
-   *listed is set and run_id (sizeof kgl_train_state.run_id bytes) gets F's
-   run id, for same_save. Returns 0, or an exit status after reporting. */
+   ... in order. Only F's metadata is read, and not for member 0 of F
+   (*models is then 0: unknown until F is opened; otherwise how many models
+   spec names). When the file is one F lists, *listed is set and run_id
+   (sizeof kgl_train_state.run_id bytes) gets F's run id, for same_save.
+   Returns 0, or an exit status after reporting. */
 static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap, bool *listed,
-                       char *run_id)
+                       char *run_id, int *models)
 {
     *listed = false;
-    int models = 0;
+    *models = 0;
+    bool found = false;
     if (!one_file(spec)) {
-        for (const char *p = spec; p; models++) {
+        for (const char *p = spec; p; ++*models) {
             const char *comma = strchr(p, ',');
             int len = comma ? (int)(comma - p) : (int)strlen(p);
-            if (models == member) {
+            if (*models == member) {
                 snprintf(path, cap, "%.*s", len, p);
-                return 0;
+                found = true;
             }
             p = comma ? comma + 1 : NULL;
         }
@@ -605,16 +629,17 @@ static int member_path(const char *cmd, const char *spec, long member, char *pat
         snprintf(list, sizeof list, "%s", names ? names : "");
         snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
         kgl_st_free(&f);
-        models = 1;
-        for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n"), models++)
-            if (models == member) {
+        *models = ensemble_size(list);
+        int k = 1;
+        for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
+            if (k == member) {
                 member_file(spec, name, path, cap);
-                *listed = true;
-                return 0;
+                *listed = found = true;
             }
     }
-    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, models,
-            models == 1 ? "" : "s", models - 1);
+    if (found) return 0;
+    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, *models,
+            *models == 1 ? "" : "s", *models - 1);
     return EXIT_USAGE;
 }
 
@@ -686,8 +711,8 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
 
 /* The ensemble a file belongs to, when it is member k > 0 of one that kgl
    train saved: X.m<k>.ext (or X.m<k>) listed as member k by X.ext (or X).
-   Returns k with X.ext in member0, or 0. */
-static int ensemble_of(const char *path, char *member0, size_t cap)
+   Returns k with X.ext in member0 and the ensemble's size in *models, or 0. */
+static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
 {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
     for (int with_ext = dot != NULL; with_ext >= 0; with_ext--) {
@@ -704,10 +729,25 @@ static int ensemble_of(const char *path, char *member0, size_t cap)
         for (long j = 1; j < k && p; j++)
             if ((p = strchr(p, '\n'))) p++;
         bool listed = p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
         kgl_st_free(&f);
         if (listed) return (int)k;
     }
     return 0;
+}
+
+/* Where the model opened for --checkpoint spec stands (c->path is the
+   caller's): model `member` of spec's `models`, or, when models is 0 (F
+   itself, opened as member 0), of the members F lists (`listed`, F's
+   metadata), or, when F lists none, of the ensemble F is a member of. */
+static void describe_choice(model_choice *c, const char *spec, int member, int models, const char *listed)
+{
+    snprintf(c->ensemble, sizeof c->ensemble, "%s", spec);
+    c->member = member;
+    c->members = models ? models : ensemble_size(listed);
+    c->alone = false;
+    int k = c->members == 1 ? ensemble_of(spec, c->ensemble, sizeof c->ensemble, &c->members) : 0;
+    if (k) c->member = k, c->alone = true;
 }
 
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
@@ -720,9 +760,11 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
     if (member >= 0) { /* that one alone */
         bool listed;
         char run0[sizeof ms->ck[0].st.run_id];
-        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0)))
+        int models;
+        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0, &models)))
             st = model_set_add(cmd, ms, path, v, names);
         if (!st && listed && !same_save(cmd, spec, run0, path, ms->ck[0].st.run_id)) st = EXIT_USAGE;
+        if (!st) describe_choice(&ms->choice, spec, member, models, ms->ck[0].st.members);
     } else if (one_file(spec)) { /* one file, and its members */
         char list[sizeof ms->ck[0].st.members] = "";
         if (!(st = model_set_add(cmd, ms, spec, v, names))) snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
@@ -732,10 +774,12 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
             else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
         }
-        int k = !st && ms->n == 1 ? ensemble_of(spec, path, sizeof path) : 0;
-        if (k) /* one member opened alone, most likely by mistake */
+        if (!st) describe_choice(&ms->choice, spec, 0, ms->n > 1 ? ms->n : 0, ms->ck[0].st.members);
+        const model_choice *c = &ms->choice;
+        if (!st && c->alone) /* one member opened alone, most likely by mistake */
             fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
-                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, k, path, path, k, path);
+                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, c->member, c->ensemble,
+                    c->ensemble, c->member, c->ensemble);
     } else { /* A,B,...: exactly these */
         size_t len = strlen(spec) + 1;
         char *list = memcpy(kgl_xmalloc(len), spec, len), *p = list;
@@ -752,7 +796,9 @@ int model_set_open(const char *cmd, const char *spec, int member, const data_vie
             p = comma + 1;
         }
         free(list);
+        if (!st) describe_choice(&ms->choice, spec, 0, ms->n, NULL);
     }
+    if (!st) snprintf(ms->choice.path, sizeof ms->choice.path, "%s", ms->paths[0]);
     if (st) {
         model_set_close(ms);
         /* opened with the first checkpoint, even when its model was then
@@ -792,25 +838,48 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *m
     return -1;
 }
 
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, char *opened, size_t cap,
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, model_choice *c,
                data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
     bool listed = false;
     char run0[sizeof ck->st.run_id];
-    if (member > 0 && (st = member_path(cmd, checkpoint, member, opened, cap, &listed, run0))) {
+    c->member = member > 0 ? (int)member : 0;
+    if ((st = member_path(cmd, checkpoint, c->member, c->path, sizeof c->path, &listed, run0, &c->members))) {
         data_free(v);
         return st;
     }
-    if (member <= 0) snprintf(opened, cap, "%s", checkpoint);
-    if ((st = model_load(opened, v, m, ck))) {
+    if ((st = model_load(c->path, v, m, ck))) {
         data_free(v);
-    } else if (listed && !same_save(cmd, checkpoint, run0, opened, ck->st.run_id)) {
+    } else if (listed && !same_save(cmd, checkpoint, run0, c->path, ck->st.run_id)) {
         kgl_model_free(m);
         kgl_checkpoint_close(ck);
         data_free(v);
         st = EXIT_USAGE;
+    } else {
+        describe_choice(c, checkpoint, c->member, c->members, ck->st.members);
     }
     return st;
+}
+
+void print_model_choice(const model_choice *c, const char *what, const char *why)
+{
+    if (c->members <= 1) return;
+    if (c->alone)
+        printf("%s is member %d of the ensemble %s (%d models): %s it alone (--checkpoint %s --member K chooses "
+               "any, 0 to %d)\n",
+               c->path, c->member, c->ensemble, c->members, what, c->ensemble, c->members - 1);
+    else if (strcmp(c->path, c->ensemble) == 0)
+        printf("%s is an ensemble of %d models: %s member %d alone (--member K chooses another, 0 to %d)\n",
+               c->ensemble, c->members, what, c->member, c->members - 1);
+    else /* a member F lists, or one of A,B,...: named */
+        printf("%s is an ensemble of %d models: %s member %d (%s) alone (--member K chooses another, 0 to %d)\n",
+               c->ensemble, c->members, what, c->member, c->path, c->members - 1);
+    printf("%s\n", why);
+}
+
+void json_model_choice(const model_choice *c)
+{
+    printf("\"ensemble\":%d,\"member\":%d,", c->members, c->member);
 }

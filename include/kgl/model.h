@@ -224,12 +224,52 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
 #define KGL_LAYER_CHECKS 7
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
+/* ------------------------------------------------------------ splitting --
+ * One triples file into train, valid and test (`kgl split`, src/model/split.c),
+ * so that every entity and relation of valid and test is in train, each
+ * relation is split in the asked proportions as closely as that allows, and
+ * the same triples, fractions and seed give the same split on any machine:
+ *   1. Targets. Valid is asked V = round(n valid) triples, test T = round(n
+ *      test). Relation r (c_r triples) gets floor(c_r V / n) of valid; the
+ *      V minus their sum left go one each to the relations with the largest
+ *      remainders (c_r V mod n, exact integers), ties in a seeded random
+ *      order of the relations; then test likewise. A relation's targets
+ *      never take its last triple (valid_r + test_r <= c_r - 1), so every
+ *      relation stays in train (one with a single triple stays whole), and
+ *      a remainder goes past a relation that is full to the next.
+ *   2. Assignment. In one seeded random order of all the triples, a triple
+ *      goes to valid while its relation's valid target is not met, else to
+ *      test while its test target is not met, else stays in train; but a
+ *      triple whose head or tail is in no other triple left in train stays
+ *      in train ("kept"), and a later triple of its relation may take its
+ *      place.
+ * The draws come from kgl_rng seeded with `seed`: the relations' order (a
+ * Fisher–Yates shuffle with kgl_rng_below), then the triples' order. */
+enum { KGL_PART_TRAIN, KGL_PART_VALID, KGL_PART_TEST };
+typedef struct kgl_split_plan {
+    int n, n_relations;
+    unsigned char *part;  /* [n]: the part of each triple, KGL_PART_*, in the order given */
+    int count[3];         /* triples in each part */
+    int asked[3];         /* valid and test: round(n · fraction) ([0] is what is left: n − V − T) */
+    int *rel_count;       /* [m * 3]: relation r's triples in part p at rel_count[3 r + p] */
+    int *rel_target;      /* [m * 3]: its targets (step 1; [3 r] its triples less both) */
+    int *rel_kept;        /* [m]: its triples that stayed in train for their head or tail */
+    int kept;             /* all of them */
+} kgl_split_plan;
+/* Splits the n unique triples tr (entity ids < n_entities, relation ids <
+ * n_relations) with 0 <= valid, 0 <= test and valid + test < 1. */
+void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_entities, int n_relations,
+                       double valid, double test, uint64_t seed);
+void kgl_split_plan_free(kgl_split_plan *plan);
+
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */
 
-/* Filtered ranking metrics (README, "The model, exactly"). */
+/* Filtered ranking metrics (README, "The model, exactly"): the means over
+ * the ranked examples of 1/rank (MRR), of rank <= k (Hits@k) and of the
+ * rank itself (MR, the mean rank). */
 typedef struct kgl_metrics {
-    double mrr, hits1, hits3, hits10;
+    double mrr, hits1, hits3, hits10, mr;
     long n; /* ranked examples */
 } kgl_metrics;
 
@@ -740,15 +780,18 @@ int kgl_predict_ensemble(const kgl_model *const *models, const kgl_real *const *
                          const kgl_dataset *known, int entity, int relation_row, int top_k, bool filter,
                          kgl_answer *out);
 
-/* Every triple's two evaluation queries, for error analysis: out[k] is the
- * tail query (h, r, ?) of tr[k], out[n + k] its head query (?, r, t). Ranked
- * exactly as kgl_evaluate ranks them (the same scores, kgl_filtered_rank
- * with the known answers of ds filtered), so averaging 1/rank over out
- * gives the evaluation's MRR (both directions). states as in
- * kgl_predict_scores. */
+/* Every triple's two evaluation queries, for error analysis and for
+ * scoring given triples (kgl predict): out[k] is the tail query (h, r, ?)
+ * of tr[k], out[n + k] its head query (?, r, t). Ranked exactly as
+ * kgl_evaluate ranks them (the same scores, kgl_filtered_rank with the
+ * known answers of ds filtered), so averaging 1/rank over out gives the
+ * evaluation's MRR (both directions). ds NULL filters nothing (the raw
+ * rank among all entities). states as in kgl_predict_scores. */
 typedef struct kgl_ranked {
     double rank;            /* the realistic filtered rank the metrics average */
     double score;           /* the answer's score */
+    double prob;            /* its probability, as kgl_predict gives it (the softmax of
+                               the query's scores over all entities, before filtering) */
     int top_wrong;          /* the best-scoring candidate that is neither the answer nor
                                a known answer; -1 when every candidate is known */
     double top_wrong_score; /* its score (NAN when there is none) */

@@ -461,10 +461,12 @@ bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, s
 #define KGL_BENCHMARK_MAX_SEEDS 16
 #define KGL_BENCHMARK_MAX_ARGS 128 /* argv slots; a configuration holds at most MAX_ARGS − 24 words */
 
+/* The metrics a benchmark reports, in kgl_benchmark_metrics' order. */
+#define KGL_BENCHMARK_METRICS 5
 /* A published filtered result on the same splits (both directions). */
 typedef struct kgl_benchmark_published {
     const char *dataset, *model, *source;
-    double v[4]; /* MRR, Hits@1, Hits@3, Hits@10 */
+    double v[KGL_BENCHMARK_METRICS]; /* MRR, Hits@1, Hits@3, Hits@10, MR (NaN: not reported) */
 } kgl_benchmark_published;
 extern const kgl_benchmark_published kgl_benchmark_published_rows[];
 extern const int kgl_benchmark_n_published;
@@ -474,12 +476,12 @@ const char *kgl_benchmark_display_name(const char *dataset);
 /* The indices of kgl_benchmark_run.m, named as in the JSON. */
 extern const char *const kgl_benchmark_splits[2];     /* "valid", "test" */
 extern const char *const kgl_benchmark_directions[3]; /* "tail", "head", "both" */
-extern const char *const kgl_benchmark_metrics[4];    /* "mrr", "hits1", "hits3", "hits10" */
+extern const char *const kgl_benchmark_metrics[KGL_BENCHMARK_METRICS]; /* "mrr", "hits1", "hits3", "hits10", "mr" */
 
 /* One run's numbers. */
 typedef struct kgl_benchmark_run {
     unsigned long long seed;
-    double m[2][2][3][4];          /* [split][optimistic ties][direction][metric]; NaN if missing */
+    double m[2][2][3][KGL_BENCHMARK_METRICS]; /* [split][optimistic ties][direction][metric]; NaN if missing */
     long n_test;                   /* test queries, both directions */
     double seconds;                /* the run's wall time, measured by whoever ran it */
     double train_seconds;          /* the training time the run reported */

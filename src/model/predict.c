@@ -196,7 +196,7 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
     const kgl_model *m = models[0];
     check_members(models, members, "kgl_rank_triples");
     int n_ent = m->cfg.n_entities, n_rel = m->cfg.n_relations, d = 0;
-    if (ds->n_entities != n_ent || ds->n_relations != n_rel)
+    if (ds && (ds->n_entities != n_ent || ds->n_relations != n_rel))
         kgl_die("kgl_rank_triples: the triples have %d entities and %d relations, the model %d and %d",
                 ds->n_entities, ds->n_relations, n_ent, n_rel);
     kgl_real *own[KGL_MAX_ENSEMBLE];
@@ -208,6 +208,7 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
     kgl_real *vecs = kgl_xmalloc((size_t)RANK_CHUNK * d * sizeof(kgl_real));
     kgl_real *scores = kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(kgl_real));
     kgl_real *mix = members > 1 ? kgl_xmalloc((size_t)RANK_CHUNK * n_ent * sizeof(kgl_real)) : NULL;
+    kgl_real *probs = members == 1 ? kgl_xmalloc((size_t)n_ent * sizeof(kgl_real)) : NULL; /* one row's softmax */
     int entity[RANK_CHUNK], row[RANK_CHUNK], target[RANK_CHUNK];
     kgl_pool *pool = kgl_pool_create(1);
     /* tails (h, r, ?) first, then heads (?, r, t) as (t, row m + r, ?): the
@@ -235,13 +236,15 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
             }
             for (int k = 0; k < count; k++) {
                 const kgl_real *s = ranked + (size_t)k * n_ent;
-                int n_known;
-                const int *known = kgl_dataset_known(ds, entity[k], row[k], &n_known);
+                int n_known = 0;
+                const int *known = ds ? kgl_dataset_known(ds, entity[k], row[k], &n_known) : NULL;
                 kgl_ranked *o = &out[(size_t)dir * n + k0 + k];
                 o->rank = kgl_filtered_rank(s, n_ent, target[k], known, n_known);
                 o->top_wrong = top_wrong(s, n_ent, target[k], known, n_known);
                 /* one model's scores; the log of several models' mean probability */
                 o->score = members == 1 ? s[target[k]] : log(s[target[k]]);
+                if (members == 1) kgl_scores_softmax(s, n_ent, probs); /* as kgl_predict: the same bits */
+                o->prob = members == 1 ? probs[target[k]] : s[target[k]];
                 o->top_wrong_score = o->top_wrong < 0  ? NAN
                                      : members == 1    ? s[o->top_wrong]
                                                        : log(s[o->top_wrong]);
@@ -249,6 +252,7 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
         }
     }
     kgl_pool_free(pool);
+    free(probs);
     free(mix);
     free(scores);
     free(vecs);

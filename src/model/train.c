@@ -87,18 +87,20 @@ static void add_rank(kgl_metrics *m, double rank)
     m->hits1 += rank <= 1;
     m->hits3 += rank <= 3;
     m->hits10 += rank <= 10;
+    m->mr += rank;
 }
 
 static void finish(kgl_metrics *m)
 {
     if (m->n == 0) {
-        m->mrr = m->hits1 = m->hits3 = m->hits10 = NAN;
+        m->mrr = m->hits1 = m->hits3 = m->hits10 = m->mr = NAN;
         return;
     }
     m->mrr /= (double)m->n;
     m->hits1 /= (double)m->n;
     m->hits3 /= (double)m->n;
     m->hits10 /= (double)m->n;
+    m->mr /= (double)m->n;
 }
 
 /* One chunk of queries: q[k] = (row of `left` a, row of `mid` b, target,

@@ -12,34 +12,34 @@
 #include "engine/internal.h"
 
 /* Published filtered results on the same splits (both directions):
-   MRR, Hits@1, Hits@3, Hits@10. */
+   MRR, Hits@1, Hits@3, Hits@10 and MR (the mean rank: NAN, not listed). */
 const kgl_benchmark_published kgl_benchmark_published_rows[] = {
-    {"umls", "ConvE", "Dettmers et al. 2018", {0.94, 0.92, 0.97, 0.99}},
-    {"umls", "NTPλ", "Rocktäschel & Riedel 2017", {0.93, 0.87, 0.98, 1.00}},
-    {"umls", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.89, 0.82, 0.96, 1.00}},
-    {"nations", "ConvE", "Dettmers et al. 2018", {0.82, 0.72, 0.88, 1.00}},
-    {"nations", "NTPλ", "Rocktäschel & Riedel 2017", {0.74, 0.59, 0.89, 0.99}},
-    {"nations", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.75, 0.62, 0.84, 0.99}},
+    {"umls", "ConvE", "Dettmers et al. 2018", {0.94, 0.92, 0.97, 0.99, NAN}},
+    {"umls", "NTPλ", "Rocktäschel & Riedel 2017", {0.93, 0.87, 0.98, 1.00, NAN}},
+    {"umls", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.89, 0.82, 0.96, 1.00, NAN}},
+    {"nations", "ConvE", "Dettmers et al. 2018", {0.82, 0.72, 0.88, 1.00, NAN}},
+    {"nations", "NTPλ", "Rocktäschel & Riedel 2017", {0.74, 0.59, 0.89, 0.99, NAN}},
+    {"nations", "ComplEx", "Trouillon et al. 2016, as reported by NTP", {0.75, 0.62, 0.84, 0.99, NAN}},
     /* the graphs of real size (NAN: not reported) */
-    {"fb15k-237", "ConvE", "Dettmers et al. 2018", {0.325, 0.237, 0.356, 0.501}},
-    {"fb15k-237", "ComplEx, re-tuned", "Ruffinelli et al. 2020 (LibKGE)", {0.348, NAN, NAN, 0.536}},
-    {"fb15k-237", "RotatE", "Sun et al. 2019", {0.338, 0.241, 0.375, 0.533}},
-    {"fb15k-237", "CoKE", "Wang et al. 2019", {0.364, 0.272, 0.400, 0.549}},
-    {"fb15k-237", "HittER", "Chen et al. 2021", {0.373, 0.279, 0.409, 0.558}},
-    {"fb15k-237", "NBFNet (a GNN)", "Zhu et al. 2021", {0.415, 0.321, 0.454, 0.599}},
-    {"wn18rr", "ConvE", "Dettmers et al. 2018", {0.43, 0.40, 0.44, 0.52}},
-    {"wn18rr", "ComplEx, re-tuned", "Ruffinelli et al. 2020 (LibKGE)", {0.475, NAN, NAN, 0.547}},
-    {"wn18rr", "RotatE", "Sun et al. 2019", {0.476, 0.428, 0.492, 0.571}},
-    {"wn18rr", "CoKE", "Wang et al. 2019", {0.484, 0.450, 0.496, 0.553}},
-    {"wn18rr", "HittER", "Chen et al. 2021", {0.503, 0.462, 0.516, 0.584}},
-    {"wn18rr", "NBFNet (a GNN)", "Zhu et al. 2021", {0.551, 0.497, 0.573, 0.666}},
+    {"fb15k-237", "ConvE", "Dettmers et al. 2018", {0.325, 0.237, 0.356, 0.501, NAN}},
+    {"fb15k-237", "ComplEx, re-tuned", "Ruffinelli et al. 2020 (LibKGE)", {0.348, NAN, NAN, 0.536, NAN}},
+    {"fb15k-237", "RotatE", "Sun et al. 2019", {0.338, 0.241, 0.375, 0.533, NAN}},
+    {"fb15k-237", "CoKE", "Wang et al. 2019", {0.364, 0.272, 0.400, 0.549, NAN}},
+    {"fb15k-237", "HittER", "Chen et al. 2021", {0.373, 0.279, 0.409, 0.558, NAN}},
+    {"fb15k-237", "NBFNet (a GNN)", "Zhu et al. 2021", {0.415, 0.321, 0.454, 0.599, NAN}},
+    {"wn18rr", "ConvE", "Dettmers et al. 2018", {0.43, 0.40, 0.44, 0.52, NAN}},
+    {"wn18rr", "ComplEx, re-tuned", "Ruffinelli et al. 2020 (LibKGE)", {0.475, NAN, NAN, 0.547, NAN}},
+    {"wn18rr", "RotatE", "Sun et al. 2019", {0.476, 0.428, 0.492, 0.571, NAN}},
+    {"wn18rr", "CoKE", "Wang et al. 2019", {0.484, 0.450, 0.496, 0.553, NAN}},
+    {"wn18rr", "HittER", "Chen et al. 2021", {0.503, 0.462, 0.516, 0.584, NAN}},
+    {"wn18rr", "NBFNet (a GNN)", "Zhu et al. 2021", {0.551, 0.497, 0.573, 0.666, NAN}},
 };
 const int kgl_benchmark_n_published =
     (int)(sizeof kgl_benchmark_published_rows / sizeof kgl_benchmark_published_rows[0]);
 
 const char *const kgl_benchmark_splits[2] = {"valid", "test"};
 const char *const kgl_benchmark_directions[3] = {"tail", "head", "both"};
-const char *const kgl_benchmark_metrics[4] = {"mrr", "hits1", "hits3", "hits10"};
+const char *const kgl_benchmark_metrics[KGL_BENCHMARK_METRICS] = {"mrr", "hits1", "hits3", "hits10", "mr"};
 
 const char *kgl_benchmark_display_name(const char *d)
 {
@@ -195,7 +195,7 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
                     ok = false;
                     break;
                 }
-                for (int k = 0; k < 4; k++) r->m[s][o][d][k] = json_num(dir, kgl_benchmark_metrics[k]);
+                for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) r->m[s][o][d][k] = json_num(dir, kgl_benchmark_metrics[k]);
                 if (s == 1 && d == 2 && o == 0) r->n_test = json_count(dir, "n");
             }
         }
@@ -221,7 +221,7 @@ static void json_dirs(FILE *f, const kgl_benchmark_run *runs, int n, int s, int 
 {
     for (int d = 0; d < 3; d++) {
         fprintf(f, "%s\"%s\":{", d ? "," : "", kgl_benchmark_directions[d]);
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
             double mean, dev;
             kgl_benchmark_mean_std(runs, n, s, o, d, k, &mean, &dev);
             fprintf(f, "%s\"%s\":", k ? "," : "", kgl_benchmark_metrics[k]);
@@ -288,7 +288,7 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
         if (strcmp(pub->dataset, d->name) != 0) continue;
         fprintf(f, "%s\"%s\":{", first ? "" : ",", pub->model);
-        for (int k = 0; k < 4; k++) { /* null where not reported */
+        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) { /* null where not reported */
             fprintf(f, "%s\"%s\":", k ? "," : "", kgl_benchmark_metrics[k]);
             kgl_json_number(f, pub->v[k]);
         }

@@ -1,0 +1,137 @@
+/* split.c — one triples file into train, valid and test (`kgl split`): per
+ * relation in the asked proportions, every entity and relation of valid and
+ * test kept in train, reproducible from a seed. The rule is stated in
+ * kgl/model.h ("splitting"); this file follows it step by step. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+/* perm = a random order of 0 .. n−1 (Fisher–Yates over the identity). */
+static void shuffle(kgl_rng *rng, int *perm, int n)
+{
+    for (int k = 0; k < n; k++) perm[k] = k;
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)kgl_rng_below(rng, (uint32_t)k + 1);
+        int tmp = perm[k];
+        perm[k] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
+typedef struct share {
+    long long remainder; /* c_r · asked mod n */
+    int order;           /* the relation's place in the seeded order: breaks ties */
+    int rel;
+} share;
+
+/* Largest remainder first; ties in the seeded order. */
+static int larger_remainder_first(const void *a, const void *b)
+{
+    const share *x = a, *y = b;
+    if (x->remainder != y->remainder) return x->remainder > y->remainder ? -1 : 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Step 1 for one part p: `asked` triples shared out over the relations in
+   proportion to their sizes, never a relation's last triple. */
+static void share_out(kgl_split_plan *plan, const int *size, const int *order, int p, int asked, share *s)
+{
+    int m = plan->n_relations, n = plan->n, given = 0;
+    int *target = plan->rel_target;
+    for (int r = 0; r < m; r++) {
+        long long whole = (long long)size[r] * asked;
+        int room = size[r] - 1 - target[3 * r + KGL_PART_VALID] - target[3 * r + KGL_PART_TEST];
+        room = room > 0 ? room : 0; /* a relation without triples has none */
+        int floor_share = (int)(whole / n);
+        target[3 * r + p] = floor_share < room ? floor_share : room; /* the floor fits but for a 1-triple relation */
+        given += target[3 * r + p];
+        s[r] = (share){whole % n, order[r], r};
+    }
+    qsort(s, (size_t)m, sizeof *s, larger_remainder_first);
+    for (int k = 0; k < m && given < asked; k++) {
+        int r = s[k].rel;
+        if (target[3 * r + KGL_PART_VALID] + target[3 * r + KGL_PART_TEST] < size[r] - 1) {
+            target[3 * r + p]++;
+            given++;
+        }
+    }
+}
+
+void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_entities, int n_relations,
+                       double valid, double test, uint64_t seed)
+{
+    if (!(valid >= 0 && test >= 0 && valid + test < 1))
+        kgl_die("kgl_split_triples: fractions valid %g and test %g (each at least 0, together below 1)", valid, test);
+    memset(plan, 0, sizeof *plan);
+    int m = n_relations;
+    plan->n = n;
+    plan->n_relations = m;
+    plan->part = kgl_xcalloc((size_t)(n ? n : 1), 1);
+    plan->rel_count = kgl_xcalloc((size_t)3 * m + 1, sizeof(int));
+    plan->rel_target = kgl_xcalloc((size_t)3 * m + 1, sizeof(int));
+    plan->rel_kept = kgl_xcalloc((size_t)m + 1, sizeof(int));
+    plan->asked[KGL_PART_VALID] = (int)floor(n * valid + 0.5);
+    plan->asked[KGL_PART_TEST] = (int)floor(n * test + 0.5);
+    plan->asked[KGL_PART_TRAIN] = n - plan->asked[KGL_PART_VALID] - plan->asked[KGL_PART_TEST];
+
+    kgl_rng rng;
+    kgl_rng_seed(&rng, seed);
+    int *size = kgl_xcalloc((size_t)m + 1, sizeof(int)), *order = kgl_xmalloc(((size_t)m + 1) * sizeof(int));
+    int *rel_perm = kgl_xmalloc(((size_t)m + 1) * sizeof(int)), *perm = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
+    for (int k = 0; k < n; k++) size[tr[k].rel]++;
+    shuffle(&rng, rel_perm, m);
+    for (int k = 0; k < m; k++) order[rel_perm[k]] = k;
+    share *s = kgl_xmalloc(((size_t)m + 1) * sizeof *s);
+    share_out(plan, size, order, KGL_PART_VALID, plan->asked[KGL_PART_VALID], s);
+    share_out(plan, size, order, KGL_PART_TEST, plan->asked[KGL_PART_TEST], s);
+    for (int r = 0; r < m; r++) {
+        int *target = plan->rel_target + 3 * r;
+        target[KGL_PART_TRAIN] = size[r] - target[KGL_PART_VALID] - target[KGL_PART_TEST];
+    }
+
+    /* Step 2: in_train[e] counts the triples left in train that name e (a
+       triple (e, r, e) once). */
+    int *in_train = kgl_xcalloc((size_t)n_entities + 1, sizeof(int));
+    for (int k = 0; k < n; k++) {
+        in_train[tr[k].head]++;
+        if (tr[k].tail != tr[k].head) in_train[tr[k].tail]++;
+    }
+    shuffle(&rng, perm, n);
+    for (int k = 0; k < n; k++) {
+        const kgl_triple *t = &tr[perm[k]];
+        int r = t->rel, *got = plan->rel_count + 3 * r, *want = plan->rel_target + 3 * r;
+        int p = got[KGL_PART_VALID] < want[KGL_PART_VALID]  ? KGL_PART_VALID
+                : got[KGL_PART_TEST] < want[KGL_PART_TEST] ? KGL_PART_TEST
+                                                           : KGL_PART_TRAIN;
+        if (p != KGL_PART_TRAIN && (in_train[t->head] < 2 || in_train[t->tail] < 2)) {
+            p = KGL_PART_TRAIN; /* its head or tail would leave train with it */
+            plan->rel_kept[r]++;
+            plan->kept++;
+        }
+        if (p != KGL_PART_TRAIN) {
+            in_train[t->head]--;
+            if (t->tail != t->head) in_train[t->tail]--;
+        }
+        plan->part[perm[k]] = (unsigned char)p;
+        got[p]++;
+        plan->count[p]++;
+    }
+    free(in_train);
+    free(s);
+    free(perm);
+    free(rel_perm);
+    free(order);
+    free(size);
+}
+
+void kgl_split_plan_free(kgl_split_plan *plan)
+{
+    free(plan->part);
+    free(plan->rel_count);
+    free(plan->rel_target);
+    free(plan->rel_kept);
+    memset(plan, 0, sizeof *plan);
+}
