@@ -147,10 +147,12 @@ uninstall:
 STAGE := $(abspath $(BUILD)/stage)
 # The same program against kgl-f32 (pkg-config kgl-f32): predict_family_f32.
 EXAMPLES := $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
-$(EXAMPLES): tests/example/predict_family.c $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 $(F32)/libkgl.a \
-		$(wildcard include/*.h include/kgl/*.h)
+# One installation for both (two installs side by side under make -j would race).
+$(BUILD)/stage.done: $(BUILD)/kgl $(BUILD)/libkgl.a $(BUILD)/kgl-f32 $(F32)/libkgl.a $(wildcard include/*.h include/kgl/*.h)
 	@command -v pkg-config >/dev/null || { echo "the example program needs pkg-config: apt-get install pkgconf" >&2; exit 1; }
 	$(MAKE) --no-print-directory install PREFIX='$(STAGE)' DESTDIR= >/dev/null
+	@touch $@
+$(EXAMPLES): tests/example/predict_family.c $(BUILD)/stage.done
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic $(CFLAGS) \
 	  $$(PKG_CONFIG_PATH='$(STAGE)/lib/pkgconfig' pkg-config --cflags $(if $(findstring _f32,$@),kgl-f32,kgl)) $< \

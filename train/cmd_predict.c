@@ -385,7 +385,7 @@ int cmd_predict(int argc, char **argv)
         for (int k = 0, t = 0; k < n_q; k++)
             if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
         if (n_triples)
-            kgl_rank_triples_ensemble(ms.models, (const double *const *)ms.states, ms.n, filtering ? ds : NULL, triples,
+            kgl_rank_triples_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, filtering ? ds : NULL, triples,
                                       n_triples, ranked);
         if (!ans) {
             fprintf(stderr, "kgl predict: out of memory\n");
