@@ -28,7 +28,7 @@ static const char help[] =
     "  --seed N      initialisation seed (default 1)\n"
     "  --no-eval     skip the evaluation;  --no-gemm  skip the GEMM\n"
     "  --json        one JSON object: step_ms_median, step_ms_min, step_ms_mean, eval_s,\n"
-    "                gemm_gflops, peak_rss_mb, threads, isa, and the case's sizes\n"
+    "                gemm_gflops, peak_rss_mb, threads, isa, precision, and the case's sizes\n"
     "exit status: 0 done, 2 bad arguments or input, 1 the loss became non-finite\n";
 
 static void json_num_or_null(const char *key, double v, bool comma)
@@ -115,7 +115,8 @@ int cmd_bench(int argc, char **argv)
         kgl_json_string(stdout, graph);
         static const char *const contexts[] = {"full", "graph", "none"};
         printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"context\":\"%s\",\"neighbours\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"isa\":\"%s\",", s.dim, s.heads, s.ffn, contexts[s.context], s.neighbours, r.batch, r.threads, r.isa);
+               "\"isa\":\"%s\",\"precision\":\"%s\",", s.dim, s.heads, s.ffn, contexts[s.context], s.neighbours, r.batch,
+               r.threads, r.isa, KGL_PRECISION);
         printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
                r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
         json_num_or_null("step_ms_median", r.step_ms_median, true);
@@ -132,8 +133,8 @@ int cmd_bench(int argc, char **argv)
         char ctx[48];
         if (s.context == KGL_CONTEXT_GRAPH) snprintf(ctx, sizeof ctx, "graph K %d", s.neighbours);
         else snprintf(ctx, sizeof ctx, "%s", contexts[s.context]);
-        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, context %s, batch %d, %d thread%s (%s)\n", graph, r.n_entities,
-               s.dim, s.heads, s.ffn, ctx, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa);
+        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph, r.n_entities,
+               s.dim, s.heads, s.ffn, ctx, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa, KGL_PRECISION);
         printf("  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
                r.step_ms_median, r.step_ms_min, r.step_ms_mean, s.reps, s.warmup);
         if (s.eval) printf("  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r.eval_s, r.n_examples, r.train_mrr);

@@ -732,6 +732,7 @@ static void report(run_state *rs, int members, double seconds)
         else printf("null");
         printf(",\"seconds\":");
         kgl_json_number(stdout, seconds);
+        printf(",\"precision\":\"%s\"", KGL_PRECISION);
         if (rs->o->eval_every) {
             printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
             kgl_json_number(stdout, rs->best_mrr);
@@ -984,7 +985,7 @@ static bool save_member(run_state *rs, const char *members, const char *run_id)
         fprintf(stderr, "kgl train: %s\n", err);
         return false;
     }
-    if (!o->quiet && !o->json) printf("saved %s (step %ld)\n", rs->save_path, ts.step);
+    if (!o->quiet && !o->json) printf("saved %s (step %ld, %s)\n", rs->save_path, ts.step, KGL_PRECISION);
     return true;
 }
 
