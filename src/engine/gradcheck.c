@@ -223,7 +223,7 @@ bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_
     for (int a = 0; a < ref->n; a++) {
         if (strcmp(ref->label[a], f32->label[a]) != 0 || ref->count[a] != f32->count[a]) {
             res->pass = false;
-            snprintf(res->why, sizeof res->why, "array %d is '%s' (%zu values) in float32, '%s' (%zu) in float64", a,
+            snprintf(res->why, sizeof res->why, "array %d is '%.40s' (%zu values) in float32, '%.40s' (%zu) in float64", a,
                      f32->label[a], f32->count[a], ref->label[a], ref->count[a]);
             return false;
         }
@@ -240,7 +240,7 @@ bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_
         kgl_keep_max(&res->max_rel_err, rel);
         if (res->pass && !(rel <= tol)) {
             res->pass = false;
-            snprintf(res->why, sizeof res->why, "%s: max |f32 - f64| = %.3g, %.3g of max |f64| = %.3g",
+            snprintf(res->why, sizeof res->why, "%.64s: max |f32 - f64| = %.3g, %.3g of max |f64| = %.3g",
                      ref->label[a], err, rel, scale);
         }
     }
