@@ -43,7 +43,9 @@ static void usage(FILE *f)
                "on its own reverse-mode autodiff engine.\n\ncommands:\n");
     for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s  %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "  %-10s  %s\n", "version", "print the version (also: kgl --version)");
-    fprintf(f, "\n'kgl COMMAND --help' describes a command's options.\n\n" EXIT_TABLE);
+    fprintf(f, "\n'kgl COMMAND --help' describes a command's options; '--precision f32' after any\n"
+               "command runs it in single precision (kgl-f32, beside this program; this one is %s).\n\n" EXIT_TABLE,
+            KGL_PRECISION);
 }
 
 /* `--precision P` or `--precision=P` in argv[2..], P f32 or f64: returns
