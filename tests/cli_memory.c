@@ -190,3 +190,24 @@ TEST(library_out_of_memory_calls_the_handler)
     kgl_set_out_of_memory_handler(NULL);
     kgl_arena_free(&a);
 }
+
+/* In float32 every value takes 4 bytes: the estimate halves (13.5 GB of
+   which 64 MB are a fixed allowance: 6.8 GB), and a float64 run that would
+   fit in float32 says so. */
+TEST(cli_memory_estimate_halves_in_float32)
+{
+    const char *run = "train --dim 4096 --heads 8 --ffn 32768 --steps 1";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=7000 '%s' %s", T->kgl, run);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "this run needs about 13.5 GB") != NULL);
+    CHECK(strstr(err, "or --precision f32 (every value in 4 bytes, not 8)") != NULL);
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=6000 '%s' %s --precision f32", T->kgl, run);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "this run needs about 6.8 GB") != NULL);
+    CHECK(strstr(err, "--precision f32") == NULL); /* it is float32 already */
+    /* 13.5 GB does not fit in 6.5 GB even in float32: no such hint */
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=6500 '%s' %s", T->kgl, run);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--precision f32") == NULL);
+}

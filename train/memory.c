@@ -169,9 +169,10 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
         double tokens = B * (c->neighbours + 1.0);
         act += tokens * (16 * d + 6 * H) + B * (30 * d + 6 * f);
     }
-    if (params_part) *params_part = 8 * params;
-    if (attn_part) *attn_part = 8 * attn;
-    return 8 * (params + attn + act) + 64.0 * 1048576.0;
+    const double w = sizeof(kgl_real); /* bytes per value: 8, or 4 in float32 */
+    if (params_part) *params_part = w * params;
+    if (attn_part) *attn_part = w * attn;
+    return w * (params + attn + act) + 64.0 * 1048576.0;
 }
 
 bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models)
@@ -188,9 +189,10 @@ bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch
     else snprintf(who, sizeof who, "this machine has %.1f GB available", have / GB);
     fprintf(stderr,
             "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
-            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s%s\n",
+            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s%s%s\n",
             cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, who,
             models > 1 ? ", or fewer --ensemble members" : "",
+            sizeof(kgl_real) == 8 && need / 2 <= have ? ", or --precision f32 (every value in 4 bytes, not 8)" : "",
             c->context == KGL_CONTEXT_FULL && ap > need / 2
                 ? ", or --context graph (each entity attends over its neighbourhood in the training graph, not "
                   "over every entity: nothing of size n x n)"
