@@ -206,8 +206,8 @@ TEST(cli_memory_estimate_halves_in_float32)
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "this run needs about 6.8 GB") != NULL);
     CHECK(strstr(err, "--precision f32") == NULL); /* it is float32 already */
-    /* 13.5 GB does not fit in 6.5 GB even in float32: no such hint */
-    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=6500 '%s' %s", T->kgl, run);
+    /* in 6000 MB (6.3 GB) it does not fit even in float32: no such hint */
+    snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=6000 '%s' %s", T->kgl, run);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--precision f32") == NULL);
 }
