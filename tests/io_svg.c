@@ -372,6 +372,16 @@ static int nth(const xdoc *d, const char *name, const char *cls, int scope, int 
     return NONE;
 }
 
+/* The texts of class cls inside scope, joined with spaces (the lines of a
+   wrapped text read as one). */
+static const char *joined(const xdoc *d, const char *cls, int scope, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (int k = 0, j; (j = nth(d, "text", cls, scope, k)) >= 0; k++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", k ? " " : "", text_at(d, j));
+    return buf;
+}
+
 /* Whether some <text> element reads exactly s. */
 static bool has_text(const xdoc *d, const char *s)
 {
@@ -506,9 +516,15 @@ TEST(svg_heatmap_cells_tooltips_escaping)
     CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 3);
     CHECK(count(&d, "text", NULL, nth(&d, "g", "col-labels", ANYWHERE, 0)) == 4);
     CHECK(count(&d, "g", "colorbar", ANYWHERE) == 1);
-    /* colour-bar ticks are round: 0.0 0.2 ... 1.0, under its title */
+    /* the colour bar: its title, the line naming the scale, its ends (the
+       data's 0 and 1) and round ticks 0.2 ... 0.8 between them */
     int bar = nth(&d, "g", "colorbar", ANYWHERE, 0);
-    CHECK(has_text(&d, "0.2") && has_text(&d, "0.8") && count(&d, "text", NULL, bar) == 1 + 6);
+    CHECK(has_text(&d, "0.2") && has_text(&d, "0.8"));
+    CHECK(count(&d, "text", NULL, bar) - count(&d, "text", "scale", bar) == 1 + 2 + 4);
+    CHECK(strcmp(text_at(&d, nth(&d, "text", "lo", bar, 0)), "0") == 0);
+    CHECK(strcmp(text_at(&d, nth(&d, "text", "hi", bar, 0)), "1") == 0);
+    char line[512];
+    CHECK(strcmp(joined(&d, "scale", bar, line, sizeof line), "linear scale, from the smallest value to the largest") == 0);
     CHECK(strcmp(title_of(&d, 0), "Head 0 <attention>") == 0);
     xml_free(&d);
     /* the escaping in the file itself */
@@ -868,14 +884,22 @@ TEST(svg_bad_text_in_labels_is_replaced_or_shortened)
     if (!load(T, path, &d)) return;
     CHECK(has_text(&d, "bad \xef\xbf\xbd( utf8") && has_text(&d, "ctrl\xef\xbf\xbd\xef\xbf\xbd\x63har"));
     CHECK(has_text(&d, "overlong \xef\xbf\xbd\xef\xbf\xbd")); /* each byte of an overlong '/' */
-    /* the axis title is longer than the 3 rows it stands beside: shortened
-       between characters with "…", the tooltip holding (a long prefix of) it */
-    int ax = nth(&d, "text", "axis-title", ANYWHERE, 0);
-    const char *axis = text_at(&d, ax);
-    size_t al = strlen(axis);
-    CHECK(al > 3 && strncmp(axis, korean, al - 3) == 0 && strcmp(axis + al - 3, "\xe2\x80\xa6") == 0 &&
-          strstr(axis, "\xef\xbf\xbd") == NULL);
-    CHECK(strncmp(title_of(&d, ax), korean, 300) == 0 && strstr(title_of(&d, ax), "\xef\xbf\xbd") == NULL);
+    /* the axis title is longer than the 3 rows it stands beside: it wraps,
+       between characters (a word wider than its room), on 12 lines at most,
+       the last shortened with "…", its tooltip holding the rest */
+    char joined[1024] = "";
+    int lines = 0, last = -1;
+    for (int ax; (ax = nth(&d, "text", "axis-title", ANYWHERE, lines)) >= 0; lines++) {
+        if (strlen(joined) + strlen(text_at(&d, ax)) < sizeof joined) strcat(joined, text_at(&d, ax));
+        last = ax;
+    }
+    size_t jl = strlen(joined);
+    CHECK(lines == 12 && jl > 3 && strncmp(joined, korean, jl - 3) == 0 && strcmp(joined + jl - 3, "\xe2\x80\xa6") == 0);
+    CHECK(strstr(joined, "\xef\xbf\xbd") == NULL);
+    const char *rest = last >= 0 ? title_of(&d, last) : "", *shown_last = last >= 0 ? text_at(&d, last) : "";
+    size_t rl = strlen(rest), sl = strlen(shown_last) > 3 ? strlen(shown_last) - 3 : 0;
+    if (rl > 3 && strcmp(rest + rl - 3, "\xe2\x80\xa6") == 0) rl -= 3; /* the tooltip's own cap (256 bytes) */
+    CHECK(rl % 3 == 0 && rl > sl && strncmp(rest, korean, rl) == 0 && strncmp(rest, shown_last, sl) == 0);
     int cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
     const char *shown = text_at(&d, nth(&d, "text", NULL, cl, 0)); /* shortened on the page ... */
     CHECK(strncmp(shown, "a_very_long_entity", 18) == 0 && strlen(shown) < 40 &&
