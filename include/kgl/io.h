@@ -410,10 +410,10 @@ typedef struct kgl_heatmap {
  * rows and columns apart) and the axis title says so. Column labels are
  * rotated 45°; notes are listed under the legend. Each cell is a <rect
  * class="cell"> with a <title> tooltip "row → col: value" (names cut after
- * 64 bytes); a non-finite value is a grey hatched cell whose tooltip says
+ * 48 bytes); a non-finite value is a grey hatched cell whose tooltip says
  * "not finite". The legend shows the colour bar and counts outlined,
- * non-finite and clamped cells. A picture of c cells drawn takes about
- * 100 bytes per cell plus its names: at most 260 per cell whatever they are. */
+ * non-finite and clamped cells. A cell takes about 100 bytes plus its
+ * names, and less than 400 whatever they are. */
 bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap);
 /* n_panels heatmaps (each with its own title, labels and shape) in a grid of
  * n_cols columns, with ONE colour scale and one legend: the scale runs from

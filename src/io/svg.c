@@ -25,7 +25,7 @@
 #define LABEL_EM 16.0     /* labels wider than this many em are shortened with … */
 #define MARKER_MAX 60     /* series with at most this many points get markers */
 #define TOOLTIP_BYTES 256 /* a label's full text in its tooltip: longer ones are cut with … */
-#define CELL_NAME_BYTES 64 /* a row or column name in a cell's tooltip (its label's tooltip has more) */
+#define CELL_NAME_BYTES 48 /* a name in a cell's tooltip (its label's tooltip has more): a cell takes < 400 bytes */
 #define FONT_FAMILY "Helvetica, Arial, 'Noto Sans', 'Noto Sans CJK KR', sans-serif"
 
 /* ------------------------------------------------------------- buffer -- */
@@ -1055,7 +1055,7 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm
             if (!isfinite(x)) sb_puts(b, " (not finite: drawn hatched grey)");
             if (out) {
                 sb_puts(b, " [");
-                sb_text_capped(b, h->outline_label ? h->outline_label : "outlined", TOOLTIP_BYTES);
+                sb_text_capped(b, h->outline_label ? h->outline_label : "outlined", CELL_NAME_BYTES);
                 sb_puts(b, "]");
             }
             sb_puts(b, "</title></rect>\n");
