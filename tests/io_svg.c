@@ -1658,3 +1658,42 @@ TEST(svg_layout_kgl_heads_at_1000_entities)
 {
     check_heads_pictures(T, 1000, "--dim 8 --steps 3");
 }
+
+/* kgl heads --colour-scale: the scale each picture says it uses; a bad name
+   or no --svg is refused with exit 2. */
+TEST(svg_kgl_heads_colour_scale_option)
+{
+    char cmd[2048], path[1024], scale[1024];
+    const char *lo, *hi;
+    snprintf(cmd, sizeof cmd, "train --save %s/c.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --colour-scale log", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 2);
+    CHECK(strstr(lay_err, "kgl heads: --colour-scale needs --svg DIR") != NULL);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --svg %s/c --colour-scale viridis", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 2);
+    CHECK(strstr(lay_err, "--colour-scale 'viridis': expected auto, linear, log or row") != NULL);
+    static const struct {
+        const char *scale, *pic, *says;
+    } cases[] = {
+        {"log", "head0.svg", "log scale"},
+        {"log", "heads.svg", "one scale for every panel: log scale"},
+        {"row", "heads.svg", "each row on its own scale"},
+        {"linear", "spec.svg", "linear scale, from the smallest value to the largest"},
+        {"linear", "query.svg", "linear scale, from the smallest value to the largest"},
+        {"auto", "query.svg", "each row on its own scale"}, /* its rows are different distributions */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bool query = strcmp(cases[k].pic, "query.svg") == 0;
+        snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --svg %s/c%zu --colour-scale %s%s", T->tmp, T->tmp, k,
+                 cases[k].scale, query ? " --query alice,advises" : "");
+        CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+        snprintf(path, sizeof path, "%s/c%zu/%s", T->tmp, k, cases[k].pic);
+        xdoc d;
+        if (!load(T, path, &d)) continue;
+        bar_texts(&d, &lo, &hi, scale, sizeof scale);
+        if (!CHECK(strncmp(scale, cases[k].says, strlen(cases[k].says)) == 0)) printf("    %s: '%s'\n", path, scale);
+        xml_free(&d);
+        check_heatmap_facts(T, path, 1000000);
+    }
+}
