@@ -1463,7 +1463,7 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
     wrapped title_l; /* the page title wraps to the page (at least 400 px wide) */
     wrap(&title_l, title, TITLE_FONT, true, fmax(W - 2 * PAD, 400));
     W = fmax(W, 2 * PAD + title_l.w);
-    double head = title_l.n ? PAD + TITLE_FONT * (0.4 + (title_l.n - 1) * LINE_GAP) + TITLE_FONT : 0;
+    double head = title_l.n ? PAD + TITLE_FONT * (1.6 + (title_l.n - 1) * LINE_GAP) : 0;
     double leg_y = head + g[0].gy;
     double H = fmax(head + n_rows * slot_h, leg_y + L.h + PAD);
 
