@@ -1426,9 +1426,10 @@ TEST(svg_heatmap_draws_the_largest_rows_and_columns)
     static unsigned char out[big * big];
     static double w[big * big];
     for (int i = 0; i < big; i++) {
+        char num[16]; /* "17xxx…x": 1,000 bytes, unique by their start */
+        int k = snprintf(num, sizeof num, "%d", i);
         memset(names[i], 'x', 1000);
-        snprintf(names[i], 8, "%d", i);
-        names[i][strlen(names[i])] = 'x';
+        memcpy(names[i], num, (size_t)k);
         labels[i] = names[i];
     }
     for (int k = 0; k < big * big; k++) w[k] = sin(k * 0.1), out[k] = 1;
