@@ -616,6 +616,20 @@ TEST(svg_heatmap_sizes_adapt_13_and_135)
     }
     free(v);
 
+    /* up to 80 rows or columns, cells of at least 11 px and every label: a
+       query.svg of 64 heads and the readout over 48 entities */
+    v = ramp(65 * 48, 1);
+    kgl_heatmap strip = {.rows = 65, .cols = 48, .values = v, .vmin = NAN, .vmax = NAN};
+    tmp_path(T, path, sizeof path, "h65.svg");
+    CHECK(kgl_svg_heatmap(path, &strip, err, sizeof err));
+    if (load(T, path, &d)) {
+        CHECK(cell_size(&d) >= 11);
+        CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 65);
+        CHECK(count(&d, "text", NULL, nth(&d, "g", "col-labels", ANYWHERE, 0)) == 48);
+        xml_free(&d);
+    }
+    free(v);
+
     int n = 135;
     v = ramp(n * n, 3);
     kgl_heatmap big = {.title = "135", .rows = n, .cols = n, .values = v, .row_axis = "query", .col_axis = "key",
