@@ -372,6 +372,16 @@ static int nth(const xdoc *d, const char *name, const char *cls, int scope, int 
     return NONE;
 }
 
+/* The texts of class cls inside scope, joined with spaces (the lines of a
+   wrapped text read as one). */
+static const char *joined(const xdoc *d, const char *cls, int scope, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    for (int k = 0, j; (j = nth(d, "text", cls, scope, k)) >= 0; k++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", k ? " " : "", text_at(d, j));
+    return buf;
+}
+
 /* Whether some <text> element reads exactly s. */
 static bool has_text(const xdoc *d, const char *s)
 {
@@ -506,9 +516,15 @@ TEST(svg_heatmap_cells_tooltips_escaping)
     CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 3);
     CHECK(count(&d, "text", NULL, nth(&d, "g", "col-labels", ANYWHERE, 0)) == 4);
     CHECK(count(&d, "g", "colorbar", ANYWHERE) == 1);
-    /* colour-bar ticks are round: 0.0 0.2 ... 1.0, under its title */
+    /* the colour bar: its title, the line naming the scale, its ends (the
+       data's 0 and 1) and round ticks 0.2 ... 0.8 between them */
     int bar = nth(&d, "g", "colorbar", ANYWHERE, 0);
-    CHECK(has_text(&d, "0.2") && has_text(&d, "0.8") && count(&d, "text", NULL, bar) == 1 + 6);
+    CHECK(has_text(&d, "0.2") && has_text(&d, "0.8"));
+    CHECK(count(&d, "text", NULL, bar) - count(&d, "text", "scale", bar) == 1 + 2 + 4);
+    CHECK(strcmp(text_at(&d, nth(&d, "text", "lo", bar, 0)), "0") == 0);
+    CHECK(strcmp(text_at(&d, nth(&d, "text", "hi", bar, 0)), "1") == 0);
+    char line[512];
+    CHECK(strcmp(joined(&d, "scale", bar, line, sizeof line), "linear scale, from the smallest value to the largest") == 0);
     CHECK(strcmp(title_of(&d, 0), "Head 0 <attention>") == 0);
     xml_free(&d);
     /* the escaping in the file itself */
@@ -596,6 +612,20 @@ TEST(svg_heatmap_sizes_adapt_13_and_135)
         CHECK(count(&d, "text", NULL, cl) == 13 && count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 13);
         CHECK(strstr(attr_at(&d, nth(&d, "text", NULL, cl, 0), "transform"), "rotate(-45") != NULL);
         CHECK(has_text(&d, "machine_learning") && has_text(&d, "key"));
+        xml_free(&d);
+    }
+    free(v);
+
+    /* up to 80 rows or columns, cells of at least 11 px and every label: a
+       query.svg of 64 heads and the readout over 48 entities */
+    v = ramp(65 * 48, 1);
+    kgl_heatmap strip = {.rows = 65, .cols = 48, .values = v, .vmin = NAN, .vmax = NAN};
+    tmp_path(T, path, sizeof path, "h65.svg");
+    CHECK(kgl_svg_heatmap(path, &strip, err, sizeof err));
+    if (load(T, path, &d)) {
+        CHECK(cell_size(&d) >= 11);
+        CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 65);
+        CHECK(count(&d, "text", NULL, nth(&d, "g", "col-labels", ANYWHERE, 0)) == 48);
         xml_free(&d);
     }
     free(v);
@@ -868,14 +898,22 @@ TEST(svg_bad_text_in_labels_is_replaced_or_shortened)
     if (!load(T, path, &d)) return;
     CHECK(has_text(&d, "bad \xef\xbf\xbd( utf8") && has_text(&d, "ctrl\xef\xbf\xbd\xef\xbf\xbd\x63har"));
     CHECK(has_text(&d, "overlong \xef\xbf\xbd\xef\xbf\xbd")); /* each byte of an overlong '/' */
-    /* the axis title is longer than the 3 rows it stands beside: shortened
-       between characters with "…", the tooltip holding (a long prefix of) it */
-    int ax = nth(&d, "text", "axis-title", ANYWHERE, 0);
-    const char *axis = text_at(&d, ax);
-    size_t al = strlen(axis);
-    CHECK(al > 3 && strncmp(axis, korean, al - 3) == 0 && strcmp(axis + al - 3, "\xe2\x80\xa6") == 0 &&
-          strstr(axis, "\xef\xbf\xbd") == NULL);
-    CHECK(strncmp(title_of(&d, ax), korean, 300) == 0 && strstr(title_of(&d, ax), "\xef\xbf\xbd") == NULL);
+    /* the axis title is longer than the 3 rows it stands beside: it wraps,
+       between characters (a word wider than its room), on 12 lines at most,
+       the last shortened with "…", its tooltip holding the rest */
+    char joined[1024] = "";
+    int lines = 0, last = -1;
+    for (int ax; (ax = nth(&d, "text", "axis-title", ANYWHERE, lines)) >= 0; lines++) {
+        if (strlen(joined) + strlen(text_at(&d, ax)) < sizeof joined) strcat(joined, text_at(&d, ax));
+        last = ax;
+    }
+    size_t jl = strlen(joined);
+    CHECK(lines == 12 && jl > 3 && strncmp(joined, korean, jl - 3) == 0 && strcmp(joined + jl - 3, "\xe2\x80\xa6") == 0);
+    CHECK(strstr(joined, "\xef\xbf\xbd") == NULL);
+    const char *rest = last >= 0 ? title_of(&d, last) : "", *shown_last = last >= 0 ? text_at(&d, last) : "";
+    size_t rl = strlen(rest), sl = strlen(shown_last) > 3 ? strlen(shown_last) - 3 : 0;
+    if (rl > 3 && strcmp(rest + rl - 3, "\xe2\x80\xa6") == 0) rl -= 3; /* the tooltip's own cap (256 bytes) */
+    CHECK(rl % 3 == 0 && rl > sl && strncmp(rest, korean, rl) == 0 && strncmp(rest, shown_last, sl) == 0);
     int cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
     const char *shown = text_at(&d, nth(&d, "text", NULL, cl, 0)); /* shortened on the page ... */
     CHECK(strncmp(shown, "a_very_long_entity", 18) == 0 && strlen(shown) < 40 &&
@@ -1294,4 +1332,383 @@ TEST(svg_layout_long_labels)
     CHECK(kgl_svg_lineplot_grid(tmp_path(T, path, sizeof path, "lay4.svg"), "three plots on a page", grid, 3, 2, err,
                                 sizeof err));
     check_layout(T, path);
+}
+
+/* -------------------------------------------------- scales and sizes -- */
+
+/* The colour-bar texts of the picture: its low end, its high end, and the
+   line naming the scale. */
+static void bar_texts(const xdoc *d, const char **lo, const char **hi, char *scale, size_t cap)
+{
+    int bar = nth(d, "g", "colorbar", ANYWHERE, 0);
+    *lo = text_at(d, nth(d, "text", "lo", bar, 0));
+    *hi = text_at(d, nth(d, "text", "hi", bar, 0));
+    joined(d, "scale", bar, scale, cap);
+}
+
+TEST(svg_heatmap_log_auto_and_row_scales)
+{
+    /* log from the data: the largest value (1) down 4 decades; 1e-8 and 0
+       lie below it (the bottom colour, counted, "≤" on the bar's end);
+       0.01 sits halfway: viridis' middle anchor */
+    static const double v[6] = {1, 0.01, 1e-8, 0.1, 0.001, 0};
+    kgl_heatmap h = {.rows = 2, .cols = 3, .values = v, .vmin = NAN, .vmax = NAN, .scale = KGL_COLOUR_LOG,
+                     .value_label = "weight"};
+    char path[512], err[512], scale[512];
+    const char *lo, *hi;
+    tmp_path(T, path, sizeof path, "log.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strcmp(hi, "1") == 0 && strcmp(lo, "\xe2\x89\xa4 0.0001") == 0); /* ≤ 0.0001 */
+    CHECK(strcmp(scale, "log scale, at most 4 decades below the largest value") == 0);
+    CHECK(has_text(&d, "below the scale (2)") && has_text(&d, "10\xe2\x81\xbb\xc2\xb2")); /* a decade tick: 10⁻² */
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 1), "fill"), "#21908c") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 0), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 5), "fill"), "#440154") == 0);
+    xml_free(&d);
+
+    /* automatic: a few large values over many small ones take a log scale,
+       values that spread over a linear one keep it; the picture says which */
+    double peaky[100], spread[100];
+    for (int k = 0; k < 100; k++) peaky[k] = k % 25 ? 0.001 : 1, spread[k] = k / 99.0; /* 4 large: under 5% */
+    h = (kgl_heatmap){.rows = 10, .cols = 10, .values = peaky, .vmin = NAN, .vmax = NAN, .scale = KGL_COLOUR_AUTO};
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strstr(scale, "log scale (automatic: on a linear one, 95% of the cells would take its darkest tenth)") || printf("    %s\n", scale) < 0);
+    CHECK(strcmp(lo, "0.001") == 0 && strcmp(hi, "1") == 0);
+    xml_free(&d);
+    h.values = spread;
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strcmp(scale, "linear scale, from the smallest value to the largest (automatic: the values spread over it)") == 0);
+    CHECK(strcmp(lo, "0") == 0 && strcmp(hi, "1") == 0);
+    xml_free(&d);
+
+    /* a row scale: each row from 0 to its own maximum, printed right of it */
+    static const double rows[6] = {1, 2, 4, 10, 20, 40};
+    h = (kgl_heatmap){.rows = 2, .cols = 3, .values = rows, .scale = KGL_COLOUR_ROW};
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strcmp(lo, "0") == 0 && strcmp(hi, "the row's maximum") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 2), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 5), "fill"), "#fde725") == 0);
+    CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, 4), "fill"), "#21908c") == 0); /* 20 of 40 */
+    int rm = nth(&d, "g", "row-max", ANYWHERE, 0);
+    CHECK(count(&d, "text", NULL, rm) == 2 && strcmp(text_at(&d, nth(&d, "text", NULL, rm, 1)), "40") == 0);
+    xml_free(&d);
+    check_layout(T, path);
+}
+
+/* max_rows / max_cols: the columns with the largest sums, then the rows
+   with the largest sums over them, in their order; a line says what is left
+   out; a cell stays under 400 bytes however long its names. */
+TEST(svg_heatmap_draws_the_largest_rows_and_columns)
+{
+    enum { n = 100 };
+    static double v[n * n];
+    for (int i = 0; i < n; i++) /* columns 3, 13, ..., 93 and rows 0, 7, ..., 98 hold the mass */
+        for (int j = 0; j < n; j++) v[i * n + j] = (j % 10 == 3 ? 1 : 0.01) * (i % 7 == 0 ? 1 : 0.1);
+    kgl_heatmap h = {.title = "largest", .rows = n, .cols = n, .values = v, .vmin = NAN, .vmax = NAN, .max_rows = 15,
+                     .max_cols = 10, .value_label = "weight"};
+    char path[512], err[512], line[1024];
+    tmp_path(T, path, sizeof path, "largest.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 150);
+    CHECK(strcmp(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 0)), "0 \xe2\x86\x92 3: 1") == 0);
+    CHECK(strcmp(title_of(&d, nth(&d, "rect", "cell", ANYWHERE, 149)), "98 \xe2\x86\x92 93: 1") == 0);
+    int rl = nth(&d, "g", "row-labels", ANYWHERE, 0), cl = nth(&d, "g", "col-labels", ANYWHERE, 0);
+    CHECK(count(&d, "text", NULL, rl) == 15 && count(&d, "text", NULL, cl) == 10); /* every one drawn is labelled */
+    CHECK(strcmp(text_at(&d, nth(&d, "text", NULL, rl, 1)), "7") == 0 && strcmp(text_at(&d, nth(&d, "text", NULL, cl, 1)), "13") == 0);
+    joined(&d, "summary", ANYWHERE, line, sizeof line);
+    CHECK(strncmp(line, "Drawn: the 10 of 100 columns with the largest sums, and the 15 of 100 rows with the largest "
+                        "sums over them: ", 100) == 0);
+    CHECK(strstr(line, "% of the total weight; the cells not drawn hold values from 0.001 to 0.1") != NULL);
+    xml_free(&d);
+    check_layout(T, path);
+
+    /* 64 x 64 drawn of 300 x 300, names of 1,000 bytes, every cell outlined */
+    enum { big = 300 };
+    static char names[big][1001];
+    static const char *labels[big];
+    static unsigned char out[big * big];
+    static double w[big * big];
+    for (int i = 0; i < big; i++) {
+        char num[16]; /* "17xxx…x": 1,000 bytes, unique by their start */
+        int k = snprintf(num, sizeof num, "%d", i);
+        memset(names[i], 'x', 1000);
+        memcpy(names[i], num, (size_t)k);
+        labels[i] = names[i];
+    }
+    for (int k = 0; k < big * big; k++) w[k] = sin(k * 0.1), out[k] = 1;
+    char long_label[2000];
+    memset(long_label, 'y', sizeof long_label - 1);
+    long_label[sizeof long_label - 1] = 0;
+    h = (kgl_heatmap){.rows = big, .cols = big, .values = w, .row_labels = labels, .col_labels = labels,
+                      .max_rows = 64, .max_cols = 64, .outline = out, .outline_label = long_label};
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    FILE *f = fopen(path, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (f) fclose(f);
+    CHECK(size > 0 && size < 64 * 64 * 400L);
+    if (load(T, path, &d)) {
+        CHECK(titled_rects(&d) == 64 * 64);
+        xml_free(&d);
+    }
+}
+
+/* ---------------------------------------------- kgl heads at any size -- */
+
+/* The value in a cell's tooltip "row → col: value", before a " (not
+   finite…)" or " [outline label]" that may follow it. */
+static double tooltip_value(const char *t)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", t);
+    char *arrow = strstr(buf, "\xe2\x86\x92"), *cut, *colon = NULL;
+    if (!arrow) return NAN;
+    if ((cut = strstr(arrow, " ["))) *cut = 0;
+    if ((cut = strstr(arrow, " (not finite"))) *cut = 0;
+    for (char *p = arrow; (p = strstr(p, ": ")); p += 2) colon = p;
+    return colon ? strtod(colon + 2, NULL) : NAN;
+}
+
+static long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* What a heatmap picture says of itself, checked against its cells: it is
+ * at most max_bytes; it has one colour bar, whose ends are the range of
+ * the values drawn (log: the largest, and the smallest positive or "≤" a
+ * floor some cell lies below; a row scale: each row's maximum printed right
+ * of it); every row and column drawn is labelled, or an axis title says
+ * which are. */
+static void check_heatmap_facts(test_ctx *T, const char *path, long max_bytes)
+{
+    long size = file_size(path);
+    if (!CHECK(size > 0 && size <= max_bytes)) printf("    %s: %ld bytes\n", path, size);
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(count(&d, "g", "colorbar", ANYWHERE) == 1);
+    const char *lo, *hi;
+    char scale[1024], want[64];
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    bool row_scale = strncmp(scale, "each row", 8) == 0, log_scale = strstr(scale, "log scale") != NULL;
+    enum { MAX_ROWS = 4096 };
+    typedef struct drawn_row {
+        int group, cells; /* its heatmap panel; its cells */
+        double y, max;    /* its centre; its largest finite value */
+    } drawn_row;
+    static drawn_row row[MAX_ROWS];
+    int n_rows = 0;
+    double mn = INFINITY, mx = -INFINITY, pos = INFINITY;
+    for (int i = 0; i < d.n; i++) {
+        if (strcmp(d.el[i].name, "rect") != 0 || !has_class(&d.el[i], "cell")) continue;
+        int group = d.el[i].parent;
+        while (group >= 0 && !has_class(&d.el[group], "heatmap")) group = d.el[group].parent;
+        double v = tooltip_value(title_of(&d, i)), y = atof(attr_at(&d, i, "y")) + atof(attr_at(&d, i, "height")) / 2;
+        int r = 0;
+        while (r < n_rows && !(row[r].group == group && fabs(row[r].y - y) < 0.01)) r++;
+        if (r == n_rows && n_rows < MAX_ROWS) row[n_rows++] = (drawn_row){group, 0, y, -INFINITY};
+        if (r < MAX_ROWS) row[r].cells++;
+        if (!isfinite(v)) continue;
+        mn = fmin(mn, v), mx = fmax(mx, v);
+        if (v > 0) pos = fmin(pos, v);
+        if (r < MAX_ROWS) row[r].max = fmax(row[r].max, v);
+    }
+    CHECK(n_rows > 0 && mn <= mx);
+    if (row_scale) {
+        CHECK(strcmp(hi, "the row's maximum") == 0 && (strcmp(lo, "0") == 0 || strcmp(lo, "0 or the row's minimum") == 0));
+        int shown = 0;
+        for (int i = 0; i < d.n; i++) { /* each row's maximum, right of it */
+            if (strcmp(d.el[i].name, "text") != 0 || d.el[i].parent < 0 || !has_class(&d.el[d.el[i].parent], "row-max"))
+                continue;
+            double y = atof(attr_at(&d, i, "y"));
+            for (int r = 0; r < n_rows; r++)
+                if (fabs(row[r].y - y) < 0.01 && within(&d, i, row[r].group)) {
+                    snprintf(want, sizeof want, "%.4g", row[r].max == 0 ? 0.0 : row[r].max);
+                    shown++;
+                    if (!CHECK(strcmp(text_at(&d, i), want) == 0)) printf("    row max %s, want %s\n", text_at(&d, i), want);
+                }
+        }
+        CHECK(shown > 0);
+    } else {
+        snprintf(want, sizeof want, "%.4g", mx == 0 ? 0.0 : mx);
+        if (!CHECK(strcmp(hi, want) == 0)) printf("    %s: bar's top %s, largest value drawn %s\n", path, hi, want);
+        if (log_scale && strncmp(lo, "\xe2\x89\xa4 ", 4) == 0) { /* a floor, with cells below it */
+            CHECK(atof(lo + 4) > mn);
+        } else {
+            snprintf(want, sizeof want, "%.4g", log_scale ? pos : mn == 0 ? 0.0 : mn);
+            if (!CHECK(strcmp(lo, want) == 0)) printf("    %s: bar's bottom %s, smallest value drawn %s\n", path, lo, want);
+        }
+    }
+    /* no text is cut but names (row and column labels, shortened with "…") */
+    for (int i = 0; i < d.n; i++) {
+        size_t len = d.el[i].text ? strlen(d.el[i].text) : 0;
+        if (strcmp(d.el[i].name, "text") != 0 || len < 3 || strcmp(d.el[i].text + len - 3, "\xe2\x80\xa6") != 0) continue;
+        int p = d.el[i].parent;
+        if (!CHECK(p >= 0 && (has_class(&d.el[p], "row-labels") || has_class(&d.el[p], "col-labels"))))
+            printf("    %s: cut: '%s'\n", path, d.el[i].text);
+    }
+    /* every row and column drawn is labelled, or an axis title says which are */
+    for (int g = 0; g < d.n; g++) {
+        if (strcmp(d.el[g].name, "g") != 0 || !has_class(&d.el[g], "heatmap")) continue;
+        int rows = 0, cells = 0;
+        for (int r = 0; r < n_rows; r++)
+            if (row[r].group == g) rows++, cells += row[r].cells;
+        int cols = rows ? cells / rows : 0;
+        int row_labels = count(&d, "text", NULL, nth(&d, "g", "row-labels", g, 0));
+        int col_labels = count(&d, "text", NULL, nth(&d, "g", "col-labels", g, 0));
+        char axes[1024];
+        joined(&d, "axis-title", g, axes, sizeof axes);
+        bool thinned = strstr(axes, "labelled)") != NULL;
+        if (!CHECK(rows > 0 && ((row_labels == rows && col_labels == cols) || thinned)))
+            printf("    %s: %d x %d cells, %d row and %d column labels, axis titles '%s'\n", path, rows, cols, row_labels,
+                   col_labels, axes);
+    }
+    xml_free(&d);
+}
+
+/* A graph like a newcomer's: n entities (country_001, Republic_of_Place_12),
+   6 relations, 6 n triples from a fixed generator; written in T->tmp. */
+static const char *newcomer_graph(test_ctx *T, int slot, int n)
+{
+    static const char *const rel[6] = {"speaks", "borders", "exports_to", "member_of", "capital_of_region",
+                                       "trades_with"};
+    size_t cap = (size_t)n * 6 * 80, len = 0;
+    char *text = malloc(cap), name[2][32], file[32];
+    unsigned x = 12345;
+    for (int k = 0; k < 6 * n; k++) {
+        int e[3];
+        for (int s = 0; s < 3; s++) x = x * 1664525u + 1013904223u, e[s] = (int)((x >> 8) % (unsigned)(s < 2 ? n : 6));
+        if (e[0] == e[1]) e[1] = (e[1] + 1) % n;
+        for (int s = 0; s < 2; s++)
+            snprintf(name[s], sizeof name[s], e[s] % 3 ? "country_%03d" : "Republic_of_Place_%d", e[s]);
+        len += (size_t)snprintf(text + len, cap - len, "%s\t%s\t%s\n", name[0], rel[e[2]], name[1]);
+    }
+    snprintf(file, sizeof file, "newcomer%d.tsv", n);
+    const char *path = write_tmp(T, slot, file, text, len);
+    free(text);
+    return path;
+}
+
+/* The pictures kgl heads draws of a graph of n entities (full context:
+   head<h>.svg, heads.svg, spec.svg, query.svg; neighbourhood context:
+   relations.svg): laid out (check_layout), under 1 MB, at most 4,096 cells,
+   saying what they show (check_heatmap_facts), every head named; query.svg's
+   cells of at least 11 px. */
+static void check_heads_pictures(test_ctx *T, int n, const char *model)
+{
+    char cmd[2048], path[1024], dir[600];
+    const char *g = newcomer_graph(T, 0, n);
+    int H = n < 500 ? 4 : 2;
+    snprintf(dir, sizeof dir, "%s/p%d", T->tmp, n);
+    snprintf(cmd, sizeof cmd, "train --train %s %s --heads %d --save %s/m%d.st --quiet --threads 1", g, model, H,
+             T->tmp, n);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/m%d.st --train %s --svg %s", T->tmp, n, g, dir);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/m%d.st --train %s --query country_001,speaks --svg %s", T->tmp, n,
+             g, dir);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "train --train %s %s --heads %d --context graph --neighbours 8 --save %s/g%d.st --quiet "
+             "--threads 1 && %s heads --checkpoint %s/g%d.st --train %s --svg %s", g, model, H, T->tmp, n, T->kgl,
+             T->tmp, n, g, dir);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+
+    char pics[8][32];
+    int n_pics = 0;
+    for (int h = 0; h < H; h++) snprintf(pics[n_pics++], sizeof pics[0], "head%d.svg", h);
+    snprintf(pics[n_pics++], sizeof pics[0], "heads.svg");
+    snprintf(pics[n_pics++], sizeof pics[0], "spec.svg");
+    snprintf(pics[n_pics++], sizeof pics[0], "query.svg");
+    snprintf(pics[n_pics++], sizeof pics[0], "relations.svg");
+    for (int k = 0; k < n_pics; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, pics[k]);
+        check_layout(T, path);
+        check_heatmap_facts(T, path, 1000000);
+        xdoc d;
+        if (!load(T, path, &d)) continue;
+        int cells = titled_rects(&d);
+        CHECK(cells > 0 && cells <= 4096);
+        /* every head named: a map's page title, a panel title of heads.svg, a row or column of the others */
+        for (int h = 0; h < (k < H ? 1 : H); h++) {
+            char name[32], title[40];
+            snprintf(name, sizeof name, "head %d", k < H ? k : h);
+            snprintf(title, sizeof title, "%s:", name);
+            bool found = k < H ? strncmp(title_of(&d, 0), title, strlen(title)) == 0 : has_text(&d, name);
+            for (int i = 0; i < d.n && !found && strcmp(pics[k], "heads.svg") == 0; i++)
+                found = strcmp(d.el[i].name, "text") == 0 && strncmp(text_at(&d, i), title, strlen(title)) == 0;
+            if (!CHECK(found)) printf("    %s: no '%s'\n", path, name);
+        }
+        if (k < H && n > 64) { /* a map of more entities than it draws says what it left out */
+            char line[1024];
+            joined(&d, "summary", ANYWHERE, line, sizeof line);
+            snprintf(cmd, sizeof cmd, "Drawn: the 64 of %d columns with the largest sums, and the 64 of %d rows", n, n);
+            if (!CHECK(strncmp(line, cmd, strlen(cmd)) == 0)) printf("    %s: '%s'\n", path, line);
+        }
+        if (strcmp(pics[k], "query.svg") == 0) {
+            CHECK(has_text(&d, "readout p(j)") && cell_size(&d) >= 11);
+            CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == H + 1);
+        }
+        xml_free(&d);
+    }
+}
+
+TEST(svg_layout_kgl_heads_at_124_entities)
+{
+    check_heads_pictures(T, 124, "--dim 16 --steps 30");
+}
+
+TEST(svg_layout_kgl_heads_at_1000_entities)
+{
+    check_heads_pictures(T, 1000, "--dim 8 --steps 3");
+}
+
+/* kgl heads --colour-scale: the scale each picture says it uses; a bad name
+   or no --svg is refused with exit 2. */
+TEST(svg_kgl_heads_colour_scale_option)
+{
+    char cmd[2048], path[1024], scale[1024];
+    const char *lo, *hi;
+    snprintf(cmd, sizeof cmd, "train --save %s/c.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --colour-scale log", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 2);
+    CHECK(strstr(lay_err, "kgl heads: --colour-scale needs --svg DIR") != NULL);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --svg %s/c --colour-scale viridis", T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 2);
+    CHECK(strstr(lay_err, "--colour-scale 'viridis': expected auto, linear, log or row") != NULL);
+    static const struct {
+        const char *scale, *pic, *says;
+    } cases[] = {
+        {"log", "head0.svg", "log scale"},
+        {"log", "heads.svg", "one scale for every panel: log scale"},
+        {"row", "heads.svg", "each row on its own scale"},
+        {"linear", "spec.svg", "linear scale, from the smallest value to the largest"},
+        {"linear", "query.svg", "linear scale, from the smallest value to the largest"},
+        {"auto", "query.svg", "each row on its own scale"}, /* its rows are different distributions */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bool query = strcmp(cases[k].pic, "query.svg") == 0;
+        snprintf(cmd, sizeof cmd, "heads --checkpoint %s/c.st --svg %s/c%zu --colour-scale %s%s", T->tmp, T->tmp, k,
+                 cases[k].scale, query ? " --query alice,advises" : "");
+        CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+        snprintf(path, sizeof path, "%s/c%zu/%s", T->tmp, k, cases[k].pic);
+        xdoc d;
+        if (!load(T, path, &d)) continue;
+        bar_texts(&d, &lo, &hi, scale, sizeof scale);
+        if (!CHECK(strncmp(scale, cases[k].says, strlen(cases[k].says)) == 0)) printf("    %s: '%s'\n", path, scale);
+        xml_free(&d);
+        check_heatmap_facts(T, path, 1000000);
+    }
 }

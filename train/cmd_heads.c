@@ -9,8 +9,8 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR] [--json]\n"
-    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR] [--json]\n"
+    "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR [--colour-scale S]] [--json]\n"
+    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR [--colour-scale S]] [--json]\n"
     "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
     "model of an ensemble is named on the first line, and in --json.)\n\n"
     "For every head h and relation r of the training triples:\n"
@@ -20,9 +20,17 @@ static const char help[] =
     "  argmax precision how often head h's most-attended entity is a true r-tail\n"
     "Then each entity's top-3 attended entities per head, and head ablation: the\n"
     "drop in train MRR (both directions) when one head's output is zeroed.\n"
-    "With --svg DIR it writes DIR/head<h>.svg (the n x n attention of head h, the\n"
-    "true tails of its best relation outlined), DIR/heads.svg (all heads on one\n"
-    "colour scale) and DIR/spec.svg (the specialisation matrix).\n\n"
+    "With --svg DIR it writes DIR/head<h>.svg (the attention of head h, the true\n"
+    "tails of its best relation outlined), DIR/heads.svg (all heads on one colour\n"
+    "scale) and DIR/spec.svg (the specialisation matrix). A map draws at most 64\n"
+    "entities a side (heads.svg 32, fewer with more than 4 heads): the most\n"
+    "attended, and the entities attending most to them; a line under it says\n"
+    "what is left out. Every picture holds at most 4,096 cells: about 0.6 MB with\n"
+    "names of 20 characters, under 2.5 MB whatever the names.\n"
+    "--colour-scale auto (default) | linear | log | row: how values map to\n"
+    "colours, fitted to the data: auto takes log when 95% of the cells would lie\n"
+    "in a linear scale's darkest tenth; row scales each row to its own maximum.\n"
+    "The colour bar names the scale and labels its ends with the data's range.\n\n"
     "--query HEAD,REL (the last comma separates; REL^-1 is the inverse of REL,\n"
     "trained in reciprocal mode): where every head looks from HEAD, the row\n"
     "A_h[HEAD, :] of each head, sorted by the mean over the heads, true REL-tails\n"
@@ -30,7 +38,8 @@ static const char help[] =
     "answers to (HEAD, REL, ?) with score and softmax probability (--top K,\n"
     "default 10: also the attention rows shown; --json lists every entity).\n"
     "With --svg DIR it writes DIR/query.svg: a strip per head and one of the\n"
-    "readout's probabilities, true tails outlined, the top answers listed.\n"
+    "readout's probabilities over at most 48 entities (the top answers, true\n"
+    "tails, the most attended), true tails outlined, the top answers listed.\n"
     EXIT_TABLE;
 
 /* The first line when the model is one of an ensemble: which one, and why
@@ -116,12 +125,31 @@ static double train_mrr(kgl_model *m, const data_view *v, kgl_eval *ev)
     return ev->both.mrr;
 }
 
+/* What --svg asks for: the folder and the colour scale. */
+typedef struct pictures {
+    const char *dir; /* NULL: no pictures */
+    kgl_colour_scale scale;
+} pictures;
+
+/* Each picture draws at most this many entities (or relations) on an axis:
+   up to 4,096 cells, every label readable, whatever the size of the graph
+   (kgl_heatmap's max_rows and max_cols choose them by attention mass). */
+#define MAP_MAX 64
+/* heads.svg's panels share that budget: at most 32 a side, fewer when more
+   than 4 heads (64 heads: 8 x 8 each). */
+static int grid_side(int H)
+{
+    int side = (int)floor(sqrt(MAP_MAX * MAP_MAX / (double)H));
+    return side > 32 ? 32 : side < 1 ? 1 : side;
+}
+
 /* A heads x relations picture (the specialisation, or a graph model's
    weight by relation): one column per relation r with keep[r], the values
    val[h * m + r]; with many relations, one row each instead, so their names
-   read level. vmin = vmax = 0 scales to the data. */
+   read level (at most MAP_MAX of them: those with the largest totals). The
+   colour scale fits the data. */
 static bool heads_by_relation_svg(const char *path, const char *title, const char *value_label, const data_view *v,
-                                  int H, const bool *keep, const double *val, double vmin, double vmax, char *err,
+                                  int H, const bool *keep, const double *val, kgl_colour_scale scale, char *err,
                                   size_t cap)
 {
     int m = v->ds.n_relations, used = 0;
@@ -159,8 +187,9 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
         sp.row_labels = cols, sp.col_labels = row_labels;
         sp.row_axis = "relation", sp.col_axis = "head";
     }
-    sp.vmin = vmin;
-    sp.vmax = vmax;
+    sp.vmin = sp.vmax = NAN;
+    sp.scale = scale;
+    sp.max_rows = sp.max_cols = MAP_MAX;
     sp.value_label = value_label;
     sp.annotate = true;
     bool ok = kgl_svg_heatmap(path, &sp, err, cap);
@@ -179,7 +208,7 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most 2,000 of) the training triples. */
 #define GRAPH_ABLATION_TRIPLES 2000
-static int graph_heads(const model_choice *chosen, const char *query, bool json, const char *svg_dir, data_view *v,
+static int graph_heads(const model_choice *chosen, const char *query, bool json, const pictures *pic, data_view *v,
                        kgl_model *m, kgl_checkpoint *ck)
 {
     const char *ckpt = chosen->path;
@@ -271,6 +300,7 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
         for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, ablated[h], base - ablated[h]);
     }
     int st = 0;
+    const char *svg_dir = pic->dir;
     if (svg_dir) {
         /* heads x relations, each cell's weight over uniform's: > 1 where a head favours the relation */
         bool *keep = kgl_xmalloc((size_t)nr * sizeof *keep);
@@ -284,7 +314,7 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
         } else {
             snprintf(path, sizeof path, "%s/relations.svg", svg_dir);
             if (!heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
-                                       "weight / uniform", v, H, keep, ratio, 0, 0, err, sizeof err)) {
+                                       "weight / uniform", v, H, keep, ratio, pic->scale, err, sizeof err)) {
                 fprintf(stderr, "kgl heads: %s\n", err);
                 st = EXIT_OUTPUT;
             } else if (!json) {
@@ -299,9 +329,10 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
     return st;
 }
 
-static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *attn, const kgl_tails *tl,
+static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *const *attn, const kgl_tails *tl,
                        const heads_report *rep, char *err, size_t cap)
 {
+    const char *dir = pic->dir;
     int n = rep->n, m = rep->m, H = rep->H;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
@@ -325,9 +356,10 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         if (best >= 0)
             for (int i = 0; i < n; i++)
                 for (int j = 0; j < n; j++) o[(size_t)i * n + j] = is_tail(tl, best, i, j);
-        if (best >= 0)
-            snprintf(titles[h], sizeof titles[h], "head %d: best relation %s (spec %.2f)", h, v->ds.relation_names[best],
-                     rep->spec[h * m + best]);
+        double sb = best >= 0 ? rep->spec[h * m + best] : 0;
+        if (best >= 0) /* two decimals, or two digits of a small spec (0.0016, not 0.00) */
+            snprintf(titles[h], sizeof titles[h], sb < 0.01 ? "head %d: best relation %s (spec %.2g)" :
+                     "head %d: best relation %s (spec %.2f)", h, v->ds.relation_names[best], sb);
         else
             snprintf(titles[h], sizeof titles[h], "head %d", h);
         snprintf(labels[h], sizeof labels[h], "true tail (%s)", best >= 0 ? v->ds.relation_names[best] : "none");
@@ -339,8 +371,9 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
         p->row_labels = p->col_labels = names;
         p->row_axis = "query entity i";
         p->col_axis = "attended entity j";
-        p->vmin = 0;
-        p->vmax = 1;
+        p->vmin = p->vmax = NAN; /* the scale fits the data */
+        p->scale = pic->scale;
+        p->max_rows = p->max_cols = MAP_MAX;
         p->outline = best >= 0 ? o : NULL;
         p->outline_label = labels[h];
         p->value_label = "attention weight";
@@ -350,12 +383,13 @@ static bool write_svgs(const char *dir, const data_view *v, kgl_tensor *const *a
     }
     if (ok) {
         snprintf(path, sizeof path, "%s/heads.svg", dir);
+        for (int h = 0; h < H; h++) panels[h].max_rows = panels[h].max_cols = grid_side(H);
         ok = kgl_svg_heatmap_grid(path, "attention of every head (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
     }
     if (ok) { /* the specialisation matrix: heads x trained relations */
         snprintf(path, sizeof path, "%s/spec.svg", dir);
         ok = heads_by_relation_svg(path, "specialisation spec[h][r]: attention mass on the true r-tails", "spec", v, H,
-                                   v->use_relation, rep->spec, 0, 1, err, cap);
+                                   v->use_relation, rep->spec, pic->scale, err, cap);
     }
     free(panels);
     free(weights);
@@ -608,26 +642,45 @@ static void query_print_json(const model_choice *chosen, long step, const data_v
     printf("]}\n");
 }
 
-#define QUERY_MAX_COLUMNS 64
+#define QUERY_COLUMNS 48 /* entities query.svg draws at most: cells of 16 px, every name readable */
+#define QUERY_TRUE 16    /* of which true answers at most (the readout's best first) */
 
 /* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
- * readout's probabilities, over the entities in attention order (the 64
- * most attended when there are more, plus every true tail and top answer),
- * true tails outlined, the top answers listed under the legend. */
-static bool query_svg(const char *dir, const data_view *v, const query_view *q, char *err, size_t cap)
+ * readout's probabilities, over at most QUERY_COLUMNS entities in attention
+ * order: the top answers, then true answers, then the most attended; the
+ * others summed up in the axis title. True answers outlined, the top
+ * answers listed under the legend. */
+static bool query_svg(const pictures *pic, const data_view *v, const query_view *q, char *err, size_t cap)
 {
+    const char *dir = pic->dir;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
         return false;
     }
     int n = q->n, H = q->H, n_ans = q->top < n ? q->top : n;
     if (n_ans > 10) n_ans = 10;
-    int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0;
-    bool *want = kgl_xcalloc((size_t)n, sizeof(bool));
-    for (int k = 0; k < n_ans; k++) want[q->by_score[k]] = true;
+    int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0, picked = 0, true_picked = 0;
+    bool *pick = kgl_xcalloc((size_t)n, sizeof(bool));
+    for (int k = 0; k < n_ans; k++) pick[q->by_score[k]] = true, picked++;
+    for (int k = 0; k < n && true_picked < QUERY_TRUE && picked < QUERY_COLUMNS; k++) {
+        int j = q->by_score[k];
+        if (!q->is_true[j]) continue;
+        true_picked++;
+        if (!pick[j]) pick[j] = true, picked++;
+    }
+    for (int r = 0; r < n && picked < QUERY_COLUMNS; r++)
+        if (!pick[q->by_attn[r]]) pick[q->by_attn[r]] = true, picked++;
+    double rest_attn = 0, rest_p = 0;
+    int true_drawn = 0;
     for (int r = 0; r < n; r++) {
         int j = q->by_attn[r];
-        if (n <= QUERY_MAX_COLUMNS || r < QUERY_MAX_COLUMNS || q->is_true[j] || want[j]) cols[nc++] = j;
+        if (pick[j]) {
+            cols[nc++] = j;
+            true_drawn += q->is_true[j];
+        } else {
+            rest_attn = fmax(rest_attn, q->mean[j]);
+            rest_p = fmax(rest_p, q->probs[j]);
+        }
     }
     int R = H + 1;
     double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
@@ -647,14 +700,19 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     for (int r = 0; r < R; r++) row_labels[r] = row_names[r];
 
     const char *head = v->ds.entity_names[q->entity];
-    char title[1400], col_axis[256], outline_label[700], value_label[64] = "weight / probability";
+    char title[1400], col_axis[400], outline_label[700], value_label[64] = "weight / probability";
     snprintf(title, sizeof title, "where each head looks from %s, and the answers to (%s, %s, ?)", head, head,
              q->rel_name);
-    if (nc < n)
-        snprintf(col_axis, sizeof col_axis, "entity j (the %d most attended of %d, true tails and top answers)",
-                 QUERY_MAX_COLUMNS, n);
-    else
-        snprintf(col_axis, sizeof col_axis, "entity j (by mean attention over the heads)");
+    if (nc < n) {
+        char trues[64] = "";
+        if (q->n_true) snprintf(trues, sizeof trues, ", %d of the %d true answers", true_drawn, q->n_true);
+        snprintf(col_axis, sizeof col_axis,
+                 "entity j, by mean attention over the heads: %d of %d (the top %d answers%s and the most attended); "
+                 "the other %d have mean attention \xe2\x89\xa4 %.2g and p \xe2\x89\xa4 %.2g",
+                 nc, n, n_ans, trues, n - nc, rest_attn, rest_p);
+    } else {
+        snprintf(col_axis, sizeof col_axis, "entity j, by mean attention over the heads");
+    }
     snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
     /* the top answers, listed under the legend */
     char(*lines)[700] = kgl_xmalloc((size_t)(n_ans + 1) * sizeof *lines);
@@ -676,8 +734,10 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     hm.col_labels = col_labels;
     hm.row_axis = NULL;
     hm.col_axis = col_axis;
-    hm.vmin = 0;
-    hm.vmax = 1;
+    hm.vmin = hm.vmax = NAN; /* the scale fits the data */
+    /* its rows are distributions of different things (each head's weights,
+       the readout's probabilities): auto gives each row its own scale */
+    hm.scale = pic->scale == KGL_COLOUR_AUTO ? KGL_COLOUR_ROW : pic->scale;
     hm.outline = q->n_true ? outline : NULL;
     hm.outline_label = outline_label;
     hm.value_label = value_label;
@@ -688,7 +748,7 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     snprintf(path, sizeof path, "%s/query.svg", dir);
     bool ok = kgl_svg_heatmap(path, &hm, err, cap);
     free(cols);
-    free(want);
+    free(pick);
     free(vals);
     free(outline);
     free(col_labels);
@@ -699,7 +759,7 @@ static bool query_svg(const char *dir, const data_view *v, const query_view *q, 
     return ok;
 }
 
-static int run_query(const model_choice *chosen, const char *query, int top, bool json, const char *svg_dir,
+static int run_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
                      const data_view *v, const kgl_model *m, const kgl_checkpoint *ck)
 {
     query_view q = {0};
@@ -711,13 +771,13 @@ static int run_query(const model_choice *chosen, const char *query, int top, boo
         query_print_json(chosen, ck->st.step, v, &q);
     else
         query_print_text(chosen, ck->st.step, v, &q);
-    if (svg_dir) {
+    if (pic->dir) {
         char err[1024];
-        if (!query_svg(svg_dir, v, &q, err, sizeof err)) {
+        if (!query_svg(pic, v, &q, err, sizeof err)) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
         } else if (!json) {
-            printf("\npicture: %s/query.svg\n", svg_dir);
+            printf("\npicture: %s/query.svg\n", pic->dir);
         }
     }
     query_free(&q);
@@ -745,16 +805,26 @@ static bool pictures_distinct(const data_args *d, const char *spec, char *opened
     return ok;
 }
 
+/* --colour-scale NAME */
+static bool colour_scale_named(const char *name, kgl_colour_scale *out)
+{
+    static const char *const names[] = {"linear", "log", "row", "auto"}; /* in kgl_colour_scale's order */
+    for (int k = 0; k < 4; k++)
+        if (strcmp(name, names[k]) == 0) return *out = (kgl_colour_scale)k, true;
+    return false;
+}
+
 int cmd_heads(int argc, char **argv)
 {
     cli_args a;
     cli_init(&a, "heads", argc, argv);
     a.help = help;
     data_args d = {0};
-    const char *ckpt = NULL, *svg_dir = NULL, *query = NULL;
+    const char *ckpt = NULL, *svg_dir = NULL, *query = NULL, *colours = NULL;
     long member = -1; /* --member K: one model of an ensemble */
     long top = 10;
     bool json = false, top_given = false;
+    pictures pic = {NULL, KGL_COLOUR_AUTO};
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
@@ -764,6 +834,10 @@ int cmd_heads(int argc, char **argv)
             if (st) return st;
         } else if (cli_is(&a, "--svg")) {
             if (!(svg_dir = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--colour-scale")) {
+            if (!(colours = cli_value(&a))) return EXIT_USAGE;
+            if (!colour_scale_named(colours, &pic.scale))
+                return cli_usage_error(&a, "--colour-scale '%s': expected auto, linear, log or row", colours);
         } else if (cli_is(&a, "--query")) {
             if (!(query = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--top")) {
@@ -775,6 +849,8 @@ int cmd_heads(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     if (top_given && !query) return cli_usage_error(&a, "--top needs --query HEAD,REL");
+    if (colours && !svg_dir) return cli_usage_error(&a, "--colour-scale needs --svg DIR");
+    pic.dir = svg_dir;
     if (svg_dir && !cli_output_dir_ok("heads", "--svg", svg_dir)) return EXIT_USAGE;
     data_view v;
     kgl_model m;
@@ -789,7 +865,7 @@ int cmd_heads(int argc, char **argv)
     }
     ckpt = chosen.path;
     if (m.cfg.context != KGL_CONTEXT_FULL) {
-        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, json, svg_dir, &v, &m, &ck)
+        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, json, &pic, &v, &m, &ck)
                                                 : (fprintf(stderr, "kgl heads: %s has no attention (--context none): "
                                                                    "its states are the entity embeddings\n", ckpt),
                                                    EXIT_USAGE);
@@ -799,7 +875,7 @@ int cmd_heads(int argc, char **argv)
         return st;
     }
     if (query) {
-        st = run_query(&chosen, query, (int)top, json, svg_dir, &v, &m, &ck);
+        st = run_query(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);
@@ -931,7 +1007,7 @@ int cmd_heads(int argc, char **argv)
     }
     if (svg_dir) {
         char err[1024];
-        if (!write_svgs(svg_dir, &v, f.attn, &tl, &rep, err, sizeof err)) {
+        if (!write_svgs(&pic, &v, f.attn, &tl, &rep, err, sizeof err)) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
         } else if (!json) {

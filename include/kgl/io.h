@@ -347,28 +347,54 @@ const char *kgl_st_file_dtype(const kgl_st_file *f);
  * Output is deterministic: the same input gives the same bytes (coordinates
  * with at most 2 decimals, values in tooltips with 4 significant digits).
  * All text is XML-escaped; invalid UTF-8 and control characters in labels
- * become U+FFFD. Labels longer than about 16 characters, and titles wider
- * than their room, are shortened with "…" on the page, the whole text in a
- * <title> tooltip on the shortened text. Layout uses estimated text widths
- * (kgl_svg_text_width) so that no two texts overlap, none lies on a cell
- * and every one lies inside the page (tests/io_svg.c checks this).
+ * become U+FFFD. Labels longer than about 16 characters are shortened with
+ * "…" on the page, the whole text (up to 256 bytes) in a <title> tooltip;
+ * titles, axis titles, the legend's texts and notes are never cut: they
+ * wrap to their room (inside a word only when the word alone is wider).
+ * Layout uses estimated text widths (kgl_svg_text_width) so that no two
+ * texts overlap, none lies on a cell and every one lies inside the page
+ * (tests/io_svg.c checks this).
  *
  * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
  * legible in greyscale), interpolated linearly between 9 anchors; line series
  * use the Okabe–Ito palette, each with its own dash pattern and marker shape
  * so that the series can also be told apart in greyscale. */
 
+/* How a heatmap's values map to colours. Every scale is drawn as a colour
+ * bar whose two ends are labelled with the exact bounds ("≤" / "≥" when
+ * cells lie beyond them), round values between, and a line saying which
+ * scale it is (and, for KGL_COLOUR_AUTO, why). */
+typedef enum kgl_colour_scale {
+    KGL_COLOUR_LINEAR = 0, /* vmin .. vmax, linear (from the data when not set) */
+    KGL_COLOUR_LOG,        /* log10: from the largest value down to the smallest positive one, at most 4
+                              decades (vmin / vmax when set and positive); lower values and 0 take the
+                              bottom colour and are counted as below the scale */
+    KGL_COLOUR_ROW,        /* each row on its own, from 0 (or its minimum when negative) to its maximum,
+                              which is printed right of the row; for rows that are distributions */
+    KGL_COLOUR_AUTO,       /* LOG when no value is negative and on a linear scale 95% of the cells would
+                              take its darkest tenth (a few large values above many small ones), else LINEAR */
+} kgl_colour_scale;
+
 typedef struct kgl_heatmap {
     const char *title;                 /* panel title (the page title for kgl_svg_heatmap), or NULL */
-    int rows, cols;                    /* at most 1,000,000 cells */
+    int rows, cols;                    /* at most 1,000,000 cells drawn (see max_rows) */
     const double *values;              /* rows*cols, row-major */
     const char *const *row_labels;     /* rows names, or NULL for indices 0, 1, ... */
     const char *const *col_labels;     /* cols names, or NULL for indices */
     const char *row_axis, *col_axis;   /* axis titles, e.g. "query entity", "key entity", or NULL */
     /* The colour scale. NaN, or vmin == vmax (so also the 0, 0 of a zeroed
-     * struct), means "from the data": the finite minimum and maximum. Values
-     * outside the scale are drawn in its end colours (the legend counts them). */
+     * struct), means "from the data": the finite minimum and maximum of the
+     * cells drawn. Values outside the scale are drawn in its end colours (the
+     * legend counts them). */
     double vmin, vmax;
+    kgl_colour_scale scale;            /* LINEAR in a zeroed struct; a grid uses its first panel's */
+    /* At most max_cols columns and max_rows rows are drawn (0: all): the
+     * columns with the largest sums of |value|, then the rows with the
+     * largest sums over those columns, both in their order in the data. A
+     * line under the panel says which, their share of the total and the
+     * range of the values not drawn. They keep a picture small and every
+     * label readable at any size (e.g. 64: at most 4,096 cells). */
+    int max_rows, max_cols;
     const unsigned char *outline;      /* rows*cols flags: nonzero cells get a black-and-white box, or NULL */
     const char *outline_label;         /* legend text for outlined cells, e.g. "true tail (advises)" */
     const char *value_label;           /* colour-bar title, e.g. "attention weight" */
@@ -378,22 +404,23 @@ typedef struct kgl_heatmap {
 } kgl_heatmap;
 
 /* One heatmap with a colour-bar legend. Cells are 36 px for up to 13 rows or
- * columns and shrink to about 480 px in all, but not below 11 px up to 64
- * rows or columns (so every label shows) nor below 4 px; when they are too
- * small for every label, every k-th is shown (k = 2, 5, 10, ..., for rows and
- * columns apart) and the axis title says so. Column labels are rotated 45°;
- * notes are listed under the legend. Each cell is a <rect class="cell">
- * with a <title> tooltip "row → col: value"; a non-finite value is a grey
- * hatched cell whose tooltip says "not finite". The legend shows the colour
- * bar with round ticks, and counts outlined, non-finite and clamped cells. */
+ * columns drawn and shrink to about 480 px in all, but not below 11 px up to
+ * 80 rows or columns (so every label shows) nor below 4 px; when they are
+ * too small for every label, every k-th is shown (k = 2, 5, 10, ..., for
+ * rows and columns apart) and the axis title says so. Column labels are
+ * rotated 45°; notes are listed under the legend. Each cell is a <rect
+ * class="cell"> with a <title> tooltip "row → col: value" (names cut after
+ * 48 bytes); a non-finite value is a grey hatched cell whose tooltip says
+ * "not finite". The legend shows the colour bar and counts outlined,
+ * non-finite and clamped cells. A cell takes about 100 bytes plus its
+ * names, and less than 400 whatever they are. */
 bool kgl_svg_heatmap(const char *path, const kgl_heatmap *h, char *err, size_t err_cap);
 /* n_panels heatmaps (each with its own title, labels and shape) in a grid of
  * n_cols columns, with ONE colour scale and one legend: the scale runs from
  * the smallest to the largest of the panels' bounds, each panel's bound being
- * its vmin/vmax when set and its data otherwise. The legend's title is the
- * first value_label given. A panel with outlines has its own key under it
- * (its outline_label and its count of outlined cells); a panel title wider
- * than the panel goes on two lines. */
+ * its vmin/vmax when set and its drawn data otherwise. The legend's title is
+ * the first value_label given. A panel with outlines has its own key under it
+ * (its outline_label and its count of outlined cells). */
 bool kgl_svg_heatmap_grid(const char *path, const char *title, const kgl_heatmap *panels, int n_panels,
                           int n_cols, char *err, size_t err_cap);
 

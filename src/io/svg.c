@@ -24,6 +24,8 @@
 #define MAX_CELLS 1000000L
 #define LABEL_EM 16.0     /* labels wider than this many em are shortened with … */
 #define MARKER_MAX 60     /* series with at most this many points get markers */
+#define TOOLTIP_BYTES 256 /* a label's full text in its tooltip: longer ones are cut with … */
+#define CELL_NAME_BYTES 48 /* a name in a cell's tooltip (its label's tooltip has more): a cell takes < 400 bytes */
 #define FONT_FAMILY "Helvetica, Arial, 'Noto Sans', 'Noto Sans CJK KR', sans-serif"
 
 /* ------------------------------------------------------------- buffer -- */
@@ -199,13 +201,34 @@ static void sb_text(svgbuf *b, const char *s) { sb_text_fit(b, s, 0); }
 
 static double text_em(const char *s, double max_em);
 
+/* s, escaped, cut with "…" after at most max_bytes bytes (whole UTF-8
+ * sequences): names in tooltips, so that a picture's size has a bound
+ * whatever the length of the names it shows. */
+static void sb_text_capped(svgbuf *b, const char *s, size_t max_bytes)
+{
+    size_t n = 0;
+    while (n <= max_bytes && s[n]) n++;
+    if (n <= max_bytes) {
+        sb_text(b, s);
+        return;
+    }
+    int keep = utf8_prefix(s, max_bytes);
+    char *cut = kgl_xmalloc((size_t)keep + 1);
+    memcpy(cut, s, (size_t)keep);
+    cut[keep] = 0;
+    sb_text(b, cut);
+    free(cut);
+    sb_puts(b, "\xe2\x80\xa6"); /* … */
+}
+
 /* A label shortened to max_em; when it is shortened, a <title> child with
- * the full text comes first, so the page shows "…" and the tooltip the whole. */
+ * the full text (up to TOOLTIP_BYTES) comes first, so the page shows "…" and
+ * the tooltip the whole. */
 static void sb_label(svgbuf *b, const char *s, double max_em)
 {
     if (s && max_em > 0 && text_em(s, 0) > max_em) {
         sb_puts(b, "<title>");
-        sb_text(b, s);
+        sb_text_capped(b, s, TOOLTIP_BYTES);
         sb_puts(b, "</title>");
     }
     sb_text_fit(b, s, max_em);
@@ -474,6 +497,86 @@ static void put_text(svgbuf *b, double x, double y, const char *anchor, double s
     sb_puts(b, "</text>\n");
 }
 
+/* ------------------------------------------------------- wrapped text -- */
+
+#define MAX_LINES 12   /* a text that needs more lines is shortened with … on the last */
+#define LINE_GAP 1.25  /* baseline to baseline of wrapped lines, in font sizes */
+
+/* A text broken into lines no wider than a width: at spaces, and inside a
+ * word only where the word alone is wider than the width, so that a title
+ * is never cut. */
+typedef struct wrapped {
+    const char *s;
+    int n;                                   /* lines (0: no text) */
+    size_t start[MAX_LINES], end[MAX_LINES]; /* line k is s[start[k] .. end[k]) */
+    double w;                                /* the widest line, px */
+    double max_em;                           /* > 0: the last line is shortened to this */
+} wrapped;
+
+static void wrap(wrapped *wr, const char *s, double font, bool bold, double max_w)
+{
+    wr->s = s;
+    wr->n = 0;
+    wr->w = 0;
+    wr->max_em = 0;
+    if (!s || !*s) return;
+    const unsigned char *p = (const unsigned char *)s;
+    double px = font * (bold ? BOLD_WIDTH : 1);
+    size_t start = 0;
+    while (p[start] == ' ') start++;
+    while (p[start]) {
+        double w = 0, space_w = 0;
+        size_t i = start, space = 0; /* the last space the line may end at */
+        while (p[i]) {
+            unsigned cp = 0xfffd;
+            int k = xml_char(p + i, &cp);
+            if (k <= 0) k = k ? -k : 1, cp = 0xfffd;
+            if (p[i] == ' ') space = i, space_w = w;
+            double cw = char_em(cp) * px;
+            if (w + cw > max_w && i > start) break;
+            w += cw;
+            i += (size_t)k;
+        }
+        size_t end = i, next = i;
+        if (p[i] && space > start) end = space, next = space + 1, w = space_w;
+        if (wr->n == MAX_LINES - 1 && p[next]) { /* the last line takes the rest, shortened */
+            end = strlen(s);
+            w = max_w;
+            wr->max_em = max_w / px;
+        }
+        while (end > start && p[end - 1] == ' ') end--;
+        wr->start[wr->n] = start;
+        wr->end[wr->n] = end;
+        wr->n++;
+        wr->w = fmax(wr->w, w);
+        if (wr->max_em > 0) break;
+        start = next;
+        while (p[start] == ' ') start++;
+    }
+}
+
+/* The lines of wr as text elements, the first baseline at (x, y), each next
+ * one `step` px further down the text (rotated with it). */
+static void put_wrapped(svgbuf *b, const wrapped *wr, double x, double y, double step, const char *anchor,
+                        double size, const char *extra, double rot)
+{
+    double a = rot * 3.14159265358979323846 / 180, dx = -sin(a) * step, dy = cos(a) * step;
+    for (int k = 0; k < wr->n; k++) {
+        size_t len = wr->end[k] - wr->start[k];
+        char *line = kgl_xmalloc(len + 1);
+        memcpy(line, wr->s + wr->start[k], len);
+        line[len] = 0;
+        put_text(b, x + k * dx, y + k * dy, anchor, size, extra, rot, line, k == wr->n - 1 ? wr->max_em : 0);
+        free(line);
+    }
+}
+
+/* Height of a wrapped text's lines at `font`: the first line 1 em, each next LINE_GAP em. */
+static double wrapped_h(const wrapped *wr, double font)
+{
+    return wr->n ? font * (1 + (wr->n - 1) * LINE_GAP) : 0;
+}
+
 /* ------------------------------------------------------------ heatmap -- */
 
 #define PAD 12.0
@@ -482,25 +585,284 @@ static void put_text(svgbuf *b, double x, double y, const char *anchor, double s
 #define AXIS_FONT 12.0
 #define TICK_FONT 10.0
 #define BAR_W 14.0
+#define LABELLED_MAX 80     /* up to this many rows or columns, cells of at least 11 px: every label shows */
+#define LOG_DECADES 4.0     /* a log scale from the data spans at most this many decades */
+#define LEGEND_TEXT_W 210.0 /* the legend's title and statement wrap at this width, px */
+#define NOTE_FONT 11.0
+#define NOTE_EM 40.0        /* notes wrap at this many em */
+
+/* ---- what is drawn: every row and column, or the largest ones ---- */
+
+typedef struct hm_view {
+    int rows, cols;      /* drawn */
+    int *ri, *ci;        /* drawn row i is row ri[i] of the data, drawn column j is column ci[j] */
+    double *rlo, *rhi;   /* a row scale's bounds, per drawn row */
+    double *rmax;        /* the largest finite value of each drawn row (0 when none) */
+    double total, drawn; /* sums of |value| over the finite cells: all of them, the drawn ones */
+    double rest_lo, rest_hi; /* the finite values of the cells not drawn (NAN: none) */
+    long outlined_all;   /* outlined cells, drawn or not */
+} hm_view;
+
+static double view_at(const kgl_heatmap *h, const hm_view *v, int i, int j)
+{
+    return h->values[(size_t)v->ri[i] * h->cols + v->ci[j]];
+}
+
+static bool view_outlined(const kgl_heatmap *h, const hm_view *v, int i, int j)
+{
+    return h->outline && h->outline[(size_t)v->ri[i] * h->cols + v->ci[j]];
+}
+
+typedef struct ranked {
+    double key;
+    int i;
+} ranked;
+
+static int by_key_then_index(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+static int by_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* out[0 .. k): the indices of the k largest keys (ties: the lower index), ascending. */
+static void largest(const double *key, int n, int k, int *out)
+{
+    ranked *r = kgl_xmalloc((size_t)n * sizeof *r);
+    for (int i = 0; i < n; i++) r[i] = (ranked){key[i], i};
+    qsort(r, (size_t)n, sizeof *r, by_key_then_index);
+    for (int i = 0; i < k; i++) out[i] = r[i].i;
+    free(r);
+    qsort(out, (size_t)k, sizeof *out, by_int);
+}
+
+/* Chooses what of h is drawn: at most max_cols columns, those with the
+ * largest sums of |value|, then at most max_rows rows, those with the
+ * largest sums over the chosen columns, so the drawn block holds as much of
+ * the matrix as a greedy choice finds; both in their order in the data. */
+static void view_select(const kgl_heatmap *h, hm_view *v)
+{
+    int R = h->rows, C = h->cols;
+    v->rows = h->max_rows > 0 && R > h->max_rows ? h->max_rows : R;
+    v->cols = h->max_cols > 0 && C > h->max_cols ? h->max_cols : C;
+    v->ri = kgl_xmalloc((size_t)R * sizeof *v->ri);
+    v->ci = kgl_xmalloc((size_t)C * sizeof *v->ci);
+    v->rlo = kgl_xmalloc((size_t)R * sizeof *v->rlo);
+    v->rhi = kgl_xmalloc((size_t)R * sizeof *v->rhi);
+    v->rmax = kgl_xmalloc((size_t)R * sizeof *v->rmax);
+    double *sum = kgl_xcalloc((size_t)(R > C ? R : C), sizeof *sum);
+    if (v->cols < C) {
+        for (size_t k = 0; k < (size_t)R * C; k++)
+            if (isfinite(h->values[k])) sum[k % C] += fabs(h->values[k]);
+        largest(sum, C, v->cols, v->ci);
+    } else {
+        for (int j = 0; j < C; j++) v->ci[j] = j;
+    }
+    if (v->rows < R) {
+        memset(sum, 0, (size_t)(R > C ? R : C) * sizeof *sum);
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < v->cols; j++) {
+                double x = h->values[(size_t)i * C + v->ci[j]];
+                if (isfinite(x)) sum[i] += fabs(x);
+            }
+        largest(sum, R, v->rows, v->ri);
+    } else {
+        for (int i = 0; i < R; i++) v->ri[i] = i;
+    }
+    free(sum);
+    bool *row_on = kgl_xcalloc((size_t)R, 1), *col_on = kgl_xcalloc((size_t)C, 1);
+    for (int i = 0; i < v->rows; i++) row_on[v->ri[i]] = true;
+    for (int j = 0; j < v->cols; j++) col_on[v->ci[j]] = true;
+    v->total = v->drawn = 0;
+    v->rest_lo = v->rest_hi = NAN;
+    v->outlined_all = 0;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            size_t k = (size_t)i * C + j;
+            double x = h->values[k];
+            v->outlined_all += h->outline && h->outline[k];
+            if (!isfinite(x)) continue;
+            v->total += fabs(x);
+            if (row_on[i] && col_on[j]) {
+                v->drawn += fabs(x);
+            } else {
+                v->rest_lo = isnan(v->rest_lo) ? x : fmin(v->rest_lo, x);
+                v->rest_hi = isnan(v->rest_hi) ? x : fmax(v->rest_hi, x);
+            }
+        }
+    free(row_on);
+    free(col_on);
+}
+
+static void view_free(hm_view *v)
+{
+    free(v->ri);
+    free(v->ci);
+    free(v->rlo);
+    free(v->rhi);
+    free(v->rmax);
+}
+
+/* ---- the colour scale ---- */
+
+typedef struct hm_scale {
+    kgl_colour_scale mode; /* LINEAR, LOG or ROW, once AUTO is resolved */
+    bool automatic;        /* chosen from the data */
+    bool fixed;            /* a bound came from vmin / vmax */
+    bool no_positive;      /* LOG asked for, but no value is positive: linear */
+    bool negative_row;     /* ROW: some row starts below 0 */
+    double lo, hi;         /* the bar's ends (ROW: 0 and 1) */
+} hm_scale;
+
+/* The 95th percentile of the drawn finite values of every panel. */
+static double drawn_p95(const kgl_heatmap *panels, const hm_view *views, int n)
+{
+    size_t cap = 0, m = 0;
+    for (int p = 0; p < n; p++) cap += (size_t)views[p].rows * views[p].cols;
+    double *all = kgl_xmalloc((cap ? cap : 1) * sizeof *all);
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < views[p].rows; i++)
+            for (int j = 0; j < views[p].cols; j++) {
+                double x = view_at(&panels[p], &views[p], i, j);
+                if (isfinite(x)) all[m++] = x;
+            }
+    double q = NAN;
+    if (m) {
+        ranked *r = kgl_xmalloc(m * sizeof *r);
+        for (size_t k = 0; k < m; k++) r[k] = (ranked){all[k], 0};
+        qsort(r, m, sizeof *r, by_key_then_index); /* descending */
+        q = r[(size_t)floor(0.05 * (double)(m - 1))].key;
+        free(r);
+    }
+    free(all);
+    return q;
+}
+
+/* One scale for every panel: LINEAR from the smallest to the largest of the
+ * panels' bounds (vmin / vmax when set, else their drawn finite data); LOG
+ * from the largest down to the smallest positive value, at most LOG_DECADES
+ * decades; ROW per drawn row; AUTO: LOG when the data are >= 0 and 95% of
+ * the cells would take the darkest tenth of the linear scale, else LINEAR. */
+static void scale_resolve(const kgl_heatmap *panels, hm_view *views, int n, hm_scale *s)
+{
+    memset(s, 0, sizeof *s);
+    double lo = INFINITY, hi = -INFINITY, pos = INFINITY;
+    bool negative = false, lo_fixed = false, hi_fixed = false;
+    for (int p = 0; p < n; p++) {
+        const kgl_heatmap *h = &panels[p];
+        hm_view *v = &views[p];
+        double mn = INFINITY, mx = -INFINITY;
+        for (int i = 0; i < v->rows; i++) {
+            double rmn = INFINITY, rmx = -INFINITY;
+            for (int j = 0; j < v->cols; j++) {
+                double x = view_at(h, v, i, j);
+                if (!isfinite(x)) continue;
+                rmn = fmin(rmn, x), rmx = fmax(rmx, x);
+                if (x > 0) pos = fmin(pos, x);
+            }
+            mn = fmin(mn, rmn), mx = fmax(mx, rmx);
+            v->rlo[i] = rmn < 0 ? rmn : 0;
+            v->rmax[i] = rmx > -INFINITY ? rmx : 0;
+            v->rhi[i] = rmx > v->rlo[i] ? rmx : v->rlo[i] + 1; /* a row of zeros (or nothing finite) */
+            s->negative_row |= rmn < 0;
+        }
+        negative |= mn < 0;
+        bool set = h->vmin != h->vmax;
+        if (set && isfinite(h->vmin)) mn = h->vmin, lo_fixed = true;
+        if (set && isfinite(h->vmax)) mx = h->vmax, hi_fixed = true;
+        lo = fmin(lo, mn), hi = fmax(hi, mx);
+    }
+    kgl_colour_scale want = panels[0].scale;
+    if (want == KGL_COLOUR_AUTO) {
+        s->automatic = true;
+        want = KGL_COLOUR_LINEAR;
+        if (!negative && hi > 0 && lo < hi && drawn_p95(panels, views, n) < lo + 0.1 * (hi - lo)) want = KGL_COLOUR_LOG;
+    }
+    s->mode = want;
+    if (want == KGL_COLOUR_ROW) {
+        s->lo = 0, s->hi = 1;
+        return;
+    }
+    if (want == KGL_COLOUR_LOG) {
+        if (hi > 0) {
+            s->fixed = hi_fixed || (lo_fixed && lo > 0);
+            double floor_ = hi * pow(10, -LOG_DECADES);
+            s->hi = hi;
+            s->lo = lo_fixed && lo > 0 ? lo : fmax(pos, floor_);
+            if (!(s->lo < s->hi)) s->lo = s->hi / 10;
+            return;
+        }
+        s->mode = KGL_COLOUR_LINEAR, s->no_positive = true;
+    }
+    s->fixed = lo_fixed || hi_fixed;
+    if (!(lo <= hi)) lo = 0, hi = 1; /* nothing finite */
+    if (lo == hi) lo -= 0.5, hi += 0.5;
+    s->lo = lo, s->hi = hi;
+}
+
+/* Where x, in drawn row i of v, falls on the scale: 0 to 1; *side is -1
+ * below the scale, +1 above it, else 0. */
+static double scale_at(const hm_scale *s, const hm_view *v, int i, double x, int *side)
+{
+    double lo = s->lo, hi = s->hi, u = x;
+    if (s->mode == KGL_COLOUR_ROW) {
+        lo = v->rlo[i], hi = v->rhi[i];
+    } else if (s->mode == KGL_COLOUR_LOG) {
+        if (!(x > 0)) return *side = -1, 0;
+        u = log10(x), lo = log10(lo), hi = log10(hi);
+    }
+    *side = u < lo ? -1 : u > hi ? 1 : 0;
+    return frac(u, lo, hi);
+}
+
+/* What the legend says of the scale, under its title. */
+static void scale_statement(const hm_scale *s, bool grid, char *out, size_t cap)
+{
+    const char *shared = grid ? "one scale for every panel: " : "";
+    if (s->mode == KGL_COLOUR_ROW)
+        snprintf(out, cap, "each row on its own scale, from %s to its maximum (printed right of the row)",
+                 s->negative_row ? "0 or its minimum" : "0");
+    else if (s->mode == KGL_COLOUR_LOG)
+        snprintf(out, cap, "%slog scale%s%s", shared,
+                 s->automatic ? " (automatic: on a linear one, 95% of the cells would take its darkest tenth)" : "",
+                 s->fixed ? "" : ", at most 4 decades below the largest value");
+    else if (s->no_positive)
+        snprintf(out, cap, "%slinear scale (no value is positive, so no log scale)", shared);
+    else
+        snprintf(out, cap, "%slinear scale%s%s", shared, s->fixed ? "" : ", from the smallest value to the largest",
+                 s->automatic ? " (automatic: the values spread over it)" : "");
+}
+
+/* ---- layout ---- */
 
 typedef struct hm_geom {
-    int cell;      /* px per cell */
-    double font;   /* label font size */
+    int cell;                 /* px per cell */
+    double font;              /* label font size */
     int every_row, every_col; /* every k-th row / column label shown */
-    size_t title_split;       /* a two-line panel title: byte where line 2 starts (0: one line) */
-    double key_h;             /* a panel's own outline key under it (grids only), px */
-    double row_w;  /* widest shown row label, px */
-    double col_w;  /* widest shown column label before rotation, px */
-    double gx, gy; /* grid origin inside the panel */
-    double below;  /* height under the cells: column labels, axis title */
-    double w, h;   /* panel size */
+    double row_w;             /* widest shown row label, px */
+    double col_w;             /* widest shown column label before rotation, px */
+    double max_w;             /* ROW scale: widest row maximum printed right of the grid */
+    char *row_axis, *col_axis, *key, *summary; /* texts around the grid (malloc'd), or NULL */
+    wrapped title_l, row_axis_l, col_axis_l, key_l, summary_l;
+    double text_w;            /* the room the texts under the grid wrap to */
+    double gx, gy;            /* grid origin inside the panel */
+    double below;             /* height under the cells: column labels, axis title, key, summary */
+    double w, h;              /* panel size */
 } hm_geom;
 
 /* Panel size from the grid origin (which a grid of panels aligns). */
-static void hm_size(const kgl_heatmap *h, hm_geom *g)
+static void hm_size(const hm_view *v, const hm_scale *s, hm_geom *g)
 {
-    g->w = g->gx + (double)g->cell * h->cols + PAD;
-    g->h = g->gy + (double)g->cell * h->rows + g->below;
+    double right = (s->mode == KGL_COLOUR_ROW ? 8 + g->max_w : 0) + PAD;
+    double texts = fmax(fmax(g->col_axis_l.w, g->summary_l.w), g->key_l.w + 18);
+    g->w = fmax(g->gx + (double)g->cell * v->cols + right, 2 * PAD + texts);
+    g->h = g->gy + (double)g->cell * v->rows + g->below;
 }
 
 /* The label of row or column i: the name, or the index. */
@@ -524,121 +886,176 @@ static int label_step(int cell, double font, bool rotated)
     return 10000;
 }
 
-/* Where to break a title into two lines: the space that makes the wider
- * line narrowest; 0 when it fits in `room` px or has no space. */
-static size_t title_break(const char *t, double font, double room)
+/* An axis title, with "(every k-th labelled)" when labels are thinned (a
+ * default title when there is none: the omission is always said). */
+static char *axis_title(const char *title, const char *fallback, int every)
 {
-    double whole = text_em(t, 0) * font * BOLD_WIDTH;
-    if (whole <= room) return 0;
-    size_t best = 0;
-    double best_w = whole;
-    char *copy = kgl_strdup(t);
-    for (size_t i = 1; t[i]; i++) {
-        if (t[i] != ' ') continue;
-        copy[i] = 0;
-        double w = fmax(text_em(copy, 0), text_em(t + i + 1, 0)) * font * BOLD_WIDTH;
-        copy[i] = ' ';
-        if (w < best_w) best_w = w, best = i + 1;
-    }
-    free(copy);
-    return best;
+    if (every == 1) return title ? kgl_strdup(title) : NULL;
+    char ord[16];
+    snprintf(ord, sizeof ord, every == 2 ? "2nd" : "%dth", every);
+    const char *t = title ? title : fallback;
+    size_t cap = strlen(t) + 40;
+    char *s = kgl_xmalloc(cap);
+    snprintf(s, cap, "%s (every %s labelled)", t, ord);
+    return s;
 }
 
-static void hm_layout(const kgl_heatmap *h, int cell, bool with_title, hm_geom *g)
+/* "the 64 of 1000 columns with the largest sums, and the 64 of 1000 rows
+ * with the largest sums over them: 29% of the total weight; the cells not
+ * drawn hold values from 0 to 0.0021" — what a partial view leaves out. */
+static char *view_summary(const kgl_heatmap *h, const hm_view *v)
+{
+    if (v->rows == h->rows && v->cols == h->cols) return NULL;
+    char rows[96] = "", cols[96] = "", rest[128] = "", share[160] = "";
+    if (v->cols < h->cols) snprintf(cols, sizeof cols, "the %d of %d columns with the largest sums", v->cols, h->cols);
+    if (v->rows < h->rows)
+        snprintf(rows, sizeof rows, "the %d of %d rows with the largest sums%s", v->rows, h->rows,
+                 *cols ? " over them" : "");
+    if (v->total > 0) {
+        const char *what = h->value_label ? h->value_label : "|value|";
+        snprintf(share, sizeof share, ": %.3g%% of the total %.*s", 100 * v->drawn / v->total,
+                 utf8_prefix(what, 100), what);
+    }
+    if (!isnan(v->rest_lo)) {
+        char a[32], b[32];
+        fmt_value(a, sizeof a, v->rest_lo);
+        fmt_value(b, sizeof b, v->rest_hi);
+        snprintf(rest, sizeof rest, "; the cells not drawn hold values from %s to %s", a, b);
+    }
+    size_t cap = 600;
+    char *s = kgl_xmalloc(cap);
+    snprintf(s, cap, "Drawn: %s%s%s%s%s", cols, *cols && *rows ? ", and " : "", rows, share, rest);
+    return s;
+}
+
+/* The room a column axis title takes under the column labels. */
+static double col_axis_h(const wrapped *wr)
+{
+    return wr->n ? AXIS_FONT * (1.8 + (wr->n - 1) * LINE_GAP) : 0;
+}
+
+static void hm_layout(const kgl_heatmap *h, const hm_view *v, const hm_scale *s, int cell, bool grid, hm_geom *g)
 {
     g->cell = cell;
     /* 0.64 of a cell: from 11 px cells on, every rotated column label fits */
     g->font = fmin(12, fmax(7, cell * 0.64));
     g->every_row = label_step(cell, g->font, false);
     g->every_col = label_step(cell, g->font, true);
-    char buf[16];
-    g->row_w = g->col_w = 0;
-    for (int i = 0; i < h->rows; i += g->every_row)
-        g->row_w = fmax(g->row_w, text_em(label_of(h->row_labels, i, buf, sizeof buf), LABEL_EM) * g->font);
-    for (int j = 0; j < h->cols; j += g->every_col)
-        g->col_w = fmax(g->col_w, text_em(label_of(h->col_labels, j, buf, sizeof buf), LABEL_EM) * g->font);
-    double axis_w = h->row_axis ? AXIS_FONT * 1.6 : 0;
+    char buf[32];
+    g->row_w = g->col_w = g->max_w = 0;
+    for (int i = 0; i < v->rows; i += g->every_row) {
+        g->row_w = fmax(g->row_w, text_em(label_of(h->row_labels, v->ri[i], buf, sizeof buf), LABEL_EM) * g->font);
+        if (s->mode == KGL_COLOUR_ROW) {
+            fmt_value(buf, sizeof buf, v->rmax[i]);
+            g->max_w = fmax(g->max_w, text_em(buf, 0) * g->font);
+        }
+    }
+    for (int j = 0; j < v->cols; j += g->every_col)
+        g->col_w = fmax(g->col_w, text_em(label_of(h->col_labels, v->ci[j], buf, sizeof buf), LABEL_EM) * g->font);
+    g->row_axis = axis_title(h->row_axis, "rows", g->every_row);
+    g->col_axis = axis_title(h->col_axis, "columns", g->every_col);
+    g->key = NULL;
+    if (grid && h->outline) { /* a grid panel's own outlined cells: what they are and how many */
+        long drawn = 0;
+        for (int i = 0; i < v->rows; i++)
+            for (int j = 0; j < v->cols; j++) drawn += view_outlined(h, v, i, j);
+        const char *ol = h->outline_label ? h->outline_label : "outlined";
+        size_t cap = strlen(ol) + 64;
+        g->key = kgl_xmalloc(cap);
+        if (drawn == v->outlined_all)
+            snprintf(g->key, cap, "%s (%ld)", ol, drawn);
+        else
+            snprintf(g->key, cap, "%s (%ld drawn of %ld)", ol, drawn, v->outlined_all);
+    }
+    g->summary = view_summary(h, v);
+
+    double grid_w = (double)cell * v->cols, grid_h = (double)cell * v->rows;
+    wrap(&g->row_axis_l, g->row_axis, AXIS_FONT, false, fmax(grid_h, 40));
+    double axis_w = g->row_axis_l.n ? AXIS_FONT * (1.6 + (g->row_axis_l.n - 1) * LINE_GAP) : 0;
     double diag = g->col_w * 0.7071 + g->font * 0.5; /* how far a column label reaches down and left */
-    g->gx = fmax(PAD + axis_w + g->row_w + 6, PAD + diag - cell * 0.5);
-    g->key_h = with_title && h->outline ? 20 : 0;
-    g->below = 6 + diag + (h->col_axis ? AXIS_FONT * 1.8 : 0) + g->key_h + PAD;
+    g->gx = ceil(fmax(PAD + axis_w + g->row_w + 6, PAD + diag - cell * 0.5));
+    double right = (s->mode == KGL_COLOUR_ROW ? 8 + g->max_w : 0) + PAD;
+    g->text_w = fmax(g->gx + grid_w + right - 2 * PAD, 240);
+    wrap(&g->col_axis_l, g->col_axis, AXIS_FONT, false, g->text_w);
+    wrap(&g->key_l, g->key, TICK_FONT, false, g->text_w - 18);
+    wrap(&g->summary_l, g->summary, TICK_FONT, false, g->text_w);
+    g->below = 6 + diag + col_axis_h(&g->col_axis_l) +
+               (g->key_l.n ? 8 + fmax(12, wrapped_h(&g->key_l, TICK_FONT)) : 0) +
+               (g->summary_l.n ? 8 + wrapped_h(&g->summary_l, TICK_FONT) : 0) + PAD;
     g->gy = 0;
-    hm_size(h, g);
-    /* a panel title wider than the panel goes on two lines */
-    g->title_split = with_title && h->title ? title_break(h->title, PANEL_TITLE_FONT, g->w - 2 * PAD) : 0;
-    g->gy = PAD + (with_title && h->title ? PANEL_TITLE_FONT * (g->title_split ? 2.85 : 1.6) : 0);
-    hm_size(h, g);
+    hm_size(v, s, g);
+    /* a panel's title wraps to the panel */
+    wrap(&g->title_l, grid ? h->title : NULL, PANEL_TITLE_FONT, true, g->w - 2 * PAD);
+    g->gy = g->title_l.n ? ceil(PAD + PANEL_TITLE_FONT * (1.6 + (g->title_l.n - 1) * LINE_GAP)) : 0;
+    hm_size(v, s, g);
+}
+
+static void hm_geom_free(hm_geom *g)
+{
+    free(g->row_axis);
+    free(g->col_axis);
+    free(g->key);
+    free(g->summary);
 }
 
 typedef struct hm_counts {
     long outlined, nonfinite, below, above;
 } hm_counts;
 
-static void axis_title_with_every(char *s, size_t cap, const char *title, int every)
+/* The outline key's swatch: grey, a black box and a white one inside it. */
+static void outline_swatch(svgbuf *b, double x, double y, double s)
 {
-    const char *ord = every == 2 ? "2nd" : NULL;
-    char num[16];
-    if (!ord) snprintf(num, sizeof num, "%dth", every), ord = num;
-    if (every == 1)
-        snprintf(s, cap, "%.*s", utf8_prefix(title, cap - 40), title);
-    else
-        snprintf(s, cap, "%.*s (every %s labelled)", utf8_prefix(title, cap - 40), title, ord);
+    double sw = s > 13 ? 3 : 2.5, in = sw / 2;
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#bbbbbb\"/>", N(b, x), N(b, y), N(b, s),
+              N(b, s));
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#000000\" "
+                 "stroke-width=\"%s\"/>", N(b, x + in), N(b, y + in), N(b, s - sw), N(b, s - sw), N(b, sw));
+    sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#ffffff\" "
+                 "stroke-width=\"%s\"/>\n", N(b, x + in), N(b, y + in), N(b, s - sw), N(b, s - sw), N(b, sw * 0.4));
 }
 
-static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double ox, double oy, double lo, double hi,
-                     bool draw_title, hm_counts *cnt)
+static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s,
+                     double ox, double oy, hm_counts *cnt)
 {
-    int R = h->rows, C = h->cols, cell = g->cell;
+    int R = v->rows, C = v->cols, cell = g->cell;
     char rbuf[16], cbuf[16], val[32];
     sb_printf(b, "<g class=\"heatmap\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
-    if (draw_title && h->title) { /* centred over the panel, on two lines when it is wider */
-        double cx = g->w * 0.5, max_em = (g->w - 2 * PAD) / PANEL_TITLE_FONT / BOLD_WIDTH;
-        if (g->title_split) {
-            char *line1 = kgl_strdup(h->title);
-            line1[g->title_split - 1] = 0;
-            put_text(b, cx, PAD + PANEL_TITLE_FONT, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0, line1,
-                     max_em);
-            put_text(b, cx, PAD + PANEL_TITLE_FONT * 2.25, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0,
-                     h->title + g->title_split, max_em);
-            free(line1);
-        } else {
-            put_text(b, cx, PAD + PANEL_TITLE_FONT, "middle", PANEL_TITLE_FONT, "font-weight=\"bold\"", 0, h->title,
-                     max_em);
-        }
-    }
+    if (g->title_l.n) /* centred over the panel */
+        put_wrapped(b, &g->title_l, g->w * 0.5, PAD + PANEL_TITLE_FONT, PANEL_TITLE_FONT * LINE_GAP, "middle",
+                    PANEL_TITLE_FONT, "font-weight=\"bold\"", 0);
 
     /* cells */
     sb_puts(b, "<g class=\"cells\" shape-rendering=\"crispEdges\">\n");
     for (int i = 0; i < R; i++) {
-        const char *rl = label_of(h->row_labels, i, rbuf, sizeof rbuf);
+        const char *rl = label_of(h->row_labels, v->ri[i], rbuf, sizeof rbuf);
         for (int j = 0; j < C; j++) {
-            size_t k = (size_t)i * C + j;
-            double v = h->values[k];
-            bool out = h->outline && h->outline[k];
-            double x = g->gx + (double)j * cell, y = g->gy + (double)i * cell;
+            double x = view_at(h, v, i, j);
+            bool out = view_outlined(h, v, i, j);
             char fill[24];
-            if (isfinite(v)) {
+            if (isfinite(x)) {
                 unsigned char rgb[3];
-                viridis(frac(v, lo, hi), rgb);
+                int side;
+                viridis(scale_at(s, v, i, x, &side), rgb);
                 snprintf(fill, sizeof fill, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-                if (v < lo) cnt->below++;
-                if (v > hi) cnt->above++;
+                cnt->below += side < 0;
+                cnt->above += side > 0;
             } else {
                 snprintf(fill, sizeof fill, "url(#kgl-nan)");
                 cnt->nonfinite++;
             }
             if (out) cnt->outlined++;
             sb_printf(b, "<rect class=\"cell%s\" x=\"%s\" y=\"%s\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>",
-                      out ? " outlined" : "", N(b, x), N(b, y), cell, cell, fill);
-            sb_text(b, rl);
+                      out ? " outlined" : "", N(b, g->gx + (double)j * cell), N(b, g->gy + (double)i * cell), cell,
+                      cell, fill);
+            sb_text_capped(b, rl, CELL_NAME_BYTES);
             sb_puts(b, " \xe2\x86\x92 "); /* → */
-            sb_text(b, label_of(h->col_labels, j, cbuf, sizeof cbuf));
-            fmt_value(val, sizeof val, v);
+            sb_text_capped(b, label_of(h->col_labels, v->ci[j], cbuf, sizeof cbuf), CELL_NAME_BYTES);
+            fmt_value(val, sizeof val, x);
             sb_printf(b, ": %s", val);
-            if (!isfinite(v)) sb_puts(b, " (not finite: drawn hatched grey)");
+            if (!isfinite(x)) sb_puts(b, " (not finite: drawn hatched grey)");
             if (out) {
                 sb_puts(b, " [");
-                sb_text(b, h->outline_label ? h->outline_label : "outlined");
+                sb_text_capped(b, h->outline_label ? h->outline_label : "outlined", CELL_NAME_BYTES);
                 sb_puts(b, "]");
             }
             sb_puts(b, "</title></rect>\n");
@@ -648,23 +1065,34 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double o
 
     /* values printed in their cells */
     if (h->annotate && cell >= 24) {
-        double fs = fmin(11, cell * 0.32);
+        double fs = fmin(11, cell * 0.32), amax = 0;
+        /* one number of decimals for the panel: two, or enough for two
+           significant digits of its largest value (0.0017, not 0.00) */
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++)
+                if (isfinite(view_at(h, v, i, j))) amax = fmax(amax, fabs(view_at(h, v, i, j)));
+        int decimals = amax > 0 && amax < 0.1 ? 1 - (int)floor(log10(amax)) : 2;
+        if (decimals > 6) decimals = 6;
         sb_printf(b, "<g class=\"values\" font-size=\"%s\" text-anchor=\"middle\">\n", N(b, fs));
         for (int i = 0; i < R; i++)
             for (int j = 0; j < C; j++) {
-                double v = h->values[(size_t)i * C + j];
-                if (!isfinite(v)) continue;
+                double x = view_at(h, v, i, j);
+                if (!isfinite(x)) continue;
                 unsigned char rgb[3];
-                viridis(frac(v, lo, hi), rgb);
+                int side;
+                viridis(scale_at(s, v, i, x, &side), rgb);
                 double lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
-                if (fabs(v) < 100)
-                    snprintf(val, sizeof val, "%.2f", v);
+                if (fabs(x) >= 100)
+                    snprintf(val, sizeof val, "%.3g", x);
                 else
-                    snprintf(val, sizeof val, "%.3g", v);
-                if (strcmp(val, "-0.00") == 0) snprintf(val, sizeof val, "0.00");
-                sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" fill=\"%s\">%s</text>\n",
-                          N(b, g->gx + (j + 0.5) * cell), N(b, g->gy + (i + 0.5) * cell),
-                          lum > 110 ? "#000000" : "#ffffff", val);
+                    snprintf(val, sizeof val, "%.*f", decimals, x);
+                if (strspn(val, "-0.") == strlen(val)) snprintf(val, sizeof val, "%.*f", decimals, 0.0); /* no "-0.00" */
+                sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" fill=\"%s\"", N(b, g->gx + (j + 0.5) * cell),
+                          N(b, g->gy + (i + 0.5) * cell), lum > 110 ? "#000000" : "#ffffff");
+                double w = kgl_svg_text_width(val, fs, false);
+                if (w > cell - 4) /* a long number ("1.7e-05") shrinks to its cell */
+                    sb_printf(b, " font-size=\"%s\"", N(b, floor(fs * (cell - 4) / w * 10) / 10));
+                sb_printf(b, ">%s</text>\n", val);
             }
         sb_puts(b, "</g>\n");
     }
@@ -675,7 +1103,7 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double o
         svgbuf path = {0};
         for (int i = 0; i < R; i++)
             for (int j = 0; j < C; j++)
-                if (h->outline[(size_t)i * C + j])
+                if (view_outlined(h, v, i, j))
                     sb_printf(&path, "M%s %sh%sv%sh-%sz", N(b, g->gx + (double)j * cell + in),
                               N(b, g->gy + (double)i * cell + in), N(b, cell - sw), N(b, cell - sw),
                               N(b, cell - sw));
@@ -687,164 +1115,239 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_geom *g, double o
         free(path.p);
     }
 
-    /* row labels, column labels (rotated 45°), axis titles */
+    /* row labels, each row's maximum on a row scale, column labels (rotated 45°) */
     sb_printf(b, "<g class=\"row-labels\" font-size=\"%s\" text-anchor=\"end\">\n", N(b, g->font));
     for (int i = 0; i < R; i += g->every_row) {
         sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\">", N(b, g->gx - 4), N(b, g->gy + (i + 0.5) * cell));
-        sb_label(b, label_of(h->row_labels, i, rbuf, sizeof rbuf), LABEL_EM);
+        sb_label(b, label_of(h->row_labels, v->ri[i], rbuf, sizeof rbuf), LABEL_EM);
         sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
+    if (s->mode == KGL_COLOUR_ROW) {
+        sb_printf(b, "<g class=\"row-max\" font-size=\"%s\">\n", N(b, g->font));
+        for (int i = 0; i < R; i += g->every_row) {
+            fmt_value(val, sizeof val, v->rmax[i]);
+            sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\">%s</text>\n", N(b, g->gx + (double)cell * C + 4),
+                      N(b, g->gy + (i + 0.5) * cell), val);
+        }
+        sb_puts(b, "</g>\n");
+    }
     double by = g->gy + (double)cell * R;
     sb_printf(b, "<g class=\"col-labels\" font-size=\"%s\" text-anchor=\"end\">\n", N(b, g->font));
     for (int j = 0; j < C; j += g->every_col) {
         double x = g->gx + (j + 0.5) * cell, y = by + 4;
         sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" transform=\"rotate(-45 %s %s)\">", N(b, x), N(b, y),
                   N(b, x), N(b, y));
-        sb_label(b, label_of(h->col_labels, j, cbuf, sizeof cbuf), LABEL_EM);
+        sb_label(b, label_of(h->col_labels, v->ci[j], cbuf, sizeof cbuf), LABEL_EM);
         sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
-    char axis[512];
-    if (h->row_axis) {
-        axis_title_with_every(axis, sizeof axis, h->row_axis, g->every_row);
-        double x = g->gx - g->row_w - 10 - AXIS_FONT * 0.3, y = g->gy + cell * R * 0.5;
-        put_text(b, x, y, "middle", AXIS_FONT, "class=\"axis-title\"", -90, axis, (double)cell * R / AXIS_FONT);
+
+    /* axis titles: the row axis rotated, its lines towards the grid */
+    if (g->row_axis_l.n) {
+        double x = g->gx - g->row_w - 10 - AXIS_FONT * 0.3 - (g->row_axis_l.n - 1) * AXIS_FONT * LINE_GAP;
+        put_wrapped(b, &g->row_axis_l, x, g->gy + cell * R * 0.5, AXIS_FONT * LINE_GAP, "middle", AXIS_FONT,
+                    "class=\"axis-title\"", -90);
     }
-    if (h->col_axis) {
-        axis_title_with_every(axis, sizeof axis, h->col_axis, g->every_col);
-        double y = by + 6 + g->col_w * 0.7071 + g->font * 0.5 + AXIS_FONT * 1.2;
-        put_text(b, g->w * 0.5, y, "middle", AXIS_FONT, "class=\"axis-title\"", 0, axis,
-                 (g->w - 2 * PAD) / AXIS_FONT);
+    double y = by + 6 + g->col_w * 0.7071 + g->font * 0.5;
+    if (g->col_axis_l.n) {
+        put_wrapped(b, &g->col_axis_l, g->w * 0.5, y + AXIS_FONT * 1.2, AXIS_FONT * LINE_GAP, "middle", AXIS_FONT,
+                    "class=\"axis-title\"", 0);
+        y += col_axis_h(&g->col_axis_l);
     }
-    if (g->key_h > 0) { /* this panel's own outlined cells: what they are and how many */
-        long k = 0;
-        for (size_t c = 0; c < (size_t)R * C; c++) k += h->outline[c] != 0;
-        const char *ol = h->outline_label ? h->outline_label : "outlined";
-        char line[200];
-        snprintf(line, sizeof line, "%.*s (%ld)", utf8_prefix(ol, 150), ol, k);
-        double y = by + 6 + g->col_w * 0.7071 + g->font * 0.5 + (h->col_axis ? AXIS_FONT * 1.8 : 0) + 4, s = 12;
-        double x = PAD;
-        /* the legend's swatch: grey, a black box and a white one inside it (N() keeps 8 numbers per call) */
-        sb_printf(b, "<g class=\"key\"><rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#bbbbbb\"/>", N(b, x),
-                  N(b, y), N(b, s), N(b, s));
-        sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#000000\" "
-                     "stroke-width=\"2.5\"/>", N(b, x + 1.25), N(b, y + 1.25), N(b, s - 2.5), N(b, s - 2.5));
-        sb_printf(b, "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#ffffff\" "
-                     "stroke-width=\"1\"/>\n", N(b, x + 1.25), N(b, y + 1.25), N(b, s - 2.5), N(b, s - 2.5));
-        put_text(b, x + s + 6, y + s / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, line,
-                 (g->w - x - s - 6 - PAD) / TICK_FONT);
+    if (g->key_l.n) { /* this panel's own outlined cells */
+        y += 8;
+        sb_puts(b, "<g class=\"key\">");
+        outline_swatch(b, PAD, y, 12);
+        put_wrapped(b, &g->key_l, PAD + 18, y + 6, TICK_FONT * LINE_GAP, "start", TICK_FONT, "dy=\"0.35em\"", 0);
         sb_puts(b, "</g>\n");
+        y += fmax(12, wrapped_h(&g->key_l, TICK_FONT));
+    }
+    if (g->summary_l.n) { /* what is not drawn */
+        y += 8;
+        put_wrapped(b, &g->summary_l, PAD, y + TICK_FONT * 0.76, TICK_FONT * LINE_GAP, "start", TICK_FONT,
+                    "class=\"summary\"", 0);
     }
     sb_puts(b, "</g>\n");
 }
 
-/* The legend column: title, colour bar with ticks, then one line per special
- * kind of cell. Returns its width; *height gets its height. */
+/* ---- the legend: title, scale, colour bar, special cells, notes ---- */
+
 typedef struct hm_legend {
     const char *value_label, *outline_label;
-    double lo, hi, bar_h;
+    const hm_scale *scale;
+    double bar_h;
     hm_counts cnt;
+    long outlined_all;
     bool any_outline;
     const char *const *notes; /* lines listed under the legend */
     int n_notes;
+    char statement[300];
+    char lines[4][200];
+    int n_lines;
+    wrapped title_l, statement_l, lines_l[4], *notes_l;
+    double top;  /* the bar's top */
+    double w, h; /* size */
 } hm_legend;
 
-#define NOTE_FONT 11.0
-#define NOTE_EM 40.0 /* notes wider than this are shortened (the tooltip has them whole) */
+/* A label of the colour bar: its place (0 at the bottom, 1 at the top) and text. */
+typedef struct bar_label {
+    double at;
+    char text[48];
+} bar_label;
 
-static int legend_lines(const hm_legend *L, char lines[4][160])
+/* The bar's labels: its two ends (exact, "≤" / "≥" when cells are clamped
+ * there), then round values between them (linear: 1, 2 or 5 times a power
+ * of ten; log: decades) not too near either end. Returns how many. */
+static int bar_labels(const hm_legend *L, bar_label *out, int cap)
+{
+    const hm_scale *s = L->scale;
+    int n = 2;
+    if (s->mode == KGL_COLOUR_ROW) {
+        snprintf(out[0].text, sizeof out[0].text, "%s", s->negative_row ? "0 or the row's minimum" : "0");
+        snprintf(out[1].text, sizeof out[1].text, "the row's maximum");
+    } else {
+        char v[32];
+        fmt_value(v, sizeof v, s->lo);
+        snprintf(out[0].text, sizeof out[0].text, "%s%s", L->cnt.below ? "\xe2\x89\xa4 " : "", v); /* ≤ */
+        fmt_value(v, sizeof v, s->hi);
+        snprintf(out[1].text, sizeof out[1].text, "%s%s", L->cnt.above ? "\xe2\x89\xa5 " : "", v); /* ≥ */
+    }
+    out[0].at = 0, out[1].at = 1;
+    double room = TICK_FONT * 1.3 / L->bar_h; /* the nearest an inner label may come to an end */
+    if (s->mode == KGL_COLOUR_LINEAR) {
+        ticks t;
+        ticks_inside(&t, s->lo, s->hi, 5);
+        for (int i = 0; i < t.n && n < cap; i++) {
+            double f = frac(t.v[i], s->lo, s->hi);
+            if (f < room || f > 1 - room) continue;
+            out[n].at = f;
+            snprintf(out[n++].text, sizeof out[0].text, "%s", t.label[i]);
+        }
+    } else if (s->mode == KGL_COLOUR_LOG) {
+        double a = log10(s->lo), z = log10(s->hi);
+        int k0 = (int)ceil(a - 1e-9), k1 = (int)floor(z + 1e-9);
+        bool powers = k0 < -3 || k1 > 3;
+        for (int k = k0; k <= k1 && n < cap; k++) {
+            double f = frac(k, a, z);
+            if (f < room || f > 1 - room) continue;
+            out[n].at = f;
+            decade_label(out[n++].text, sizeof out[0].text, k, powers);
+        }
+    }
+    return n;
+}
+
+static int legend_entries(hm_legend *L)
 {
     int n = 0;
     if (L->any_outline) {
         const char *ol = L->outline_label ? L->outline_label : "outlined";
-        snprintf(lines[n++], 160, "%.*s (%ld)", utf8_prefix(ol, 100), ol, L->cnt.outlined);
+        if (L->cnt.outlined == L->outlined_all)
+            snprintf(L->lines[n++], 200, "%.*s (%ld)", utf8_prefix(ol, 140), ol, L->cnt.outlined);
+        else
+            snprintf(L->lines[n++], 200, "%.*s (%ld drawn of %ld)", utf8_prefix(ol, 140), ol, L->cnt.outlined,
+                     L->outlined_all);
     }
-    if (L->cnt.nonfinite) snprintf(lines[n++], 160, "not finite (%ld)", L->cnt.nonfinite);
-    if (L->cnt.below) snprintf(lines[n++], 160, "below the scale (%ld)", L->cnt.below);
-    if (L->cnt.above) snprintf(lines[n++], 160, "above the scale (%ld)", L->cnt.above);
-    return n;
+    if (L->cnt.nonfinite) snprintf(L->lines[n++], 200, "not finite (%ld)", L->cnt.nonfinite);
+    if (L->cnt.below) snprintf(L->lines[n++], 200, "below the scale (%ld)", L->cnt.below);
+    if (L->cnt.above) snprintf(L->lines[n++], 200, "above the scale (%ld)", L->cnt.above);
+    return L->n_lines = n;
 }
 
-static double legend_width(const hm_legend *L, double *height)
+#define ENTRY_GAP 8.0 /* between the legend's entries */
+
+static void legend_layout(hm_legend *L, bool grid)
 {
-    ticks t;
-    ticks_inside(&t, L->lo, L->hi, 5);
-    double tw = 0;
-    for (int i = 0; i < t.n; i++) tw = fmax(tw, text_em(t.label[i], 0) * TICK_FONT);
-    double w = BAR_W + 7 + tw;
-    if (L->value_label) w = fmax(w, text_em(L->value_label, 24) * AXIS_FONT);
-    char lines[4][160];
-    int n = legend_lines(L, lines);
-    for (int i = 0; i < n; i++) w = fmax(w, BAR_W + 6 + text_em(lines[i], 30) * TICK_FONT);
-    for (int i = 0; i < L->n_notes; i++) w = fmax(w, text_em(L->notes[i], NOTE_EM) * NOTE_FONT);
-    *height = (L->value_label ? AXIS_FONT * 1.6 : 0) + L->bar_h + 12 + n * 20 +
-              (L->n_notes ? 8 + L->n_notes * NOTE_FONT * 1.4 : 0);
-    return w;
+    scale_statement(L->scale, grid, L->statement, sizeof L->statement);
+    wrap(&L->title_l, L->value_label, AXIS_FONT, false, LEGEND_TEXT_W);
+    wrap(&L->statement_l, L->statement, TICK_FONT, false, LEGEND_TEXT_W);
+    bar_label lab[MAX_TICKS + 2];
+    int nl = bar_labels(L, lab, MAX_TICKS + 2);
+    double w = fmax(L->title_l.w, L->statement_l.w);
+    for (int i = 0; i < nl; i++) w = fmax(w, BAR_W + 7 + text_em(lab[i].text, 0) * TICK_FONT);
+    legend_entries(L);
+    double h = 0;
+    if (L->title_l.n) h += wrapped_h(&L->title_l, AXIS_FONT) + 4;
+    h += wrapped_h(&L->statement_l, TICK_FONT) + TICK_FONT; /* and room for the top label's upper half */
+    L->top = h;
+    h += L->bar_h + 12;
+    for (int i = 0; i < L->n_lines; i++) {
+        wrap(&L->lines_l[i], L->lines[i], TICK_FONT, false, 30 * TICK_FONT);
+        w = fmax(w, BAR_W + 6 + L->lines_l[i].w);
+        h += fmax(BAR_W, wrapped_h(&L->lines_l[i], TICK_FONT)) + ENTRY_GAP;
+    }
+    L->notes_l = L->n_notes ? kgl_xcalloc((size_t)L->n_notes, sizeof *L->notes_l) : NULL;
+    if (L->n_notes) h += ENTRY_GAP;
+    for (int i = 0; i < L->n_notes; i++) {
+        wrap(&L->notes_l[i], L->notes[i] ? L->notes[i] : "", NOTE_FONT, false, NOTE_EM * NOTE_FONT);
+        w = fmax(w, L->notes_l[i].w);
+        h += fmax(1, L->notes_l[i].n) * NOTE_FONT * LINE_GAP;
+    }
+    L->w = w, L->h = h;
 }
 
 static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
 {
+    const hm_scale *s = L->scale;
     char lo[32], hi[32];
-    fmt_value(lo, sizeof lo, L->lo);
-    fmt_value(hi, sizeof hi, L->hi);
-    sb_printf(b, "<g class=\"legend colorbar\" transform=\"translate(%s %s)\">\n<title>colour scale (viridis): %s to %s",
-              N(b, x), N(b, y), lo, hi);
-    sb_puts(b, "</title>\n");
-    double top = 0;
-    if (L->value_label) {
-        put_text(b, 0, AXIS_FONT, "start", AXIS_FONT, NULL, 0, L->value_label, 24);
-        top = AXIS_FONT * 1.6;
+    fmt_value(lo, sizeof lo, s->lo);
+    fmt_value(hi, sizeof hi, s->hi);
+    static const char *const mode[] = {"", ", log", ", each row on its own", ""};
+    sb_printf(b, "<g class=\"legend colorbar\" transform=\"translate(%s %s)\">\n<title>colour scale (viridis%s): ",
+              N(b, x), N(b, y), mode[s->mode]);
+    if (s->mode == KGL_COLOUR_ROW)
+        sb_puts(b, "0 to the row's maximum</title>\n");
+    else
+        sb_printf(b, "%s to %s</title>\n", lo, hi);
+    double ty = 0;
+    if (L->title_l.n) {
+        put_wrapped(b, &L->title_l, 0, AXIS_FONT * 0.76, AXIS_FONT * LINE_GAP, "start", AXIS_FONT, NULL, 0);
+        ty += wrapped_h(&L->title_l, AXIS_FONT) + 4;
     }
+    put_wrapped(b, &L->statement_l, 0, ty + TICK_FONT * 0.76, TICK_FONT * LINE_GAP, "start", TICK_FONT,
+                "class=\"scale\" fill=\"#444444\"", 0);
+    double top = L->top;
     sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-viridis)\" stroke=\"#444444\" "
                  "stroke-width=\"0.5\"/>\n",
               N(b, top), N(b, BAR_W), N(b, L->bar_h));
-    ticks t;
-    ticks_inside(&t, L->lo, L->hi, 5);
+    bar_label lab[MAX_TICKS + 2];
+    int nl = bar_labels(L, lab, MAX_TICKS + 2);
     sb_printf(b, "<g class=\"ticks\" font-size=\"%s\">\n", N(b, TICK_FONT));
-    for (int i = 0; i < t.n; i++) {
-        double f = frac(t.v[i], L->lo, L->hi);
-        double ty = top + L->bar_h * (1 - f);
-        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#444444\"/>\n", N(b, BAR_W), N(b, ty),
-                  N(b, BAR_W + 4), N(b, ty));
-        sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\">%s</text>\n", N(b, BAR_W + 7), N(b, ty), t.label[i]);
+    for (int i = 0; i < nl; i++) {
+        double yy = top + L->bar_h * (1 - lab[i].at);
+        sb_printf(b, "<line x1=\"%s\" y1=\"%s\" x2=\"%s\" y2=\"%s\" stroke=\"#444444\"/>\n", N(b, BAR_W), N(b, yy),
+                  N(b, BAR_W + 4), N(b, yy));
+        sb_printf(b, "<text%s x=\"%s\" y=\"%s\" dy=\"0.35em\">", i == 0 ? " class=\"end lo\"" : i == 1 ? " class=\"end hi\"" : "",
+                  N(b, BAR_W + 7), N(b, yy));
+        sb_text(b, lab[i].text);
+        sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
-    char lines[4][160];
-    int n = legend_lines(L, lines), k = 0;
     double ly = top + L->bar_h + 12;
-    if (L->any_outline) {
-        double s = BAR_W;
-        sb_printf(b,
-                  "<g class=\"entry\"><rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#bbbbbb\"/>"
-                  "<rect x=\"1.5\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#000000\" "
-                  "stroke-width=\"3\"/><rect x=\"1.5\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" "
-                  "stroke=\"#ffffff\" stroke-width=\"1.2\"/>\n",
-                  N(b, ly), N(b, s), N(b, s), N(b, ly + 1.5), N(b, s - 3), N(b, s - 3), N(b, ly + 1.5), N(b, s - 3),
-                  N(b, s - 3));
-        put_text(b, s + 6, ly + s / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, lines[k++], 30);
+    for (int k = 0; k < L->n_lines; k++) {
+        const char *line = L->lines[k];
+        sb_puts(b, "<g class=\"entry\">");
+        if (L->any_outline && k == 0)
+            outline_swatch(b, 0, ly, BAR_W);
+        else if (strncmp(line, "not finite", 10) == 0)
+            sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-nan)\"/>\n", N(b, ly),
+                      N(b, BAR_W), N(b, BAR_W));
+        else /* clamped values: a swatch of the end colour */
+            sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n", N(b, ly), N(b, BAR_W),
+                      N(b, BAR_W), strncmp(line, "below", 5) == 0 ? "#440154" : "#fde725");
+        put_wrapped(b, &L->lines_l[k], BAR_W + 6, ly + BAR_W / 2, TICK_FONT * LINE_GAP, "start", TICK_FONT,
+                    "dy=\"0.35em\"", 0);
         sb_puts(b, "</g>\n");
-        ly += 20;
-    }
-    if (L->cnt.nonfinite) {
-        sb_printf(b, "<g class=\"entry\"><rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-nan)\"/>\n",
-                  N(b, ly), N(b, BAR_W), N(b, BAR_W));
-        put_text(b, BAR_W + 6, ly + BAR_W / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, lines[k++], 30);
-        sb_puts(b, "</g>\n");
-        ly += 20;
-    }
-    for (; k < n; k++, ly += 20) { /* clamped values: swatch of the end colour */
-        bool below = strncmp(lines[k], "below", 5) == 0;
-        sb_printf(b, "<g class=\"entry\"><rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n", N(b, ly),
-                  N(b, BAR_W), N(b, BAR_W), below ? "#440154" : "#fde725");
-        put_text(b, BAR_W + 6, ly + BAR_W / 2, "start", TICK_FONT, "dy=\"0.35em\"", 0, lines[k], 30);
-        sb_puts(b, "</g>\n");
+        ly += fmax(BAR_W, wrapped_h(&L->lines_l[k], TICK_FONT)) + ENTRY_GAP;
     }
     if (L->n_notes) {
         sb_printf(b, "<g class=\"notes\" font-size=\"%s\">\n", N(b, NOTE_FONT));
-        ly += 8;
-        for (int i = 0; i < L->n_notes; i++, ly += NOTE_FONT * 1.4)
-            put_text(b, 0, ly + NOTE_FONT * 0.76, "start", 0, NULL, 0, L->notes[i] ? L->notes[i] : "", NOTE_EM);
+        ly += ENTRY_GAP;
+        for (int i = 0; i < L->n_notes; i++) {
+            put_wrapped(b, &L->notes_l[i], 0, ly + NOTE_FONT * 0.76, NOTE_FONT * LINE_GAP, "start", 0, NULL, 0);
+            ly += fmax(1, L->notes_l[i].n) * NOTE_FONT * LINE_GAP;
+        }
         sb_puts(b, "</g>\n");
     }
     sb_puts(b, "</g>\n");
@@ -871,26 +1374,21 @@ static bool heatmap_valid(const char *path, const kgl_heatmap *h, int which, cha
     if (h->rows <= 0 || h->cols <= 0)
         return kgl_path_error(err, err_cap, path, "%s has %d x %d cells; it needs at least one row and one column", who,
                     h->rows, h->cols);
-    if ((long)h->rows * h->cols > MAX_CELLS)
-        return kgl_path_error(err, err_cap, path, "%s has %d x %d cells; at most %ld can be drawn", who, h->rows, h->cols,
-                    MAX_CELLS);
+    if (h->max_rows < 0 || h->max_cols < 0)
+        return kgl_path_error(err, err_cap, path, "%s: max_rows %d, max_cols %d; they must be >= 0 (0: all)", who,
+                              h->max_rows, h->max_cols);
+    long drawn_rows = h->max_rows > 0 && h->rows > h->max_rows ? h->max_rows : h->rows;
+    long drawn_cols = h->max_cols > 0 && h->cols > h->max_cols ? h->max_cols : h->cols;
+    if (drawn_rows * drawn_cols > MAX_CELLS)
+        return kgl_path_error(err, err_cap, path, "%s would draw %ld x %ld cells; at most %ld can be drawn (max_rows and "
+                              "max_cols choose fewer)", who, drawn_rows, drawn_cols, MAX_CELLS);
     if (!h->values) return kgl_path_error(err, err_cap, path, "%s has no values", who);
+    if ((unsigned)h->scale > KGL_COLOUR_AUTO)
+        return kgl_path_error(err, err_cap, path, "%s: unknown colour scale %d", who, (int)h->scale);
     bool lo_set = isfinite(h->vmin) && h->vmin != h->vmax, hi_set = isfinite(h->vmax) && h->vmin != h->vmax;
     if (lo_set && hi_set && h->vmin > h->vmax)
         return kgl_path_error(err, err_cap, path, "%s: vmin %g is above vmax %g", who, h->vmin, h->vmax);
     return true;
-}
-
-/* The panel's bounds: vmin/vmax when set, else its finite data. */
-static void heatmap_bounds(const kgl_heatmap *h, double *lo, double *hi)
-{
-    double mn = INFINITY, mx = -INFINITY;
-    size_t n = (size_t)h->rows * h->cols;
-    for (size_t k = 0; k < n; k++)
-        if (isfinite(h->values[k])) mn = fmin(mn, h->values[k]), mx = fmax(mx, h->values[k]);
-    bool set = h->vmin != h->vmax;
-    *lo = set && isfinite(h->vmin) ? h->vmin : mn;
-    *hi = set && isfinite(h->vmax) ? h->vmax : mx;
 }
 
 static bool heatmaps(const char *path, const char *title, const kgl_heatmap *panels, int n, int n_cols, bool single,
@@ -903,85 +1401,92 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
         if (!heatmap_valid(path, &panels[p], single ? -1 : p, err, err_cap)) return false;
     if (n_cols > n) n_cols = n;
 
-    /* one colour scale */
-    double lo = INFINITY, hi = -INFINITY;
-    bool hatch = false, any_outline = false;
+    /* what is drawn, and one colour scale */
+    hm_view *views = kgl_xcalloc((size_t)n, sizeof *views);
+    for (int p = 0; p < n; p++) view_select(&panels[p], &views[p]);
+    hm_scale sc;
+    scale_resolve(panels, views, n, &sc);
+
+    hm_legend L = {0};
+    L.scale = &sc;
+    /* a grid's panels each say what their outlines are (their own key), so
+       the shared legend names none */
+    bool hatch = false;
     for (int p = 0; p < n; p++) {
-        double a, z;
-        heatmap_bounds(&panels[p], &a, &z);
-        lo = fmin(lo, a), hi = fmax(hi, z);
-        size_t cells = (size_t)panels[p].rows * panels[p].cols;
-        for (size_t k = 0; k < cells && !hatch; k++) hatch = !isfinite(panels[p].values[k]);
-        any_outline |= panels[p].outline != NULL;
+        const kgl_heatmap *h = &panels[p];
+        const hm_view *v = &views[p];
+        if (!L.value_label) L.value_label = h->value_label;
+        if (!L.outline_label) L.outline_label = h->outline_label;
+        if (!L.notes && h->n_notes > 0) L.notes = h->notes, L.n_notes = h->n_notes;
+        L.any_outline |= single && h->outline;
+        L.outlined_all += v->outlined_all;
+        /* counts first (they size the legend), then the drawing */
+        for (int i = 0; i < v->rows; i++)
+            for (int j = 0; j < v->cols; j++) {
+                double x = view_at(h, v, i, j);
+                int side = 0;
+                if (!isfinite(x)) L.cnt.nonfinite++, hatch = true;
+                else scale_at(&sc, v, i, x, &side);
+                L.cnt.below += side < 0;
+                L.cnt.above += side > 0;
+                L.cnt.outlined += view_outlined(h, v, i, j);
+            }
     }
-    if (!(lo <= hi)) lo = 0, hi = 1; /* nothing finite */
-    if (lo == hi) lo -= 0.5, hi += 0.5;
 
     /* one cell size for all panels */
     int maxdim = 1;
-    for (int p = 0; p < n; p++) maxdim = (int)fmax(maxdim, fmax(panels[p].rows, panels[p].cols));
+    for (int p = 0; p < n; p++) maxdim = (int)fmax(maxdim, fmax(views[p].rows, views[p].cols));
     int cell = (int)((single ? 480 : n_cols >= 3 ? 300 : 360) / maxdim);
     cell = cell > 36 ? 36 : cell < 3 ? 3 : cell;
-    /* up to 64 rows or columns every label is shown: cells of at least 11 px */
-    if (maxdim <= 64 && cell < 16) cell = (int)fmax(11, fmin(16, 960 / maxdim));
+    /* up to LABELLED_MAX rows or columns every label is shown: cells of at least 11 px */
+    if (maxdim <= LABELLED_MAX && cell < 16) cell = (int)fmax(11, fmin(16, 960 / maxdim));
     if (single && cell < 4) cell = 4;
 
-    hm_geom *g = kgl_xmalloc(sizeof *g * (size_t)n);
+    hm_geom *g = kgl_xcalloc((size_t)n, sizeof *g);
     double slot_w = 0, slot_h = 0, gx = 0, gy = 0;
     for (int p = 0; p < n; p++) {
-        hm_layout(&panels[p], cell, !single, &g[p]);
+        hm_layout(&panels[p], &views[p], &sc, cell, !single, &g[p]);
         gx = fmax(gx, g[p].gx), gy = fmax(gy, g[p].gy);
     }
     for (int p = 0; p < n; p++) { /* every panel's cells start at the same place in its slot */
         g[p].gx = gx, g[p].gy = gy;
-        hm_size(&panels[p], &g[p]);
+        hm_size(&views[p], &sc, &g[p]);
         slot_w = fmax(slot_w, g[p].w);
         slot_h = fmax(slot_h, g[p].h);
     }
     int n_rows = (n + n_cols - 1) / n_cols;
-    double head = title ? PAD + TITLE_FONT * 1.4 : 0;
 
-    hm_legend L = {0};
-    L.lo = lo, L.hi = hi;
-    /* a grid's panels each say what their outlines are (their own key), so
-       the shared legend names none */
-    L.any_outline = any_outline && single;
-    for (int p = 0; p < n; p++) {
-        if (!L.value_label) L.value_label = panels[p].value_label;
-        if (!L.outline_label) L.outline_label = panels[p].outline_label;
-        if (!L.notes && panels[p].n_notes > 0) L.notes = panels[p].notes, L.n_notes = panels[p].n_notes;
-    }
-    /* counts first (they size the legend), then the drawing */
-    for (int p = 0; p < n; p++) {
-        size_t cells = (size_t)panels[p].rows * panels[p].cols;
-        for (size_t k = 0; k < cells; k++) {
-            double v = panels[p].values[k];
-            if (!isfinite(v)) L.cnt.nonfinite++;
-            else if (v < lo) L.cnt.below++;
-            else if (v > hi) L.cnt.above++;
-            if (panels[p].outline && panels[p].outline[k]) L.cnt.outlined++;
-        }
-    }
-    double grid_h0 = (double)cell * panels[0].rows;
-    L.bar_h = fmin(320, fmax(140, grid_h0));
-    double leg_h, leg_w = legend_width(&L, &leg_h);
-    double leg_x = n_cols * slot_w + 8, leg_y = head + g[0].gy;
-    double W = leg_x + leg_w + PAD, H = fmax(head + n_rows * slot_h, leg_y + leg_h + PAD);
-    if (title) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT * BOLD_WIDTH);
+    L.bar_h = fmin(320, fmax(140, (double)cell * views[0].rows));
+    legend_layout(&L, !single);
+    double leg_x = n_cols * slot_w + 8;
+    double W = leg_x + L.w + PAD;
+    wrapped title_l; /* the page title wraps to the page (at least 400 px wide) */
+    wrap(&title_l, title, TITLE_FONT, true, fmax(W - 2 * PAD, 400));
+    W = fmax(W, 2 * PAD + title_l.w);
+    double head = title_l.n ? PAD + TITLE_FONT * (1.6 + (title_l.n - 1) * LINE_GAP) : 0;
+    double leg_y = head + g[0].gy;
+    double H = fmax(head + n_rows * slot_h, leg_y + L.h + PAD);
 
     svgbuf b = {0};
     svg_begin(&b, W, H, title);
     heatmap_defs(&b, hatch);
-    if (title) put_text(&b, PAD, PAD + TITLE_FONT, "start", TITLE_FONT, "font-weight=\"bold\"", 0, title, 0);
+    put_wrapped(&b, &title_l, PAD, PAD + TITLE_FONT, TITLE_FONT * LINE_GAP, "start", TITLE_FONT, "font-weight=\"bold\"",
+                0);
     hm_counts drawn = {0};
     for (int p = 0; p < n; p++)
-        hm_panel(&b, &panels[p], &g[p], (p % n_cols) * slot_w, head + (p / n_cols) * slot_h, lo, hi, !single,
-                 &drawn);
+        hm_panel(&b, &panels[p], &views[p], &g[p], &sc, (p % n_cols) * slot_w, head + (p / n_cols) * slot_h, &drawn);
     legend_draw(&b, &L, leg_x, leg_y);
     sb_puts(&b, "</svg>\n");
-    free(g);
-    if (drawn.outlined != L.cnt.outlined || drawn.nonfinite != L.cnt.nonfinite)
+    if (drawn.outlined != L.cnt.outlined || drawn.nonfinite != L.cnt.nonfinite || drawn.below != L.cnt.below ||
+        drawn.above != L.cnt.above)
         kgl_die("svg: legend counts differ from the cells drawn");
+    for (int p = 0; p < n; p++) {
+        hm_geom_free(&g[p]);
+        view_free(&views[p]);
+    }
+    free(g);
+    free(views);
+    free(L.notes_l);
     bool ok = write_atomic(path, &b, err, err_cap);
     free(b.p);
     return ok;
@@ -1011,6 +1516,7 @@ typedef struct lp_geom {
     double legend_w;
     double right, below; /* room right of and under the plot area */
     double ytick_w;      /* widest y tick label */
+    wrapped title_l, x_l, y_l; /* the title and axis titles, wrapped to their room */
 } lp_geom;
 
 static void lp_size(lp_geom *g)
@@ -1072,15 +1578,23 @@ static void lp_layout(const kgl_lineplot *p, bool grid, lp_geom *g)
     double ytw = 0;
     for (int i = 0; i < g->yt.n; i++) ytw = fmax(ytw, text_em(g->yt.label[i], 0) * TICK_FONT);
     g->ytick_w = ytw;
-    g->left = PAD + (p->y_label ? AXIS_FONT * 1.8 : 0) + ytw + 8;
-    g->top = PAD + (p->title ? (grid ? PANEL_TITLE_FONT : TITLE_FONT) * 1.6 : 4);
+    wrap(&g->y_l, p->y_label, AXIS_FONT, false, g->ph);
+    wrap(&g->x_l, p->x_label, AXIS_FONT, false, g->pw);
+    g->left = PAD + (g->y_l.n ? AXIS_FONT * (1.8 + (g->y_l.n - 1) * LINE_GAP) : 0) + ytw + 8;
     bool note = g->skipped_nonfinite || g->skipped_nonpos;
     double legend_h = p->n_series * 17.0 + 8;
     g->right = (p->n_series ? 16 + g->legend_w : 0) + PAD;
     /* the last x tick label may stick out past the plot area */
     if (g->xt.n) g->right = fmax(g->right, text_em(g->xt.label[g->xt.n - 1], 0) * TICK_FONT / 2 + PAD);
-    g->below = fmax(g->ph + 6 + TICK_FONT * 1.4 + (p->x_label ? AXIS_FONT * 1.8 : 0) + (note ? TICK_FONT * 1.8 : 0),
+    g->below = fmax(g->ph + 6 + TICK_FONT * 1.4 + (g->x_l.n ? AXIS_FONT * (1.8 + (g->x_l.n - 1) * LINE_GAP) : 0) +
+                        (note ? TICK_FONT * 1.8 : 0),
                     legend_h) + PAD;
+    g->top = 0;
+    lp_size(g);
+    /* the title wraps to the panel */
+    double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
+    wrap(&g->title_l, p->title, fs, true, g->w - 2 * PAD);
+    g->top = PAD + (g->title_l.n ? fs * (1.6 + (g->title_l.n - 1) * LINE_GAP) : 4);
     lp_size(g);
 }
 
@@ -1146,11 +1660,8 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
 {
     double L = g->left, T = g->top, R = g->left + g->pw, B = g->top + g->ph;
     sb_printf(b, "<g class=\"lineplot\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
-    if (p->title) {
-        double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
-        put_text(b, g->w / 2, PAD + fs, "middle", fs, "font-weight=\"bold\"", 0, p->title,
-                 (g->w - 2 * PAD) / fs / BOLD_WIDTH);
-    }
+    double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
+    put_wrapped(b, &g->title_l, g->w / 2, PAD + fs, fs * LINE_GAP, "middle", fs, "font-weight=\"bold\"", 0);
     /* grid lines and ticks */
     sb_puts(b, "<g class=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
     for (int i = 0; i < g->xt.n; i++) {
@@ -1191,14 +1702,14 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
     sb_printf(b, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#222222\"/>\n",
               N(b, L), N(b, T), N(b, g->pw), N(b, g->ph));
     double below = B + 6 + TICK_FONT * 1.4;
-    if (p->x_label) {
-        put_text(b, L + g->pw / 2, below + AXIS_FONT, "middle", AXIS_FONT, "class=\"axis-title\"", 0, p->x_label,
-                 2 * fmin(L + g->pw / 2 - PAD, g->w - PAD - L - g->pw / 2) / AXIS_FONT);
-        below += AXIS_FONT * 1.8;
+    if (g->x_l.n) {
+        put_wrapped(b, &g->x_l, L + g->pw / 2, below + AXIS_FONT, AXIS_FONT * LINE_GAP, "middle", AXIS_FONT,
+                    "class=\"axis-title\"", 0);
+        below += AXIS_FONT * (1.8 + (g->x_l.n - 1) * LINE_GAP);
     }
-    if (p->y_label)
-        put_text(b, L - g->ytick_w - 8 - AXIS_FONT * 0.8, T + g->ph / 2, "middle", AXIS_FONT, "class=\"axis-title\"", -90, p->y_label,
-                 g->ph / AXIS_FONT);
+    /* the y axis title turned upwards, its lines towards the plot */
+    put_wrapped(b, &g->y_l, L - g->ytick_w - 8 - AXIS_FONT * 0.8 - (g->y_l.n - 1) * AXIS_FONT * LINE_GAP, T + g->ph / 2,
+                AXIS_FONT * LINE_GAP, "middle", AXIS_FONT, "class=\"axis-title\"", -90);
 
     /* series */
     svgbuf seg = {0};
@@ -1327,12 +1838,15 @@ static bool lineplots(const char *path, const char *title, const kgl_lineplot *p
         slot_h = fmax(slot_h, g[p].h);
     }
     int n_rows = (n + n_cols - 1) / n_cols;
-    double head = title && !single ? PAD + TITLE_FONT * 1.4 : 0;
-    double W = n_cols * slot_w, H = head + n_rows * slot_h;
-    if (title && !single) W = fmax(W, 2 * PAD + text_em(title, 0) * TITLE_FONT * BOLD_WIDTH);
+    double W = n_cols * slot_w;
+    wrapped title_l; /* a grid's page title wraps to the page (at least 400 px wide) */
+    wrap(&title_l, single ? NULL : title, TITLE_FONT, true, fmax(W - 2 * PAD, 400));
+    W = fmax(W, 2 * PAD + title_l.w);
+    double head = title_l.n ? PAD + TITLE_FONT * (1.4 + (title_l.n - 1) * LINE_GAP) : 0, H = head + n_rows * slot_h;
     svgbuf b = {0};
     svg_begin(&b, W, H, title);
-    if (title && !single) put_text(&b, PAD, PAD + TITLE_FONT, "start", TITLE_FONT, "font-weight=\"bold\"", 0, title, 0);
+    put_wrapped(&b, &title_l, PAD, PAD + TITLE_FONT, TITLE_FONT * LINE_GAP, "start", TITLE_FONT, "font-weight=\"bold\"",
+                0);
     for (int p = 0; p < n; p++)
         lp_panel(&b, &plots[p], &g[p], (p % n_cols) * slot_w, head + (p / n_cols) * slot_h, !single);
     sb_puts(&b, "</svg>\n");
