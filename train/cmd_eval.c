@@ -147,7 +147,7 @@ int cmd_eval(int argc, char **argv)
     progress line;
     progress_start(&line, stderr, isatty(STDERR_FILENO), (double)(ranks ? 2 * queries : queries), progress_delay(),
                    now_seconds());
-    eval_progress ep = {&line, "eval", NULL, 0};
+    eval_progress ep = {&line, "kgl eval", NULL, 0};
     ev.progress = eval_progress_update, ev.progress_ctx = &ep;
     if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
     if (ms.n == 1 && !json)
@@ -175,10 +175,11 @@ int cmd_eval(int argc, char **argv)
     if (json) printf("}}\n");
     if (ranks && !write_ranks(ranks, &ms, &v, &ep)) st = EXIT_OUTPUT;
     progress_at at;
-    if (progress_due(&line, 0, 0, true, now_seconds(), &at)) { /* the last line, if the work was long enough for one */
+    /* on a terminal, whose line was erased for the tables: how long the ranking took, if long enough to say */
+    if (line.tty && progress_due(&line, 0, 0, true, now_seconds(), &at)) {
         char times[128];
         progress_times(&at, times, sizeof times);
-        progress_print(&line, "eval: ranked %.0f queries, %s", at.done, times);
+        progress_print(&line, "kgl eval: ranked %.0f queries, %s", at.done, times);
     }
     progress_stop(&line);
     kgl_eval_free(&ev);

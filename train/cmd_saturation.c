@@ -93,7 +93,7 @@ static bool parse_axis(cli_args *a, kgl_saturation_axis *ax, const char *const *
 /* ---- printing ---------------------------------------------------------------- */
 
 /* The grid's progress line, in steps of every run:
-   "saturation: 12000/36000 steps, 3.2s elapsed, ETA 21.0s; 40/120 runs done". */
+   "kgl saturation: 12000/36000 steps, 3.2s elapsed, ETA 21.0s; 40/120 runs done". */
 typedef struct grid_progress {
     progress line;
     long steps_done, steps; /* what the line has been told */
@@ -109,7 +109,7 @@ static void show_progress(const kgl_saturation_progress *at, void *ctx)
     if (!due) return;
     char text[PROGRESS_LINE_MAX], times[128];
     progress_times(&pa, times, sizeof times);
-    snprintf(text, sizeof text, "saturation: %ld/%ld steps, %s; %d/%d runs done", at->steps_done, at->steps, times,
+    snprintf(text, sizeof text, "kgl saturation: %ld/%ld steps, %s; %d/%d runs done", at->steps_done, at->steps, times,
              at->runs_done, at->runs);
     progress_show(&g->line, text);
 }

@@ -613,10 +613,11 @@ static void log_row(run_state *rs, long step, double loss, bool evaluated)
 /* The run's line, with `work` more steps done and `more` more to do (a
    member that stops early takes back the steps it will not take); `force`:
    the last line. A model's: "step 108/300, 0.3s elapsed, ETA 0.6s; loss
-   2.216028, train H@1 0.860 (when ranking the training triples is cheap),
+   2.216028, train H@1 0.860 (at the last check of the fit when ranking
+   the training triples is not cheap),
    valid MRR 0.6886 (best 0.6886 at step 100)" or the evaluation under way;
    an ensemble's: "ensemble 10 models, 2 at a time: 3400/30000 steps, 1m12s
-   elapsed, ETA 8m31s, 3 models done", the steps of all its members. */
+   elapsed, ETA 8m31s; 3 of 10 done", the steps of all its members. */
 static void show_progress(run_state *rs, long work, long more, bool force)
 {
     train_line *tl = rs->tl;
@@ -630,15 +631,17 @@ static void show_progress(run_state *rs, long work, long more, bool force)
     if (tl->members > 1) {
         char jobs[32] = "one at a time";
         if (tl->jobs > 1) snprintf(jobs, sizeof jobs, "%d at a time", tl->jobs);
-        APPEND("ensemble %d models, %s: %.0f/%.0f steps, %s, %d models done", tl->members, jobs, at.done, at.total,
-               times, atomic_load(&tl->finished));
+        APPEND("ensemble %d models, %s: %.0f/%.0f steps, %s; %d of %d done", tl->members, jobs, at.done, at.total,
+               times, atomic_load(&tl->finished), tl->members);
     } else { /* the times first: a terminal narrower than the line cuts its end */
         int width = snprintf(NULL, 0, "%ld", rs->last); /* a steady line in place */
         APPEND("step %*ld/%ld, %s; loss %.6f", width, rs->step, rs->last, times, rs->loss);
         if (rs->to_rank) {
             APPEND(", ranking valid %ld/%ld", rs->ranked, rs->to_rank);
         } else {
-            if (rs->watch_fit) APPEND(", train H@1 %.3f", train_hits1(rs, rs->step));
+            /* ranking the training triples for each line: only when cheap; else the last fit check's */
+            if (rs->track_fit) APPEND(", train H@1 %.3f", train_hits1(rs, rs->step));
+            else if (rs->ev_step >= 0) APPEND(", train H@1 %.3f (step %ld)", rs->ev.both.hits1, rs->ev_step);
             if (rs->evaluations) APPEND(", valid MRR %.4f (best %.4f at step %ld)", rs->last_valid_mrr, rs->best_mrr,
                                         rs->best_step);
         }
