@@ -42,6 +42,9 @@ static const char help[] =
     "                   (data/bench holds the hand-tuned umls.args and nations.args)\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
+    "While it runs, one line on stderr gives the steps of all the runs, the time\n"
+    "elapsed and an ETA (redrawn on a terminal, else at each tenth and every\n"
+    "KGL_PROGRESS_SECONDS, default 60); each run's own lines are in OUT/*.err.\n"
     "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
     "in a configuration (the run's message is shown)\n";
 
