@@ -153,15 +153,18 @@ typedef struct run_steps {
     bool known;
 } run_steps;
 
-/* A running run's steps from its .err file, carried from its last line to
-   now at its own pace (its lines come at each tenth of its work: without
-   this the ETA would climb between two of them). */
-static void read_running(const char *err_path, double started_real, run_steps *r)
+/* A run's steps from its .err file: a finished run's are what its last
+   line says, all it did (fewer than planned if it stopped early); a running
+   run's are carried from its last line to now at its own pace (its lines
+   come at each tenth of its work: without this the ETA would climb between
+   two of them). */
+static void read_steps(const char *err_path, double started_real, bool finished, run_steps *r)
 {
     double done, total, written;
     if (!run_position(err_path, &done, &total, &written)) return;
     double now = real_seconds();
-    if (written > started_real + 1 && now > written) done *= (now - started_real) / (written - started_real);
+    if (finished) total = done;
+    else if (written > started_real + 1 && now > written) done *= (now - started_real) / (written - started_real);
     r->done = done < total ? done : total;
     r->total = total;
     r->known = true;
@@ -196,9 +199,12 @@ static void overall_progress(progress *line, run_steps *runs, double *shown_done
     if (!due) return;
     char text[PROGRESS_LINE_MAX], times[128];
     size_t n = 0, cap = sizeof text;
-    progress_times(known ? &at : &(progress_at){0, 0, at.elapsed}, times, sizeof times); /* no ETA from nothing */
-    n += (size_t)snprintf(text, cap, "kgl benchmark: %.0f/%s%.0f steps, %s; %d of %d runs done", d, guessed ? "~" : "",
-                          t, times, done, total);
+    progress_times(&at, times, sizeof times);
+    if (known)
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %.0f/%s%.0f steps, %s; %d of %d runs done", d,
+                              guessed ? "~" : "", t, times, done, total);
+    else /* no run has said its steps yet */
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, done, total);
     for (int k = 0; k < running && n < cap; k++) {
         int r = slot_run[k];
         n += (size_t)snprintf(text + n, cap - n, "%s %s seed %llu", k ? "," : ", running", job[r / n_seeds].name,
@@ -496,7 +502,7 @@ int cmd_benchmark(int argc, char **argv)
                 int r = slot_run[k];
                 char err_path[1200];
                 kgl_benchmark_run_path(err_path, sizeof err_path, out, job[r / n_seeds].name, seeds[r % n_seeds], "err");
-                read_running(err_path, started_real[k], &steps[r]);
+                read_steps(err_path, started_real[k], false, &steps[r]);
             }
             overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, slot_run);
             continue;
@@ -535,9 +541,7 @@ int cmd_benchmark(int argc, char **argv)
                                job[j].name, seeds[s], res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0],
                                res->best_step, wall);
             }
-            /* a run done did all it will: what its last line says (a run that stopped early, fewer) */
-            read_running(err_path, started_real[k], &steps[r]);
-            steps[r].total = steps[r].done;
+            read_steps(err_path, started_real[k], true, &steps[r]);
             pids[k] = pids[running - 1];
             slot_run[k] = slot_run[running - 1];
             started[k] = started[running - 1];
