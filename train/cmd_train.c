@@ -513,7 +513,7 @@ typedef struct run_state {
     long shown_step;      /* the step of the model's last line shown */
     long fit_step;
     long first_step;           /* of this run (a resume continues the count) */
-    bool track_fit, watch_fit; /* fit checked every step; train H@1 on progress lines */
+    bool track_fit, watch_fit; /* fit checked every step (train H@1 on each line); at logged steps */
     double *spec;
     kgl_diag diag;
     /* model selection (--eval-every) */
@@ -617,11 +617,10 @@ static void log_row(run_state *rs, long step, double loss, bool evaluated)
 /* The run's line, with `work` more steps done and `more` more to do (a
    member that stops early takes back the steps it will not take); `force`:
    the last line. A model's: "step 108/300, 0.3s elapsed, ETA 0.6s; loss
-   2.216028, train H@1 0.860 (at the last check of the fit when ranking
-   the training triples is not cheap),
-   valid MRR 0.6886 (best 0.6886 at step 100)" or the evaluation under way;
-   an ensemble's: "ensemble 10 models, 2 at a time: 3400/30000 steps, 1m12s
-   elapsed, ETA 8m31s; 3 of 10 done", the steps of all its members. */
+   2.216028, train H@1 0.860, valid MRR 0.6886 (best 0.6886 at step 100)",
+   or the evaluation under way; an ensemble's: "ensemble 10 models, 2 at a
+   time: 3400/30000 steps, 1m12s elapsed, ETA 8m31s; 3 of 10 done", the
+   steps of all its members. */
 static void show_progress(run_state *rs, long work, long more, bool force)
 {
     train_line *tl = rs->tl;
@@ -997,8 +996,9 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
-       ranking of the training triples costs a minute: the progress line then
-       leaves out train H@1 (the final report still ranks them once). */
+       ranking of the training triples costs a minute: the fit is not checked
+       and the progress line leaves out train H@1 (the final report still
+       ranks them once); between the two, the line shows the last check's. */
     rs->watch_fit = rs->track_fit || fit_cost <= 2e9;
     if (!open_log(rs)) return EXIT_OUTPUT;
     rs->valid_ev.progress = ranking_valid, rs->valid_ev.progress_ctx = rs;
