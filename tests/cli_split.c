@@ -19,6 +19,13 @@ static bool exists(const char *path)
 }
 
 /* The walkthrough's three files as one, in T->tmp/all.tsv. */
+/* stderr of `kgl train --quiet` that loaded its files without a warning:
+   --quiet's summary line alone. */
+static bool only_the_summary(const char *e)
+{
+    return strncmp(e, "kgl train: a model ", 19) == 0 && strchr(e, '\n') == e + strlen(e) - 1;
+}
+
 static bool family(test_ctx *T)
 {
     char cmd[1024];
@@ -45,7 +52,7 @@ TEST(split_family_reads_back_whole_and_stratified)
              "train --train %s/fam.train.tsv --valid %s/fam.valid.tsv --test %s/fam.test.tsv --steps 1 --quiet --json",
              T->tmp, T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    CHECK(!*err);
+    CHECK(only_the_summary(err));
     CHECK(strstr(out, "\"train\":{") && strstr(out, "\"n\":340}") && strstr(out, "\"n\":42}"));
     /* the same triples, each once */
     snprintf(cmd, sizeof cmd, "cd %s && sort all.tsv | md5sum && cat fam.train.tsv fam.valid.tsv fam.test.tsv | sort | md5sum",
@@ -100,7 +107,7 @@ TEST(split_sparse_graph_keeps_entities_in_train)
     snprintf(cmd, sizeof cmd, "train --train %s/ch.train.tsv --valid %s/ch.valid.tsv --steps 1 --quiet", T->tmp,
              T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    CHECK(!*err);
+    CHECK(only_the_summary(err));
     /* asked for more than the chain can give: test falls short, and the report says why */
     snprintf(cmd, sizeof cmd, "split --triples %s --out %s/ch --valid 0.4 --test 0.4 --seed 1", in, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);

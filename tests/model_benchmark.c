@@ -434,32 +434,3 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(run_kgl(T, "benchmark --seeds 1,x", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--seeds expects") != NULL);
 }
-
-/* A long benchmark says where it is: each run's progress lines go to its
-   .err file, and an overall line (elapsed, each running run's step and ETA,
-   the ETA of the whole) comes every KGL_PROGRESS_SECONDS (60 by default). */
-TEST(benchmark_overall_progress_line)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "mkdir -p %s/kg/acad %s/cfg && grep -v '^#' data/academic.tsv > %s/kg/acad/train.txt && "
-             "printf 'carol\\tadvises\\tdave\\n' > %s/kg/acad/valid.txt && "
-             "printf 'dave\\tabout\\tnesy\\n' > %s/kg/acad/test.txt && "
-             "printf -- '--dim 32 --heads 2 --ffn 64 --steps 6000 --eval-every 3000 --log-every 100\\n' > %s/cfg/acad.args && "
-             "KGL_PROGRESS_SECONDS=0.5 '%s' benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1 --out %s/bout",
-             T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->kgl, T->tmp, T->tmp, T->tmp);
-    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
-    /* "kgl benchmark: 0m01s elapsed, 0 of 1 runs done; acad seed 1 step 1200/6000, ETA 0m04s; all done in about 0m04s" */
-    const char *line = strstr(err, " elapsed, 0 of 1 runs done; acad seed 1 ");
-    CHECK(line != NULL);
-    const char *step = strstr(err, "; acad seed 1 step ");
-    long a = 0, b = 0;
-    CHECK(step && sscanf(step, "; acad seed 1 step %ld/%ld, ETA ", &a, &b) == 2 && a > 0 && a <= b && b == 6000);
-    CHECK(strstr(err, "; all done in about ") != NULL);
-    /* the run's own progress, in its .err file */
-    char path[1024];
-    snprintf(path, sizeof path, "%s/bout/acad-seed1.err", T->tmp);
-    char *text = test_slurp(path, NULL);
-    CHECK(text && strstr(text, "step   6000/6000  loss ") != NULL);
-    free(text);
-}

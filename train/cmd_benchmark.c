@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -41,6 +42,9 @@ static const char help[] =
     "                   (data/bench holds the hand-tuned umls.args and nations.args)\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
+    "While it runs, one line on stderr gives the steps of all the runs, the time\n"
+    "elapsed and an ETA (redrawn on a terminal, else at each tenth and every\n"
+    "KGL_PROGRESS_SECONDS, default 60); each run's own lines are in OUT/*.err.\n"
     "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
     "in a configuration (the run's message is shown)\n";
 
@@ -57,7 +61,7 @@ static bool file_readable(const char *path)
 
 /* Starts `kgl train` for one (dataset, seed); stdout and stderr go to files. */
 static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const char *data, const char *out,
-                       unsigned long long seed, int threads)
+                       unsigned long long seed, int threads, progress *line)
 {
     static char paths[6][1200], seed_text[32], threads_text[32];
     char *argv[KGL_BENCHMARK_MAX_ARGS];
@@ -93,17 +97,21 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     int e = posix_spawn(&pid, self, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     if (e) {
-        fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(e));
+        progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(e));
         return -1;
     }
-    fprintf(stderr, "kgl benchmark: %s seed %llu: %s", job->name, seed, self);
-    for (int k = 1; k < a; k++) fprintf(stderr, " %s", argv[k]);
-    fprintf(stderr, "\n");
+    char command[8192];
+    size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
+    for (int k = 1; k < a && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
+    progress_print(line, "kgl benchmark: %s seed %llu: %s", job->name, seed, command);
     return pid;
 }
 
-/* The last "step N/M" of a run's progress (its .err file), or false. */
-static bool run_position(const char *err_path, long *step, long *last)
+/* Where a run is, from the last progress line of its .err file (kgl
+   train's: "step N/M, ..." for a model, "... N/M steps, ..." for an
+   ensemble, its members' steps together) and when that file last changed
+   (the real-time clock); false before its first line. */
+static bool run_position(const char *err_path, double *done, double *total, double *written)
 {
     FILE *f = fopen(err_path, "rb");
     if (!f) return false;
@@ -112,58 +120,99 @@ static bool run_position(const char *err_path, long *step, long *last)
     if (size > (long)sizeof buf - 1) fseek(f, size - (long)(sizeof buf - 1), SEEK_SET);
     else rewind(f);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
+    struct stat st;
+    bool dated = fstat(fileno(f), &st) == 0;
     fclose(f);
     buf[n] = 0;
     bool found = false;
-    for (char *p = strstr(buf, "step "); p; p = strstr(p + 5, "step ")) {
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         long a, b;
-        if (sscanf(p + 5, "%ld/%ld", &a, &b) == 2 && a > 0 && b >= a) *step = a, *last = b, found = true;
+        const char *p = strstr(line, " steps, "); /* an ensemble's "N/M steps, " */
+        while (p && p > line && p[-1] != ' ') p--;
+        bool model = sscanf(line, "step %ld/%ld", &a, &b) == 2;
+        if ((model || (p && sscanf(p, "%ld/%ld steps", &a, &b) == 2)) && a >= 0 && b >= a)
+            *done = (double)a, *total = (double)b, found = true;
     }
+    *written = dated ? (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec : 0;
     return found;
 }
 
-static void print_duration(double s)
+static double real_seconds(void)
 {
-    long t = (long)(s + 0.5);
-    if (t >= 3600) fprintf(stderr, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else fprintf(stderr, "%ldm%02lds", t / 60, t % 60);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* One line for the whole benchmark: elapsed time, each running run's step
-   and ETA (from its own pace), and the ETA of all of it (the longest running
-   run, then the waiting runs at the mean pace of the running ones). */
-static void overall_progress(const kgl_benchmark_dataset *job, int n_seeds, const char *out, int total, int done,
-                             int running, const int *slot_run, const double *started, int jobs, double t0)
+/* What the overall line knows of each run (index j * seeds + s): its steps
+   done and to do (all members'), and whether its total is known (from its
+   own line) or guessed (from another run of the dataset, else the mean). */
+typedef struct run_steps {
+    double done, total;
+    bool known;
+} run_steps;
+
+/* A run's steps from its .err file: a finished run's are what its last
+   line says, all it did (fewer than planned if it stopped early); a running
+   run's are carried from its last line to now at its own pace (its lines
+   come at each tenth of its work: without this the ETA would climb between
+   two of them). */
+static void read_steps(const char *err_path, double started_real, bool finished, run_steps *r)
 {
-    double now = now_seconds(), longest = 0, run_time = 0;
-    int paced = 0;
-    fprintf(stderr, "kgl benchmark: ");
-    print_duration(now - t0);
-    fprintf(stderr, " elapsed, %d of %d runs done", done, total);
-    for (int k = 0; k < running; k++) {
-        int r = slot_run[k], j = r / n_seeds, s = r % n_seeds;
-        char err_path[1200];
-        kgl_benchmark_run_path(err_path, sizeof err_path, out, job[j].name, job[j].runs[s].seed, "err");
-        long step, last;
-        fprintf(stderr, "; %s seed %llu ", job[j].name, job[j].runs[s].seed);
-        if (!run_position(err_path, &step, &last)) {
-            fprintf(stderr, "starting");
-            continue;
+    double done, total, written;
+    if (!run_position(err_path, &done, &total, &written)) return;
+    double now = real_seconds();
+    if (finished) total = done;
+    else if (written > started_real + 1 && now > written) done *= (now - started_real) / (written - started_real);
+    r->done = done < total ? done : total;
+    r->total = total;
+    r->known = true;
+}
+
+/* One line for the whole benchmark: the steps of every run (done, and to
+   do: a run not started yet counted as another of its dataset, else as
+   the mean run), elapsed time and the ETA from the pace of all of it, then
+   the runs done and those running, with their steps. */
+static void overall_progress(progress *line, run_steps *runs, double *shown_done, double *shown_total,
+                             const kgl_benchmark_dataset *job, int n_seeds, int total, int done, int running,
+                             const int *slot_run)
+{
+    double sum_known = 0, d = 0, t = 0;
+    int known = 0;
+    for (int r = 0; r < total; r++)
+        if (runs[r].known) sum_known += runs[r].total, known++;
+    bool guessed = false;
+    for (int r = 0; r < total; r++) {
+        if (!runs[r].known) {
+            double guess = known ? sum_known / known : 0;
+            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its dataset's */
+                if (runs[q].known) guess = runs[q].total;
+            runs[r].total = guess;
+            guessed = true;
         }
-        double elapsed = now - started[k], left = elapsed / (double)step * (double)(last - step);
-        fprintf(stderr, "step %ld/%ld, ETA ", step, last);
-        print_duration(left);
-        longest = left > longest ? left : longest;
-        run_time += elapsed + left;
-        paced++;
+        d += runs[r].done, t += runs[r].total;
     }
-    int waiting = total - done - running;
-    if (paced) {
-        double eta = longest + (double)((waiting + jobs - 1) / jobs) * run_time / paced;
-        fprintf(stderr, "; all done in about ");
-        print_duration(eta);
+    progress_at at;
+    bool due = progress_due(line, d - *shown_done, t - *shown_total, done == total, now_seconds(), &at);
+    *shown_done = d, *shown_total = t;
+    if (!due) return;
+    char text[PROGRESS_LINE_MAX], times[128];
+    size_t n = 0, cap = sizeof text;
+    progress_times(&at, times, sizeof times);
+    if (known)
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %.0f/%s%.0f steps, %s; %d of %d runs done", d,
+                              guessed ? "~" : "", t, times, done, total);
+    else /* no run has said its steps yet */
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, done, total);
+    for (int k = 0; k < running && n < cap; k++) {
+        int r = slot_run[k];
+        n += (size_t)snprintf(text + n, cap - n, "%s %s seed %llu", k ? "," : ", running", job[r / n_seeds].name,
+                              job[r / n_seeds].runs[r % n_seeds].seed);
+        if (n < cap && runs[r].known)
+            n += (size_t)snprintf(text + n, cap - n, " (%.0f/%.0f)", runs[r].done, runs[r].total);
     }
-    fputc('\n', stderr);
+    progress_show(line, text);
 }
 
 /* The threads of a run: the cores shared by the runs at the same time. */
@@ -417,17 +466,22 @@ int cmd_benchmark(int argc, char **argv)
 
     /* the runs, `jobs` at a time, each timed from start to exit */
     int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0, finished = 0;
-    /* the overall progress line: every minute (KGL_PROGRESS_SECONDS=N: every N seconds) */
-    const char *every_env = getenv("KGL_PROGRESS_SECONDS");
-    double every = every_env && atof(every_env) > 0 ? atof(every_env) : 60, t0 = now_seconds(), last_line = t0;
+    /* The overall line (progress.h): in place on a terminal, redrawn every
+       second; elsewhere at each tenth of all the steps and at least every
+       KGL_PROGRESS_SECONDS (60 by default). The runs' own lines (every
+       --progress line of kgl train) are in their .err files. */
+    progress line;
+    progress_start(&line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
+    double every = progress_every(), poll = every < 1 ? every : 1, shown_done = 0, shown_total = 0;
+    run_steps *steps = kgl_xcalloc((size_t)total, sizeof *steps);
     pid_t pids[64];
     int slot_run[64];
-    double started[64];
+    double started[64], started_real[64];
     for (int k = 0; k < total; k++) job[k / n_seeds].runs[k % n_seeds].seed = seeds[k % n_seeds];
     while (next < total || running > 0) {
         while (running < jobs && next < total && !failed) {
             int j = next / n_seeds, s = next % n_seeds;
-            pid_t pid = start_run(self, &job[j], data, out, seeds[s], run_threads(jobs));
+            pid_t pid = start_run(self, &job[j], data, out, seeds[s], run_threads(jobs), &line);
             if (pid < 0) {
                 failed = 1;
                 break;
@@ -435,18 +489,22 @@ int cmd_benchmark(int argc, char **argv)
             pids[running] = pid;
             slot_run[running] = next;
             started[running] = now_seconds();
+            started_real[running] = real_seconds();
             running++;
             next++;
         }
         if (running == 0) break;
         int status;
         pid_t done = waitpid(-1, &status, WNOHANG);
-        if (done == 0) { /* all still running: an overall line every `every` seconds */
-            sleep(1);
-            if (now_seconds() - last_line >= every) {
-                overall_progress(job, n_seeds, out, total, finished, running, slot_run, started, jobs, t0);
-                last_line = now_seconds();
+        if (done == 0) { /* all still running */
+            nanosleep(&(struct timespec){(time_t)poll, (long)((poll - (time_t)poll) * 1e9)}, NULL);
+            for (int k = 0; k < running; k++) {
+                int r = slot_run[k];
+                char err_path[1200];
+                kgl_benchmark_run_path(err_path, sizeof err_path, out, job[r / n_seeds].name, seeds[r % n_seeds], "err");
+                read_steps(err_path, started_real[k], false, &steps[r]);
             }
+            overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, slot_run);
             continue;
         }
         if (done < 0) {
@@ -459,14 +517,14 @@ int cmd_benchmark(int argc, char **argv)
             int r = slot_run[k], j = r / n_seeds, s = r % n_seeds;
             kgl_benchmark_run *res = &job[j].runs[s];
             double wall = now_seconds() - started[k];
+            char err_path[1200];
+            kgl_benchmark_run_path(err_path, sizeof err_path, out, job[j].name, seeds[s], "err");
             if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                char err_path[1200];
-                kgl_benchmark_run_path(err_path, sizeof err_path, out, job[j].name, seeds[s], "err");
                 char why[1400];
                 kgl_text text;
                 bool shown = kgl_text_open(&text, err_path, why, sizeof why);
-                fprintf(stderr, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, seeds[s], err_path,
-                        shown ? text.buf : why);
+                progress_print(&line, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, seeds[s],
+                               err_path, shown ? text.buf : why);
                 if (shown) kgl_text_close(&text);
                 /* a bad option in the .args file is bad input, like any other */
                 failed = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
@@ -478,17 +536,23 @@ int cmd_benchmark(int argc, char **argv)
                    (POSIX keeps no per-child figure; Linux reports KiB) */
                 struct rusage usage;
                 res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
-                fprintf(stderr, "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s\n",
-                        job[j].name, seeds[s], res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0],
-                        res->best_step, wall);
+                progress_print(&line,
+                               "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s",
+                               job[j].name, seeds[s], res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0],
+                               res->best_step, wall);
             }
+            read_steps(err_path, started_real[k], true, &steps[r]);
             pids[k] = pids[running - 1];
             slot_run[k] = slot_run[running - 1];
             started[k] = started[running - 1];
+            started_real[k] = started_real[running - 1];
             running--;
             break;
         }
+        overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, slot_run);
     }
+    progress_stop(&line);
+    free(steps);
     if (!failed) {
         for (int j = 0; j < n_jobs; j++) print_table(&job[j], (int)jobs);
         char path[1200], err[1400];

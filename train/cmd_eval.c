@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -31,10 +32,13 @@ static const char help[] =
     "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
     EXIT_TABLE;
 
+/* Triples ranked for --ranks at a time, between two progress reports. */
+#define RANKS_SLICE 1024
+
 /* Every triple of every split present, ranked, to `path`: written to a
    temporary file beside it, then renamed over it, so a failure leaves no
    half-written file. Returns false after reporting. */
-static bool write_ranks(const char *path, const model_set *ms, const data_view *v)
+static bool write_ranks(const char *path, const model_set *ms, const data_view *v, eval_progress *ep)
 {
     kgl_outfile o;
     char err[4200];
@@ -47,12 +51,24 @@ static bool write_ranks(const char *path, const model_set *ms, const data_view *
         for (int s = 0; s < 3; s++) {
             int n = v->n[s];
             if (!v->present[s] || n == 0) continue;
-            kgl_ranked *r = malloc((size_t)2 * n * sizeof *r);
-            if (!r) {
+            kgl_ranked *r = malloc((size_t)2 * n * sizeof *r), *slice = malloc(2 * RANKS_SLICE * sizeof *slice);
+            if (!r || !slice) {
+                free(r);
+                free(slice);
                 ok = false;
                 break;
             }
-            kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, ds, v->split[s], n, r);
+            /* a slice at a time, for the progress line: each triple's ranks are its own */
+            ep->what = v->name[s];
+            for (int a = 0; a < n; a += RANKS_SLICE) {
+                int len = n - a < RANKS_SLICE ? n - a : RANKS_SLICE;
+                kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, ds, v->split[s] + a,
+                                          len, slice);
+                memcpy(r + a, slice, (size_t)len * sizeof *r); /* tails first, then heads, as the file lists them */
+                memcpy(r + n + a, slice + len, (size_t)len * sizeof *r);
+                eval_progress_update(ep, 2L * (a + len), 2L * n);
+            }
+            free(slice);
             for (int k = 0; k < 2 * n; k++) {
                 const kgl_triple *t = &v->split[s][k % n];
                 const kgl_ranked *x = &r[k];
@@ -125,6 +141,14 @@ int cmd_eval(int argc, char **argv)
     }
     kgl_eval ev;
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
+    /* a graph of real size takes minutes to rank: a progress line (none for quick work) */
+    long queries = 0;
+    for (int s = 0; s < 3; s++) queries += v.present[s] ? 2L * v.n[s] : 0;
+    progress line;
+    progress_start(&line, stderr, isatty(STDERR_FILENO), (double)(ranks ? 2 * queries : queries), progress_delay(),
+                   now_seconds());
+    eval_progress ep = {&line, "kgl eval", NULL, 0};
+    ev.progress = eval_progress_update, ev.progress_ctx = &ep;
     if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
     if (ms.n == 1 && !json)
         print_model_choice(&ms.choice, "ranking",
@@ -137,7 +161,9 @@ int cmd_eval(int argc, char **argv)
     bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!v.present[s]) continue;
+        ep.what = v.name[s];
         kgl_evaluate_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
+        progress_clear(&line); /* the table may go to the same terminal */
         if (json) {
             printf("%s\"%s\":", first ? "" : ",", v.name[s]);
             json_metrics(stdout, &v.ds, v.use_relation, &ev);
@@ -147,7 +173,15 @@ int cmd_eval(int argc, char **argv)
         first = false;
     }
     if (json) printf("}}\n");
-    if (ranks && !write_ranks(ranks, &ms, &v)) st = EXIT_OUTPUT;
+    if (ranks && !write_ranks(ranks, &ms, &v, &ep)) st = EXIT_OUTPUT;
+    progress_at at;
+    /* on a terminal, whose line was erased for the tables: how long the ranking took, if long enough to say */
+    if (line.tty && progress_due(&line, 0, 0, true, now_seconds(), &at)) {
+        char times[128];
+        progress_times(&at, times, sizeof times);
+        progress_print(&line, "kgl eval: ranked %.0f queries, %s", at.done, times);
+    }
+    progress_stop(&line);
     kgl_eval_free(&ev);
     model_set_close(&ms);
     data_free(&v);

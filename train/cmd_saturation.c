@@ -38,7 +38,7 @@ static const char help[] =
     "  --out DIR              where saturation.csv and the SVG plots go\n"
     "                         (default build/saturation)\n"
     "  --json                 print {\"configs\":[...]} instead of the table\n"
-    "  --quiet                no progress\n"
+    "  --quiet                no progress line\n"
     "Diagnostics at step k describe the forward pass of step k (the parameters\n"
     "after k-1 updates); 'init' is step 1, 'final' the last step. The floor is the\n"
     "least supervision loss any attention can reach on these triples (a row with\n"
@@ -92,12 +92,26 @@ static bool parse_axis(cli_args *a, kgl_saturation_axis *ax, const char *const *
 
 /* ---- printing ---------------------------------------------------------------- */
 
-/* "\rsaturation: 3/12 runs" on a terminal, after each run. */
-static void show_progress(int done, int total, void *ctx)
+/* The grid's progress line, in steps of every run:
+   "kgl saturation: 12000/36000 steps, 3.2s elapsed, ETA 21.0s; 40/120 runs done". */
+typedef struct grid_progress {
+    progress line;
+    long steps_done, steps; /* what the line has been told */
+} grid_progress;
+
+static void show_progress(const kgl_saturation_progress *at, void *ctx)
 {
-    (void)ctx;
-    fprintf(stderr, "\rsaturation: %d/%d runs", done, total);
-    if (done == total) fputc('\n', stderr);
+    grid_progress *g = ctx; /* called under the study's lock: one at a time */
+    progress_at pa;
+    bool due = progress_due(&g->line, (double)(at->steps_done - g->steps_done), (double)(at->steps - g->steps),
+                            at->runs_done == at->runs, now_seconds(), &pa);
+    g->steps_done = at->steps_done, g->steps = at->steps;
+    if (!due) return;
+    char text[PROGRESS_LINE_MAX], times[128];
+    progress_times(&pa, times, sizeof times);
+    snprintf(text, sizeof text, "kgl saturation: %ld/%ld steps, %s; %d/%d runs done", at->steps_done, at->steps, times,
+             at->runs_done, at->runs);
+    progress_show(&g->line, text);
 }
 
 /* {"min":…,"q1":…,"median":…,"q3":…,"max":…,"mean":…} */
@@ -424,10 +438,16 @@ int cmd_saturation(int argc, char **argv)
     spec.seeds = (int)seeds;
     spec.jobs = (int)jobs;
     if (!cli_output_dir_ok("saturation", "--out", out)) return EXIT_USAGE; /* before minutes of runs */
-    if (!quiet && !json && isatty(STDERR_FILENO)) spec.progress = show_progress;
+    static grid_progress grid;
+    if (!quiet && !json) {
+        spec.progress = show_progress, spec.progress_ctx = &grid;
+        progress_start(&grid.line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
+    }
     kgl_saturation s;
     char err[8192];
-    if (!kgl_saturation_run(&spec, &s, err, sizeof err)) { /* the embedded academic world */
+    bool ran = kgl_saturation_run(&spec, &s, err, sizeof err); /* the embedded academic world */
+    if (spec.progress) progress_stop(&grid.line);
+    if (!ran) {
         fprintf(stderr, "kgl saturation: %s\n", err);
         return EXIT_USAGE;
     }

@@ -92,7 +92,7 @@ static const char help[] =
     "                       are the same bits for any J\n"
     "output\n"
     "  --log F.csv          CSV log, one row per logged step\n"
-    "  --log-every K        log and progress every K steps (default 10)\n"
+    "  --log-every K        log every K steps (default 10)\n"
     "  --save F             write a checkpoint (safetensors) at the end\n"
     "  --resume F           continue from a checkpoint (model options come from it;\n"
     "                       training options default to the checkpoint's; it runs\n"
@@ -103,9 +103,13 @@ static const char help[] =
     "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
     "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md)\n"
     "  --json               print one JSON object instead of tables\n"
-    "  --quiet              no progress lines\n"
-    "  --progress           progress lines on stderr with --json too (kgl benchmark's runs)\n"
-    "\nCtrl-C (or SIGTERM) stops after the current step, writes --save and --log, prints\n"
+    "  --quiet              no progress line; one line at the end (stderr) says what was\n"
+    "                       trained, in how long, and the metrics of each split\n"
+    "  --progress           the progress line on stderr with --json too (kgl benchmark's runs)\n"
+    "\nProgress is one line on stderr for the whole run (an ensemble: all its members'\n"
+    "steps) with the time elapsed and an ETA: redrawn in place on a terminal, else a\n"
+    "line at each tenth of the steps and every KGL_PROGRESS_SECONDS (default 60).\n"
+    "Ctrl-C (or SIGTERM) stops after the current step, writes --save and --log, prints\n"
     "the results so far and exits 130; --resume from that checkpoint continues exactly.\n"
     "A second Ctrl-C stops at once (temporary files removed, nothing written).\n"
     "Output paths are checked before the first step; a log that cannot be written is\n"
@@ -474,12 +478,23 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     return st;
 }
 
+/* The one progress line of a run (progress.h): the steps of the model, or
+   of every member of an ensemble, however many train at once. A member's
+   details (each logged step, each evaluation) go to its --log file; the
+   screen gets the line and, for an ensemble, each member's summary as it
+   finishes. */
+typedef struct train_line {
+    progress line;
+    bool on;             /* not --quiet, and not --json without --progress */
+    int members, jobs;   /* the ensemble, and how many of it train at once */
+    atomic_int finished; /* members done */
+} train_line;
+
 typedef struct run_state {
     train_opts *o;
     data_view *v;
     int member;                        /* of the ensemble, 0 without one */
-    char who[24];                      /* "member k  " before its progress lines when
-                                          members train at once, else "" */
+    train_line *tl;                    /* the run's progress line */
     atomic_int *halt;                  /* set when another member failed */
     uint64_t seed;                     /* --seed + 1000 member */
     char *log_path, *save_path;        /* this member's (NULL: none) */
@@ -492,11 +507,13 @@ typedef struct run_state {
     kgl_outfile log_file;
     bool log_failed;  /* a write failed: reported, logging stopped */
     double t0;
-    bool tty;
-    double last_progress;
+    long step, last;   /* the last step done, and the last to do */
+    double loss;       /* step's */
+    long ranked, to_rank; /* an evaluation under way (--eval-every): queries ranked, of */
+    long shown_step;      /* the step of the model's last line shown */
     long fit_step;
     long first_step;           /* of this run (a resume continues the count) */
-    bool track_fit, watch_fit; /* fit checked every step; train H@1 on progress lines */
+    bool track_fit, watch_fit; /* fit checked every step (train H@1 on each line); at logged steps */
     double *spec;
     kgl_diag diag;
     /* model selection (--eval-every) */
@@ -525,10 +542,6 @@ static bool select_model(run_state *rs, long step)
     } else {
         rs->evals_since_best++;
     }
-    if (!rs->o->quiet && (!rs->o->json || rs->o->progress)) /* one fprintf a line: members at once do not split each other's */
-        fprintf(stderr, "%s%sstep %6ld  valid MRR %.4f  H@1 %.4f  H@10 %.4f   best %.4f at step %ld  %.2fs\n",
-                rs->tty ? "\r" : "", rs->who, step, mrr, rs->valid_ev.both.hits1, rs->valid_ev.both.hits10, rs->best_mrr,
-                rs->best_step, now_seconds() - rs->t0);
     return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
 }
 
@@ -601,36 +614,74 @@ static void log_row(run_state *rs, long step, double loss, bool evaluated)
     fputc('\n', rs->log);
 }
 
-/* "  ETA 12m05s": the steps left at the mean pace of this run's steps so far
-   (evaluations included), once a run is long enough for it to matter. */
-static void eta(run_state *rs, long step, long last, double now)
+/* The run's line, with `work` more steps done and `more` more to do (a
+   member that stops early takes back the steps it will not take); `force`:
+   the last line. A model's: "step 108/300, 0.3s elapsed, ETA 0.6s; loss
+   2.216028, train H@1 0.860, valid MRR 0.6886 (best 0.6886 at step 100)",
+   or the evaluation under way; an ensemble's: "ensemble 10 models, 2 at a
+   time: 3400/30000 steps, 1m12s elapsed, ETA 8m31s; 3 of 10 done", the
+   steps of all its members. */
+static void show_progress(run_state *rs, long work, long more, bool force)
 {
-    long done = step - rs->first_step + 1, left = last - step;
-    double elapsed = now - rs->t0;
-    if (left <= 0 || done <= 0 || elapsed < 10) return;
-    long s = (long)(elapsed / (double)done * (double)left + 0.5);
-    if (s >= 3600) fprintf(stderr, "  ETA %ldh%02ldm", s / 3600, s / 60 % 60);
-    else fprintf(stderr, "  ETA %ldm%02lds", s / 60, s % 60);
+    train_line *tl = rs->tl;
+    if (!tl->on) return;
+    progress_at at;
+    if (!progress_due(&tl->line, (double)work, (double)more, force, now_seconds(), &at)) return;
+    char text[PROGRESS_LINE_MAX], times[128];
+    size_t n = 0, cap = sizeof text;
+#define APPEND(...) (n += (size_t)snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__), n = n < cap ? n : cap - 1)
+    progress_times(&at, times, sizeof times);
+    if (tl->members > 1) {
+        char jobs[32] = "one at a time";
+        if (tl->jobs > 1) snprintf(jobs, sizeof jobs, "%d at a time", tl->jobs);
+        APPEND("ensemble %d models, %s: %.0f/%.0f steps, %s; %d of %d done", tl->members, jobs, at.done, at.total,
+               times, atomic_load(&tl->finished), tl->members);
+    } else { /* the times first: a terminal narrower than the line cuts its end */
+        int width = snprintf(NULL, 0, "%ld", rs->last); /* a steady line in place */
+        APPEND("step %*ld/%ld, %s; loss %.6f", width, rs->step, rs->last, times, rs->loss);
+        if (rs->to_rank) {
+            APPEND(", ranking valid %ld/%ld", rs->ranked, rs->to_rank);
+        } else {
+            /* ranking the training triples for each line: only when cheap; else the last fit check's */
+            if (rs->track_fit) APPEND(", train H@1 %.3f", train_hits1(rs, rs->step));
+            else if (rs->ev_step >= 0) APPEND(", train H@1 %.3f (step %ld)", rs->ev.both.hits1, rs->ev_step);
+            if (rs->evaluations) APPEND(", valid MRR %.4f (best %.4f at step %ld)", rs->last_valid_mrr, rs->best_mrr,
+                                        rs->best_step);
+        }
+        rs->shown_step = rs->step;
+    }
+#undef APPEND
+    progress_show(&tl->line, text);
 }
 
-static void progress(run_state *rs, long step, long last, double loss, bool force)
+/* kgl_eval's callback while --eval-every ranks the valid triples: a big
+   graph takes a while, and the line says so. */
+static void ranking_valid(void *ctx, long done, long total)
 {
-    if (rs->o->quiet || (rs->o->json && !rs->o->progress)) return;
-    double now = now_seconds();
-    if (rs->tty) { /* one line, redrawn (never when members train at once) */
-        if (!force && now - rs->last_progress < 0.1) return;
-        rs->last_progress = now;
-        fprintf(stderr, "\rstep %6ld/%ld  loss %.6f", step, last, loss);
-        if (rs->watch_fit) fprintf(stderr, "  train H@1 %.3f", train_hits1(rs, step));
-        eta(rs, step, last, now);
-        fputc(force ? '\n' : ' ', stderr);
-    } else if (force || step % rs->o->log_every == 0) {
-        fprintf(stderr, "%sstep %6ld/%ld  loss %.6f", rs->who, step, last, loss);
-        if (rs->watch_fit) fprintf(stderr, "  train H@1 %.3f", train_hits1(rs, step));
-        fprintf(stderr, "  %.2fs", now - rs->t0);
-        eta(rs, step, last, now);
-        fputc('\n', stderr);
+    run_state *rs = ctx;
+    rs->ranked = done, rs->to_rank = done < total ? total : 0;
+    show_progress(rs, 0, 0, false);
+}
+
+/* A member has finished: an ensemble's says how it went, once, above the
+   line; the steps it did not take leave the total; and the line shows it
+   (a model's last line, unless that step's is on the screen already). */
+static void member_done(run_state *rs)
+{
+    train_line *tl = rs->tl;
+    bool ensemble = tl->members > 1;
+    atomic_fetch_add(&tl->finished, 1);
+    if (tl->on && ensemble) {
+        char sel[128] = "", times[32];
+        format_duration(rs->seconds, times, sizeof times);
+        if (rs->o->eval_every)
+            snprintf(sel, sizeof sel, "  best valid MRR %.4f at step %ld", rs->best_mrr, rs->best_step);
+        progress_print(&tl->line, "member %d  seed %llu  %ld steps in %s  final loss %.6f%s%s", rs->member,
+                       (unsigned long long)rs->seed, rs->steps_run, times, rs->final_loss, sel,
+                       rs->stopped_early ? " (stopped early)" : "");
     }
+    if (ensemble || rs->step >= rs->first_step) /* none for --steps 0 */
+        show_progress(rs, 0, rs->step - rs->last, ensemble || rs->shown_step != rs->step);
 }
 
 static bool open_log(run_state *rs)
@@ -654,9 +705,8 @@ static void log_flush(run_state *rs, long step)
     if (!rs->log) return;
     if (fflush(rs->log) == 0 && !ferror(rs->log)) return;
     int e = errno;
-    if (rs->tty && !rs->o->quiet && !rs->o->json) fputc('\n', stderr);
-    fprintf(stderr, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it\n", step,
-            rs->log_path, strerror(e ? e : EIO));
+    progress_print(&rs->tl->line, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it",
+                   step, rs->log_path, strerror(e ? e : EIO));
     kgl_outfile_discard(&rs->log_file);
     kgl_diag_free(&rs->diag);
     rs->log = NULL;
@@ -702,8 +752,9 @@ static void catch_stop_signals(void)
 }
 
 /* The metrics of the model (or of the ensemble of rs[0..members)) on every
-   split given; the specialisation and fit are member 0's. */
-static void report(run_state *rs, int members, double seconds)
+   split given, also into both[split] (both directions); the specialisation
+   and fit are member 0's. */
+static void report(run_state *rs, int members, double seconds, kgl_metrics *both)
 {
     data_view *v = rs->v;
     kgl_trainer *tr = &rs->tr;
@@ -724,6 +775,17 @@ static void report(run_state *rs, int members, double seconds)
     }
     size_t params = 0;
     for (int k = 0; k < members; k++) params += rs[k].tr.model.params.total;
+    /* Its rankings take minutes on a graph of real size (each split, and
+       each member's alone in an ensemble): a line while they run, erased
+       before each table (stdout may be the same terminal). */
+    long queries = 0;
+    for (int s = 0; s < 3; s++) queries += v->present[s] ? 2L * v->n[s] : 0;
+    progress ranking;
+    progress_start(&ranking, stderr, isatty(STDERR_FILENO), (double)queries * (members > 1 ? members + 1 : 1),
+                   progress_delay(), now_seconds());
+    char what[64];
+    eval_progress ep = {&ranking, "kgl train", what, 0};
+    if (rs->tl->on) rs->ev.progress = eval_progress_update, rs->ev.progress_ctx = &ep;
     if (rs->o->json) {
         printf("{\"steps\":%ld,\"final_loss\":", rs->steps_run);
         kgl_json_number(stdout, rs->final_loss);
@@ -754,7 +816,9 @@ static void report(run_state *rs, int members, double seconds)
                 bool first = true;
                 for (int s = 0; s < 3; s++) {
                     if (!v->present[s]) continue;
+                    snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
                     kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
+                    progress_clear(&ranking);
                     printf("%s\"%s\":", first ? "" : ",", v->name[s]);
                     json_metrics(stdout, ds, v->use_relation, &rs->ev);
                     first = false;
@@ -768,7 +832,10 @@ static void report(run_state *rs, int members, double seconds)
     bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!v->present[s]) continue;
+        snprintf(what, sizeof what, "%s for the report", v->name[s]);
         kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &rs->ev);
+        progress_clear(&ranking);
+        both[s] = rs->ev.both;
         if (rs->o->json) {
             if (!first) putchar(',');
             printf("\"%s\":", v->name[s]);
@@ -782,6 +849,7 @@ static void report(run_state *rs, int members, double seconds)
         printf("},\"spec\":");
         json_spec(stdout, ds, v->use_relation, tr->model.cfg.heads, rs->spec);
         printf("}\n");
+        progress_stop(&ranking);
         return;
     }
     const char *of = members > 1 ? " (member 0)" : "";
@@ -795,12 +863,17 @@ static void report(run_state *rs, int members, double seconds)
                members);
         for (int k = 0; k < members; k++) {
             run_state *r = &rs[k];
-            printf("  member %d  seed %-6llu", k, (unsigned long long)r->seed);
+            char line[512];
+            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)r->seed);
             for (int s = 0; s < 3; s++) {
                 if (!v->present[s]) continue;
+                snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
                 kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
-                printf("  %s MRR %.4f H@1 %.4f", v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
+                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
+                                      v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
             }
+            progress_clear(&ranking);
+            printf("%s", line);
             if (rs->o->eval_every) printf("  (best valid at step %ld)", r->best_step);
             printf("\n");
         }
@@ -814,6 +887,38 @@ static void report(run_state *rs, int members, double seconds)
                rs->final_loss);
     else
         printf("\n%ld steps in %.2f s, final loss %.6f\n", rs->steps_run, seconds, rs->final_loss);
+    progress_stop(&ranking);
+}
+
+/* --quiet's one line at the end, on stderr: what was trained, in how long,
+   and the metrics of every split (both directions; an ensemble's). */
+static void summary(const run_state *rs, int members, double seconds, const kgl_metrics *both)
+{
+    const kgl_config *c = &rs->tr.model.cfg;
+    char line[1024], times[32];
+    long least = rs->steps_run, most = rs->steps_run;
+    for (int k = 1; k < members; k++) {
+        least = rs[k].steps_run < least ? rs[k].steps_run : least;
+        most = rs[k].steps_run > most ? rs[k].steps_run : most;
+    }
+    format_duration(seconds, times, sizeof times);
+    char steps[48];
+    if (least < most) snprintf(steps, sizeof steps, "%ld-%ld", least, most); /* some stopped early */
+    else snprintf(steps, sizeof steps, "%ld", most);
+    size_t n;
+    if (members > 1)
+        n = (size_t)snprintf(line, sizeof line, "kgl train: an ensemble of %d models (d_model %d, %d heads), %s steps "
+                             "each, in %s", members, c->dim, c->heads, steps, times);
+    else
+        n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
+                             c->dim, c->heads, rs->steps_run, times, rs->final_loss);
+    if (members == 1 && rs->o->eval_every)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", rs->best_step);
+    for (int s = 0; s < 3; s++)
+        if (rs->v->present[s])
+            n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
+                                  rs->v->name[s], both[s].mrr, both[s].hits1, both[s].hits10);
+    fprintf(stderr, "%s\n", line);
 }
 
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an
@@ -824,17 +929,17 @@ static void report(run_state *rs, int members, double seconds)
  * (192 of 1024) and nations.args (112 of 256) measured the same as equal
  * batches (data/report/manual.md, `kgl train`): hence an eighth. The model
  * is trained as asked; the warning names the equal-batch size. */
-static void warn_short_last_batch(const kgl_trainer *tr)
+static void warn_short_last_batch(const kgl_trainer *tr, progress *line)
 {
     long n = tr->n_examples, b = tr->cfg.batch;
     if (b <= 0 || b >= n) return;
     long last = n % b;
     if (last == 0 || 8 * last >= b) return;
     long batches = (n + b - 1) / b, equal = (n + batches - 1) / batches;
-    fprintf(stderr,
-            "kgl train: warning: each epoch of %ld %s ends with a batch of %ld (the others %ld), which takes a "
-            "full Adam step on a far noisier gradient; --batch %ld makes the %ld batches equal\n",
-            n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
+    progress_print(line,
+                   "kgl train: warning: each epoch of %ld %s ends with a batch of %ld (the others %ld), which takes "
+                   "a full Adam step on a far noisier gradient; --batch %ld makes the %ld batches equal",
+                   n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
 }
 
 /* PATH with ".m<k>" before its extension (x.safetensors -> x.m1.safetensors;
@@ -863,7 +968,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     kgl_train_config tc = {(int)o->batch, rs->seed, o->optim, head_of, o->aux_weight, o->freeze, o->lookup};
     kgl_trainer_init(&rs->tr, &v->ds, v->split[0], v->n[0], &o->cfg, &tc);
     if (o->kvsall) kgl_trainer_set_kvsall(&rs->tr);
-    if (rs->member == 0) warn_short_last_batch(&rs->tr);
+    if (rs->member == 0) warn_short_last_batch(&rs->tr, &rs->tl->line);
     kgl_trainer_set_pool(&rs->tr, pool);
     kgl_trainer_set_regularisers(&rs->tr, &o->reg);
     kgl_trainer_set_schedule(&rs->tr, &o->sched);
@@ -892,27 +997,30 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
-       ranking of the training triples costs a minute: the progress line then
-       leaves out train H@1 (the final report still ranks them once). */
+       ranking of the training triples costs a minute: the fit is not checked
+       and the progress line leaves out train H@1 (the final report still
+       ranks them once); between the two, the line shows the last check's. */
     rs->watch_fit = rs->track_fit || fit_cost <= 2e9;
-    rs->tty = !rs->who[0] && isatty(STDERR_FILENO);
     if (!open_log(rs)) return EXIT_OUTPUT;
-    if (o->ensemble > 1 && !o->quiet && !o->json)
-        fprintf(stderr, "member %d of %ld (seed %llu)\n", rs->member, o->ensemble, (unsigned long long)rs->seed);
+    rs->valid_ev.progress = ranking_valid, rs->valid_ev.progress_ctx = rs;
     rs->t0 = now_seconds();
     long first = rs->tr.optim.step + 1, last = rs->tr.optim.step + o->steps;
     rs->first_step = first;
+    rs->step = first - 1, rs->last = last;
     double loss = NAN;
     int st = 0;
+    bool halted = false;
     for (long step = first; step <= last; step++) {
-        if (rs->halt && atomic_load(rs->halt)) break; /* its results will not be reported */
+        if (rs->halt && atomic_load(rs->halt)) { /* its results will not be reported */
+            halted = true;
+            break;
+        }
         loss = kgl_trainer_compute(&rs->tr);
         if (!isfinite(loss)) {
-            if (rs->tty && !o->quiet && !o->json) fputc('\n', stderr);
-            fprintf(stderr,
-                    "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
-                    "Try a smaller --lr, --init-scale or --scale.\n",
-                    step, isnan(loss) ? "NaN" : "infinite", o->save_path ? " and no checkpoint is written" : "");
+            progress_print(&rs->tl->line,
+                           "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
+                           "Try a smaller --lr, --init-scale or --scale.",
+                           step, isnan(loss) ? "NaN" : "infinite", o->save_path ? " and no checkpoint is written" : "");
             st = 1;
             break;
         }
@@ -921,6 +1029,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
         /* with --until-fit the fit step is logged too, so measure every step */
         if (rs->log && (logged || evaluate || o->until_fit)) kgl_diag_measure(&rs->diag, &rs->tr);
         kgl_trainer_update(&rs->tr);
+        rs->step = step, rs->loss = loss;
         bool go_on = !evaluate || select_model(rs, step);
         if (rs->log && (logged || evaluate)) {
             log_row(rs, step, loss, evaluate);
@@ -930,15 +1039,13 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
             if (kgl_trainer_fits(&rs->tr, &rs->ev)) rs->fit_step = step;
             rs->ev_step = step; /* rs->ev holds the training triples' ranks at this step */
         }
-        progress(rs, step, last, loss, step == last || !go_on);
+        show_progress(rs, 1, 0, false);
         if (stop_signal && step < last) { /* Ctrl-C: keep the work of the steps done */
             if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
-            progress(rs, step, last, loss, true);
             break;
         }
         if (o->until_fit && rs->fit_step >= 0) {
             if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
-            progress(rs, step, last, loss, true);
             break;
         }
         if (!go_on) {
@@ -951,6 +1058,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     rs->final_loss = loss;
     if (st == 0 && rs->best_step >= 0) kgl_trainer_restore(&rs->tr, &rs->best); /* the model selected on valid */
     rs->output_failed = !close_log(rs);
+    if (st == 0 && !halted) member_done(rs);
     return st;
 }
 
@@ -1192,11 +1300,16 @@ int cmd_train(int argc, char **argv)
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);
     atomic_init(&q.halt, 0);
+    static train_line tl; /* one per process */
+    tl.on = !o.quiet && (!o.json || o.progress);
+    tl.members = members, tl.jobs = jobs;
+    atomic_init(&tl.finished, 0);
+    progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o.steps, 0, now_seconds());
     for (int k = 0; k < members; k++) {
         rs[k].o = &o;
         rs[k].v = &v;
         rs[k].member = k;
-        if (jobs > 1) snprintf(rs[k].who, sizeof rs[k].who, "member %d  ", k);
+        rs[k].tl = &tl;
         rs[k].halt = &q.halt;
         rs[k].seed = o.seed + 1000ull * (uint64_t)k;
         rs[k].log_path = member_path(o.log_path, k);
@@ -1210,14 +1323,13 @@ int cmd_train(int argc, char **argv)
     stop_signal = 0;
     catch_stop_signals();
     double t0 = now_seconds();
-    if (jobs > 1 && !o.quiet && !o.json)
-        fprintf(stderr, "%d members at a time, %d thread%s each\n", jobs, job_threads, job_threads > 1 ? "s" : "");
     for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
         workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
     train_members(&workers[0]); /* this thread is worker 0 */
     for (int j = 1; j < jobs; j++)
         if (workers[j].started) pthread_join(workers[j].thread, NULL);
     pthread_mutex_destroy(&q.lock);
+    progress_stop(&tl.line);
     /* the members started make the ensemble (all of them, unless Ctrl-C) */
     int trained = q.next;
     st = q.status;
@@ -1238,7 +1350,9 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
                 members > 1 ? " of the last member" : "");
-    if (st == 0) report(rs, trained, seconds);
+    kgl_metrics both[3];
+    if (st == 0) report(rs, trained, seconds, both);
+    if (st == 0 && o.quiet) summary(rs, trained, seconds, both);
     if (o.save_path && st == 0) {
         /* the others' names as member 0's folder sees them: their base names */
         char members[sizeof ((kgl_train_state *)0)->members] = "";

@@ -23,13 +23,6 @@ void write_field(FILE *f, const char *s, const char *specials)
     fputc('"', f);
 }
 
-double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 bool data_option(cli_args *a, data_args *d, int *status)
 {
     const char **slot = cli_is(a, "--train")       ? &d->train

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "kgl.h"
+#include "progress.h"
 
 /* The files a command reads; train == NULL means the embedded academic world. */
 typedef struct data_args {
@@ -48,7 +49,6 @@ void json_metric(FILE *f, const kgl_metrics *m);
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
 void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
-double now_seconds(void);
 /* A CSV or TSV field that pandas reads back unchanged: written as it is, or,
  * when it holds any byte of `specials`, in double quotes with its quotes
  * doubled (RFC 4180). */

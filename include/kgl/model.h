@@ -296,6 +296,11 @@ typedef struct kgl_eval {
     size_t cap_vecs, cap_queries, cap_ranks, cap_mixture;
     kgl_pool *pool;                   /* threads (a 1-thread pool of its own by default) */
     bool owns_pool;
+    /* Called after each chunk of queries, from the evaluating thread, with
+       the queries ranked so far and all of them (2 n: tails, then heads);
+       NULL (kgl_eval_init's) for none. kgl's progress lines use it. */
+    void (*progress)(void *ctx, long done, long total);
+    void *progress_ctx;
 } kgl_eval;
 
 void kgl_eval_init(kgl_eval *e, int n_entities, int n_relations);

@@ -303,6 +303,13 @@ typedef struct kgl_saturation_axis {
 #define KGL_SAT_SCALE_SQRT (-1.0) /* 1/sqrt(dk) */
 #define KGL_SAT_SCALE_NONE (-2.0) /* 1 */
 
+/* Where the grid is: the steps done and all the steps it will take (a run
+   whose loss became non-finite takes no more), the runs finished and all. */
+typedef struct kgl_saturation_progress {
+    long steps_done, steps;
+    int runs_done, runs;
+} kgl_saturation_progress;
+
 typedef struct kgl_saturation_spec {
     kgl_saturation_axis dk;         /* head width, whole numbers ≥ 1 (d_model = dk, one head) */
     kgl_saturation_axis scale;      /* KGL_SAT_SCALE_SQRT, KGL_SAT_SCALE_NONE or τ > 0 */
@@ -322,8 +329,10 @@ typedef struct kgl_saturation_spec {
     const kgl_dataset *dataset;
     const kgl_triple *train;
     int n_train;
-    /* Called after each finished run (under a lock, from any worker), or NULL. */
-    void (*progress)(int done, int total, void *ctx);
+    /* Called after every step of every run (under a lock, from any worker),
+       or NULL. The runs are taken one seed of every configuration at a
+       time, so the pace of the steps done is the whole grid's early on. */
+    void (*progress)(const kgl_saturation_progress *at, void *ctx);
     void *progress_ctx;
 } kgl_saturation_spec;
 /* The defaults of `kgl saturation`: dk 4,64,256; scale sqrt,none; init-scale

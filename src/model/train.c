@@ -172,9 +172,10 @@ static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const re
 /* Ranks queries q[0..nq) by the scores of one member, or by the mean of the
    members' softmax probabilities when there are several (an ensemble: the
    probability the mixture gives each candidate); lo/hi get the optimistic
-   and pessimistic ranks. */
+   and pessimistic ranks. They are queries before+1.. of all `all` of the
+   evaluation, for its progress callback. */
 static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_query *q, int nq, const readout *ro,
-                         int members, double *lo, double *hi)
+                         int members, double *lo, double *hi, long before, long all)
 {
     int n = ro[0].n;
     for (int k0 = 0; k0 < nq; k0 += EVAL_CHUNK) {
@@ -193,6 +194,7 @@ static void rank_queries(kgl_eval *e, const kgl_dataset *ds, const kgl_eval_quer
         }
         eval_job J = {ds, q + k0, ranked, lo + k0, hi + k0, n, rows};
         kgl_parallel(e->pool, (rows + 31) / 32, 4.0 * rows * n, rank_rows, &J);
+        if (e->progress) e->progress(e->progress_ctx, before + k0 + rows, all);
     }
 }
 
@@ -259,8 +261,8 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
         tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX};
         head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false};
     }
-    rank_queries(out, ds, tq, n, tail_ro, members, lo, hi);
-    rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n);
+    rank_queries(out, ds, tq, n, tail_ro, members, lo, hi, 0, 2L * n);
+    rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n, n, 2L * n);
     for (int k = 0; k < n; k++) { /* in triple order, tail then head, as one loop would */
         int r = tr[k].rel;
         double rank = (lo[k] + hi[k]) / 2;

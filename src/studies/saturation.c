@@ -232,7 +232,7 @@ typedef struct study {
     int advises, authored; /* relation ids (authored -1 when the data has none) */
     kgl_saturation *res;
     int next; /* next run to take (under lock) */
-    int done;
+    kgl_saturation_progress at; /* under lock */
     pthread_mutex_t lock;
 } study;
 
@@ -247,11 +247,23 @@ static bool supervised_heads(const study *st, kgl_saturation_supervise sup, int 
     return true;
 }
 
+/* `steps` more done, `more` more to do, `runs` more finished (under the
+   lock), then the callback. */
+static void step_done(study *st, long steps, long more, int runs)
+{
+    pthread_mutex_lock(&st->lock);
+    st->at.steps_done += steps;
+    st->at.steps += more;
+    st->at.runs_done += runs;
+    if (st->spec->progress) st->spec->progress(&st->at, st->spec->progress_ctx);
+    pthread_mutex_unlock(&st->lock);
+}
+
 /* Trains one run, recording the diagnostics of every step into its rows.
    The same run as `kgl train --dim <heads·dk> --heads <heads> --scale …
    --init-scale … --seed S` with the supervision's --supervise-heads: the same
    trainer, full batch, no schedule, no regularisers (a test compares). */
-static void run_one(const study *st, kgl_saturation_trace *run)
+static void run_one(study *st, kgl_saturation_trace *run)
 {
     const kgl_saturation_config *c = run->config;
     const kgl_dataset *ds = st->ds;
@@ -302,7 +314,9 @@ static void run_one(const study *st, kgl_saturation_trace *run)
         row[KGL_SAT_WK_STEP] = sd.wk_step;
         run->steps_done = step;
         if (run->fit_step < 0 && kgl_trainer_fits(&tr, &ev)) run->fit_step = step;
+        step_done(st, 1, 0, 0);
     }
+    step_done(st, 0, run->steps_done - st->spec->steps, 1); /* less the steps a non-finite loss left undone */
     kgl_eval_free(&ev);
     kgl_sup_diag_free(&sd);
     kgl_diag_free(&dg);
@@ -310,21 +324,29 @@ static void run_one(const study *st, kgl_saturation_trace *run)
     free(head_of);
 }
 
-/* Takes runs until none is left, reporting progress after each. */
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+/* Takes runs until none is left: seed 1 of every configuration, then seed
+   2, ..., and within a seed the configurations in the order c = k·p mod n
+   (p coprime to n, near n/φ: a golden-ratio sequence), so that the work
+   done at any time mixes the grid's cheap and dear configurations (a run at
+   dk 256 costs 16 at dk 4, and dk is the grid's slowest axis) and the pace
+   of the steps done so far predicts the rest. Each run's result is its
+   own, whatever the order. */
 static void *worker(void *arg)
 {
     study *st = arg;
     kgl_saturation *res = st->res;
+    int seeds = st->spec->seeds, n = res->n_configs, p = (int)(0.618 * n + 0.5);
+    while (p > 1 && gcd(p, n) != 1) p--;
+    p = p < 1 ? 1 : p;
     for (;;) {
         pthread_mutex_lock(&st->lock);
         int k = st->next < res->n_runs ? st->next++ : -1;
         pthread_mutex_unlock(&st->lock);
         if (k < 0) return NULL;
-        run_one(st, &res->runs[k]);
-        pthread_mutex_lock(&st->lock);
-        st->done++;
-        if (st->spec->progress) st->spec->progress(st->done, res->n_runs, st->spec->progress_ctx);
-        pthread_mutex_unlock(&st->lock);
+        int config = (int)((long)(k % n) * p % n), seed = k / n;
+        run_one(st, &res->runs[config * seeds + seed]);
     }
 }
 
@@ -334,7 +356,7 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
     if (!check_spec(spec, err, err_cap)) return false;
     kgl_dataset academic;
     memset(&academic, 0, sizeof academic);
-    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, -1, res, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, -1, res, 0, {0}, PTHREAD_MUTEX_INITIALIZER};
     if (!spec->dataset) {
         kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
         if (!kgl_dataset_load(&academic, &src, 1, err, err_cap)) return false;
@@ -382,6 +404,7 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
         res->runs[k] = (kgl_saturation_trace){&res->configs[k / spec->seeds], 1 + k % spec->seeds, NULL, -1, 0};
         res->runs[k].rows = kgl_xmalloc((size_t)spec->steps * KGL_SAT_N_METRICS * sizeof(double));
     }
+    st.at = (kgl_saturation_progress){0, (long)res->n_runs * spec->steps, 0, res->n_runs};
     double t0 = kgl_seconds();
     pthread_t threads[64];
     int n_threads = spec->jobs < res->n_runs ? spec->jobs : res->n_runs;
