@@ -946,3 +946,9 @@ TEST(softmax_block_equals_softmax_row_bit_for_bit)
     CHECK(differ == 0);
     CHECK(pr[5 * MAXN] == 0.0 && lr[5] == -INFINITY); /* the masked row of the last length */
 }
+
+#include "softmax_masked_rows.h"
+TEST(softmax_masked_row_is_all_minus_inf_and_a_nan_row_stays_nan)
+{
+    check_softmax_masked_and_nan_rows(T);
+}

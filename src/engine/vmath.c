@@ -269,13 +269,22 @@ static inline double normaliser(double s) { return s; }
 static inline double normalise(double e, double s) { return e / s; }
 #endif
 
+/* A row whose max is -inf: every entry -inf (a fully masked row: no weight
+   anywhere, log-sum-exp -inf) or NaN, which the max passes over: then the
+   row is NaN, p and the result, so that a NaN in the logits is never read as
+   a mask. Checked before p is written (p may be z). */
+static double masked_row(const kgl_real *z, kgl_real *p, int n)
+{
+    bool nan = false;
+    for (int j = 0; j < n; j++) nan = nan || z[j] != z[j];
+    for (int j = 0; j < n; j++) p[j] = nan ? (kgl_real)NAN : 0;
+    return nan ? NAN : -INFINITY;
+}
+
 static double softmax_portable(const kgl_real *z, kgl_real *p, int n)
 {
     kgl_real m = row_max(z, n);
-    if (m == -INFINITY) {
-        for (int j = 0; j < n; j++) p[j] = 0;
-        return -INFINITY;
-    }
+    if (m == -INFINITY) return masked_row(z, p, n);
     double acc[LANES] = {0};
     for (int j = 0; j < n; j++) {
         kgl_real e = exp_scalar(z[j] - m);
@@ -422,10 +431,7 @@ static T512 double softmax_avx512(const float *z, float *p, int n)
     int tail = j < n;
     if (tail) mv = _mm512_max_ps(mv, _mm512_mask_loadu_ps(ninf, tk, z + j));
     float m = hmax8f(_mm256_max_ps(_mm512_castps512_ps256(mv), upper8(mv)));
-    if (m == -INFINITY) {
-        for (j = 0; j < n; j++) p[j] = 0.0f;
-        return -INFINITY;
-    }
+    if (m == -INFINITY) return masked_row(z, p, n);
     __m512 mm = _mm512_set1_ps(m);
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
     for (j = 0; j + 16 <= n; j += 16) {
@@ -588,10 +594,7 @@ static T256 double softmax_avx2(const float *z, float *p, int n)
         mb = _mm256_max_ps(mb, load_fill8(z + j + 8, kb, ninf));
     }
     float m = hmax8f(_mm256_max_ps(ma, mb));
-    if (m == -INFINITY) {
-        for (j = 0; j < n; j++) p[j] = 0.0f;
-        return -INFINITY;
-    }
+    if (m == -INFINITY) return masked_row(z, p, n);
     __m256 mm = _mm256_set1_ps(m);
     __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0; /* lanes 0–3, 4–7, 8–11, 12–15 */
     for (j = 0; j + 16 <= n; j += 16) {
@@ -748,10 +751,7 @@ static T512 double softmax_avx512(const double *z, double *p, int n)
     int tail = j < n;
     if (tail) mv = _mm512_max_pd(mv, _mm512_mask_loadu_pd(ninf, tk, z + j));
     double m = hmax8(mv);
-    if (m == -INFINITY) {
-        for (j = 0; j < n; j++) p[j] = 0.0;
-        return -INFINITY;
-    }
+    if (m == -INFINITY) return masked_row(z, p, n);
     __m512d mm = _mm512_set1_pd(m), acc = _mm512_setzero_pd();
     for (j = 0; j + 8 <= n; j += 8) {
         __m512d e = exp8(_mm512_sub_pd(_mm512_loadu_pd(z + j), mm));
@@ -903,10 +903,7 @@ static T256 double softmax_avx2(const double *z, double *p, int n)
         mb = _mm256_max_pd(mb, load_fill4(z + j + 4, kb, ninf));
     }
     double m = hmax4x2(ma, mb);
-    if (m == -INFINITY) {
-        for (j = 0; j < n; j++) p[j] = 0.0;
-        return -INFINITY;
-    }
+    if (m == -INFINITY) return masked_row(z, p, n);
     __m256d mm = _mm256_set1_pd(m), sa = _mm256_setzero_pd(), sb = _mm256_setzero_pd();
     for (j = 0; j + 8 <= n; j += 8) {
         __m256d ea = exp4(_mm256_sub_pd(_mm256_loadu_pd(z + j), mm));
@@ -1111,19 +1108,23 @@ void kgl_softmax_block(const kgl_real *z, kgl_real *p, int rows, int n, double *
         return;
     }
     kgl_real m[BLOCK_ROWS];
+    bool nan_row[BLOCK_ROWS];
     for (int r0 = 0; r0 < rows; r0 += BLOCK_ROWS) {
         int r1 = r0 + BLOCK_ROWS < rows ? r0 + BLOCK_ROWS : rows;
         for (int r = r0; r < r1; r++) {
             const kgl_real *zr = z + (size_t)r * n;
             kgl_real *pr = p + (size_t)r * n, mr = m[r - r0] = row_max(zr, n);
+            nan_row[r - r0] = false;
+            if (mr == -INFINITY) /* masked, unless a NaN hid from the max (masked_row) */
+                for (int j = 0; j < n; j++) nan_row[r - r0] = nan_row[r - r0] || zr[j] != zr[j];
             for (int j = 0; j < n; j++) pr[j] = mr == -INFINITY ? -INFINITY : zr[j] - mr;
         }
         kgl_vexp(p + (size_t)r0 * n, p + (size_t)r0 * n, (r1 - r0) * n);
         for (int r = r0; r < r1; r++) {
             kgl_real *pr = p + (size_t)r * n;
-            if (m[r - r0] == -INFINITY) { /* a fully masked row: no weight anywhere */
-                for (int j = 0; j < n; j++) pr[j] = 0;
-                if (lse) lse[r] = -INFINITY;
+            if (m[r - r0] == -INFINITY) { /* a fully masked row: no weight anywhere (or a NaN row: NaN) */
+                for (int j = 0; j < n; j++) pr[j] = nan_row[r - r0] ? (kgl_real)NAN : 0;
+                if (lse) lse[r] = nan_row[r - r0] ? NAN : -INFINITY;
                 continue;
             }
             double acc[LANES] = {0};

@@ -36,7 +36,8 @@ void kgl_vexp(const kgl_real *x, kgl_real *y, int n);
  * float32 (a multiply: 1 / S divided in double, rounded to float once).
  * Returns log Σ_j exp(z[j]) = m + log(S), in double. p may equal z; n >= 1.
  * A row of only -inf (a fully masked row) gives p = 0 and returns -inf; a
- * row holding +inf or NaN gives NaN. */
+ * row holding +inf or NaN gives p = NaN and returns NaN (a NaN among -infs
+ * too: it is never read as a mask). */
 double kgl_softmax_row(const kgl_real *z, kgl_real *p, int n);
 
 /* The softmax backward for one row, dz = J g with J = diag(p) − p pᵀ:

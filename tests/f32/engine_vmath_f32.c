@@ -613,3 +613,9 @@ TEST(f32_adam_update_same_bits_as_the_documented_loop)
             CHECK(bad == 0);
         }
 }
+
+#include "softmax_masked_rows.h"
+TEST(f32_softmax_masked_row_is_all_minus_inf_and_a_nan_row_stays_nan)
+{
+    check_softmax_masked_and_nan_rows(T);
+}
