@@ -373,3 +373,19 @@ TEST(full_context_that_does_not_fit_suggests_the_graph_context)
              T->tmp);
     if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
 }
+
+/* --context none has no layer: the layer's options change nothing, and say so
+   (a warning, not an error: a recipe written for the layer may set them). */
+TEST(context_none_warns_that_layer_options_change_nothing)
+{
+    CHECK(run_kgl(T, "train --context none --ffn 16 --qk-norm --steps 2 --quiet", out, sizeof out, err, sizeof err) ==
+          0);
+    CHECK(strstr(err, "kgl train: warning: --context none has no layer, so --ffn --qk-norm change nothing") != NULL);
+    CHECK(run_kgl(T, "train --context none --temperature learn --steps 2 --quiet", out, sizeof out, err, sizeof err) ==
+          0);
+    CHECK(strstr(err, "so --temperature learn changes nothing") != NULL);
+    CHECK(run_kgl(T, "train --context none --steps 2 --quiet", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "warning") == NULL);
+    CHECK(run_kgl(T, "train --context graph --ffn 16 --steps 2 --quiet", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "warning") == NULL);
+}

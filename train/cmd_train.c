@@ -1275,6 +1275,12 @@ int cmd_train(int argc, char **argv)
         st = EXIT_USAGE;
         goto done_ck;
     }
+    if (o.cfg.context == KGL_CONTEXT_NONE && (o.cfg.ffn > 0 || o.cfg.qk_norm || o.cfg.learn_temperature))
+        /* not an error: a recipe written for the layer may set them (even with --quiet, as a warning is) */
+        fprintf(stderr, "kgl train: warning: --context none has no layer, so%s%s%s %s nothing\n",
+                o.cfg.ffn > 0 ? " --ffn" : "", o.cfg.qk_norm ? " --qk-norm" : "",
+                o.cfg.learn_temperature ? " --temperature learn" : "",
+                (o.cfg.ffn > 0) + o.cfg.qk_norm + o.cfg.learn_temperature > 1 ? "change" : "changes");
     int *head_of = NULL;
     if (o.supervise) {
         head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));
