@@ -113,11 +113,25 @@ class Copy:
     def build(self):
         # everything `make test` builds, the staged install and the example program built against it included
         return run(["make", "-s", "build/kgl", "build/kgl_tests", "build/runner_probe", "build/runner_empty",
-                    "build/vmath_emulated", "build/example/predict_family"], self.path, timeout=900, env=self.env)
+                    "build/vmath_emulated", "build/example/predict_family", "build/kgl-f32", "build/kgl_tests_f32",
+                    "build/vmath_emulated_f32", "build/example/predict_family_f32"], self.path, timeout=900,
+                   env=self.env)
 
     def suite(self, filters):
-        cmd = ["build/kgl_tests", "--kgl", "build/kgl", "--fail-fast"] + filters
-        return run(cmd, self.path, timeout=self.args.suite_timeout, env=self.env)
+        # the float32 suite (tests/f32, build/kgl_tests_f32) first, then the main one; a test named alone runs
+        # in the suite that has it
+        f32 = ["build/kgl_tests_f32", "--kgl", "build/kgl-f32", "--fail-fast"]
+        main = ["build/kgl_tests", "--kgl", "build/kgl", "--fail-fast"]
+        if filters:
+            rc, listed = run(f32[:1] + ["--list"], self.path, env=self.env)
+            names = {l.split("\t")[0] for l in listed.split("\n") if l.strip()}
+            cmd = f32 if rc == 0 and all(f in names for f in filters) else main
+            return run(cmd + filters, self.path, timeout=self.args.suite_timeout, env=self.env)
+        rc, out = run(f32, self.path, timeout=self.args.suite_timeout, env=self.env)
+        if rc != 0:
+            return rc, out
+        rc, out2 = run(main, self.path, timeout=self.args.suite_timeout, env=self.env)
+        return rc, out + out2
 
 
 def last_line(text):
