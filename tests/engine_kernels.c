@@ -343,7 +343,7 @@ typedef struct {
 
 /* worker < 0: the pooled call; else what an op's task runs (attention):
    B packed once with kgl_gemm_pack_b, then kgl_gemm_packed_b_on on the
-   task's worker (`packed` holds kgl_gemm_packed_b_doubles(K, N)). */
+   task's worker (`packed` holds kgl_gemm_packed_b_size(K, N)). */
 static void gemm_on_call(kgl_pool *p, int worker, int layout, int M, int N, int K, const double *A, const double *B,
                          double *C, int mode, double *packed)
 {
@@ -386,7 +386,7 @@ TEST(gemm_packed_b_in_tasks_equals_the_pooled_calls)
     for (int s = 0; s < ON_SHAPES; s++) {
         size_t nc = (size_t)on_shapes[s][0] * on_shapes[s][1];
         j.C[s] = malloc(sizeof(double) * nc), want[s] = malloc(sizeof(double) * nc), init[s] = malloc(sizeof(double) * nc);
-        j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_doubles(on_shapes[s][2], on_shapes[s][1]));
+        j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_size(on_shapes[s][2], on_shapes[s][1]));
         for (size_t i = 0; i < nc; i++) init[s][i] = krng_pm1(&r);
     }
     int bad = 0;
@@ -448,7 +448,7 @@ TEST(gemm_allocates_nothing)
     double *Cs[ON_SHAPES];
     for (int s = 0; s < ON_SHAPES; s++) Cs[s] = malloc(sizeof(double) * on_shapes[s][0] * on_shapes[s][1]);
     for (int s = 0; s < ON_SHAPES; s++)
-        j.C[s] = Cs[s], j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_doubles(on_shapes[s][2], on_shapes[s][1]));
+        j.C[s] = Cs[s], j.packed[s] = malloc(sizeof(double) * kgl_gemm_packed_b_size(on_shapes[s][2], on_shapes[s][1]));
     long before = test_alloc_count();
     kgl_pool_run(p, ON_SHAPES, on_task, &j); /* results unused: only allocations are counted */
     CHECK(test_alloc_count() == before);

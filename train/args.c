@@ -387,3 +387,25 @@ char *cli_capture(char *const *argv, int *status)
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return out;
 }
+
+int cli_exec_precision(const char *cmd, const char *precision, int n_args, char **args, const char *const *extra,
+                       const char *why, const char *hint)
+{
+    char path[4096];
+    const char *program = strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl";
+    if (!cli_program_beside(program, path, sizeof path)) {
+        fprintf(stderr, "kgl %s: %s runs %s, which is not beside this program (make builds both)%s\n", cmd, why,
+                program, hint);
+        return EXIT_USAGE;
+    }
+    char **argv = kgl_xcalloc((size_t)n_args + 4, sizeof *argv); /* path, args, extra, NULL */
+    int k = 0;
+    argv[k++] = path;
+    for (int i = 0; i < n_args; i++) argv[k++] = args[i];
+    for (int i = 0; extra && i < 2; i++) argv[k++] = (char *)extra[i];
+    fflush(stdout);
+    execv(path, argv);
+    fprintf(stderr, "kgl %s: cannot run %s: %s\n", cmd, path, strerror(errno));
+    free(argv);
+    return EXIT_USAGE;
+}

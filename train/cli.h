@@ -98,6 +98,13 @@ void cli_default_signals(void);
  * the path of `name` ("kgl" or "kgl-f32") beside the running program, if it
  * is there and executable. */
 bool cli_program_beside(const char *name, char *path, size_t cap);
+/* Runs command `cmd` (args[0 .. n_args): "train" and its options) in the
+ * program of `precision` beside this one, with `extra` (NULL, or two more
+ * words) after them; returns EXIT_USAGE only when it cannot, having said
+ * "kgl CMD: WHY runs PROGRAM, which is not beside this program (make builds
+ * both)HINT" or why it could not run it. */
+int cli_exec_precision(const char *cmd, const char *precision, int n_args, char **args, const char *const *extra,
+                       const char *why, const char *hint);
 /* Runs argv[0] (a path) with argv, its stdout captured: the output (malloc'd,
  * NUL-terminated) and *status its exit status (-1 if it did not exit), or
  * NULL with errno when it could not run. stderr passes through. */

@@ -119,11 +119,6 @@ static bool parse_twin(char **p, kgl_twin *t)
     return true;
 }
 
-static double f32_tolerance(const kgl_op *op)
-{
-    return op->check.f32_tol;
-}
-
 /* kgl gradcheck --precision f32: the float32 program's twins against ours. */
 static int twin_check(uint64_t seed, const char *only, bool json)
 {
@@ -157,10 +152,10 @@ static int twin_check(uint64_t seed, const char *only, bool json)
         if (!parse_twin(&p, &f32) || strcmp(f32.op, op->name) != 0) {
             memset(&r, 0, sizeof r);
             snprintf(r.name, sizeof r.name, "%s", op->name);
-            r.rel_tol = f32_tolerance(op);
+            r.rel_tol = op->check.f32_tol;
             snprintf(r.why, sizeof r.why, "kgl-f32 did not send this op's values");
         } else {
-            kgl_twin_compare(&ref, &f32, f32_tolerance(op), &r);
+            kgl_twin_compare(&ref, &f32, op->check.f32_tol, &r);
         }
         kgl_twin_free(&ref);
         kgl_twin_free(&f32);
@@ -233,18 +228,7 @@ int cmd_gradcheck(int argc, char **argv)
     }
 #ifdef KGL_FLOAT32
     /* the gradient check runs in float64, the reference: the float64 program */
-    char path[4096];
-    if (!cli_program_beside("kgl", path, sizeof path)) {
-        fprintf(stderr, "kgl gradcheck: the check runs in float64, in kgl, which is not beside this program\n");
-        return EXIT_USAGE;
-    }
-    char **args = kgl_xcalloc((size_t)argc + 2, sizeof *args); /* path, then "gradcheck" and its options */
-    args[0] = path;
-    for (int i = 0; i < argc; i++) args[i + 1] = argv[i];
-    execv(path, args);
-    fprintf(stderr, "kgl gradcheck: cannot run %s: %s\n", path, strerror(errno));
-    free(args);
-    return EXIT_USAGE;
+    return cli_exec_precision("gradcheck", "f64", argc, argv, NULL, "the gradient check (float64)", "");
 #endif
     if (strcmp(precision, "f32") == 0) return twin_check(seed, only, json);
 

@@ -1237,27 +1237,15 @@ int cmd_train(int argc, char **argv)
         resumed = true;
         if (strcmp(ck.precision, KGL_PRECISION) != 0) {
             if (!o.precision_given) { /* continue as the run went: in the checkpoint's precision */
-                char path[4096];
                 const char *program = strcmp(ck.precision, "f32") == 0 ? "kgl-f32" : "kgl";
-                if (!cli_program_beside(program, path, sizeof path)) {
-                    fprintf(stderr, "kgl train: %s was trained in %s: resuming it needs %s beside this program "
-                            "(or --precision %s to continue in %s)\n", o.resume_path, ck.precision, program,
-                            KGL_PRECISION, KGL_PRECISION);
-                    st = EXIT_USAGE;
-                    goto done_ck;
-                }
-                char **args = kgl_xcalloc((size_t)argc + 4, sizeof *args);
-                args[0] = path;
-                for (int i = 0; i < argc; i++) args[i + 1] = argv[i];
-                args[argc + 1] = "--precision";
-                args[argc + 2] = ck.precision;
-                if (!o.quiet) fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.resume_path,
-                                      ck.precision, program);
-                fflush(stdout);
-                execv(path, args);
-                fprintf(stderr, "kgl train: cannot run %s: %s\n", path, strerror(errno));
-                free(args);
-                st = EXIT_USAGE;
+                const char *extra[2] = {"--precision", ck.precision};
+                char why[4200], hint[64], path[4096];
+                snprintf(why, sizeof why, "resuming %s (trained in %s)", o.resume_path, ck.precision);
+                snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
+                if (!o.quiet && cli_program_beside(program, path, sizeof path))
+                    fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.resume_path, ck.precision,
+                            program);
+                st = cli_exec_precision("train", ck.precision, argc, argv, extra, why, hint);
                 goto done_ck;
             }
             if (!o.quiet)

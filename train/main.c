@@ -4,11 +4,8 @@
  * in single precision. `--precision f32|f64`, anywhere after the command,
  * runs the command in the program of that precision: this one, or the other
  * one beside it (kgl and kgl-f32 live in one folder). */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common.h"
 
@@ -113,17 +110,9 @@ int main(int argc, char **argv)
         const char *precision = take_precision(&argc, argv, !keep);
         if (precision && !*precision) return EXIT_USAGE;
         if (precision && strcmp(precision, KGL_PRECISION) != 0) {
-            char path[4096];
-            const char *program = strcmp(precision, "f32") == 0 ? "kgl-f32" : "kgl";
-            if (!cli_program_beside(program, path, sizeof path)) {
-                fprintf(stderr, "kgl %s: --precision %s runs %s, which is not beside this program (make builds both)\n",
-                        argv[1], precision, program);
-                return EXIT_USAGE;
-            }
-            argv[0] = path;
-            execv(path, argv);
-            fprintf(stderr, "kgl %s: cannot run %s: %s\n", argv[1], path, strerror(errno));
-            return EXIT_USAGE;
+            char why[32];
+            snprintf(why, sizeof why, "--precision %s", precision);
+            return cli_exec_precision(argv[1], precision, argc - 1, argv + 1, NULL, why, "");
         }
     }
 #ifdef KGL_FLOAT32

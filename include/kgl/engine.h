@@ -52,6 +52,9 @@ double kgl_rng_uniform(kgl_rng *rng);
 void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p);
 double kgl_rng_normal(kgl_rng *rng);
 uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
+/* perm = a uniform permutation of 0 … n − 1: the identity, then Fisher–Yates
+ * from the end, swapping k with kgl_rng_below(rng, k + 1) for k = n − 1 … 1. */
+void kgl_rng_permutation(kgl_rng *rng, int *perm, int n);
 
 /* -------------------------------------------------------- out of memory --
  * When an allocation fails, the library calls the handler set here with what
@@ -313,8 +316,8 @@ typedef struct kgl_check_spec {
     double rel_tol;         /* pass iff every element's relative error <= rel_tol */
     const char *tol_reason; /* why this tolerance */
     /* The float32 twin (kgl_twin_compare): pass iff every compared array's
-       normwise error ‖y32 − y64‖∞ / ‖y64‖∞ <= f32_tol; 0 means
-       KGL_F32_DEFAULT_TOL (and its reason). */
+       normwise error (kgl_twin_compare) <= f32_tol: KGL_F32_DEFAULT_TOL
+       and its reason unless the op measured otherwise. */
     double f32_tol;
     const char *f32_reason;
 } kgl_check_spec;

@@ -672,7 +672,7 @@ void kgl_gemm_tn(kgl_pool *p, int M, int N, int K, const kgl_real *A, int lda, c
  * set). Each element's chain is that of every other path. */
 static int packed_width(int N, int nr) { return (N + nr - 1) / nr * nr; }
 
-size_t kgl_gemm_packed_b_doubles(int K, int N)
+size_t kgl_gemm_packed_b_size(int K, int N)
 {
     const isa_cfg *f = &configs[pick_isa(-1)];
     return (size_t)(K > 0 ? K : 0) * (size_t)packed_width(N > 0 ? N : 0, f->nr);

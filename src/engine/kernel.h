@@ -60,13 +60,13 @@ void kgl_gemm_for_tests(int isa, int path, int ta, int tb, kgl_pool *p, int M, i
 
 
 /* B packed once for many products that share it (B(k, j) = B[k·ldb + j], or
- * B[j·ldb + k] when transposed): kgl_gemm_packed_b_doubles(K, N) kgl_reals
+ * B[j·ldb + k] when transposed): kgl_gemm_packed_b_size(K, N) kgl_reals
  * (doubles, or floats in the f32 build) hold it; then C[M,N] (+)= A B with A(i, k) = A[i·lda + k] (or A[k·lda + i]
  * when a_transposed), run by one thread in a task. When B is at most four
  * NR-wide panels (attention's d_k side), A is read in place rather than
  * packed: each of its panels would serve only that many tiles. The bits are
  * those of the calls above. */
-size_t kgl_gemm_packed_b_doubles(int K, int N);
+size_t kgl_gemm_packed_b_size(int K, int N);
 void kgl_gemm_pack_b(int K, int N, const kgl_real *B, int ldb, int transposed, kgl_real *packed);
 void kgl_gemm_packed_b_on(kgl_pool *p, int worker, int M, int N, int K, const kgl_real *A, int lda, int a_transposed,
                           const kgl_real *packed, kgl_real *C, int ldc, int mode);

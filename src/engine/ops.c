@@ -682,7 +682,7 @@ typedef struct attn_job {
        forward K_hᵀ and V_h; backward V_hᵀ, K_h, Q_h and G_h (one head at a time) */
     kgl_real *kt_p, *v_p;          /* [H] × packed sizes */
     kgl_real *vt_p, *k_p, *q_p, *g_p;
-    size_t wide, tall;           /* doubles of a packed dk × n and n × dk operand */
+    size_t wide, tall;           /* kgl_reals of a packed dk × n and n × dk operand */
     kgl_real *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
     bool keep;          /* every head's A is kept (for backward, or for the caller) */
     kgl_real *O;          /* [n, d] forward output */
@@ -790,8 +790,8 @@ static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int
     J->blocks = (J->n + ATTN_BLOCK - 1) / ATTN_BLOCK;
     J->learn = n_in > 3;
     for (int h = 0; h < H; h++) J->tau[h] = J->learn ? exp(in[3]->data[h]) * tau : tau;
-    J->wide = kgl_gemm_packed_b_doubles(J->dk, J->n);
-    J->tall = kgl_gemm_packed_b_doubles(J->n, J->dk);
+    J->wide = kgl_gemm_packed_b_size(J->dk, J->n);
+    J->tall = kgl_gemm_packed_b_size(J->n, J->dk);
 }
 
 /* node->saved = [A]; node->scratch = [dS | dq | V_hᵀ, K_h, Q_h, G_h packed];

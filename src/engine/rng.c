@@ -69,3 +69,14 @@ uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n)
     }
     return (uint32_t)(m >> 32);
 }
+
+void kgl_rng_permutation(kgl_rng *rng, int *perm, int n)
+{
+    for (int k = 0; k < n; k++) perm[k] = k;
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)kgl_rng_below(rng, (uint32_t)k + 1);
+        int tmp = perm[k];
+        perm[k] = perm[j];
+        perm[j] = tmp;
+    }
+}

@@ -10,17 +10,6 @@
 #include "engine/internal.h"
 
 /* perm = a random order of 0 .. n−1 (Fisher–Yates over the identity). */
-static void shuffle(kgl_rng *rng, int *perm, int n)
-{
-    for (int k = 0; k < n; k++) perm[k] = k;
-    for (int k = n - 1; k > 0; k--) {
-        int j = (int)kgl_rng_below(rng, (uint32_t)k + 1);
-        int tmp = perm[k];
-        perm[k] = perm[j];
-        perm[j] = tmp;
-    }
-}
-
 typedef struct share {
     long long remainder; /* c_r · asked mod n */
     int order;           /* the relation's place in the seeded order: breaks ties */
@@ -82,7 +71,7 @@ void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_
     int *size = kgl_xcalloc((size_t)m + 1, sizeof(int)), *order = kgl_xmalloc(((size_t)m + 1) * sizeof(int));
     int *rel_perm = kgl_xmalloc(((size_t)m + 1) * sizeof(int)), *perm = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
     for (int k = 0; k < n; k++) size[tr[k].rel]++;
-    shuffle(&rng, rel_perm, m);
+    kgl_rng_permutation(&rng, rel_perm, m);
     for (int k = 0; k < m; k++) order[rel_perm[k]] = k;
     share *s = kgl_xmalloc(((size_t)m + 1) * sizeof *s);
     share_out(plan, size, order, KGL_PART_VALID, plan->asked[KGL_PART_VALID], s);
@@ -99,7 +88,7 @@ void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_
         in_train[tr[k].head]++;
         if (tr[k].tail != tr[k].head) in_train[tr[k].tail]++;
     }
-    shuffle(&rng, perm, n);
+    kgl_rng_permutation(&rng, perm, n);
     for (int k = 0; k < n; k++) {
         const kgl_triple *t = &tr[perm[k]];
         int r = t->rel, *got = plan->rel_count + 3 * r, *want = plan->rel_target + 3 * r;

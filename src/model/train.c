@@ -512,14 +512,7 @@ void kgl_trainer_free(kgl_trainer *tr)
 /* Fisher–Yates over the identity, drawing from shuffle_rng. */
 static void shuffle_epoch(kgl_trainer *tr)
 {
-    int n = tr->n_examples;
-    for (int k = 0; k < n; k++) tr->order[k] = k;
-    for (int k = n - 1; k > 0; k--) {
-        int j = (int)kgl_rng_below(&tr->shuffle_rng, (uint32_t)k + 1);
-        int tmp = tr->order[k];
-        tr->order[k] = tr->order[j];
-        tr->order[j] = tmp;
-    }
+    kgl_rng_permutation(&tr->shuffle_rng, tr->order, tr->n_examples);
 }
 
 void kgl_trainer_get_position(const kgl_trainer *tr, kgl_rng *epoch_rng, int *cursor)

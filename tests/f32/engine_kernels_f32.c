@@ -344,7 +344,7 @@ typedef struct {
 } on_job;
 
 /* worker < 0: the pooled call; else what an op's task runs (attention): B packed once with kgl_gemm_pack_b,
- * then kgl_gemm_packed_b_on on the task's worker (`packed` holds kgl_gemm_packed_b_doubles(K, N) elements). */
+ * then kgl_gemm_packed_b_on on the task's worker (`packed` holds kgl_gemm_packed_b_size(K, N) elements). */
 static void gemm_on_call(kgl_pool *p, int worker, int layout, int M, int N, int K, const float *A, const float *B,
                          float *C, int mode, float *packed)
 {
@@ -388,7 +388,7 @@ TEST(gemm_f32_packed_b_in_tasks_equals_the_pooled_calls)
     for (int s = 0; s < ON_SHAPES; s++) {
         size_t nc = (size_t)on_shapes[s][0] * on_shapes[s][1];
         j.C[s] = malloc(sizeof(float) * nc), want[s] = malloc(sizeof(float) * nc), init[s] = malloc(sizeof(float) * nc);
-        j.packed[s] = malloc(sizeof(float) * kgl_gemm_packed_b_doubles(on_shapes[s][2], on_shapes[s][1]));
+        j.packed[s] = malloc(sizeof(float) * kgl_gemm_packed_b_size(on_shapes[s][2], on_shapes[s][1]));
         for (size_t i = 0; i < nc; i++) init[s][i] = unif_pm1(&r);
     }
     int bad = 0, bad_exact = 0, isa = (int)kgl_isa_active();
