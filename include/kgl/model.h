@@ -296,8 +296,8 @@ typedef struct kgl_eval {
     kgl_real *mixture;                  /* [chunk, n] an ensemble's mean probabilities */
     kgl_eval_query *queries;          /* [2 n_triples] tail queries, then head queries */
     double *rank_lo, *rank_hi;        /* [2 n_triples] optimistic and pessimistic ranks */
-    kgl_real *query_states;           /* --query-relation members: a state per query [2 n_triples, d] each */
-    int *query_keys;                  /* [4 n_triples] those queries' entities, then relations */
+    kgl_real *query_states;           /* [chunk, d] a --query-relation member's states of a chunk of queries */
+    int *query_keys;                  /* [2 chunk] those queries' entities, then relations */
     size_t cap_vecs, cap_queries, cap_ranks, cap_mixture, cap_query_states, cap_query_keys;
     kgl_pool *pool;                   /* threads (a 1-thread pool of its own by default) */
     bool owns_pool;

@@ -152,23 +152,27 @@ void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix)
    over n candidate rows of width d (README, "The model, exactly"; in
    reciprocal mode left = C, mid = R, cand = E, and for head queries without
    it left = R, mid = E, cand = C). With the complex readout (reciprocal
-   mode only) left[a] ⊙ mid[b] is the complex product. With first set (a
-   --query-relation model, whose state depends on the question), left holds
-   a row per query: query q's is row q − first. */
+   mode only) left[a] ⊙ mid[b] is the complex product. With `asks` (a
+   --query-relation model, whose state depends on the question) left[a] is
+   instead the state of the question (a, b), computed chunk by chunk. */
 typedef struct readout {
     const kgl_real *left, *mid, *cand;
     int n, d;
     bool complex;
-    const kgl_eval_query *first;
+    const kgl_model *asks;
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
 static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, kgl_real *scores)
 {
     int d = ro->d, n = ro->n;
+    if (ro->asks) { /* the chunk's questions and their states */
+        for (int k = 0; k < rows; k++) e->query_keys[k] = q[k].a, e->query_keys[EVAL_CHUNK + k] = q[k].b;
+        kgl_model_query_states(ro->asks, e->pool, e->query_keys, e->query_keys + EVAL_CHUNK, rows, e->query_states);
+    }
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
-        size_t row = ro->first ? (size_t)(q + k - ro->first) : (size_t)q[k].a;
-        const kgl_real *a = ro->left + row * d, *b = ro->mid + (size_t)q[k].b * d;
+        const kgl_real *a = ro->asks ? e->query_states + (size_t)k * d : ro->left + (size_t)q[k].a * d;
+        const kgl_real *b = ro->mid + (size_t)q[k].b * d;
         kgl_readout_query(ro->complex, a, b, e->vecs + (size_t)k * d, d);
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
@@ -260,30 +264,16 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
                                   : (kgl_eval_query){r, t, i, t, n_rel + r};
     }
     double *lo = out->rank_lo, *hi = out->rank_hi;
-    /* --query-relation members: a state per query, (entity, relation) as the
-       reciprocal readout asks it (the config requires reciprocal relations) */
-    size_t conditioned = 0;
-    for (int mb = 0; mb < members; mb++)
-        if (models[mb]->cfg.query_relation) conditioned += (size_t)2 * n * (size_t)models[mb]->cfg.dim;
-    kgl_real *qs = NULL;
-    if (conditioned) {
-        qs = out->query_states = grow(out->query_states, &out->cap_query_states, conditioned, sizeof *qs);
-        int *keys = out->query_keys = grow(out->query_keys, &out->cap_query_keys, (size_t)4 * n, sizeof *keys);
-        for (int k = 0; k < 2 * n; k++) keys[k] = out->queries[k].a, keys[2 * n + k] = out->queries[k].b;
-    }
+    out->query_states = grow(out->query_states, &out->cap_query_states, (size_t)EVAL_CHUNK * d, sizeof(kgl_real));
+    out->query_keys = grow(out->query_keys, &out->cap_query_keys, 2 * EVAL_CHUNK, sizeof(int));
     readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
     for (int mb = 0; mb < members; mb++) {
         const kgl_config *c = &models[mb]->cfg;
         const kgl_real *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
-        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX, NULL};
+        /* a --query-relation model asks (entity, relation) as the reciprocal readout does (it requires them) */
+        const kgl_model *asks = c->query_relation ? models[mb] : NULL;
+        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX, asks};
         head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false, NULL};
-        if (c->query_relation) {
-            kgl_model_query_states(models[mb], out->pool, out->query_keys, out->query_keys + 2 * n, 2 * n, qs);
-            tail_ro[mb].left = qs, tail_ro[mb].first = tq;
-            head_ro[mb] = tail_ro[mb];
-            head_ro[mb].first = tq; /* hq = tq + n: the head queries' rows follow the tails' */
-            qs += (size_t)2 * n * (size_t)c->dim;
-        }
     }
     rank_queries(out, ds, tq, n, tail_ro, members, lo, hi, 0, 2L * n);
     rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n, n, 2L * n);
