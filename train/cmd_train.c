@@ -1006,6 +1006,8 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     /* Checking the fit costs one evaluation of the training triples; do it
        every step when that is cheap or asked for, else at logged steps. */
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
+    /* with --query-relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
+    if (o->cfg.query_relation) fit_cost += 2.0 * v->n[0] * (o->cfg.neighbours + 1.0) * o->cfg.dim * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
        ranking of the training triples costs a minute: the fit is not checked
