@@ -211,7 +211,7 @@ TEST(graph_context_memory_does_not_grow_with_n_squared)
     CHECK(C->rows == N && C->cols == 8 && isfinite(C->data[(size_t)N * 8 - 1]));
     CHECK(tr.eval_tape.arena.high_water < (size_t)16 << 20); /* C itself is 1.3 MB */
     double spec[2];
-    kgl_model_relation_attention(&tr.model, NULL, spec, NULL, NULL);
+    kgl_model_relation_attention(&tr.model, NULL, NULL, 0, spec, NULL, NULL);
     CHECK(spec[0] > 0 && spec[0] < 1);
     /* the estimate kgl train checks before allocating says the same */
     kgl_trainer_free(&tr);
@@ -328,6 +328,149 @@ TEST(graph_context_command_line)
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s/n.st", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "has no attention (--context none)") != NULL);
+}
+
+/* --query-relation: the query token carries the asked relation, so a state
+   is one per question. Checked against plain loops: the state of a question
+   is a function of that question alone (the same bits asked alone or among
+   others), adds Pq[r] to the query token and nothing else (with Pq zero it
+   is the unasked state, which is kgl_model_context's), differs between two
+   relations, and the evaluation ranks each question by its own state: its
+   MRR equals the one computed here from kgl_model_query_states, a plain
+   readout loop and a plain filtered count. */
+TEST(graph_query_relation_states_are_per_question_and_evaluated_so)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.context = KGL_CONTEXT_GRAPH;
+    cfg.neighbours = 3;
+    cfg.query_relation = true;
+    kgl_train_config tc = {.batch = 16, .seed = 2, .optim = {0}};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer tr;
+    const kgl_triple *trip = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, n = ds.n_entities, m = ds.n_relations, d = cfg.dim;
+    kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
+    for (int s = 0; s < 40; s++) CHECK(isfinite(kgl_trainer_step(&tr)));
+    const kgl_model *md = &tr.model;
+    enum { Q = 2 * 64 };
+    if (!CHECK(2 * n_tr <= Q)) return;
+    int ent[Q], rel[Q];
+    for (int k = 0; k < n_tr; k++) {
+        ent[k] = trip[k].head, rel[k] = trip[k].rel;
+        ent[n_tr + k] = trip[k].tail, rel[n_tr + k] = m + trip[k].rel;
+    }
+    static kgl_real states[Q * 64], one[64], unasked[Q * 64];
+    if (!CHECK(d <= 64)) return;
+    kgl_model_query_states(md, NULL, ent, rel, 2 * n_tr, states);
+    /* asked alone: the same bits */
+    bool same = true;
+    for (int k = 0; k < 2 * n_tr; k += 7) {
+        kgl_model_query_states(md, NULL, ent + k, rel + k, 1, one);
+        same &= memcmp(one, states + (size_t)k * d, (size_t)d * sizeof(kgl_real)) == 0;
+    }
+    CHECK(same);
+    /* two relations asked of one entity: two states */
+    int e2[2] = {ent[0], ent[0]}, r2[2] = {0, 1};
+    kgl_real two[2 * 64];
+    kgl_model_query_states(md, NULL, e2, r2, 2, two);
+    CHECK(memcmp(two, two + d, (size_t)d * sizeof(kgl_real)) != 0);
+    /* unasked: kgl_model_context's rows; with Pq zero every question is its entity's unasked state */
+    kgl_tensor *C = kgl_trainer_states(&tr);
+    kgl_model_query_states(md, NULL, ent, NULL, 2 * n_tr, unasked);
+    same = true;
+    for (int k = 0; k < 2 * n_tr; k++)
+        same &= memcmp(unasked + (size_t)k * d, C->data + (size_t)ent[k] * d, (size_t)d * sizeof(kgl_real)) == 0;
+    CHECK(same);
+    size_t pq = kgl_numel(md->context_query_emb);
+    kgl_real *saved = malloc(pq * sizeof(kgl_real));
+    memcpy(saved, md->context_query_emb->data, pq * sizeof(kgl_real));
+    memset(md->context_query_emb->data, 0, pq * sizeof(kgl_real));
+    kgl_model_query_states(md, NULL, ent, rel, 2 * n_tr, unasked);
+    same = true;
+    for (int k = 0; k < 2 * n_tr; k++)
+        same &= memcmp(unasked + (size_t)k * d, C->data + (size_t)ent[k] * d, (size_t)d * sizeof(kgl_real)) == 0;
+    CHECK(same);
+    memcpy(md->context_query_emb->data, saved, pq * sizeof(kgl_real));
+    free(saved);
+    /* the evaluation's MRR, by hand from each question's own state */
+    double rr = 0;
+    for (int k = 0; k < 2 * n_tr; k++) {
+        const kgl_real *s = states + (size_t)k * d, *R = md->relation_emb->data + (size_t)rel[k] * d;
+        int target = k < n_tr ? trip[k].tail : trip[k - n_tr].head;
+        double score[64], higher = 0, equal = 0;
+        for (int j = 0; j < n; j++) {
+            score[j] = 0;
+            for (int c = 0; c < d; c++) score[j] += s[c] * R[c] * md->entity_emb->data[(size_t)j * d + c];
+        }
+        int count;
+        const int *known = kgl_dataset_known(&ds, ent[k], rel[k], &count);
+        for (int j = 0; j < n; j++) {
+            bool filtered = false;
+            for (int u = 0; u < count; u++) filtered |= known[u] == j && j != target;
+            if (filtered || j == target) continue;
+            higher += score[j] > score[target];
+            equal += score[j] == score[target];
+        }
+        rr += 1.0 / (1 + higher + equal / 2);
+    }
+    kgl_eval ev;
+    kgl_eval_init(&ev, n, m);
+    kgl_evaluate(md, C, &ds, trip, n_tr, &ev);
+    /* the same sums in another order: ranks agree unless two scores lie within
+       round-off (1e-15 of O(1) values), which 40 steps from a seeded init do not make */
+    CHECK_NEAR(ev.both.mrr, rr / (2 * n_tr), 1e-12);
+    /* and kgl_predict answers a question with its own state: the evaluation's scores */
+    kgl_answer best;
+    CHECK(kgl_predict(md, C->data, NULL, ent[0], rel[0], 1, false, &best) == 1);
+    double top = -INFINITY;
+    for (int j = 0; j < n; j++) {
+        double sc = 0;
+        for (int c = 0; c < d; c++)
+            sc += states[c] * md->relation_emb->data[(size_t)rel[0] * d + c] * md->entity_emb->data[(size_t)j * d + c];
+        top = fmax(top, sc);
+    }
+    CHECK_NEAR(best.score, top, 1e-12);
+    kgl_eval_free(&ev);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
+/* --query-relation on the command line: needs the graph context, trains,
+   saves, evaluates, resumes (the checkpoint remembers it: metadata query),
+   and kgl heads measures its weights over the training triples' questions. */
+TEST(graph_query_relation_command_line)
+{
+    char cmd[1024];
+    CHECK(run_kgl(T, "train --query-relation", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--query-relation needs --context graph") != NULL);
+    snprintf(cmd, sizeof cmd, "train --context graph --query-relation --neighbours 3 --steps 30 --save %s/q.st --quiet",
+             T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "%s/q.st", T->tmp);
+    size_t len = 0;
+    char *st = test_slurp(cmd, &len);
+    /* the JSON header follows its 8-byte length */
+    CHECK(st && len > 8 && strstr(st + 8, "\"query\":\"relation\"") && strstr(st + 8, "context.query_emb"));
+    free(st);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/q.st", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "both directions: MRR") != NULL);
+    snprintf(cmd, sizeof cmd, "train --resume %s/q.st --steps 5 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/q.st --train data/academic.tsv --json", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    const char *self = strstr(out, "\"self\":[");
+    double s0 = -1;
+    CHECK(self && sscanf(self, "\"self\":[%lf", &s0) == 1 && s0 > 0 && s0 < 1);
+    /* a model trained without it cannot be resumed with it */
+    snprintf(cmd, sizeof cmd, "train --context graph --neighbours 3 --steps 5 --save %s/g2.st --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s/g2.st --query-relation --steps 5 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--query-relation differs from the checkpoint") != NULL);
 }
 
 /* The graphs of real size ship gzip'd in data/kg; unpacked they are byte for

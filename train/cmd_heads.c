@@ -220,7 +220,9 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
     int H = m->cfg.heads, nr = v->ds.n_relations;
     double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double)), *uniform = kgl_xmalloc((size_t)nr * sizeof(double));
     double self[KGL_MAX_HEADS], ablated[KGL_MAX_HEADS];
-    kgl_model_relation_attention(m, NULL, spec, self, uniform);
+    kgl_model_relation_attention(m, NULL, v->split[0],
+                                 v->n[0] < KGL_RELATION_ATTENTION_TRIPLES ? v->n[0] : KGL_RELATION_ATTENTION_TRIPLES, spec,
+                                 self, uniform);
     int n_abl = v->n[0] < GRAPH_ABLATION_TRIPLES ? v->n[0] : GRAPH_ABLATION_TRIPLES;
     kgl_eval ev;
     kgl_eval_init(&ev, v->ds.n_entities, nr);

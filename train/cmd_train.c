@@ -38,6 +38,8 @@ static const char help[] =
     "                       none (no layer: the readout on the embeddings, a baseline)\n"
     "  --neighbours K       the edges a graph context keeps (default 50): sampled per\n"
     "                       step in training, the first K in a fixed order in evaluation\n"
+    "  --query-relation     a graph context's query token also sees the asked relation:\n"
+    "                       a state per (entity, relation) question, not per entity\n"
     "training\n"
     "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
     "  --lr X               learning rate (default 0.01)\n"
@@ -119,7 +121,7 @@ typedef struct train_opts {
     data_args data;
     kgl_config cfg;
     bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature,
-        set_readout, set_context, set_neighbours;
+        set_readout, set_context, set_neighbours, set_query;
     bool freeze, set_freeze, lookup, set_lookup;
     long steps;
     kgl_optim optim;
@@ -221,6 +223,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--neighbours")) {
             if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
             o->cfg.neighbours = (int)v, o->set_neighbours = true;
+        } else if (cli_is(&a, "--query-relation")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->cfg.query_relation = true, o->set_query = true;
         } else if (cli_is(&a, "--lookup")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->lookup = true, o->set_lookup = true;
@@ -377,6 +382,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
         {o->set_readout, o->cfg.readout == c->readout, "--readout"},
         {o->set_context, o->cfg.context == c->context, "--context"},
         {o->set_neighbours, o->cfg.neighbours == c->neighbours, "--neighbours"},
+        {o->set_query, o->cfg.query_relation == c->query_relation, "--query-relation"},
     };
     for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
         if (model_opts[k].set && !model_opts[k].same) {
@@ -768,7 +774,12 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
     }
     switch (tr->model.cfg.context) { /* where member 0's heads look, by relation */
     case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec); break;
-    case KGL_CONTEXT_GRAPH: kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, rs->spec, NULL, NULL); break;
+    case KGL_CONTEXT_GRAPH:
+        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
+                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
+                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
+                                     rs->spec, NULL, NULL);
+        break;
     case KGL_CONTEXT_NONE:
         for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
         break;
@@ -995,6 +1006,8 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     /* Checking the fit costs one evaluation of the training triples; do it
        every step when that is cheap or asked for, else at logged steps. */
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
+    /* with --query-relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
+    if (o->cfg.query_relation) fit_cost += 2.0 * v->n[0] * (o->cfg.neighbours + 1.0) * o->cfg.dim * o->cfg.dim;
     rs->track_fit = o->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
        ranking of the training triples costs a minute: the fit is not checked
@@ -1200,6 +1213,7 @@ static const char *option_conflict(const train_opts *o)
         {o->supervise && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
         {o->lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
         {o->set_neighbours && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
+        {o->set_query && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         if (rules[k].both) return rules[k].why;

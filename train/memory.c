@@ -149,6 +149,7 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
     double P = n * d + rel_rows * d + (layer ? 4 * d * d + 2 * d : 0);
     if (f > 0 && layer) P += 2 * d * f + f + 3 * d;
     if (c->context == KGL_CONTEXT_GRAPH) P += (2.0 * c->n_relations + 1) * d;
+    if (c->query_relation) P += 2.0 * c->n_relations * d; /* Pq */
     /* parameters, gradients, the optimiser's two moments, a snapshot */
     double params = 5 * P;
     double B = batch < examples ? (double)batch : (double)examples;

@@ -43,6 +43,7 @@ typedef struct kgl_config {
     /* An extension of the context (full by default): */
     kgl_context_kind context;
     int neighbours;           /* K: the edges a neighbourhood keeps (--context graph) */
+    bool query_relation;      /* --query-relation: the query token also sees the asked relation */
 } kgl_config;
 
 /* ---------------------------------------------------------------- graph --
@@ -103,6 +104,7 @@ typedef struct kgl_model {
     kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
     kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
     kgl_tensor *context_relation_emb; /* P [2m + 1, d], with --context graph: a token's relation row */
+    kgl_tensor *context_query_emb;    /* Pq [2m, d], with --query-relation: the asked relation's row */
     kgl_graph *graph; /* with --context graph: the training graph (kgl_model_set_graph; owned) */
     bool ablate[KGL_MAX_HEADS]; /* zero these heads' outputs (a runtime switch for studies) */
     /* Build the attention from matmul_nt, scale, softmax_rows and matmul
@@ -220,8 +222,9 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * label smoothing and the relation-prediction term at weight 0.5 (masks
  * drawn once from a seeded stream, then fixed); the graph context (K 2,
  * over the batch's own triples, FFN 16, qk-norm, learned temperature, the
- * same regularisers); and no context (the readout on the embeddings). */
-#define KGL_LAYER_CHECKS 7
+ * same regularisers); no context (the readout on the embeddings); and the
+ * graph context (K 2) whose query token carries the asked relation. */
+#define KGL_LAYER_CHECKS 8
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------ splitting --
@@ -293,7 +296,9 @@ typedef struct kgl_eval {
     kgl_real *mixture;                  /* [chunk, n] an ensemble's mean probabilities */
     kgl_eval_query *queries;          /* [2 n_triples] tail queries, then head queries */
     double *rank_lo, *rank_hi;        /* [2 n_triples] optimistic and pessimistic ranks */
-    size_t cap_vecs, cap_queries, cap_ranks, cap_mixture;
+    kgl_real *query_states;           /* [chunk, d] a --query-relation member's states of a chunk of queries */
+    int *query_keys;                  /* [2 chunk] those queries' entities, then relations */
+    size_t cap_vecs, cap_queries, cap_ranks, cap_mixture, cap_query_states, cap_query_keys;
     kgl_pool *pool;                   /* threads (a 1-thread pool of its own by default) */
     bool owns_pool;
     /* Called after each chunk of queries, from the evaluating thread, with
@@ -364,8 +369,21 @@ void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, in
  * evaluation neighbourhood (the first K edges in the fixed order), with
  * the weight on the entity itself (its own token) in self[h], and in
  * uniform[r] what uniform weights over each neighbourhood would put on r's
- * edges (the baseline; self and uniform may be NULL). `pool` may be NULL. */
-void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self, double *uniform);
+ * edges (the baseline; self and uniform may be NULL). `pool` may be NULL.
+ * With --query-relation, where a state (so its weights) depends on the
+ * question, over the questions of the triples tr[0..n_tr) instead: (h, r, ?)
+ * and (t, r⁻¹, ?) each (tr is not read otherwise). */
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
+                                  double *self, double *uniform);
+/* The triples whose questions kgl heads and the training log measure that on
+ * (the first of the training file): enough for a mean, bounded in cost. */
+#define KGL_RELATION_ATTENTION_TRIPLES 2000
+/* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
+ * fixed rule (the first K edges, none left out) into states [n, d]. With
+ * --query-relation each depends on its relation (rel NULL: none asked, as
+ * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
+void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
+                            kgl_real *states);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
  * update t is lr · f(t) with

@@ -101,7 +101,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
         "targets", st->kvsall ? "kvsall" : "1vsall",
         "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
-        "context", context_names[c->context], "neighbours", neighbours, "precision", KGL_PRECISION,
+        "context", context_names[c->context], "neighbours", neighbours, "query", c->query_relation ? "relation" : "entity",
+        "precision", KGL_PRECISION,
         "run_id", st->run_id, /* last: left out when empty */
     };
     int n_meta = (int)(sizeof meta / sizeof meta[0]) / 2 - (st->run_id[0] ? 0 : 1);
@@ -290,6 +291,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             if (!meta_long(f, "neighbours", 1, KGL_MAX_NEIGHBOURS, &x, path, err, cap)) goto bad;
             c->neighbours = (int)x;
         }
+    }
+    if ((v = kgl_st_meta(f, "query"))) { /* absent: the query token is the entity alone */
+        if (strcmp(v, "relation") != 0 && strcmp(v, "entity") != 0) {
+            fail(err, cap, path, "metadata 'query' is '%s', expected entity or relation", v);
+            goto bad;
+        }
+        c->query_relation = strcmp(v, "relation") == 0;
     }
     snprintf(ck->precision, sizeof ck->precision, "f64"); /* absent: saved before float32 existed */
     if ((v = kgl_st_meta(f, "precision"))) {

@@ -42,6 +42,8 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--readout complex needs an even --dim (d/2 complex numbers)",
         "--readout complex needs the reciprocal relations (not --no-reciprocal)",
         "--neighbours must be between 1 and 4096",
+        "--query-relation needs --context graph",
+        "--query-relation needs the reciprocal relations (not --no-reciprocal)",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -55,6 +57,8 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (cfg->readout == KGL_READOUT_COMPLEX && !cfg->reciprocal) return msgs[9];
     if (cfg->context == KGL_CONTEXT_GRAPH && (cfg->neighbours < 1 || cfg->neighbours > KGL_MAX_NEIGHBOURS))
         return msgs[10];
+    if (cfg->query_relation && cfg->context != KGL_CONTEXT_GRAPH) return msgs[11];
+    if (cfg->query_relation && !cfg->reciprocal) return msgs[12];
     return NULL;
 }
 
@@ -112,6 +116,7 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
     if (cfg->learn_temperature) m->log_temperature = kgl_params_add_vector(ps, "attn.log_temperature", cfg->heads);
     if (cfg->context == KGL_CONTEXT_GRAPH)
         m->context_relation_emb = kgl_params_add(ps, "context.relation_emb", 2 * cfg->n_relations + 1, d);
+    if (cfg->query_relation) m->context_query_emb = kgl_params_add(ps, "context.query_emb", 2 * cfg->n_relations, d);
     kgl_params_alloc(ps);
 }
 
@@ -157,6 +162,7 @@ void kgl_model_init(kgl_model *m, kgl_rng *rng)
     }
     if (c->learn_temperature) fill_const(m->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
     if (c->context == KGL_CONTEXT_GRAPH) fill_normal(m->context_relation_emb, rng, 1.0 / sqrt(d)); /* drawn last */
+    if (c->query_relation) fill_normal(m->context_query_emb, rng, 1.0 / sqrt(d));   /* after it: P's bits unchanged */
     /* Adam starts from zero moments. */
     memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(kgl_real));
 }
@@ -185,7 +191,7 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
                          kgl_forward *out);
 
 static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
-                        kgl_forward *out);
+                        const int *asked, kgl_forward *out);
 static void graph_states(const kgl_model *m, kgl_tape *t, kgl_forward *out);
 
 void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out)
@@ -305,6 +311,11 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
  *   K[t] = x_t Wk = E[j] Wk + P[r'] Wk,  V[t] = x_t Wv = E[j] Wv + P[r'] Wv
  *   S[t, h] = τ_h ⟨q_b,h, K_h[t]⟩,  A = softmax within each segment
  *   o_b = Σ_t A[t, h] V_h[t] per head,  C[b] = LN(x_b + o_b Wo) (+ FFN), as finish_layer
+ * With --query-relation the query token also carries the asked relation r_b
+ * (a row of its own parameter Pq, so the edges' rows keep their meaning):
+ *   x_b = E[i] + P[2m] + Pq[r_b]
+ * so that which edges the query attends to, and the state, depend on the
+ * question; a state is then one per (entity, relation) query, not per entity.
  * (qk-norm per head as in the full context.) Each distinct entity of the
  * batch is projected once and each relation row once, then gathered per
  * token: the same sums, in O(U d²) for U distinct entities instead of
@@ -312,7 +323,7 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
  * (as it drops E in the full context; a row's mask is shared by its tokens)
  * and the attention output before the residual, --attn-dropout the weights. */
 static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
-                        kgl_forward *out)
+                        const int *asked, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     int H = c->heads, B = nb->n, T = nb->offsets[B];
@@ -324,6 +335,8 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     int *self_row = kgl_arena_alloc(&t->arena, sizeof(int));
     *self_row = P->rows - 1;
     kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
+    if (c->query_relation && asked) /* without: the entity's state asked no question (kgl_model_context) */
+        Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
     kgl_tensor *Q = kgl_matmul(t, Xq, m->wq);
     kgl_tensor *K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wk), nb->slot, kgl_matmul(t, P, m->wk), nb->relation, T);
     kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wv), nb->slot, kgl_matmul(t, P, m->wv), nb->relation, T);
@@ -376,35 +389,52 @@ static const kgl_graph *model_graph(const kgl_model *m)
    about in evaluation are not training triples), computed in blocks of
    entities on a tape of its own, so memory stays O(block · K · d). */
 #define STATE_BLOCK 256
-static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, double *mass, double *count,
-                         double *self);
+static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
+                         kgl_real *states, double *mass, double *count, double *self);
 
 static void graph_states(const kgl_model *m, kgl_tape *t, kgl_forward *out)
 {
-    graph_blocks(m, t, out, NULL, NULL, NULL);
+    memset(out, 0, sizeof *out);
+    out->context = kgl_tensor_new(t, m->cfg.n_entities, m->cfg.dim, false);
+    graph_blocks(m, t->pool, NULL, NULL, m->cfg.n_entities, out->context->data, NULL, NULL, NULL);
 }
 
-void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, double *spec, double *self, double *uniform)
+void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
+                            kgl_real *states)
+{
+    if (m->cfg.context != KGL_CONTEXT_GRAPH) kgl_die("kgl_model_query_states: defined for --context graph");
+    graph_blocks(m, pool, entity, rel, n, states, NULL, NULL, NULL);
+}
+
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
+                                  double *self, double *uniform)
 {
     int H = m->cfg.heads, rels = m->cfg.n_relations;
     size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
     double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
     memset(mass, 0, 2 * cells * sizeof(double));
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    kgl_tape_set_pool(&t, pool);
-    kgl_forward f;
-    graph_blocks(m, &t, &f, mass, count, self_sum);
+    int n = m->cfg.n_entities, *entity = NULL, *asked = NULL;
+    if (m->cfg.query_relation) { /* the questions of tr: (h, r, ?) and (t, r⁻¹, ?) */
+        n = 2 * n_tr;
+        entity = kgl_xmalloc(((size_t)2 * n + 1) * sizeof(int));
+        asked = entity + n;
+        for (int k = 0; k < n_tr; k++) {
+            entity[k] = tr[k].head, asked[k] = tr[k].rel;
+            entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
+        }
+    }
+    kgl_real *states = kgl_xmalloc(((size_t)n * m->cfg.dim + 1) * sizeof(kgl_real));
+    graph_blocks(m, pool, entity, asked, n, states, mass, count, self_sum);
+    free(states);
+    free(entity);
     for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
     if (self)
-        for (int h = 0; h < H; h++) self[h] = self_sum[h] / m->cfg.n_entities;
+        for (int h = 0; h < H; h++) self[h] = n ? self_sum[h] / n : NAN;
     if (uniform)
         for (int r = 0; r < rels; r++) {
             size_t k = (size_t)H * (size_t)rels + (size_t)r;
             uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
         }
-    kgl_tape_free(&t);
     free(mass);
 }
 
@@ -449,34 +479,33 @@ void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, in
     free(mass);
 }
 
-static void graph_blocks(const kgl_model *m, kgl_tape *t, kgl_forward *out, double *mass, double *count,
-                         double *self)
+/* The states of n queries (entity[k], asked[k]) into states [n, d] (entity
+   NULL: entity k; asked NULL: no relation asked), STATE_BLOCK at a time. */
+static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
+                         kgl_real *states, double *mass, double *count, double *self)
 {
     const kgl_graph *g = model_graph(m);
-    int n = m->cfg.n_entities, d = m->cfg.dim, K = m->cfg.neighbours;
-    memset(out, 0, sizeof *out);
-    kgl_tensor *C = kgl_tensor_new(t, n, d, false);
+    int d = m->cfg.dim, K = m->cfg.neighbours;
     kgl_tape blk;
     kgl_tape_init(&blk);
     blk.recording = false;
-    kgl_tape_set_pool(&blk, t->pool);
+    kgl_tape_set_pool(&blk, pool);
     kgl_arena keep = {0};
     int *ids = kgl_arena_alloc(&keep, STATE_BLOCK * sizeof(int));
     int *scratch = kgl_arena_alloc(&keep, kgl_neighbourhood_scratch(g) * sizeof(int));
     kgl_neighbourhood *nb = neighbourhood_alloc(&keep, STATE_BLOCK, K);
     for (int lo = 0; lo < n; lo += STATE_BLOCK) {
         int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
-        for (int b = 0; b < rows; b++) ids[b] = lo + b;
+        for (int b = 0; b < rows; b++) ids[b] = entity ? entity[lo + b] : lo + b;
         kgl_neighbourhood_fill(g, K, ids, NULL, NULL, rows, false, NULL, scratch, nb);
         kgl_tape_reset(&blk);
         kgl_forward f;
-        graph_layer(m, &blk, NULL, nb, &f);
-        memcpy(C->data + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
+        graph_layer(m, &blk, NULL, nb, asked ? asked + lo : NULL, &f);
+        memcpy(states + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
         if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self, true);
     }
     kgl_arena_free(&keep);
     kgl_tape_free(&blk);
-    out->context = C;
 }
 
 /* −log A_h[i, t] for the supervised examples, computed stably as a cross
@@ -548,7 +577,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
             nb = fixed;
         }
         if (nb->n != b->n) kgl_die("--context graph: %d neighbourhoods for %d examples", nb->n, b->n);
-        graph_layer(m, t, reg, nb, out); /* one state per example */
+        graph_layer(m, t, reg, nb, b->rel, out); /* one state per example */
         heads = identity;
     } else
         context(m, t, reg, sup && sup->head_of, out);
@@ -689,7 +718,8 @@ const char *kgl_layer_check_name(int which)
                                                          "qk-norm, temperature, complex",
                                                          "FFN 16 + dropout + smooth",
                                                          "graph, K 2, FFN, qk-norm, dropout",
-                                                         "no context (DistMult)"};
+                                                         "no context (DistMult)",
+                                                         "graph, K 2, query asks the relation"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -709,6 +739,11 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
         cfg.ffn = 16;
     }
     if (which == 6) cfg.context = KGL_CONTEXT_NONE;
+    if (which == 7) { /* the query token carries the example's relation: Pq gets its gradient */
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = 2;
+        cfg.query_relation = true;
+    }
     kgl_model m;
     kgl_model_create(&m, &cfg);
     kgl_rng rng;

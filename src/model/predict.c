@@ -42,19 +42,28 @@ static const kgl_real *query_factors(const kgl_model *m, const kgl_real *C, int 
    product kgl_evaluate computes (v = left ⊙ mid, then kgl_gemm_nt against
    every candidate row), whose every element is one sum in k order whatever
    the shape, so any number of rows gives the evaluation's bits. vecs has
-   room for count d-vectors. */
+   room for count d-vectors. A --query-relation model's states are the
+   queries' own (kgl_model_query_states: a state is a function of its query
+   alone, so the evaluation's bits too), in place of rows of C. */
 static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, int count, const int *entity,
                        const int *relation_row, kgl_real *vecs, kgl_real *scores)
 {
     int n = m->cfg.n_entities, d = m->cfg.dim;
     const kgl_real *cand = NULL;
+    kgl_real *asked = NULL;
+    if (m->cfg.query_relation && count) {
+        asked = kgl_xmalloc((size_t)count * d * sizeof(kgl_real));
+        kgl_model_query_states(m, pool, entity, relation_row, count, asked);
+    }
     for (int k = 0; k < count; k++) {
         const kgl_real *left, *mid;
         cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
+        if (asked) left = asked + (size_t)k * d; /* reciprocal: left is the state */
         /* the complex readout is reciprocal-only: (left, mid) = (C[i], R[row]) */
         kgl_readout_query(m->cfg.readout == KGL_READOUT_COMPLEX, left, mid, vecs + (size_t)k * d, d);
     }
     if (count) kgl_gemm_nt(pool, count, n, d, vecs, d, cand, d, scores, n, KGL_SET);
+    free(asked);
 }
 
 static void scores_from_states(const kgl_model *m, const kgl_real *C, int entity, int relation_row, kgl_real *scores)

@@ -43,6 +43,8 @@ void kgl_eval_free(kgl_eval *e)
     free(e->rank_hi);
     free(e->vecs);
     free(e->mixture);
+    free(e->query_states);
+    free(e->query_keys);
     if (e->owns_pool) kgl_pool_free(e->pool);
     memset(e, 0, sizeof *e);
 }
@@ -150,19 +152,27 @@ void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix)
    over n candidate rows of width d (README, "The model, exactly"; in
    reciprocal mode left = C, mid = R, cand = E, and for head queries without
    it left = R, mid = E, cand = C). With the complex readout (reciprocal
-   mode only) left[a] ⊙ mid[b] is the complex product. */
+   mode only) left[a] ⊙ mid[b] is the complex product. With `asks` (a
+   --query-relation model, whose state depends on the question) left[a] is
+   instead the state of the question (a, b), computed chunk by chunk. */
 typedef struct readout {
     const kgl_real *left, *mid, *cand;
     int n, d;
     bool complex;
+    const kgl_model *asks;
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
 static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const readout *ro, kgl_real *scores)
 {
     int d = ro->d, n = ro->n;
+    if (ro->asks) { /* the chunk's questions and their states */
+        for (int k = 0; k < rows; k++) e->query_keys[k] = q[k].a, e->query_keys[EVAL_CHUNK + k] = q[k].b;
+        kgl_model_query_states(ro->asks, e->pool, e->query_keys, e->query_keys + EVAL_CHUNK, rows, e->query_states);
+    }
     for (int k = 0; k < rows; k++) { /* v = a ⊙ b */
-        const kgl_real *a = ro->left + (size_t)q[k].a * d, *b = ro->mid + (size_t)q[k].b * d;
+        const kgl_real *a = ro->asks ? e->query_states + (size_t)k * d : ro->left + (size_t)q[k].a * d;
+        const kgl_real *b = ro->mid + (size_t)q[k].b * d;
         kgl_readout_query(ro->complex, a, b, e->vecs + (size_t)k * d, d);
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
@@ -254,12 +264,16 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
                                   : (kgl_eval_query){r, t, i, t, n_rel + r};
     }
     double *lo = out->rank_lo, *hi = out->rank_hi;
+    out->query_states = grow(out->query_states, &out->cap_query_states, (size_t)EVAL_CHUNK * d, sizeof(kgl_real));
+    out->query_keys = grow(out->query_keys, &out->cap_query_keys, 2 * EVAL_CHUNK, sizeof(int));
     readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
     for (int mb = 0; mb < members; mb++) {
         const kgl_config *c = &models[mb]->cfg;
         const kgl_real *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
-        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX};
-        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false};
+        /* a --query-relation model asks (entity, relation) as the reciprocal readout does (it requires them) */
+        const kgl_model *asks = c->query_relation ? models[mb] : NULL;
+        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX, asks};
+        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false, NULL};
     }
     rank_queries(out, ds, tq, n, tail_ro, members, lo, hi, 0, 2L * n);
     rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n, n, 2L * n);
