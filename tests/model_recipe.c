@@ -120,8 +120,9 @@ TEST(recipe_in_the_benchmark)
     CHECK(strstr(e, "give --eval-every") != NULL);
     kgl_benchmark_dataset_free(&d);
 
-    /* one run of each dataset; the recipe computes d 8 for Nations (14
-       entities) and 68 for UMLS (135): the parameter counts say so */
+    /* one run of each default dataset; the recipe computes d 8 for Nations
+       (14 entities), 52 for Kinship (104) and 68 for UMLS (135): the
+       parameter counts say so */
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "benchmark --recipe '%s' --seeds 1 --out '%s/bench'", path, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
@@ -137,6 +138,8 @@ TEST(recipe_in_the_benchmark)
     CHECK(strstr(out, "\"params\":1264,") != NULL);
     /* UMLS d 68: E 135x68, R 92x68, 4 attention 68x68, ln1 2x68 */
     CHECK(strstr(out, "\"params\":34068,") != NULL);
+    /* Kinship d 52: E 104x52, R 50x52, 4 attention 52x52, ln1 2x52 = 5408+2600+10816+104 */
+    CHECK(strstr(out, "\"params\":18928,") != NULL);
 }
 
 /* kgl benchmark without --recipe or --configs runs the shipped recipe,

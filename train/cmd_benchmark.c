@@ -1,5 +1,5 @@
 /* cmd_benchmark.c — `kgl benchmark`: the public link-prediction benchmarks
- * (UMLS, Nations) with the configurations recorded in data/bench/, beside the
+ * (UMLS, Kinship, Nations) with the configurations recorded in data/bench/, beside the
  * published numbers. Each run is a `kgl train` process (its own log and best
  * checkpoint); this command starts them, reads their --json output back
  * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
@@ -22,8 +22,9 @@
 extern char **environ;
 
 static const char help[] =
-    "usage: kgl benchmark [--data DIR] [--datasets umls,nations] [--seeds 1,2,3,4,5]\n"
-    "                     [--recipe FILE | --configs DIR] [--out DIR] [--jobs N]\n\n"
+    "usage: kgl benchmark [--data DIR] [--datasets umls,kinship,nations]\n"
+    "                     [--seeds 1,2,3,4,5] [--recipe FILE | --configs DIR] [--out DIR]\n"
+    "                     [--jobs N]\n\n"
     "Trains on each dataset with one recipe (default data/bench/recipe.args: kgl\n"
     "train --recipe FILE, its formulas computed from each dataset), or with the\n"
     "options in CONFIGS/<dataset>.args, once per seed (the options must include\n"
@@ -35,7 +36,7 @@ static const char help[] =
     "and standard deviation over the seeds; realistic and optimistic tie ranks)\n"
     "beside the published rows, and writes OUT/results.json.\n\n"
     "  --data DIR       holds <dataset>/{train,valid,test}.txt (default data/kg)\n"
-    "  --datasets A,B   default umls,nations\n"
+    "  --datasets A,B   default umls,kinship,nations\n"
     "  --seeds S,...    default 1,2,3,4,5\n"
     "  --recipe FILE    the recipe for every dataset (default data/bench/recipe.args)\n"
     "  --configs DIR    per-dataset options DIR/<dataset>.args instead of a recipe\n"
@@ -354,7 +355,7 @@ static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 int cmd_benchmark(int argc, char **argv)
 {
     const char *data = "data/kg", *configs = NULL, *out = "build/benchmark";
-    const char *datasets = "umls,nations", *seed_text = "1,2,3,4,5", *recipe = NULL;
+    const char *datasets = "umls,kinship,nations", *seed_text = "1,2,3,4,5", *recipe = NULL;
     long jobs = 1;
     cli_args a;
     cli_init(&a, "benchmark", argc, argv);
