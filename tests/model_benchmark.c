@@ -381,8 +381,8 @@ TEST(benchmark_command_runs_tables_and_results_json)
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
     CHECK(strstr(out, "### acad: filtered test ranking, both directions (2 queries)") != NULL);
     CHECK(strstr(out, "| model | MRR | Hits@1 | Hits@3 | Hits@10 | MR |") != NULL);
-    CHECK(strstr(out, "| **kgl**, realistic ties (mean ± std, 2 seeds) |") != NULL);
-    CHECK(strstr(out, "| **kgl**, optimistic ties (mean ± std, 2 seeds) |") != NULL);
+    CHECK(strstr(out, "| **kgl**, one model, realistic ties (mean ± std, 2 seeds) |") != NULL);
+    CHECK(strstr(out, "| **kgl**, one model, optimistic ties (mean ± std, 2 seeds) |") != NULL);
     CHECK(strstr(out, "`--dim 8 --heads 2 --steps 20 --eval-every 10 --dropout 0.1`") != NULL);
     /* every run's files, named: its --json output, its CSV log, its checkpoint */
     static char text[1 << 20];
@@ -433,7 +433,7 @@ TEST(benchmark_command_runs_tables_and_results_json)
              T->tmp, T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "| ConvE (Dettmers et al. 2018) | 0.82 | 0.72 | 0.88 | 1.00 |") != NULL);
-    CHECK(strstr(out, "| **kgl**, realistic ties (seed 3) |") != NULL);
+    CHECK(strstr(out, "| **kgl**, one model, realistic ties (seed 3) |") != NULL);
     /* Kinship's rows, under its display name: Chen et al. give MRR and Hits@1 only (a dash for the rest) */
     snprintf(cmd, sizeof cmd, "cp %s/cfg/acad.args %s/cfg/kinship.args && mkdir -p %s/kg/kinship && cp %s/kg/acad/* %s/kg/kinship/",
              T->tmp, T->tmp, T->tmp, T->tmp, T->tmp);
