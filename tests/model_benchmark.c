@@ -443,7 +443,7 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "### Kinship: filtered test ranking") != NULL);
     CHECK(strstr(out, "| ConvE (Dettmers et al. 2018) | 0.83 | 0.74 | 0.92 | 0.98 |") != NULL);
-    CHECK(strstr(out, "| ComplEx-N3 + relation prediction (Chen et al. 2021) | 0.916 | 0.866 | — | — | — |") != NULL);
+    CHECK(strstr(out, "| ComplEx-N3 + relation prediction (Chen et al. 2021, AKBC) | 0.916 | 0.866 | — | — | — |") != NULL);
 
     /* errors: a missing data folder, a config that sets what the command sets */
     snprintf(cmd, sizeof cmd, "benchmark --data %s/nowhere --configs %s/cfg --datasets acad", T->tmp, T->tmp);
