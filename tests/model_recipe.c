@@ -101,6 +101,36 @@ TEST(recipe_runs_as_typed_options)
                   out, sizeof out, err, sizeof err) == 0);
 }
 
+/* The single-model recipe (data/bench/single.args) sets its width from the
+   training triples, capped: 144 on UMLS, 240 on Kinship, 64 on Nations
+   (what was chosen on valid, data/report/recipe.md), and no more than 256
+   on a graph of real size such as FB15k-237 (14,541 entities, 237
+   relations, 272,115 training triples), where the width of recipe.args
+   (d = 16 round(n_entities/16)) would be 14,544. */
+TEST(single_recipe_width_is_capped)
+{
+    char *text = test_slurp("data/bench/single.args", NULL);
+    if (!CHECK(text != NULL)) return;
+    const char *dim = strstr(text, "--dim =");
+    char formula[128] = "";
+    if (CHECK(dim != NULL)) sscanf(dim + 7, "%127s", formula);
+    free(text);
+    kgl_recipe_vars umls = {135, 46, 5216}, kinship = {104, 25, 8544}, nations = {14, 55, 1592},
+                    fb15k237 = {14541, 237, 272115};
+    double x;
+    char why[256];
+    CHECK(kgl_recipe_eval(formula, &umls, &x, why, sizeof why) && x == 144);
+    CHECK(kgl_recipe_eval(formula, &kinship, &x, why, sizeof why) && x == 240);
+    CHECK(kgl_recipe_eval(formula, &nations, &x, why, sizeof why) && x == 64);
+    CHECK(kgl_recipe_eval(formula, &fb15k237, &x, why, sizeof why) && x == 256);
+    /* it is a model, not an ensemble, and its options parse (it selects on valid) */
+    CHECK(run_kgl(T,
+                  "train --recipe data/bench/single.args --train data/kg/nations/train.txt --valid "
+                  "data/kg/nations/valid.txt --steps 1",
+                  out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "--dim 64 ") && !strstr(err, "--ensemble"));
+}
+
 /* kgl benchmark --recipe FILE: every dataset's runs get --recipe FILE, and
    the file is checked as a per-dataset file is, before anything runs. */
 TEST(recipe_in_the_benchmark)
@@ -120,8 +150,9 @@ TEST(recipe_in_the_benchmark)
     CHECK(strstr(e, "give --eval-every") != NULL);
     kgl_benchmark_dataset_free(&d);
 
-    /* one run of each dataset; the recipe computes d 8 for Nations (14
-       entities) and 68 for UMLS (135): the parameter counts say so */
+    /* one run of each default dataset; the recipe computes d 8 for Nations
+       (14 entities), 52 for Kinship (104) and 68 for UMLS (135): the
+       parameter counts say so */
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "benchmark --recipe '%s' --seeds 1 --out '%s/bench'", path, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
@@ -137,6 +168,8 @@ TEST(recipe_in_the_benchmark)
     CHECK(strstr(out, "\"params\":1264,") != NULL);
     /* UMLS d 68: E 135x68, R 92x68, 4 attention 68x68, ln1 2x68 */
     CHECK(strstr(out, "\"params\":34068,") != NULL);
+    /* Kinship d 52: E 104x52, R 50x52, 4 attention 52x52, ln1 2x52 = 5408+2600+10816+104 */
+    CHECK(strstr(out, "\"params\":18928,") != NULL);
 }
 
 /* kgl benchmark without --recipe or --configs runs the shipped recipe,
@@ -160,6 +193,9 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
     snprintf(cmd, sizeof cmd, "benchmark --data '%s/kg' --datasets fam --seeds 1 --out '%s/fb'", T->tmp, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
     CHECK(strstr(out, "an ensemble of 10 one-layer models") != NULL);
+    /* its rows say they are an ensemble's, with the cost, not beside the single models as one of them */
+    CHECK(strstr(out, "| **kgl, ensemble of 10** (10 models trained a run, ") != NULL);
+    CHECK(strstr(out, "**kgl**, one model") == NULL);
     snprintf(cmd, sizeof cmd, "%s/fb/results.json", T->tmp);
     char *json = test_slurp(cmd, NULL);
     if (!CHECK(json != NULL)) return;

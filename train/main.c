@@ -26,7 +26,7 @@ static const command commands[] = {
     {"demo", cmd_demo, "the chapter on attention, re-derived by the engine, each claim checked"},
 #endif
     {"bench", cmd_bench, "speed: training steps, evaluation, GEMM, memory (beside PyTorch: compare.sh)"},
-    {"benchmark", cmd_benchmark, "UMLS and Nations with the recorded configurations, beside published results"},
+    {"benchmark", cmd_benchmark, "UMLS, Kinship and Nations with the recorded configurations, beside published results"},
     {"predict", cmd_predict, "a saved model's top answers to (HEAD, REL, ?) or (?, REL, TAIL); a triple's ranks"},
     {"export", cmd_export, "a saved model's embeddings and contextual states as TSV (pandas, embedding projectors)"},
     {"split", cmd_split, "one triples file into train, valid and test, every valid/test entity and relation in train"},

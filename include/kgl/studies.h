@@ -479,7 +479,7 @@ typedef struct kgl_benchmark_published {
 } kgl_benchmark_published;
 extern const kgl_benchmark_published kgl_benchmark_published_rows[];
 extern const int kgl_benchmark_n_published;
-/* "UMLS" for umls, "Nations" for nations, any other name as it is. */
+/* "UMLS" for umls, "Kinship" for kinship, "Nations" for nations, any other name as it is. */
 const char *kgl_benchmark_display_name(const char *dataset);
 
 /* The indices of kgl_benchmark_run.m, named as in the JSON. */
