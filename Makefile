@@ -177,11 +177,28 @@ $(BUILD)/vmath_emulated_f32: tests/emulated/vmath_avx512.c src/engine/vmath.c sr
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DVMATH_EMULATE_AVX512 $(LDFLAGS) \
 		tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
+# kernel.c's AVX-512 GEMM (micro- and edge kernels) on the same model, compared bit for bit with the AVX2
+# and portable paths (tests/emulated/gemm_avx512.c); the rest of the library from libkgl.a, whose own
+# kernel.o is not linked (every symbol it defines is already defined by the emulated kernel.c).
+$(BUILD)/gemm_emulated: tests/emulated/gemm_avx512.c src/engine/kernel.c src/engine/kernel.h src/engine/avx512_emul.h \
+		$(BUILD)/libkgl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKERNEL_EMULATE_AVX512 $(LDFLAGS) tests/emulated/gemm_avx512.c \
+		src/engine/kernel.c $(BUILD)/libkgl.a $(LDLIBS) -o $@
+$(BUILD)/gemm_emulated_f32: tests/emulated/gemm_avx512.c src/engine/kernel.c src/engine/kernel.h \
+		src/engine/avx512_emul.h $(F32)/libkgl.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DKERNEL_EMULATE_AVX512 $(LDFLAGS) \
+		tests/emulated/gemm_avx512.c src/engine/kernel.c $(F32)/libkgl.a $(LDLIBS) -o $@
+
 test: $(BUILD)/kgl $(BUILD)/kgl-f32 $(BUILD)/kgl_tests $(BUILD)/kgl_tests_f32 $(BUILD)/vmath_emulated \
 		$(BUILD)/vmath_emulated_f32 \
+		$(BUILD)/gemm_emulated $(BUILD)/gemm_emulated_f32 \
 		$(BUILD)/runner_probe $(BUILD)/runner_empty $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
 	$(BUILD)/vmath_emulated
 	$(BUILD)/vmath_emulated_f32
+	$(BUILD)/gemm_emulated
+	$(BUILD)/gemm_emulated_f32
 	$(BUILD)/kgl_tests_f32 --kgl $(BUILD)/kgl-f32
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
