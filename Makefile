@@ -179,17 +179,21 @@ $(BUILD)/vmath_emulated_f32: tests/emulated/vmath_avx512.c src/engine/vmath.c sr
 
 # kernel.c's AVX-512 GEMM (micro- and edge kernels) on the same model, compared bit for bit with the AVX2
 # and portable paths (tests/emulated/gemm_avx512.c); the rest of the library from libkgl.a, whose own
-# kernel.o is not linked (every symbol it defines is already defined by the emulated kernel.c).
-$(BUILD)/gemm_emulated: tests/emulated/gemm_avx512.c src/engine/kernel.c src/engine/kernel.h src/engine/avx512_emul.h \
-		$(BUILD)/libkgl.a
+# kernel.o is not linked (every symbol it defines is already defined by the emulated kernel.o). The
+# emulated kernel.o is an object of its own (slow to compile: 20 s), rebuilt only when kernel.c changes.
+EMUL := -DKERNEL_EMULATE_AVX512
+$(BUILD)/obj/emulated/%.o: | $(STB_DS)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKERNEL_EMULATE_AVX512 $(LDFLAGS) tests/emulated/gemm_avx512.c \
-		src/engine/kernel.c $(BUILD)/libkgl.a $(LDLIBS) -o $@
-$(BUILD)/gemm_emulated_f32: tests/emulated/gemm_avx512.c src/engine/kernel.c src/engine/kernel.h \
-		src/engine/avx512_emul.h $(F32)/libkgl.a
+	$(CC) $(KGL_CFLAGS) $(EMUL) -c $< -o $@
+$(F32)/obj/emulated/%.o: | $(STB_DS)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DKERNEL_EMULATE_AVX512 $(LDFLAGS) \
-		tests/emulated/gemm_avx512.c src/engine/kernel.c $(F32)/libkgl.a $(LDLIBS) -o $@
+	$(CC) $(KGL_CFLAGS) -DKGL_FLOAT32 $(EMUL) -c $< -o $@
+$(BUILD)/obj/emulated/kernel.o $(F32)/obj/emulated/kernel.o: src/engine/kernel.c
+$(BUILD)/obj/emulated/gemm_avx512.o $(F32)/obj/emulated/gemm_avx512.o: tests/emulated/gemm_avx512.c
+$(BUILD)/gemm_emulated: $(BUILD)/obj/emulated/gemm_avx512.o $(BUILD)/obj/emulated/kernel.o $(BUILD)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/gemm_emulated_f32: $(F32)/obj/emulated/gemm_avx512.o $(F32)/obj/emulated/kernel.o $(F32)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
 test: $(BUILD)/kgl $(BUILD)/kgl-f32 $(BUILD)/kgl_tests $(BUILD)/kgl_tests_f32 $(BUILD)/vmath_emulated \
 		$(BUILD)/vmath_emulated_f32 \
@@ -300,4 +304,5 @@ fuzz: fuzz-build
 clean:
 	rm -rf build
 
+-include $(wildcard $(BUILD)/obj/emulated/*.d $(F32)/obj/emulated/*.d)
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(F32_LIB_OBJ:.o=.d) $(F32_CLI_OBJ:.o=.d) $(TEST_F32_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d
