@@ -177,11 +177,32 @@ $(BUILD)/vmath_emulated_f32: tests/emulated/vmath_avx512.c src/engine/vmath.c sr
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DVMATH_EMULATE_AVX512 $(LDFLAGS) \
 		tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
+# kernel.c's AVX-512 GEMM (micro- and edge kernels) on the same model, compared bit for bit with the AVX2
+# and portable paths (tests/emulated/gemm_avx512.c); the rest of the library from libkgl.a, whose own
+# kernel.o is not linked (every symbol it defines is already defined by the emulated kernel.o). The
+# emulated kernel.o is an object of its own (slow to compile: 20 s), rebuilt only when kernel.c changes.
+EMUL := -DKERNEL_EMULATE_AVX512
+$(BUILD)/obj/emulated/%.o: | $(STB_DS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KGL_CFLAGS) $(EMUL) -c $< -o $@
+$(F32)/obj/emulated/%.o: | $(STB_DS)
+	@mkdir -p $(dir $@)
+	$(CC) $(KGL_CFLAGS) -DKGL_FLOAT32 $(EMUL) -c $< -o $@
+$(BUILD)/obj/emulated/kernel.o $(F32)/obj/emulated/kernel.o: src/engine/kernel.c
+$(BUILD)/obj/emulated/gemm_avx512.o $(F32)/obj/emulated/gemm_avx512.o: tests/emulated/gemm_avx512.c
+$(BUILD)/gemm_emulated: $(BUILD)/obj/emulated/gemm_avx512.o $(BUILD)/obj/emulated/kernel.o $(BUILD)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+$(BUILD)/gemm_emulated_f32: $(F32)/obj/emulated/gemm_avx512.o $(F32)/obj/emulated/kernel.o $(F32)/libkgl.a
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
 test: $(BUILD)/kgl $(BUILD)/kgl-f32 $(BUILD)/kgl_tests $(BUILD)/kgl_tests_f32 $(BUILD)/vmath_emulated \
 		$(BUILD)/vmath_emulated_f32 \
+		$(BUILD)/gemm_emulated $(BUILD)/gemm_emulated_f32 \
 		$(BUILD)/runner_probe $(BUILD)/runner_empty $(BUILD)/example/predict_family $(BUILD)/example/predict_family_f32
 	$(BUILD)/vmath_emulated
 	$(BUILD)/vmath_emulated_f32
+	$(BUILD)/gemm_emulated
+	$(BUILD)/gemm_emulated_f32
 	$(BUILD)/kgl_tests_f32 --kgl $(BUILD)/kgl-f32
 	KG_DATA='$(KG_DATA)' KGL_CC='$(CC)' $(BUILD)/kgl_tests --kgl $(BUILD)/kgl
 
@@ -283,4 +304,5 @@ fuzz: fuzz-build
 clean:
 	rm -rf build
 
+-include $(wildcard $(BUILD)/obj/emulated/*.d $(F32)/obj/emulated/*.d)
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(F32_LIB_OBJ:.o=.d) $(F32_CLI_OBJ:.o=.d) $(TEST_F32_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/obj/tests/runner/probe.d

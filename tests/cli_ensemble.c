@@ -136,6 +136,31 @@ TEST(ensemble_members_are_the_runs_of_their_seeds)
     CHECK(answer && test_json_raw(answer, "score", score, sizeof score) &&
           test_json_raw(answer, "prob", prob, sizeof prob));
     CHECK_NEAR(exp(strtod(score, NULL)), strtod(prob, NULL), 1e-15);
+    /* ... and that mean is the members' own: each asked alone (--member K, all 13 answers), the top answer's
+       probabilities averaged here (another order of three sums than kgl's: a few ulps of 1, 1e-15) */
+    char first[64];
+    CHECK(answer && test_json_raw(answer, "entity", first, sizeof first));
+    double mean = 0;
+    int found = 0;
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd,
+                 "predict --checkpoint %s/e.safetensors --member %d --head alice --relation advises --top 13 --json",
+                 T->tmp, k);
+        if (!CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0)) return;
+        kgl_json_doc doc;
+        char why[256];
+        if (!CHECK(kgl_json_parse(out2, strlen(out2), &doc, why, sizeof why))) return;
+        const kgl_json *list = kgl_json_get(doc.root, "answers");
+        for (size_t a = 0; list && a < list->len; a++) {
+            const kgl_json *e = kgl_json_get(&list->child[a], "entity");
+            char quoted[80];
+            snprintf(quoted, sizeof quoted, "\"%s\"", e && e->str ? e->str : "");
+            if (strcmp(quoted, first) == 0) mean += kgl_json_get(&list->child[a], "prob")->num / 3, found++;
+        }
+        kgl_json_free(&doc);
+    }
+    CHECK(found == 3);
+    CHECK_NEAR(mean, strtod(prob, NULL), 1e-15);
     snprintf(cmd, sizeof cmd, "predict --checkpoint %s/e.safetensors --head alice --relation advises --top 2", T->tmp);
     CHECK(run_kgl(T, cmd, out2, sizeof out2, err, sizeof err) == 0 && strstr(out2, "an ensemble of 3 models"));
 }

@@ -2,8 +2,9 @@
  * its direction, filtered rank, score and top wrong answer. The ranks are
  * the ones the metrics average (MRR recomputed from the file equals kgl
  * eval --json's), kgl predict's head and tail questions rank the answer
- * where the file does, names with quotes survive, and an output that cannot
- * be written fails before any work with exit status 3. */
+ * where the file does, names with quotes survive, an output that cannot
+ * be written fails before any work with exit status 2, and one whose writing
+ * fails ends with exit status 3. */
 #include <stdlib.h>
 
 #include "test.h"
@@ -230,6 +231,26 @@ TEST(eval_ranks_unwritable_fails_first)
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/two.st --rank %s/r.tsv", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "kgl eval: unknown option '--rank'; did you mean '--ranks'?\n") == err && !*out);
+}
+
+/* A --ranks file that fails while it is written (past a file-size limit of
+   one block, 512 or 1024 bytes, as a full disk; the academic world's ranks
+   are about 3 KB) is exit 3, "could not write an output" (README, "Exit
+   status"), with the reason, and leaves neither the file nor a temporary. */
+TEST(eval_ranks_write_failure_is_exit_3)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "train --steps 2 --save %s/two.st", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd,
+             "trap '' XFSZ; ulimit -f 1; '%s' eval --checkpoint '%s/two.st' --train data/academic.tsv --ranks "
+             "'%s/r.tsv'",
+             T->kgl, T->tmp, T->tmp);
+    int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 3 && strstr(err, "kgl eval: --ranks ") && strstr(err, "File too large")))
+        printf("    rc %d, stderr: %s\n", rc, err);
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -c r.tsv", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 1 && strtol(out, NULL, 10) == 0);
 }
 
 /* The row of `rows` for the triple (h, r, t) of `split` in `direction`. */

@@ -233,6 +233,7 @@ TEST(predict_queries_file_errors)
         {"alice\tadvises\tdave\nalice\tadvises\tdaev\n", ":2: unknown entity 'daev'; did you mean 'dave'?\n"},
         {"alice\t?\tdave\n", ":1: the relation cannot be asked for; put '?' in the head or the tail\n"},
         {"# only a comment\n\nalice\tadvises\t?\n?\tadvises\tcarrol\n", ":4: unknown entity 'carrol'; did you mean 'carol'?\n"},
+        {"alice\tadvises\t?\nal\xffice\tadvises\t?\n", ":2: invalid UTF-8 at byte 3 of the line\n"},
         {"# nothing\n", ": no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail to ask for it)\n"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

@@ -731,6 +731,41 @@ TEST(elementwise_and_shape_ops_forward_values)
     kgl_tape_free(&t);
 }
 
+/* The broadcast add on a matrix wider than one task's block (16384
+ * elements, 64 columns for the row's gradient): 300 x 100, so blocks start
+ * mid-row, against a plain loop. Y = A + b (one rounded add per element)
+ * and dA = G are exact; db_j = Σ_i G_ij is summed over i in increasing
+ * order by both, so also exact. */
+TEST(broadcast_add_wider_than_a_block_is_the_plain_loop)
+{
+    enum { ROWS = 300, COLS = 100 };
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 5);
+    kgl_tensor *A = kgl_tensor_new(&t, ROWS, COLS, true), *b = kgl_tensor_new(&t, 1, COLS, true);
+    kgl_tensor *W = kgl_tensor_new(&t, ROWS, COLS, false);
+    for (int i = 0; i < ROWS * COLS; i++) A->data[i] = kgl_rng_normal(&rng), W->data[i] = kgl_rng_normal(&rng);
+    for (int j = 0; j < COLS; j++) b->data[j] = kgl_rng_normal(&rng);
+    kgl_tensor *Y = kgl_add(&t, A, b);
+    int bad_y = 0;
+    for (int i = 0; i < ROWS; i++)
+        for (int j = 0; j < COLS; j++) bad_y += Y->data[i * COLS + j] != A->data[i * COLS + j] + b->data[j];
+    CHECK(bad_y == 0);
+    /* L = Σ W ⊙ Y: G = W */
+    kgl_backward(&t, kgl_sum(&t, kgl_mul(&t, Y, W)));
+    int bad_da = 0, bad_db = 0;
+    for (int i = 0; i < ROWS * COLS; i++) bad_da += A->grad[i] != W->data[i];
+    for (int j = 0; j < COLS; j++) {
+        double s = 0;
+        for (int i = 0; i < ROWS; i++) s += W->data[i * COLS + j];
+        bad_db += b->grad[j] != s;
+    }
+    CHECK(bad_da == 0);
+    CHECK(bad_db == 0);
+    kgl_tape_free(&t);
+}
+
 TEST(keep_max_keeps_a_nan)
 {
     /* a NaN among the measured errors must reach the check, whatever follows it */

@@ -79,6 +79,18 @@ TEST(hygiene_header_line_is_skipped_and_reported)
     CHECK(kgl_types_load(&ty, &ts, err, sizeof err));
     CHECK(ty.n == 1 && ty.header_line == 1 && strcmp(ty.entity[0], "alice") == 0);
     kgl_types_free(&ty);
+    /* only on the first line of data: column words later, or a second time, are an entity and its type */
+    static const char *const later[] = {"alice\tperson\nEntity\tType\n", "Entity\tType\nentity\ttype\n"};
+    static const int entities[] = {2, 1}, header_line[] = {0, 1};
+    static const char *const last[][2] = {{"Entity", "Type"}, {"entity", "type"}};
+    for (int k = 0; k < 2; k++) {
+        kgl_source ls = {"types.tsv", later[k], strlen(later[k])};
+        if (!CHECK(kgl_types_load(&ty, &ls, err, sizeof err))) continue;
+        CHECK(ty.n == entities[k] && ty.header_line == header_line[k]);
+        CHECK(ty.n == entities[k] && strcmp(ty.entity[ty.n - 1], last[k][0]) == 0 &&
+              strcmp(ty.type[ty.n - 1], last[k][1]) == 0);
+        kgl_types_free(&ty);
+    }
 }
 
 /* Erring safe: a line is a header only when every field is a column word,

@@ -117,6 +117,63 @@ TEST(ensemble_ranks_by_the_mean_of_the_members_probabilities)
     kgl_dataset_free(&ds);
 }
 
+/* kgl_predict_ensemble's prob is the MEAN of the members' softmax (the
+   mixture above, computed here from each member's scores), its score the log
+   of that, and kgl_rank_triples_ensemble gives the same prob and score. The
+   mixture is summed in another order than the library's (|Δ| of a few ulps of
+   a probability <= 1): 1e-14. A sum instead of a mean would be off by a factor
+   of 3; the probabilities of all entities add to 1. */
+TEST(ensemble_prob_is_the_mean_of_the_members_softmax)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    enum { MEMBERS = 3 };
+    kgl_trainer tr[MEMBERS];
+    const kgl_model *models[MEMBERS];
+    const double *C[MEMBERS];
+    for (int k = 0; k < MEMBERS; k++) {
+        if (!train(T, &ds, &tr[k], 21 + 1000 * (uint64_t)k, 10 + 40 * k)) return;
+        kgl_forward f;
+        models[k] = &tr[k].model;
+        C[k] = kgl_trainer_context(&tr[k], &f)->data;
+    }
+    int n = ds.n_entities, m = ds.n_relations, bad_prob = 0, bad_score = 0, bad_rank = 0;
+    double *p = malloc((size_t)n * sizeof *p);
+    kgl_answer *a = malloc((size_t)n * sizeof *a);
+    for (int e = 0; e < n; e++)
+        for (int row = 0; row < 2 * m; row++) {
+            mixture(models, C, MEMBERS, e, row, p);
+            if (!CHECK(kgl_predict_ensemble(models, C, MEMBERS, &ds, e, row, n, false, a) == n)) break;
+            double sum = 0;
+            for (int k = 0; k < n; k++) {
+                sum += a[k].prob;
+                bad_prob += !(fabs(a[k].prob - p[a[k].entity]) <= 1e-14);
+                bad_score += a[k].score != log(a[k].prob);
+            }
+            bad_prob += !(fabs(sum - 1) <= 1e-14);
+        }
+    /* each triple's tail and head question, as eval --ranks writes them */
+    const kgl_triple *t3 = ds.splits[0].triples;
+    int n3 = ds.splits[0].n;
+    kgl_ranked *rk = malloc((size_t)2 * n3 * sizeof *rk);
+    kgl_rank_triples_ensemble(models, C, MEMBERS, &ds, t3, n3, rk);
+    for (int k = 0; k < 2 * n3; k++) {
+        const kgl_triple *x = &t3[k % n3];
+        bool tail = k < n3;
+        mixture(models, C, MEMBERS, tail ? x->head : x->tail, tail ? x->rel : m + x->rel, p);
+        double want = p[tail ? x->tail : x->head];
+        bad_rank += !(fabs(rk[k].prob - want) <= 1e-14) || rk[k].score != log(rk[k].prob);
+    }
+    CHECK(bad_prob == 0);
+    CHECK(bad_score == 0);
+    CHECK(bad_rank == 0);
+    free(rk);
+    free(a);
+    free(p);
+    for (int k = 0; k < MEMBERS; k++) kgl_trainer_free(&tr[k]);
+    kgl_dataset_free(&ds);
+}
+
 /* An extra term of the loss against its definition: after a few steps of
    training, the loss on every training example (odd ones reversed) with
    `with` minus the loss without it is `weight` times term(...), computed

@@ -103,6 +103,54 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
     kgl_dataset_free(&ds);
 }
 
+/* The sampler draws among all of an example's candidate edges, not the
+   first K by key (evaluation's rule): with K = 1, 400 draws of every
+   training example of the academic world (at most 5 candidates: a given
+   edge is missed with probability (4/5)^400 < 1e-38) show each candidate at
+   least once. The candidates are counted here from the triples: every
+   triple that touches the head, less the asked one (twice for a self-loop). */
+TEST(graph_context_sampler_draws_every_candidate_edge)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *tr = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    kgl_graph g;
+    kgl_graph_build(&g, ds.n_entities, m, tr, n_tr);
+    int head[64], rel[64], tail[64];
+    for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
+    int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
+    kgl_neighbourhood nb;
+    kgl_neighbourhood_alloc(&nb, n_tr, 1);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 5);
+    static int seen[64][16]; /* example b's distinct tokens, as relation * n + entity */
+    int n_seen[64] = {0}, n = ds.n_entities;
+    for (int rep = 0; rep < 400; rep++) {
+        kgl_neighbourhood_fill(&g, 1, head, rel, tail, n_tr, false, &rng, scratch, &nb);
+        for (int b = 0; b < n_tr; b++) {
+            if (nb.offsets[b + 1] - nb.offsets[b] < 2) continue;
+            int t = nb.offsets[b] + 1, token = nb.relation[t] * n + nb.entity[t], k = 0;
+            while (k < n_seen[b] && seen[b][k] != token) k++;
+            if (k == n_seen[b] && k < 16) seen[b][n_seen[b]++] = token;
+        }
+    }
+    int bad = 0, spread = 0;
+    for (int b = 0; b < n_tr; b++) {
+        int touching = 0;
+        for (int k = 0; k < n_tr; k++) touching += (tr[k].head == head[b]) + (tr[k].tail == head[b]);
+        int candidates = touching - 1 - (tail[b] == head[b]);
+        bad += n_seen[b] != candidates;
+        spread += candidates > 1;
+    }
+    CHECK(bad == 0);
+    CHECK(spread >= 5); /* examples with a choice to make */
+    kgl_neighbourhood_free(&nb);
+    free(scratch);
+    kgl_graph_free(&g);
+    kgl_dataset_free(&ds);
+}
+
 /* Evaluation's rule is the graph's fixed order: each entity's edges sorted
    by kgl_edge_key, recomputed here from the triples, the first K taken. */
 TEST(graph_context_evaluation_takes_the_first_edges_by_key)

@@ -237,3 +237,51 @@ TEST(checkpoint_opens_without_triples)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* Equal scores come out by entity id, lower first (kgl/model.h, kgl_predict
+   and kgl_ranked's top_wrong). With every entity embedding zero, every
+   candidate's score is exactly 0 (a sum of products with 0), so the whole
+   list is one tie: the order is the documented one, read off a plain loop
+   over the ids that skips the known answers. */
+TEST(predict_and_top_wrong_break_ties_by_lower_id)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities, cfg.n_relations = ds.n_relations, cfg.dim = 8, cfg.heads = 2;
+    kgl_model m;
+    kgl_model_create(&m, &cfg);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 3);
+    kgl_model_init(&m, &rng);
+    memset(m.entity_emb->data, 0, kgl_numel(m.entity_emb) * sizeof(double));
+    int n = ds.n_entities, alice = kgl_dataset_entity_id(&ds, "alice"), advises = kgl_dataset_relation_id(&ds, "advises");
+    int n_known = 0;
+    const int *known = kgl_dataset_known(&ds, alice, advises, &n_known);
+    if (!CHECK(n_known == 2)) return; /* dave and erin */
+    kgl_answer a[13];
+    /* unfiltered: ids 0, 1, 2, 3, 4 */
+    CHECK(kgl_predict(&m, NULL, &ds, alice, advises, 5, false, a) == 5);
+    for (int k = 0; k < 5; k++) CHECK(a[k].entity == k && a[k].score == 0);
+    /* filtered: the first five ids that are not known answers */
+    CHECK(kgl_predict(&m, NULL, &ds, alice, advises, 5, true, a) == 5);
+    int want_ids[5], w = 0;
+    for (int j = 0; j < n && w < 5; j++)
+        if (j != known[0] && j != known[1]) want_ids[w++] = j;
+    for (int k = 0; k < 5; k++) CHECK(a[k].entity == want_ids[k] && !a[k].known);
+    /* top_wrong of (alice, advises, dave): the lowest id that is neither dave nor known */
+    kgl_triple tr = {alice, advises, kgl_dataset_entity_id(&ds, "dave")};
+    kgl_ranked rk[2];
+    kgl_rank_triples(&m, NULL, &ds, &tr, 1, rk);
+    int want = 0;
+    while (want == tr.tail || want == known[0] || want == known[1]) want++;
+    CHECK(rk[0].top_wrong == want && rk[0].top_wrong_score == 0);
+    /* the head query (?, advises, dave): known heads are alice only */
+    const int *heads = kgl_dataset_known(&ds, tr.tail, ds.n_relations + advises, &n_known);
+    want = 0;
+    while (want == tr.head || (n_known > 0 && want == heads[0])) want++;
+    CHECK(n_known == 1 && rk[1].top_wrong == want);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

@@ -47,6 +47,13 @@ TEST(recipe_words_lines_and_errors)
         CHECK(strcmp(r.text, "--dim 128 --heads 4 --batch 1043 --lr 0.005") == 0);
         kgl_recipe_free(&r);
     }
+    /* a value that is not whole keeps its digits (1/8 is not rounded to 0) */
+    text = "--lr =1/8 --weight-decay =n_relations/100\n";
+    if (CHECK(kgl_recipe_from_memory(&r, "r.args", text, strlen(text), &v, e, sizeof e))) {
+        CHECK(r.argc == 4 && strcmp(r.argv[1], "0.125") == 0 && strcmp(r.argv[3], "0.46") == 0);
+        CHECK(strcmp(r.text, "--lr 0.125 --weight-decay 0.46") == 0);
+        kgl_recipe_free(&r);
+    }
     text = "--dim 8\n# c\n--steps =n_trian\n";
     CHECK(!kgl_recipe_from_memory(&r, "r.args", text, strlen(text), &v, e, sizeof e));
     CHECK(strstr(e, "r.args:3: formula '=n_trian': unknown name 'n_trian'; did you mean 'n_train'") == e);
@@ -60,10 +67,10 @@ TEST(recipe_words_lines_and_errors)
 
 /* A recipe is the options it computes: the same run as typing them, and an
    option on the command line wins over the recipe's. The academic world has
-   13 entities, so =4*round(n_entities/4) is 12. */
+   13 entities, so =4*round(n_entities/4) is 12; =1/50 is the --lr 0.02 typed. */
 TEST(recipe_runs_as_typed_options)
 {
-    const char *text = "--dim =4*round(n_entities/4) --heads 2\n--steps 50 --lr 0.02\n";
+    const char *text = "--dim =4*round(n_entities/4) --heads 2\n--steps 50 --lr =1/50\n";
     const char *path = write_tmp(T, 0, "r.args", text, strlen(text));
     char cmd[1024], a[64], b[64];
     snprintf(cmd, sizeof cmd, "train --recipe '%s' --steps 20 --json", path);

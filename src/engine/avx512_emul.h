@@ -1,12 +1,14 @@
 /* avx512_emul.h — TEST ONLY: a scalar model of the few AVX-512 intrinsics
- * vmath.c uses, so that its AVX-512 code (lane layout, masked tails, the
- * reduction tree) can be run on a CPU without AVX-512. Included by vmath.c
- * only when built with -DVMATH_EMULATE_AVX512 (the Makefile's
- * test_vmath_emu512); never in the library.
+ * vmath.c and kernel.c use, so that their AVX-512 code (lane layout, masked
+ * tails, the reduction tree, the GEMM's micro- and edge kernels) can be run
+ * on a CPU without AVX-512. Included by vmath.c only when built with
+ * -DVMATH_EMULATE_AVX512 (the Makefile's build/vmath_emulated), by kernel.c
+ * only with -DKERNEL_EMULATE_AVX512 (build/gemm_emulated); never in the library.
  *
  * Each function follows the instruction's definition in Intel's SDM, lane by
  * lane: VMAXPD dst = (a > b) ? a : b, VMINPD dst = (a < b) ? a : b (so a NaN
- * in either operand yields b), masked loads read only the selected lanes.
+ * in either operand yields b), masked loads read only the selected lanes,
+ * VFMADD231PD/PS dst = a·b + c rounded once (C's fma, fmaf).
  * The float32 build (-DKGL_FLOAT32) uses the _ps ones below as well:
  * VSCALEFPS dst = a · 2^floor(b) rounded once (a NaN operand propagates as
  * in an add), VCMPPS with the one predicate vmath.c uses. */
@@ -40,6 +42,7 @@ static inline emu_m512d emu_sub_pd(emu_m512d a, emu_m512d b) { EMU_MAP(a.d[l] - 
 static inline emu_m512d emu_mul_pd(emu_m512d a, emu_m512d b) { EMU_MAP(a.d[l] * b.d[l]); }
 static inline emu_m512d emu_div_pd(emu_m512d a, emu_m512d b) { EMU_MAP(a.d[l] / b.d[l]); }
 static inline emu_m512d emu_sqrt_pd(emu_m512d a) { EMU_MAP(sqrt(a.d[l])); }
+static inline emu_m512d emu_fmadd_pd(emu_m512d a, emu_m512d b, emu_m512d c) { EMU_MAP(fma(a.d[l], b.d[l], c.d[l])); }
 static inline emu_m512d emu_max_pd(emu_m512d a, emu_m512d b) { EMU_MAP(a.d[l] > b.d[l] ? a.d[l] : b.d[l]); }
 static inline emu_m512d emu_min_pd(emu_m512d a, emu_m512d b) { EMU_MAP(a.d[l] < b.d[l] ? a.d[l] : b.d[l]); }
 static inline emu_m512d emu_loadu_pd(const void *p)
@@ -113,6 +116,7 @@ static inline emu_m512 emu_sub_ps(emu_m512 a, emu_m512 b) { EMU_MAP16(a.f[l] - b
 static inline emu_m512 emu_mul_ps(emu_m512 a, emu_m512 b) { EMU_MAP16(a.f[l] * b.f[l]); }
 static inline emu_m512 emu_div_ps(emu_m512 a, emu_m512 b) { EMU_MAP16(a.f[l] / b.f[l]); }
 static inline emu_m512 emu_sqrt_ps(emu_m512 a) { EMU_MAP16(sqrtf(a.f[l])); }
+static inline emu_m512 emu_fmadd_ps(emu_m512 a, emu_m512 b, emu_m512 c) { EMU_MAP16(fmaf(a.f[l], b.f[l], c.f[l])); }
 static inline emu_m512 emu_max_ps(emu_m512 a, emu_m512 b) { EMU_MAP16(a.f[l] > b.f[l] ? a.f[l] : b.f[l]); }
 static inline emu_m512 emu_min_ps(emu_m512 a, emu_m512 b) { EMU_MAP16(a.f[l] < b.f[l] ? a.f[l] : b.f[l]); }
 static inline float emu_scalef1(float a, float b)
@@ -183,6 +187,8 @@ static inline __attribute__((target("avx2,fma"))) emu_m512d emu_cvtps_pd(__m256 
 #define _mm512_div_ps emu_div_ps
 #undef _mm512_sqrt_ps
 #define _mm512_sqrt_ps emu_sqrt_ps
+#undef _mm512_fmadd_ps
+#define _mm512_fmadd_ps emu_fmadd_ps
 #undef _mm512_max_ps
 #define _mm512_max_ps emu_max_ps
 #undef _mm512_min_ps
@@ -224,6 +230,8 @@ static inline __attribute__((target("avx2,fma"))) emu_m512d emu_cvtps_pd(__m256 
 #define _mm512_div_pd emu_div_pd
 #undef _mm512_sqrt_pd
 #define _mm512_sqrt_pd emu_sqrt_pd
+#undef _mm512_fmadd_pd
+#define _mm512_fmadd_pd emu_fmadd_pd
 #undef _mm512_max_pd
 #define _mm512_max_pd emu_max_pd
 #undef _mm512_min_pd

@@ -69,6 +69,11 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#if defined(KERNEL_EMULATE_AVX512)
+/* TEST ONLY (make test's build/gemm_emulated): the AVX-512 kernels below run on a scalar model of their
+ * intrinsics, so that a CPU without AVX-512 checks them too; never in the library. */
+#include "avx512_emul.h"
+#endif
 #endif
 
 #define KC_MAX KGL_GEMM_KC
@@ -315,7 +320,11 @@ static TARGET_AVX2 void avx2_edge(int mr, int nr, int kc, const kgl_real *a, ptr
 
 /* ------------------------------------------------------------------ AVX-512: 12 x 2 zmm */
 
+#if defined(KERNEL_EMULATE_AVX512)
+#define TARGET_AVX512 TARGET_AVX2
+#else
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,fma")))
+#endif
 enum { A5_MR = 12, A5_NR = 2 * Z_LANES };
 
 /* AVX-512 12 x 2-zmm micro-kernel body: 24 zmm accumulators, 2 loads of B and 12 broadcasts of A per k. */
@@ -636,6 +645,9 @@ static int pick_isa(int want)
 {
 #if defined(__x86_64__)
     int best = (int)kgl_isa_best();
+#if defined(KERNEL_EMULATE_AVX512)
+    if (best == KGL_ISA_AVX2) best = KGL_ISA_AVX512; /* the model needs AVX2 only */
+#endif
     if (want < 0) return (int)kgl_isa_active();
     return want < best ? want : best;
 #else

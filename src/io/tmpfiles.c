@@ -122,6 +122,10 @@ uint64_t kgl_random64(void)
     return x ^ (x >> 31);
 }
 
+/* Where the temporaries' random digits come from: kgl_random64, or a test's
+   (tests/io_tmpfiles.c takes the first name on purpose). */
+uint64_t (*kgl_tmp_name_source)(void) = kgl_random64;
+
 /* Closes nothing; forgets the temporary and frees the names. */
 static void outfile_forget(kgl_outfile *o)
 {
@@ -145,7 +149,7 @@ bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_ca
        taken by chance gets another draw. */
     int fd = -1;
     for (int k = 0; k < 16 && fd < 0; k++) {
-        snprintf(o->tmp, cap, "%s.%ld.%016" PRIx64 ".tmp", path, (long)getpid(), kgl_random64());
+        snprintf(o->tmp, cap, "%s.%ld.%016" PRIx64 ".tmp", path, (long)getpid(), kgl_tmp_name_source());
         fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
