@@ -481,6 +481,10 @@ TEST(graph_query_relation_states_are_per_question_and_evaluated_so)
         top = fmax(top, sc);
     }
     CHECK_NEAR(best.score, top, 1e-12);
+    /* without the caller's states: none are computed, the same answer to the bit */
+    kgl_answer again;
+    CHECK(kgl_predict(md, NULL, NULL, ent[0], rel[0], 1, false, &again) == 1);
+    CHECK(again.entity == best.entity && again.score == best.score);
     kgl_eval_free(&ev);
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);

@@ -423,9 +423,7 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
             entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
         }
     }
-    kgl_real *states = kgl_xmalloc(((size_t)n * m->cfg.dim + 1) * sizeof(kgl_real));
-    graph_blocks(m, pool, entity, asked, n, states, mass, count, self_sum);
-    free(states);
+    graph_blocks(m, pool, entity, asked, n, NULL, mass, count, self_sum); /* the weights only */
     free(entity);
     for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
     if (self)
@@ -480,7 +478,8 @@ void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, in
 }
 
 /* The states of n queries (entity[k], asked[k]) into states [n, d] (entity
-   NULL: entity k; asked NULL: no relation asked), STATE_BLOCK at a time. */
+   NULL: entity k; asked NULL: no relation asked; states NULL: not kept),
+   STATE_BLOCK at a time. */
 static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
                          kgl_real *states, double *mass, double *count, double *self)
 {
@@ -501,7 +500,7 @@ static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, 
         kgl_tape_reset(&blk);
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, asked ? asked + lo : NULL, &f);
-        memcpy(states + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
+        if (states) memcpy(states + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
         if (mass) add_relation_attention(nb, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count, self, true);
     }
     kgl_arena_free(&keep);

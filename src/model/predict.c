@@ -57,8 +57,12 @@ static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, in
     }
     for (int k = 0; k < count; k++) {
         const kgl_real *left, *mid;
-        cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
-        if (asked) left = asked + (size_t)k * d; /* reciprocal: left is the state */
+        if (asked) { /* reciprocal (it requires them): the question's state ⊙ R[row] against every E[j] */
+            left = asked + (size_t)k * d;
+            mid = m->relation_emb->data + (size_t)relation_row[k] * d;
+            cand = m->entity_emb->data;
+        } else
+            cand = query_factors(m, C, entity[k], relation_row[k], &left, &mid);
         /* the complex readout is reciprocal-only: (left, mid) = (C[i], R[row]) */
         kgl_readout_query(m->cfg.readout == KGL_READOUT_COMPLEX, left, mid, vecs + (size_t)k * d, d);
     }
@@ -75,11 +79,12 @@ static void scores_from_states(const kgl_model *m, const kgl_real *C, int entity
     free(v);
 }
 
-/* C of the current parameters, or the caller's. */
+/* C of the current parameters, or the caller's; a --query-relation model
+   reads its questions' own states (score_rows) and needs none. */
 static const kgl_real *states_or_own(const kgl_model *m, const kgl_real *states, kgl_real **own)
 {
     *own = NULL;
-    if (states) return states;
+    if (states || m->cfg.query_relation) return states;
     *own = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
     kgl_context_states(m, *own);
     return *own;
