@@ -165,14 +165,14 @@ run: $(BUILD)/kgl
 # that a CPU without AVX-512 checks it too; tests/emulated/ is outside the tests/*.c wildcard.
 # Run first: the main suite's "N passed, N failed" stays the last line.
 $(BUILD)/vmath_emulated: tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c src/engine/vmath.h \
-		src/engine/cpu.h src/engine/avx512_emul.h
+		src/engine/cpu.h src/engine/avx512_emul.h tests/emulated/emulated.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DVMATH_EMULATE_AVX512 $(LDFLAGS) tests/emulated/vmath_avx512.c \
 		src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@
 
 # The same in float32 (kgl_real = float: the 16-lane kernels).
 $(BUILD)/vmath_emulated_f32: tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c src/engine/vmath.h \
-		src/engine/cpu.h src/engine/avx512_emul.h
+		src/engine/cpu.h src/engine/avx512_emul.h tests/emulated/emulated.h
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(KGL_CFLAGS)) -DKGL_FLOAT32 -DVMATH_EMULATE_AVX512 $(LDFLAGS) \
 		tests/emulated/vmath_avx512.c src/engine/vmath.c src/engine/cpu.c $(LDLIBS) -o $@

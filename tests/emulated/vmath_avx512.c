@@ -28,24 +28,7 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-static int n_pass, n_fail;
-
-static void check(int ok, const char *what)
-{
-    if (ok) n_pass++;
-    else n_fail++;
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-}
-
-static uint64_t rs = 0x243f6a8885a308d3ull;
-static uint64_t rnext(void)
-{
-    uint64_t z = (rs += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double runif(void) { return (double)(rnext() >> 11) * 0x1p-53; }
+#include "emulated.h"
 static double rnorm(void)
 {
     double u = runif() + 0x1p-54, v = runif();
@@ -99,6 +82,7 @@ static const kgl_real SENTINEL = -12345.0;
 
 int main(void)
 {
+    emul_seed(0x243f6a8885a308d3ull);
     kgl_isa best = kgl_isa_best();
     if (best < KGL_ISA_AVX2) { /* the model returns real 256-bit halves: it needs AVX2 */
         printf("vmath_emulated: this CPU has no AVX2; the AVX-512 model cannot run (nothing tested)\n");
