@@ -123,6 +123,28 @@ TEST(precision_option_errors)
     CHECK(strstr(err, "--precision f32 runs kgl-f32, which is not beside this program") != NULL);
 }
 
+/* A recipe's --precision runs the program of that precision (kgl benchmark
+   passes its runs a recipe, so this is how a benchmark trains in float32);
+   the command line's --precision, whose words come after the recipe's, wins. */
+TEST(recipe_precision_runs_that_program)
+{
+    static const char recipe[] = "--dim 8 --heads 2 --steps 3\n--precision f32\n";
+    const char *r = write_tmp(T, 0, "f32.args", recipe, sizeof recipe - 1);
+    char args[4200];
+    snprintf(args, sizeof args, "train --recipe %s --json --quiet", r);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"precision\":\"f32\"") != NULL);
+    snprintf(args, sizeof args, "train --recipe %s --precision f64 --json --quiet", r);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"precision\":\"f64\"") != NULL);
+    /* a recipe of the other precision without that program beside: said so, exit 2 */
+    char cmd[4600];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/lonely-kgl2' && '%s/lonely-kgl2' train --steps 1 --recipe '%s'", T->kgl,
+             T->tmp, T->tmp, r);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "f32.args's --precision f32 runs kgl-f32, which is not beside this program") != NULL);
+}
+
 /* ---- learning in float32 -------------------------------------------------- */
 
 /* The loss column of a CSV log (column 2), at most cap rows; returns the rows. */

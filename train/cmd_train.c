@@ -133,6 +133,7 @@ typedef struct train_opts {
     bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
     const char *log_path, *save_path, *resume_path;
     bool precision_given; /* --precision (main.c has chosen the program by it) */
+    const char *precision; /* its last value: another than ours only from a recipe */
     long log_every;
     kgl_regularisers reg;
     bool set_dropout, set_attn_dropout, set_hidden_dropout, set_smoothing, set_relation_loss,
@@ -164,6 +165,7 @@ static bool parse_scale(cli_args *a, kgl_config *cfg)
 static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
 {
     memset(o, 0, sizeof *o);
+    o->precision = KGL_PRECISION;
     kgl_config_defaults(&o->cfg);
     kgl_optim_defaults(&o->optim);
     o->steps = 300;
@@ -262,9 +264,16 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
             if (!cli_u64(&a, &o->seed)) return EXIT_USAGE;
             o->set_seed = true;
         } else if (cli_is(&a, "--precision")) {
-            static const char *const precisions[] = {KGL_PRECISION};
-            int k; /* main.c ran the program of the precision asked for: only its own can arrive here */
-            if (!cli_word(&a, precisions, 1, &k)) return EXIT_USAGE;
+            /* main.c ran the program of the precision the command line asks
+               for; a recipe may ask the other, and apply_recipe runs it */
+            static const char *const precisions[] = {"f64", "f32"};
+            int k;
+            if (!cli_word(&a, precisions, 2, &k)) return EXIT_USAGE;
+            if (!r && strcmp(precisions[k], KGL_PRECISION) != 0) { /* main.c's dispatch failed: never here */
+                fprintf(stderr, "kgl train: --precision %s runs %s\n", precisions[k], k ? "kgl-f32" : "kgl");
+                return EXIT_USAGE;
+            }
+            o->precision = precisions[k];
             o->precision_given = true;
         } else if (cli_is(&a, "--threads")) {
             if (!cli_int(&a, 0, KGL_MAX_THREADS, &o->threads)) return EXIT_USAGE;
@@ -480,6 +489,14 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     words[n] = NULL;
     int st = parse(n, words, o, &r); /* o points at the words themselves, which live in r for the whole run */
     free(words);
+    if (st < 0 && strcmp(o->precision, KGL_PRECISION) != 0) {
+        /* the recipe asks the other precision (and the command line does
+           not overrule it, its words coming last): run the whole command
+           there, as main.c does for a --precision on the command line */
+        char why[4200];
+        snprintf(why, sizeof why, "%s's --precision %s", o->recipe_path, o->precision);
+        return cli_exec_precision("train", o->precision, argc, argv, NULL, why, "");
+    }
     if (st < 0 && !o->quiet && !o->json) print_recipe(&r, &vars, argc, argv);
     return st;
 }
