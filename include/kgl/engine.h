@@ -220,6 +220,8 @@ kgl_tensor *kgl_slice_cols(kgl_tape *t, kgl_tensor *a, int col0, int width);
 kgl_tensor *kgl_concat_cols(kgl_tape *t, int n_parts, kgl_tensor *const *parts);
 kgl_tensor *kgl_softmax_rows(kgl_tape *t, kgl_tensor *s, kgl_mask mask);
 kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *x, kgl_tensor *gamma, kgl_tensor *beta);
+/* each of a row's `heads` blocks of cols/heads columns normalised on its own, one gamma, beta [1, cols/heads] */
+kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *x, int heads, kgl_tensor *gamma, kgl_tensor *beta);
 kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_abs_cube(kgl_tape *t, kgl_tensor *x); /* |x|³ elementwise */
 /* mean over rows b of  logsumexp_j z[b,j] - sum_j q[b,j] z[b,j],  with the

@@ -922,6 +922,11 @@ static const kgl_op op_attention = {"attention", attention_backward, {4, attenti
  * layernorm over the columns of each row (the specified LN, ε = 1e-5):
  *   μ = mean(x),  σ² = mean((x − μ)²) (biased),  r = 1/√(σ² + ε),
  *   x̂ = (x − μ) r,  y = γ ⊙ x̂ + β.          (μ and r saved per row)
+ * kgl_layernorm_heads normalises each of a row's H blocks of d/H columns
+ * on its own, with one γ, β of width d/H for every block (qk-norm: each
+ * head's query or key). A row-major [rows, d] matrix is [rows·H, d/H] with
+ * the same bytes, so it is the same op on rows·H rows of d/H columns (node
+ * i0 = d/H), without slicing the heads out and concatenating them back.
  * Backward, with d columns and ĝ = g ⊙ γ (the gradient reaching x̂):
  *   dβ = Σ_rows g,   dγ = Σ_rows g ⊙ x̂,
  *   ∂x̂_j/∂x_k = r (δ_jk − 1/d − x̂_j x̂_k / d)     (μ and σ² both move)
@@ -932,7 +937,7 @@ static const kgl_op op_layernorm;
 static void layernorm_backward(kgl_node *nd)
 {
     kgl_tensor *X = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2], *Y = nd->out;
-    int rows = X->rows, d = X->cols;
+    int d = nd->i0, rows = X->rows * (X->cols / d); /* rows of d columns (heads: blocks of a row) */
     for (int i = 0; i < rows; i++) {
         const kgl_real *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
         double mu = nd->stats[2 * i], r = nd->stats[2 * i + 1]; /* the forward's, in double */
@@ -954,13 +959,14 @@ static void layernorm_backward(kgl_node *nd)
     }
 }
 
-kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
+kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tensor *gamma, kgl_tensor *beta)
 {
-    int rows = X->rows, d = X->cols;
+    shape_check(heads >= 1 && X->cols % heads == 0, "layernorm (heads must divide the columns)", X, gamma);
+    int d = X->cols / heads, rows = X->rows * heads; /* each block of d columns is a row */
     shape_check(gamma->rows == 1 && gamma->cols == d, "layernorm (gamma)", X, gamma);
     shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
     kgl_tensor *in[3] = {X, gamma, beta};
-    kgl_tensor *Y = kgl_op_output(t, rows, d, 3, in);
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
     double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(double)); /* μ and 1/σ per row */
     for (int i = 0; i < rows; i++) {
         const kgl_real *x = X->data + (size_t)i * d;
@@ -975,31 +981,43 @@ kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_ten
         stats[2 * i + 1] = r;
     }
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
-    if (nd) nd->stats = stats;
+    if (nd) {
+        nd->stats = stats;
+        nd->i0 = d;
+    }
     return Y;
+}
+
+kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
+{
+    return kgl_layernorm_heads(t, X, 1, gamma, beta);
 }
 
 static kgl_tensor *layernorm_run(kgl_tape *t, const kgl_check_case *c)
 {
-    return kgl_layernorm(t, c->inputs[0], c->inputs[1], c->inputs[2]);
+    return kgl_layernorm_heads(t, c->inputs[0], c->i0, c->inputs[1], c->inputs[2]);
 }
 
+/* Cases 3 and 4 normalise heads: a mistake in which columns form a block,
+   or in how the shared γ, β gather their gradient over the blocks, fails them. */
 static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int shapes[][2] = {{4, 6}, {2, 8}, {3, 2}};
-    static const double shift[] = {0, 100, 0}; /* case 1: rows far from zero (mean subtraction) */
+    static const int shapes[][3] = {{4, 6, 1}, {2, 8, 1}, {3, 2, 1}, {3, 8, 4}, {2, 12, 3}}; /* rows, cols, heads */
+    static const double shift[] = {0, 100, 0, 0, 100}; /* rows far from zero (mean subtraction) */
     const int *s = shapes[which];
     c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1], 1, shift[which]);
-    c->inputs[1] = kgl_check_input(keep, rng, 1, s[1], 0.5, 1);
-    c->inputs[2] = kgl_check_input(keep, rng, 1, s[1], 0.5, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, 1, s[1] / s[2], 0.5, 1);
+    c->inputs[2] = kgl_check_input(keep, rng, 1, s[1] / s[2], 0.5, 0);
     c->n_inputs = 3;
+    c->i0 = s[2];
     c->run = layernorm_run;
-    snprintf(c->label, sizeof c->label, "%dx%d%s", s[0], s[1], shift[which] ? " (+100)" : "");
+    snprintf(c->label, sizeof c->label, "%dx%d%s%s", s[0], s[1], s[2] > 1 ? (s[2] == 4 ? " 4 heads" : " 3 heads") : "",
+             shift[which] ? " (+100)" : "");
 }
 
 static const kgl_op op_layernorm = {"layernorm",
                                     layernorm_backward,
-                                    {3, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {5, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * gelu (exact): y = x Φ(x),  Φ(x) = (1 + erf(x/√2)) / 2.

@@ -204,11 +204,7 @@ void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularise
    head's own mean and variance) with the shared gamma and beta. */
 static kgl_tensor *normalise_heads(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
 {
-    int H = m->cfg.heads, dk = m->cfg.dim / H;
-    if (H == 1) return kgl_layernorm(t, X, gamma, beta);
-    kgl_tensor *parts[KGL_MAX_HEADS];
-    for (int h = 0; h < H; h++) parts[h] = kgl_layernorm(t, kgl_slice_cols(t, X, h * dk, dk), gamma, beta);
-    return kgl_concat_cols(t, H, parts);
+    return kgl_layernorm_heads(t, X, m->cfg.heads, gamma, beta); /* each head's d_k columns on their own */
 }
 
 /* Whether the attention runs as the one fused op (kgl_attention) or as its
