@@ -426,7 +426,9 @@ TEST(graph_query_relation_states_are_per_question_and_evaluated_so)
     kgl_model_query_states(md, NULL, e2, r2, 2, two);
     CHECK(memcmp(two, two + d, (size_t)d * sizeof(kgl_real)) != 0);
     /* unasked: kgl_model_context's rows; with Pq zero every question is its entity's unasked state */
-    kgl_tensor *C = kgl_trainer_states(&tr);
+    CHECK(kgl_trainer_states(&tr) == NULL); /* evaluation reads none: it computes none */
+    kgl_forward f;
+    kgl_tensor *C = kgl_trainer_context(&tr, &f);
     kgl_model_query_states(md, NULL, ent, NULL, 2 * n_tr, unasked);
     same = true;
     for (int k = 0; k < 2 * n_tr; k++)
@@ -470,6 +472,10 @@ TEST(graph_query_relation_states_are_per_question_and_evaluated_so)
     /* the same sums in another order: ranks agree unless two scores lie within
        round-off (1e-15 of O(1) values), which 40 steps from a seeded init do not make */
     CHECK_NEAR(ev.both.mrr, rr / (2 * n_tr), 1e-12);
+    /* without entity states (what the trainer now passes): the same bits */
+    double with_states = ev.both.mrr;
+    kgl_evaluate(md, NULL, &ds, trip, n_tr, &ev);
+    CHECK(ev.both.mrr == with_states);
     /* and kgl_predict answers a question with its own state: the evaluation's scores */
     kgl_answer best;
     CHECK(kgl_predict(md, C->data, NULL, ent[0], rel[0], 1, false, &best) == 1);

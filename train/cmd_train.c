@@ -787,7 +787,8 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
     kgl_forward f;
     for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
         models[k] = &rs[k].tr.model;
-        states[k] = kgl_trainer_context(&rs[k].tr, &f)->data;
+        /* a --query-relation model answers from each question's own state: no entity's is read */
+        states[k] = models[k]->cfg.query_relation ? NULL : kgl_trainer_context(&rs[k].tr, &f)->data;
     }
     switch (tr->model.cfg.context) { /* where member 0's heads look, by relation */
     case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec); break;

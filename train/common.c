@@ -695,8 +695,11 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
     }
     size_t len = strlen(path) + 1;
     ms->paths[k] = memcpy(kgl_xmalloc(len), path, len);
-    ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
-    kgl_context_states(m, ms->states[k]);
+    ms->states[k] = NULL; /* a --query-relation model answers from each question's own state: none read */
+    if (!m->cfg.query_relation) {
+        ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
+        kgl_context_states(m, ms->states[k]);
+    }
     ms->models[k] = m;
     ms->n = k + 1;
     return 0;

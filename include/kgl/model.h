@@ -480,7 +480,9 @@ void kgl_trainer_update(kgl_trainer *tr);
  * with the attention on the way in f. */
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
 /* The same states without the attention weights: what evaluation needs, in
- * far less memory (H n² doubles fewer). */
+ * far less memory (H n² doubles fewer). NULL for a --query-relation model:
+ * its evaluation computes each question's own state, and reads none of these
+ * (kgl_evaluate takes the NULL). */
 kgl_tensor *kgl_trainer_states(kgl_trainer *tr);
 /* Whether every training triple ranks first, tail and head (filtered). */
 bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch);

@@ -220,7 +220,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t size)
 void kgl_evaluate(const kgl_model *m, const kgl_tensor *C, const kgl_dataset *ds, const kgl_triple *tr, int n,
                   kgl_eval *out)
 {
-    const kgl_real *states = C->data;
+    const kgl_real *states = C ? C->data : NULL; /* NULL: a --query-relation model's (kgl_trainer_states) */
     kgl_evaluate_ensemble(&m, &states, 1, ds, tr, n, out);
 }
 
@@ -236,6 +236,8 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
             kgl_die("evaluate: scratch made for %d entities, not %d", out->n_entities, c->n_entities);
         const char *why = kgl_ensemble_mismatch(&m->cfg, c);
         if (why) kgl_die("evaluate: member %d has %s", mb, why);
+        if (!states[mb] && !c->query_relation) /* only a question's own state answers without them */
+            kgl_die("evaluate: member %d has no entity states", mb);
         if (c->dim > d) d = c->dim;
     }
     memset(&out->tail, 0, sizeof out->tail);
@@ -705,6 +707,9 @@ kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f)
 
 kgl_tensor *kgl_trainer_states(kgl_trainer *tr)
 {
+    /* a --query-relation model's answers read each question's own state,
+       never an entity's unasked one: none to compute */
+    if (tr->model.cfg.query_relation) return NULL;
     kgl_forward f;
     tr->eval_tape.keep_attention = false; /* no one reads the weights: each thread keeps one block of rows */
     kgl_tensor *C = kgl_trainer_context(tr, &f);
