@@ -56,6 +56,22 @@ TEST(cli_bench_readable_line_and_usage_errors)
     CHECK(run_kgl(T, "bench --synthetic 100 --context none --reps 1 --warmup 0 --no-gemm", out, sizeof out, err,
                   sizeof err) == 0);
     CHECK(strstr(out, "context none") != NULL);
+    /* --qk-norm and --query-relation reach the model: its parameters are counted (d 8, H 2: γ, β of
+       width 4 for queries and keys, 16; Pq, 2 m x d = 320 on the 20 relations), and the JSON says so */
+    long params[3];
+    const char *variants[3] = {"", " --qk-norm", " --qk-norm --query-relation"};
+    for (int k = 0; k < 3; k++) {
+        char args[300];
+        snprintf(args, sizeof args, "bench --synthetic 100 --context graph --neighbours 8 --reps 1 --warmup 0 --no-eval "
+                                    "--no-gemm --json%s", variants[k]);
+        CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+        const char *p = strstr(out, "\"params\":");
+        params[k] = p ? strtol(p + 9, NULL, 10) : -1;
+    }
+    CHECK(params[1] - params[0] == 16 && params[2] - params[1] == 320);
+    CHECK(strstr(out, "\"qk_norm\":true") != NULL && strstr(out, "\"query\":\"relation\"") != NULL);
+    CHECK(run_kgl(T, "bench --synthetic 100 --query-relation", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--query-relation needs --context graph") != NULL);
     CHECK(run_kgl(T, "bench --train data/academic.tsv --dim 8 --heads 3", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "does not divide") != NULL);
     CHECK(run_kgl(T, "bench --train data/academic.tsv --reps 0", out, sizeof out, err, sizeof err) == 2);

@@ -6,7 +6,8 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--context C] [--neighbours K]\n"
+    "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--qk-norm] [--context C]\n"
+    "                 [--neighbours K] [--query-relation]\n"
     "                 [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
@@ -18,7 +19,9 @@ static const char help[] =
     "--json prints what a comparison script reads (data/report/speed.md).\n\n"
     "  --train F     training triples (required)\n"
     "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
-    "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50)\n"
+    "  --qk-norm     each head's queries and keys layer-normalised, as kgl train\n"
+    "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50);\n"
+    "                --query-relation: a graph context's query sees the asked relation\n"
     "  --synthetic N instead of --train: a random graph of N entities, 20 relations and\n"
     "                10 N triples (mean degree about 20; data/report/large.md)\n"
     "  --batch B     examples per step (default 1024)\n"
@@ -73,6 +76,12 @@ int cmd_bench(int argc, char **argv)
         } else if (cli_is(&a, "--neighbours")) {
             if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
             s.neighbours = (int)v;
+        } else if (cli_is(&a, "--qk-norm")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.qk_norm = true;
+        } else if (cli_is(&a, "--query-relation")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.query_relation = true;
         } else if (cli_is(&a, "--batch")) {
             if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
             s.batch = (int)v;
@@ -114,9 +123,10 @@ int cmd_bench(int argc, char **argv)
         printf("{\"impl\":\"kgl\",\"train\":");
         kgl_json_string(stdout, graph);
         static const char *const contexts[] = {"full", "graph", "none"};
-        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"context\":\"%s\",\"neighbours\":%d,\"batch\":%d,\"threads\":%d,"
-               "\"isa\":\"%s\",\"precision\":\"%s\",", s.dim, s.heads, s.ffn, contexts[s.context], s.neighbours, r.batch,
-               r.threads, r.isa, KGL_PRECISION);
+        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"qk_norm\":%s,\"context\":\"%s\",\"neighbours\":%d,"
+               "\"query\":\"%s\",\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",",
+               s.dim, s.heads, s.ffn, s.qk_norm ? "true" : "false", contexts[s.context], s.neighbours,
+               s.query_relation ? "relation" : "entity", r.batch, r.threads, r.isa, KGL_PRECISION);
         printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
                r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
         json_num_or_null("step_ms_median", r.step_ms_median, true);
@@ -131,10 +141,12 @@ int cmd_bench(int argc, char **argv)
     } else {
         static const char *const contexts[] = {"full", "graph", "none"};
         char ctx[48];
-        if (s.context == KGL_CONTEXT_GRAPH) snprintf(ctx, sizeof ctx, "graph K %d", s.neighbours);
+        if (s.context == KGL_CONTEXT_GRAPH)
+            snprintf(ctx, sizeof ctx, "graph K %d%s", s.neighbours, s.query_relation ? ", query asks the relation" : "");
         else snprintf(ctx, sizeof ctx, "%s", contexts[s.context]);
-        printf("kgl bench %s: n %d, d %d, H %d, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph, r.n_entities,
-               s.dim, s.heads, s.ffn, ctx, r.batch, r.threads, r.threads == 1 ? "" : "s", r.isa, KGL_PRECISION);
+        printf("kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
+               r.n_entities, s.dim, s.heads, s.qk_norm ? " qk-norm" : "", s.ffn, ctx, r.batch, r.threads,
+               r.threads == 1 ? "" : "s", r.isa, KGL_PRECISION);
         printf("  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
                r.step_ms_median, r.step_ms_min, r.step_ms_mean, s.reps, s.warmup);
         if (s.eval) printf("  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r.eval_s, r.n_examples, r.train_mrr);

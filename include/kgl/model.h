@@ -699,6 +699,7 @@ typedef struct kgl_bench_spec {
     int dim, heads, ffn, batch;
     kgl_context_kind context;      /* full (default), graph or none */
     int neighbours;                /* K with the graph context (default 50) */
+    bool qk_norm, query_relation;  /* as kgl train's --qk-norm, --query-relation */
     int reps, warmup;              /* timed steps, untimed steps first */
     int threads;                   /* 0: every core */
     uint64_t seed;

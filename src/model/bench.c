@@ -113,6 +113,8 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     cfg.ffn = s->ffn;
     cfg.context = s->context;
     cfg.neighbours = s->neighbours;
+    cfg.qk_norm = s->qk_norm;
+    cfg.query_relation = s->query_relation;
     const char *bad = kgl_config_error(&cfg);
     if (bad) {
         snprintf(err, err_cap, "%s", bad);
