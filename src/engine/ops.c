@@ -934,52 +934,110 @@ static const kgl_op op_attention = {"attention", attention_backward, {4, attenti
  * ======================================================================== */
 static const kgl_op op_layernorm;
 
-static void layernorm_backward(kgl_node *nd)
-{
-    kgl_tensor *X = nd->in[0], *gamma = nd->in[1], *beta = nd->in[2], *Y = nd->out;
-    int d = nd->i0, rows = X->rows * (X->cols / d); /* rows of d columns (heads: blocks of a row) */
-    for (int i = 0; i < rows; i++) {
-        const kgl_real *x = X->data + (size_t)i * d, *g = Y->grad + (size_t)i * d;
-        double mu = nd->stats[2 * i], r = nd->stats[2 * i + 1]; /* the forward's, in double */
-        double mean_gh = 0, mean_gh_xh = 0;
-        for (int j = 0; j < d; j++) {
-            double xh = (x[j] - mu) * r, gh = g[j] * gamma->data[j];
-            mean_gh += gh;
-            mean_gh_xh += gh * xh;
-            if (gamma->grad) gamma->grad[j] += g[j] * xh;
-            if (beta->grad) beta->grad[j] += g[j];
-        }
-        mean_gh /= d;
-        mean_gh_xh /= d;
-        if (X->grad)
-            for (int j = 0; j < d; j++) {
-                double xh = (x[j] - mu) * r, gh = g[j] * gamma->data[j];
-                X->grad[(size_t)i * d + j] += r * (gh - mean_gh - xh * mean_gh_xh);
-            }
-    }
-}
+/* Rows (of d columns) go in blocks of about ELEM_BLOCK elements as tasks;
+   γ's and β's gradients, sums over the rows, in blocks of COL_BLOCK columns,
+   each column in row order: every number is the plain loop's, for any
+   number of threads. */
+typedef struct layernorm_job {
+    const kgl_tensor *X, *gamma, *beta, *Y;
+    double *stats; /* μ and r per row */
+    int d, rows, rows_per_task;
+} layernorm_job;
 
-kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tensor *gamma, kgl_tensor *beta)
+static void layernorm_forward_rows(void *ctx, int task, int worker)
 {
-    shape_check(heads >= 1 && X->cols % heads == 0, "layernorm (heads must divide the columns)", X, gamma);
-    int d = X->cols / heads, rows = X->rows * heads; /* each block of d columns is a row */
-    shape_check(gamma->rows == 1 && gamma->cols == d, "layernorm (gamma)", X, gamma);
-    shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
-    kgl_tensor *in[3] = {X, gamma, beta};
-    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
-    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)rows * sizeof(double)); /* μ and 1/σ per row */
-    for (int i = 0; i < rows; i++) {
-        const kgl_real *x = X->data + (size_t)i * d;
+    (void)worker;
+    const layernorm_job *J = ctx;
+    int d = J->d, i1 = (int)span_end((size_t)task * J->rows_per_task, (size_t)J->rows_per_task, (size_t)J->rows);
+    const kgl_real *gamma = J->gamma->data, *beta = J->beta->data;
+    for (int i = task * J->rows_per_task; i < i1; i++) {
+        const kgl_real *x = J->X->data + (size_t)i * d;
+        kgl_real *y = J->Y->data + (size_t)i * d;
         double mu = 0, var = 0;
         for (int j = 0; j < d; j++) mu += x[j];
         mu /= d;
         for (int j = 0; j < d; j++) var += (x[j] - mu) * (x[j] - mu);
         var /= d;
         double r = 1.0 / sqrt(var + KGL_LN_EPS);
-        for (int j = 0; j < d; j++) Y->data[(size_t)i * d + j] = gamma->data[j] * ((x[j] - mu) * r) + beta->data[j];
-        stats[2 * i] = mu;
-        stats[2 * i + 1] = r;
+        for (int j = 0; j < d; j++) y[j] = gamma[j] * ((x[j] - mu) * r) + beta[j];
+        J->stats[2 * i] = mu;
+        J->stats[2 * i + 1] = r;
     }
+}
+
+/* dx of a block of rows */
+static void layernorm_backward_rows(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const layernorm_job *J = ctx;
+    int d = J->d, i1 = (int)span_end((size_t)task * J->rows_per_task, (size_t)J->rows_per_task, (size_t)J->rows);
+    const kgl_real *gamma = J->gamma->data;
+    for (int i = task * J->rows_per_task; i < i1; i++) {
+        const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
+        double mu = J->stats[2 * i], r = J->stats[2 * i + 1]; /* the forward's, in double */
+        double mean_gh = 0, mean_gh_xh = 0;
+        for (int j = 0; j < d; j++) {
+            double xh = (x[j] - mu) * r, gh = g[j] * gamma[j];
+            mean_gh += gh;
+            mean_gh_xh += gh * xh;
+        }
+        mean_gh /= d;
+        mean_gh_xh /= d;
+        kgl_real *dx = J->X->grad + (size_t)i * d;
+        for (int j = 0; j < d; j++) {
+            double xh = (x[j] - mu) * r, gh = g[j] * gamma[j];
+            dx[j] += r * (gh - mean_gh - xh * mean_gh_xh);
+        }
+    }
+}
+
+/* dγ and dβ of a block of columns, each summed over the rows in order */
+static void layernorm_backward_params(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const layernorm_job *J = ctx;
+    int d = J->d, j0 = task * COL_BLOCK, j1 = (int)span_end((size_t)j0, COL_BLOCK, (size_t)d);
+    kgl_real *dgamma = J->gamma->grad, *dbeta = J->beta->grad;
+    for (int i = 0; i < J->rows; i++) {
+        const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
+        double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
+        for (int j = j0; j < j1; j++) {
+            if (dgamma) dgamma[j] += g[j] * ((x[j] - mu) * r);
+            if (dbeta) dbeta[j] += g[j];
+        }
+    }
+}
+
+static layernorm_job layernorm_job_of(const kgl_tensor *X, const kgl_tensor *gamma, const kgl_tensor *beta,
+                                      const kgl_tensor *Y, double *stats, int d)
+{
+    int rows_per_task = ELEM_BLOCK / d > 0 ? ELEM_BLOCK / d : 1;
+    return (layernorm_job){X, gamma, beta, Y, stats, d, X->rows * (X->cols / d), rows_per_task};
+}
+
+static void layernorm_backward(kgl_node *nd)
+{
+    /* rows of d = i0 columns (with heads, each head's block of a row is one) */
+    layernorm_job J = layernorm_job_of(nd->in[0], nd->in[1], nd->in[2], nd->out, nd->stats, nd->i0);
+    double work = 8.0 * J.rows * J.d;
+    if (J.X->grad)
+        kgl_parallel(nd->pool, (J.rows + J.rows_per_task - 1) / J.rows_per_task, work, layernorm_backward_rows, &J);
+    if (J.gamma->grad || J.beta->grad)
+        kgl_parallel(nd->pool, (J.d + COL_BLOCK - 1) / COL_BLOCK, work, layernorm_backward_params, &J);
+}
+
+kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tensor *gamma, kgl_tensor *beta)
+{
+    shape_check(heads >= 1 && X->cols % heads == 0, "layernorm (heads must divide the columns)", X, gamma);
+    int d = X->cols / heads; /* each block of d columns is a row */
+    shape_check(gamma->rows == 1 && gamma->cols == d, "layernorm (gamma)", X, gamma);
+    shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
+    kgl_tensor *in[3] = {X, gamma, beta};
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
+    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)X->rows * heads * sizeof(double)); /* μ and r per row */
+    layernorm_job J = layernorm_job_of(X, gamma, beta, Y, stats, d);
+    kgl_parallel(t->pool, (J.rows + J.rows_per_task - 1) / J.rows_per_task, 8.0 * J.rows * d, layernorm_forward_rows,
+                 &J);
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
     if (nd) {
         nd->stats = stats;
