@@ -941,7 +941,7 @@ static const kgl_op op_layernorm;
 typedef struct layernorm_job {
     const kgl_tensor *X, *gamma, *beta, *Y;
     double *stats; /* μ and r per row */
-    int d, rows, rows_per_task;
+    int d, rows, rows_per_task, row_tasks;
 } layernorm_job;
 
 static void layernorm_forward_rows(void *ctx, int task, int worker)
@@ -1011,8 +1011,8 @@ static void layernorm_backward_params(void *ctx, int task, int worker)
 static layernorm_job layernorm_job_of(const kgl_tensor *X, const kgl_tensor *gamma, const kgl_tensor *beta,
                                       const kgl_tensor *Y, double *stats, int d)
 {
-    int rows_per_task = ELEM_BLOCK / d > 0 ? ELEM_BLOCK / d : 1;
-    return (layernorm_job){X, gamma, beta, Y, stats, d, X->rows * (X->cols / d), rows_per_task};
+    int rows = X->rows * (X->cols / d), rows_per_task = ELEM_BLOCK / d > 0 ? ELEM_BLOCK / d : 1;
+    return (layernorm_job){X, gamma, beta, Y, stats, d, rows, rows_per_task, (rows + rows_per_task - 1) / rows_per_task};
 }
 
 static void layernorm_backward(kgl_node *nd)
@@ -1021,7 +1021,7 @@ static void layernorm_backward(kgl_node *nd)
     layernorm_job J = layernorm_job_of(nd->in[0], nd->in[1], nd->in[2], nd->out, nd->stats, nd->i0);
     double work = 8.0 * J.rows * J.d;
     if (J.X->grad)
-        kgl_parallel(nd->pool, (J.rows + J.rows_per_task - 1) / J.rows_per_task, work, layernorm_backward_rows, &J);
+        kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows, &J);
     if (J.gamma->grad || J.beta->grad)
         kgl_parallel(nd->pool, (J.d + COL_BLOCK - 1) / COL_BLOCK, work, layernorm_backward_params, &J);
 }
@@ -1036,8 +1036,7 @@ kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tenso
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
     double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)X->rows * heads * sizeof(double)); /* μ and r per row */
     layernorm_job J = layernorm_job_of(X, gamma, beta, Y, stats, d);
-    kgl_parallel(t->pool, (J.rows + J.rows_per_task - 1) / J.rows_per_task, 8.0 * J.rows * d, layernorm_forward_rows,
-                 &J);
+    kgl_parallel(t->pool, J.row_tasks, 8.0 * J.rows * d, layernorm_forward_rows, &J);
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
     if (nd) {
         nd->stats = stats;
@@ -1069,8 +1068,9 @@ static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
     c->n_inputs = 3;
     c->i0 = s[2];
     c->run = layernorm_run;
-    snprintf(c->label, sizeof c->label, "%dx%d%s%s", s[0], s[1], s[2] > 1 ? (s[2] == 4 ? " 4 heads" : " 3 heads") : "",
-             shift[which] ? " (+100)" : "");
+    char heads[24] = "";
+    if (s[2] > 1) snprintf(heads, sizeof heads, " %d heads", s[2]);
+    snprintf(c->label, sizeof c->label, "%dx%d%s%s", s[0], s[1], heads, shift[which] ? " (+100)" : "");
 }
 
 static const kgl_op op_layernorm = {"layernorm",
