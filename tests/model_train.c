@@ -198,7 +198,8 @@ TEST(resume_is_exact)
                                             "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1"),
                                            /* the graph context's neighbourhoods are drawn per step, so they resume too */
                                            "--context graph --neighbours 3 --batch 10 --dropout 0.1 --qk-norm --ffn 8",
-                                           "--context none --batch 10 --hidden-dropout 0.2"};
+                                           "--context none --batch 10 --hidden-dropout 0.2",
+                                           "--batch 10 --entity-dropout 0.3 --hidden-dropout 0.1"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         char cmd[1024], straight[64], resumed[64];
         snprintf(cmd, sizeof cmd, "train %s --steps 100 --json", variants[v]);
@@ -511,7 +512,8 @@ TEST(no_allocation_inside_a_training_step)
     kgl_dataset ds;
     CHECK(load_academic(&ds));
     /* the specified layer with an FFN; then the extensions that add ops to
-       the step: the complex readout, N3 and the hidden dropout's gather */
+       the step: the complex readout, N3, the hidden dropout's gather and the entity
+       dropout's copy of E */
     for (int variant = 0; variant < 3; variant++) {
         kgl_config cfg;
         kgl_config_defaults(&cfg);
@@ -526,7 +528,7 @@ TEST(no_allocation_inside_a_training_step)
         kgl_optim_defaults(&tc.optim);
         kgl_trainer tr;
         kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
-        kgl_regularisers reg = {.hidden_dropout = 0.1, .label_smoothing = 0.1, .n3 = 0.01};
+        kgl_regularisers reg = {.hidden_dropout = 0.1, .label_smoothing = 0.1, .n3 = 0.01, .entity_dropout = 0.2};
         kgl_regularisers graph_reg = {.dropout = 0.1, .attn_dropout = 0.1, .hidden_dropout = 0.1};
         if (variant == 1) kgl_trainer_set_regularisers(&tr, &reg);
         if (graph) kgl_trainer_set_regularisers(&tr, &graph_reg);

@@ -185,7 +185,7 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
  * candidates are E itself), each head's attention weights, the attention
  * output before the residual U = X + drop(O Wo) (and the FFN output before
  * its residual), and in the loss each example's head state C[i] (a mask per
- * example). Label smoothing is the cross entropy's ε. With rng NULL no
+ * example), then the candidates' table E of the readout. Label smoothing is the cross entropy's ε. With rng NULL no
  * dropout happens (evaluation). */
 typedef struct kgl_regularisers {
     double dropout;         /* --dropout: input embeddings, before each residual */
@@ -198,6 +198,8 @@ typedef struct kgl_regularisers {
                                example's relation from its head state and tail (not random) */
     double n3;              /* --n3 λ: + λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³
                                (Lacroix et al. 2018; the head state before hidden dropout) */
+    double entity_dropout;  /* --entity-dropout: the readout's candidates, E[j] for every entity j
+                               (one mask on the whole table a step, drawn after the hidden dropout's) */
     kgl_rng *rng;
 } kgl_regularisers;
 /* The same with regularisers (reg NULL: exactly the functions above). */

@@ -584,9 +584,16 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
         states = kgl_dropout(t, states, reg->hidden_dropout, reg->rng);
         heads = identity;
     }
+    /* Entity dropout on the candidates (as LibKGE drops every entity
+       embedding it scores against): one mask on the whole table E, so each
+       step scores the batch against a thinned copy of every entity. The
+       query side keeps its own regularisers (--dropout, --hidden-dropout). */
+    kgl_tensor *candidates = m->entity_emb;
+    if (reg && reg->rng && reg->entity_dropout > 0)
+        candidates = kgl_dropout(t, m->entity_emb, reg->entity_dropout, reg->rng);
     out->scores = m->cfg.readout == KGL_READOUT_COMPLEX
-                      ? kgl_trilinear_complex(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n)
-                      : kgl_trilinear(t, states, m->relation_emb, m->entity_emb, heads, b->rel, b->n);
+                      ? kgl_trilinear_complex(t, states, m->relation_emb, candidates, heads, b->rel, b->n)
+                      : kgl_trilinear(t, states, m->relation_emb, candidates, heads, b->rel, b->n);
     double eps = reg ? reg->label_smoothing : 0.0;
     out->main_loss = answers ? kgl_multilabel_ce(t, out->scores, answer_off, answers, eps)
                              : kgl_cross_entropy(t, out->scores, b->tail, eps);
@@ -597,7 +604,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
            every relation row k (inverses included), and a cross entropy
            against the example's own row r. Its gradient reaches R through
            every row, not only the batch's, and E through the tails. */
-        kgl_tensor *rel_scores = kgl_trilinear(t, states, m->entity_emb, m->relation_emb, heads, b->tail, b->n);
+        kgl_tensor *rel_scores = kgl_trilinear(t, states, candidates, m->relation_emb, heads, b->tail, b->n);
         kgl_tensor *rel_loss = kgl_cross_entropy(t, rel_scores, b->rel, eps);
         out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
     }
@@ -771,7 +778,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
-                            .relation_loss = 0.5, .n3 = 0.1, .rng = &drop_rng};
+                            .relation_loss = 0.5, .n3 = 0.1, .entity_dropout = 0.25, .rng = &drop_rng};
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 || which == 5 ? &reg : NULL, 1e-6,
                                     res);
     kgl_model_free(&m);
