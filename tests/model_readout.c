@@ -1,7 +1,8 @@
 /* tests/model_readout.c — the complex readout (--readout complex): the
  * training scores, kgl_predict_scores and kgl_evaluate's ranks against its
  * definition computed here in C99 complex arithmetic; kgl train keeps it in
- * the checkpoint, and refuses what it cannot go with. */
+ * the checkpoint, and refuses what it cannot go with. And the readout's
+ * entity dropout (--entity-dropout) against its definition. */
 #include <complex.h>
 #include <stdlib.h>
 
