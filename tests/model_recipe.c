@@ -138,6 +138,38 @@ TEST(single_recipe_width_is_capped)
     CHECK(strstr(err, "--dim 64 ") && !strstr(err, "--ensemble"));
 }
 
+/* data/bench/kinship.args, Kinship's hand-tuned single model, is what
+   `kgl benchmark --configs data/bench` runs there: its literal batch is
+   single.args's ten equal batches an epoch of Kinship's 2 x 8,544 examples
+   (so the two differ only where the file says: width 480 and the relation
+   loss), and it trains as one model. Kinship's training split is counted
+   here, not assumed. */
+TEST(kinship_config_is_single_args_wider_with_relation_loss)
+{
+    size_t bytes = 0;
+    char *train = test_slurp("data/kg/kinship/train.txt", &bytes);
+    if (!CHECK(train != NULL)) return;
+    long lines = 0;
+    for (size_t k = 0; k < bytes; k++) lines += train[k] == '\n';
+    free(train);
+    CHECK(lines == 8544);
+    char *text = test_slurp("data/bench/kinship.args", NULL);
+    if (!CHECK(text != NULL)) return;
+    char want[64];
+    snprintf(want, sizeof want, "\n--batch %ld ", (2 * lines + 9) / 10);
+    CHECK(strstr(text, want) != NULL);
+    CHECK(strstr(text, "\n--dim 480 ") != NULL);
+    CHECK(strstr(text, "\n--relation-loss 1.0") != NULL);
+    free(text);
+    /* the options parse and train one model: E 104x480, R 50x480, four
+       480x480, ln1 2x480, qk-norm 4x120, one temperature per head (4) */
+    CHECK(run_kgl(T,
+                  "train --recipe data/bench/kinship.args --train data/kg/kinship/train.txt --valid "
+                  "data/kg/kinship/valid.txt --steps 1 --json --quiet",
+                  out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"params\":996964,") != NULL && strstr(out, "\"ensemble\":1") != NULL);
+}
+
 /* kgl benchmark --recipe FILE: every dataset's runs get --recipe FILE, and
    the file is checked as a per-dataset file is, before anything runs. */
 TEST(recipe_in_the_benchmark)
