@@ -13,6 +13,17 @@ static const char family[] = "ann\tparent\tbob\nann\tparent\tcat\nbob\tparent\td
                              "dan\tsibling\teve\neve\tsibling\tdan\nbob\tsibling\tcat\ncat\tsibling\tbob\n"
                              "ann\tlikes\tdan\nbob\tlikes\teve\ncat\tlikes\tfay\nfay\tparent\tann\n";
 
+/* The family above, and the default layer at width 8 for it. */
+static bool load_family(kgl_dataset *ds, kgl_config *cfg)
+{
+    kgl_source src = {"family.tsv", family, sizeof family - 1};
+    char e[256];
+    if (!kgl_dataset_load(ds, &src, 1, e, sizeof e)) return false;
+    kgl_config_defaults(cfg);
+    cfg->dim = 8;
+    return true;
+}
+
 /* Re Σ_k c_k r_k conj(e_k) over the d/2 complex numbers of rows laid out
    [re | im] — written from the definition, not from the library's helper. */
 static double complex_score(const double *c, const double *r, const double *e, int d)
@@ -29,12 +40,8 @@ static double complex_score(const double *c, const double *r, const double *e, i
 TEST(complex_readout_is_its_definition)
 {
     kgl_dataset ds;
-    kgl_source src = {"family.tsv", family, sizeof family - 1};
-    char e[256];
-    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
     kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.dim = 8;
+    if (!CHECK(load_family(&ds, &cfg))) return;
     cfg.heads = 2;
     cfg.readout = KGL_READOUT_COMPLEX;
     kgl_train_config tc = {1024, 3, {0}, NULL, 1, false, false};
@@ -143,12 +150,8 @@ TEST(complex_readout_from_the_command_line)
 TEST(entity_dropout_is_its_definition)
 {
     kgl_dataset ds;
-    kgl_source src = {"family.tsv", family, sizeof family - 1};
-    char e[256];
-    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
     kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.dim = 8;
+    if (!CHECK(load_family(&ds, &cfg))) return;
     cfg.context = KGL_CONTEXT_NONE;
     cfg.n_entities = ds.n_entities;
     cfg.n_relations = ds.n_relations;
