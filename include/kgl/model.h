@@ -185,8 +185,8 @@ void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const k
  * candidates are E itself), each head's attention weights, the attention
  * output before the residual U = X + drop(O Wo) (and the FFN output before
  * its residual), and in the loss each example's head state C[i] (a mask per
- * example), then the candidates' table E of the readout. Label smoothing is the cross entropy's ε. With rng NULL no
- * dropout happens (evaluation). */
+ * example), then the readout's candidates, all of E. Label smoothing is the
+ * cross entropy's ε. With rng NULL no dropout happens (evaluation). */
 typedef struct kgl_regularisers {
     double dropout;         /* --dropout: input embeddings, before each residual */
     double attn_dropout;    /* --attn-dropout: attention weights */

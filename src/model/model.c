@@ -588,9 +588,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
        embedding it scores against): one mask on the whole table E, so each
        step scores the batch against a thinned copy of every entity. The
        query side keeps its own regularisers (--dropout, --hidden-dropout). */
-    kgl_tensor *candidates = m->entity_emb;
-    if (reg && reg->rng && reg->entity_dropout > 0)
-        candidates = kgl_dropout(t, m->entity_emb, reg->entity_dropout, reg->rng);
+    kgl_tensor *candidates = reg ? kgl_dropout(t, m->entity_emb, reg->entity_dropout, reg->rng) : m->entity_emb;
     out->scores = m->cfg.readout == KGL_READOUT_COMPLEX
                       ? kgl_trilinear_complex(t, states, m->relation_emb, candidates, heads, b->rel, b->n)
                       : kgl_trilinear(t, states, m->relation_emb, candidates, heads, b->rel, b->n);
