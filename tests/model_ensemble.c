@@ -12,10 +12,12 @@ static const char family[] = "ann\tparent\tbob\nann\tparent\tcat\nbob\tparent\td
                              "dan\tsibling\teve\neve\tsibling\tdan\nbob\tsibling\tcat\ncat\tsibling\tbob\n"
                              "ann\tlikes\tdan\nbob\tlikes\teve\ncat\tlikes\tfay\nfay\tparent\tann\n";
 
-static bool train(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, uint64_t seed, int steps)
+static bool train_readout(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, uint64_t seed, int steps,
+                          kgl_readout_kind readout)
 {
     kgl_config cfg;
     kgl_config_defaults(&cfg);
+    cfg.readout = readout;
     cfg.dim = 8;
     cfg.heads = 2;
     kgl_train_config tc = {1024, seed, {0}, NULL, 1, false, false};
@@ -24,6 +26,11 @@ static bool train(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, uint64_t seed, 
     for (int s = 0; s < steps; s++)
         if (!CHECK(isfinite(kgl_trainer_step(tr)))) return false;
     return true;
+}
+
+static bool train(test_ctx *T, kgl_dataset *ds, kgl_trainer *tr, uint64_t seed, int steps)
+{
+    return train_readout(T, ds, tr, seed, steps, KGL_READOUT_DIAGONAL);
 }
 
 static bool load_family(test_ctx *T, kgl_dataset *ds)
@@ -181,13 +188,13 @@ TEST(ensemble_prob_is_the_mean_of_the_members_softmax)
    worth measuring). */
 typedef double term_fn(const kgl_model *m, const double *C, const kgl_batch *b);
 
-static void check_loss_term(test_ctx *T, uint64_t seed, const kgl_regularisers *with, double weight, term_fn *term,
-                            double at_least)
+static void check_loss_term(test_ctx *T, uint64_t seed, kgl_readout_kind readout, const kgl_regularisers *with,
+                            double weight, term_fn *term, double at_least)
 {
     kgl_dataset ds;
     if (!load_family(T, &ds)) return;
     kgl_trainer tr;
-    if (!train(T, &ds, &tr, seed, 10)) return;
+    if (!train_readout(T, &ds, &tr, seed, 10, readout)) return;
     kgl_batch batch = test_alternating_batch(&ds);
     kgl_tape t;
     kgl_tape_init(&t);
@@ -222,6 +229,32 @@ static double relation_prediction_ce(const kgl_model *m, const double *C, const 
     return ce / b->n;
 }
 
+/* The same with the complex readout's score: each row is d/2 complex
+   numbers [re | im] and s[b,k] = Re Σ_c C[i_b,c] R[k,c] conj(E[t_b,c]),
+   written out in real arithmetic. */
+static double relation_prediction_ce_complex(const kgl_model *m, const double *C, const kgl_batch *b)
+{
+    int rows = 2 * m->cfg.n_relations, d = m->cfg.dim, h = d / 2;
+    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double ce = 0;
+    for (int k = 0; k < b->n; k++) {
+        const double *c = C + b->head[k] * d, *e = E + b->tail[k] * d;
+        double s[64], mx = -INFINITY, z = 0;
+        for (int r = 0; r < rows; r++) {
+            const double *q = R + r * d;
+            s[r] = 0;
+            for (int j = 0; j < h; j++) { /* Re (c q) conj(e) = Re(c q) e_re + Im(c q) e_im */
+                double cq_re = c[j] * q[j] - c[h + j] * q[h + j], cq_im = c[j] * q[h + j] + c[h + j] * q[j];
+                s[r] += cq_re * e[j] + cq_im * e[h + j];
+            }
+            mx = fmax(mx, s[r]);
+        }
+        for (int r = 0; r < rows; r++) z += exp(s[r] - mx);
+        ce += mx + log(z) - s[b->rel[k]];
+    }
+    return ce / b->n;
+}
+
 /* mean_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³ */
 static double mean_cubed_norms(const kgl_model *m, const double *C, const kgl_batch *b)
 {
@@ -242,7 +275,15 @@ static double mean_cubed_norms(const kgl_model *m, const double *C, const kgl_ba
 TEST(relation_loss_is_the_relation_prediction_cross_entropy)
 {
     kgl_regularisers with = {.relation_loss = 0.7};
-    check_loss_term(T, 5, &with, 0.7, relation_prediction_ce, 0.1);
+    check_loss_term(T, 5, KGL_READOUT_DIAGONAL, &with, 0.7, relation_prediction_ce, 0.1);
+}
+
+/* ... and with the complex readout, which scores every relation k as the
+   main readout scores (i, k, t) (1e-12 as above). */
+TEST(relation_loss_with_the_complex_readout_is_its_cross_entropy)
+{
+    kgl_regularisers with = {.relation_loss = 0.7};
+    check_loss_term(T, 7, KGL_READOUT_COMPLEX, &with, 0.7, relation_prediction_ce_complex, 0.1);
 }
 
 /* --n3 λ adds λ · the batch mean of the cubed absolute values of the rows
@@ -250,5 +291,5 @@ TEST(relation_loss_is_the_relation_prediction_cross_entropy)
 TEST(n3_is_the_mean_cubed_norm_of_the_rows_an_example_uses)
 {
     kgl_regularisers with = {.n3 = 0.02};
-    check_loss_term(T, 6, &with, 0.02, mean_cubed_norms, 1);
+    check_loss_term(T, 6, KGL_READOUT_DIAGONAL, &with, 0.02, mean_cubed_norms, 1);
 }

@@ -1227,8 +1227,6 @@ static const char *option_conflict(const train_opts *o)
     } rules[] = {
         /* a relation reads whole heads' columns */
         {o->lookup && complex, "--lookup needs --readout diagonal"},
-        /* its product swaps R and E */
-        {o->reg.relation_loss > 0 && complex, "--relation-loss needs --readout diagonal"},
         /* these are per (example, tail): 1-N examples have many tails */
         {o->reg.n3 > 0 && o->kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
         {o->reg.relation_loss > 0 && o->kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},

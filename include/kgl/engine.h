@@ -224,6 +224,7 @@ kgl_tensor *kgl_layernorm(kgl_tape *t, kgl_tensor *x, kgl_tensor *gamma, kgl_ten
 kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *x, int heads, kgl_tensor *gamma, kgl_tensor *beta);
 kgl_tensor *kgl_gelu(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_abs_cube(kgl_tape *t, kgl_tensor *x); /* |x|³ elementwise */
+kgl_tensor *kgl_conjugate(kgl_tape *t, kgl_tensor *x); /* rows of d/2 complex numbers [re | im]: [re | −im] */
 /* mean over rows b of  logsumexp_j z[b,j] - sum_j q[b,j] z[b,j],  with the
  * target distribution q = (1 - smoothing) onehot(targets[b]) + smoothing / cols. */
 kgl_tensor *kgl_cross_entropy(kgl_tape *t, kgl_tensor *logits, const int *targets, double smoothing);

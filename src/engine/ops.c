@@ -1193,6 +1193,54 @@ static void abs_cube_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_ca
 static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
+ * conjugate: each row is d/2 complex numbers [re | im] (as in the complex
+ * readout), and Y = conj(X): the real half is copied, the imaginary half
+ * negated,  Y[:, k] = s_k X[:, k],  s_k = +1 for k < d/2, −1 for k ≥ d/2.
+ * Y is linear in X with a diagonal ±1 Jacobian, its own transpose:
+ *   dX[:, k] += s_k dY[:, k].
+ * (The relation loss with the complex readout scores every relation k as
+ *  Re Σ_c C[i,c] R[k,c] conj(E[t,c]) = Re Σ_c conj(C[i,c]) E[t,c] conj(R[k,c]),
+ *  which is trilinear_complex with conj(C) as its first input.)
+ * ======================================================================== */
+static const kgl_op op_conjugate;
+
+static void conjugate_backward(kgl_node *nd)
+{
+    kgl_tensor *X = nd->in[0], *Y = nd->out;
+    int d = X->cols, h = d / 2;
+    for (int i = 0; i < X->rows; i++)
+        for (int k = 0; k < d; k++) X->grad[(size_t)i * d + k] += (k < h ? 1.0 : -1.0) * Y->grad[(size_t)i * d + k];
+}
+
+kgl_tensor *kgl_conjugate(kgl_tape *t, kgl_tensor *X)
+{
+    if (X->cols % 2) kgl_die("conjugate: width %d is odd (a row is d/2 complex numbers)", X->cols);
+    kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
+    int d = X->cols, h = d / 2;
+    for (int i = 0; i < X->rows; i++)
+        for (int k = 0; k < d; k++) {
+            kgl_real x = X->data[(size_t)i * d + k];
+            Y->data[(size_t)i * d + k] = k < h ? x : -x;
+        }
+    kgl_record(t, &op_conjugate, Y, 1, &X);
+    return Y;
+}
+
+static kgl_tensor *conjugate_run(kgl_tape *t, const kgl_check_case *c) { return kgl_conjugate(t, c->inputs[0]); }
+
+/* one complex number a row, and several; a single row */
+static void conjugate_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int rows[] = {3, 4, 1}, cols[] = {2, 6, 8};
+    c->inputs[0] = kgl_check_input(keep, rng, rows[which], cols[which], 1, 0);
+    c->n_inputs = 1;
+    c->run = conjugate_run;
+    snprintf(c->label, sizeof c->label, "%dx%d", rows[which], cols[which]);
+}
+
+static const kgl_op op_conjugate = {"conjugate", conjugate_backward, {3, conjugate_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+
+/* ========================================================================
  * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
  * B rows):  L = (1/B) Σ_b [ lse(z_b) − Σ_j q_bj z_bj ],
  *   q_b = (1 − ε) onehot(t_b) + ε/n   (ε = node->alpha, label smoothing),
@@ -1787,7 +1835,7 @@ double kgl_softmax_jacobian_fro(const kgl_real *p, int n)
 
 const kgl_op *const kgl_op_registry[] = {
     &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
-    &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube,
+    &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube, &op_conjugate,
     &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
     &kgl_op_gather_sum_rows, &kgl_op_segment_scores, &kgl_op_segment_softmax, &kgl_op_segment_weighted_sum, /* ops_segment.c */

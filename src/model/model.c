@@ -595,14 +595,19 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
     double eps = reg ? reg->label_smoothing : 0.0;
     out->main_loss = answers ? kgl_multilabel_ce(t, out->scores, answer_off, answers, eps)
                              : kgl_cross_entropy(t, out->scores, b->tail, eps);
-    if (reg && reg->relation_loss > 0) { /* (kgl train refuses it with the complex readout) */
-        if (m->cfg.readout != KGL_READOUT_DIAGONAL) kgl_die("relation loss: defined for the diagonal readout only");
-        /* Relation prediction (Chen et al. 2021): the same trilinear product
-           with the roles of R and E swapped, Σ_c C[i,c] E[t,c] R[k,c] for
-           every relation row k (inverses included), and a cross entropy
-           against the example's own row r. Its gradient reaches R through
-           every row, not only the batch's, and E through the tails. */
-        kgl_tensor *rel_scores = kgl_trilinear(t, states, candidates, m->relation_emb, heads, b->tail, b->n);
+    if (reg && reg->relation_loss > 0) {
+        /* Relation prediction (Chen et al. 2021): the readout's own score of
+           (i, k, t) for every relation row k (inverses included), and a
+           cross entropy against the example's own row r. Its gradient
+           reaches R through every row, not only the batch's, and E through
+           the tails. Diagonal: Σ_c C[i,c] E[t,c] R[k,c], the trilinear
+           product with the roles of R and E swapped. Complex: Re Σ_c C[i,c]
+           R[k,c] conj(E[t,c]) = Re Σ_c conj(C[i,c]) E[t,c] conj(R[k,c]),
+           the complex product with conj(C) in the first place. */
+        kgl_tensor *rel_scores =
+            m->cfg.readout == KGL_READOUT_COMPLEX
+                ? kgl_trilinear_complex(t, kgl_conjugate(t, states), candidates, m->relation_emb, heads, b->tail, b->n)
+                : kgl_trilinear(t, states, candidates, m->relation_emb, heads, b->tail, b->n);
         kgl_tensor *rel_loss = kgl_cross_entropy(t, rel_scores, b->rel, eps);
         out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
     }
@@ -715,7 +720,7 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
 const char *kgl_layer_check_name(int which)
 {
     static const char *const names[KGL_LAYER_CHECKS] = {"no FFN", "FFN 16", "FFN 16 + supervised heads",
-                                                         "qk-norm, temperature, complex",
+                                                         "complex + relation loss, qk-norm",
                                                          "FFN 16 + dropout + smooth",
                                                          "graph, K 2, FFN, qk-norm, dropout",
                                                          "no context (DistMult)",
@@ -777,8 +782,11 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
                             .relation_loss = 0.5, .n3 = 0.1, .entity_dropout = 0.25, .rng = &drop_rng};
-    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, which == 4 || which == 5 ? &reg : NULL, 1e-6,
-                                    res);
+    /* which 3: the complex readout's relation loss (no masks: every
+       evaluation is the same function) */
+    kgl_regularisers complex_reg = {.relation_loss = 0.5, .label_smoothing = 0.1};
+    const kgl_regularisers *use = which == 4 || which == 5 ? &reg : which == 3 ? &complex_reg : NULL;
+    int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, use, 1e-6, res);
     kgl_model_free(&m);
     return n;
 }
