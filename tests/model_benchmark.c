@@ -470,4 +470,15 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(strstr(err, "typo seed 1 failed") && strstr(err, "unknown option '--frobnicate'"));
     CHECK(run_kgl(T, "benchmark --seeds 1,x", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--seeds expects") != NULL);
+    /* a config's formulas are computed from its dataset, as a recipe's
+       (acad: 13 entities, so 13 + 4 = 17 steps) */
+    snprintf(cmd, sizeof cmd, "printf -- '--dim 8 --heads 2 --steps =n_entities+4 --eval-every 10\n' > %s/cfg/acad.args",
+             T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1 --out %s/fout", T->tmp,
+             T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
+    snprintf(path, sizeof path, "%s/fout/acad-seed1.json", T->tmp);
+    n = read_text(path, text, sizeof text);
+    CHECK(n > 0 && strstr(text, "{\"steps\":17,") != NULL);
 }

@@ -67,6 +67,7 @@ const char *kgl_benchmark_display_name(const char *d)
 /* The options of CONFIGS/<name>.args: whitespace-separated words; '#' starts
    a comment that runs to the end of its line. */
 static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *err, size_t cap);
+static kgl_benchmark_config_status as_recipe(kgl_benchmark_dataset *d, kgl_benchmark_config_status st);
 
 kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, const char *configs,
                                                       const char *name, char *err, size_t cap)
@@ -79,12 +80,22 @@ kgl_benchmark_config_status kgl_benchmark_load_config(kgl_benchmark_dataset *d, 
         return KGL_BENCHMARK_CONFIG_UNREADABLE;
     }
     memcpy(d->config_path, path, sizeof path);
-    return load_words(d, err, cap);
+    return as_recipe(d, load_words(d, err, cap));
 }
 
-/* The same file for every dataset, given to kgl train as --recipe FILE (its
-   formulas are computed there, from each dataset's counts); the words are
-   read here for the checks and the report. */
+/* A file read and checked: kgl train is given it as --recipe FILE, which
+   computes its "=EXPR" formulas from the dataset's counts (the words stay in
+   args_text for the report). */
+static kgl_benchmark_config_status as_recipe(kgl_benchmark_dataset *d, kgl_benchmark_config_status st)
+{
+    if (st != KGL_BENCHMARK_CONFIG_OK) return st;
+    d->argv[0] = "--recipe";
+    d->argv[1] = d->config_path;
+    d->argc = 2;
+    return st;
+}
+
+/* The same file for every dataset. */
 kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, const char *recipe,
                                                       const char *name, char *err, size_t cap)
 {
@@ -95,12 +106,7 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
         return KGL_BENCHMARK_CONFIG_UNREADABLE;
     }
     snprintf(d->config_path, sizeof d->config_path, "%s", recipe);
-    kgl_benchmark_config_status st = load_words(d, err, cap);
-    if (st != KGL_BENCHMARK_CONFIG_OK) return st;
-    d->argv[0] = "--recipe";
-    d->argv[1] = d->config_path;
-    d->argc = 2;
-    return st;
+    return as_recipe(d, load_words(d, err, cap));
 }
 
 /* d->config_path's words into d->argv and d->args_text, checked. */
