@@ -139,12 +139,12 @@ TEST(single_recipe_width_is_capped)
 }
 
 /* data/bench/kinship.args, Kinship's hand-tuned single model, is what
-   `kgl benchmark --configs data/bench` runs there: its literal batch is
-   single.args's ten equal batches an epoch of Kinship's 2 x 8,544 examples
-   (so the two differ only where the file says: width 480 and the relation
-   loss), and it trains as one model. Kinship's training split is counted
-   here, not assumed. */
-TEST(kinship_config_is_single_args_wider_with_relation_loss)
+   `kgl benchmark --configs data/bench` runs there (as --recipe, so its
+   formulas are computed): single.args's ten equal batches an epoch of
+   Kinship's 2 x 8,544 examples (1,709), at width 720 with the complex
+   readout and the relation loss, and it trains as one model. Kinship's
+   training split is counted here, not assumed. */
+TEST(kinship_config_is_single_args_wider_complex_with_relation_loss)
 {
     size_t bytes = 0;
     char *train = test_slurp("data/kg/kinship/train.txt", &bytes);
@@ -155,19 +155,21 @@ TEST(kinship_config_is_single_args_wider_with_relation_loss)
     CHECK(lines == 8544);
     char *text = test_slurp("data/bench/kinship.args", NULL);
     if (!CHECK(text != NULL)) return;
-    char want[64];
-    snprintf(want, sizeof want, "\n--batch %ld ", (2 * lines + 9) / 10);
-    CHECK(strstr(text, want) != NULL);
-    CHECK(strstr(text, "\n--dim 480 ") != NULL);
-    CHECK(strstr(text, "\n--relation-loss 1.0") != NULL);
+    CHECK(strstr(text, "\n--dim 720 ") != NULL);
+    CHECK(strstr(text, " --readout complex\n") != NULL);
+    CHECK(strstr(text, "\n--relation-loss 1.5\n") != NULL);
     free(text);
-    /* the options parse and train one model: E 104x480, R 50x480, four
-       480x480, ln1 2x480, qk-norm 4x120, one temperature per head (4) */
-    CHECK(run_kgl(T,
-                  "train --recipe data/bench/kinship.args --train data/kg/kinship/train.txt --valid "
-                  "data/kg/kinship/valid.txt --steps 1 --json --quiet",
-                  out, sizeof out, err, sizeof err) == 0);
-    CHECK(strstr(out, "\"params\":996964,") != NULL && strstr(out, "\"ensemble\":1") != NULL);
+    const char *run = "train --recipe data/bench/kinship.args --train data/kg/kinship/train.txt --valid "
+                      "data/kg/kinship/valid.txt --steps 1";
+    char want[64], cmd[512];
+    snprintf(want, sizeof want, " --batch %ld ", (2 * lines + 9) / 10);
+    CHECK(run_kgl(T, run, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, want) != NULL && strstr(err, " --readout complex ") != NULL);
+    /* E 104x720, R 50x720, four 720x720, ln1 2x720, qk-norm 4x180, one
+       temperature per head (4) */
+    snprintf(cmd, sizeof cmd, "%s --json --quiet", run);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"params\":2186644,") != NULL && strstr(out, "\"ensemble\":1") != NULL);
 }
 
 /* kgl benchmark --recipe FILE: every dataset's runs get --recipe FILE, and
