@@ -210,43 +210,34 @@ static void check_loss_term(test_ctx *T, uint64_t seed, kgl_readout_kind readout
     kgl_dataset_free(&ds);
 }
 
-/* mean_b (logsumexp_k s[b,k] − s[b,r_b]), s[b,k] = Σ_c C[i_b,c] E[t_b,c] R[k,c] */
+/* The readout's score of (c, q, e) written out in real arithmetic:
+   diagonal Σ_j c_j q_j e_j; complex (rows of d/2 complex numbers [re | im])
+   Re Σ_j c_j q_j conj(e_j) = Σ_j Re(c q)_j e_re,j + Im(c q)_j e_im,j. */
+static double readout_score(bool complex, const double *c, const double *q, const double *e, int d)
+{
+    double s = 0;
+    if (!complex)
+        for (int j = 0; j < d; j++) s += c[j] * q[j] * e[j];
+    else
+        for (int j = 0, h = d / 2; j < h; j++) {
+            double cq_re = c[j] * q[j] - c[h + j] * q[h + j], cq_im = c[j] * q[h + j] + c[h + j] * q[j];
+            s += cq_re * e[j] + cq_im * e[h + j];
+        }
+    return s;
+}
+
+/* mean_b (logsumexp_k s[b,k] − s[b,r_b]), s[b,k] the readout's score of
+   (i_b, k, t_b) for every relation row k */
 static double relation_prediction_ce(const kgl_model *m, const double *C, const kgl_batch *b)
 {
     int rows = 2 * m->cfg.n_relations, d = m->cfg.dim;
+    bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
     const double *E = m->entity_emb->data, *R = m->relation_emb->data;
     double ce = 0;
     for (int k = 0; k < b->n; k++) {
         double s[64], mx = -INFINITY, z = 0;
         for (int r = 0; r < rows; r++) {
-            s[r] = 0;
-            for (int c = 0; c < d; c++) s[r] += C[b->head[k] * d + c] * E[b->tail[k] * d + c] * R[r * d + c];
-            mx = fmax(mx, s[r]);
-        }
-        for (int r = 0; r < rows; r++) z += exp(s[r] - mx);
-        ce += mx + log(z) - s[b->rel[k]];
-    }
-    return ce / b->n;
-}
-
-/* The same with the complex readout's score: each row is d/2 complex
-   numbers [re | im] and s[b,k] = Re Σ_c C[i_b,c] R[k,c] conj(E[t_b,c]),
-   written out in real arithmetic. */
-static double relation_prediction_ce_complex(const kgl_model *m, const double *C, const kgl_batch *b)
-{
-    int rows = 2 * m->cfg.n_relations, d = m->cfg.dim, h = d / 2;
-    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
-    double ce = 0;
-    for (int k = 0; k < b->n; k++) {
-        const double *c = C + b->head[k] * d, *e = E + b->tail[k] * d;
-        double s[64], mx = -INFINITY, z = 0;
-        for (int r = 0; r < rows; r++) {
-            const double *q = R + r * d;
-            s[r] = 0;
-            for (int j = 0; j < h; j++) { /* Re (c q) conj(e) = Re(c q) e_re + Im(c q) e_im */
-                double cq_re = c[j] * q[j] - c[h + j] * q[h + j], cq_im = c[j] * q[h + j] + c[h + j] * q[j];
-                s[r] += cq_re * e[j] + cq_im * e[h + j];
-            }
+            s[r] = readout_score(complex, C + b->head[k] * d, R + r * d, E + b->tail[k] * d, d);
             mx = fmax(mx, s[r]);
         }
         for (int r = 0; r < rows; r++) z += exp(s[r] - mx);
@@ -283,7 +274,7 @@ TEST(relation_loss_is_the_relation_prediction_cross_entropy)
 TEST(relation_loss_with_the_complex_readout_is_its_cross_entropy)
 {
     kgl_regularisers with = {.relation_loss = 0.7};
-    check_loss_term(T, 7, KGL_READOUT_COMPLEX, &with, 0.7, relation_prediction_ce_complex, 0.1);
+    check_loss_term(T, 7, KGL_READOUT_COMPLEX, &with, 0.7, relation_prediction_ce, 0.1);
 }
 
 /* --n3 λ adds λ · the batch mean of the cubed absolute values of the rows
