@@ -172,6 +172,52 @@ TEST(kinship_config_is_single_args_wider_complex_with_relation_loss)
     CHECK(strstr(out, "\"params\":2186644,") != NULL && strstr(out, "\"ensemble\":1") != NULL);
 }
 
+/* data/bench/baseline: the per-dataset models without the layer. Each runs
+   with no warning (no option of the layer left in it), has only the two
+   embedding tables (n x d entities, 2m x d relation rows), and, for Kinship
+   and Nations, keeps every training option of the layer's file: the two
+   differ only in the layer, which is what "What the layer adds" compares. */
+TEST(baseline_configs_are_the_readout_alone)
+{
+    static const struct {
+        const char *name;
+        long params; /* (n + 2m) d */
+        bool same_training;
+    } sets[] = {
+        {"umls", (135 + 2 * 46) * 1000L, false}, /* tuned on its own: width 1000, complex */
+        {"kinship", (104 + 2 * 25) * 720L, true},
+        {"nations", (14 + 2 * 55) * 64L, true},
+    };
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        char path[128], cmd[512], want[64];
+        snprintf(path, sizeof path, "data/bench/baseline/%s.args", sets[k].name);
+        char *text = test_slurp(path, NULL);
+        if (!CHECK(text != NULL)) continue;
+        CHECK(strstr(text, "\n--context none ") != NULL);
+        snprintf(cmd, sizeof cmd, "train --recipe %s --train data/kg/%s/train.txt --valid data/kg/%s/valid.txt --steps 1 --json --quiet",
+                 path, sets[k].name, sets[k].name);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        CHECK(strstr(err, "warning") == NULL);
+        snprintf(want, sizeof want, "\"params\":%ld,", sets[k].params);
+        CHECK(strstr(out, want) != NULL);
+        if (sets[k].same_training) { /* every line of the layer's file but its model line */
+            snprintf(path, sizeof path, "data/bench/%s.args", sets[k].name);
+            char *layer = test_slurp(path, NULL);
+            if (CHECK(layer != NULL)) {
+                int lines = 0;
+                for (char *line = strtok(layer, "\n"); line; line = strtok(NULL, "\n")) {
+                    if (line[0] == '#' || strncmp(line, "--dim ", 6) == 0) continue;
+                    lines++;
+                    if (!CHECK(strstr(text, line) != NULL)) fprintf(stderr, "  %s: not in the baseline\n", line);
+                }
+                CHECK(lines >= 3);
+            }
+            free(layer);
+        }
+        free(text);
+    }
+}
+
 /* kgl benchmark --recipe FILE: every dataset's runs get --recipe FILE, and
    the file is checked as a per-dataset file is, before anything runs. */
 TEST(recipe_in_the_benchmark)
