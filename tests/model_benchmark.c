@@ -384,6 +384,7 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(strstr(out, "| **kgl**, one model, realistic ties (mean ± std, 2 seeds) |") != NULL);
     CHECK(strstr(out, "| **kgl**, one model, optimistic ties (mean ± std, 2 seeds) |") != NULL);
     CHECK(strstr(out, "`--dim 8 --heads 2 --steps 20 --eval-every 10 --dropout 0.1`") != NULL);
+    CHECK(strstr(out, "\nkgl: one layer, 456 parameters; options (") != NULL);
     /* every run's files, named: its --json output, its CSV log, its checkpoint */
     static char text[1 << 20];
     char path[1024];
@@ -393,7 +394,9 @@ TEST(benchmark_command_runs_tables_and_results_json)
             snprintf(path, sizeof path, "%s/bout/acad-seed%d.%s", T->tmp, seed, ext[k]);
             size_t n = read_text(path, text, sizeof text);
             if (!CHECK(n > 0)) printf("    missing or empty: %s\n", path);
-            if (k == 0) CHECK(n > 0 && text[0] == '{' && strstr(text, "\"best_valid_mrr\":") != NULL);
+            if (k == 0)
+                CHECK(n > 0 && text[0] == '{' && strstr(text, "\"best_valid_mrr\":") != NULL &&
+                      strstr(text, "\"context\":\"full\"") != NULL);
             if (k == 1) CHECK(n > 0 && strncmp(text, "step,loss,", 10) == 0);
         }
     }
@@ -444,6 +447,16 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(strstr(out, "### Kinship: filtered test ranking") != NULL);
     CHECK(strstr(out, "| ConvE (Dettmers et al. 2018) | 0.83 | 0.74 | 0.92 | 0.98 |") != NULL);
     CHECK(strstr(out, "| ComplEx-N3 + relation prediction (Chen et al. 2021, AKBC) | 0.916 | 0.866 | — | — | — |") != NULL);
+
+    /* a config without the layer is named so, not "one layer": E 13x8 and R 10x8 alone */
+    snprintf(cmd, sizeof cmd, "printf -- '--context none --dim 8\\n--steps 20 --eval-every 10\\n' > %s/cfg/nolayer.args && "
+             "mkdir -p %s/kg/nolayer && cp %s/kg/acad/* %s/kg/nolayer/", T->tmp, T->tmp, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nolayer --seeds 1 --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\nkgl: no layer (`--context none`: the readout on the embeddings), 184 parameters;") != NULL);
+    CHECK(strstr(out, "one layer") == NULL);
 
     /* errors: a missing data folder, a config that sets what the command sets */
     snprintf(cmd, sizeof cmd, "benchmark --data %s/nowhere --configs %s/cfg --datasets acad", T->tmp, T->tmp);

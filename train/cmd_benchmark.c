@@ -272,13 +272,14 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         printf("\n");
     }
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
+    const char *model = runs[0].no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer";
     if (runs[0].ensemble > 1)
-        printf("\nkgl: an ensemble of %ld one-layer models (each selected on valid at its own best step), %ld "
+        printf("\nkgl: an ensemble of %ld models of %s (each selected on valid at its own best step), %ld "
                "parameters in all; options (`%s`): `%s`.\n",
-               runs[0].ensemble, runs[0].params, job->config_path, job->args_text);
+               runs[0].ensemble, model, runs[0].params, job->config_path, job->args_text);
     else
-        printf("\nkgl: one layer, %ld parameters; options (`%s`): `%s`.\n", runs[0].params, job->config_path,
-           job->args_text);
+        printf("\nkgl: %s, %ld parameters; options (`%s`): `%s`.\n", model, runs[0].params, job->config_path,
+               job->args_text);
     double peak = 0;
     for (int i = 0; i < n_seeds; i++) peak = fmax(peak, runs[i].peak_mb);
     printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "

@@ -835,7 +835,8 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
             kgl_json_number(stdout, rs->best_mrr);
             printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
         }
-        printf(",\"params\":%zu,\"ensemble\":%d", params, members);
+        printf(",\"params\":%zu,\"ensemble\":%d,\"context\":\"%s\"", params, members,
+               kgl_context_name(rs->o->cfg.context));
         if (members > 1) { /* each member alone */
             printf(",\"members\":[");
             for (int k = 0; k < members; k++) {

@@ -123,6 +123,8 @@ void kgl_config_defaults(kgl_config *cfg);
  * or NULL when the configuration is valid. */
 const char *kgl_config_error(const kgl_config *cfg);
 int kgl_config_relation_rows(const kgl_config *cfg);
+/* "full", "graph" or "none": the word of --context and of the checkpoint's metadata. */
+const char *kgl_context_name(kgl_context_kind context);
 double kgl_config_tau(const kgl_config *cfg);
 
 /* Declares and allocates the parameters (all zero); then either initialise

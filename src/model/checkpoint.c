@@ -84,7 +84,6 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
     snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
     static const char *const sched_names[] = {"constant", "cosine", "linear"};
-    static const char *const context_names[] = {"full", "graph", "none"};
     char neighbours[24];
     snprintf(neighbours, sizeof neighbours, "%d", c->neighbours);
     char *entities = kgl_join(ds->entity_names, ds->n_entities, '\n');
@@ -103,7 +102,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
         "targets", st->kvsall ? "kvsall" : "1vsall",
         "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
-        "context", context_names[c->context], "neighbours", neighbours, "query", c->query_relation ? "relation" : "entity",
+        "context", kgl_context_name(c->context), "neighbours", neighbours, "query", c->query_relation ? "relation" : "entity",
         "precision", KGL_PRECISION,
         "run_id", st->run_id, /* last: left out when empty */
     };

@@ -62,6 +62,12 @@ const char *kgl_config_error(const kgl_config *cfg)
     return NULL;
 }
 
+const char *kgl_context_name(kgl_context_kind context)
+{
+    static const char *const names[] = {"full", "graph", "none"};
+    return (unsigned)context < 3 ? names[context] : "?";
+}
+
 int kgl_config_relation_rows(const kgl_config *cfg) { return cfg->reciprocal ? 2 * cfg->n_relations : cfg->n_relations; }
 
 double kgl_config_tau(const kgl_config *cfg)
