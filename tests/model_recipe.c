@@ -279,7 +279,7 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
     write_tmp(T, 2, "kg/fam/test.txt", test, sizeof test - 1);
     snprintf(cmd, sizeof cmd, "benchmark --data '%s/kg' --datasets fam --seeds 1 --out '%s/fb'", T->tmp, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
-    CHECK(strstr(out, "an ensemble of 10 models of one layer") != NULL);
+    CHECK(strstr(out, "an ensemble of 10 one-layer models") != NULL);
     /* its rows say they are an ensemble's, with the cost, not beside the single models as one of them */
     CHECK(strstr(out, "| **kgl, ensemble of 10** (10 models trained a run, ") != NULL);
     CHECK(strstr(out, "**kgl**, one model") == NULL);
