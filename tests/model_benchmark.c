@@ -457,6 +457,13 @@ TEST(benchmark_command_runs_tables_and_results_json)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "\nkgl: no layer (`--context none`: the readout on the embeddings), 184 parameters;") != NULL);
     CHECK(strstr(out, "one layer") == NULL);
+    snprintf(cmd, sizeof cmd, "printf -- '--ensemble 2\\n' >> %s/cfg/nolayer.args", T->tmp); /* and an ensemble of them */
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nolayer --seeds 1 --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\nkgl: an ensemble of 2 models without the layer (`--context none`) (each selected") != NULL);
+    CHECK(strstr(out, "one-layer") == NULL);
 
     /* errors: a missing data folder, a config that sets what the command sets */
     snprintf(cmd, sizeof cmd, "benchmark --data %s/nowhere --configs %s/cfg --datasets acad", T->tmp, T->tmp);
