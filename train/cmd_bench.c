@@ -122,10 +122,9 @@ int cmd_bench(int argc, char **argv)
     if (json) {
         printf("{\"impl\":\"kgl\",\"train\":");
         kgl_json_string(stdout, graph);
-        static const char *const contexts[] = {"full", "graph", "none"};
         printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"qk_norm\":%s,\"context\":\"%s\",\"neighbours\":%d,"
                "\"query\":\"%s\",\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",",
-               s.dim, s.heads, s.ffn, s.qk_norm ? "true" : "false", contexts[s.context], s.neighbours,
+               s.dim, s.heads, s.ffn, s.qk_norm ? "true" : "false", kgl_context_name(s.context), s.neighbours,
                s.query_relation ? "relation" : "entity", r.batch, r.threads, r.isa, KGL_PRECISION);
         printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
                r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
@@ -139,11 +138,10 @@ int cmd_bench(int argc, char **argv)
         json_num_or_null("peak_rss_mb", r.peak_rss_mb, false);
         printf("}\n");
     } else {
-        static const char *const contexts[] = {"full", "graph", "none"};
         char ctx[48];
         if (s.context == KGL_CONTEXT_GRAPH)
             snprintf(ctx, sizeof ctx, "graph K %d%s", s.neighbours, s.query_relation ? ", query asks the relation" : "");
-        else snprintf(ctx, sizeof ctx, "%s", contexts[s.context]);
+        else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(s.context));
         printf("kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
                r.n_entities, s.dim, s.heads, s.qk_norm ? " qk-norm" : "", s.ffn, ctx, r.batch, r.threads,
                r.threads == 1 ? "" : "s", r.isa, KGL_PRECISION);

@@ -273,13 +273,12 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         printf("\n");
     }
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
-    bool no_layer = runs[0].no_layer;
-    const char *model = no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer";
+    const char *model = runs[0].no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer",
+               *members = runs[0].no_layer ? "models without the layer (`--context none`)" : "one-layer models";
     if (runs[0].ensemble > 1)
         printf("\nkgl: an ensemble of %ld %s (each selected on valid at its own best step), %ld "
                "parameters in all; options (`%s`): `%s`.\n",
-               runs[0].ensemble, no_layer ? "models without the layer (`--context none`)" : "one-layer models",
-               runs[0].params, job->config_path, job->args_text);
+               runs[0].ensemble, members, runs[0].params, job->config_path, job->args_text);
     else
         printf("\nkgl: %s, %ld parameters; options (`%s`): `%s`.\n", model, runs[0].params, job->config_path,
                job->args_text);
