@@ -595,6 +595,28 @@ TEST(adam_matches_torch_by_hand)
     kgl_optim_step(&o, &ps);
     kgl_optim_step(&o, &ps);
     CHECK_NEAR(x->data[0], 1.0 - 0.1 * 1 - 0.1 * 1.9, 1e-15);
+    /* Adagrad as torch.optim.Adagrad: gradient 2 then 1, so the sums are 4
+       then 5 and the steps lr·2/(√4 + eps), lr·1/(√5 + eps) with torch's
+       eps 1e-10; then with decoupled weight decay θ(1 − lr·wd) first, and
+       the sum keeps growing (√9 = 3 at the third step). */
+    kgl_optim_defaults(&o);
+    o.kind = KGL_OPT_ADAGRAD;
+    o.eps = KGL_ADAGRAD_EPS;
+    o.lr = 0.1;
+    x->data[0] = 1.0;
+    ps.p[0].m[0] = 0;
+    x->grad[0] = 2.0;
+    kgl_optim_step(&o, &ps);
+    CHECK_NEAR(x->data[0], 1.0 - 0.1 * 2 / (2 + 1e-10), 1e-15);
+    x->grad[0] = 1.0;
+    kgl_optim_step(&o, &ps);
+    double after2 = 1.0 - 0.1 * 2 / (2 + 1e-10) - 0.1 * 1 / (sqrt(5.0) + 1e-10);
+    CHECK_NEAR(x->data[0], after2, 1e-15);
+    CHECK_NEAR(ps.p[0].m[0], 5.0, 0); /* the sum of squares, exactly */
+    o.weight_decay = 0.5;
+    x->grad[0] = 2.0;
+    kgl_optim_step(&o, &ps);
+    CHECK_NEAR(x->data[0], after2 * (1 - 0.1 * 0.5) - 0.1 * 2 / (3 + 1e-10), 1e-15);
     kgl_params_free(&ps);
 }
 

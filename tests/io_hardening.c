@@ -155,6 +155,24 @@ TEST(hardening_non_finite_forward_is_an_error)
     if (!CHECK(strstr(err, "(tensor scores") != NULL)) printf("    rc %d, stdout: %.200s\n    stderr: %s\n", rc, out, err);
 }
 
+/* Adagrad's state is a sum of squares too: a negative one is refused. */
+TEST(hardening_adagrad_state_validated_on_load)
+{
+    const char *base = hpath(T, 0, "hard_adagrad.st");
+    const char *bad = hpath(T, 1, "hard_adagrad_neg.st");
+    char args[1024];
+    snprintf(args, sizeof args, "train --steps 3 --optimizer adagrad --lr 0.1 --quiet --save '%s'", base);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    CHECK(rewrite_checkpoint(base, bad, NULL, NULL, "adagrad.sum.attn.wq", -1));
+    snprintf(args, sizeof args, "train --steps 3 --quiet --resume '%s'", base);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0); /* the file as written resumes */
+    snprintf(args, sizeof args, "train --steps 3 --quiet --resume '%s'", bad);
+    int rc = run_kgl(T, args, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 2) || !CHECK(strstr(err, "tensor 'adagrad.sum.attn.wq' holds -") != NULL) ||
+        !CHECK(strstr(err, "cannot be negative") != NULL))
+        printf("    rc %d, stderr: %s\n", rc, err);
+}
+
 /* Issue 25, defect 9: a negative Adam second moment (a running mean of
    squares) was accepted and ended in a NaN loss with advice to lower --lr;
    constants Adam divides by were accepted at 0 (eps) and 1 (beta1, beta2). */

@@ -183,6 +183,45 @@ TEST(train_log_csv)
     CHECK(rows == 3 && steps[0] == 10 && steps[1] == 20 && steps[2] == 25);
 }
 
+/* A checkpoint resumed with another optimiser: the new one starts with no
+   state and its own constants, and says so. Adam's first moment read as
+   Adagrad's sum of squares would be negative in places: √ of it is NaN, the
+   run would stop, and the saved sums below would not all be g² sums. */
+TEST(resume_with_another_optimizer_starts_afresh)
+{
+    char cmd[2048], a[400], b[400];
+    snprintf(a, sizeof a, "%s/adam.st", T->tmp);
+    snprintf(b, sizeof b, "%s/adagrad.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 20 --quiet --save %s", a);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s --optimizer adagrad --lr 0.1 --steps 20 --quiet --save %s", a, b);
+    int rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 0)) printf("    rc %d: %s\n", rc, err);
+    CHECK(strstr(err, "was trained with another optimiser; this one starts with no state") != NULL);
+    kgl_st_file f;
+    char e[512];
+    if (!CHECK(kgl_st_read(b, &f, e, sizeof e))) return;
+    const char *opt = kgl_st_meta(&f, "optimizer"), *eps = kgl_st_meta(&f, "eps");
+    CHECK(opt && strcmp(opt, "adagrad") == 0);
+    CHECK(eps && strtod(eps, NULL) == KGL_ADAGRAD_EPS); /* Adagrad's own, not the checkpoint's 1e-8 */
+    CHECK(kgl_st_find(&f, "adam.m.attn.wq") == NULL);
+    const kgl_st_tensor *sum = kgl_st_find(&f, "adagrad.sum.attn.wq");
+    if (CHECK(sum != NULL)) {
+        size_t n = (size_t)sum->shape[0] * (size_t)(sum->ndim == 2 ? sum->shape[1] : 1);
+        double lowest = INFINITY, highest = 0;
+        for (size_t i = 0; i < n; i++) {
+            lowest = fmin(lowest, sum->data[i]);
+            highest = fmax(highest, sum->data[i]);
+        }
+        CHECK(lowest >= 0 && highest > 0); /* 20 steps of squared gradients, nothing carried from Adam */
+    }
+    kgl_st_free(&f);
+    /* and the same checkpoint resumed with its own optimiser says nothing */
+    snprintf(cmd, sizeof cmd, "train --resume %s --steps 2 --quiet", b);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "another optimiser") == NULL);
+}
+
 /* 50 steps, save, resume for 50 more = 100 steps in one run, bit for bit;
    also from a --steps 0 checkpoint, and with shuffled mini-batches (the
    checkpoint carries the shuffle state and the position in the epoch). */
@@ -190,6 +229,7 @@ TEST(resume_is_exact)
 {
     static const char *const variants[] = {"", "--batch 10", "--ffn 8 --supervise-heads advises=0,authored=1",
                                            "--optimizer sgd --momentum 0.9 --lr 0.1 --batch 16",
+                                           "--optimizer adagrad --lr 0.1 --batch 16 --weight-decay 0.1",
                                            /* the dropout stream and the regularisers are in the checkpoint */
                                            "--batch 10 --ffn 8 --dropout 0.2 --attn-dropout 0.1 --hidden-dropout 0.2 --label-smoothing 0.1",
                                            "--dropout 0.1 --lr-schedule cosine --decay-steps 100 --warmup 10",
@@ -438,7 +478,7 @@ TEST(train_option_errors_exit_2)
         {"train --supervise-heads advises=2", "--supervise-heads: head '2' for advises must be a number from 0 to 1"},
         {"train --supervise-heads advises", "'advises' is not RELATION=HEAD"},
         {"train --supervise-heads nope=0", "no relation 'nope'"},
-        {"train --optimizer rmsprop", "--optimizer expects adam or sgd"},
+        {"train --optimizer rmsprop", "--optimizer expects adam, sgd or adagrad"},
         {"train --momentum 0.9", "--momentum applies to --optimizer sgd"},
         {"train --resume /nonexistent.st", "/nonexistent.st"},
         {"eval", "--checkpoint is required"},

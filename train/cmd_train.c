@@ -46,7 +46,8 @@ static const char help[] =
     "  --batch B            examples per step (default 1024; all of them in file\n"
     "                       order when they fit, else a seeded shuffle per epoch)\n"
     "  --weight-decay W     decoupled weight decay: AdamW (default 0)\n"
-    "  --optimizer adam|sgd optimiser (default adam, as torch.optim.Adam)\n"
+    "  --optimizer O        adam (default, as torch.optim.Adam), sgd, or adagrad (as\n"
+    "                       torch.optim.Adagrad, eps 1e-10: Chen et al.'s and LibKGE's)\n"
     "  --momentum M         SGD momentum (default 0)\n"
     "  --seed N             initialisation and shuffle seed (default 1)\n"
     "  --threads T          threads (default 0: one per core); every result is the\n"
@@ -254,10 +255,10 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
             o->kvsall = k == 1;
             o->set_targets = true;
         } else if (cli_is(&a, "--optimizer")) {
-            static const char *const words[] = {"adam", "sgd"};
+            static const char *const words[] = {"adam", "sgd", "adagrad"}; /* kgl_optimizer_kind's order */
             int k;
-            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
-            o->optim.kind = k == 0 ? KGL_OPT_ADAM : KGL_OPT_SGD;
+            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
+            o->optim.kind = (kgl_optimizer_kind)k;
             o->set_optimizer = true;
         } else if (cli_is(&a, "--momentum")) {
             if (!cli_double(&a, 0, 1, &o->optim.momentum)) return EXIT_USAGE;
@@ -359,6 +360,7 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         fprintf(stderr, "kgl train: --momentum applies to --optimizer sgd\n");
         return EXIT_USAGE;
     }
+    if (o->optim.kind == KGL_OPT_ADAGRAD) o->optim.eps = KGL_ADAGRAD_EPS;
     if (o->eval_every && !o->data.valid) {
         fprintf(stderr, "kgl train: --eval-every ranks the --valid triples: give --valid F\n");
         return EXIT_USAGE;
@@ -407,8 +409,10 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     o->cfg = *c;
     const kgl_train_state *s = &ck->st;
     if (!o->set_optimizer) o->optim.kind = s->optim.kind;
-    /* Adam's constants have no option: always the checkpoint's */
-    o->optim.beta1 = s->optim.beta1, o->optim.beta2 = s->optim.beta2, o->optim.eps = s->optim.eps;
+    /* Adam's constants have no option: always the checkpoint's (another
+       optimiser than the checkpoint's starts afresh, with its own) */
+    if (o->optim.kind == s->optim.kind)
+        o->optim.beta1 = s->optim.beta1, o->optim.beta2 = s->optim.beta2, o->optim.eps = s->optim.eps;
     if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
     if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
     if (!o->set_momentum) o->optim.momentum = s->optim.momentum;
@@ -1011,6 +1015,14 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     if (ck) {
         kgl_checkpoint_apply(ck, &rs->tr.model);
         if (!model_finite(o->resume_path, &rs->tr.model)) return EXIT_USAGE;
+        if (o->optim.kind != ck->st.optim.kind) {
+            /* one optimiser's state means nothing to another (Adam's m may be
+               negative, Adagrad's sum may not): the new one starts at zero */
+            kgl_params_zero_state(&rs->tr.model.params);
+            if (rs->member == 0)
+                fprintf(stderr, "kgl train: note: %s was trained with another optimiser; this one starts with no state\n",
+                        o->resume_path);
+        }
         kgl_trainer_set_step(&rs->tr, ck->st.step);
         if (o->sched.kind != KGL_SCHED_CONSTANT && ck->st.step >= o->sched.total)
             fprintf(stderr,

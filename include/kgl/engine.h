@@ -427,13 +427,17 @@ kgl_tensor *kgl_params_add_vector(kgl_params *ps, const char *name, int n);
 void kgl_params_alloc(kgl_params *ps);
 void kgl_params_free(kgl_params *ps);
 void kgl_params_zero_grad(kgl_params *ps);
+void kgl_params_zero_state(kgl_params *ps); /* every optimiser buffer (m, v) to zero */
 kgl_param *kgl_params_find(kgl_params *ps, const char *name);
 
 /* ----------------------------------------------------------- optimiser --
  * Adam as torch.optim.Adam (bias-corrected, eps after the square root);
  * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first).
- * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b). */
-typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD } kgl_optimizer_kind;
+ * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b).
+ * Adagrad as torch.optim.Adagrad (no lr decay, the sum starting at 0):
+ * s ← s + g², θ ← θ − lr · g / (√s + eps), s kept in each parameter's m. */
+typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD, KGL_OPT_ADAGRAD } kgl_optimizer_kind;
+#define KGL_ADAGRAD_EPS 1e-10 /* torch.optim.Adagrad's default eps (Adam's is 1e-8) */
 typedef struct kgl_optim {
     kgl_optimizer_kind kind;
     double lr, beta1, beta2, eps, weight_decay, momentum;

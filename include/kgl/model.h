@@ -612,7 +612,8 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
 typedef struct kgl_checkpoint {
     kgl_config cfg;
     kgl_train_state st;
-    bool has_adam;             /* adam.m.* and adam.v.* present */
+    bool has_state;            /* the optimiser's state is present (adam.m.* and adam.v.*,
+                                  sgd.momentum.* or adagrad.sum.*) */
     char precision[4];         /* "f32" or "f64": what the run that saved it computed in */
     void *file;                /* the opened safetensors file (private) */
 } kgl_checkpoint;

@@ -57,6 +57,11 @@ void kgl_params_zero_grad(kgl_params *ps)
     if (ps->block) memset(ps->block + ps->total, 0, ps->total * sizeof(kgl_real));
 }
 
+void kgl_params_zero_state(kgl_params *ps)
+{
+    if (ps->block) memset(ps->block + 2 * ps->total, 0, 2 * ps->total * sizeof(kgl_real));
+}
+
 kgl_param *kgl_params_find(kgl_params *ps, const char *name)
 {
     for (int i = 0; i < ps->n; i++)
@@ -81,7 +86,10 @@ void kgl_optim_defaults(kgl_optim *o)
  *                 v ← β2 v + (1 − β2) g²
  *                 θ ← θ − (lr / (1 − β1ᵗ)) · m / (√v / √(1 − β2ᵗ) + eps)
  *   SGD           b ← μ b + g (b = g at the first step, as torch), θ ← θ − lr b
- * (weight decay is decoupled for SGD as well, so --weight-decay means the same.) */
+ *   Adagrad       s ← s + g², θ ← θ − lr · g / (√s + eps)  (s in m; torch's
+ *                 addcmul, sqrt, add eps, addcdiv)
+ * (weight decay is decoupled for SGD and Adagrad as well, so --weight-decay
+ * means the same.) */
 void kgl_optim_step(kgl_optim *o, kgl_params *ps)
 {
     o->step++;
@@ -100,6 +108,15 @@ void kgl_optim_step(kgl_optim *o, kgl_params *ps)
         }
         if (o->weight_decay != 0)
             for (size_t i = 0; i < n; i++) theta[i] *= keep;
+        if (o->kind == KGL_OPT_ADAGRAD) {
+            /* Each coordinate's step is lr divided by the root of its summed
+               squared gradients: a coordinate that has had large gradients
+               moves less, and every step is smaller than the one before. */
+            for (size_t i = 0; i < n; i++) {
+                m[i] += g[i] * g[i];
+                theta[i] -= (kgl_real)(o->lr * g[i] / (sqrt(m[i]) + o->eps));
+            }
+        }
         if (o->kind == KGL_OPT_SGD) {
             for (size_t i = 0; i < n; i++) {
                 double d = g[i];

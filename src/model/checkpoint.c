@@ -12,24 +12,39 @@
 
 #define FORMAT "kgl/1"
 
-static const char *optimizer_name(kgl_optimizer_kind k) { return k == KGL_OPT_SGD ? "sgd" : "adam"; }
+/* Each optimiser's state in the file: a tensor per parameter for each of
+   its buffers (m, then v), named by these prefixes; a sum of squares is
+   never negative, which loading checks. */
+static const struct optimizer_state {
+    const char *name; /* the "optimizer" metadata */
+    int n_state;
+    const char *prefix[2];
+    bool squares[2];
+} optimizer_states[] = {
+    [KGL_OPT_ADAM] = {"adam", 2, {"adam.m.", "adam.v."}, {false, true}},
+    [KGL_OPT_SGD] = {"sgd", 1, {"sgd.momentum.", NULL}, {false, false}},
+    [KGL_OPT_ADAGRAD] = {"adagrad", 1, {"adagrad.sum.", NULL}, {true, false}},
+};
+#define N_OPTIMIZERS (int)(sizeof optimizer_states / sizeof optimizer_states[0])
+
+static const char *optimizer_name(kgl_optimizer_kind k) { return optimizer_states[k].name; }
 
 bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
                          char *err, size_t err_cap)
 {
     const kgl_params *ps = &m->params;
     const kgl_config *c = &m->cfg;
-    bool sgd = st->optim.kind == KGL_OPT_SGD;
+    const struct optimizer_state *os = &optimizer_states[st->optim.kind];
     /* parameters, then the optimiser's state under adam.m./adam.v. (or
-       sgd.momentum. for SGD) */
-    int n_state = sgd ? 1 : 2;
+       sgd.momentum. for SGD, adagrad.sum. for Adagrad) */
+    int n_state = os->n_state;
     int n = ps->n * (1 + n_state);
     kgl_st_entry *entries = kgl_xcalloc((size_t)n, sizeof *entries);
     char(*names)[KGL_NAME_MAX + 16] = kgl_xcalloc((size_t)n, sizeof *names);
     for (int k = 0; k < ps->n; k++) {
         const kgl_param *p = &ps->p[k];
         const kgl_real *data[3] = {p->t.data, p->m, p->v};
-        const char *prefix[3] = {"", sgd ? "sgd.momentum." : "adam.m.", "adam.v."};
+        const char *prefix[3] = {"", os->prefix[0], os->prefix[1]};
         for (int s = 0; s <= n_state; s++) {
             int e = s * ps->n + k;
             snprintf(names[e], sizeof names[e], "%s%s", prefix[s], p->name);
@@ -334,11 +349,13 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
 
     /* training options: optional (a checkpoint written elsewhere may lack them) */
     if ((v = kgl_st_meta(f, "optimizer"))) {
-        if (strcmp(v, "sgd") == 0) st->optim.kind = KGL_OPT_SGD;
-        else if (strcmp(v, "adam") != 0) {
-            fail(err, cap, path, "optimizer '%s' is neither adam nor sgd", v);
+        int k = 0;
+        while (k < N_OPTIMIZERS && strcmp(v, optimizer_states[k].name) != 0) k++;
+        if (k == N_OPTIMIZERS) {
+            fail(err, cap, path, "optimizer '%s' is none of adam, sgd, adagrad", v);
             goto bad;
         }
+        st->optim.kind = (kgl_optimizer_kind)k;
     }
     struct {
         const char *key;
@@ -497,7 +514,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     {
         kgl_model probe;
         kgl_model_create(&probe, c);
-        bool sgd = st->optim.kind == KGL_OPT_SGD;
+        const struct optimizer_state *os = &optimizer_states[st->optim.kind];
         int state_found = 0, state_needed = 0;
         bool ok = true;
         for (int k = 0; k < probe.params.n && ok; k++) {
@@ -505,11 +522,10 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             bool present;
             ok = check_tensor(f, p->name, &p->t, p->vector, path, err, cap, true, &present);
             char name[KGL_NAME_MAX + 16];
-            const char *prefix[2] = {sgd ? "sgd.momentum." : "adam.m.", "adam.v."};
-            for (int s = 0; s < (sgd ? 1 : 2) && ok; s++) {
-                snprintf(name, sizeof name, "%s%s", prefix[s], p->name);
+            for (int s = 0; s < os->n_state && ok; s++) {
+                snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
                 ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
-                if (ok && present && s == 1) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
+                if (ok && present && os->squares[s]) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
                 state_needed++;
                 state_found += present;
             }
@@ -524,8 +540,8 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
                 const char *pn = probe.params.p[q].name;
                 char with[KGL_NAME_MAX + 16];
                 expected = strcmp(name, pn) == 0;
-                for (int s = 0; s < (sgd ? 1 : 2) && !expected && state_found; s++) {
-                    snprintf(with, sizeof with, "%s%s", s == 0 ? (sgd ? "sgd.momentum." : "adam.m.") : "adam.v.", pn);
+                for (int s = 0; s < os->n_state && !expected && state_found; s++) {
+                    snprintf(with, sizeof with, "%s%s", os->prefix[s], pn);
                     expected = strcmp(name, with) == 0;
                 }
             }
@@ -535,7 +551,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
         }
         kgl_model_free(&probe);
         if (!ok) goto bad;
-        ck->has_adam = state_found > 0;
+        ck->has_state = state_found > 0;
     }
     return true;
 bad:
@@ -624,7 +640,7 @@ bool kgl_checkpoint_open_standalone(const char *path, kgl_dataset *names, kgl_ch
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)
 {
     const kgl_st_file *f = ck->file;
-    bool sgd = ck->st.optim.kind == KGL_OPT_SGD;
+    const struct optimizer_state *os = &optimizer_states[ck->st.optim.kind];
     for (int k = 0; k < m->params.n; k++) {
         kgl_param *p = &m->params.p[k];
         size_t bytes = kgl_numel(&p->t) * sizeof(kgl_real);
@@ -632,12 +648,12 @@ void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)
         char name[KGL_NAME_MAX + 16];
         memset(p->m, 0, bytes);
         memset(p->v, 0, bytes);
-        if (!ck->has_adam) continue;
-        snprintf(name, sizeof name, "%s%s", sgd ? "sgd.momentum." : "adam.m.", p->name);
-        memcpy(p->m, kgl_st_find(f, name)->data, bytes);
-        if (sgd) continue;
-        snprintf(name, sizeof name, "adam.v.%s", p->name);
-        memcpy(p->v, kgl_st_find(f, name)->data, bytes);
+        if (!ck->has_state) continue;
+        kgl_real *buffer[2] = {p->m, p->v};
+        for (int s = 0; s < os->n_state; s++) {
+            snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
+            memcpy(buffer[s], kgl_st_find(f, name)->data, bytes);
+        }
     }
 }
 
