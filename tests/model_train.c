@@ -207,7 +207,7 @@ TEST(resume_with_another_optimizer_starts_afresh)
     CHECK(kgl_st_find(&f, "adam.m.attn.wq") == NULL);
     const kgl_st_tensor *sum = kgl_st_find(&f, "adagrad.sum.attn.wq");
     if (CHECK(sum != NULL)) {
-        size_t n = (size_t)sum->shape[0] * (size_t)(sum->ndim == 2 ? sum->shape[1] : 1);
+        size_t n = (size_t)(sum->shape[0] * sum->shape[1]); /* shape[1] is 1 for a vector */
         double lowest = INFINITY, highest = 0;
         for (size_t i = 0; i < n; i++) {
             lowest = fmin(lowest, sum->data[i]);

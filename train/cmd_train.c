@@ -255,10 +255,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
             o->kvsall = k == 1;
             o->set_targets = true;
         } else if (cli_is(&a, "--optimizer")) {
-            static const char *const words[] = {"adam", "sgd", "adagrad"}; /* kgl_optimizer_kind's order */
             int k;
-            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
-            o->optim.kind = (kgl_optimizer_kind)k;
+            if (!cli_word(&a, kgl_optimizer_names, KGL_N_OPTIMIZERS, &k)) return EXIT_USAGE;
+            kgl_optim_select(&o->optim, (kgl_optimizer_kind)k);
             o->set_optimizer = true;
         } else if (cli_is(&a, "--momentum")) {
             if (!cli_double(&a, 0, 1, &o->optim.momentum)) return EXIT_USAGE;
@@ -360,7 +359,6 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         fprintf(stderr, "kgl train: --momentum applies to --optimizer sgd\n");
         return EXIT_USAGE;
     }
-    if (o->optim.kind == KGL_OPT_ADAGRAD) o->optim.eps = KGL_ADAGRAD_EPS;
     if (o->eval_every && !o->data.valid) {
         fprintf(stderr, "kgl train: --eval-every ranks the --valid triples: give --valid F\n");
         return EXIT_USAGE;

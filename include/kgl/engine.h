@@ -436,14 +436,18 @@ kgl_param *kgl_params_find(kgl_params *ps, const char *name);
  * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b).
  * Adagrad as torch.optim.Adagrad (no lr decay, the sum starting at 0):
  * s ← s + g², θ ← θ − lr · g / (√s + eps), s kept in each parameter's m. */
-typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD, KGL_OPT_ADAGRAD } kgl_optimizer_kind;
+typedef enum { KGL_OPT_ADAM = 0, KGL_OPT_SGD, KGL_OPT_ADAGRAD, KGL_N_OPTIMIZERS } kgl_optimizer_kind;
 #define KGL_ADAGRAD_EPS 1e-10 /* torch.optim.Adagrad's default eps (Adam's is 1e-8) */
+extern const char *const kgl_optimizer_names[KGL_N_OPTIMIZERS]; /* "adam", "sgd", "adagrad" */
 typedef struct kgl_optim {
     kgl_optimizer_kind kind;
     double lr, beta1, beta2, eps, weight_decay, momentum;
     long step; /* updates already applied */
 } kgl_optim;
 void kgl_optim_defaults(kgl_optim *o);
+/* Chooses the optimiser and its constants (torch's defaults: Adagrad's eps
+ * 1e-10, Adam's 1e-8); lr, weight decay and momentum are kept. */
+void kgl_optim_select(kgl_optim *o, kgl_optimizer_kind kind);
 void kgl_optim_step(kgl_optim *o, kgl_params *ps);
 
 

@@ -69,14 +69,21 @@ kgl_param *kgl_params_find(kgl_params *ps, const char *name)
     return NULL;
 }
 
+const char *const kgl_optimizer_names[KGL_N_OPTIMIZERS] = {"adam", "sgd", "adagrad"};
+
+void kgl_optim_select(kgl_optim *o, kgl_optimizer_kind kind)
+{
+    o->kind = kind;
+    o->eps = kind == KGL_OPT_ADAGRAD ? KGL_ADAGRAD_EPS : 1e-8;
+}
+
 void kgl_optim_defaults(kgl_optim *o)
 {
     memset(o, 0, sizeof *o);
-    o->kind = KGL_OPT_ADAM;
+    kgl_optim_select(o, KGL_OPT_ADAM);
     o->lr = 0.01;
     o->beta1 = 0.9;
     o->beta2 = 0.999;
-    o->eps = 1e-8;
 }
 
 /* One update of every parameter, in the order of torch.optim's single-tensor

@@ -16,18 +16,14 @@
    its buffers (m, then v), named by these prefixes; a sum of squares is
    never negative, which loading checks. */
 static const struct optimizer_state {
-    const char *name; /* the "optimizer" metadata */
     int n_state;
     const char *prefix[2];
     bool squares[2];
 } optimizer_states[] = {
-    [KGL_OPT_ADAM] = {"adam", 2, {"adam.m.", "adam.v."}, {false, true}},
-    [KGL_OPT_SGD] = {"sgd", 1, {"sgd.momentum.", NULL}, {false, false}},
-    [KGL_OPT_ADAGRAD] = {"adagrad", 1, {"adagrad.sum.", NULL}, {true, false}},
+    [KGL_OPT_ADAM] = {2, {"adam.m.", "adam.v."}, {false, true}},
+    [KGL_OPT_SGD] = {1, {"sgd.momentum.", NULL}, {false, false}},
+    [KGL_OPT_ADAGRAD] = {1, {"adagrad.sum.", NULL}, {true, false}},
 };
-#define N_OPTIMIZERS (int)(sizeof optimizer_states / sizeof optimizer_states[0])
-
-static const char *optimizer_name(kgl_optimizer_kind k) { return optimizer_states[k].name; }
 
 bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset *ds, const kgl_train_state *st,
                          char *err, size_t err_cap)
@@ -106,7 +102,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     const char *meta[] = {
         "format", FORMAT, "d_model", d_model, "n_heads", heads, "ffn", ffn, "scale", scale,
         "init_scale", init_scale, "reciprocal", c->reciprocal ? "1" : "0", "step", step, "seed", seed,
-        "entities", entities, "relations", relations, "optimizer", optimizer_name(st->optim.kind), "lr", lr,
+        "entities", entities, "relations", relations, "optimizer", kgl_optimizer_names[st->optim.kind], "lr", lr,
         "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
         "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
@@ -350,8 +346,8 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     /* training options: optional (a checkpoint written elsewhere may lack them) */
     if ((v = kgl_st_meta(f, "optimizer"))) {
         int k = 0;
-        while (k < N_OPTIMIZERS && strcmp(v, optimizer_states[k].name) != 0) k++;
-        if (k == N_OPTIMIZERS) {
+        while (k < KGL_N_OPTIMIZERS && strcmp(v, kgl_optimizer_names[k]) != 0) k++;
+        if (k == KGL_N_OPTIMIZERS) {
             fail(err, cap, path, "optimizer '%s' is none of adam, sgd, adagrad", v);
             goto bad;
         }
@@ -547,7 +543,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             }
             if (!expected)
                 ok = fail(err, cap, path, "unexpected tensor '%s' for this model (d_model %d, ffn %d, optimizer %s)",
-                          name, c->dim, c->ffn, optimizer_name(st->optim.kind));
+                          name, c->dim, c->ffn, kgl_optimizer_names[st->optim.kind]);
         }
         kgl_model_free(&probe);
         if (!ok) goto bad;
