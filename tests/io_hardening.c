@@ -313,3 +313,28 @@ TEST(hardening_no_stb_string_arena)
     }
     CHECK(files > 20);
 }
+
+/* The metadata asked_edges (--hide-asked-relation): a value other than shown
+   or hidden, or hidden on a model whose query is the entity alone (it has no
+   question to hide an edge from), is refused with the key and the value. */
+TEST(hardening_asked_edges_metadata_checked)
+{
+    const char *base = hpath(T, 0, "hard_asked.st");
+    const char *bad = hpath(T, 1, "hard_asked_bad.st");
+    char args[1024];
+    snprintf(args, sizeof args, "train --context graph --neighbours 3 --steps 3 --quiet --save '%s'", base);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+    static const char *const cases[][2] = {
+        {"maybe", "metadata 'asked_edges' is 'maybe', expected shown or hidden"},
+        {"hidden", "metadata 'asked_edges' is 'hidden' but 'query' is not 'relation'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        if (!CHECK(rewrite_checkpoint(base, bad, "asked_edges", cases[c][0], NULL, 1))) continue;
+        snprintf(args, sizeof args, "eval --checkpoint '%s'", bad);
+        int rc = run_kgl(T, args, out, sizeof out, err, sizeof err);
+        if (!CHECK(rc == 2) || !CHECK(strstr(err, cases[c][1]) != NULL)) printf("    rc %d, stderr: %s\n", rc, err);
+    }
+    CHECK(rewrite_checkpoint(base, bad, "asked_edges", "shown", NULL, 1));
+    snprintf(args, sizeof args, "eval --checkpoint '%s'", bad);
+    CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+}

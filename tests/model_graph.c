@@ -496,6 +496,76 @@ TEST(graph_query_relation_states_are_per_question_and_evaluated_so)
     kgl_dataset_free(&ds);
 }
 
+/* Whether entity a touches entity b by a training triple of any relation
+   other than r (either direction), by a plain scan. */
+static bool linked_otherwise(const kgl_triple *tr, int n, int a, int b, int r)
+{
+    for (int k = 0; k < n; k++)
+        if (tr[k].rel != r && ((tr[k].head == a && tr[k].tail == b) || (tr[k].head == b && tr[k].tail == a)))
+            return true;
+    return false;
+}
+
+/* --hide-asked-relation: a question (i, r) never sees i's edges of relation r.
+   In training (1vsall, where only the asked triple would be left out) no
+   token of a segment carries the asked relation; in evaluation the state of
+   (i, r) does not depend on a neighbour j that i reaches only by r, while
+   without the option it does (so the check can fail), and the question of
+   another relation still sees j. */
+TEST(graph_hide_asked_relation_in_training_and_evaluation)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *trip = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    /* a triple (i, r, j) whose j is i's neighbour by r alone, and a relation r2 of another edge of i */
+    int qi = -1, qr = -1, qj = -1, r2 = -1;
+    for (int k = 0; k < n_tr && qi < 0; k++) {
+        int i = trip[k].head, j = trip[k].tail, r = trip[k].rel;
+        if (i == j || linked_otherwise(trip, n_tr, i, j, r)) continue;
+        for (int u = 0; u < n_tr && r2 < 0; u++)
+            if (trip[u].head == i && trip[u].rel != r) r2 = trip[u].rel;
+        if (r2 >= 0) qi = i, qr = r, qj = j;
+    }
+    if (!CHECK(qi >= 0)) return;
+    for (int hide = 0; hide < 2; hide++) {
+        kgl_config cfg;
+        kgl_config_defaults(&cfg);
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = 50; /* every edge of the academic world's entities */
+        cfg.query_relation = true;
+        cfg.hide_asked = hide;
+        kgl_train_config tc = {.batch = 8, .seed = 4, .optim = {0}};
+        kgl_optim_defaults(&tc.optim);
+        kgl_trainer tr;
+        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
+        int tokens_of_asked = 0;
+        for (int step = 0; step < 20; step++) {
+            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+            const kgl_neighbourhood *nb = &tr.neighbourhood;
+            check_segments(T, trip, n_tr, m, nb, tr.b_head, tr.b_rel, tr.b_tail, 50);
+            for (int b = 0; b < nb->n; b++)
+                for (int t = nb->offsets[b] + 1; t < nb->offsets[b + 1]; t++) tokens_of_asked += nb->relation[t] == tr.b_rel[b];
+        }
+        /* hidden: none; shown: the academic world's entities have several edges of a relation */
+        CHECK(hide ? tokens_of_asked == 0 : tokens_of_asked > 0);
+        kgl_model *md = &tr.model;
+        int d = cfg.dim, ent[2] = {qi, qi}, rel[2] = {qr, r2};
+        kgl_real before[2 * 64], after[2 * 64];
+        if (!CHECK(d <= 64)) break;
+        kgl_model_query_states(md, NULL, ent, rel, 2, before);
+        kgl_real *row = md->entity_emb->data + (size_t)qj * d;
+        for (int c = 0; c < d; c++) row[c] += 0.5; /* move j */
+        kgl_model_query_states(md, NULL, ent, rel, 2, after);
+        bool same_asked = memcmp(before, after, (size_t)d * sizeof(kgl_real)) == 0;
+        bool same_other = memcmp(before + d, after + d, (size_t)d * sizeof(kgl_real)) == 0;
+        CHECK(hide ? same_asked : !same_asked); /* (i, r): j hidden, or seen */
+        CHECK(!same_other);                     /* (i, r2) sees j either way */
+        kgl_trainer_free(&tr);
+    }
+    kgl_dataset_free(&ds);
+}
+
 /* --query-relation on the command line: needs the graph context, trains,
    saves, evaluates, resumes (the checkpoint remembers it: metadata query),
    and kgl heads measures its weights over the training triples' questions. */
@@ -529,6 +599,26 @@ TEST(graph_query_relation_command_line)
     snprintf(cmd, sizeof cmd, "train --resume %s/g2.st --query-relation --steps 5 --quiet", T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--query-relation differs from the checkpoint") != NULL);
+    /* --hide-asked-relation: needs the question's state, is remembered, and is part of the model */
+    CHECK(run_kgl(T, "train --context graph --hide-asked-relation", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--hide-asked-relation needs --query-relation") != NULL);
+    snprintf(cmd, sizeof cmd,
+             "train --context graph --query-relation --hide-asked-relation --neighbours 3 --steps 30 --save %s/h.st "
+             "--quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "%s/h.st", T->tmp);
+    st = test_slurp(cmd, &len);
+    CHECK(st && len > 8 && strstr(st + 8, "\"asked_edges\":\"hidden\""));
+    free(st);
+    snprintf(cmd, sizeof cmd, "%s/q.st", T->tmp);
+    st = test_slurp(cmd, &len);
+    CHECK(st && len > 8 && strstr(st + 8, "\"asked_edges\":\"shown\""));
+    free(st);
+    snprintf(cmd, sizeof cmd, "train --resume %s/q.st --hide-asked-relation --steps 5 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--hide-asked-relation differs from the checkpoint") != NULL);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/h.st --json", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
 }
 
 /* The graphs of real size ship gzip'd in data/kg; unpacked they are byte for

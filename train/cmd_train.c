@@ -40,6 +40,9 @@ static const char help[] =
     "                       step in training, the first K in a fixed order in evaluation\n"
     "  --query-relation     a graph context's query token also sees the asked relation:\n"
     "                       a state per (entity, relation) question, not per entity\n"
+    "  --hide-asked-relation  with --query-relation: a question (i, r) never sees i's\n"
+    "                       edges of relation r, in training and in evaluation alike\n"
+    "                       (1-N training hides them anyway: its answers are targets)\n"
     "training\n"
     "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
     "  --lr X               learning rate (default 0.01)\n"
@@ -124,7 +127,7 @@ typedef struct train_opts {
     data_args data;
     kgl_config cfg;
     bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature,
-        set_readout, set_context, set_neighbours, set_query;
+        set_readout, set_context, set_neighbours, set_query, set_hide;
     bool freeze, set_freeze, lookup, set_lookup;
     long steps;
     kgl_optim optim;
@@ -231,6 +234,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--query-relation")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->cfg.query_relation = true, o->set_query = true;
+        } else if (cli_is(&a, "--hide-asked-relation")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->cfg.hide_asked = true, o->set_hide = true;
         } else if (cli_is(&a, "--lookup")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->lookup = true, o->set_lookup = true;
@@ -397,6 +403,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
         {o->set_context, o->cfg.context == c->context, "--context"},
         {o->set_neighbours, o->cfg.neighbours == c->neighbours, "--neighbours"},
         {o->set_query, o->cfg.query_relation == c->query_relation, "--query-relation"},
+        {o->set_hide, o->cfg.hide_asked == c->hide_asked, "--hide-asked-relation"},
     };
     for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
         if (model_opts[k].set && !model_opts[k].same) {
@@ -1247,6 +1254,7 @@ static const char *option_conflict(const train_opts *o)
         {o->lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
         {o->set_neighbours && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
         {o->set_query && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
+        {o->set_hide && !o->cfg.query_relation, "--hide-asked-relation needs --query-relation (a state per question)"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         if (rules[k].both) return rules[k].why;

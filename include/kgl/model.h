@@ -44,6 +44,8 @@ typedef struct kgl_config {
     kgl_context_kind context;
     int neighbours;           /* K: the edges a neighbourhood keeps (--context graph) */
     bool query_relation;      /* --query-relation: the query token also sees the asked relation */
+    bool hide_asked;          /* --hide-asked-relation: a question (i, r) never sees i's edges of
+                                 relation r, in training and in evaluation alike */
 } kgl_config;
 
 /* ---------------------------------------------------------------- graph --
@@ -79,8 +81,11 @@ typedef struct kgl_neighbourhood {
 } kgl_neighbourhood;
 /* Segment b: head[b] itself, then at most K of its edges, never those of the
  * triple example b asks about: (rel[b], tail[b]), and with tail[b] = head[b]
- * the same triple read backwards; with all_answers (1-N targets) every
- * answer of the query (head[b], rel[b]). tail NULL: no edge is left out
+ * the same triple read backwards; with all_answers (1-N targets, or
+ * --hide-asked-relation) every answer of the query (head[b], rel[b]): each
+ * edge (rel[b], ·), and the self-loop read backwards when (head[b], rel[b],
+ * head[b]) is one (tail then only needs to be non-NULL: evaluation with
+ * --hide-asked-relation passes head). tail NULL: no edge is left out
  * (evaluation: the triples asked about are not training triples). With rng,
  * K edges drawn uniformly without replacement (the first K steps of a
  * Fisher–Yates shuffle of the candidates, kgl_rng_below); without, the first

@@ -114,6 +114,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "targets", st->kvsall ? "kvsall" : "1vsall",
         "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
         "context", kgl_context_name(c->context), "neighbours", neighbours, "query", c->query_relation ? "relation" : "entity",
+        "asked_edges", c->hide_asked ? "hidden" : "shown",
         "precision", KGL_PRECISION,
         "run_id", st->run_id, /* last: left out when empty */
     };
@@ -310,6 +311,17 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             goto bad;
         }
         c->query_relation = strcmp(v, "relation") == 0;
+    }
+    if ((v = kgl_st_meta(f, "asked_edges"))) { /* absent: a question sees every edge but its own triple's */
+        if (strcmp(v, "hidden") != 0 && strcmp(v, "shown") != 0) {
+            fail(err, cap, path, "metadata 'asked_edges' is '%s', expected shown or hidden", v);
+            goto bad;
+        }
+        c->hide_asked = strcmp(v, "hidden") == 0;
+        if (c->hide_asked && !c->query_relation) {
+            fail(err, cap, path, "metadata 'asked_edges' is 'hidden' but 'query' is not 'relation'");
+            goto bad;
+        }
     }
     snprintf(ck->precision, sizeof ck->precision, "f64"); /* absent: saved before float32 existed */
     if ((v = kgl_st_meta(f, "precision"))) {

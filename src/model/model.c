@@ -44,6 +44,7 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--neighbours must be between 1 and 4096",
         "--query-relation needs --context graph",
         "--query-relation needs the reciprocal relations (not --no-reciprocal)",
+        "--hide-asked-relation needs --query-relation (a state per question)",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -59,6 +60,7 @@ const char *kgl_config_error(const kgl_config *cfg)
         return msgs[10];
     if (cfg->query_relation && cfg->context != KGL_CONTEXT_GRAPH) return msgs[11];
     if (cfg->query_relation && !cfg->reciprocal) return msgs[12];
+    if (cfg->hide_asked && !cfg->query_relation) return msgs[13];
     return NULL;
 }
 
@@ -498,7 +500,10 @@ static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, 
     for (int lo = 0; lo < n; lo += STATE_BLOCK) {
         int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
         for (int b = 0; b < rows; b++) ids[b] = entity ? entity[lo + b] : lo + b;
-        kgl_neighbourhood_fill(g, K, ids, NULL, NULL, rows, false, NULL, scratch, nb);
+        if (asked && m->cfg.hide_asked) /* the question (i, r) without i's edges of r, as in training */
+            kgl_neighbourhood_fill(g, K, ids, asked + lo, ids, rows, true, NULL, scratch, nb);
+        else
+            kgl_neighbourhood_fill(g, K, ids, NULL, NULL, rows, false, NULL, scratch, nb);
         kgl_tape_reset(&blk);
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, asked ? asked + lo : NULL, &f);
@@ -573,8 +578,8 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
             const kgl_graph *g = model_graph(m);
             kgl_neighbourhood *fixed = neighbourhood_alloc(&t->arena, b->n, m->cfg.neighbours);
             int *scratch = kgl_arena_alloc(&t->arena, kgl_neighbourhood_scratch(g) * sizeof(int));
-            kgl_neighbourhood_fill(g, m->cfg.neighbours, b->head, b->rel, b->tail, b->n, answers != NULL, NULL,
-                                   scratch, fixed);
+            kgl_neighbourhood_fill(g, m->cfg.neighbours, b->head, b->rel, b->tail, b->n,
+                                   answers != NULL || m->cfg.hide_asked, NULL, scratch, fixed);
             nb = fixed;
         }
         if (nb->n != b->n) kgl_die("--context graph: %d neighbourhoods for %d examples", nb->n, b->n);

@@ -594,8 +594,9 @@ double kgl_trainer_compute(kgl_trainer *tr)
     if (tr->model.cfg.context == KGL_CONTEXT_GRAPH) { /* this step's neighbourhoods, drawn */
         kgl_rng rng;
         kgl_rng_seed(&rng, tr->cfg.seed ^ NEIGHBOUR_STREAM ^ ((uint64_t)(tr->optim.step + 1) * NEIGHBOUR_STEP));
-        kgl_neighbourhood_fill(tr->model.graph, tr->model.cfg.neighbours, b.head, b.rel, b.tail, b.n, answers != NULL,
-                               &rng, tr->neighbour_scratch, &tr->neighbourhood);
+        kgl_neighbourhood_fill(tr->model.graph, tr->model.cfg.neighbours, b.head, b.rel, b.tail, b.n,
+                               answers != NULL || tr->model.cfg.hide_asked, &rng, tr->neighbour_scratch,
+                               &tr->neighbourhood);
         b.context = &tr->neighbourhood;
     }
     return compute(tr, &b, answer_off, answers);
