@@ -132,6 +132,55 @@ TEST(eval_ranks_are_the_metrics_ranks)
     CHECK(strcmp(out, "0\n") == 0);
 }
 
+/* --splits test ranks the test split alone: its metrics are the bits of the
+   run that ranks both, the train split is absent from the JSON and from the
+   ranks file, and a split named but not given, or a word that is no split,
+   is refused before any work. */
+TEST(eval_splits_ranks_only_the_splits_named)
+{
+    char cmd[4096];
+    const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --save %s/sp.st", train, test, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    kgl_json_doc all, only;
+    char e[256];
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/sp.st --train %s --test %s --json", T->tmp, train, test);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    if (!CHECK(kgl_json_parse(out, strlen(out), &all, e, sizeof e))) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/sp.st --train %s --test %s --splits test --json --ranks %s/sp.tsv",
+             T->tmp, train, test, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    if (!CHECK(kgl_json_parse(out, strlen(out), &only, e, sizeof e))) {
+        kgl_json_free(&all);
+        return;
+    }
+    const kgl_json *m = kgl_json_get(only.root, "metrics");
+    CHECK(m && !kgl_json_get(m, "train") && kgl_json_get(m, "test"));
+    double a = json_metric(all.root, "test", "both", "mrr"), b = json_metric(only.root, "test", "both", "mrr");
+    CHECK(a > 0 && a == b); /* the same ranks: the training triples still filter */
+    CHECK(json_metric(all.root, "train", "both", "mrr") > 0);
+    kgl_json_free(&all);
+    kgl_json_free(&only);
+    static rank_row rows[64];
+    snprintf(cmd, sizeof cmd, "%s/sp.tsv", T->tmp);
+    int n = read_ranks(T, cmd, rows, 64), not_test = 0;
+    CHECK(n == 2 * 3);
+    for (int k = 0; k < n; k++) not_test += strcmp(rows[k].split, "test") != 0;
+    CHECK(not_test == 0);
+    static const char *const bad[][2] = {
+        {"valid", "--splits names valid, which was not given (--valid F)"},
+        {"test,tests", "--splits: 'tests' is not a split (train, valid, test)"},
+        {"test,", "--splits: '' is not a split"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(cmd, sizeof cmd, "eval --checkpoint %s/sp.st --train %s --test %s --splits '%s'", T->tmp, train, test,
+                 bad[k][0]);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+        if (!CHECK(strstr(err, bad[k][1]) != NULL)) printf("    stderr: %s\n", err);
+    }
+}
+
 /* kgl predict asks the same questions: for every row of the ranks file, the
    question (h, r, ?) or (?, r, t) asked of kgl predict (--no-filter, every
    entity) gives the answer the file's score (the same double: both print 17

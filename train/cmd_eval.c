@@ -9,7 +9,7 @@
 
 static const char help[] =
     "usage: kgl eval --checkpoint F [--train F] [--valid F] [--test F] [--relations A,B] [--json]\n"
-    "                [--ranks FILE.tsv] [--member K]\n\n"
+    "                [--ranks FILE.tsv] [--member K] [--splits train,valid,test]\n\n"
     "Ranks every triple of each given split for its tail and its head among all\n"
     "entities, filtering the other known answers (from every file given), with\n"
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR,\n"
@@ -28,9 +28,32 @@ static const char help[] =
     "split head relation tail direction rank score top_wrong top_wrong_score\n"
     "(top_wrong empty when every other entity is a known answer). The file is\n"
     "written whole or not at all (a temporary file, then renamed).\n\n"
+    "--splits S,... ranks only the splits named (default: every split given); the\n"
+    "others still filter, and --train still gives a graph context its graph: on a\n"
+    "graph of real size, --splits valid,test leaves out the minutes of ranking the\n"
+    "training triples.\n\n"
     "--member K ranks model K of the ensemble alone (0: F itself; K: the K-th\n"
     "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
     EXIT_TABLE;
+
+/* --splits: which of train, valid, test to rank (each word once at most).
+   Returns false after reporting a word that is none of them. */
+static bool parse_splits(cli_args *a, const char *list, bool *named)
+{
+    static const char *const words[] = {"train", "valid", "test"};
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        int s = 0;
+        while (s < 3 && !(strlen(words[s]) == len && strncmp(p, words[s], len) == 0)) s++;
+        if (s == 3) {
+            cli_usage_error(a, "--splits: '%.*s' is not a split (train, valid, test)", (int)len, p);
+            return false;
+        }
+        named[s] = true;
+        if (!p[len]) return true;
+        p += len + 1;
+    }
+}
 
 /* Triples ranked for --ranks at a time, between two progress reports. */
 #define RANKS_SLICE 1024
@@ -38,7 +61,8 @@ static const char help[] =
 /* Every triple of every split present, ranked, to `path`: written to a
    temporary file beside it, then renamed over it, so a failure leaves no
    half-written file. Returns false after reporting. */
-static bool write_ranks(const char *path, const model_set *ms, const data_view *v, eval_progress *ep)
+static bool write_ranks(const char *path, const model_set *ms, const data_view *v, const bool *ranked,
+                        eval_progress *ep)
 {
     kgl_outfile o;
     char err[4200];
@@ -50,7 +74,7 @@ static bool write_ranks(const char *path, const model_set *ms, const data_view *
         fputs("split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n", f);
         for (int s = 0; s < 3; s++) {
             int n = v->n[s];
-            if (!v->present[s] || n == 0) continue;
+            if (!ranked[s] || n == 0) continue;
             kgl_ranked *r = malloc((size_t)2 * n * sizeof *r), *slice = malloc(2 * RANKS_SLICE * sizeof *slice);
             if (!r || !slice) {
                 free(r);
@@ -107,7 +131,7 @@ int cmd_eval(int argc, char **argv)
     cli_init(&a, "eval", argc, argv);
     a.help = help;
     data_args d = {0};
-    const char *ckpt = NULL, *ranks = NULL;
+    const char *ckpt = NULL, *ranks = NULL, *splits = NULL;
     long member = -1;
     bool json = false;
     int st;
@@ -119,15 +143,28 @@ int cmd_eval(int argc, char **argv)
             if (st) return st;
         } else if (cli_is(&a, "--ranks")) {
             if (!(ranks = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--splits")) {
+            if (!(splits = cli_value(&a))) return EXIT_USAGE;
         } else {
             return cli_unknown(&a);
         }
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    bool named[3] = {false, false, false};
+    if (splits && !parse_splits(&a, splits, named)) return EXIT_USAGE;
     /* before any work: an output that cannot be written is known now */
     if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_USAGE;
     data_view v;
     if ((st = data_load("eval", &d, &v, false))) return st;
+    bool ranked[3]; /* the splits to rank: those named, else every split given */
+    for (int s = 0; s < 3; s++) {
+        if (named[s] && !v.present[s]) {
+            fprintf(stderr, "kgl eval: --splits names %s, which was not given (--%s F)\n", v.name[s], v.name[s]);
+            data_free(&v);
+            return EXIT_USAGE;
+        }
+        ranked[s] = splits ? named[s] : v.present[s];
+    }
     static model_set ms; /* large; one per process */
     if ((st = model_set_open("eval", ckpt, (int)member, &v, NULL, &ms))) {
         data_free(&v);
@@ -143,7 +180,7 @@ int cmd_eval(int argc, char **argv)
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);
     /* a graph of real size takes minutes to rank: a progress line (none for quick work) */
     long queries = 0;
-    for (int s = 0; s < 3; s++) queries += v.present[s] ? 2L * v.n[s] : 0;
+    for (int s = 0; s < 3; s++) queries += ranked[s] ? 2L * v.n[s] : 0;
     progress line;
     progress_start(&line, stderr, isatty(STDERR_FILENO), (double)(ranks ? 2 * queries : queries), progress_delay(),
                    now_seconds());
@@ -160,7 +197,7 @@ int cmd_eval(int argc, char **argv)
         printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", ms.n);
     bool first = true;
     for (int s = 0; s < 3; s++) {
-        if (!v.present[s]) continue;
+        if (!ranked[s]) continue;
         ep.what = v.name[s];
         kgl_evaluate_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
         progress_clear(&line); /* the table may go to the same terminal */
@@ -173,7 +210,7 @@ int cmd_eval(int argc, char **argv)
         first = false;
     }
     if (json) printf("}}\n");
-    if (ranks && !write_ranks(ranks, &ms, &v, &ep)) st = EXIT_OUTPUT;
+    if (ranks && !write_ranks(ranks, &ms, &v, ranked, &ep)) st = EXIT_OUTPUT;
     progress_at at;
     /* on a terminal, whose line was erased for the tables: how long the ranking took, if long enough to say */
     if (line.tty && progress_due(&line, 0, 0, true, now_seconds(), &at)) {
