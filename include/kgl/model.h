@@ -84,9 +84,9 @@ typedef struct kgl_neighbourhood {
  * the same triple read backwards; with all_answers (1-N targets, or
  * --hide-asked-relation) every answer of the query (head[b], rel[b]): each
  * edge (rel[b], ·), and the self-loop read backwards when (head[b], rel[b],
- * head[b]) is one (tail then only needs to be non-NULL: evaluation with
- * --hide-asked-relation passes head). tail NULL: no edge is left out
- * (evaluation: the triples asked about are not training triples). With rng,
+ * head[b]) is one; tail is not read then and may be NULL (evaluation's
+ * questions). tail and rel NULL: no edge is left out (evaluation: the
+ * triples asked about are not training triples). With rng,
  * K edges drawn uniformly without replacement (the first K steps of a
  * Fisher–Yates shuffle of the candidates, kgl_rng_below); without, the first
  * K candidates in the graph's fixed order. `scratch` holds

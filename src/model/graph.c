@@ -122,6 +122,7 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
                             bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out)
 {
     int used = 0, self_rel = 2 * g->n_relations;
+    bool leave_out = tail || (rel && all_answers); /* a triple asked, or a question's answers */
     int *slot_of = scratch + g->max_degree + 1; /* [n_entities]: an entity's slot, or -1 */
     for (int i = 0; i < g->n_entities; i++) slot_of[i] = -1;
     out->n = n;
@@ -131,12 +132,13 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
         out->entity[used] = h; /* the entity itself first */
         out->relation[used++] = self_rel;
         bool self_answer = false;
-        if (tail && all_answers)
+        if (leave_out && all_answers)
             for (int k = lo; k < hi && !self_answer; k++) self_answer = g->rel[k] == rel[b] && g->nb[k] == h;
         /* the candidates: every edge but the asked triple's, in the fixed order */
         int cand = 0;
         for (int k = lo; k < hi; k++)
-            if (!tail || !asked_edge(g, k, h, rel[b], tail[b], all_answers, self_answer)) scratch[cand++] = k;
+            if (!leave_out || !asked_edge(g, k, h, rel[b], tail ? tail[b] : h, all_answers, self_answer))
+                scratch[cand++] = k;
         int take = cand < K ? cand : K;
         if (rng && cand > K)
             for (int s = 0; s < take; s++) { /* K draws of a Fisher–Yates shuffle, without replacement */

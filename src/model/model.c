@@ -500,10 +500,8 @@ static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, 
     for (int lo = 0; lo < n; lo += STATE_BLOCK) {
         int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
         for (int b = 0; b < rows; b++) ids[b] = entity ? entity[lo + b] : lo + b;
-        if (asked && m->cfg.hide_asked) /* the question (i, r) without i's edges of r, as in training */
-            kgl_neighbourhood_fill(g, K, ids, asked + lo, ids, rows, true, NULL, scratch, nb);
-        else
-            kgl_neighbourhood_fill(g, K, ids, NULL, NULL, rows, false, NULL, scratch, nb);
+        bool hide = asked && m->cfg.hide_asked; /* the question (i, r) without i's edges of r, as in training */
+        kgl_neighbourhood_fill(g, K, ids, hide ? asked + lo : NULL, NULL, rows, hide, NULL, scratch, nb);
         kgl_tape_reset(&blk);
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, asked ? asked + lo : NULL, &f);
