@@ -70,6 +70,21 @@ TEST(cli_bench_readable_line_and_usage_errors)
     }
     CHECK(params[1] - params[0] == 16 && params[2] - params[1] == 320);
     CHECK(strstr(out, "\"qk_norm\":true") != NULL && strstr(out, "\"query\":\"relation\"") != NULL);
+    /* --hide-asked-relation reaches the model: the question (i, r) loses i's edges of relation r, so
+       the first step's loss (same seed, same batch) changes, and the JSON says so */
+    double first_loss[2];
+    for (int k = 0; k < 2; k++) {
+        char args[300];
+        snprintf(args, sizeof args, "bench --synthetic 100 --context graph --neighbours 8 --query-relation --reps 1 "
+                                    "--warmup 0 --no-eval --no-gemm --json%s", k ? " --hide-asked-relation" : "");
+        CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+        const char *p = strstr(out, "\"first_loss\":");
+        first_loss[k] = p ? strtod(p + 13, NULL) : NAN;
+    }
+    CHECK(isfinite(first_loss[0]) && isfinite(first_loss[1]) && first_loss[0] != first_loss[1]);
+    CHECK(strstr(out, "\"asked_edges\":\"hidden\"") != NULL);
+    CHECK(run_kgl(T, "bench --synthetic 100 --context graph --hide-asked-relation", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--hide-asked-relation") != NULL);
     CHECK(run_kgl(T, "bench --synthetic 100 --query-relation", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--query-relation needs --context graph") != NULL);
     CHECK(run_kgl(T, "bench --train data/academic.tsv --dim 8 --heads 3", out, sizeof out, err, sizeof err) == 2);

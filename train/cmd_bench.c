@@ -7,7 +7,7 @@
 
 static const char help[] =
     "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--qk-norm] [--context C]\n"
-    "                 [--neighbours K] [--query-relation]\n"
+    "                 [--neighbours K] [--query-relation [--hide-asked-relation]]\n"
     "                 [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
@@ -21,7 +21,8 @@ static const char help[] =
     "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
     "  --qk-norm     each head's queries and keys layer-normalised, as kgl train\n"
     "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50);\n"
-    "                --query-relation: a graph context's query sees the asked relation\n"
+    "                --query-relation: a graph context's query sees the asked relation;\n"
+    "                --hide-asked-relation: and never its entity's edges of that relation\n"
     "  --synthetic N instead of --train: a random graph of N entities, 20 relations and\n"
     "                10 N triples (mean degree about 20; data/report/large.md)\n"
     "  --batch B     examples per step (default 1024)\n"
@@ -82,6 +83,9 @@ int cmd_bench(int argc, char **argv)
         } else if (cli_is(&a, "--query-relation")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             s.query_relation = true;
+        } else if (cli_is(&a, "--hide-asked-relation")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.hide_asked = true;
         } else if (cli_is(&a, "--batch")) {
             if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
             s.batch = (int)v;
@@ -123,9 +127,9 @@ int cmd_bench(int argc, char **argv)
         printf("{\"impl\":\"kgl\",\"train\":");
         kgl_json_string(stdout, graph);
         printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"qk_norm\":%s,\"context\":\"%s\",\"neighbours\":%d,"
-               "\"query\":\"%s\",\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",",
+               "\"query\":\"%s\",\"asked_edges\":\"%s\",\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",",
                s.dim, s.heads, s.ffn, s.qk_norm ? "true" : "false", kgl_context_name(s.context), s.neighbours,
-               s.query_relation ? "relation" : "entity", r.batch, r.threads, r.isa, KGL_PRECISION);
+               s.query_relation ? "relation" : "entity", s.hide_asked ? "hidden" : "shown", r.batch, r.threads, r.isa, KGL_PRECISION);
         printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
                r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
         json_num_or_null("step_ms_median", r.step_ms_median, true);
@@ -138,9 +142,10 @@ int cmd_bench(int argc, char **argv)
         json_num_or_null("peak_rss_mb", r.peak_rss_mb, false);
         printf("}\n");
     } else {
-        char ctx[48];
+        char ctx[96];
         if (s.context == KGL_CONTEXT_GRAPH)
-            snprintf(ctx, sizeof ctx, "graph K %d%s", s.neighbours, s.query_relation ? ", query asks the relation" : "");
+            snprintf(ctx, sizeof ctx, "graph K %d%s%s", s.neighbours, s.query_relation ? ", query asks the relation" : "",
+                     s.hide_asked ? ", its edges hidden" : "");
         else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(s.context));
         printf("kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
                r.n_entities, s.dim, s.heads, s.qk_norm ? " qk-norm" : "", s.ffn, ctx, r.batch, r.threads,

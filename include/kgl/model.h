@@ -710,6 +710,7 @@ typedef struct kgl_bench_spec {
     kgl_context_kind context;      /* full (default), graph or none */
     int neighbours;                /* K with the graph context (default 50) */
     bool qk_norm, query_relation;  /* as kgl train's --qk-norm, --query-relation */
+    bool hide_asked;               /* as kgl train's --hide-asked-relation */
     int reps, warmup;              /* timed steps, untimed steps first */
     int threads;                   /* 0: every core */
     uint64_t seed;
