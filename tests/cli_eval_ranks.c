@@ -415,3 +415,47 @@ TEST(predict_scores_triples_as_eval_ranks_them)
     snprintf(cmd, sizeof cmd, "train --steps 5 --ensemble 2 --train %s --test %s --save %s --quiet", train, test, ckpt);
     if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) check_triples_as_ranked(T, ckpt, train, test);
 }
+
+/* kgl train --splits: the final report ranks only the splits named (the
+   others still filter; model selection still ranks valid); the same test
+   metrics as the full report, bit for bit: the same run, the same ranks. */
+TEST(train_splits_reports_only_the_splits_named)
+{
+    char cmd[4096];
+    const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
+    const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
+    kgl_json_doc all, only;
+    char e[256];
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --json", train, test);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    if (!CHECK(kgl_json_parse(out, strlen(out), &all, e, sizeof e))) return;
+    /* a recipe's --splits is overridden by the command line's, as other options */
+    const char *recipe = write_tmp(T, 2, "r.args", "--splits train\n", 15);
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --recipe %s --splits test --json", train, test,
+             recipe);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    if (!CHECK(kgl_json_parse(out, strlen(out), &only, e, sizeof e))) {
+        kgl_json_free(&all);
+        return;
+    }
+    const kgl_json *m = kgl_json_get(only.root, "metrics");
+    CHECK(m && !kgl_json_get(m, "train") && kgl_json_get(m, "test"));
+    double a = json_metric(all.root, "test", "both", "mrr"), b = json_metric(only.root, "test", "both", "mrr");
+    CHECK(a > 0 && a == b);
+    CHECK(json_metric(all.root, "train", "both", "mrr") > 0);
+    kgl_json_free(&all);
+    kgl_json_free(&only);
+    /* --quiet's line names only the splits ranked */
+    snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --splits test --quiet", train, test);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "; test MRR") != NULL && strstr(err, "train MRR") == NULL);
+    static const char *const bad[][2] = {
+        {"valid", "--splits names valid, which was not given (--valid F)"},
+        {"test,tests", "--splits: 'tests' is not a split (train, valid, test)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --splits '%s'", train, test, bad[k][0]);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+        CHECK(strstr(err, bad[k][1]) != NULL);
+    }
+}

@@ -409,3 +409,22 @@ int cli_exec_precision(const char *cmd, const char *precision, int n_args, char 
     free(argv);
     return EXIT_USAGE;
 }
+
+/* --splits S,...: which of train, valid, test (each word at most once;
+   named[] is set, not cleared). */
+bool cli_splits(cli_args *a, const char *list, bool *named)
+{
+    static const char *const words[] = {"train", "valid", "test"};
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        int s = 0;
+        while (s < 3 && !(strlen(words[s]) == len && strncmp(p, words[s], len) == 0)) s++;
+        if (s == 3) {
+            cli_usage_error(a, "--splits: '%.*s' is not a split (train, valid, test)", (int)len, p);
+            return false;
+        }
+        named[s] = true;
+        if (!p[len]) return true;
+        p += len + 1;
+    }
+}

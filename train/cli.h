@@ -63,6 +63,10 @@ int cli_word_or_number(cli_args *a, const char *const *words, int n, double lo, 
 /* "; did you mean 'x'?" (or "one of 'x', 'y'") when some of the n words is
  * near `got` (kgl_near_matches), else "" — for every unknown-word message. */
 const char *cli_did_you_mean(const char *got, const char *const *words, int n, char *buf, size_t cap);
+/* --splits S,...: sets named[s] for each word of the comma-separated list
+ * (train, valid, test; named[] is set, not cleared). Otherwise reports
+ * "--splits: 'x' is not a split (train, valid, test)" and returns false. */
+bool cli_splits(cli_args *a, const char *list, bool *named);
 /* "a, b or c" into buf (for messages that list the words). */
 const char *cli_word_list(const char *const *words, int n, char *buf, size_t cap);
 

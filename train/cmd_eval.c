@@ -36,25 +36,6 @@ static const char help[] =
     "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
     EXIT_TABLE;
 
-/* --splits: which of train, valid, test to rank (each word once at most).
-   Returns false after reporting a word that is none of them. */
-static bool parse_splits(cli_args *a, const char *list, bool *named)
-{
-    static const char *const words[] = {"train", "valid", "test"};
-    for (const char *p = list;;) {
-        size_t len = strcspn(p, ",");
-        int s = 0;
-        while (s < 3 && !(strlen(words[s]) == len && strncmp(p, words[s], len) == 0)) s++;
-        if (s == 3) {
-            cli_usage_error(a, "--splits: '%.*s' is not a split (train, valid, test)", (int)len, p);
-            return false;
-        }
-        named[s] = true;
-        if (!p[len]) return true;
-        p += len + 1;
-    }
-}
-
 /* Triples ranked for --ranks at a time, between two progress reports. */
 #define RANKS_SLICE 1024
 
@@ -151,7 +132,7 @@ int cmd_eval(int argc, char **argv)
     }
     if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
     bool named[3] = {false, false, false};
-    if (splits && !parse_splits(&a, splits, named)) return EXIT_USAGE;
+    if (splits && !cli_splits(&a, splits, named)) return EXIT_USAGE;
     /* before any work: an output that cannot be written is known now */
     if (ranks && !cli_output_ok("eval", "--ranks", ranks)) return EXIT_USAGE;
     data_view v;

@@ -110,6 +110,9 @@ static const char help[] =
     "  --recipe F           options from file F, before those given here; a word\n"
     "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
     "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md)\n"
+    "  --splits S,...       the splits the final report ranks (train, valid, test; default\n"
+    "                       every split given): valid,test leaves out the minutes of ranking\n"
+    "                       the training triples on a graph of real size\n"
     "  --json               print one JSON object instead of tables\n"
     "  --quiet              no progress line; one line at the end (stderr) says what was\n"
     "                       trained, in how long, and the metrics of each split\n"
@@ -151,6 +154,8 @@ typedef struct train_opts {
     bool kvsall, set_targets;
     const char *recipe_path;
     long ensemble, ensemble_jobs;
+    bool splits_named[3]; /* --splits: the splits its last occurrence names (train, valid, test) */
+    bool report[3];       /* the splits the final report ranks: those named, else every split given */
 } train_opts;
 
 static bool parse_scale(cli_args *a, kgl_config *cfg)
@@ -348,6 +353,10 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
             if (!(o->resume_path = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--recipe")) {
             if (!(o->recipe_path = cli_value(&a))) return EXIT_USAGE;
+        } else if (cli_is(&a, "--splits")) {
+            const char *list = cli_value(&a);
+            memset(o->splits_named, 0, sizeof o->splits_named); /* the last --splits wins, as for other options */
+            if (!list || !cli_splits(&a, list, o->splits_named)) return EXIT_USAGE;
         } else if (cli_is(&a, "--json")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->json = true;
@@ -823,7 +832,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
        each member's alone in an ensemble): a line while they run, erased
        before each table (stdout may be the same terminal). */
     long queries = 0;
-    for (int s = 0; s < 3; s++) queries += v->present[s] ? 2L * v->n[s] : 0;
+    for (int s = 0; s < 3; s++) queries += rs->o->report[s] ? 2L * v->n[s] : 0;
     progress ranking;
     progress_start(&ranking, stderr, isatty(STDERR_FILENO), (double)queries * (members > 1 ? members + 1 : 1),
                    progress_delay(), now_seconds());
@@ -860,7 +869,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
                 printf(",\"metrics\":{");
                 bool first = true;
                 for (int s = 0; s < 3; s++) {
-                    if (!v->present[s]) continue;
+                    if (!rs->o->report[s]) continue;
                     snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
                     kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
                     progress_clear(&ranking);
@@ -876,7 +885,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
     }
     bool first = true;
     for (int s = 0; s < 3; s++) {
-        if (!v->present[s]) continue;
+        if (!rs->o->report[s]) continue;
         snprintf(what, sizeof what, "%s for the report", v->name[s]);
         kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &rs->ev);
         progress_clear(&ranking);
@@ -911,7 +920,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
             char line[512];
             size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)r->seed);
             for (int s = 0; s < 3; s++) {
-                if (!v->present[s]) continue;
+                if (!rs->o->report[s]) continue;
                 snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
                 kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
                 n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
@@ -960,7 +969,7 @@ static void summary(const run_state *rs, int members, double seconds, const kgl_
     if (members == 1 && rs->o->eval_every)
         n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", rs->best_step);
     for (int s = 0; s < 3; s++)
-        if (rs->v->present[s])
+        if (rs->o->report[s])
             n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
                                   rs->v->name[s], both[s].mrr, both[s].hits1, both[s].hits10);
     fprintf(stderr, "%s\n", line);
@@ -1280,6 +1289,15 @@ int cmd_train(int argc, char **argv)
     if (!train_outputs_distinct(&o)) { /* after the recipe: it may set --ensemble */
         data_free(&v);
         return EXIT_USAGE;
+    }
+    bool any_named = o.splits_named[0] || o.splits_named[1] || o.splits_named[2];
+    for (int s = 0; s < 3; s++) { /* after the recipe: it may say --splits */
+        if (o.splits_named[s] && !v.present[s]) {
+            fprintf(stderr, "kgl train: --splits names %s, which was not given (--%s F)\n", v.name[s], v.name[s]);
+            data_free(&v);
+            return EXIT_USAGE;
+        }
+        o.report[s] = any_named ? o.splits_named[s] : v.present[s];
     }
 
     kgl_checkpoint ck;
