@@ -71,6 +71,22 @@ static double json_metric(const kgl_json *root, const char *split, const char *d
     return m ? m->num : NAN;
 }
 
+/* A run asked for --splits test printed `only_json`: its metrics hold test
+   and not train, and test's MRR is `all`'s (a run of every split, which
+   did rank train): the same ranks, since the training triples still filter. */
+static void check_only_test_ranked(test_ctx *T, const kgl_json_doc *all, const char *only_json)
+{
+    kgl_json_doc only;
+    char e[256];
+    if (!CHECK(kgl_json_parse(only_json, strlen(only_json), &only, e, sizeof e))) return;
+    const kgl_json *m = kgl_json_get(only.root, "metrics");
+    CHECK(m && !kgl_json_get(m, "train") && kgl_json_get(m, "test"));
+    double a = json_metric(all->root, "test", "both", "mrr"), b = json_metric(only.root, "test", "both", "mrr");
+    CHECK(a > 0 && a == b);
+    CHECK(json_metric(all->root, "train", "both", "mrr") > 0);
+    kgl_json_free(&only);
+}
+
 /* A model after 5 steps (ranks spread from 1 to 13): MRR and the mean rank
    recomputed from the file, per split and direction, equal kgl eval
    --json's to 1e-12 (sums of ≤ 42 terms in another order: round-off is
@@ -143,25 +159,15 @@ TEST(eval_splits_ranks_only_the_splits_named)
     const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
     snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --save %s/sp.st", train, test, T->tmp);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
-    kgl_json_doc all, only;
+    kgl_json_doc all;
     char e[256];
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/sp.st --train %s --test %s --json", T->tmp, train, test);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
     if (!CHECK(kgl_json_parse(out, strlen(out), &all, e, sizeof e))) return;
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s/sp.st --train %s --test %s --splits test --json --ranks %s/sp.tsv",
              T->tmp, train, test, T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    if (!CHECK(kgl_json_parse(out, strlen(out), &only, e, sizeof e))) {
-        kgl_json_free(&all);
-        return;
-    }
-    const kgl_json *m = kgl_json_get(only.root, "metrics");
-    CHECK(m && !kgl_json_get(m, "train") && kgl_json_get(m, "test"));
-    double a = json_metric(all.root, "test", "both", "mrr"), b = json_metric(only.root, "test", "both", "mrr");
-    CHECK(a > 0 && a == b); /* the same ranks: the training triples still filter */
-    CHECK(json_metric(all.root, "train", "both", "mrr") > 0);
+    if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) check_only_test_ranked(T, &all, out);
     kgl_json_free(&all);
-    kgl_json_free(&only);
     static rank_row rows[64];
     snprintf(cmd, sizeof cmd, "%s/sp.tsv", T->tmp);
     int n = read_ranks(T, cmd, rows, 64), not_test = 0;
@@ -424,7 +430,7 @@ TEST(train_splits_reports_only_the_splits_named)
     char cmd[4096];
     const char *train = write_tmp(T, 0, "academic.tsv", (const char *)kgl_academic_tsv, kgl_academic_tsv_len);
     const char *test = write_tmp(T, 1, "test.tsv", test_triples, sizeof test_triples - 1);
-    kgl_json_doc all, only;
+    kgl_json_doc all;
     char e[256];
     snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --json", train, test);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
@@ -433,18 +439,8 @@ TEST(train_splits_reports_only_the_splits_named)
     const char *recipe = write_tmp(T, 2, "r.args", "--splits train\n", 15);
     snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --recipe %s --splits test --json", train, test,
              recipe);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    if (!CHECK(kgl_json_parse(out, strlen(out), &only, e, sizeof e))) {
-        kgl_json_free(&all);
-        return;
-    }
-    const kgl_json *m = kgl_json_get(only.root, "metrics");
-    CHECK(m && !kgl_json_get(m, "train") && kgl_json_get(m, "test"));
-    double a = json_metric(all.root, "test", "both", "mrr"), b = json_metric(only.root, "test", "both", "mrr");
-    CHECK(a > 0 && a == b);
-    CHECK(json_metric(all.root, "train", "both", "mrr") > 0);
+    if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) check_only_test_ranked(T, &all, out);
     kgl_json_free(&all);
-    kgl_json_free(&only);
     /* --quiet's line names only the splits ranked */
     snprintf(cmd, sizeof cmd, "train --steps 5 --train %s --test %s --splits test --quiet", train, test);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
