@@ -138,13 +138,9 @@ int cmd_eval(int argc, char **argv)
     data_view v;
     if ((st = data_load("eval", &d, &v, false))) return st;
     bool ranked[3]; /* the splits to rank: those named, else every split given */
-    for (int s = 0; s < 3; s++) {
-        if (named[s] && !v.present[s]) {
-            fprintf(stderr, "kgl eval: --splits names %s, which was not given (--%s F)\n", v.name[s], v.name[s]);
-            data_free(&v);
-            return EXIT_USAGE;
-        }
-        ranked[s] = splits ? named[s] : v.present[s];
+    if (!data_splits_chosen("eval", &v, named, ranked)) {
+        data_free(&v);
+        return EXIT_USAGE;
     }
     static model_set ms; /* large; one per process */
     if ((st = model_set_open("eval", ckpt, (int)member, &v, NULL, &ms))) {

@@ -1290,14 +1290,9 @@ int cmd_train(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    bool any_named = o.splits_named[0] || o.splits_named[1] || o.splits_named[2];
-    for (int s = 0; s < 3; s++) { /* after the recipe: it may say --splits */
-        if (o.splits_named[s] && !v.present[s]) {
-            fprintf(stderr, "kgl train: --splits names %s, which was not given (--%s F)\n", v.name[s], v.name[s]);
-            data_free(&v);
-            return EXIT_USAGE;
-        }
-        o.report[s] = any_named ? o.splits_named[s] : v.present[s];
+    if (!data_splits_chosen("train", &v, o.splits_named, o.report)) { /* after the recipe: it may say --splits */
+        data_free(&v);
+        return EXIT_USAGE;
     }
 
     kgl_checkpoint ck;

@@ -185,6 +185,19 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
     return 0;
 }
 
+bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, bool *chosen)
+{
+    bool any = named[0] || named[1] || named[2];
+    for (int s = 0; s < 3; s++) {
+        if (named[s] && !v->present[s]) {
+            fprintf(stderr, "kgl %s: --splits names %s, which was not given (--%s F)\n", cmd, v->name[s], v->name[s]);
+            return false;
+        }
+        chosen[s] = any ? named[s] : v->present[s];
+    }
+    return true;
+}
+
 void data_free(data_view *v)
 {
     for (int s = 0; s < 3; s++) free(v->split[s]);

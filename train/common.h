@@ -29,6 +29,11 @@ bool data_option(cli_args *a, data_args *d, int *status);
 /* Loads and filters. On failure prints the error and returns 2 (input error). */
 int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet);
 void data_free(data_view *v);
+/* The splits to rank (chosen[3]): those --splits named (named[], none:
+ * every split given). A split named but not given is reported ("kgl CMD:
+ * --splits names valid, which was not given (--valid F)") and returns
+ * false. kgl eval's and kgl train's rule. */
+bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, bool *chosen);
 /* The loader's findings on stderr, one "file:line: ..." each: a header line
  * skipped, duplicate triples, valid/test triples also in train, and those
  * naming entities or relations train never names (with the first names and
