@@ -482,6 +482,23 @@ TEST(benchmark_command_runs_tables_and_results_json)
     snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nosel", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "nosel.args: give --eval-every K") != NULL);
+    /* a config whose report would leave out test (the last --splits wins, as in kgl
+       train): refused before any training, not after it with "has no metrics.test" */
+    snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --eval-every 5 --splits valid,test --splits=train,valid\\n' > %s/cfg/nosplit.args",
+             T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets nosplit --out %s/nsout", T->tmp, T->tmp,
+             T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "nosplit.args: --splits train,valid: kgl benchmark reports valid and test") != NULL);
+    CHECK(strstr(out, "seed 1") == NULL && strstr(err, "seed 1") == NULL); /* nothing ran */
+    /* naming both (in any order, with train too) is accepted: the words reach kgl train */
+    snprintf(cmd, sizeof cmd, "printf -- '--dim 8 --heads 2 --steps 5 --eval-every 5 --splits test,train,valid\\n' > %s/cfg/acad.args",
+             T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1 --out %s/nsout", T->tmp,
+             T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     /* an option kgl train does not know: the run's own message, exit 2 */
     snprintf(cmd, sizeof cmd, "printf -- '--steps 5 --eval-every 5 --frobnicate 3\\n' > %s/cfg/typo.args && mkdir -p %s/kg/typo && "
              "cp %s/kg/acad/* %s/kg/typo/", T->tmp, T->tmp, T->tmp, T->tmp);

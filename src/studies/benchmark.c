@@ -109,6 +109,20 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
     return as_recipe(d, load_words(d, err, cap));
 }
 
+/* Whether the comma-separated list `list` holds the word `name`. */
+static bool names_split(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n == len && strncmp(p, name, len) == 0) return true;
+        if (!end) break;
+        p = end + 1;
+    }
+    return false;
+}
+
 /* d->config_path's words into d->argv and d->args_text, checked. */
 static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *err, size_t cap)
 {
@@ -120,9 +134,12 @@ static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *er
     }
     size_t used = 0;
     bool selects = false;
+    const char *splits = NULL; /* the last --splits value: kgl train lets the last one win */
     for (int k = 0; k < d->argc; k++) {
         const char *w = d->argv[k];
         selects |= strcmp(w, "--eval-every") == 0 || strncmp(w, "--eval-every=", 13) == 0;
+        if (strncmp(w, "--splits=", 9) == 0) splits = w + 9;
+        else if (strcmp(w, "--splits") == 0 && k + 1 < d->argc) splits = d->argv[k + 1];
         /* the options kgl benchmark sets, spaced or "--name=value" */
         static const char *const own[] = {"--seed", "--train", "--valid", "--test", "--save", "--log", "--resume"};
         for (size_t o = 0; o < sizeof own / sizeof own[0]; o++) {
@@ -142,6 +159,13 @@ static kgl_benchmark_config_status load_words(kgl_benchmark_dataset *d, char *er
     if (!selects) {
         snprintf(err, cap, "%s: give --eval-every K: kgl benchmark reports the model selected on the valid split",
                  d->config_path);
+        return KGL_BENCHMARK_CONFIG_INVALID;
+    }
+    /* The report reads valid and test from every run: a file whose --splits
+       leaves one out would fail only after its training (words checked by kgl train). */
+    if (splits && !(names_split(splits, "valid") && names_split(splits, "test"))) {
+        snprintf(err, cap, "%s: --splits %s: kgl benchmark reports valid and test; name both, or leave --splits out",
+                 d->config_path, splits);
         return KGL_BENCHMARK_CONFIG_INVALID;
     }
     return KGL_BENCHMARK_CONFIG_OK;
