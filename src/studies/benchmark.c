@@ -109,18 +109,15 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
     return as_recipe(d, load_words(d, err, cap));
 }
 
-/* Whether the comma-separated list `list` holds the word `name`. */
+/* Whether the comma-separated list `list` holds the word `name` (kgl train's
+   cli_splits, in train/, checks the words themselves; the library cannot call it). */
 static bool names_split(const char *list, const char *name)
 {
-    size_t len = strlen(name);
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        if (n == len && strncmp(p, name, len) == 0) return true;
-        if (!end) break;
-        p = end + 1;
+    for (const char *p = list;; p += strcspn(p, ",") + 1) {
+        size_t len = strcspn(p, ",");
+        if (len == strlen(name) && strncmp(p, name, len) == 0) return true;
+        if (!p[len]) return false;
     }
-    return false;
 }
 
 /* d->config_path's words into d->argv and d->args_text, checked. */
