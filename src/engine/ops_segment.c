@@ -14,7 +14,12 @@
  *
  * Nothing here is n × n: the work is O(T d), T the tokens of the batch.
  * Each op's forward, backward and gradient-check spec are side by side, as
- * in ops.c; the registry there lists them. */
+ * in ops.c; the registry there lists them.
+ *
+ * The segments go in blocks of SEG_BLOCK as tasks on the tape's pool: what a
+ * segment's task writes is its own query row, its own tokens' rows, so every
+ * number is computed exactly as the plain loop over the segments computes it,
+ * for any number of threads (the size is fixed, never a function of them). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +29,18 @@
 #include "ops_check.h"
 
 /* The segment structure every op checks before it reads a token. */
+#define SEG_BLOCK 16
+
+typedef struct segment_job {
+    kgl_tensor *in0, *in1, *out; /* each op names them: Q, K, S; S, A; A, V, O */
+    const int *offsets;
+    int segments, heads;
+    double tau_h[KGL_ATTENTION_MAX_HEADS]; /* segment_scores' scale per head */
+} segment_job;
+
+static int segment_blocks(int segments) { return (segments + SEG_BLOCK - 1) / SEG_BLOCK; }
+static int block_end(int task, int segments) { return segments - task * SEG_BLOCK < SEG_BLOCK ? segments : (task + 1) * SEG_BLOCK; }
+
 static void check_offsets(const char *op, const int *offsets, int segments, int tokens)
 {
     if (segments < 1 || offsets[0] != 0 || offsets[segments] != tokens)
@@ -48,16 +65,17 @@ static void head_scales(const kgl_node *nd, int H, double *tau_h)
     for (int h = 0; h < H; h++) tau_h[h] = theta ? nd->alpha * exp(theta->data[h]) : nd->alpha;
 }
 
-static void segment_scores_backward(kgl_node *nd)
+/* dQ rows and dK rows of a block of segments */
+static void segment_scores_backward_block(void *ctx, int task, int worker)
 {
-    kgl_tensor *Q = nd->in[0], *K = nd->in[1], *S = nd->out;
-    int H = nd->i0, d = Q->cols, dk = d / H, B = nd->n_idx;
-    double tau_h[KGL_ATTENTION_MAX_HEADS];
-    head_scales(nd, H, tau_h);
-    for (int b = 0; b < B; b++)
-        for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
+    (void)worker;
+    const segment_job *J = ctx;
+    kgl_tensor *Q = J->in0, *K = J->in1, *S = J->out;
+    int H = J->heads, d = Q->cols, dk = d / H;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
+        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++)
             for (int h = 0; h < H; h++) {
-                double g = tau_h[h] * S->grad[(size_t)t * H + h];
+                double g = J->tau_h[h] * S->grad[(size_t)t * H + h];
                 const kgl_real *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)t * d + h * dk;
                 if (Q->grad) {
                     kgl_real *dq = Q->grad + (size_t)b * d + h * dk;
@@ -68,16 +86,41 @@ static void segment_scores_backward(kgl_node *nd)
                     for (int c = 0; c < dk; c++) dkr[c] += g * q[c];
                 }
             }
-    if (nd->n_in == 3 && nd->in[2]->grad) {
+}
+
+static void segment_scores_backward(kgl_node *nd)
+{
+    kgl_tensor *Q = nd->in[0], *K = nd->in[1], *S = nd->out;
+    segment_job J = {Q, K, S, nd->idx0, nd->n_idx, nd->i0, {0}};
+    head_scales(nd, J.heads, J.tau_h);
+    if (Q->grad || K->grad)
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * K->rows * K->cols, segment_scores_backward_block, &J);
+    if (nd->n_in == 3 && nd->in[2]->grad) { /* dθ_h: one sum over all tokens, in order */
         size_t T = (size_t)S->rows;
-        for (int h = 0; h < H; h++) {
+        for (int h = 0; h < J.heads; h++) {
             double acc = 0;
-            for (size_t t = 0; t < T; t++) acc += S->grad[t * H + h] * S->data[t * H + h];
+            for (size_t t = 0; t < T; t++) acc += S->grad[t * J.heads + h] * S->data[t * J.heads + h];
             nd->in[2]->grad[h] += acc;
         }
     }
 }
 
+/* S rows of a block of segments */
+static void segment_scores_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const segment_job *J = ctx;
+    const kgl_tensor *Q = J->in0, *K = J->in1;
+    int H = J->heads, d = Q->cols, dk = d / H;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
+        for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++)
+            for (int h = 0; h < H; h++) {
+                const kgl_real *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)tok * d + h * dk;
+                double dot = 0;
+                for (int c = 0; c < dk; c++) dot += q[c] * k[c];
+                J->out->data[(size_t)tok * H + h] = J->tau_h[h] * dot;
+            }
+}
 
 kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const int *offsets, int segments,
                                int heads, double tau, kgl_tensor *log_temp)
@@ -88,21 +131,12 @@ kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const 
     if (log_temp && (log_temp->rows != 1 || log_temp->cols != heads))
         kgl_die("segment_scores: log_temp is %dx%d, expected 1x%d", log_temp->rows, log_temp->cols, heads);
     check_offsets("segment_scores", offsets, segments, K->rows);
-    int d = Q->cols, dk = d / heads, n_in = log_temp ? 3 : 2;
+    int d = Q->cols, n_in = log_temp ? 3 : 2;
     kgl_tensor *in[3] = {Q, K, log_temp};
     kgl_tensor *S = kgl_op_output(t, K->rows, heads, n_in, in);
-    for (int h = 0; h < heads; h++) {
-        double tau_h = log_temp ? tau * exp(log_temp->data[h]) : tau;
-        for (int b = 0; b < segments; b++) {
-            const kgl_real *q = Q->data + (size_t)b * d + h * dk;
-            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) {
-                const kgl_real *k = K->data + (size_t)tok * d + h * dk;
-                double dot = 0;
-                for (int c = 0; c < dk; c++) dot += q[c] * k[c];
-                S->data[(size_t)tok * heads + h] = tau_h * dot;
-            }
-        }
-    }
+    segment_job J = {Q, K, S, offsets, segments, heads, {0}};
+    for (int h = 0; h < heads; h++) J.tau_h[h] = log_temp ? tau * exp(log_temp->data[h]) : tau;
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * K->rows * d, segment_scores_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_scores, S, n_in, in);
     if (nd) {
         nd->idx0 = offsets;
@@ -114,10 +148,13 @@ kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const 
 }
 
 /* The check cases' segments: sizes 1 (a query alone with itself), 3 and 2;
-   one segment of four; and five segments of 2, 1, 4, 1, 3. */
+   one segment of four; five segments of 2, 1, 4, 1, 3; and nineteen of 2,
+   1, 3, 2, 1, 3, …, more than a block of SEG_BLOCK, so that a mistake at a
+   block's edge fails the check. */
 static const int seg_offsets_a[] = {0, 1, 4, 6}, seg_offsets_b[] = {0, 4}, seg_offsets_c[] = {0, 2, 3, 7, 8, 11};
-static const int *const seg_offsets[] = {seg_offsets_a, seg_offsets_b, seg_offsets_c};
-static const int seg_count[] = {3, 1, 5};
+static const int seg_offsets_d[] = {0, 2, 3, 6, 8, 9, 12, 14, 15, 18, 20, 21, 24, 26, 27, 30, 32, 33, 36, 38};
+static const int *const seg_offsets[] = {seg_offsets_a, seg_offsets_b, seg_offsets_c, seg_offsets_d};
+static const int seg_count[] = {3, 1, 5, 19};
 
 static void segment_case(int which, kgl_arena *keep, kgl_check_case *c)
 {
@@ -133,7 +170,7 @@ static kgl_tensor *segment_scores_run(kgl_tape *t, const kgl_check_case *c)
 
 static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int d[] = {4, 3, 6}, heads[] = {2, 1, 3};
+    static const int d[] = {4, 3, 6, 4}, heads[] = {2, 1, 3, 2};
     segment_case(which, keep, c);
     int T = seg_offsets[which][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, c->n_idx, d[which], 1, 0);
@@ -149,7 +186,7 @@ static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_ch
 
 const kgl_op kgl_op_segment_scores = {"segment_scores",
                                          segment_scores_backward,
-                                         {3, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                         {4, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * segment_softmax: within segment b, for each column h,
@@ -159,38 +196,59 @@ const kgl_op kgl_op_segment_scores = {"segment_scores",
  *   ds = J g,  ds_t = p_t (g_t − ⟨g, p⟩).
  * A segment of one token has p = 1 and passes no gradient (J = 1 − 1 = 0).
  * ======================================================================== */
-static void segment_softmax_backward(kgl_node *nd)
+static void segment_softmax_backward_block(void *ctx, int task, int worker)
 {
-    kgl_tensor *S = nd->in[0], *A = nd->out;
-    int H = A->cols;
-    for (int b = 0; b < nd->n_idx; b++)
+    (void)worker;
+    const segment_job *J = ctx;
+    const kgl_tensor *A = J->out;
+    kgl_tensor *S = J->in0;
+    int H = J->heads;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
         for (int h = 0; h < H; h++) {
             double gp = 0; /* ⟨g, p⟩ */
-            for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++) gp += A->grad[(size_t)t * H + h] * A->data[(size_t)t * H + h];
-            for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++) {
+            for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) gp += A->grad[(size_t)t * H + h] * A->data[(size_t)t * H + h];
+            for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
                 size_t i = (size_t)t * H + h;
                 S->grad[i] += A->data[i] * (A->grad[i] - gp);
             }
         }
 }
 
+static void segment_softmax_backward(kgl_node *nd)
+{
+    segment_job J = {nd->in[0], NULL, nd->out, nd->idx0, nd->n_idx, nd->out->cols, {0}};
+    kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * nd->out->rows * J.heads, segment_softmax_backward_block, &J);
+}
+
+static void segment_softmax_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const segment_job *J = ctx;
+    const kgl_tensor *S = J->in0;
+    kgl_tensor *A = J->out;
+    int H = J->heads;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
+        for (int h = 0; h < H; h++) {
+            int t0 = J->offsets[b], t1 = J->offsets[b + 1];
+            double mx = -INFINITY, z = 0;
+            for (int tok = t0; tok < t1; tok++) mx = fmax(mx, S->data[(size_t)tok * H + h]);
+            for (int tok = t0; tok < t1; tok++) {
+                size_t i = (size_t)tok * H + h;
+                A->data[i] = exp(S->data[i] - mx);
+                z += A->data[i];
+            }
+            for (int tok = t0; tok < t1; tok++) A->data[(size_t)tok * H + h] /= z;
+        }
+}
 
 kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *S, const int *offsets, int segments)
 {
     check_offsets("segment_softmax", offsets, segments, S->rows);
     int H = S->cols;
     kgl_tensor *A = kgl_op_output(t, S->rows, H, 1, &S);
-    for (int b = 0; b < segments; b++)
-        for (int h = 0; h < H; h++) {
-            double mx = -INFINITY, z = 0;
-            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) mx = fmax(mx, S->data[(size_t)tok * H + h]);
-            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) {
-                size_t i = (size_t)tok * H + h;
-                A->data[i] = exp(S->data[i] - mx);
-                z += A->data[i];
-            }
-            for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) A->data[(size_t)tok * H + h] /= z;
-        }
+    segment_job J = {S, NULL, A, offsets, segments, H, {0}};
+    /* an exp is some tens of operations */
+    kgl_parallel(t->pool, segment_blocks(segments), 30.0 * S->rows * H, segment_softmax_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_softmax, A, 1, &S);
     if (nd) {
         nd->idx0 = offsets;
@@ -206,7 +264,7 @@ static kgl_tensor *segment_softmax_run(kgl_tape *t, const kgl_check_case *c)
 
 static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int heads[] = {2, 1, 3};
+    static const int heads[] = {2, 1, 3, 2};
     segment_case(which, keep, c);
     int T = seg_offsets[which][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
@@ -217,20 +275,23 @@ static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_segment_softmax = {"segment_softmax",
                                           segment_softmax_backward,
-                                          {3, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                          {4, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * segment_weighted_sum: O[b, c] = Σ_{t ∈ b} A[t, h(c)] V[t, c],  h(c) = c / dk
  *   A [T, H], V [T, d], O [B, d].  With G = ∂L/∂O:
  *   dA[t, h] += ⟨G_h[b(t)], V_h[t]⟩,   dV[t, c] += A[t, h(c)] G[b(t), c].
  * ======================================================================== */
-static void segment_weighted_sum_backward(kgl_node *nd)
+static void segment_weighted_sum_backward_block(void *ctx, int task, int worker)
 {
-    kgl_tensor *A = nd->in[0], *V = nd->in[1], *O = nd->out;
-    int H = A->cols, d = V->cols, dk = d / H;
-    for (int b = 0; b < nd->n_idx; b++) {
+    (void)worker;
+    const segment_job *J = ctx;
+    kgl_tensor *A = J->in0, *V = J->in1;
+    const kgl_tensor *O = J->out;
+    int H = J->heads, d = V->cols, dk = d / H;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         const kgl_real *g = O->grad + (size_t)b * d;
-        for (int t = nd->idx0[b]; t < nd->idx0[b + 1]; t++)
+        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++)
             for (int h = 0; h < H; h++) {
                 const kgl_real *v = V->data + (size_t)t * d + h * dk, *gh = g + h * dk;
                 if (A->grad) {
@@ -247,25 +308,40 @@ static void segment_weighted_sum_backward(kgl_node *nd)
     }
 }
 
-
-kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_tensor *V, const int *offsets, int segments)
+static void segment_weighted_sum_backward(kgl_node *nd)
 {
-    if (A->rows != V->rows || A->cols < 1 || V->cols % A->cols)
-        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V->rows, V->cols);
-    check_offsets("segment_weighted_sum", offsets, segments, V->rows);
-    int H = A->cols, d = V->cols, dk = d / H;
-    kgl_tensor *in[2] = {A, V};
-    kgl_tensor *O = kgl_op_output(t, segments, d, 2, in);
-    memset(O->data, 0, kgl_numel(O) * sizeof(kgl_real));
-    for (int b = 0; b < segments; b++) {
-        kgl_real *o = O->data + (size_t)b * d;
-        for (int tok = offsets[b]; tok < offsets[b + 1]; tok++) /* tokens in order */
+    segment_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->n_idx, nd->in[0]->cols, {0}};
+    kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * J.in1->rows * J.in1->cols, segment_weighted_sum_backward_block, &J);
+}
+
+/* O rows of a block of segments, each a sum over its tokens in order */
+static void segment_weighted_sum_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const segment_job *J = ctx;
+    const kgl_tensor *A = J->in0, *V = J->in1;
+    int H = J->heads, d = V->cols, dk = d / H;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
+        kgl_real *o = J->out->data + (size_t)b * d;
+        memset(o, 0, (size_t)d * sizeof *o);
+        for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++)
             for (int h = 0; h < H; h++) {
                 double a = A->data[(size_t)tok * H + h];
                 const kgl_real *v = V->data + (size_t)tok * d + h * dk;
                 for (int c = 0; c < dk; c++) o[h * dk + c] += a * v[c];
             }
     }
+}
+
+kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_tensor *V, const int *offsets, int segments)
+{
+    if (A->rows != V->rows || A->cols < 1 || V->cols % A->cols)
+        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V->rows, V->cols);
+    check_offsets("segment_weighted_sum", offsets, segments, V->rows);
+    kgl_tensor *in[2] = {A, V};
+    kgl_tensor *O = kgl_op_output(t, segments, V->cols, 2, in);
+    segment_job J = {A, V, O, offsets, segments, A->cols, {0}};
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * V->rows * V->cols, segment_weighted_sum_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_weighted_sum, O, 2, in);
     if (nd) {
         nd->idx0 = offsets;
@@ -281,7 +357,7 @@ static kgl_tensor *segment_weighted_sum_run(kgl_tape *t, const kgl_check_case *c
 
 static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int d[] = {4, 3, 6}, heads[] = {2, 1, 3};
+    static const int d[] = {4, 3, 6, 4}, heads[] = {2, 1, 3, 2};
     segment_case(which, keep, c);
     int T = seg_offsets[which][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
@@ -294,7 +370,7 @@ static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, 
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
                                                segment_weighted_sum_backward,
-                                               {3, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                               {4, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 
 /* ========================================================================
@@ -303,21 +379,54 @@ const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
  *   A [na, d], B [nb, d], Y [T, d]; ia in idx0, ib in idx1, T in n_idx.
  *   ∂Y[t]/∂A[ia[t]] = ∂Y[t]/∂B[ib[t]] = I  ⇒  dA[ia[t]] += G[t], dB[ib[t]] += G[t]
  *   (a scatter-add: rows named twice get both, in token order).
+ * Forward, tokens go in blocks of GATHER_ROWS as tasks; backward, a row of
+ * dA or dB may be named by tokens of any block, so the tasks are blocks of
+ * GATHER_COLS columns instead, each walking every token in order: every
+ * element still gets its additions in token order, for any threads.
  * ======================================================================== */
+#define GATHER_ROWS 256
+#define GATHER_COLS 64
+
+typedef struct gather_job {
+    kgl_tensor *A, *B, *Y;
+    const int *ia, *ib;
+    int n;
+} gather_job;
+
+static void gather_sum_rows_backward_cols(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gather_job *J = ctx;
+    int d = J->Y->cols, c0 = task * GATHER_COLS, c1 = d - c0 < GATHER_COLS ? d : c0 + GATHER_COLS;
+    for (int t = 0; t < J->n; t++) {
+        const kgl_real *g = J->Y->grad + (size_t)t * d;
+        if (J->A->grad) {
+            kgl_real *da = J->A->grad + (size_t)J->ia[t] * d;
+            for (int c = c0; c < c1; c++) da[c] += g[c];
+        }
+        if (J->B->grad) {
+            kgl_real *db = J->B->grad + (size_t)J->ib[t] * d;
+            for (int c = c0; c < c1; c++) db[c] += g[c];
+        }
+    }
+}
+
 static void gather_sum_rows_backward(kgl_node *nd)
 {
-    kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
-    int d = Y->cols;
-    for (int t = 0; t < nd->n_idx; t++) {
-        const kgl_real *g = Y->grad + (size_t)t * d;
-        if (A->grad) {
-            kgl_real *da = A->grad + (size_t)nd->idx0[t] * d;
-            for (int c = 0; c < d; c++) da[c] += g[c];
-        }
-        if (B->grad) {
-            kgl_real *db = B->grad + (size_t)nd->idx1[t] * d;
-            for (int c = 0; c < d; c++) db[c] += g[c];
-        }
+    gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx};
+    int d = J.Y->cols;
+    kgl_parallel(nd->pool, (d + GATHER_COLS - 1) / GATHER_COLS, 2.0 * J.n * d, gather_sum_rows_backward_cols, &J);
+}
+
+static void gather_sum_rows_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gather_job *J = ctx;
+    int d = J->Y->cols, k1 = J->n - task * GATHER_ROWS < GATHER_ROWS ? J->n : (task + 1) * GATHER_ROWS;
+    for (int k = task * GATHER_ROWS; k < k1; k++) {
+        const kgl_real *a = J->A->data + (size_t)J->ia[k] * d, *b = J->B->data + (size_t)J->ib[k] * d;
+        kgl_real *y = J->Y->data + (size_t)k * d;
+        for (int c = 0; c < d; c++) y[c] = a[c] + b[c];
     }
 }
 
@@ -327,14 +436,10 @@ kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_t
     for (int k = 0; k < n; k++)
         if (ia[k] < 0 || ia[k] >= A->rows || ib[k] < 0 || ib[k] >= B->rows)
             kgl_die("gather_sum_rows: row %d names %d of %d and %d of %d", k, ia[k], A->rows, ib[k], B->rows);
-    int d = A->cols;
     kgl_tensor *in[2] = {A, B};
-    kgl_tensor *Y = kgl_op_output(t, n, d, 2, in);
-    for (int k = 0; k < n; k++) {
-        const kgl_real *a = A->data + (size_t)ia[k] * d, *b = B->data + (size_t)ib[k] * d;
-        kgl_real *y = Y->data + (size_t)k * d;
-        for (int c = 0; c < d; c++) y[c] = a[c] + b[c];
-    }
+    kgl_tensor *Y = kgl_op_output(t, n, A->cols, 2, in);
+    gather_job J = {A, B, Y, ia, ib, n};
+    kgl_parallel(t->pool, (n + GATHER_ROWS - 1) / GATHER_ROWS, 1.0 * n * A->cols, gather_sum_rows_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_gather_sum_rows, Y, 2, in);
     if (nd) {
         nd->idx0 = ia;
@@ -351,12 +456,16 @@ static kgl_tensor *gather_sum_rows_run(kgl_tape *t, const kgl_check_case *c)
 
 static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    /* rows named several times (scatter-add), one row, and A and B of other heights */
+    /* rows named several times (scatter-add), one row, A and B of other
+       heights; and 300 tokens of 70 columns, more than a block of rows
+       forward and of columns backward, so a mistake at a block's edge fails */
     static const int ia_a[] = {2, 0, 2, 1, 2}, ib_a[] = {0, 0, 1, 1, 0};
     static const int ia_b[] = {1}, ib_b[] = {3};
     static const int ia_c[] = {0, 3, 3, 1, 0, 2}, ib_c[] = {1, 1, 0, 1, 0, 1};
-    const int *ia[] = {ia_a, ia_b, ia_c}, *ib[] = {ib_a, ib_b, ib_c};
-    static const int n[] = {5, 1, 6}, a_rows[] = {3, 2, 4}, b_rows[] = {2, 4, 2}, d[] = {3, 4, 2};
+    static const int n[] = {5, 1, 6, 300}, a_rows[] = {3, 2, 4, 5}, b_rows[] = {2, 4, 2, 3}, d[] = {3, 4, 2, 70};
+    int ia_d[300], ib_d[300];
+    for (int k = 0; k < 300 && which == 3; k++) ia_d[k] = (int)kgl_rng_below(rng, 5), ib_d[k] = (int)kgl_rng_below(rng, 3);
+    const int *ia[] = {ia_a, ia_b, ia_c, ia_d}, *ib[] = {ib_a, ib_b, ib_c, ib_d};
     c->inputs[0] = kgl_check_input(keep, rng, a_rows[which], d[which], 1, 0);
     c->inputs[1] = kgl_check_input(keep, rng, b_rows[which], d[which], 1, 0);
     c->n_inputs = 2;
@@ -369,4 +478,4 @@ static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_gather_sum_rows = {"gather_sum_rows",
                                        gather_sum_rows_backward,
-                                       {3, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                       {4, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};

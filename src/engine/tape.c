@@ -112,6 +112,32 @@ void kgl_tape_free(kgl_tape *t)
     t->n_nodes = 0;
 }
 
+/* A new gradient starts at zero. A step of the neighbourhood context zeroes
+   hundreds of megabytes of them (its tokens' rows), more than one thread
+   writes at memory's pace, so large ones are zeroed in blocks on the tape's
+   pool (zeros are zeros, whoever writes them). */
+#define ZERO_BLOCK ((size_t)1 << 16)
+
+typedef struct zero_job {
+    kgl_real *p;
+    size_t n;
+} zero_job;
+
+static void zero_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const zero_job *J = ctx;
+    size_t lo = (size_t)task * ZERO_BLOCK, hi = J->n - lo < ZERO_BLOCK ? J->n : lo + ZERO_BLOCK;
+    memset(J->p + lo, 0, (hi - lo) * sizeof *J->p);
+}
+
+static kgl_real *zeroed_grad(kgl_tape *t, size_t n)
+{
+    zero_job J = {kgl_arena_alloc(&t->arena, n * sizeof(kgl_real)), n};
+    kgl_parallel(t->pool, (int)((n + ZERO_BLOCK - 1) / ZERO_BLOCK), (double)n, zero_block, &J);
+    return J.p;
+}
+
 kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad)
 {
     if (rows < 0 || cols < 0) kgl_die("tensor shape %dx%d is negative", rows, cols);
@@ -120,7 +146,7 @@ kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad)
     x->rows = rows;
     x->cols = cols;
     x->data = kgl_arena_alloc(&t->arena, n * sizeof(kgl_real));
-    x->grad = (with_grad && t->recording) ? kgl_arena_zalloc(&t->arena, n * sizeof(kgl_real)) : NULL;
+    x->grad = (with_grad && t->recording) ? zeroed_grad(t, n) : NULL;
     return x;
 }
 
