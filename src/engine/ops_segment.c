@@ -379,25 +379,26 @@ const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
  *   A [na, d], B [nb, d], Y [T, d]; ia in idx0, ib in idx1, T in n_idx.
  *   ∂Y[t]/∂A[ia[t]] = ∂Y[t]/∂B[ib[t]] = I  ⇒  dA[ia[t]] += G[t], dB[ib[t]] += G[t]
  *   (a scatter-add: rows named twice get both, in token order).
- * Forward, tokens go in blocks of GATHER_ROWS as tasks; backward, a row of
- * dA or dB may be named by tokens of any block, so the tasks are blocks of
- * GATHER_COLS columns instead, each walking every token in order: every
- * element still gets its additions in token order, for any threads.
+ * Forward, tokens go in blocks of GATHER_ROWS as tasks. Backward, a row of
+ * dA or dB may be named by tokens of any block, so a task is a slab of
+ * columns instead, walking every token in order: each element gets its
+ * additions in token order however the columns are split, so the split can
+ * follow the threads (one slab a thread: a walk over the tokens costs about
+ * as much for 64 columns as for 384, so more slabs than threads is slower).
  * ======================================================================== */
 #define GATHER_ROWS 256
-#define GATHER_COLS 64
 
 typedef struct gather_job {
     kgl_tensor *A, *B, *Y;
     const int *ia, *ib;
-    int n;
+    int n, slab; /* tokens; columns a backward task adds */
 } gather_job;
 
 static void gather_sum_rows_backward_cols(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
-    int d = J->Y->cols, c0 = task * GATHER_COLS, c1 = d - c0 < GATHER_COLS ? d : c0 + GATHER_COLS;
+    int d = J->Y->cols, c0 = task * J->slab, c1 = d - c0 < J->slab ? d : c0 + J->slab;
     for (int t = 0; t < J->n; t++) {
         const kgl_real *g = J->Y->grad + (size_t)t * d;
         if (J->A->grad) {
@@ -413,9 +414,9 @@ static void gather_sum_rows_backward_cols(void *ctx, int task, int worker)
 
 static void gather_sum_rows_backward(kgl_node *nd)
 {
-    gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx};
-    int d = J.Y->cols;
-    kgl_parallel(nd->pool, (d + GATHER_COLS - 1) / GATHER_COLS, 2.0 * J.n * d, gather_sum_rows_backward_cols, &J);
+    int d = nd->out->cols, threads = kgl_pool_threads(nd->pool), per = (d + threads - 1) / threads;
+    gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx, (per + 15) / 16 * 16};
+    kgl_parallel(nd->pool, (d + J.slab - 1) / J.slab, 2.0 * J.n * d, gather_sum_rows_backward_cols, &J);
 }
 
 static void gather_sum_rows_block(void *ctx, int task, int worker)
@@ -438,7 +439,7 @@ kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_t
             kgl_die("gather_sum_rows: row %d names %d of %d and %d of %d", k, ia[k], A->rows, ib[k], B->rows);
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, A->cols, 2, in);
-    gather_job J = {A, B, Y, ia, ib, n};
+    gather_job J = {A, B, Y, ia, ib, n, 0};
     kgl_parallel(t->pool, (n + GATHER_ROWS - 1) / GATHER_ROWS, 1.0 * n * A->cols, gather_sum_rows_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_gather_sum_rows, Y, 2, in);
     if (nd) {
@@ -457,12 +458,13 @@ static kgl_tensor *gather_sum_rows_run(kgl_tape *t, const kgl_check_case *c)
 static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     /* rows named several times (scatter-add), one row, A and B of other
-       heights; and 300 tokens of 70 columns, more than a block of rows
-       forward and of columns backward, so a mistake at a block's edge fails */
+       heights; and 300 tokens, more than a block of GATHER_ROWS, so that a
+       mistake at a block's edge fails (the backward's slabs of columns come
+       with threads: training_is_the_same_bits_for_any_thread_count splits them) */
     static const int ia_a[] = {2, 0, 2, 1, 2}, ib_a[] = {0, 0, 1, 1, 0};
     static const int ia_b[] = {1}, ib_b[] = {3};
     static const int ia_c[] = {0, 3, 3, 1, 0, 2}, ib_c[] = {1, 1, 0, 1, 0, 1};
-    static const int n[] = {5, 1, 6, 300}, a_rows[] = {3, 2, 4, 5}, b_rows[] = {2, 4, 2, 3}, d[] = {3, 4, 2, 70};
+    static const int n[] = {5, 1, 6, 300}, a_rows[] = {3, 2, 4, 5}, b_rows[] = {2, 4, 2, 3}, d[] = {3, 4, 2, 6};
     int ia_d[300], ib_d[300];
     for (int k = 0; k < 300 && which == 3; k++) ia_d[k] = (int)kgl_rng_below(rng, 5), ib_d[k] = (int)kgl_rng_below(rng, 3);
     const int *ia[] = {ia_a, ia_b, ia_c, ia_d}, *ib[] = {ib_a, ib_b, ib_c, ib_d};
