@@ -48,6 +48,9 @@ static inline void kgl_parallel(kgl_pool *p, int n_tasks, double work, void (*fn
     kgl_pool_run(p, n_tasks, fn, ctx);
 }
 
+/* The end of a task's span [lo, lo + step) of n things: the last span is short. */
+static inline size_t span_end(size_t lo, size_t step, size_t n) { return n - lo < step ? n : lo + step; }
+
 /* Seconds on a monotonic clock (for timings the library reports). */
 double kgl_seconds(void);
 

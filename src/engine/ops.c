@@ -55,7 +55,6 @@ static int row_blocks(int rows) { return (rows + ROW_BLOCK - 1) / ROW_BLOCK; }
 #define ELEM_BLOCK 16384
 #define COL_BLOCK 64
 static int elem_blocks(size_t n) { return (int)((n + ELEM_BLOCK - 1) / ELEM_BLOCK); }
-static size_t span_end(size_t lo, size_t step, size_t n) { return n - lo < step ? n : lo + step; }
 
 static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_tensor *b)
 {

@@ -39,7 +39,7 @@ typedef struct segment_job {
 } segment_job;
 
 static int segment_blocks(int segments) { return (segments + SEG_BLOCK - 1) / SEG_BLOCK; }
-static int block_end(int task, int segments) { return segments - task * SEG_BLOCK < SEG_BLOCK ? segments : (task + 1) * SEG_BLOCK; }
+static int block_end(int task, int segments) { return (int)span_end((size_t)task * SEG_BLOCK, SEG_BLOCK, (size_t)segments); }
 
 static void check_offsets(const char *op, const int *offsets, int segments, int tokens)
 {
@@ -398,7 +398,7 @@ static void gather_sum_rows_backward_cols(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
-    int d = J->Y->cols, c0 = task * J->slab, c1 = d - c0 < J->slab ? d : c0 + J->slab;
+    int d = J->Y->cols, c0 = task * J->slab, c1 = (int)span_end((size_t)c0, (size_t)J->slab, (size_t)d);
     for (int t = 0; t < J->n; t++) {
         const kgl_real *g = J->Y->grad + (size_t)t * d;
         if (J->A->grad) {
@@ -423,7 +423,7 @@ static void gather_sum_rows_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
-    int d = J->Y->cols, k1 = J->n - task * GATHER_ROWS < GATHER_ROWS ? J->n : (task + 1) * GATHER_ROWS;
+    int d = J->Y->cols, k1 = (int)span_end((size_t)task * GATHER_ROWS, GATHER_ROWS, (size_t)J->n);
     for (int k = task * GATHER_ROWS; k < k1; k++) {
         const kgl_real *a = J->A->data + (size_t)J->ia[k] * d, *b = J->B->data + (size_t)J->ib[k] * d;
         kgl_real *y = J->Y->data + (size_t)k * d;

@@ -127,7 +127,7 @@ static void zero_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const zero_job *J = ctx;
-    size_t lo = (size_t)task * ZERO_BLOCK, hi = J->n - lo < ZERO_BLOCK ? J->n : lo + ZERO_BLOCK;
+    size_t lo = (size_t)task * ZERO_BLOCK, hi = span_end(lo, ZERO_BLOCK, J->n);
     memset(J->p + lo, 0, (hi - lo) * sizeof *J->p);
 }
 
