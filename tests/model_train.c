@@ -238,6 +238,8 @@ TEST(resume_is_exact)
                                             "--weight-decay 0.4 --label-smoothing 0.2 --hidden-dropout 0.1"),
                                            /* the graph context's neighbourhoods are drawn per step, so they resume too */
                                            "--context graph --neighbours 3 --batch 10 --dropout 0.1 --qk-norm --ffn 8",
+                                           /* and their edge dropout's rate */
+                                           "--context graph --neighbours 3 --batch 10 --edge-dropout 0.3",
                                            "--context none --batch 10 --hidden-dropout 0.2",
                                            "--batch 10 --entity-dropout 0.3 --hidden-dropout 0.1"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {

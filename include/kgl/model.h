@@ -88,7 +88,10 @@ typedef struct kgl_neighbourhood {
  * questions). tail and rel NULL: no edge is left out (evaluation: the
  * triples asked about are not training triples). With rng,
  * K edges drawn uniformly without replacement (the first K steps of a
- * Fisher–Yates shuffle of the candidates, kgl_rng_below); without, the first
+ * Fisher–Yates shuffle of the candidates, kgl_rng_below), then with
+ * edge_dropout p > 0 each chosen edge dropped when a uniform drawn for it
+ * (in order, after the segment's shuffle draws) is below p (--edge-dropout;
+ * the entity's own token is never dropped); without rng, the first
  * K candidates in the graph's fixed order. `scratch` holds
  * kgl_neighbourhood_scratch(g) ints; out's arrays hold n + 1 (offsets), n
  * (query_slot) and n (K + 1) (the others). */
@@ -97,7 +100,8 @@ size_t kgl_neighbourhood_scratch(const kgl_graph *g);
 void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K);
 void kgl_neighbourhood_free(kgl_neighbourhood *nb);
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
-                            bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out);
+                            bool all_answers, kgl_rng *rng, double edge_dropout, int *scratch,
+                            kgl_neighbourhood *out);
 
 typedef struct kgl_model {
     kgl_config cfg;
@@ -205,6 +209,8 @@ typedef struct kgl_regularisers {
                                example's relation from its head state and tail (not random) */
     double n3;              /* --n3 λ: + λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³
                                (Lacroix et al. 2018; the head state before hidden dropout) */
+    double edge_dropout;    /* --edge-dropout: each sampled edge of a graph context's segment
+                               (training only; kgl_neighbourhood_fill draws it) */
     double entity_dropout;  /* --entity-dropout: the readout's candidates, E[j] for every entity j
                                (one mask on the whole table a step, drawn after the hidden dropout's) */
     kgl_rng *rng;

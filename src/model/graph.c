@@ -119,7 +119,8 @@ void kgl_neighbourhood_free(kgl_neighbourhood *nb)
 size_t kgl_neighbourhood_scratch(const kgl_graph *g) { return (size_t)g->max_degree + (size_t)g->n_entities + 1; }
 
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
-                            bool all_answers, kgl_rng *rng, int *scratch, kgl_neighbourhood *out)
+                            bool all_answers, kgl_rng *rng, double edge_dropout, int *scratch,
+                            kgl_neighbourhood *out)
 {
     int used = 0, self_rel = 2 * g->n_relations;
     bool leave_out = tail || (rel && all_answers); /* a triple asked, or a question's answers */
@@ -148,6 +149,9 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
                 scratch[j] = tmp;
             }
         for (int s = 0; s < take; s++) {
+            /* --edge-dropout: each chosen edge kept when its uniform u >= p
+               (one draw per chosen edge, after the segment's shuffle draws) */
+            if (rng && edge_dropout > 0 && kgl_rng_uniform(rng) < edge_dropout) continue;
             out->entity[used] = g->nb[scratch[s]];
             out->relation[used++] = g->rel[scratch[s]];
         }

@@ -501,7 +501,7 @@ static void graph_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, 
         int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
         for (int b = 0; b < rows; b++) ids[b] = entity ? entity[lo + b] : lo + b;
         bool hide = asked && m->cfg.hide_asked; /* the question (i, r) without i's edges of r, as in training */
-        kgl_neighbourhood_fill(g, K, ids, hide ? asked + lo : NULL, NULL, rows, hide, NULL, scratch, nb);
+        kgl_neighbourhood_fill(g, K, ids, hide ? asked + lo : NULL, NULL, rows, hide, NULL, 0, scratch, nb);
         kgl_tape_reset(&blk);
         kgl_forward f;
         graph_layer(m, &blk, NULL, nb, asked ? asked + lo : NULL, &f);
@@ -577,7 +577,7 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
             kgl_neighbourhood *fixed = neighbourhood_alloc(&t->arena, b->n, m->cfg.neighbours);
             int *scratch = kgl_arena_alloc(&t->arena, kgl_neighbourhood_scratch(g) * sizeof(int));
             kgl_neighbourhood_fill(g, m->cfg.neighbours, b->head, b->rel, b->tail, b->n,
-                                   answers != NULL || m->cfg.hide_asked, NULL, scratch, fixed);
+                                   answers != NULL || m->cfg.hide_asked, NULL, 0, scratch, fixed);
             nb = fixed;
         }
         if (nb->n != b->n) kgl_die("--context graph: %d neighbourhoods for %d examples", nb->n, b->n);
