@@ -222,6 +222,102 @@ TEST(graph_context_edge_dropout_is_its_definition)
     kgl_dataset_free(&ds);
 }
 
+/* --source-dropout is its definition: one uniform per segment, in order, a
+   segment masked when it is below p, and a masked segment's first token and
+   query point at the zero slot (n_unique) while its other tokens keep
+   theirs. And what the layer makes of it: a masked question's state is the
+   state of the same question on a model whose row E[i] is zero (the entity
+   left out, its edges kept), checked for every masked question whose
+   entity is not also one of its own neighbours. The two compute the same
+   sums with exact zeros in place of the row, so they agree to round-off
+   (1e-12 on O(1) states). */
+TEST(graph_context_source_dropout_is_its_definition)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *tr = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, K = 3;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    cfg.context = KGL_CONTEXT_GRAPH;
+    cfg.neighbours = K;
+    cfg.query_relation = true;
+    kgl_model m;
+    kgl_model_create(&m, &cfg);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 8);
+    kgl_model_init(&m, &rng);
+    kgl_model_set_graph(&m, tr, n_tr);
+    int head[64], rel[64], tail[64], d = cfg.dim;
+    for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
+    int *scratch = malloc(kgl_neighbourhood_scratch(m.graph) * sizeof(int));
+    kgl_neighbourhood nb, plain;
+    kgl_neighbourhood_alloc(&nb, n_tr, K), kgl_neighbourhood_alloc(&plain, n_tr, K);
+    kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &plain);
+    /* the draws: replayed over 300 rounds at p 0.3 */
+    long masked = 0, segments = 0, wrong = 0;
+    kgl_rng draw, replay;
+    kgl_rng_seed(&draw, 12);
+    for (int round = 0; round < 300; round++) {
+        kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &nb);
+        replay = draw;
+        kgl_neighbourhood_mask_sources(&nb, 0.3, &draw);
+        bool any = false;
+        for (int b = 0; b < n_tr; b++) {
+            bool mask = kgl_rng_uniform(&replay) < 0.3;
+            int lo = nb.offsets[b];
+            segments++, masked += mask, any |= mask;
+            wrong += mask ? nb.slot[lo] != nb.n_unique || nb.query_slot[b] != nb.n_unique
+                          : nb.slot[lo] != plain.slot[lo] || nb.query_slot[b] != plain.query_slot[b];
+            for (int t = lo + 1; t < nb.offsets[b + 1]; t++) wrong += nb.slot[t] != plain.slot[t];
+        }
+        wrong += nb.zero_slot != (any ? nb.n_unique : -1) || memcmp(&replay, &draw, sizeof draw) != 0;
+    }
+    CHECK(wrong == 0);
+    /* 0.3 within 0.03: 8 standard deviations of a binomial over 300 · 32 segments */
+    double share = (double)masked / (double)segments;
+    if (!CHECK(share > 0.27 && share < 0.33)) printf("    masked %.4f of the segments\n", share);
+    /* the states: masked against the entity's row zeroed */
+    kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &nb);
+    kgl_rng_seed(&draw, 4);
+    kgl_neighbourhood_mask_sources(&nb, 0.5, &draw);
+    kgl_batch b = {n_tr, head, rel, tail, &nb};
+    kgl_tape tape;
+    kgl_tape_init(&tape);
+    kgl_forward f;
+    kgl_model_loss(&m, &tape, &b, NULL, &f);
+    static kgl_real states[64 * 64];
+    if (!CHECK(d <= 64)) return;
+    memcpy(states, f.context->data, (size_t)n_tr * d * sizeof(kgl_real));
+    int compared = 0;
+    double worst = 0;
+    for (int e = 0; e < n_tr; e++) {
+        int lo = nb.offsets[e], hi = nb.offsets[e + 1], i = head[e];
+        if (nb.slot[lo] != nb.n_unique) continue;
+        bool own = false;
+        for (int t = lo + 1; t < hi; t++) own |= nb.entity[t] == i;
+        if (own) continue;
+        kgl_real row[64];
+        memcpy(row, m.entity_emb->data + (size_t)i * d, (size_t)d * sizeof(kgl_real));
+        memset(m.entity_emb->data + (size_t)i * d, 0, (size_t)d * sizeof(kgl_real));
+        kgl_batch one = {1, head + e, rel + e, tail + e, NULL};
+        kgl_tape_reset(&tape);
+        kgl_model_loss(&m, &tape, &one, NULL, &f);
+        for (int c = 0; c < d; c++) worst = fmax(worst, fabs((double)f.context->data[c] - (double)states[e * d + c]));
+        memcpy(m.entity_emb->data + (size_t)i * d, row, (size_t)d * sizeof(kgl_real));
+        compared++;
+    }
+    CHECK(compared >= 5);
+    if (!CHECK(worst <= 1e-12)) printf("    a masked state differs from the zero-row state by %.3g\n", worst);
+    kgl_tape_free(&tape);
+    kgl_neighbourhood_free(&nb), kgl_neighbourhood_free(&plain);
+    free(scratch);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
 /* Evaluation's rule is the graph's fixed order: each entity's edges sorted
    by kgl_edge_key, recomputed here from the triples, the first K taken. */
 TEST(graph_context_evaluation_takes_the_first_edges_by_key)
@@ -439,6 +535,8 @@ TEST(graph_context_command_line)
     CHECK(strstr(err, "--neighbours needs --context graph") != NULL);
     CHECK(run_kgl(T, "train --edge-dropout 0.3", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--edge-dropout needs --context graph") != NULL);
+    CHECK(run_kgl(T, "train --source-dropout 0.3", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--source-dropout needs --context graph") != NULL);
     /* edge dropout changes training: the segments thin */
     snprintf(cmd, sizeof cmd, "train --context graph --neighbours 3 --steps 30 --edge-dropout 0.5 --json");
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);

@@ -239,7 +239,7 @@ TEST(resume_is_exact)
                                            /* the graph context's neighbourhoods are drawn per step, so they resume too */
                                            "--context graph --neighbours 3 --batch 10 --dropout 0.1 --qk-norm --ffn 8",
                                            /* and their edge dropout's rate */
-                                           "--context graph --neighbours 3 --batch 10 --edge-dropout 0.3",
+                                           "--context graph --neighbours 3 --batch 10 --edge-dropout 0.3 --source-dropout 0.2",
                                            "--context none --batch 10 --hidden-dropout 0.2",
                                            "--batch 10 --entity-dropout 0.3 --hidden-dropout 0.1"};
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {

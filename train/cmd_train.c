@@ -72,6 +72,8 @@ static const char help[] =
     "                       E, one mask a step (the query side keeps --dropout)\n"
     "  --edge-dropout P     with --context graph: drop each sampled edge of a training\n"
     "                       segment with probability P (evaluation keeps them all)\n"
+    "  --source-dropout P   with --context graph: leave a training question's own\n"
+    "                       entity out of its state with probability P (its edges stay)\n"
     "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
     "  --relation-loss L    + L x the cross entropy of predicting each example's\n"
     "                       relation from its head state and tail (default 0)\n"
@@ -147,7 +149,7 @@ typedef struct train_opts {
     const char *precision; /* its last value: another than ours only from a recipe */
     long log_every;
     kgl_regularisers reg;
-    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_entity_dropout, set_edge_dropout, set_smoothing, set_relation_loss,
+    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_entity_dropout, set_edge_dropout, set_source_dropout, set_smoothing, set_relation_loss,
         set_n3;
     kgl_schedule sched;
     bool set_schedule, set_warmup, set_floor, set_decay;
@@ -312,6 +314,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--edge-dropout")) {
             if (!cli_double(&a, 0, 0.99, &o->reg.edge_dropout)) return EXIT_USAGE;
             o->set_edge_dropout = true;
+        } else if (cli_is(&a, "--source-dropout")) {
+            if (!cli_double(&a, 0, 0.99, &o->reg.source_dropout)) return EXIT_USAGE;
+            o->set_source_dropout = true;
         } else if (cli_is(&a, "--label-smoothing")) {
             if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
             o->set_smoothing = true;
@@ -446,6 +451,7 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
     if (!o->set_entity_dropout) o->reg.entity_dropout = s->reg.entity_dropout;
     if (!o->set_edge_dropout) o->reg.edge_dropout = s->reg.edge_dropout;
+    if (!o->set_source_dropout) o->reg.source_dropout = s->reg.source_dropout;
     if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
     if (!o->set_relation_loss) o->reg.relation_loss = s->reg.relation_loss;
     if (!o->set_n3) o->reg.n3 = s->reg.n3;
@@ -1270,6 +1276,7 @@ static const char *option_conflict(const train_opts *o)
         {o->set_neighbours && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
         {o->set_query && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
         {o->reg.edge_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
+        {o->reg.source_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
         {o->set_hide && !o->cfg.query_relation, "--hide-asked-relation needs --query-relation (a state per question)"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)

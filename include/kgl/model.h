@@ -78,6 +78,8 @@ typedef struct kgl_neighbourhood {
     int n_unique;
     int *unique, *slot;   /* [n (K + 1)] at most */
     int *query_slot;      /* [n]: slot of segment b's first token */
+    int zero_slot;        /* -1, or the slot n_unique that kgl_neighbourhood_mask_sources
+                             points masked segments' first tokens at: a row of zeros */
 } kgl_neighbourhood;
 /* Segment b: head[b] itself, then at most K of its edges, never those of the
  * triple example b asks about: (rel[b], tail[b]), and with tail[b] = head[b]
@@ -102,6 +104,11 @@ void kgl_neighbourhood_free(kgl_neighbourhood *nb);
 void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
                             bool all_answers, kgl_rng *rng, double edge_dropout, int *scratch,
                             kgl_neighbourhood *out);
+/* --source-dropout p: one uniform per segment, in order; when it is below p
+ * the segment's entity row is left out of its first token (and so of the
+ * query token), which then reads the zero slot: the state must come from the
+ * entity's edges (as HittER masks the source entity). Training only. */
+void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng);
 
 typedef struct kgl_model {
     kgl_config cfg;
@@ -209,6 +216,8 @@ typedef struct kgl_regularisers {
                                example's relation from its head state and tail (not random) */
     double n3;              /* --n3 λ: + λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³
                                (Lacroix et al. 2018; the head state before hidden dropout) */
+    double source_dropout;  /* --source-dropout: a graph context's segment without its entity's row
+                               (training only; kgl_neighbourhood_mask_sources draws it) */
     double edge_dropout;    /* --edge-dropout: each sampled edge of a graph context's segment
                                (training only; kgl_neighbourhood_fill draws it) */
     double entity_dropout;  /* --entity-dropout: the readout's candidates, E[j] for every entity j

@@ -85,10 +85,11 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
     snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
     snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
     snprintf(rel_loss, sizeof rel_loss, "%.17g", st->reg.relation_loss);
-    char n3[32], entity_drop[32], edge_drop[32];
+    char n3[32], entity_drop[32], edge_drop[32], source_drop[32];
     snprintf(n3, sizeof n3, "%.17g", st->reg.n3);
     snprintf(entity_drop, sizeof entity_drop, "%.17g", st->reg.entity_dropout);
     snprintf(edge_drop, sizeof edge_drop, "%.17g", st->reg.edge_dropout);
+    snprintf(source_drop, sizeof source_drop, "%.17g", st->reg.source_dropout);
     snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
     snprintf(warmup, sizeof warmup, "%ld", st->sched.warmup);
@@ -109,7 +110,7 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
         "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
         "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
         "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "entity_dropout", entity_drop,
-        "edge_dropout", edge_drop,
+        "edge_dropout", edge_drop, "source_dropout", source_drop,
         "label_smoothing", smooth,
         "relation_loss", rel_loss, "n3", n3, "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
         "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
@@ -451,6 +452,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
                    {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
                    {"entity_dropout", &st->reg.entity_dropout, 0, 0.999999},
                    {"edge_dropout", &st->reg.edge_dropout, 0, 0.999999},
+                   {"source_dropout", &st->reg.source_dropout, 0, 0.999999},
                    {"label_smoothing", &st->reg.label_smoothing, 0, 1},
                    {"relation_loss", &st->reg.relation_loss, 0, 100},
                    {"n3", &st->reg.n3, 0, 100},

@@ -100,7 +100,7 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
 
 void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K)
 {
-    size_t tokens = (size_t)n * (size_t)(K + 1);
+    size_t tokens = (size_t)n * (size_t)(K + 1) + 1; /* + the zero slot */
     memset(nb, 0, sizeof *nb);
     nb->offsets = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_xmalloc(tokens * sizeof(int));
@@ -167,4 +167,16 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
         out->slot[t] = slot_of[e];
     }
     for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
+    out->zero_slot = -1;
+}
+
+void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng)
+{
+    nb->zero_slot = -1;
+    if (!(p > 0)) return;
+    for (int b = 0; b < nb->n; b++)
+        if (kgl_rng_uniform(rng) < p) {
+            nb->zero_slot = nb->n_unique;
+            nb->slot[nb->offsets[b]] = nb->query_slot[b] = nb->n_unique;
+        }
 }

@@ -335,6 +335,14 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     kgl_rng *rng = reg ? reg->rng : NULL;
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
     kgl_tensor *Xu = kgl_dropout(t, kgl_gather_rows(t, m->entity_emb, nb->unique, nb->n_unique), p, rng);
+    if (nb->zero_slot >= 0) { /* --source-dropout: one more row, of zeros, for the masked first tokens */
+        int *rows = kgl_arena_alloc(&t->arena, ((size_t)nb->n_unique + 1) * sizeof(int));
+        for (int u = 0; u <= nb->n_unique; u++) rows[u] = u < nb->n_unique ? u : 0;
+        kgl_tensor *keep = kgl_tensor_new(t, nb->n_unique + 1, c->dim, false);
+        size_t live = (size_t)nb->n_unique * (size_t)c->dim;
+        for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = k < live ? 1.0 : 0.0;
+        Xu = kgl_mul(t, kgl_gather_rows(t, Xu, rows, nb->n_unique + 1), keep);
+    }
     kgl_tensor *P = m->context_relation_emb;
     int *self_row = kgl_arena_alloc(&t->arena, sizeof(int));
     *self_row = P->rows - 1;
@@ -372,7 +380,7 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
 static kgl_neighbourhood *neighbourhood_alloc(kgl_arena *a, int n, int K)
 {
     kgl_neighbourhood *nb = kgl_arena_alloc(a, sizeof *nb);
-    size_t tokens = (size_t)n * (size_t)(K + 1);
+    size_t tokens = (size_t)n * (size_t)(K + 1) + 1; /* + the zero slot */
     nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->relation = kgl_arena_alloc(a, tokens * sizeof(int));
@@ -733,7 +741,7 @@ const char *kgl_layer_check_name(int which)
                                                          "FFN 16 + dropout + smooth",
                                                          "graph, K 2, FFN, qk-norm, dropout",
                                                          "no context (DistMult)",
-                                                         "graph, K 2, query asks the relation"};
+                                                         "graph, K 2, asks relation, masked"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -781,6 +789,17 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_triple triples[T];
     for (int e = 0; e < T; e++) triples[e] = (kgl_triple){head[e], rel[e], tail[e]};
     kgl_model_set_graph(&m, triples, T); /* the graph context's: the batch's own triples */
+    kgl_neighbourhood masked = {0};
+    if (which == 7) { /* the fixed rule's segments, half of them without their entity (--source-dropout) */
+        kgl_neighbourhood_alloc(&masked, b.n, cfg.neighbours);
+        int *scratch = kgl_xmalloc(kgl_neighbourhood_scratch(m.graph) * sizeof(int));
+        kgl_neighbourhood_fill(m.graph, cfg.neighbours, head, rel, tail, b.n, false, NULL, 0, scratch, &masked);
+        free(scratch);
+        kgl_rng mask_rng;
+        kgl_rng_seed(&mask_rng, seed + 7);
+        kgl_neighbourhood_mask_sources(&masked, 0.5, &mask_rng);
+        b.context = &masked;
+    }
     int head_of[M] = {0, 1, -1, -1, -1};
     kgl_supervision sup = {head_of, 1.0};
     /* The loss is a composition of ~30 smooth ops with O(1) values; the
@@ -796,6 +815,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_regularisers complex_reg = {.relation_loss = 0.5, .label_smoothing = 0.1};
     const kgl_regularisers *use = which == 4 || which == 5 ? &reg : which == 3 ? &complex_reg : NULL;
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, use, 1e-6, res);
+    if (which == 7) kgl_neighbourhood_free(&masked);
     kgl_model_free(&m);
     return n;
 }

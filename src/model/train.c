@@ -596,8 +596,8 @@ double kgl_trainer_compute(kgl_trainer *tr)
         kgl_rng_seed(&rng, tr->cfg.seed ^ NEIGHBOUR_STREAM ^ ((uint64_t)(tr->optim.step + 1) * NEIGHBOUR_STEP));
         kgl_neighbourhood_fill(tr->model.graph, tr->model.cfg.neighbours, b.head, b.rel, b.tail, b.n,
                                answers != NULL || tr->model.cfg.hide_asked, &rng, tr->reg.edge_dropout,
-                               tr->neighbour_scratch,
-                               &tr->neighbourhood);
+                               tr->neighbour_scratch, &tr->neighbourhood);
+        kgl_neighbourhood_mask_sources(&tr->neighbourhood, tr->reg.source_dropout, &rng);
         b.context = &tr->neighbourhood;
     }
     return compute(tr, &b, answer_off, answers);
