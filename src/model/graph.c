@@ -100,7 +100,7 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
 
 void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K)
 {
-    size_t tokens = (size_t)n * (size_t)(K + 1) + 1; /* + the zero slot */
+    size_t tokens = (size_t)n * (size_t)(K + 1);
     memset(nb, 0, sizeof *nb);
     nb->offsets = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_xmalloc(tokens * sizeof(int));

@@ -380,7 +380,7 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
 static kgl_neighbourhood *neighbourhood_alloc(kgl_arena *a, int n, int K)
 {
     kgl_neighbourhood *nb = kgl_arena_alloc(a, sizeof *nb);
-    size_t tokens = (size_t)n * (size_t)(K + 1) + 1; /* + the zero slot */
+    size_t tokens = (size_t)n * (size_t)(K + 1);
     nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->relation = kgl_arena_alloc(a, tokens * sizeof(int));
