@@ -212,8 +212,12 @@ TEST(ensemble_progress_is_one_line_with_a_sane_eta)
         CHECK(total == 6000 && elapsed >= last_elapsed);
         /* The pace of a tenth of the steps on a shared machine varies by up to
            a quarter, and the times are printed to 0.1 s: an ETA that grows by
-           more than that restarted (a member's whole time, ≥ 0.4 s here). */
-        if (eta >= 0 && last_eta >= 0 && !CHECK(eta <= 1.25 * last_eta + 0.15))
+           more than that restarted (a member's whole time, ≥ 0.4 s here).
+           Checked from the second member on, where a restart would show:
+           within the first, the pace is measured over 0.1–0.3 s, and on a
+           loaded machine (two threads of another run) it rose 0.4 s → 0.9 s
+           there in 2 of 3 suites. */
+        if (eta >= 0 && last_eta >= 0 && done > total / 4 && !CHECK(eta <= 1.25 * last_eta + 0.15))
             printf("    the ETA rose from %.1f s to %.1f s: %s\n", last_eta, eta, line);
         if (predicted < 0 && done >= 1200 && eta >= 0) predicted = elapsed + eta; /* a fifth done: the whole */
         if (eta >= 0) last_eta = eta;
