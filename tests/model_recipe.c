@@ -138,6 +138,49 @@ TEST(single_recipe_width_is_capped)
     CHECK(strstr(err, "--dim 64 ") && !strstr(err, "--ensemble"));
 }
 
+/* data/bench/large.args, the recipe of every FB15k-237 and WN18RR result in
+   data/report/large.md. Its step budget is written twice (--steps, and
+   --eval-every as a twelfth of it), so a cap changed in one formula only
+   would move the evaluations; here both graphs' counts (FB15k-237: 14,541
+   entities, 237 relations, 272,115 training triples; WN18RR: 40,943, 11,
+   86,835) give the steps the reported runs took (12,000 and 4,396) and an
+   evaluation every twelfth of them. And the report's recipe block is the
+   file's option lines, in order: the block drifted from the file once. */
+TEST(large_recipe_budget_and_its_report_block)
+{
+    static const struct {
+        kgl_recipe_vars v;
+        long steps, eval_every;
+    } graphs[] = {{{14541, 237, 272115}, 12000, 1000}, {{40943, 11, 86835}, 4396, 366}};
+    for (size_t g = 0; g < sizeof graphs / sizeof graphs[0]; g++) {
+        kgl_recipe r;
+        char e[512];
+        if (!CHECK(kgl_recipe_load(&r, "data/bench/large.args", &graphs[g].v, e, sizeof e))) {
+            printf("    %s\n", e);
+            continue;
+        }
+        long steps = -1, eval_every = -1;
+        for (int k = 0; k + 1 < r.argc; k++) {
+            if (strcmp(r.argv[k], "--steps") == 0) steps = atol(r.argv[k + 1]);
+            if (strcmp(r.argv[k], "--eval-every") == 0) eval_every = atol(r.argv[k + 1]);
+        }
+        CHECK(steps == graphs[g].steps && eval_every == graphs[g].eval_every);
+        CHECK(eval_every == lround(steps / 12.0));
+        kgl_recipe_free(&r);
+    }
+    char *file = test_slurp("data/bench/large.args", NULL), *report = test_slurp("data/report/large.md", NULL);
+    if (CHECK(file && report)) {
+        char lines[2048] = ""; /* the file's option lines, each ending in a newline */
+        for (char *line = strtok(file, "\n"); line; line = strtok(NULL, "\n"))
+            if (line[0] != '#' && strlen(lines) + strlen(line) + 2 < sizeof lines) strcat(strcat(lines, line), "\n");
+        char block[2100];
+        snprintf(block, sizeof block, "```\n%s```\n", lines);
+        CHECK(strlen(lines) > 100 && strstr(report, block) != NULL);
+    }
+    free(file);
+    free(report);
+}
+
 /* data/bench/kinship.args, Kinship's hand-tuned single model, is what
    `kgl benchmark --configs data/bench` runs there (as --recipe, so its
    formulas are computed): single.args's ten equal batches an epoch of
