@@ -108,6 +108,44 @@ TEST(recipe_runs_as_typed_options)
                   out, sizeof out, err, sizeof err) == 0);
 }
 
+/* A formula on the command line is the same run as its value typed (the
+   academic world: 13 entities, 5 relations, 21 training triples, so
+   =4*round(n_entities/4) is 12 and =ceil(n_train/2) is 11), is said on
+   stderr, and beside a recipe wins over the recipe's value like any typed
+   option. A mistake names the option; a file option's value is a name, and
+   one that starts with '=' is not computed. */
+TEST(formulas_on_the_command_line)
+{
+    char a[64], b[64], cmd[1024];
+    CHECK(run_kgl(T, "train --dim '=4*round(n_entities/4)' --batch '=ceil(n_train/2)' --steps '=n_relations*4' --json", out,
+                  sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "{\"steps\":20,") == out);
+    CHECK(test_json_raw(out, "final_loss", a, sizeof a));
+    CHECK(run_kgl(T, "train --dim 12 --batch 11 --steps 20 --json", out, sizeof out, err, sizeof err) == 0);
+    CHECK(test_json_raw(out, "final_loss", b, sizeof b));
+    if (!CHECK(strcmp(a, b) == 0)) printf("    formulas %s, typed %s\n", a, b);
+    CHECK(run_kgl(T, "train --dim '=4*round(n_entities/4)' --steps 1", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "kgl train: formulas (13 entities, 5 relations, 21 training triples): --dim 12\n") == err);
+
+    const char *text = "--dim 8 --heads 2 --steps 50\n";
+    const char *path = write_tmp(T, 0, "f.args", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "train --recipe '%s' --steps =n_relations --quiet", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "20 steps") == NULL && strstr(err, "5 steps") != NULL);
+    snprintf(cmd, sizeof cmd, "train --recipe '%s' --steps =n_relations", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, ": --dim 8 --heads 2 --steps 5 (--steps from the command line)\n") != NULL);
+
+    CHECK(run_kgl(T, "train --steps =n_trian", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "kgl train: --steps =n_trian: unknown name 'n_trian'; did you mean 'n_train'") == err);
+    CHECK(run_kgl(T, "train --lr '=1/(n_entities-13)'", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "kgl train: --lr =1/(n_entities-13): the value is inf") == err);
+    CHECK(run_kgl(T, "train --label-smoothing =n_relations", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--label-smoothing expects a number from 0 to 1, got '5'") != NULL);
+    CHECK(run_kgl(T, "train --train =n_train --steps 1", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "=n_train") != NULL && strstr(err, "unknown name") == NULL && strstr(err, "formula") == NULL);
+}
+
 /* The single-model recipe (data/bench/single.args) sets its width from the
    training triples, capped: 144 on UMLS, 240 on Kinship, 64 on Nations
    (what was chosen on valid, data/report/recipe.md), and no more than 256

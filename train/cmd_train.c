@@ -113,7 +113,8 @@ static const char help[] =
     "                       and Adam's moments in float32 (kgl-f32; README, Precision)\n"
     "  --recipe F           options from file F, before those given here; a word\n"
     "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
-    "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md)\n"
+    "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md);\n"
+    "                       an option's value =EXPR on the command line is one too\n"
     "  --splits S,...       the splits the final report ranks (train, valid, test; default\n"
     "                       every split given): valid,test leaves out the minutes of ranking\n"
     "                       the training triples on a graph of real size\n"
@@ -1284,10 +1285,97 @@ static const char *option_conflict(const train_opts *o)
     return NULL;
 }
 
+/* Formulas on the command line, as in a recipe: "--batch =ceil(n_train/5)".
+   A formula needs the loaded triples, and the triples need the command line
+   parsed, so the first parse leaves out each formula with its option;
+   command_line_formulas then computes them and gives the command line with
+   their values, which is parsed again. The value of a file option (--train
+   ... --log) is a name, never a formula. */
+typedef struct cli_formulas {
+    int count;             /* formula words in argv */
+    char **first;          /* argv without them and their options (NULL: none) */
+    int first_argc;
+    char **words;          /* argv with their values, for the whole run */
+    char (*values)[32];
+} cli_formulas;
+
+static const char *const file_options[] = {"--train", "--valid", "--test", "--resume", "--recipe", "--save", "--log"};
+
+static bool is_formula(char **argv, int k)
+{
+    if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
+    for (size_t f = 0; f < sizeof file_options / sizeof file_options[0]; f++)
+        if (strcmp(argv[k - 1], file_options[f]) == 0) return false;
+    return true;
+}
+
+static void find_formulas(int argc, char **argv, cli_formulas *cf)
+{
+    memset(cf, 0, sizeof *cf);
+    for (int k = 1; k < argc; k++) cf->count += is_formula(argv, k);
+    if (!cf->count) return;
+    cf->first = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->first);
+    for (int k = 0; k < argc; k++) {
+        if (k + 1 < argc && is_formula(argv, k + 1)) k++; /* the option and its formula */
+        else cf->first[cf->first_argc++] = argv[k];
+    }
+    cf->first[cf->first_argc] = NULL;
+}
+
+static bool command_line_formulas(int argc, char **argv, cli_formulas *cf, const data_view *v)
+{
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    cf->words = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->words);
+    cf->values = kgl_xmalloc((size_t)argc * sizeof *cf->values);
+    for (int k = 0; k < argc; k++) {
+        cf->words[k] = argv[k];
+        if (!is_formula(argv, k)) continue;
+        double x;
+        char why[512];
+        if (!kgl_recipe_eval(argv[k] + 1, &vars, &x, why, sizeof why)) {
+            fprintf(stderr, "kgl train: %s %.60s%s: %s\n", argv[k - 1], argv[k], strlen(argv[k]) > 60 ? "..." : "",
+                    why);
+            return false;
+        }
+        kgl_recipe_format(x, cf->values[k], sizeof cf->values[k]);
+        cf->words[k] = cf->values[k];
+    }
+    cf->words[argc] = NULL;
+    return true;
+}
+
+/* "kgl train: formulas (14 entities, ...): --batch =ceil(n_train/7) = 228" */
+static void print_formulas(int argc, const cli_formulas *cf, const data_view *v)
+{
+    fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", (long)v->ds.n_entities,
+            (long)v->ds.n_relations, (long)v->n[0]);
+    for (int k = 1; k < argc; k++)
+        if (cf->words[k] == cf->values[k]) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
+    fputc('\n', stderr);
+}
+
+static void free_formulas(cli_formulas *cf)
+{
+    free(cf->first);
+    free(cf->words);
+    free(cf->values);
+}
+
+static int train_run(int argc, char **argv, cli_formulas *cf);
+
 int cmd_train(int argc, char **argv)
 {
+    cli_formulas cf;
+    find_formulas(argc, argv, &cf);
+    int st = train_run(argc, argv, &cf);
+    free_formulas(&cf);
+    return st;
+}
+
+static int train_run(int argc, char **argv, cli_formulas *cf)
+{
     train_opts o;
-    int st = parse(argc, argv, &o, NULL);
+    int st = cf->count ? parse(cf->first_argc, cf->first, &o, NULL) : parse(argc, argv, &o, NULL);
     if (st >= 0) return st;
     /* every output before the first step, not after the last: a path that
        cannot be written is a bad argument (2); 3 is for a write that fails */
@@ -1296,6 +1384,20 @@ int cmd_train(int argc, char **argv)
         return EXIT_USAGE;
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.quiet))) return st;
+    if (cf->count) {
+        if (!command_line_formulas(argc, argv, cf, &v)) st = EXIT_USAGE;
+        else if (!o.recipe_path) {
+            st = parse(argc, cf->words, &o, NULL);
+            if (st < 0 && !o.quiet && !o.json) print_formulas(argc, cf, &v);
+        } else {
+            st = -1; /* the recipe's line shows them */
+        }
+        if (st >= 0) {
+            data_free(&v);
+            return st;
+        }
+        argv = cf->words;
+    }
     if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
         data_free(&v);
         return st;

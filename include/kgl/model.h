@@ -590,6 +590,9 @@ bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, s
 void kgl_recipe_free(kgl_recipe *r);
 /* The value of one formula (without its '='); false with why. */
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
+/* A formula's value as the word a recipe gives in its place: a whole number
+ * without a point ("342"), else 15 significant digits. */
+void kgl_recipe_format(double x, char *out, size_t cap);
 
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (README, "The model, exactly"): the parameters by name,

@@ -183,6 +183,12 @@ bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *valu
     return true;
 }
 
+void kgl_recipe_format(double x, char *out, size_t cap)
+{
+    if (fabs(x) < 1e15 && x == floor(x)) snprintf(out, cap, "%.0f", x); /* a count stays a count */
+    else snprintf(out, cap, "%.15g", x);
+}
+
 /* The options a recipe may not give: they name the data and the run, which
    belong to the command line. */
 static const char *const not_in_recipe[] = {"--train", "--valid", "--test", "--resume", "--recipe", "--save", "--log"};
@@ -213,8 +219,7 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
                          why);
                 return false;
             }
-            if (fabs(x) < 1e15 && x == floor(x)) snprintf(r->values[k], sizeof r->values[k], "%.0f", x);
-            else snprintf(r->values[k], sizeof r->values[k], "%.15g", x);
+            kgl_recipe_format(x, r->values[k], sizeof r->values[k]);
             r->argv[k] = r->values[k];
         }
         used += (size_t)snprintf(r->text + used, used < sizeof r->text ? sizeof r->text - used : 0, "%s%s",
