@@ -164,11 +164,22 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
            data/bench/cases/large.tsv, 484 MB peak resident, estimated 583 MB) */
         act += 30 * n * d + 6 * n * f;
     } else if (c->context == KGL_CONTEXT_GRAPH) {
-        /* per token (B (K + 1) of them): the gathered keys and values, their
-           sums and gradients (about 16 rows of d) and the per-head weights;
-           per example the layer's rows (as the full context's per entity) */
+        /* per token (B (K + 1) of them): the gathered keys and values and
+           their gradients, 5.5 rows of d; qk-norm's normalised keys and their
+           statistics 2.5 more, the asked relation's keys 1.5 more; and the
+           per-head weights. Per example the layer's rows (as the full
+           context's per entity) and the FFN's. Measured (peak resident, kgl
+           train, UMLS, the complex readout, batch 1024, K 50, float64):
+           width 200 / 400 / 400 with K 100 / 400 with qk-norm / 400 with the
+           asked relation / 1000 with qk-norm 0.41 / 0.81 / 1.50 / 1.16 / 0.99
+           / 2.98 GB, estimated 0.6 / 1.1 / 2.0 / 1.5 / 1.4 / 3.8; FB15k-237
+           with data/bench/large.args 1.92 GB, estimated 2.4. The estimate
+           this replaced said 1.5 to 4 times the peak (UMLS at width 1000: 7.2
+           GB) and refused runs that fit. It counts K tokens an example even
+           where an entity has fewer edges. */
         double tokens = B * (c->neighbours + 1.0);
-        act += tokens * (16 * d + 6 * H) + B * (30 * d + 6 * f);
+        double rows = 5.5 + (c->qk_norm ? 2.5 : 0) + (c->query_relation ? 1.5 : 0);
+        act += tokens * (rows * d + 6 * H) + B * (30 * d + 18 * f);
     }
     const double w = sizeof(kgl_real); /* bytes per value: 8, or 4 in float32 */
     if (params_part) *params_part = w * params;
@@ -199,6 +210,17 @@ bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch
                   "over every entity: nothing of size n x n)"
                 : "");
     return false;
+}
+
+void memory_say(const char *cmd, const kgl_config *c, long examples, long batch, int models)
+{
+    double need = models * memory_needed_bytes(c, examples, batch, NULL, NULL);
+    if (need < MEMORY_SAY_FROM) return;
+    const char *limit;
+    double have = memory_available_bytes(&limit);
+    fprintf(stderr, "kgl %s: this run needs about %.1f GB (an estimate, a little above what it uses)", cmd, need / 1e9);
+    if (isfinite(have)) fprintf(stderr, " of the %.1f GB available%s%s", have / 1e9, limit ? " under " : "", limit ? limit : "");
+    fputc('\n', stderr);
 }
 
 /* ---- when an allocation fails all the same ----------------------------------- */
