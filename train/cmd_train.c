@@ -1299,13 +1299,11 @@ typedef struct cli_formulas {
     char (*values)[32];
 } cli_formulas;
 
-static const char *const file_options[] = {"--train", "--valid", "--test", "--resume", "--recipe", "--save", "--log"};
-
 static bool is_formula(char **argv, int k)
 {
     if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
-    for (size_t f = 0; f < sizeof file_options / sizeof file_options[0]; f++)
-        if (strcmp(argv[k - 1], file_options[f]) == 0) return false;
+    for (int f = 0; f < KGL_RECIPE_N_FILE_OPTIONS; f++)
+        if (strcmp(argv[k - 1], kgl_recipe_file_options[f]) == 0) return false;
     return true;
 }
 

@@ -590,6 +590,11 @@ bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, s
 void kgl_recipe_free(kgl_recipe *r);
 /* The value of one formula (without its '='); false with why. */
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
+/* The options that name the data and the run's files (--train, --valid,
+ * --test, --resume, --recipe, --save, --log): a recipe may not give them,
+ * and on the command line their values are names, never formulas. */
+#define KGL_RECIPE_N_FILE_OPTIONS 7
+extern const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS];
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
 void kgl_recipe_format(double x, char *out, size_t cap);

@@ -191,7 +191,8 @@ void kgl_recipe_format(double x, char *out, size_t cap)
 
 /* The options a recipe may not give: they name the data and the run, which
    belong to the command line. */
-static const char *const not_in_recipe[] = {"--train", "--valid", "--test", "--resume", "--recipe", "--save", "--log"};
+const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS] = {"--train",  "--valid", "--test", "--resume",
+                                                                       "--recipe", "--save",  "--log"};
 
 static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
 {
@@ -203,11 +204,11 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
     size_t used = 0;
     for (int k = 0; k < r->argc; k++) {
         const char *w = r->argv[k];
-        for (size_t o = 0; o < sizeof not_in_recipe / sizeof not_in_recipe[0]; o++) {
-            size_t n = strlen(not_in_recipe[o]);
-            if (strncmp(w, not_in_recipe[o], n) == 0 && (w[n] == 0 || w[n] == '=')) {
+        for (int o = 0; o < KGL_RECIPE_N_FILE_OPTIONS; o++) {
+            size_t n = strlen(kgl_recipe_file_options[o]);
+            if (strncmp(w, kgl_recipe_file_options[o], n) == 0 && (w[n] == 0 || w[n] == '=')) {
                 snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
-                         not_in_recipe[o]);
+                         kgl_recipe_file_options[o]);
                 return false;
             }
         }
