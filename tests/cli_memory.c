@@ -232,7 +232,7 @@ TEST(cli_memory_estimate_halves_in_float32)
    about 260 MB here, estimated 400 (1.55 times; the first estimate, 3.7
    times). The bound 1.8 leaves room for the 64 MB the estimate allows for
    the program itself, which a run this small does not use in full; at real
-   sizes the ratio is 1.2 to 1.45 (train/memory.c). */
+   sizes the ratio is about 1.25 to 1.45 (train/memory.c). */
 TEST(memory_estimate_of_the_graph_context_is_close_above)
 {
     if (UNDER_ASAN) {

@@ -117,8 +117,8 @@ TEST(recipe_runs_as_typed_options)
 TEST(formulas_on_the_command_line)
 {
     char a[64], b[64], cmd[1024];
-    CHECK(run_kgl(T, "train --dim '=4*round(n_entities/4)' --batch '=ceil(n_train/2)' --steps '=n_relations*4' --json", out,
-                  sizeof out, err, sizeof err) == 0);
+    CHECK(run_kgl(T, "train --dim '=4*round(n_entities/4)' --batch '=ceil(n_train/2)' --steps '=n_relations*4' --json",
+                  out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "{\"steps\":20,") == out);
     CHECK(test_json_raw(out, "final_loss", a, sizeof a));
     CHECK(run_kgl(T, "train --dim 12 --batch 11 --steps 20 --json", out, sizeof out, err, sizeof err) == 0);

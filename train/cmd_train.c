@@ -1342,7 +1342,7 @@ static bool command_line_formulas(int argc, char **argv, cli_formulas *cf, const
     return true;
 }
 
-/* "kgl train: formulas (14 entities, ...): --batch =ceil(n_train/7) = 228" */
+/* "kgl train: formulas (14 entities, 55 relations, 1592 training triples): --batch 228" */
 static void print_formulas(int argc, const cli_formulas *cf, const data_view *v)
 {
     fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", (long)v->ds.n_entities,
@@ -1465,7 +1465,8 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (!o.quiet && !o.json) memory_say("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble);
+    if (!o.quiet && !o.json)
+        memory_say("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble);
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     int members = (int)o.ensemble;
     /* the threads are shared among the members that train at once */

@@ -218,8 +218,12 @@ void memory_say(const char *cmd, const kgl_config *c, long examples, long batch,
     if (need < MEMORY_SAY_FROM) return;
     const char *limit;
     double have = memory_available_bytes(&limit);
-    fprintf(stderr, "kgl %s: this run needs about %.1f GB (an estimate, a little above what it uses)", cmd, need / 1e9);
-    if (isfinite(have)) fprintf(stderr, " of the %.1f GB available%s%s", have / 1e9, limit ? " under " : "", limit ? limit : "");
+    char of[64] = "";
+    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
+    fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd, need / 1e9,
+            of);
+    if (isfinite(have))
+        fprintf(stderr, " of the %.1f GB available%s%s", have / 1e9, limit ? " under " : "", limit ? limit : "");
     fputc('\n', stderr);
 }
 
