@@ -220,8 +220,8 @@ void memory_say(const char *cmd, const kgl_config *c, long examples, long batch,
     double have = memory_available_bytes(&limit);
     char of[64] = "";
     if (models > 1) snprintf(of, sizeof of, " for %d models", models);
-    fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd, need / 1e9,
-            of);
+    fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd,
+            need / 1e9, of);
     if (isfinite(have))
         fprintf(stderr, " of the %.1f GB available%s%s", have / 1e9, limit ? " under " : "", limit ? limit : "");
     fputc('\n', stderr);
