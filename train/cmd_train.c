@@ -1460,13 +1460,12 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
             goto done_ck;
         }
     }
-    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble)) {
+    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble,
+                     !o.quiet && !o.json)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (!o.quiet && !o.json)
-        memory_say("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble);
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     int members = (int)o.ensemble;
     /* the threads are shared among the members that train at once */

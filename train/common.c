@@ -545,7 +545,7 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
 static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, const data_view *v,
                                  long examples, kgl_model *m)
 {
-    if (!memory_fits(cmd, &ck->cfg, examples, 1024, 1)) {
+    if (!memory_fits(cmd, &ck->cfg, examples, 1024, 1, false)) {
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }

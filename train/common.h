@@ -159,14 +159,13 @@ double memory_cgroup_headroom(const char *root);
  * and a snapshot; every head's n x n attention weights; the readout of a
  * batch), and whether it fits: if not, prints "kgl CMD: this run needs about
  * X GB ..., this machine has Y GB available" (or "this process has Y GB
- * available under LIMIT") and returns false (exit status 2). */
-double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models);
-/* A run of MEMORY_SAY_FROM bytes or more says its estimate before it starts
-   (kgl train without --quiet or --json): a wide readout with the
-   neighbourhood context on a dense graph takes gigabytes. */
+ * available under LIMIT") and returns false (exit status 2). With `say`, a
+ * run that fits and needs MEMORY_SAY_FROM bytes or more says its estimate
+ * before it starts (kgl train without --quiet or --json): a wide readout
+ * with the neighbourhood context on a dense graph takes gigabytes. */
 #define MEMORY_SAY_FROM 1e9
-void memory_say(const char *cmd, const kgl_config *c, long examples, long batch, int models);
+double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models, bool say);
 /* The library's out-of-memory handler (main sets it): removes the temporary
  * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and
  * exits with status 2. Once, whichever thread comes first. */

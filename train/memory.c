@@ -187,16 +187,26 @@ double memory_needed_bytes(const kgl_config *c, long examples, long batch, doubl
     return w * (params + attn + act) + 64.0 * 1048576.0;
 }
 
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models)
+bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models, bool say)
 {
     double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
     need *= models, pp *= models, ap *= models; /* an ensemble keeps every member until its report */
     const char *limit;
     double have = memory_available_bytes(&limit);
-    if (need <= have) return true;
     const double GB = 1e9;
-    char of[64] = "", who[128];
+    char of[64] = "";
     if (models > 1) snprintf(of, sizeof of, " for %d models", models);
+    if (need <= have) {
+        if (say && need >= MEMORY_SAY_FROM) {
+            fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd,
+                    need / GB, of);
+            if (isfinite(have))
+                fprintf(stderr, " of the %.1f GB available%s%s", have / GB, limit ? " under " : "", limit ? limit : "");
+            fputc('\n', stderr);
+        }
+        return true;
+    }
+    char who[128];
     if (limit) snprintf(who, sizeof who, "this process has %.1f GB available under %s", have / GB, limit);
     else snprintf(who, sizeof who, "this machine has %.1f GB available", have / GB);
     fprintf(stderr,
@@ -210,21 +220,6 @@ bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch
                   "over every entity: nothing of size n x n)"
                 : "");
     return false;
-}
-
-void memory_say(const char *cmd, const kgl_config *c, long examples, long batch, int models)
-{
-    double need = models * memory_needed_bytes(c, examples, batch, NULL, NULL);
-    if (need < MEMORY_SAY_FROM) return;
-    const char *limit;
-    double have = memory_available_bytes(&limit);
-    char of[64] = "";
-    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
-    fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd,
-            need / 1e9, of);
-    if (isfinite(have))
-        fprintf(stderr, " of the %.1f GB available%s%s", have / 1e9, limit ? " under " : "", limit ? limit : "");
-    fputc('\n', stderr);
 }
 
 /* ---- when an allocation fails all the same ----------------------------------- */
