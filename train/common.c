@@ -49,7 +49,10 @@ static void unknown_relation(const char *cmd, const char *option, const char *na
             used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
         if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
     }
-    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s\n", cmd, option, name, hint, list);
+    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s%s\n", cmd, option, name, hint, list,
+            name[0] == '=' && strcmp(option, "--relations") == 0
+                ? "; --relations takes relation names, never a formula (it chooses the triples the formulas count)"
+                : "");
 }
 
 /* Splits "a,b,c" and marks each named relation; false on an unknown name. */
