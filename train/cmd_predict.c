@@ -190,7 +190,7 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     const char *col = q->ask_head ? "head" : "tail";
     int w = (int)strlen(col);
     for (int k = 0; k < count; k++) {
-        int len = (int)strlen(ds->entity_names[a[k].entity]);
+        int len = text_width(ds->entity_names[a[k].entity]);
         if (len > w) w = len;
     }
     print_question(stdout, ds, q);
@@ -198,9 +198,12 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     else if (filter) printf("  top %d, %d known answer%s left out\n", top, n_left_out, n_left_out == 1 ? "" : "s");
     else printf("  top %d, known answers marked\n", top);
     printf("%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
-    for (int k = 0; k < count; k++)
-        printf("%4d  %-*s  %10.4f  %10.4g%s\n", k + 1, w, ds->entity_names[a[k].entity], a[k].score, a[k].prob,
+    for (int k = 0; k < count; k++) {
+        printf("%4d  ", k + 1);
+        print_cell(stdout, ds->entity_names[a[k].entity], -w);
+        printf("  %10.4f  %10.4g%s\n", a[k].score, a[k].prob,
                have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
+    }
 }
 
 static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, bool have_known,
@@ -242,12 +245,12 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
 {
     char *const *ent = ds->entity_names;
     const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
-    char question[2][1024];
-    snprintf(question[0], sizeof question[0], "(%s, %s, ?)", h, rel);
-    snprintf(question[1], sizeof question[1], "(?, %s, %s)", rel, t);
+    /* "(h, rel, ?)" and "(?, rel, t)", printed whole (a fixed buffer cut
+       long names, mid-character), padded to the wider */
+    int width[2] = {text_width(h) + text_width(rel) + 7, text_width(rel) + text_width(t) + 7};
     int w = (int)strlen("question");
     for (int dir = 0; dir < 2; dir++)
-        if ((int)strlen(question[dir]) > w) w = (int)strlen(question[dir]);
+        if (width[dir] > w) w = width[dir];
     const char *is = known ? "a known triple" : "not a known triple";
     printf("(%s, %s, %s)  ", h, rel, t);
     if (known < 0) printf("ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
@@ -255,7 +258,9 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
     else printf("%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
     printf("%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
     for (int dir = 0; dir < 2; dir++) {
-        printf("%-*s  ", w, question[dir]);
+        if (dir == 0) printf("(%s, %s, ?)", h, rel);
+        else printf("(?, %s, %s)", rel, t);
+        printf("%*s  ", w - width[dir], "");
         print_rank(r[dir].rank);
         printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
                r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");

@@ -23,6 +23,17 @@ void write_field(FILE *f, const char *s, const char *specials)
     fputc('"', f);
 }
 
+void print_cell(FILE *f, const char *s, int width)
+{
+    size_t w = (size_t)(width < 0 ? -(long)width : width);
+    size_t keep = kgl_utf8_prefix(s, w, SIZE_MAX);
+    int pad = (int)(w - kgl_utf8_chars(s, keep));
+    if (width < 0) fprintf(f, "%.*s%*s", (int)keep, s, pad, "");
+    else fprintf(f, "%*s%.*s", pad, "", (int)keep, s);
+}
+
+int text_width(const char *s) { return (int)kgl_utf8_chars(s, SIZE_MAX); }
+
 bool data_option(cli_args *a, data_args *d, int *status)
 {
     const char **slot = cli_is(a, "--train")       ? &d->train
@@ -267,7 +278,7 @@ static int name_width(const kgl_dataset *ds, const bool *use)
 {
     int w = 8;
     for (int r = 0; r < ds->n_relations; r++) {
-        int len = (int)strlen(ds->relation_names[r]);
+        int len = text_width(ds->relation_names[r]);
         if (use[r] && len > w) w = len;
     }
     return w > 40 ? 40 : w;
@@ -285,7 +296,8 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
     printf("\n");
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
-        printf("%-*.*s %6ld", w, w, ds->relation_names[r], e->rel_tail[r].n);
+        print_cell(stdout, ds->relation_names[r], -w);
+        printf(" %6ld", e->rel_tail[r].n);
         metric_cells(&e->rel_tail[r], mw);
         metric_cells(&e->rel_head[r], mw);
         printf("\n");
@@ -345,6 +357,12 @@ void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eva
     fprintf(f, "}}");
 }
 
+static int spec_column_width(const char *relation)
+{
+    int w = text_width(relation);
+    return w < 6 ? 6 : w;
+}
+
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context)
 {
     int m = ds->n_relations, used = 0;
@@ -356,32 +374,29 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     else
         printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n");
     if (used > 12 && used > heads) { /* many relations: a row each, the heads across */
-        int w = 8;
-        for (int r = 0; r < m; r++)
-            if (use[r] && (int)strlen(ds->relation_names[r]) > w) w = (int)strlen(ds->relation_names[r]);
-        if (w > 40) w = 40;
+        int w = name_width(ds, use);
         printf("%-*s", w, "relation");
         for (int h = 0; h < heads; h++) printf("  head %-2d", h);
         printf("\n");
         for (int r = 0; r < m; r++) {
             if (!use[r]) continue;
-            printf("%-*.*s", w, w, ds->relation_names[r]);
+            print_cell(stdout, ds->relation_names[r], -w);
             for (int h = 0; h < heads; h++) printf("  %7.3f", spec[h * m + r]);
             printf("\n");
         }
         return;
     }
-    printf("%-6s", "head");
+    printf("%-6s", "head"); /* a column per relation, as wide as its whole name (at most 12 of them) */
     for (int r = 0; r < m; r++)
-        if (use[r]) printf(" %*s", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
-                           ds->relation_names[r]);
+        if (use[r]) {
+            putchar(' ');
+            print_cell(stdout, ds->relation_names[r], spec_column_width(ds->relation_names[r]));
+        }
     printf("\n");
     for (int h = 0; h < heads; h++) {
         printf("%-6d", h);
         for (int r = 0; r < m; r++)
-            if (use[r])
-                printf(" %*.3f", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
-                       spec[h * m + r]);
+            if (use[r]) printf(" %*.3f", spec_column_width(ds->relation_names[r]), spec[h * m + r]);
         printf("\n");
     }
 }

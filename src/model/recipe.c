@@ -39,8 +39,11 @@ typedef struct parser {
 /* "what at 'the rest'", the rest cut short: a formula may be long. */
 static double fail(parser *P, const char *what)
 {
-    if (!P->failed)
-        snprintf(P->why, P->cap, "%s at '%.24s%s'", what, *P->p ? P->p : "the end", strlen(P->p) > 24 ? "..." : "");
+    if (!P->failed) {
+        const char *rest = *P->p ? P->p : "the end";
+        int keep = (int)kgl_utf8_prefix(rest, 24, SIZE_MAX); /* whole characters */
+        snprintf(P->why, P->cap, "%s at '%.*s%s'", what, keep, rest, rest[keep] ? "..." : "");
+    }
     P->failed = true;
     return NAN;
 }
@@ -223,7 +226,8 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
             double x;
             char why[512];
             if (!kgl_recipe_eval(w + 1, v, &x, why, sizeof why)) {
-                snprintf(err, cap, "%s:%d: formula '%.40s%s': %s", name, r->line[k], w, strlen(w) > 40 ? "..." : "",
+                int keep = (int)kgl_utf8_prefix(w, 40, SIZE_MAX); /* whole characters */
+                snprintf(err, cap, "%s:%d: formula '%.*s%s': %s", name, r->line[k], keep, w, w[keep] ? "..." : "",
                          why);
                 return false;
             }
