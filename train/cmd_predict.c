@@ -46,7 +46,9 @@ static const char help[] =
     "  --queries FILE     many questions: one per line, head<TAB>relation<TAB>tail\n"
     "                     with '?' as the head or the tail, or no '?' to score\n"
     "                     the triple (blank lines and lines starting with '#' are\n"
-    "                     skipped); '-' reads standard input\n"
+    "                     skipped); '-' reads standard input. A model with an\n"
+    "                     entity named '?' refuses a '?' there: ask that on\n"
+    "                     the command line (--head and --tail take names only)\n"
     "  --train F, --valid F, --test F\n"
     "                     the known triples (the checkpoint's names must match);\n"
     "                     answers that complete a known triple are marked\n"
@@ -108,6 +110,21 @@ static int make_query(const char *where, const kgl_dataset *ds, const char *head
     return 0;
 }
 
+/* A queries line with '?' for a model that has an entity named '?': asks
+   for the head (or tail), or names that entity in a triple to score. The
+   command line's --head and --tail take names only, so it asks either. */
+static void ambiguous_mark(const char *where, bool head_asked, char *const *f)
+{
+    fprintf(stderr, "%s: '?' as the %s could ask for it or name the entity '?' of this model; ask on the command "
+            "line, where --head and --tail take names only: ", where, head_asked ? "head" : "tail");
+    if (head_asked)
+        fprintf(stderr, "--relation '%s' --tail '%s' asks for the heads, --head '?' --relation '%s' --tail '%s' scores "
+                "the triple\n", f[1], f[2], f[1], f[2]);
+    else
+        fprintf(stderr, "--head '%s' --relation '%s' asks for the tails, --head '%s' --relation '%s' --tail '?' scores "
+                "the triple\n", f[0], f[1], f[0], f[1]);
+}
+
 /* Reads every question of a queries file ("-": standard input) before any is
    answered, so a bad line stops the run before it prints anything. */
 static int read_queries(const char *path, const kgl_dataset *ds, query **out, int *n_out)
@@ -123,6 +140,10 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
     int n = 0, cap = 0, st = 0;
     char *f[4];
     int nf, got;
+    /* a model with a relation named '?' has no other: the middle field, which
+       never asks, names it; an entity named '?' makes a '?' ambiguous */
+    bool entity_named_mark = kgl_dataset_entity_id(ds, "?") >= 0;
+    bool relation_named_mark = kgl_dataset_relation_id(ds, "?") >= 0;
     while ((got = kgl_text_next(&t, '\t', f, 4, &nf, err, sizeof err)) == 1) {
         char where[1100];
         snprintf(where, sizeof where, "%s:%d", path, t.lineno);
@@ -133,8 +154,13 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
             break;
         }
         bool head_asked = strcmp(f[0], "?") == 0, tail_asked = strcmp(f[2], "?") == 0;
-        if (strcmp(f[1], "?") == 0) {
+        if (strcmp(f[1], "?") == 0 && !relation_named_mark) {
             fprintf(stderr, "%s: the relation cannot be asked for; put '?' in the head or the tail\n", where);
+            st = EXIT_USAGE;
+            break;
+        }
+        if ((head_asked || tail_asked) && entity_named_mark) {
+            ambiguous_mark(where, head_asked, f);
             st = EXIT_USAGE;
             break;
         }
