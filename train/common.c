@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -649,10 +650,15 @@ static int member_path(const char *cmd, const char *spec, long member, char *pat
             return EXIT_USAGE;
         }
         const char *names = kgl_st_meta(&f, "ensemble_members"), *run = kgl_st_meta(&f, "run_id");
-        char list[sizeof ((kgl_train_state *)0)->members];
+        char list[sizeof ((kgl_train_state *)0)->members], why[600];
         snprintf(list, sizeof list, "%s", names ? names : "");
         snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
         kgl_st_free(&f);
+        if (!kgl_ensemble_members_valid(list, why, sizeof why)) { /* as opening it whole says */
+            fprintf(stderr, "%s: metadata 'ensemble_members': %s; it lists each other member's file once, one a line\n",
+                    spec, why);
+            return EXIT_USAGE;
+        }
         *models = ensemble_size(list);
         int k = 1;
         for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
@@ -702,6 +708,14 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
         fprintf(stderr, "kgl %s: --checkpoint: more than %d models\n", cmd, KGL_MAX_ENSEMBLE);
         return EXIT_USAGE;
     }
+    struct stat file, other;
+    for (int j = 0; j < k; j++) /* one model counted twice would outweigh the others */
+        if (stat(path, &file) == 0 && stat(ms->paths[j], &other) == 0 && file.st_dev == other.st_dev &&
+            file.st_ino == other.st_ino) {
+            fprintf(stderr, "kgl %s: %s is the same file as %s (member %d): an ensemble counts each model once\n", cmd,
+                    path, ms->paths[j], j);
+            return EXIT_USAGE;
+        }
     if (v) {
         int st = model_load(path, v, m, ck);
         if (st) return st;
@@ -753,9 +767,11 @@ static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
         char err[1024];
         if (!kgl_st_read(member0, &f, err, sizeof err)) continue;
         const char *p = kgl_st_meta(&f, "ensemble_members"); /* member k is its k-th line */
+        char why[600];
+        bool valid = p && kgl_ensemble_members_valid(p, why, sizeof why); /* else opening it says what is wrong */
         for (long j = 1; j < k && p; j++)
             if ((p = strchr(p, '\n'))) p++;
-        bool listed = p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        bool listed = valid && p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
         *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
         kgl_st_free(&f);
         if (listed) return (int)k;

@@ -655,6 +655,11 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
  * with ck->cfg. */
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
 void kgl_checkpoint_close(kgl_checkpoint *ck);
+/* Whether `members` (metadata ensemble_members) lists each other member's
+ * file once, one a line: false, with why ("line 2 is blank", "line 3
+ * repeats line 1 ('e.m1.st')"), for a blank line or a name given twice,
+ * which would count one model twice. kgl_checkpoint_open checks it. */
+bool kgl_ensemble_members_valid(const char *members, char *why, size_t cap);
 
 /* ---------------------------------------------------------- diagnostics --
  * What the saturation and specialisation studies measure (the README's model section,
