@@ -280,9 +280,9 @@ TEST(ensemble_refusals)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "has no reciprocal relations, which member 0 has"));
 }
 
-/* A copy of the checkpoint `in` at out_path with metadata run_id set to
-   `run_id`, or without one (NULL: as a file written before run ids). */
-static bool with_run_id(const char *in, const char *out_path, const char *run_id)
+/* A copy of the checkpoint `in` at out_path with metadata `key` set to
+   `value`, or without one (NULL). */
+static bool with_meta(const char *in, const char *out_path, const char *key, const char *value)
 {
     kgl_st_file f;
     char e[512];
@@ -294,19 +294,26 @@ static bool with_run_id(const char *in, const char *out_path, const char *run_id
                                 f.tensors[i].data};
     int n_meta = 0;
     for (int i = 0; i < f.n_meta; i++)
-        if (strcmp(f.meta_keys[i], "run_id") != 0) {
+        if (strcmp(f.meta_keys[i], key) != 0) {
             meta[2 * n_meta] = f.meta_keys[i];
             meta[2 * n_meta++ + 1] = f.meta_values[i];
         }
-    if (run_id) {
-        meta[2 * n_meta] = "run_id";
-        meta[2 * n_meta++ + 1] = run_id;
+    if (value) {
+        meta[2 * n_meta] = key;
+        meta[2 * n_meta++ + 1] = value;
     }
     bool ok = kgl_st_write(out_path, ent, f.n, meta, n_meta, e, sizeof e);
     free(ent);
     free(meta);
     kgl_st_free(&f);
     return ok;
+}
+
+/* The same with metadata run_id set to `run_id`, or without one (NULL: as a
+   file written before run ids). */
+static bool with_run_id(const char *in, const char *out_path, const char *run_id)
+{
+    return with_meta(in, out_path, "run_id", run_id);
 }
 
 /* Issue 25, defect 4: the members of an ensemble are saved one by one, so a
@@ -413,4 +420,51 @@ TEST(relation_loss_and_n3_are_kept_by_the_checkpoint)
           strstr(err, "--n3 needs --targets 1vsall"));
     loss_term_is_kept(T, "--relation-loss 0.3");
     loss_term_is_kept(T, "--n3 0.01");
+}
+
+/* Issue 46: member 0 lists the other members' files, one a line; a blank
+   line or a file listed twice was counted (strtok skipped the blank for
+   the models but --member counted it; a repeated member was averaged in
+   twice, outweighing the others). Either is refused, naming the checkpoint
+   and the line, as is a list that names one file twice in other words
+   (member 0 itself, or A,A on the command line). */
+TEST(ensemble_list_with_a_blank_or_repeated_member_is_refused)
+{
+    char dir[600], cmd[4096], e[700];
+    snprintf(dir, sizeof dir, "%s/ens", T->tmp);
+    mkdir(dir, 0777);
+    snprintf(e, sizeof e, "%s/e.st", dir);
+    snprintf(cmd, sizeof cmd, "train --steps 3 --ensemble 3 --save '%s' --quiet", e);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static const struct {
+        const char *list, *why;
+    } bad[] = {
+        {"e.m1.st\ne.m1.st", "line 2 repeats line 1 ('e.m1.st')"},
+        {"e.m1.st\n\ne.m2.st", "line 2 is blank"},
+        {"e.m1.st\ne.m2.st\n", "line 3 is blank"},
+    };
+    char want[2048];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        if (!CHECK(with_meta(e, e, "ensemble_members", bad[k].list))) return;
+        snprintf(want, sizeof want, "%s: metadata 'ensemble_members': %s", e, bad[k].why);
+        static const char *const commands[] = {"eval --checkpoint '%s'", "eval --checkpoint '%s' --member 1",
+                                               "predict --checkpoint '%s' --head alice --relation advises"};
+        for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
+            snprintf(cmd, sizeof cmd, commands[c], e);
+            int rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+            if (!CHECK(rc == 2 && strstr(err, want) && !*out))
+                printf("    list %zu, kgl %s: exit %d\n    stderr: %s", k, cmd, rc, err);
+        }
+    }
+    /* one file twice under two names: member 0 listing itself, and A,A */
+    if (!CHECK(with_meta(e, e, "ensemble_members", "e.m1.st\n./e.st"))) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint '%s'", e);
+    snprintf(want, sizeof want, "%s/./e.st is the same file as %s (member 0)", dir, e);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, want) && !*out);
+    if (!CHECK(with_meta(e, e, "ensemble_members", NULL))) return;
+    snprintf(cmd, sizeof cmd, "eval --checkpoint '%s/e.m1.st,%s'", dir, e);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint '%s,%s/./e.st'", e, dir);
+    snprintf(want, sizeof want, "%s/./e.st is the same file as %s (member 0)", dir, e);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, want) && !*out);
 }

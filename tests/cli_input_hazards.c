@@ -333,3 +333,67 @@ TEST(manual_eval_ranks_status_is_the_programs)
     if (!CHECK(got == said)) printf("    the manual says exit %d, kgl eval exits %d\n", said, got);
     CHECK(got == 2);
 }
+
+/* Whether every byte of s is in whole UTF-8 characters; says where not. */
+static bool whole_characters(const char *what, const char *s)
+{
+    size_t at = 0;
+    if (kgl_utf8_valid((const unsigned char *)s, strlen(s), &at)) return true;
+    printf("    %s: a character cut at byte %zu: ...%.60s\n", what, at, s + (at > 20 ? at - 20 : 0));
+    return false;
+}
+
+/* "ab" and n euro signs (3 bytes each). */
+static void euro_name(char *out, int n)
+{
+    strcpy(out, "ab");
+    for (int k = 0; k < n; k++) strcat(out, "\xe2\x82\xac");
+}
+
+/* Issue 46: tables cut a name at 40 bytes ("%-*.*s"), so a relation called
+   "ab" and 45 euro signs was printed with the 13th sign cut in the middle,
+   and names not in ASCII were padded by bytes, out of line with the
+   columns. Every table now cuts at a character's end and pads by
+   characters (print_cell, kgl_utf8_prefix): train's metrics and
+   specialisation, eval, predict, heads (its spec table, its top-3 entities,
+   --query's cells, and a graph model's table). */
+TEST(table_names_are_cut_between_characters)
+{
+    char rel[2 + 3 * 45 + 1], ent[2 + 3 * 45 + 1], cut40[2 + 3 * 38 + 1], cut24[2 + 3 * 22 + 1], text[1024];
+    euro_name(rel, 45), euro_name(ent, 45), euro_name(cut40, 38), euro_name(cut24, 22);
+    ent[0] = cut24[0] = 'e'; /* another name than the relation's */
+    snprintf(text, sizeof text, "%s\t%s\tx\nx\t%s\ty\ny\tr2\t%s\nx\tr2\tz\nz\t%s\t%s\n", ent, rel, rel, ent, rel, ent);
+    const char *data = write_tmp(T, 0, "euro.tsv", text, strlen(text));
+    char cmd[2048], want[512];
+    snprintf(cmd, sizeof cmd, "train --train '%s' --steps 5 --save '%s/e.st' --dim 8 --heads 2", data, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(whole_characters("train", out));
+    /* 40 characters, then the count in the column of "all"'s */
+    snprintf(want, sizeof want, "\n%s      3", cut40);
+    CHECK(strstr(out, want) != NULL);
+    snprintf(want, sizeof want, "\n%-40s      5", "all");
+    CHECK(strstr(out, want) != NULL);
+
+    snprintf(cmd, sizeof cmd, "eval --checkpoint '%s/e.st' --train '%s'", T->tmp, data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("eval", out));
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s/e.st' --train '%s'", T->tmp, data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("heads", out));
+    snprintf(want, sizeof want, "\n  %s ->", cut24); /* top-3: the entity in 24 characters */
+    CHECK(strstr(out, want) != NULL);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s/e.st' --train '%s' --query '%s,%s'", T->tmp, data, ent, rel);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("heads --query", out));
+    /* predict pads by characters: "x" in a column as wide as the 47-character name */
+    snprintf(cmd, sizeof cmd, "predict --checkpoint '%s/e.st' --train '%s' --relation r2 --tail '%s' --no-filter",
+             T->tmp, data, ent);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("predict", out));
+    snprintf(want, sizeof want, "  %-47s  ", "x");
+    CHECK(strstr(out, want) != NULL);
+
+    snprintf(cmd, sizeof cmd, "train --train '%s' --steps 3 --context graph --neighbours 4 --save '%s/g.st' --quiet",
+             data, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s/g.st' --train '%s'", T->tmp, data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("graph heads", out));
+    snprintf(want, sizeof want, "\n%s ", cut40);
+    CHECK(strstr(out, want) != NULL);
+}

@@ -247,3 +247,41 @@ TEST(predict_queries_file_errors)
     snprintf(cmd, sizeof cmd, "predict --checkpoint %s --queries %s/missing.tsv", ckpt, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "missing.tsv") && !*out);
 }
+
+/* Issue 46: in a queries file '?' asks for the head or the tail, so a model
+   with an entity named '?' answered "?<TAB>r<TAB>b" as a question, never
+   scoring the triple ('?', r, b) the line may mean. Such a line is refused,
+   file:line, naming the command line's options (where a name is only a
+   name) as the way out; '?' still asks in a model without that entity. A
+   relation named '?' is a name in the middle field, which never asks. */
+TEST(predict_queries_with_an_entity_named_question_mark)
+{
+    static const char text[] = "?\tr\tb\nb\tr\tc\nc\ts\t?\nb\t?\tc\n";
+    const char *data = write_tmp(T, 0, "q.tsv", text, sizeof text - 1);
+    char ckpt[600], cmd[2048], want[2048];
+    snprintf(ckpt, sizeof ckpt, "%s/q.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --train '%s' --steps 3 --save '%s' --quiet", data, ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+
+    static const char lines[] = "b\tr\tc\n?\tr\tb\n";
+    const char *q = write_tmp(T, 1, "ask.tsv", lines, sizeof lines - 1);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint '%s' --queries '%s'", ckpt, q);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && !*out);
+    snprintf(want, sizeof want,
+             "%s:2: '?' as the head could ask for it or name the entity '?' of this model; ask on the command line, "
+             "where --head and --tail take names only: --relation 'r' --tail 'b' asks for the heads, --head '?' "
+             "--relation 'r' --tail 'b' scores the triple\n", q);
+    if (!CHECK(strcmp(err, want) == 0)) printf("    stderr: %s    wanted: %s", err, want);
+    static const char tail_line[] = "c\ts\t?\n";
+    q = write_tmp(T, 1, "ask.tsv", tail_line, sizeof tail_line - 1);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && !*out && strstr(err, ":1: '?' as the tail"));
+    /* the way out: the triple scored, and the question asked */
+    snprintf(cmd, sizeof cmd, "predict --checkpoint '%s' --train '%s' --head '?' --relation r --tail b", ckpt, data);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && strstr(out, "(?, r, b)  a known triple"));
+
+    /* the relation '?' is a name */
+    static const char rel_line[] = "b\t?\tc\n";
+    q = write_tmp(T, 1, "ask.tsv", rel_line, sizeof rel_line - 1);
+    snprintf(cmd, sizeof cmd, "predict --checkpoint '%s' --train '%s' --queries '%s'", ckpt, data, q);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && strstr(out, "(b, ?, c)  a known triple"));
+}

@@ -64,6 +64,22 @@ TEST(utf8_validation)
     CHECK(!kgl_utf8_valid((const unsigned char *)"\xff", 1, &at));
 }
 
+/* The one cut of names (issue 46): "%.40s" cut "ab" and twelve 3-byte
+   euro signs in the middle of the thirteenth. kgl_utf8_prefix ends between
+   two characters, at most max_chars of them and max_bytes bytes. */
+TEST(utf8_prefix_cuts_between_characters)
+{
+    char name[2 + 3 * 45 + 1] = "ab";
+    for (int k = 0; k < 45; k++) strcat(name, "\xe2\x82\xac"); /* U+20AC, 3 bytes */
+    CHECK(kgl_utf8_chars(name, SIZE_MAX) == 47 && kgl_utf8_chars(name, 40) == 15); /* 2 + 12 whole + 1 begun */
+    CHECK(kgl_utf8_prefix(name, 40, SIZE_MAX) == 2 + 3 * 38);
+    CHECK(kgl_utf8_prefix(name, SIZE_MAX, 40) == 2 + 3 * 12); /* not 40: that splits the 13th */
+    CHECK(kgl_utf8_prefix(name, SIZE_MAX, 41) == 41 && kgl_utf8_prefix(name, SIZE_MAX, 1) == 1);
+    CHECK(kgl_utf8_prefix(name, 100, SIZE_MAX) == strlen(name) && kgl_utf8_prefix(name, 0, SIZE_MAX) == 0);
+    CHECK(kgl_utf8_prefix("\xf0\x9f\x98\x80x", 1, SIZE_MAX) == 4 && kgl_utf8_prefix("\xf0\x9f\x98\x80x", 9, 3) == 0);
+    CHECK(kgl_utf8_prefix("", 5, 5) == 0 && kgl_utf8_chars("", 5) == 0);
+}
+
 /* Near matches: the closest names first, a swap of neighbours counts one
  * edit, case is ignored, nothing far is offered, and the output is cut at a
  * name boundary when the buffer is small. */

@@ -146,6 +146,38 @@ TEST(formulas_on_the_command_line)
     CHECK(strstr(err, "=n_train") != NULL && strstr(err, "unknown name") == NULL && strstr(err, "formula") == NULL);
 }
 
+/* --relations chooses the triples, which are loaded and filtered before a
+   recipe is read or a formula computed: a recipe's --relations was read
+   and ignored, the run training every relation with exit 0 (issue 46), and
+   so was a formula given for it. A recipe refuses it with its file:line; on
+   the command line its value is relation names, never a formula; and
+   given there beside a recipe, it is applied. */
+TEST(relations_in_a_recipe_or_as_a_formula_is_refused)
+{
+    kgl_recipe_vars v = {13, 5, 21};
+    kgl_recipe r;
+    char e[1024], cmd[1024];
+    const char *text = "--dim 8\n--relations=advises\n";
+    CHECK(!kgl_recipe_from_memory(&r, "r.args", text, strlen(text), &v, e, sizeof e));
+    CHECK(strstr(e, "r.args:2: --relations filters the triples before a recipe is read: give it on the command "
+                    "line") == e);
+    text = "--dim 8 --heads 2 --steps 5\n# only one\n--relations advises\n";
+    const char *path = write_tmp(T, 0, "rel.args", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "train --recipe '%s' --json", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && !*out);
+    CHECK(strstr(err, "rel.args:3: --relations filters the triples before a recipe is read") != NULL);
+
+    CHECK(run_kgl(T, "train --steps 5 --relations '=n_relations' --json", out, sizeof out, err, sizeof err) == 2);
+    CHECK(!*out && strstr(err, "kgl train: --relations: no relation '=n_relations' in the triples") == err &&
+          strstr(err, "--relations takes relation names, never a formula"));
+
+    text = "--dim 8 --heads 2 --steps 5\n";
+    path = write_tmp(T, 1, "ok.args", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "train --recipe '%s' --relations advises --json", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"per_relation\":{\"advises\":") && !strstr(out, "\"cites\":"));
+}
+
 /* The single-model recipe (data/bench/single.args) sets its width from the
    training triples, capped: 144 on UMLS, 240 on Kinship, 64 on Nations
    (what was chosen on valid, data/report/recipe.md), and no more than 256

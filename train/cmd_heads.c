@@ -274,7 +274,7 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
     } else {
         int w = 8;
         for (int r = 0; r < nr; r++)
-            if (v->use_relation[r] && (int)strlen(v->ds.relation_names[r]) > w) w = (int)strlen(v->ds.relation_names[r]);
+            if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
         if (w > 40) w = 40;
         say_which_model(chosen);
         printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n", ckpt,
@@ -291,7 +291,8 @@ static int graph_heads(const model_choice *chosen, const char *query, bool json,
         printf("\n");
         for (int r = 0; r < nr; r++) {
             if (!v->use_relation[r] || isnan(uniform[r])) continue;
-            printf("%-*.*s %8.3f", w, w, v->ds.relation_names[r], uniform[r]);
+            print_cell(stdout, v->ds.relation_names[r], -w);
+            printf(" %8.3f", uniform[r]);
             for (int h = 0; h < H; h++) printf("  %8.3f", spec[h * nr + r]);
             printf("\n");
         }
@@ -553,8 +554,8 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
     int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->n ? q->top : q->n;
     /* column widths from the names shown, so the two tables line up */
     int ew = 6, aw = 6;
-    for (int k = 0; k < n_rows; k++) ew = fmax(ew, (int)strlen(names[rows[k]]) + 2);
-    for (int k = 0; k < n_ans; k++) aw = fmax(aw, (int)strlen(names[q->by_score[k]]) + 2);
+    for (int k = 0; k < n_rows; k++) ew = fmax(ew, text_width(names[rows[k]]) + 2);
+    for (int k = 0; k < n_ans; k++) aw = fmax(aw, text_width(names[q->by_score[k]]) + 2);
     if (ew > 34) ew = 34;
     if (aw > 34) aw = 34;
     int left_w = ew + q->H * 9 + 8; /* entity, a column of 9 per head, mean */
@@ -569,11 +570,12 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
     printf("%8s    %4s  %-*s %10s %8s\n", "mean", "rank", aw, "answer", "score", "prob");
     int lines = n_rows > n_ans ? n_rows : n_ans;
     for (int k = 0; k < lines; k++) {
-        char cell[64];
+        char cell[4 * 32 + 3]; /* a name cut to 32 characters (ew, aw <= 34) of at most 4 bytes, " *" */
         if (k < n_rows) {
             int j = rows[k];
-            snprintf(cell, sizeof cell, "%.*s%s", ew - 2, names[j], q->is_true[j] ? " *" : "");
-            printf("%-*s", ew, cell);
+            snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)ew - 2, SIZE_MAX), names[j],
+                     q->is_true[j] ? " *" : "");
+            print_cell(stdout, cell, -ew);
             for (int h = 0; h < q->H; h++) printf("  %7.3f", q->attn[(size_t)h * q->n + j]);
             printf("%8.3f", q->mean[j]);
         } else {
@@ -581,8 +583,11 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
         }
         if (k < n_ans) {
             int j = q->by_score[k];
-            snprintf(cell, sizeof cell, "%.*s%s", aw - 2, names[j], q->is_true[j] ? " *" : "");
-            printf("    %4d  %-*s %10.4f %8.4f", k + 1, aw, cell, q->scores[j], q->probs[j]);
+            snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)aw - 2, SIZE_MAX), names[j],
+                     q->is_true[j] ? " *" : "");
+            printf("    %4d  ", k + 1);
+            print_cell(stdout, cell, -aw);
+            printf(" %10.4f %8.4f", q->scores[j], q->probs[j]);
         }
         printf("\n");
     }
@@ -968,7 +973,7 @@ int cmd_heads(int argc, char **argv)
     } else {
         int w = 8;
         for (int r = 0; r < nr; r++)
-            if (v.use_relation[r] && (int)strlen(v.ds.relation_names[r]) > w) w = (int)strlen(v.ds.relation_names[r]);
+            if (v.use_relation[r] && text_width(v.ds.relation_names[r]) > w) w = text_width(v.ds.relation_names[r]);
         if (w > 32) w = 32;
         say_which_model(&chosen);
         printf("%s: step %ld, %d heads, d_model %d; %d training triples\n\n", ckpt, ck.st.step, H, m.cfg.dim, v.n[0]);
@@ -981,14 +986,15 @@ int cmd_heads(int argc, char **argv)
         printf("\n");
         for (int r = 0; r < nr; r++) {
             if (!v.use_relation[r] || !rep.with_tails[r]) continue;
-            printf("%-*.*s %8d %8.3f", w, w, v.ds.relation_names[r], rep.with_tails[r], rep.baseline[r]);
+            print_cell(stdout, v.ds.relation_names[r], -w);
+            printf(" %8d %8.3f", rep.with_tails[r], rep.baseline[r]);
             for (int h = 0; h < H; h++) printf("  %8.3f", rep.spec[h * nr + r]);
             for (int h = 0; h < H; h++) printf("  %8.3f", rep.precision[h * nr + r]);
             printf("\n");
         }
         int nw = 5;
         for (int i = 0; i < n; i++)
-            if ((int)strlen(names[i]) > nw) nw = (int)strlen(names[i]);
+            if (text_width(names[i]) > nw) nw = text_width(names[i]);
         if (nw > 24) nw = 24;
         for (int h = 0; h < H; h++) {
             printf("\nhead %d: each entity's top-3 attended entities\n", h);
@@ -996,7 +1002,9 @@ int cmd_heads(int argc, char **argv)
                 int idx[3];
                 const kgl_real *row = f.attn[h]->data + (size_t)i * n;
                 top3(row, n, idx);
-                printf("  %-*.*s ->", nw, nw, names[i]);
+                printf("  ");
+                print_cell(stdout, names[i], -nw);
+                printf(" ->");
                 for (int k = 0; k < 3 && idx[k] >= 0; k++)
                     printf("%s %s %.3f", k ? "," : "", names[idx[k]], row[idx[k]]);
                 printf("\n");

@@ -46,7 +46,9 @@ static const char help[] =
     "  --queries FILE     many questions: one per line, head<TAB>relation<TAB>tail\n"
     "                     with '?' as the head or the tail, or no '?' to score\n"
     "                     the triple (blank lines and lines starting with '#' are\n"
-    "                     skipped); '-' reads standard input\n"
+    "                     skipped); '-' reads standard input. A model with an\n"
+    "                     entity named '?' refuses a '?' there: ask that on\n"
+    "                     the command line (--head and --tail take names only)\n"
     "  --train F, --valid F, --test F\n"
     "                     the known triples (the checkpoint's names must match);\n"
     "                     answers that complete a known triple are marked\n"
@@ -108,6 +110,21 @@ static int make_query(const char *where, const kgl_dataset *ds, const char *head
     return 0;
 }
 
+/* A queries line with '?' for a model that has an entity named '?': asks
+   for the head (or tail), or names that entity in a triple to score. The
+   command line's --head and --tail take names only, so it asks either. */
+static void ambiguous_mark(const char *where, bool head_asked, char *const *f)
+{
+    fprintf(stderr, "%s: '?' as the %s could ask for it or name the entity '?' of this model; ask on the command "
+            "line, where --head and --tail take names only: ", where, head_asked ? "head" : "tail");
+    if (head_asked)
+        fprintf(stderr, "--relation '%s' --tail '%s' asks for the heads, --head '?' --relation '%s' --tail '%s' scores "
+                "the triple\n", f[1], f[2], f[1], f[2]);
+    else
+        fprintf(stderr, "--head '%s' --relation '%s' asks for the tails, --head '%s' --relation '%s' --tail '?' scores "
+                "the triple\n", f[0], f[1], f[0], f[1]);
+}
+
 /* Reads every question of a queries file ("-": standard input) before any is
    answered, so a bad line stops the run before it prints anything. */
 static int read_queries(const char *path, const kgl_dataset *ds, query **out, int *n_out)
@@ -123,6 +140,10 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
     int n = 0, cap = 0, st = 0;
     char *f[4];
     int nf, got;
+    /* a model with a relation named '?' has no other: the middle field, which
+       never asks, names it; an entity named '?' makes a '?' ambiguous */
+    bool entity_named_mark = kgl_dataset_entity_id(ds, "?") >= 0;
+    bool relation_named_mark = kgl_dataset_relation_id(ds, "?") >= 0;
     while ((got = kgl_text_next(&t, '\t', f, 4, &nf, err, sizeof err)) == 1) {
         char where[1100];
         snprintf(where, sizeof where, "%s:%d", path, t.lineno);
@@ -133,8 +154,13 @@ static int read_queries(const char *path, const kgl_dataset *ds, query **out, in
             break;
         }
         bool head_asked = strcmp(f[0], "?") == 0, tail_asked = strcmp(f[2], "?") == 0;
-        if (strcmp(f[1], "?") == 0) {
+        if (strcmp(f[1], "?") == 0 && !relation_named_mark) {
             fprintf(stderr, "%s: the relation cannot be asked for; put '?' in the head or the tail\n", where);
+            st = EXIT_USAGE;
+            break;
+        }
+        if ((head_asked || tail_asked) && entity_named_mark) {
+            ambiguous_mark(where, head_asked, f);
             st = EXIT_USAGE;
             break;
         }
@@ -190,7 +216,7 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     const char *col = q->ask_head ? "head" : "tail";
     int w = (int)strlen(col);
     for (int k = 0; k < count; k++) {
-        int len = (int)strlen(ds->entity_names[a[k].entity]);
+        int len = text_width(ds->entity_names[a[k].entity]);
         if (len > w) w = len;
     }
     print_question(stdout, ds, q);
@@ -198,9 +224,12 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     else if (filter) printf("  top %d, %d known answer%s left out\n", top, n_left_out, n_left_out == 1 ? "" : "s");
     else printf("  top %d, known answers marked\n", top);
     printf("%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
-    for (int k = 0; k < count; k++)
-        printf("%4d  %-*s  %10.4f  %10.4g%s\n", k + 1, w, ds->entity_names[a[k].entity], a[k].score, a[k].prob,
+    for (int k = 0; k < count; k++) {
+        printf("%4d  ", k + 1);
+        print_cell(stdout, ds->entity_names[a[k].entity], -w);
+        printf("  %10.4f  %10.4g%s\n", a[k].score, a[k].prob,
                have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
+    }
 }
 
 static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, bool have_known,
@@ -242,12 +271,12 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
 {
     char *const *ent = ds->entity_names;
     const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
-    char question[2][1024];
-    snprintf(question[0], sizeof question[0], "(%s, %s, ?)", h, rel);
-    snprintf(question[1], sizeof question[1], "(?, %s, %s)", rel, t);
+    /* "(h, rel, ?)" and "(?, rel, t)", printed whole (a fixed buffer cut
+       long names, mid-character), padded to the wider */
+    int width[2] = {text_width(h) + text_width(rel) + 7, text_width(rel) + text_width(t) + 7};
     int w = (int)strlen("question");
     for (int dir = 0; dir < 2; dir++)
-        if ((int)strlen(question[dir]) > w) w = (int)strlen(question[dir]);
+        if (width[dir] > w) w = width[dir];
     const char *is = known ? "a known triple" : "not a known triple";
     printf("(%s, %s, %s)  ", h, rel, t);
     if (known < 0) printf("ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
@@ -255,7 +284,9 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
     else printf("%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
     printf("%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
     for (int dir = 0; dir < 2; dir++) {
-        printf("%-*s  ", w, question[dir]);
+        if (dir == 0) printf("(%s, %s, ?)", h, rel);
+        else printf("(?, %s, %s)", rel, t);
+        printf("%*s  ", w - width[dir], "");
         print_rank(r[dir].rank);
         printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
                r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");

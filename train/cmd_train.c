@@ -1331,8 +1331,8 @@ static bool command_line_formulas(int argc, char **argv, cli_formulas *cf, const
         double x;
         char why[512];
         if (!kgl_recipe_eval(argv[k] + 1, &vars, &x, why, sizeof why)) {
-            fprintf(stderr, "kgl train: %s %.60s%s: %s\n", argv[k - 1], argv[k], strlen(argv[k]) > 60 ? "..." : "",
-                    why);
+            int keep = (int)kgl_utf8_prefix(argv[k], 60, SIZE_MAX); /* whole characters */
+            fprintf(stderr, "kgl train: %s %.*s%s: %s\n", argv[k - 1], keep, argv[k], argv[k][keep] ? "..." : "", why);
             return false;
         }
         kgl_recipe_format(x, cf->values[k], sizeof cf->values[k]);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -22,6 +23,17 @@ void write_field(FILE *f, const char *s, const char *specials)
     }
     fputc('"', f);
 }
+
+void print_cell(FILE *f, const char *s, int width)
+{
+    size_t w = (size_t)(width < 0 ? -(long)width : width);
+    size_t keep = kgl_utf8_prefix(s, w, SIZE_MAX);
+    int pad = (int)(w - kgl_utf8_chars(s, keep));
+    if (width < 0) fprintf(f, "%.*s%*s", (int)keep, s, pad, "");
+    else fprintf(f, "%*s%.*s", pad, "", (int)keep, s);
+}
+
+int text_width(const char *s) { return (int)kgl_utf8_chars(s, SIZE_MAX); }
 
 bool data_option(cli_args *a, data_args *d, int *status)
 {
@@ -49,7 +61,10 @@ static void unknown_relation(const char *cmd, const char *option, const char *na
             used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
         if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
     }
-    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s\n", cmd, option, name, hint, list);
+    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s%s\n", cmd, option, name, hint, list,
+            name[0] == '=' && strcmp(option, "--relations") == 0
+                ? "; --relations takes relation names, never a formula (it chooses the triples the formulas count)"
+                : "");
 }
 
 /* Splits "a,b,c" and marks each named relation; false on an unknown name. */
@@ -264,7 +279,7 @@ static int name_width(const kgl_dataset *ds, const bool *use)
 {
     int w = 8;
     for (int r = 0; r < ds->n_relations; r++) {
-        int len = (int)strlen(ds->relation_names[r]);
+        int len = text_width(ds->relation_names[r]);
         if (use[r] && len > w) w = len;
     }
     return w > 40 ? 40 : w;
@@ -282,7 +297,8 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
     printf("\n");
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
-        printf("%-*.*s %6ld", w, w, ds->relation_names[r], e->rel_tail[r].n);
+        print_cell(stdout, ds->relation_names[r], -w);
+        printf(" %6ld", e->rel_tail[r].n);
         metric_cells(&e->rel_tail[r], mw);
         metric_cells(&e->rel_head[r], mw);
         printf("\n");
@@ -342,6 +358,12 @@ void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eva
     fprintf(f, "}}");
 }
 
+static int spec_column_width(const char *relation)
+{
+    int w = text_width(relation);
+    return w < 6 ? 6 : w;
+}
+
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context)
 {
     int m = ds->n_relations, used = 0;
@@ -353,32 +375,29 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     else
         printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n");
     if (used > 12 && used > heads) { /* many relations: a row each, the heads across */
-        int w = 8;
-        for (int r = 0; r < m; r++)
-            if (use[r] && (int)strlen(ds->relation_names[r]) > w) w = (int)strlen(ds->relation_names[r]);
-        if (w > 40) w = 40;
+        int w = name_width(ds, use);
         printf("%-*s", w, "relation");
         for (int h = 0; h < heads; h++) printf("  head %-2d", h);
         printf("\n");
         for (int r = 0; r < m; r++) {
             if (!use[r]) continue;
-            printf("%-*.*s", w, w, ds->relation_names[r]);
+            print_cell(stdout, ds->relation_names[r], -w);
             for (int h = 0; h < heads; h++) printf("  %7.3f", spec[h * m + r]);
             printf("\n");
         }
         return;
     }
-    printf("%-6s", "head");
+    printf("%-6s", "head"); /* a column per relation, as wide as its whole name (at most 12 of them) */
     for (int r = 0; r < m; r++)
-        if (use[r]) printf(" %*s", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
-                           ds->relation_names[r]);
+        if (use[r]) {
+            putchar(' ');
+            print_cell(stdout, ds->relation_names[r], spec_column_width(ds->relation_names[r]));
+        }
     printf("\n");
     for (int h = 0; h < heads; h++) {
         printf("%-6d", h);
         for (int r = 0; r < m; r++)
-            if (use[r])
-                printf(" %*.3f", (int)strlen(ds->relation_names[r]) < 6 ? 6 : (int)strlen(ds->relation_names[r]),
-                       spec[h * m + r]);
+            if (use[r]) printf(" %*.3f", spec_column_width(ds->relation_names[r]), spec[h * m + r]);
         printf("\n");
     }
 }
@@ -631,10 +650,15 @@ static int member_path(const char *cmd, const char *spec, long member, char *pat
             return EXIT_USAGE;
         }
         const char *names = kgl_st_meta(&f, "ensemble_members"), *run = kgl_st_meta(&f, "run_id");
-        char list[sizeof ((kgl_train_state *)0)->members];
+        char list[sizeof ((kgl_train_state *)0)->members], why[600];
         snprintf(list, sizeof list, "%s", names ? names : "");
         snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
         kgl_st_free(&f);
+        if (!kgl_ensemble_members_valid(list, why, sizeof why)) { /* as opening it whole says */
+            fprintf(stderr, "%s: metadata 'ensemble_members': %s; it lists each other member's file once, one a line\n",
+                    spec, why);
+            return EXIT_USAGE;
+        }
         *models = ensemble_size(list);
         int k = 1;
         for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
@@ -684,6 +708,14 @@ static int model_set_add(const char *cmd, model_set *ms, const char *path, const
         fprintf(stderr, "kgl %s: --checkpoint: more than %d models\n", cmd, KGL_MAX_ENSEMBLE);
         return EXIT_USAGE;
     }
+    struct stat file, other;
+    for (int j = 0; j < k; j++) /* one model counted twice would outweigh the others */
+        if (stat(path, &file) == 0 && stat(ms->paths[j], &other) == 0 && file.st_dev == other.st_dev &&
+            file.st_ino == other.st_ino) {
+            fprintf(stderr, "kgl %s: %s is the same file as %s (member %d): an ensemble counts each model once\n", cmd,
+                    path, ms->paths[j], j);
+            return EXIT_USAGE;
+        }
     if (v) {
         int st = model_load(path, v, m, ck);
         if (st) return st;
@@ -735,9 +767,11 @@ static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
         char err[1024];
         if (!kgl_st_read(member0, &f, err, sizeof err)) continue;
         const char *p = kgl_st_meta(&f, "ensemble_members"); /* member k is its k-th line */
+        char why[600];
+        bool valid = p && kgl_ensemble_members_valid(p, why, sizeof why); /* else opening it says what is wrong */
         for (long j = 1; j < k && p; j++)
             if ((p = strchr(p, '\n'))) p++;
-        bool listed = p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        bool listed = valid && p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
         *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
         kgl_st_free(&f);
         if (listed) return (int)k;

@@ -59,6 +59,14 @@ void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int hea
  * doubled (RFC 4180). */
 void write_field(FILE *f, const char *s, const char *specials);
 
+/* s in a table column `width` characters wide (negative: left-aligned, as
+ * printf's "%-*s"): cut to its first |width| characters, never part of one
+ * (kgl_utf8_prefix), and padded by characters. printf's "%-*.*s" counts
+ * bytes: it split a character and misaligned every name that is not ASCII. */
+void print_cell(FILE *f, const char *s, int width);
+/* The characters of s: its width in a table column. */
+int text_width(const char *s);
+
 
 
 /* The options every command that reads a saved model takes: the data

@@ -95,26 +95,13 @@ bool progress_due(progress *p, double work, double more, bool force, double now,
     return due;
 }
 
-/* The columns `s` takes (UTF-8: continuation bytes take none). */
-static int columns_of(const char *s, size_t n)
-{
-    int c = 0;
-    for (size_t k = 0; k < n; k++) c += ((unsigned char)s[k] & 0xC0) != 0x80;
-    return c;
-}
-
 /* The line in place again (under the lock): cut to the terminal's width
    (a line that wraps cannot be redrawn), padded over a longer one before it. */
 static void draw(progress *p)
 {
     int cols = terminal_columns(p->f);
-    size_t n = strlen(p->line);
-    if (cols > 1 && columns_of(p->line, n) > cols - 1) {
-        n = 0;
-        for (int c = 0; p->line[n] && c < cols - 1; c++) /* whole characters */
-            for (n++; ((unsigned char)p->line[n] & 0xC0) == 0x80; n++) {}
-    }
-    int width = columns_of(p->line, n);
+    size_t n = cols > 1 ? kgl_utf8_prefix(p->line, (size_t)cols - 1, SIZE_MAX) : strlen(p->line); /* whole characters */
+    int width = (int)kgl_utf8_chars(p->line, n);
     fprintf(p->f, "\r%.*s%*s", (int)n, p->line, p->width > width ? p->width - width : 0, "");
     fflush(p->f);
     p->width = width;
@@ -134,11 +121,12 @@ void progress_print(progress *p, const char *fmt, ...)
     char text[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    if (vsnprintf(text, sizeof text, fmt, ap) >= (int)sizeof text) /* cut short: at a character's end */
+        text[kgl_utf8_prefix(text, SIZE_MAX, sizeof text - 1)] = 0;
     va_end(ap);
     pthread_mutex_lock(&p->lock);
     if (p->tty && p->width > 0) {
-        int width = columns_of(text, strlen(text));
+        int width = (int)kgl_utf8_chars(text, SIZE_MAX);
         fprintf(p->f, "\r%s%*s\n", text, p->width > width ? p->width - width : 0, "");
         p->width = 0;
         draw(p);

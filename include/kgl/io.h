@@ -60,6 +60,17 @@ void kgl_text_close(kgl_text *t);
 /* Whether `s` (n bytes) is valid UTF-8 (no overlongs, no surrogates, ≤ U+10FFFF). */
 bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
 
+/* Cutting names for tables and messages: the characters (code points) of
+ * the UTF-8 text s[0..n) (n or the terminating NUL, whichever is first),
+ * which a terminal shows in as many columns (East Asian wide characters,
+ * which take two, are counted as one); and the bytes of s's longest prefix
+ * of at most max_chars characters and at most max_bytes bytes (SIZE_MAX: no
+ * bound), which ends between two characters: "%.*s" with it never prints
+ * part of one, as "%.40s" did (kgl_utf8_prefix is the one cut of every
+ * name, table cell and snippet kgl prints). */
+size_t kgl_utf8_chars(const char *s, size_t n);
+size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes);
+
 /* Near matches, for "unknown name" errors: writes into out (always
  * NUL-terminated) up to max_shown of the candidates closest to `word` by
  * edit distance (insert, delete, substitute, and swap of neighbours, each 1;

@@ -564,8 +564,9 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * value of EXPR, made of numbers, + - * / ( ), the graph's counts
  * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
  * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
- * =max(1000,round(n_train/2))". --train, --valid, --test, --resume,
- * --recipe, --save and --log are refused (they belong to the command line).
+ * =max(1000,round(n_train/2))". --train, --valid, --test, --relations,
+ * --resume, --recipe, --save and --log are refused (they belong to the
+ * command line; --relations filters the triples the formulas count).
  * A byte-order mark is skipped, a NUL byte refused. Errors are "file:line:
  * what is wrong". */
 #define KGL_RECIPE_MAX_WORDS 128
@@ -590,10 +591,11 @@ bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, s
 void kgl_recipe_free(kgl_recipe *r);
 /* The value of one formula (without its '='); false with why. */
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
-/* The options that name the data and the run's files (--train, --valid,
- * --test, --resume, --recipe, --save, --log): a recipe may not give them,
- * and on the command line their values are names, never formulas. */
-#define KGL_RECIPE_N_FILE_OPTIONS 7
+/* The options that choose the data and name the run's files (--train,
+ * --valid, --test, --relations, --resume, --recipe, --save, --log): a
+ * recipe may not give them, and on the command line their values are
+ * names, never formulas. */
+#define KGL_RECIPE_N_FILE_OPTIONS 8
 extern const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS];
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
@@ -653,6 +655,11 @@ bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint
  * with ck->cfg. */
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
 void kgl_checkpoint_close(kgl_checkpoint *ck);
+/* Whether `members` (metadata ensemble_members) lists each other member's
+ * file once, one a line: false, with why ("line 2 is blank", "line 3
+ * repeats line 1 ('e.m1.st')"), for a blank line or a name given twice,
+ * which would count one model twice. kgl_checkpoint_open checks it. */
+bool kgl_ensemble_members_valid(const char *members, char *why, size_t cap);
 
 /* ---------------------------------------------------------- diagnostics --
  * What the saturation and specialisation studies measure (the README's model section,

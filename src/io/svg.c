@@ -124,16 +124,6 @@ static int xml_char(const unsigned char *s, unsigned *cp_out)
     return k;
 }
 
-/* Bytes of s to keep so that at most max bytes are kept and no UTF-8
- * sequence is cut (for "%.*s" into fixed buffers). */
-static int utf8_prefix(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (n <= max) return (int)n;
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80) max--;
-    return (int)max;
-}
-
 /* DejaVu Sans advance widths of ' ' .. '~' in 1/2048 em (its hmtx table). */
 static const unsigned short dejavu_advance[95] = {
     651,  821,  942,  1716, 1303, 1946, 1597, 563,  799,  799,  1024, 1716, 651,  739,  651,  690,
@@ -212,7 +202,7 @@ static void sb_text_capped(svgbuf *b, const char *s, size_t max_bytes)
         sb_text(b, s);
         return;
     }
-    int keep = utf8_prefix(s, max_bytes);
+    int keep = (int)kgl_utf8_prefix(s, SIZE_MAX, max_bytes);
     char *cut = kgl_xmalloc((size_t)keep + 1);
     memcpy(cut, s, (size_t)keep);
     cut[keep] = 0;
@@ -914,7 +904,7 @@ static char *view_summary(const kgl_heatmap *h, const hm_view *v)
     if (v->total > 0) {
         const char *what = h->value_label ? h->value_label : "|value|";
         snprintf(share, sizeof share, ": %.3g%% of the total %.*s", 100 * v->drawn / v->total,
-                 utf8_prefix(what, 100), what);
+                 (int)kgl_utf8_prefix(what, SIZE_MAX, 100), what);
     }
     if (!isnan(v->rest_lo)) {
         char a[32], b[32];
@@ -1243,11 +1233,11 @@ static int legend_entries(hm_legend *L)
     int n = 0;
     if (L->any_outline) {
         const char *ol = L->outline_label ? L->outline_label : "outlined";
+        int keep = (int)kgl_utf8_prefix(ol, SIZE_MAX, 140);
         if (L->cnt.outlined == L->outlined_all)
-            snprintf(L->lines[n++], 200, "%.*s (%ld)", utf8_prefix(ol, 140), ol, L->cnt.outlined);
+            snprintf(L->lines[n++], 200, "%.*s (%ld)", keep, ol, L->cnt.outlined);
         else
-            snprintf(L->lines[n++], 200, "%.*s (%ld drawn of %ld)", utf8_prefix(ol, 140), ol, L->cnt.outlined,
-                     L->outlined_all);
+            snprintf(L->lines[n++], 200, "%.*s (%ld drawn of %ld)", keep, ol, L->cnt.outlined, L->outlined_all);
     }
     if (L->cnt.nonfinite) snprintf(L->lines[n++], 200, "not finite (%ld)", L->cnt.nonfinite);
     if (L->cnt.below) snprintf(L->lines[n++], 200, "below the scale (%ld)", L->cnt.below);

@@ -154,6 +154,29 @@ bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset)
     return true;
 }
 
+/* A continuation byte (10xxxxxx) is inside a character, never its start. */
+static bool utf8_continuation(unsigned char c) { return (c & 0xc0) == 0x80; }
+
+size_t kgl_utf8_chars(const char *s, size_t n)
+{
+    size_t chars = 0;
+    for (size_t k = 0; k < n && s[k]; k++) chars += !utf8_continuation((unsigned char)s[k]);
+    return chars;
+}
+
+size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes)
+{
+    size_t end = 0, chars = 0;
+    while (s[end] && chars < max_chars) {
+        size_t next = end + 1; /* the character at `end` is kept whole or not at all */
+        while (s[next] && utf8_continuation((unsigned char)s[next])) next++;
+        if (next > max_bytes) break;
+        end = next;
+        chars++;
+    }
+    return end;
+}
+
 int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_fields, char *err, size_t err_cap)
 {
     while (t->pos < t->len) {

@@ -1,5 +1,6 @@
 /* checkpoint.c — the model and its optimiser state as a safetensors file
  * (README, "The model, exactly"), written atomically and validated on load. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -141,6 +142,30 @@ static bool fail(char *err, size_t cap, const char *path, const char *fmt, ...)
     if (k >= 0 && (size_t)k < cap) vsnprintf(err + k, cap - (size_t)k, fmt, ap);
     va_end(ap);
     return false;
+}
+
+bool kgl_ensemble_members_valid(const char *members, char *why, size_t cap)
+{
+    if (!*members) return true; /* no other members: a model of its own */
+    const char *p = members;
+    for (int line = 1;; line++) {
+        size_t len = strcspn(p, "\n");
+        bool blank = true;
+        for (size_t i = 0; i < len; i++) blank = blank && isspace((unsigned char)p[i]);
+        if (blank) {
+            snprintf(why, cap, "line %d is blank", line);
+            return false;
+        }
+        int earlier = 1;
+        for (const char *q = members; q < p; q += strcspn(q, "\n") + 1, earlier++)
+            if (strcspn(q, "\n") == len && strncmp(q, p, len) == 0) {
+                snprintf(why, cap, "line %d repeats line %d ('%.*s')", line, earlier,
+                         (int)kgl_utf8_prefix(p, 80, len), p);
+                return false;
+            }
+        if (!p[len]) return true;
+        p += len + 1;
+    }
 }
 
 static const char *need_meta(const kgl_st_file *f, const char *key, const char *path, char *err, size_t cap)
@@ -398,6 +423,12 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     if ((v = kgl_st_meta(f, "ensemble_members"))) {
         if (strlen(v) >= sizeof st->members) {
             fail(err, cap, path, "metadata 'ensemble_members' is longer than %zu bytes", sizeof st->members - 1);
+            goto bad;
+        }
+        char why[600];
+        if (!kgl_ensemble_members_valid(v, why, sizeof why)) {
+            fail(err, cap, path, "metadata 'ensemble_members': %s; it lists each other member's file once, one a line",
+                 why);
             goto bad;
         }
         snprintf(st->members, sizeof st->members, "%s", v);

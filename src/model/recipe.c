@@ -39,8 +39,11 @@ typedef struct parser {
 /* "what at 'the rest'", the rest cut short: a formula may be long. */
 static double fail(parser *P, const char *what)
 {
-    if (!P->failed)
-        snprintf(P->why, P->cap, "%s at '%.24s%s'", what, *P->p ? P->p : "the end", strlen(P->p) > 24 ? "..." : "");
+    if (!P->failed) {
+        const char *rest = *P->p ? P->p : "the end";
+        int keep = (int)kgl_utf8_prefix(rest, 24, SIZE_MAX); /* whole characters */
+        snprintf(P->why, P->cap, "%s at '%.*s%s'", what, keep, rest, rest[keep] ? "..." : "");
+    }
     P->failed = true;
     return NAN;
 }
@@ -190,9 +193,11 @@ void kgl_recipe_format(double x, char *out, size_t cap)
 }
 
 /* The options a recipe may not give: they name the data and the run, which
-   belong to the command line. */
-const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS] = {"--train",  "--valid", "--test", "--resume",
-                                                                       "--recipe", "--save",  "--log"};
+   belong to the command line. --relations chooses the triples, which are
+   loaded and filtered before a recipe is read or a formula computed (whose
+   counts they give): a recipe's could only be ignored. */
+const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS] = {
+    "--train", "--valid", "--test", "--relations", "--resume", "--recipe", "--save", "--log"};
 
 static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
 {
@@ -207,8 +212,13 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
         for (int o = 0; o < KGL_RECIPE_N_FILE_OPTIONS; o++) {
             size_t n = strlen(kgl_recipe_file_options[o]);
             if (strncmp(w, kgl_recipe_file_options[o], n) == 0 && (w[n] == 0 || w[n] == '=')) {
-                snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
-                         kgl_recipe_file_options[o]);
+                const char *option = kgl_recipe_file_options[o];
+                if (strcmp(option, "--relations") == 0)
+                    snprintf(err, cap, "%s:%d: %s filters the triples before a recipe is read: give it on the "
+                             "command line", name, r->line[k], option);
+                else
+                    snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
+                             option);
                 return false;
             }
         }
@@ -216,7 +226,8 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
             double x;
             char why[512];
             if (!kgl_recipe_eval(w + 1, v, &x, why, sizeof why)) {
-                snprintf(err, cap, "%s:%d: formula '%.40s%s': %s", name, r->line[k], w, strlen(w) > 40 ? "..." : "",
+                int keep = (int)kgl_utf8_prefix(w, 40, SIZE_MAX); /* whole characters */
+                snprintf(err, cap, "%s:%d: formula '%.*s%s': %s", name, r->line[k], keep, w, w[keep] ? "..." : "",
                          why);
                 return false;
             }
