@@ -216,6 +216,24 @@ static bool same_value(const kgl_option *row, const void *a, const void *b)
     }
 }
 
+/* The options --json reports (KGL_OPTION_ECHO), each under its key:
+   ,"context":"graph". */
+static void json_options(train_opts *o)
+{
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *row = &kgl_train_options[k];
+        if (!(row->flags & KGL_OPTION_ECHO)) continue;
+        char value[4096];
+        kgl_option_format(row, kgl_option_value(row, &o->cfg, &o->st, &o->run), value, sizeof value);
+        printf(",");
+        kgl_json_string(stdout, row->key);
+        printf(":");
+        bool number = row->type == KGL_OPTION_WHOLE || row->type == KGL_OPTION_SEED || row->type == KGL_OPTION_REAL;
+        if (number) printf("%s", value);
+        else kgl_json_string(stdout, value);
+    }
+}
+
 /* With --resume the model comes from the checkpoint: a model option given on
    the command line must agree with it; training options not given default
    to the checkpoint's. */
@@ -644,8 +662,8 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
             kgl_json_number(stdout, rs->best_mrr);
             printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
         }
-        printf(",\"params\":%zu,\"ensemble\":%d,\"context\":\"%s\"", params, members,
-               kgl_context_name(rs->o->cfg.context));
+        printf(",\"params\":%zu,\"ensemble\":%d", params, members);
+        json_options(rs->o);
         if (members > 1) { /* each member alone */
             printf(",\"members\":[");
             for (int k = 0; k < members; k++) {
