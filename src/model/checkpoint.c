@@ -320,6 +320,89 @@ static bool read_options(const kgl_st_file *f, kgl_config *c, kgl_train_state *s
     return true;
 }
 
+/* The tensors of f against the model c describes: the sizes first (before
+   any allocation is sized by the metadata), then every parameter with its
+   shape and finite values, the optimiser's state all or none, and nothing
+   else. Sets ck->has_state. */
+static bool read_tensors(const kgl_st_file *f, const kgl_config *c, const kgl_train_state *st, kgl_checkpoint *ck,
+                         const char *path, char *err, size_t cap)
+{
+    /* The sizes in the metadata against the file's own tensors before any
+       allocation is sized by them: an edited d_model or ffn cannot make the
+       probe model below larger than the tensors this file holds. */
+    {
+        struct {
+            const char *name;
+            int rows, cols;
+            bool needed;
+        } sized[] = {{"entity_emb", c->n_entities, c->dim, true},
+                     {"attn.wq", c->dim, c->dim, c->context != KGL_CONTEXT_NONE},
+                     {"ffn.w1", c->dim, c->ffn, c->ffn > 0}};
+        for (size_t k = 0; k < sizeof sized / sizeof sized[0]; k++) {
+            if (!sized[k].needed) continue;
+            const kgl_st_tensor *t = kgl_st_find(f, sized[k].name);
+            if (!t) {
+                fail(err, cap, path, "tensor '%s' is missing", sized[k].name);
+                return false;
+            }
+            if (t->ndim != 2 || t->shape[0] != sized[k].rows || t->shape[1] != sized[k].cols) {
+                char shape[64];
+                if (t->ndim == 2) snprintf(shape, sizeof shape, "[%" PRId64 ", %" PRId64 "]", t->shape[0], t->shape[1]);
+                else snprintf(shape, sizeof shape, "[%" PRId64 "]", t->shape[0]);
+                fail(err, cap, path,
+                     "tensor '%s' has shape %s but the metadata (d_model %d, ffn %d) and the %d entities need [%d, %d]",
+                     sized[k].name, shape, c->dim, c->ffn, c->n_entities, sized[k].rows, sized[k].cols);
+                return false;
+            }
+        }
+    }
+
+    /* every tensor the model needs, with its shape; optimiser state all or none */
+    {
+        kgl_model probe;
+        kgl_model_create(&probe, c);
+        const struct optimizer_state *os = &optimizer_states[st->optim.kind];
+        int state_found = 0, state_needed = 0;
+        bool ok = true;
+        for (int k = 0; k < probe.params.n && ok; k++) {
+            const kgl_param *p = &probe.params.p[k];
+            bool present;
+            ok = check_tensor(f, p->name, &p->t, p->vector, path, err, cap, true, &present);
+            char name[KGL_NAME_MAX + 16];
+            for (int s = 0; s < os->n_state && ok; s++) {
+                snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
+                ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
+                if (ok && present && os->squares[s]) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
+                state_needed++;
+                state_found += present;
+            }
+        }
+        if (ok && state_found && state_found != state_needed)
+            ok = fail(err, cap, path, "optimiser state is incomplete (%d of %d tensors)", state_found, state_needed);
+        /* and nothing else: every tensor of the file is one of those */
+        for (int k = 0; k < f->n && ok; k++) {
+            const char *name = f->tensors[k].name;
+            bool expected = false;
+            for (int q = 0; q < probe.params.n && !expected; q++) {
+                const char *pn = probe.params.p[q].name;
+                char with[KGL_NAME_MAX + 16];
+                expected = strcmp(name, pn) == 0;
+                for (int s = 0; s < os->n_state && !expected && state_found; s++) {
+                    snprintf(with, sizeof with, "%s%s", os->prefix[s], pn);
+                    expected = strcmp(name, with) == 0;
+                }
+            }
+            if (!expected)
+                ok = fail(err, cap, path, "unexpected tensor '%s' for this model (d_model %d, ffn %d, optimizer %s)",
+                          name, c->dim, c->ffn, kgl_optimizer_names[st->optim.kind]);
+        }
+        kgl_model_free(&probe);
+        if (!ok) return false;
+        ck->has_state = state_found > 0;
+    }
+    return true;
+}
+
 /* Validates the read file `f` (taken over: freed on failure) against the
    names of ds and fills ck. */
 static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err,
@@ -400,79 +483,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
         st->has_dropout_rng = true;
     }
 
-    /* The sizes in the metadata against the file's own tensors before any
-       allocation is sized by them: an edited d_model or ffn cannot make the
-       probe model below larger than the tensors this file holds. */
-    {
-        struct {
-            const char *name;
-            int rows, cols;
-            bool needed;
-        } sized[] = {{"entity_emb", c->n_entities, c->dim, true},
-                     {"attn.wq", c->dim, c->dim, c->context != KGL_CONTEXT_NONE},
-                     {"ffn.w1", c->dim, c->ffn, c->ffn > 0}};
-        for (size_t k = 0; k < sizeof sized / sizeof sized[0]; k++) {
-            if (!sized[k].needed) continue;
-            const kgl_st_tensor *t = kgl_st_find(f, sized[k].name);
-            if (!t) {
-                fail(err, cap, path, "tensor '%s' is missing", sized[k].name);
-                goto bad;
-            }
-            if (t->ndim != 2 || t->shape[0] != sized[k].rows || t->shape[1] != sized[k].cols) {
-                char shape[64];
-                if (t->ndim == 2) snprintf(shape, sizeof shape, "[%" PRId64 ", %" PRId64 "]", t->shape[0], t->shape[1]);
-                else snprintf(shape, sizeof shape, "[%" PRId64 "]", t->shape[0]);
-                fail(err, cap, path,
-                     "tensor '%s' has shape %s but the metadata (d_model %d, ffn %d) and the %d entities need [%d, %d]",
-                     sized[k].name, shape, c->dim, c->ffn, c->n_entities, sized[k].rows, sized[k].cols);
-                goto bad;
-            }
-        }
-    }
-
-    /* every tensor the model needs, with its shape; optimiser state all or none */
-    {
-        kgl_model probe;
-        kgl_model_create(&probe, c);
-        const struct optimizer_state *os = &optimizer_states[st->optim.kind];
-        int state_found = 0, state_needed = 0;
-        bool ok = true;
-        for (int k = 0; k < probe.params.n && ok; k++) {
-            const kgl_param *p = &probe.params.p[k];
-            bool present;
-            ok = check_tensor(f, p->name, &p->t, p->vector, path, err, cap, true, &present);
-            char name[KGL_NAME_MAX + 16];
-            for (int s = 0; s < os->n_state && ok; s++) {
-                snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
-                ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
-                if (ok && present && os->squares[s]) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
-                state_needed++;
-                state_found += present;
-            }
-        }
-        if (ok && state_found && state_found != state_needed)
-            ok = fail(err, cap, path, "optimiser state is incomplete (%d of %d tensors)", state_found, state_needed);
-        /* and nothing else: every tensor of the file is one of those */
-        for (int k = 0; k < f->n && ok; k++) {
-            const char *name = f->tensors[k].name;
-            bool expected = false;
-            for (int q = 0; q < probe.params.n && !expected; q++) {
-                const char *pn = probe.params.p[q].name;
-                char with[KGL_NAME_MAX + 16];
-                expected = strcmp(name, pn) == 0;
-                for (int s = 0; s < os->n_state && !expected && state_found; s++) {
-                    snprintf(with, sizeof with, "%s%s", os->prefix[s], pn);
-                    expected = strcmp(name, with) == 0;
-                }
-            }
-            if (!expected)
-                ok = fail(err, cap, path, "unexpected tensor '%s' for this model (d_model %d, ffn %d, optimizer %s)",
-                          name, c->dim, c->ffn, kgl_optimizer_names[st->optim.kind]);
-        }
-        kgl_model_free(&probe);
-        if (!ok) goto bad;
-        ck->has_state = state_found > 0;
-    }
+    if (!read_tensors(f, c, st, ck, path, err, cap)) goto bad;
     return true;
 bad:
     kgl_st_free(f);
