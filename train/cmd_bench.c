@@ -70,9 +70,8 @@ int cmd_bench(int argc, char **argv)
             if (!cli_int(&a, 2, 1 << 24, &v)) return EXIT_USAGE;
             s.synthetic = (int)v;
         } else if (cli_is(&a, "--context")) {
-            static const char *const words[] = {"full", "graph", "none"};
             int k;
-            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
+            if (!cli_word(&a, kgl_context_names, 3, &k)) return EXIT_USAGE;
             s.context = (kgl_context_kind)k;
         } else if (cli_is(&a, "--neighbours")) {
             if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;

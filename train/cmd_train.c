@@ -12,116 +12,14 @@
 
 #include "common.h"
 
-static const char help[] =
+/* --help: these paragraphs around the options, which the table of
+   options (kgl_train_options) lists, group by group. */
+static const char help_intro[] =
     "usage: kgl train [OPTIONS]\n\n"
     "Trains the layer on triples (default: the embedded academic world,\n"
     "data/academic.tsv) and prints filtered ranking metrics per relation, the step\n"
-    "at which the training triples were fit, and the head-specialisation matrix.\n\n"
-    "data\n"
-    "  --train F            training triples (head<TAB>relation<TAB>tail)\n"
-    "  --valid F, --test F  evaluation triples (ids are shared across the files)\n"
-    "  --relations A,B      train and evaluate only these relations\n"
-    "model (README, The model, exactly)\n"
-    "  --dim D              d_model (default 8)\n"
-    "  --heads H            attention heads; must divide D (default 2)\n"
-    "  --ffn F              FFN width, 0 for none (default 0)\n"
-    "  --scale S            attention logit scale: sqrt (1/sqrt(dk), default), none, or a number\n"
-    "  --init-scale S       attention weights ~ N(0, (S/sqrt(d))^2) (default 1)\n"
-    "  --no-reciprocal      no inverse relations; head prediction scores C[j].R[r].E[t]\n"
-    "  --qk-norm            layer-normalise each head's queries and keys (a saturation remedy)\n"
-    "  --temperature T      fixed (default) or learn: a learned log-scale per head on the logits\n"
-    "  --readout K          diagonal (default): C[i].R[r].E[j] feature by feature; complex:\n"
-    "                       Re sum C[i] R[r] conj(E[j]) over d/2 complex numbers (ComplEx)\n"
-    "  --context C          what each entity attends over: full (default: every entity,\n"
-    "                       n x n per head), graph (itself and at most --neighbours of\n"
-    "                       its edges in the training graph; scales to large graphs), or\n"
-    "                       none (no layer: the readout on the embeddings, a baseline)\n"
-    "  --neighbours K       the edges a graph context keeps (default 50): sampled per\n"
-    "                       step in training, the first K in a fixed order in evaluation\n"
-    "  --query-relation     a graph context's query token also sees the asked relation:\n"
-    "                       a state per (entity, relation) question, not per entity\n"
-    "  --hide-asked-relation  with --query-relation: a question (i, r) never sees i's\n"
-    "                       edges of relation r, in training and in evaluation alike\n"
-    "                       (1-N training hides them anyway: its answers are targets)\n"
-    "training\n"
-    "  --steps N            optimiser steps (default 300; with --resume: N more)\n"
-    "  --lr X               learning rate (default 0.01)\n"
-    "  --batch B            examples per step (default 1024; all of them in file\n"
-    "                       order when they fit, else a seeded shuffle per epoch)\n"
-    "  --weight-decay W     decoupled weight decay: AdamW (default 0)\n"
-    "  --optimizer O        adam (default, as torch.optim.Adam), sgd, or adagrad (as\n"
-    "                       torch.optim.Adagrad, eps 1e-10: Chen et al.'s and LibKGE's)\n"
-    "  --momentum M         SGD momentum (default 0)\n"
-    "  --seed N             initialisation and shuffle seed (default 1)\n"
-    "  --threads T          threads (default 0: one per core); every result is the\n"
-    "                       same bits for any T\n"
-    "  --supervise-heads R=H,...  head supervision, e.g. advises=0,authored=1\n"
-    "  --aux-weight L       weight of the supervision loss (default 1)\n"
-    "  --freeze-embeddings  keep entity_emb at its random initial value (fixed features)\n"
-    "  --lookup             attention as lookup: fixed features, Wv = Wo = I (frozen), and\n"
-    "                       each relation reads whole heads (its vector tied within each\n"
-    "                       head's columns); the setting in which heads specialise most\n"
-    "                       without supervision (data/report/specialisation.md)\n"
-    "  --until-fit          stop at the first step after which every training\n"
-    "                       triple ranks first, tail and head\n"
-    "regularisers and schedule (extensions of the specified layer; off by default)\n"
-    "  --dropout P          dropout on the input embeddings and before each residual\n"
-    "  --attn-dropout P     dropout on the attention weights\n"
-    "  --hidden-dropout P   dropout on each example's head state in the readout\n"
-    "  --entity-dropout P   dropout on the readout's candidates: the whole entity table\n"
-    "                       E, one mask a step (the query side keeps --dropout)\n"
-    "  --edge-dropout P     with --context graph: drop each sampled edge of a training\n"
-    "                       segment with probability P (evaluation keeps them all)\n"
-    "  --source-dropout P   with --context graph: leave a training question's own\n"
-    "                       entity out of its state with probability P (its edges stay)\n"
-    "  --label-smoothing E  cross entropy against (1 - E) onehot + E / n\n"
-    "  --relation-loss L    + L x the cross entropy of predicting each example's\n"
-    "                       relation from its head state and tail (default 0)\n"
-    "  --n3 L               + L x the mean over the batch of the summed cubes |x|^3 of\n"
-    "                       each example's head state, relation and tail rows (N3)\n"
-    "  --targets T          1vsall (default): each example's one tail; kvsall: each\n"
-    "                       query (head, relation) against all its training tails at\n"
-    "                       once (1-N, as ConvE); --batch then counts queries\n"
-    "  --lr-schedule S      constant (default), cosine or linear decay\n"
-    "  --decay-steps T      the decay ends at step T (default: --steps)\n"
-    "  --warmup W           linear learning-rate warmup over the first W steps\n"
-    "  --lr-floor F         the decay ends at F * lr (default 0)\n"
-    "model selection\n"
-    "  --eval-every K       every K steps (and at the last) rank the --valid triples\n"
-    "                       (filtered MRR, both directions); the model that scores\n"
-    "                       best is the one reported and saved. --test is ranked once,\n"
-    "                       at the end, on that model\n"
-    "  --patience P         stop after P evaluations without a better valid MRR\n"
-    "  --ensemble K         train K models, member k with seed S + 1000 k (member 0 is\n"
-    "                       the run without --ensemble), each selected on valid, and\n"
-    "                       report the ensemble: each candidate scored by the mean of\n"
-    "                       the members' probabilities (default 1). --save F and\n"
-    "                       --log F write member k > 0 to F with .m<k> before its\n"
-    "                       extension; F lists them, so kgl eval and kgl predict\n"
-    "                       --checkpoint F ask the whole ensemble\n"
-    "  --ensemble-jobs J    members trained at the same time, the --threads shared\n"
-    "                       among them (default 0: as many as threads); the results\n"
-    "                       are the same bits for any J\n"
-    "output\n"
-    "  --log F.csv          CSV log, one row per logged step\n"
-    "  --log-every K        log every K steps (default 10)\n"
-    "  --save F             write a checkpoint (safetensors) at the end\n"
-    "  --resume F           continue from a checkpoint (model options come from it;\n"
-    "                       training options default to the checkpoint's; it runs\n"
-    "                       in the checkpoint's precision unless --precision says)\n"
-    "  --precision P        f64 (default) or f32: parameters, activations, gradients\n"
-    "                       and Adam's moments in float32 (kgl-f32; README, Precision)\n"
-    "  --recipe F           options from file F, before those given here; a word\n"
-    "                       =EXPR is a formula of n_entities, n_relations, n_train\n"
-    "                       (e.g. --steps =max(1000,round(n_train/2)); data/report/manual.md);\n"
-    "                       an option's value =EXPR on the command line is one too\n"
-    "  --splits S,...       the splits the final report ranks (train, valid, test; default\n"
-    "                       every split given): valid,test leaves out the minutes of ranking\n"
-    "                       the training triples on a graph of real size\n"
-    "  --json               print one JSON object instead of tables\n"
-    "  --quiet              no progress line; one line at the end (stderr) says what was\n"
-    "                       trained, in how long, and the metrics of each split\n"
-    "  --progress           the progress line on stderr with --json too (kgl benchmark's runs)\n"
+    "at which the training triples were fit, and the head-specialisation matrix.\n\n";
+static const char help_outro[] =
     "\nProgress is one line on stderr for the whole run (an ensemble: all its members'\n"
     "steps) with the time elapsed and an ETA: redrawn in place on a terminal, else a\n"
     "line at each tenth of the steps and every KGL_PROGRESS_SECONDS (default 60).\n"
@@ -131,49 +29,125 @@ static const char help[] =
     "Output paths are checked before the first step; a log that cannot be written is\n"
     "reported at once and training and --save go on (exit status 3).\n\n" EXIT_TABLE;
 
+/* The help's column of descriptions; a longer usage is followed by two spaces. */
+#define HELP_COLUMN 23
+
+/* The whole --help, written once from the table. */
+static const char *train_help(void)
+{
+    static char text[16384];
+    if (text[0]) return text;
+    size_t n = 0, cap = sizeof text;
+#define APPEND(...) (n += (size_t)snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__))
+    APPEND("%s", help_intro);
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (o->heading) APPEND("%s\n", o->heading);
+        if (!o->help) continue; /* on the line of the row before */
+        char usage[128];
+        size_t u = 0;
+        for (int j = k; j < kgl_n_train_options && (j == k || !kgl_train_options[j].help); j++) /* "--valid F, --test F" */
+            u += (size_t)snprintf(usage + u, u < sizeof usage ? sizeof usage - u : 0, "%s%s%s%s", j > k ? ", " : "",
+                                  kgl_train_options[j].name, kgl_train_options[j].arg ? " " : "",
+                                  kgl_train_options[j].arg ? kgl_train_options[j].arg : "");
+        APPEND("  %-*s  ", HELP_COLUMN - 4, usage);
+        for (const char *line = o->help;;) { /* continuation lines in the same column */
+            size_t len = strcspn(line, "\n");
+            APPEND("%.*s\n", (int)len, line);
+            if (!line[len]) break;
+            line += len + 1;
+            APPEND("%*s", HELP_COLUMN, "");
+        }
+    }
+    APPEND("%s", help_outro);
+#undef APPEND
+    if (n >= cap) { /* a broken invariant: the table outgrew the buffer */
+        fprintf(stderr, "kgl train: the help is longer than %zu bytes\n", cap);
+        abort();
+    }
+    return text;
+}
+
 typedef struct train_opts {
-    data_args data;
-    kgl_config cfg;
-    bool set_dim, set_heads, set_ffn, set_scale, set_init_scale, set_reciprocal, set_qk_norm, set_temperature,
-        set_readout, set_context, set_neighbours, set_query, set_hide;
-    bool freeze, set_freeze, lookup, set_lookup;
-    long steps;
-    kgl_optim optim;
-    bool set_lr, set_wd, set_optimizer, set_momentum, set_batch, set_seed, set_aux;
-    long batch;
-    uint64_t seed;
-    const char *supervise;
-    double aux_weight;
-    bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
-    const char *log_path, *save_path, *resume_path;
+    kgl_config cfg;       /* the model options */
+    kgl_train_state st;   /* the training options, as a checkpoint keeps them */
+    kgl_run_options run;  /* the rest: this run's */
+    bool given[KGL_TRAIN_OPTIONS_MAX]; /* given[k]: the row k option was given (the last value wins) */
+    data_args data;       /* run's triples files, as data_load reads them */
     bool precision_given; /* --precision (main.c has chosen the program by it) */
-    const char *precision; /* its last value: another than ours only from a recipe */
-    long log_every;
-    kgl_regularisers reg;
-    bool set_dropout, set_attn_dropout, set_hidden_dropout, set_entity_dropout, set_edge_dropout, set_source_dropout, set_smoothing, set_relation_loss,
-        set_n3;
-    kgl_schedule sched;
-    bool set_schedule, set_warmup, set_floor, set_decay;
-    long eval_every, patience;
-    long threads;
-    bool kvsall, set_targets;
-    const char *recipe_path;
-    long ensemble, ensemble_jobs;
-    bool splits_named[3]; /* --splits: the splits its last occurrence names (train, valid, test) */
     bool report[3];       /* the splits the final report ranks: those named, else every split given */
 } train_opts;
 
-static bool parse_scale(cli_args *a, kgl_config *cfg)
+/* Whether option `name` was given (on the command line or in the recipe). */
+static bool given(const train_opts *o, const char *name)
 {
-    static const char *const words[] = {"sqrt", "none"};
-    double x;
-    /* DBL_TRUE_MIN: every positive double is a scale, zero is not */
-    int k = cli_word_or_number(a, words, 2, DBL_TRUE_MIN, DBL_MAX, "a positive number", &x);
-    if (k == -2) return false;
-    if (k == 0) cfg->scale = KGL_SCALE_SQRT;
-    else if (k == 1) cfg->scale = KGL_SCALE_NONE;
-    else cfg->scale = KGL_SCALE_VALUE, cfg->scale_value = x;
-    return true;
+    const kgl_option *row = kgl_train_option_named(name, strlen(name));
+    return o->given[row - kgl_train_options];
+}
+
+/* --supervise-heads as given or resumed (an empty value given is still given), or NULL. */
+static const char *supervision(const train_opts *o)
+{
+    return given(o, "--supervise-heads") || o->st.supervise[0] ? o->st.supervise : NULL;
+}
+
+/* The option at a into its field (the last value wins); false after reporting. */
+static bool parse_option(cli_args *a, const kgl_option *row, train_opts *o)
+{
+    void *field = kgl_option_value(row, &o->cfg, &o->st, &o->run);
+    long v;
+    int k;
+    switch (row->type) {
+    case KGL_OPTION_WHOLE:
+        if (!cli_int(a, (long)row->lo, (long)row->hi, &v)) return false;
+        if (row->size == sizeof(int)) *(int *)field = (int)v;
+        else *(long *)field = v;
+        return true;
+    case KGL_OPTION_SEED: return cli_u64(a, field);
+    case KGL_OPTION_REAL: return cli_double(a, row->lo, row->hi, field);
+    case KGL_OPTION_FLAG:
+        if (!cli_flag(a)) return false;
+        *(bool *)field = !row->negated;
+        return true;
+    case KGL_OPTION_WORD:
+    case KGL_OPTION_WORD_OR_NUMBER:
+        if (row->type == KGL_OPTION_WORD) {
+            if (!cli_word(a, row->words, row->n_words, &k)) return false;
+        } else {
+            double *number = (double *)((char *)field - row->offset + row->number_offset);
+            bool positive = row->lo == DBL_TRUE_MIN && row->hi == DBL_MAX;
+            k = cli_word_or_number(a, row->words, row->n_words, row->lo, row->hi, positive ? "a positive number" : NULL,
+                                   number);
+            if (k == -2) return false;
+            if (k == -1) k = row->n_words; /* the number */
+        }
+        if (row->size == sizeof(bool)) *(bool *)field = k != 0;
+        else *(int *)field = k;
+        return true;
+    case KGL_OPTION_TEXT: {
+        const char *text = cli_value(a);
+        if (!text) return false;
+        if (strlen(text) >= row->size) {
+            cli_usage_error(a, "%s is longer than %zu bytes", row->name, row->size - 1);
+            return false;
+        }
+        memcpy(field, text, strlen(text) + 1);
+        return true;
+    }
+    case KGL_OPTION_NAME:
+        if (row->words) {
+            if (!cli_word(a, row->words, row->n_words, &k)) return false;
+            *(const char **)field = row->words[k];
+            return true;
+        }
+        return (*(const char **)field = cli_value(a)) != NULL;
+    case KGL_OPTION_SPLITS: {
+        const char *list = cli_value(a);
+        memset(field, 0, row->size); /* the last --splits wins, as for other options */
+        return list && cli_splits(a, list, field);
+    }
+    }
+    return false;
 }
 
 /* Returns -1 to go on, or an exit status. With a recipe r, argv[1..r->argc]
@@ -181,223 +155,83 @@ static bool parse_scale(cli_args *a, kgl_config *cfg)
 static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
 {
     memset(o, 0, sizeof *o);
-    o->precision = KGL_PRECISION;
     kgl_config_defaults(&o->cfg);
-    kgl_optim_defaults(&o->optim);
-    o->steps = 300;
-    o->batch = 1024;
-    o->seed = 1;
-    o->aux_weight = 1;
-    o->log_every = 10;
-    o->ensemble = 1;
+    kgl_train_state_defaults(&o->st);
+    kgl_run_options_defaults(&o->run);
     cli_args a;
     cli_init(&a, "train", argc, argv);
-    a.help = help;
+    a.help = train_help();
     if (r) a.file = r->file.name, a.file_line = r->line, a.file_words = r->argc;
     while (cli_next(&a)) {
-        long v;
-        int st;
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
-            fputs(help, stdout);
+            fputs(train_help(), stdout);
             return 0;
-        } else if (data_option(&a, &o->data, &st)) {
-            if (st) return st;
-        } else if (cli_is(&a, "--dim")) {
-            if (!cli_int(&a, 1, 4096, &v)) return EXIT_USAGE;
-            o->cfg.dim = (int)v, o->set_dim = true;
-        } else if (cli_is(&a, "--heads")) {
-            if (!cli_int(&a, 1, KGL_MAX_HEADS, &v)) return EXIT_USAGE;
-            o->cfg.heads = (int)v, o->set_heads = true;
-        } else if (cli_is(&a, "--ffn")) {
-            if (!cli_int(&a, 0, 65536, &v)) return EXIT_USAGE;
-            o->cfg.ffn = (int)v, o->set_ffn = true;
-        } else if (cli_is(&a, "--scale")) {
-            if (!parse_scale(&a, &o->cfg)) return EXIT_USAGE;
-            o->set_scale = true;
-        } else if (cli_is(&a, "--init-scale")) {
-            if (!cli_double(&a, 0, 1e6, &o->cfg.init_scale)) return EXIT_USAGE;
-            o->set_init_scale = true;
-        } else if (cli_is(&a, "--no-reciprocal")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->cfg.reciprocal = false, o->set_reciprocal = true;
-        } else if (cli_is(&a, "--qk-norm")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->cfg.qk_norm = true, o->set_qk_norm = true;
-        } else if (cli_is(&a, "--temperature")) {
-            static const char *const words[] = {"fixed", "learn"};
-            int k;
-            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
-            o->cfg.learn_temperature = k == 1, o->set_temperature = true;
-        } else if (cli_is(&a, "--readout")) {
-            static const char *const words[] = {"diagonal", "complex"};
-            int k;
-            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
-            o->cfg.readout = k == 1 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL, o->set_readout = true;
-        } else if (cli_is(&a, "--context")) {
-            static const char *const words[] = {"full", "graph", "none"};
-            int k;
-            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
-            o->cfg.context = (kgl_context_kind)k, o->set_context = true;
-        } else if (cli_is(&a, "--neighbours")) {
-            if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
-            o->cfg.neighbours = (int)v, o->set_neighbours = true;
-        } else if (cli_is(&a, "--query-relation")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->cfg.query_relation = true, o->set_query = true;
-        } else if (cli_is(&a, "--hide-asked-relation")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->cfg.hide_asked = true, o->set_hide = true;
-        } else if (cli_is(&a, "--lookup")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->lookup = true, o->set_lookup = true;
-        } else if (cli_is(&a, "--freeze-embeddings")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->freeze = true, o->set_freeze = true;
-        } else if (cli_is(&a, "--steps")) {
-            if (!cli_int(&a, 0, 100000000, &o->steps)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--lr")) {
-            if (!cli_double(&a, 0, 1e6, &o->optim.lr)) return EXIT_USAGE;
-            o->set_lr = true;
-        } else if (cli_is(&a, "--batch")) {
-            if (!cli_int(&a, 1, 1L << 30, &o->batch)) return EXIT_USAGE;
-            o->set_batch = true;
-        } else if (cli_is(&a, "--weight-decay")) {
-            if (!cli_double(&a, 0, 1e6, &o->optim.weight_decay)) return EXIT_USAGE;
-            o->set_wd = true;
-        } else if (cli_is(&a, "--targets")) {
-            static const char *const words[] = {"1vsall", "kvsall"};
-            int k;
-            if (!cli_word(&a, words, 2, &k)) return EXIT_USAGE;
-            o->kvsall = k == 1;
-            o->set_targets = true;
-        } else if (cli_is(&a, "--optimizer")) {
-            int k;
-            if (!cli_word(&a, kgl_optimizer_names, KGL_N_OPTIMIZERS, &k)) return EXIT_USAGE;
-            kgl_optim_select(&o->optim, (kgl_optimizer_kind)k);
-            o->set_optimizer = true;
-        } else if (cli_is(&a, "--momentum")) {
-            if (!cli_double(&a, 0, 1, &o->optim.momentum)) return EXIT_USAGE;
-            o->set_momentum = true;
-        } else if (cli_is(&a, "--seed")) {
-            if (!cli_u64(&a, &o->seed)) return EXIT_USAGE;
-            o->set_seed = true;
-        } else if (cli_is(&a, "--precision")) {
-            /* main.c ran the program of the precision the command line asks
-               for; a recipe may ask the other, and apply_recipe runs it */
-            static const char *const precisions[] = {"f64", "f32"};
-            int k;
-            if (!cli_word(&a, precisions, 2, &k)) return EXIT_USAGE;
-            if (!r && strcmp(precisions[k], KGL_PRECISION) != 0) { /* main.c's dispatch failed: never here */
-                fprintf(stderr, "kgl train: --precision %s runs %s\n", precisions[k], k ? "kgl-f32" : "kgl");
-                return EXIT_USAGE;
-            }
-            o->precision = precisions[k];
-            o->precision_given = true;
-        } else if (cli_is(&a, "--threads")) {
-            if (!cli_int(&a, 0, KGL_MAX_THREADS, &o->threads)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--supervise-heads")) {
-            if (!(o->supervise = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--aux-weight")) {
-            if (!cli_double(&a, 0, 1e6, &o->aux_weight)) return EXIT_USAGE;
-            o->set_aux = true;
-        } else if (cli_is(&a, "--dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.dropout)) return EXIT_USAGE;
-            o->set_dropout = true;
-        } else if (cli_is(&a, "--attn-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.attn_dropout)) return EXIT_USAGE;
-            o->set_attn_dropout = true;
-        } else if (cli_is(&a, "--hidden-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.hidden_dropout)) return EXIT_USAGE;
-            o->set_hidden_dropout = true;
-        } else if (cli_is(&a, "--entity-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.entity_dropout)) return EXIT_USAGE;
-            o->set_entity_dropout = true;
-        } else if (cli_is(&a, "--edge-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.edge_dropout)) return EXIT_USAGE;
-            o->set_edge_dropout = true;
-        } else if (cli_is(&a, "--source-dropout")) {
-            if (!cli_double(&a, 0, 0.99, &o->reg.source_dropout)) return EXIT_USAGE;
-            o->set_source_dropout = true;
-        } else if (cli_is(&a, "--label-smoothing")) {
-            if (!cli_double(&a, 0, 1, &o->reg.label_smoothing)) return EXIT_USAGE;
-            o->set_smoothing = true;
-        } else if (cli_is(&a, "--relation-loss")) {
-            if (!cli_double(&a, 0, 100, &o->reg.relation_loss)) return EXIT_USAGE;
-            o->set_relation_loss = true;
-        } else if (cli_is(&a, "--n3")) {
-            if (!cli_double(&a, 0, 100, &o->reg.n3)) return EXIT_USAGE;
-            o->set_n3 = true;
-        } else if (cli_is(&a, "--lr-schedule")) {
-            static const char *const words[] = {"constant", "cosine", "linear"};
-            static const kgl_schedule_kind kinds[] = {KGL_SCHED_CONSTANT, KGL_SCHED_COSINE, KGL_SCHED_LINEAR};
-            int k;
-            if (!cli_word(&a, words, 3, &k)) return EXIT_USAGE;
-            o->sched.kind = kinds[k];
-            o->set_schedule = true;
-        } else if (cli_is(&a, "--decay-steps")) {
-            if (!cli_int(&a, 1, 100000000, &o->sched.total)) return EXIT_USAGE;
-            o->set_decay = true;
-        } else if (cli_is(&a, "--warmup")) {
-            if (!cli_int(&a, 0, 100000000, &o->sched.warmup)) return EXIT_USAGE;
-            o->set_warmup = true;
-        } else if (cli_is(&a, "--lr-floor")) {
-            if (!cli_double(&a, 0, 1, &o->sched.floor)) return EXIT_USAGE;
-            o->set_floor = true;
-        } else if (cli_is(&a, "--eval-every")) {
-            if (!cli_int(&a, 1, 100000000, &o->eval_every)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--patience")) {
-            if (!cli_int(&a, 1, 100000000, &o->patience)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--ensemble")) {
-            if (!cli_int(&a, 1, KGL_MAX_ENSEMBLE, &o->ensemble)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--ensemble-jobs")) {
-            if (!cli_int(&a, 0, KGL_MAX_ENSEMBLE, &o->ensemble_jobs)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--until-fit")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->until_fit = true;
-        } else if (cli_is(&a, "--log")) {
-            if (!(o->log_path = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--log-every")) {
-            if (!cli_int(&a, 1, 100000000, &o->log_every)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--save")) {
-            if (!(o->save_path = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--resume")) {
-            if (!(o->resume_path = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--recipe")) {
-            if (!(o->recipe_path = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--splits")) {
-            const char *list = cli_value(&a);
-            memset(o->splits_named, 0, sizeof o->splits_named); /* the last --splits wins, as for other options */
-            if (!list || !cli_splits(&a, list, o->splits_named)) return EXIT_USAGE;
-        } else if (cli_is(&a, "--json")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->json = true;
-        } else if (cli_is(&a, "--quiet")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->quiet = true;
-        } else if (cli_is(&a, "--progress")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            o->progress = true;
-        } else {
-            return cli_unknown(&a);
         }
+        const kgl_option *row = kgl_train_option_named(a.opt, strlen(a.opt));
+        if (!row) return cli_unknown(&a);
+        if (!parse_option(&a, row, o)) return EXIT_USAGE;
+        o->given[row - kgl_train_options] = true;
     }
-    if (o->optim.momentum != 0 && o->optim.kind != KGL_OPT_SGD) {
+    kgl_optim_select(&o->st.optim, o->st.optim.kind); /* the chosen optimiser's constants */
+    o->data = (data_args){o->run.train, o->run.valid, o->run.test, o->run.relations};
+    o->precision_given = given(o, "--precision");
+    /* main.c ran the program of the precision the command line asks for; a
+       recipe may ask the other, and apply_recipe runs it */
+    if (!r && strcmp(o->run.precision, KGL_PRECISION) != 0) { /* main.c's dispatch failed: never here */
+        fprintf(stderr, "kgl train: --precision %s runs %s\n", o->run.precision,
+                strcmp(o->run.precision, "f32") == 0 ? "kgl-f32" : "kgl");
+        return EXIT_USAGE;
+    }
+    if (o->st.optim.momentum != 0 && o->st.optim.kind != KGL_OPT_SGD) {
         fprintf(stderr, "kgl train: --momentum applies to --optimizer sgd\n");
         return EXIT_USAGE;
     }
-    if (o->eval_every && !o->data.valid) {
+    if (o->run.eval_every && !o->data.valid) {
         fprintf(stderr, "kgl train: --eval-every ranks the --valid triples: give --valid F\n");
         return EXIT_USAGE;
     }
-    if (o->ensemble > 1 && o->resume_path) {
+    if (o->run.ensemble > 1 && o->run.resume_path) {
         fprintf(stderr, "kgl train: --resume continues one model; --ensemble trains several from the start\n");
         return EXIT_USAGE;
     }
-    if (o->patience && !o->eval_every) {
+    if (o->run.patience && !o->run.eval_every) {
         fprintf(stderr, "kgl train: --patience counts evaluations: give --eval-every K\n");
         return EXIT_USAGE;
     }
     return -1;
+}
+
+/* Whether two values of a model option are the same setting. */
+static bool same_value(const kgl_option *row, const void *a, const void *b)
+{
+    switch (row->type) {
+    case KGL_OPTION_REAL: return *(const double *)a == *(const double *)b;
+    case KGL_OPTION_WORD_OR_NUMBER: {
+        int k = *(const int *)a;
+        const double *x = (const double *)((const char *)a - row->offset + row->number_offset);
+        const double *y = (const double *)((const char *)b - row->offset + row->number_offset);
+        return k == *(const int *)b && (k < row->n_words || *x == *y);
+    }
+    default: return memcmp(a, b, row->size) == 0;
+    }
+}
+
+/* The options --json reports (KGL_OPTION_ECHO), each under its key:
+   ,"context":"graph". */
+static void json_options(train_opts *o)
+{
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *row = &kgl_train_options[k];
+        if (!(row->flags & KGL_OPTION_ECHO)) continue;
+        char value[4096];
+        kgl_option_format(row, kgl_option_value(row, &o->cfg, &o->st, &o->run), value, sizeof value);
+        printf(",");
+        kgl_json_string(stdout, row->key);
+        printf(":");
+        bool number = row->type == KGL_OPTION_WHOLE || row->type == KGL_OPTION_SEED || row->type == KGL_OPTION_REAL;
+        if (number) printf("%s", value);
+        else kgl_json_string(stdout, value);
+    }
 }
 
 /* With --resume the model comes from the checkpoint: a model option given on
@@ -405,62 +239,24 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
    to the checkpoint's. */
 static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
 {
-    const kgl_config *c = &ck->cfg;
-    struct {
-        bool set, same;
-        const char *what;
-    } model_opts[] = {
-        {o->set_dim, o->cfg.dim == c->dim, "--dim"},
-        {o->set_heads, o->cfg.heads == c->heads, "--heads"},
-        {o->set_ffn, o->cfg.ffn == c->ffn, "--ffn"},
-        {o->set_scale, o->cfg.scale == c->scale && (c->scale != KGL_SCALE_VALUE || o->cfg.scale_value == c->scale_value),
-         "--scale"},
-        {o->set_init_scale, o->cfg.init_scale == c->init_scale, "--init-scale"},
-        {o->set_reciprocal, o->cfg.reciprocal == c->reciprocal, "--no-reciprocal"},
-        {o->set_qk_norm, o->cfg.qk_norm == c->qk_norm, "--qk-norm"},
-        {o->set_temperature, o->cfg.learn_temperature == c->learn_temperature, "--temperature"},
-        {o->set_readout, o->cfg.readout == c->readout, "--readout"},
-        {o->set_context, o->cfg.context == c->context, "--context"},
-        {o->set_neighbours, o->cfg.neighbours == c->neighbours, "--neighbours"},
-        {o->set_query, o->cfg.query_relation == c->query_relation, "--query-relation"},
-        {o->set_hide, o->cfg.hide_asked == c->hide_asked, "--hide-asked-relation"},
-    };
-    for (size_t k = 0; k < sizeof model_opts / sizeof model_opts[0]; k++)
-        if (model_opts[k].set && !model_opts[k].same) {
-            fprintf(stderr, "kgl train: %s differs from the checkpoint %s, whose model it resumes\n", model_opts[k].what,
-                    o->resume_path);
+    kgl_config saved_cfg = ck->cfg;
+    kgl_train_state saved = ck->st;
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *row = &kgl_train_options[k];
+        void *mine = kgl_option_value(row, &o->cfg, &o->st, &o->run);
+        const void *theirs = kgl_option_value(row, &saved_cfg, &saved, NULL);
+        if (row->kind == KGL_OPTION_MODEL && o->given[k] && !same_value(row, mine, theirs)) {
+            fprintf(stderr, "kgl train: %s differs from the checkpoint %s, whose model it resumes\n", row->name,
+                    o->run.resume_path);
             return EXIT_USAGE;
         }
-    o->cfg = *c;
-    const kgl_train_state *s = &ck->st;
-    if (!o->set_optimizer) o->optim.kind = s->optim.kind;
+        if (row->kind == KGL_OPTION_TRAINING && !o->given[k]) memcpy(mine, theirs, row->size);
+    }
+    o->cfg = ck->cfg;
     /* Adam's constants have no option: always the checkpoint's (another
        optimiser than the checkpoint's starts afresh, with its own) */
-    if (o->optim.kind == s->optim.kind)
-        o->optim.beta1 = s->optim.beta1, o->optim.beta2 = s->optim.beta2, o->optim.eps = s->optim.eps;
-    if (!o->set_lr) o->optim.lr = s->base_lr; /* a schedule's base; without one the same as lr */
-    if (!o->set_wd) o->optim.weight_decay = s->optim.weight_decay;
-    if (!o->set_momentum) o->optim.momentum = s->optim.momentum;
-    if (!o->set_batch) o->batch = s->batch;
-    if (!o->set_seed) o->seed = s->seed;
-    if (!o->set_aux) o->aux_weight = s->aux_weight;
-    if (!o->supervise && s->supervise[0]) o->supervise = s->supervise;
-    if (!o->set_freeze) o->freeze = s->freeze_embeddings;
-    if (!o->set_lookup) o->lookup = s->lookup;
-    if (!o->set_dropout) o->reg.dropout = s->reg.dropout;
-    if (!o->set_attn_dropout) o->reg.attn_dropout = s->reg.attn_dropout;
-    if (!o->set_hidden_dropout) o->reg.hidden_dropout = s->reg.hidden_dropout;
-    if (!o->set_entity_dropout) o->reg.entity_dropout = s->reg.entity_dropout;
-    if (!o->set_edge_dropout) o->reg.edge_dropout = s->reg.edge_dropout;
-    if (!o->set_source_dropout) o->reg.source_dropout = s->reg.source_dropout;
-    if (!o->set_smoothing) o->reg.label_smoothing = s->reg.label_smoothing;
-    if (!o->set_relation_loss) o->reg.relation_loss = s->reg.relation_loss;
-    if (!o->set_n3) o->reg.n3 = s->reg.n3;
-    if (!o->set_targets) o->kvsall = s->kvsall;
-    if (!o->set_schedule) o->sched.kind = s->sched.kind;
-    if (!o->set_decay) o->sched.total = s->sched.total;
-    if (!o->set_warmup) o->sched.warmup = s->sched.warmup;
-    if (!o->set_floor) o->sched.floor = s->sched.floor;
+    const kgl_optim *s = &ck->st.optim;
+    if (o->st.optim.kind == s->kind) o->st.optim.beta1 = s->beta1, o->st.optim.beta2 = s->beta2, o->st.optim.eps = s->eps;
     return -1;
 }
 
@@ -507,14 +303,14 @@ static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int a
    is parsed again. Returns -1 to go on, or an exit status. */
 static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v)
 {
-    if (o->resume_path) {
+    if (o->run.resume_path) {
         fprintf(stderr, "kgl train: --recipe starts a run; --resume continues one with its checkpoint's options\n");
         return EXIT_USAGE;
     }
     kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
     static kgl_recipe r; /* large; one per process */
     char err[1024];
-    if (!kgl_recipe_load(&r, o->recipe_path, &vars, err, sizeof err)) {
+    if (!kgl_recipe_load(&r, o->run.recipe_path, &vars, err, sizeof err)) {
         fprintf(stderr, "kgl train: %s\n", err);
         return EXIT_USAGE;
     }
@@ -526,15 +322,15 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     words[n] = NULL;
     int st = parse(n, words, o, &r); /* o points at the words themselves, which live in r for the whole run */
     free(words);
-    if (st < 0 && strcmp(o->precision, KGL_PRECISION) != 0) {
+    if (st < 0 && strcmp(o->run.precision, KGL_PRECISION) != 0) {
         /* the recipe asks the other precision (and the command line does
            not overrule it, its words coming last): run the whole command
            there, as main.c does for a --precision on the command line */
         char why[4200];
-        snprintf(why, sizeof why, "%s's --precision %s", o->recipe_path, o->precision);
-        return cli_exec_precision("train", o->precision, argc, argv, NULL, why, "");
+        snprintf(why, sizeof why, "%s's --precision %s", o->run.recipe_path, o->run.precision);
+        return cli_exec_precision("train", o->run.precision, argc, argv, NULL, why, "");
     }
-    if (st < 0 && !o->quiet && !o->json) print_recipe(&r, &vars, argc, argv);
+    if (st < 0 && !o->run.quiet && !o->run.json) print_recipe(&r, &vars, argc, argv);
     return st;
 }
 
@@ -602,7 +398,7 @@ static bool select_model(run_state *rs, long step)
     } else {
         rs->evals_since_best++;
     }
-    return !(rs->o->patience && rs->evals_since_best >= rs->o->patience);
+    return !(rs->o->run.patience && rs->evals_since_best >= rs->o->run.patience);
 }
 
 static double train_hits1(run_state *rs, long step)
@@ -623,7 +419,7 @@ static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "ent
 static void log_header(run_state *rs)
 {
     fprintf(rs->log, "step,loss,main_loss,aux_loss,lr,seconds");
-    bool selecting = rs->o->eval_every > 0;
+    bool selecting = rs->o->run.eval_every > 0;
     const kgl_dataset *ds = &rs->v->ds;
     for (int h = 0; h < rs->tr.model.cfg.heads; h++) {
         for (int c = 0; c < N_HEAD_COLUMNS; c++) fprintf(rs->log, ",h%d_%s", h, head_columns[c]);
@@ -665,7 +461,7 @@ static void log_row(run_state *rs, long step, double loss, bool evaluated)
         for (int r = 0; r < dg->m; r++)
             if (rs->v->use_relation[r]) log_number(rs->log, dg->spec[h * dg->m + r]);
     }
-    if (rs->o->eval_every) { /* of the parameters after this step's update */
+    if (rs->o->run.eval_every) { /* of the parameters after this step's update */
         const kgl_metrics *b = &rs->valid_ev.both;
         log_number(rs->log, evaluated ? b->mrr : NAN);
         log_number(rs->log, evaluated ? b->hits1 : NAN);
@@ -734,7 +530,7 @@ static void member_done(run_state *rs)
     if (tl->on && ensemble) {
         char sel[128] = "", times[32];
         format_duration(rs->seconds, times, sizeof times);
-        if (rs->o->eval_every)
+        if (rs->o->run.eval_every)
             snprintf(sel, sizeof sel, "  best valid MRR %.4f at step %ld", rs->best_mrr, rs->best_step);
         progress_print(&tl->line, "member %d  seed %llu  %ld steps in %s  final loss %.6f%s%s", rs->member,
                        (unsigned long long)rs->seed, rs->steps_run, times, rs->final_loss, sel,
@@ -852,7 +648,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
     char what[64];
     eval_progress ep = {&ranking, "kgl train", what, 0};
     if (rs->tl->on) rs->ev.progress = eval_progress_update, rs->ev.progress_ctx = &ep;
-    if (rs->o->json) {
+    if (rs->o->run.json) {
         printf("{\"steps\":%ld,\"final_loss\":", rs->steps_run);
         kgl_json_number(stdout, rs->final_loss);
         printf(",\"fit_step\":");
@@ -861,13 +657,13 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
         printf(",\"seconds\":");
         kgl_json_number(stdout, seconds);
         printf(",\"precision\":\"%s\"", KGL_PRECISION);
-        if (rs->o->eval_every) {
+        if (rs->o->run.eval_every) {
             printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
             kgl_json_number(stdout, rs->best_mrr);
             printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
         }
-        printf(",\"params\":%zu,\"ensemble\":%d,\"context\":\"%s\"", params, members,
-               kgl_context_name(rs->o->cfg.context));
+        printf(",\"params\":%zu,\"ensemble\":%d", params, members);
+        json_options(rs->o);
         if (members > 1) { /* each member alone */
             printf(",\"members\":[");
             for (int k = 0; k < members; k++) {
@@ -875,7 +671,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
                 printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)r->seed,
                        r->steps_run);
                 kgl_json_number(stdout, r->seconds);
-                if (rs->o->eval_every) {
+                if (rs->o->run.eval_every) {
                     printf(",\"best_step\":%ld,\"best_valid_mrr\":", r->best_step);
                     kgl_json_number(stdout, r->best_mrr);
                 }
@@ -903,7 +699,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
         kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &rs->ev);
         progress_clear(&ranking);
         both[s] = rs->ev.both;
-        if (rs->o->json) {
+        if (rs->o->run.json) {
             if (!first) putchar(',');
             printf("\"%s\":", v->name[s]);
             json_metrics(stdout, ds, v->use_relation, &rs->ev);
@@ -912,7 +708,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
         }
         first = false;
     }
-    if (rs->o->json) {
+    if (rs->o->run.json) {
         printf("},\"spec\":");
         json_spec(stdout, ds, v->use_relation, tr->model.cfg.heads, rs->spec);
         printf("}\n");
@@ -941,10 +737,10 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
             }
             progress_clear(&ranking);
             printf("%s", line);
-            if (rs->o->eval_every) printf("  (best valid at step %ld)", r->best_step);
+            if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
             printf("\n");
         }
-    } else if (rs->o->eval_every) {
+    } else if (rs->o->run.eval_every) {
         printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
                "checkpoint are of that model\n",
                rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
@@ -979,7 +775,7 @@ static void summary(const run_state *rs, int members, double seconds, const kgl_
     else
         n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
                              c->dim, c->heads, rs->steps_run, times, rs->final_loss);
-    if (members == 1 && rs->o->eval_every)
+    if (members == 1 && rs->o->run.eval_every)
         n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", rs->best_step);
     for (int s = 0; s < 3; s++)
         if (rs->o->report[s])
@@ -1032,30 +828,32 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
 {
     train_opts *o = rs->o;
     data_view *v = rs->v;
-    kgl_train_config tc = {(int)o->batch, rs->seed, o->optim, head_of, o->aux_weight, o->freeze, o->lookup};
+    kgl_optim optim = o->st.optim;
+    optim.lr = o->st.base_lr; /* the rate a schedule starts from (--lr) */
+    kgl_train_config tc = {o->st.batch, rs->seed, optim, head_of, o->st.aux_weight, o->st.freeze_embeddings, o->st.lookup};
     kgl_trainer_init(&rs->tr, &v->ds, v->split[0], v->n[0], &o->cfg, &tc);
-    if (o->kvsall) kgl_trainer_set_kvsall(&rs->tr);
+    if (o->st.kvsall) kgl_trainer_set_kvsall(&rs->tr);
     if (rs->member == 0) warn_short_last_batch(&rs->tr, &rs->tl->line);
     kgl_trainer_set_pool(&rs->tr, pool);
-    kgl_trainer_set_regularisers(&rs->tr, &o->reg);
-    kgl_trainer_set_schedule(&rs->tr, &o->sched);
+    kgl_trainer_set_regularisers(&rs->tr, &o->st.reg);
+    kgl_trainer_set_schedule(&rs->tr, &o->st.sched);
     if (ck) {
         kgl_checkpoint_apply(ck, &rs->tr.model);
-        if (!model_finite(o->resume_path, &rs->tr.model)) return EXIT_USAGE;
-        if (o->optim.kind != ck->st.optim.kind) {
+        if (!model_finite(o->run.resume_path, &rs->tr.model)) return EXIT_USAGE;
+        if (o->st.optim.kind != ck->st.optim.kind) {
             /* one optimiser's state means nothing to another (Adam's m may be
                negative, Adagrad's sum may not): the new one starts at zero */
             kgl_params_zero_state(&rs->tr.model.params);
             if (rs->member == 0)
                 fprintf(stderr, "kgl train: note: %s was trained with another optimiser; this one starts with no state\n",
-                        o->resume_path);
+                        o->run.resume_path);
         }
         kgl_trainer_set_step(&rs->tr, ck->st.step);
-        if (o->sched.kind != KGL_SCHED_CONSTANT && ck->st.step >= o->sched.total)
+        if (o->st.sched.kind != KGL_SCHED_CONSTANT && ck->st.step >= o->st.sched.total)
             fprintf(stderr,
                     "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
                     "its floor (%g x lr). --decay-steps T extends it.\n",
-                    o->sched.total, o->sched.floor);
+                    o->st.sched.total, o->st.sched.floor);
         kgl_trainer_set_position(&rs->tr, &ck->st.epoch_rng, ck->st.cursor);
         if (ck->st.has_dropout_rng) rs->tr.dropout_rng = ck->st.dropout_rng;
     }
@@ -1072,7 +870,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
     /* with --query-relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
     if (o->cfg.query_relation) fit_cost += 2.0 * v->n[0] * (o->cfg.neighbours + 1.0) * o->cfg.dim * o->cfg.dim;
-    rs->track_fit = o->until_fit || fit_cost <= 2e7;
+    rs->track_fit = o->run.until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
        ranking of the training triples costs a minute: the fit is not checked
        and the progress line leaves out train H@1 (the final report still
@@ -1081,7 +879,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     if (!open_log(rs)) return EXIT_OUTPUT;
     rs->valid_ev.progress = ranking_valid, rs->valid_ev.progress_ctx = rs;
     rs->t0 = now_seconds();
-    long first = rs->tr.optim.step + 1, last = rs->tr.optim.step + o->steps;
+    long first = rs->tr.optim.step + 1, last = rs->tr.optim.step + o->run.steps;
     rs->first_step = first;
     rs->step = first - 1, rs->last = last;
     double loss = NAN;
@@ -1097,14 +895,14 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
             progress_print(&rs->tl->line,
                            "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
                            "Try a smaller --lr, --init-scale or --scale.",
-                           step, isnan(loss) ? "NaN" : "infinite", o->save_path ? " and no checkpoint is written" : "");
+                           step, isnan(loss) ? "NaN" : "infinite", o->run.save_path ? " and no checkpoint is written" : "");
             st = 1;
             break;
         }
-        bool logged = (step - first + 1) % o->log_every == 0 || step == last;
-        bool evaluate = o->eval_every && ((step - first + 1) % o->eval_every == 0 || step == last);
+        bool logged = (step - first + 1) % o->run.log_every == 0 || step == last;
+        bool evaluate = o->run.eval_every && ((step - first + 1) % o->run.eval_every == 0 || step == last);
         /* with --until-fit the fit step is logged too, so measure every step */
-        if (rs->log && (logged || evaluate || o->until_fit)) kgl_diag_measure(&rs->diag, &rs->tr);
+        if (rs->log && (logged || evaluate || o->run.until_fit)) kgl_diag_measure(&rs->diag, &rs->tr);
         kgl_trainer_update(&rs->tr);
         rs->step = step, rs->loss = loss;
         bool go_on = !evaluate || select_model(rs, step);
@@ -1121,7 +919,7 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
             if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
             break;
         }
-        if (o->until_fit && rs->fit_step >= 0) {
+        if (o->run.until_fit && rs->fit_step >= 0) {
             if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
             break;
         }
@@ -1146,23 +944,16 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
 static bool save_member(run_state *rs, const char *members, const char *run_id)
 {
     const train_opts *o = rs->o;
-    kgl_train_state ts = {0};
+    kgl_train_state ts = o->st; /* the training options, then where this member's run stands */
     ts.step = rs->tr.optim.step;
     ts.seed = rs->seed;
     ts.optim = rs->tr.optim;
-    ts.batch = (int)o->batch;
-    ts.aux_weight = o->aux_weight;
-    snprintf(ts.supervise, sizeof ts.supervise, "%s", o->supervise ? o->supervise : "");
-    ts.freeze_embeddings = o->freeze;
-    ts.lookup = o->lookup;
     kgl_trainer_get_position(&rs->tr, &ts.epoch_rng, &ts.cursor);
-    ts.reg = o->reg;
     ts.reg.rng = NULL;
     ts.dropout_rng = rs->tr.dropout_rng;
     ts.has_dropout_rng = true;
     ts.sched = rs->tr.sched;
     ts.base_lr = rs->tr.base_lr;
-    ts.kvsall = o->kvsall;
     snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
     snprintf(ts.run_id, sizeof ts.run_id, "%s", run_id);
     char err[1024];
@@ -1170,7 +961,7 @@ static bool save_member(run_state *rs, const char *members, const char *run_id)
         fprintf(stderr, "kgl train: %s\n", err);
         return false;
     }
-    if (!o->quiet && !o->json) printf("saved %s (step %ld, %s)\n", rs->save_path, ts.step, KGL_PRECISION);
+    if (!o->run.quiet && !o->run.json) printf("saved %s (step %ld, %s)\n", rs->save_path, ts.step, KGL_PRECISION);
     return true;
 }
 
@@ -1231,21 +1022,21 @@ static void free_member(run_state *rs)
 static bool train_outputs_distinct(const train_opts *o)
 {
     enum { INPUTS = 5 };
-    int members = (int)o->ensemble, n = INPUTS;
+    int members = (int)o->run.ensemble, n = INPUTS;
     cli_file *files = calloc(INPUTS + 2 * (size_t)members, sizeof *files);
     char(*what)[32] = calloc(2 * (size_t)members, sizeof *what);
     const cli_file inputs[INPUTS] = {{"--train", o->data.train, false, NULL},
                                      {"--valid", o->data.valid, false, NULL},
                                      {"--test", o->data.test, false, NULL},
-                                     {"--resume", o->resume_path, false, NULL},
-                                     {"--recipe", o->recipe_path, false, NULL}};
+                                     {"--resume", o->run.resume_path, false, NULL},
+                                     {"--recipe", o->run.recipe_path, false, NULL}};
     memcpy(files, inputs, sizeof inputs);
     for (int k = 0; k < members; k++)
         for (int log = 0; log < 2; log++) {
             const char *option = log ? "--log" : "--save";
             if (k == 0) snprintf(what[n - INPUTS], sizeof what[0], "%s", option);
             else snprintf(what[n - INPUTS], sizeof what[0], "%s (member %d)", option, k);
-            files[n] = (cli_file){what[n - INPUTS], member_path(log ? o->log_path : o->save_path, k), true,
+            files[n] = (cli_file){what[n - INPUTS], member_path(log ? o->run.log_path : o->run.save_path, k), true,
                                   log ? NULL : "--resume"};
             n++;
         }
@@ -1266,19 +1057,19 @@ static const char *option_conflict(const train_opts *o)
         const char *why;
     } rules[] = {
         /* a relation reads whole heads' columns */
-        {o->lookup && complex, "--lookup needs --readout diagonal"},
+        {o->st.lookup && complex, "--lookup needs --readout diagonal"},
         /* these are per (example, tail): 1-N examples have many tails */
-        {o->reg.n3 > 0 && o->kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
-        {o->reg.relation_loss > 0 && o->kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
-        {o->supervise && o->kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
+        {o->st.reg.n3 > 0 && o->st.kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
+        {o->st.reg.relation_loss > 0 && o->st.kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
+        {supervision(o) && o->st.kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
         /* supervision and lookup read the n x n weights of the full context */
-        {o->supervise && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
-        {o->lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
-        {o->set_neighbours && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
-        {o->set_query && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
-        {o->reg.edge_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
-        {o->reg.source_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
-        {o->set_hide && !o->cfg.query_relation, "--hide-asked-relation needs --query-relation (a state per question)"},
+        {supervision(o) && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
+        {o->st.lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
+        {given(o, "--neighbours") && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
+        {given(o, "--query-relation") && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
+        {o->st.reg.edge_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
+        {o->st.reg.source_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
+        {given(o, "--hide-asked-relation") && !o->cfg.query_relation, "--hide-asked-relation needs --query-relation (a state per question)"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         if (rules[k].both) return rules[k].why;
@@ -1302,9 +1093,8 @@ typedef struct cli_formulas {
 static bool is_formula(char **argv, int k)
 {
     if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
-    for (int f = 0; f < KGL_RECIPE_N_FILE_OPTIONS; f++)
-        if (strcmp(argv[k - 1], kgl_recipe_file_options[f]) == 0) return false;
-    return true;
+    const kgl_option *option = kgl_train_option_named(argv[k - 1], strlen(argv[k - 1]));
+    return !(option && (option->flags & KGL_OPTION_FILE));
 }
 
 static void find_formulas(int argc, char **argv, cli_formulas *cf)
@@ -1377,16 +1167,16 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     if (st >= 0) return st;
     /* every output before the first step, not after the last: a path that
        cannot be written is a bad argument (2); 3 is for a write that fails */
-    if ((o.save_path && !cli_output_ok("train", "--save", o.save_path)) ||
-        (o.log_path && !cli_output_ok("train", "--log", o.log_path)))
+    if ((o.run.save_path && !cli_output_ok("train", "--save", o.run.save_path)) ||
+        (o.run.log_path && !cli_output_ok("train", "--log", o.run.log_path)))
         return EXIT_USAGE;
     data_view v;
-    if ((st = data_load("train", &o.data, &v, o.quiet))) return st;
+    if ((st = data_load("train", &o.data, &v, o.run.quiet))) return st;
     if (cf->count) {
         if (!command_line_formulas(argc, argv, cf, &v)) st = EXIT_USAGE;
-        else if (!o.recipe_path) {
+        else if (!o.run.recipe_path) {
             st = parse(argc, cf->words, &o, NULL);
-            if (st < 0 && !o.quiet && !o.json) print_formulas(argc, cf, &v);
+            if (st < 0 && !o.run.quiet && !o.run.json) print_formulas(argc, cf, &v);
         } else {
             st = -1; /* the recipe's line shows them */
         }
@@ -1396,7 +1186,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         }
         argv = cf->words;
     }
-    if (o.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
+    if (o.run.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
         data_free(&v);
         return st;
     }
@@ -1404,15 +1194,15 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         data_free(&v);
         return EXIT_USAGE;
     }
-    if (!data_splits_chosen("train", &v, o.splits_named, o.report)) { /* after the recipe: it may say --splits */
+    if (!data_splits_chosen("train", &v, o.run.splits, o.report)) { /* after the recipe: it may say --splits */
         data_free(&v);
         return EXIT_USAGE;
     }
 
     kgl_checkpoint ck;
     bool resumed = false;
-    if (o.resume_path) {
-        if ((st = checkpoint_open(o.resume_path, &v, &ck))) {
+    if (o.run.resume_path) {
+        if ((st = checkpoint_open(o.run.resume_path, &v, &ck))) {
             data_free(&v);
             return st;
         }
@@ -1422,17 +1212,17 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
                 const char *program = strcmp(ck.precision, "f32") == 0 ? "kgl-f32" : "kgl";
                 const char *extra[2] = {"--precision", ck.precision};
                 char why[4200], hint[64], path[4096];
-                snprintf(why, sizeof why, "resuming %s (trained in %s)", o.resume_path, ck.precision);
+                snprintf(why, sizeof why, "resuming %s (trained in %s)", o.run.resume_path, ck.precision);
                 snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
-                if (!o.quiet && cli_program_beside(program, path, sizeof path))
-                    fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.resume_path, ck.precision,
+                if (!o.run.quiet && cli_program_beside(program, path, sizeof path))
+                    fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.run.resume_path, ck.precision,
                             program);
                 st = cli_exec_precision("train", ck.precision, argc, argv, extra, why, hint);
                 goto done_ck;
             }
-            if (!o.quiet)
+            if (!o.run.quiet)
                 fprintf(stderr, "kgl train: %s was trained in %s; continuing in %s as --precision asks\n",
-                        o.resume_path, ck.precision, KGL_PRECISION);
+                        o.run.resume_path, ck.precision, KGL_PRECISION);
         }
         if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;
     }
@@ -1452,25 +1242,25 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
                 o.cfg.learn_temperature ? " --temperature learn" : "",
                 (o.cfg.ffn > 0) + o.cfg.qk_norm + o.cfg.learn_temperature > 1 ? "change" : "changes");
     int *head_of = NULL;
-    if (o.supervise) {
+    if (supervision(&o)) {
         head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));
-        if (!parse_supervision("train", o.supervise, &v.ds, o.cfg.heads, head_of)) {
+        if (!parse_supervision("train", supervision(&o), &v.ds, o.cfg.heads, head_of)) {
             free(head_of);
             st = EXIT_USAGE;
             goto done_ck;
         }
     }
-    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble,
-                     !o.quiet && !o.json)) {
+    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.st.batch, (int)o.run.ensemble,
+                     !o.run.quiet && !o.run.json)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
-    int members = (int)o.ensemble;
+    if (!resumed && o.st.sched.total == 0) o.st.sched.total = o.run.steps; /* a decay spans this run's steps */
+    int members = (int)o.run.ensemble;
     /* the threads are shared among the members that train at once */
-    int threads = o.threads ? (int)o.threads : kgl_cores();
-    int jobs = o.ensemble_jobs ? (int)o.ensemble_jobs : threads;
+    int threads = o.run.threads ? (int)o.run.threads : kgl_cores();
+    int jobs = o.run.ensemble_jobs ? (int)o.run.ensemble_jobs : threads;
     jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
     run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
@@ -1478,19 +1268,19 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     pthread_mutex_init(&q.lock, NULL);
     atomic_init(&q.halt, 0);
     static train_line tl; /* one per process */
-    tl.on = !o.quiet && (!o.json || o.progress);
+    tl.on = !o.run.quiet && (!o.run.json || o.run.progress);
     tl.members = members, tl.jobs = jobs;
     atomic_init(&tl.finished, 0);
-    progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o.steps, 0, now_seconds());
+    progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o.run.steps, 0, now_seconds());
     for (int k = 0; k < members; k++) {
         rs[k].o = &o;
         rs[k].v = &v;
         rs[k].member = k;
         rs[k].tl = &tl;
         rs[k].halt = &q.halt;
-        rs[k].seed = o.seed + 1000ull * (uint64_t)k;
-        rs[k].log_path = member_path(o.log_path, k);
-        rs[k].save_path = member_path(o.save_path, k);
+        rs[k].seed = o.st.seed + 1000ull * (uint64_t)k;
+        rs[k].log_path = member_path(o.run.log_path, k);
+        rs[k].save_path = member_path(o.run.save_path, k);
     }
     member_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
     for (int j = 0; j < jobs; j++) {
@@ -1529,8 +1319,8 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
                 members > 1 ? " of the last member" : "");
     kgl_metrics both[3];
     if (st == 0) report(rs, trained, seconds, both);
-    if (st == 0 && o.quiet) summary(rs, trained, seconds, both);
-    if (o.save_path && st == 0) {
+    if (st == 0 && o.run.quiet) summary(rs, trained, seconds, both);
+    if (o.run.save_path && st == 0) {
         /* the others' names as member 0's folder sees them: their base names */
         char members[sizeof ((kgl_train_state *)0)->members] = "";
         size_t used = 0;
@@ -1541,7 +1331,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         }
         if (used >= sizeof members) {
             fprintf(stderr, "kgl train: --save %s: the members' names are too long to list in its metadata\n",
-                    o.save_path);
+                    o.run.save_path);
             output_failed = true;
         }
         /* The members are saved one by one, each atomically, so a kill between

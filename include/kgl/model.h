@@ -139,7 +139,11 @@ void kgl_config_defaults(kgl_config *cfg);
  * or NULL when the configuration is valid. */
 const char *kgl_config_error(const kgl_config *cfg);
 int kgl_config_relation_rows(const kgl_config *cfg);
-/* "full", "graph" or "none": the word of --context and of the checkpoint's metadata. */
+/* The words of --context, --readout and of the checkpoint's metadata, in
+ * the order of their enums: "full", "graph", "none"; "diagonal", "complex". */
+extern const char *const kgl_context_names[3];
+extern const char *const kgl_readout_names[2];
+/* kgl_context_names[context] ("?" for a value out of range). */
 const char *kgl_context_name(kgl_context_kind context);
 double kgl_config_tau(const kgl_config *cfg);
 
@@ -417,6 +421,8 @@ void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entit
  *   linear:    f = 1 − (1 − floor) min(t, T)/T
  * Extensions of the specified layer (which trains at a constant lr). */
 typedef enum { KGL_SCHED_CONSTANT = 0, KGL_SCHED_COSINE, KGL_SCHED_LINEAR } kgl_schedule_kind;
+/* "constant", "cosine", "linear": the words of --lr-schedule and of the metadata lr_schedule. */
+extern const char *const kgl_schedule_names[3];
 typedef struct kgl_schedule {
     kgl_schedule_kind kind;
     long warmup;  /* W steps of linear warmup (0: none) */
@@ -564,9 +570,10 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * value of EXPR, made of numbers, + - * / ( ), the graph's counts
  * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
  * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
- * =max(1000,round(n_train/2))". --train, --valid, --test, --relations,
- * --resume, --recipe, --save and --log are refused (they belong to the
- * command line; --relations filters the triples the formulas count).
+ * =max(1000,round(n_train/2))". The options that name files (KGL_OPTION_FILE:
+ * --train, --valid, --test, --relations, --resume, --recipe, --save and
+ * --log) are refused (they belong to the command line; --relations filters
+ * the triples the formulas count).
  * A byte-order mark is skipped, a NUL byte refused. Errors are "file:line:
  * what is wrong". */
 #define KGL_RECIPE_MAX_WORDS 128
@@ -591,12 +598,6 @@ bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, s
 void kgl_recipe_free(kgl_recipe *r);
 /* The value of one formula (without its '='); false with why. */
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
-/* The options that choose the data and name the run's files (--train,
- * --valid, --test, --relations, --resume, --recipe, --save, --log): a
- * recipe may not give them, and on the command line their values are
- * names, never formulas. */
-#define KGL_RECIPE_N_FILE_OPTIONS 8
-extern const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS];
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
 void kgl_recipe_format(double x, char *out, size_t cap);
@@ -660,6 +661,94 @@ void kgl_checkpoint_close(kgl_checkpoint *ck);
  * repeats line 1 ('e.m1.st')"), for a blank line or a name given twice,
  * which would count one model twice. kgl_checkpoint_open checks it. */
 bool kgl_ensemble_members_valid(const char *members, char *why, size_t cap);
+
+/* -------------------------------------------------------------- options --
+ * Every option of `kgl train`, one row each (src/model/options.c), in the
+ * order of its --help. A row says how the option is written, what it
+ * takes, where its value lives and what it is in a checkpoint; the kgl
+ * program parses, documents (--help), merges on --resume and echoes (--json)
+ * by the rows, the checkpoint saves and loads by them, and a recipe refuses
+ * the options they mark as files. Adding an option is a row here and a
+ * field in the struct of its kind. */
+
+/* What a `kgl train` run is told that no checkpoint keeps. */
+typedef struct kgl_run_options {
+    const char *train, *valid, *test; /* triples files (no --train: the embedded academic world) */
+    const char *relations;            /* --relations a,b (NULL: all) */
+    long steps, threads, eval_every, patience, ensemble, ensemble_jobs, log_every;
+    bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
+    const char *log_path, *save_path, *resume_path, *recipe_path;
+    const char *precision;            /* f64 or f32: its last value (another than the program's
+                                         only from a recipe) */
+    bool splits[3];                   /* --splits: the splits its last occurrence names (train, valid, test) */
+} kgl_run_options;
+
+/* Where a value lives, and what --resume does with it: a model option is
+ * the checkpoint's (given again, it must agree); a training option is the
+ * checkpoint's unless given; a run option is never saved. */
+typedef enum {
+    KGL_OPTION_MODEL,    /* a field of kgl_config */
+    KGL_OPTION_TRAINING, /* a field of kgl_train_state */
+    KGL_OPTION_RUN,      /* a field of kgl_run_options */
+} kgl_option_kind;
+
+typedef enum {
+    KGL_OPTION_WHOLE,   /* int or long (by the field's size) from lo to hi */
+    KGL_OPTION_SEED,    /* uint64_t: digits only */
+    KGL_OPTION_REAL,    /* double from lo to hi */
+    KGL_OPTION_FLAG,    /* bool, given without a value: true (false with `negated`);
+                           in a checkpoint words[0] for false, words[1] for true */
+    KGL_OPTION_WORD,    /* an enum or a bool: the index of one of the words */
+    KGL_OPTION_WORD_OR_NUMBER, /* an enum: the index of one of the words, or n_words
+                                  with the number (from lo to hi) at number_offset */
+    KGL_OPTION_TEXT,    /* char[]: text shorter than the field */
+    KGL_OPTION_NAME,    /* const char *: a file name or a list of names; with words, one of them */
+    KGL_OPTION_SPLITS,  /* bool[3]: a comma-separated list of train, valid, test */
+} kgl_option_type;
+
+enum {
+    KGL_OPTION_REQUIRED = 1, /* every checkpoint has its key (absent: not a kgl checkpoint) */
+    KGL_OPTION_FILE = 2,     /* names the data or a file of the run: the command line's,
+                                refused in a recipe, never a formula */
+    KGL_OPTION_ECHO = 4,     /* --json reports its value, under its key */
+};
+
+typedef struct kgl_option {
+    const char *name;          /* "--edge-dropout" */
+    const char *arg;           /* what --help calls its value ("P"); NULL for a flag */
+    kgl_option_type type;
+    kgl_option_kind kind;
+    size_t offset, size;       /* of the field in the struct of its kind */
+    double lo, hi;             /* numbers: what the command line accepts */
+    double file_lo, file_hi;   /* what a checkpoint may hold, when file_hi is not 0: what the
+                                  library accepts from a C program, beyond the command line's */
+    const char *const *words;  /* the words of a word, flag or name (n_words of them) */
+    int n_words;
+    bool negated;              /* a flag that turns its field off (--no-reciprocal) */
+    size_t number_offset;      /* word or number: where the number goes */
+    const char *key;           /* its checkpoint metadata key (NULL: never saved) */
+    unsigned flags;            /* KGL_OPTION_REQUIRED, _FILE, _ECHO */
+    const char *heading;       /* --help: the group this row opens, or NULL */
+    const char *help;          /* --help: its lines ('\n' between them); NULL: documented
+                                  with the row before it, on its line ("--valid F, --test F") */
+} kgl_option;
+
+extern const kgl_option kgl_train_options[];
+extern const int kgl_n_train_options;
+#define KGL_TRAIN_OPTIONS_MAX 96 /* rows at most (a bound for arrays indexed by row) */
+/* The row of an option by its name (the first len bytes of `name`), or NULL. */
+const kgl_option *kgl_train_option_named(const char *name, size_t len);
+/* The option's field: in model, training or run by its kind (NULL when
+ * that struct is not given). */
+void *kgl_option_value(const kgl_option *o, kgl_config *model, kgl_train_state *training, kgl_run_options *run);
+/* A value as a checkpoint writes it (and --json echoes it): a whole number,
+ * %.17g, the word, or the text. */
+void kgl_option_format(const kgl_option *o, const void *field, char *out, size_t cap);
+/* The defaults of kgl train's training options (Adam at lr 0.01, batch
+ * 1024, seed 1, aux weight 1) and of its run (300 steps, a log row every
+ * 10, one model, this program's precision). */
+void kgl_train_state_defaults(kgl_train_state *st);
+void kgl_run_options_defaults(kgl_run_options *run);
 
 /* ---------------------------------------------------------- diagnostics --
  * What the saturation and specialisation studies measure (the README's model section,

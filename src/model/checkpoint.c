@@ -57,72 +57,52 @@ bool kgl_checkpoint_save(const char *path, const kgl_model *m, const kgl_dataset
             }
         }
     }
-    char d_model[32], heads[32], ffn[32], scale[64], init_scale[64], step[32], seed[32], lr[64], wd[64], mom[64],
-        b1[64], b2[64], eps[64], batch[32], aux[64], shuffle[96], cursor[32];
-    snprintf(d_model, sizeof d_model, "%d", c->dim);
-    snprintf(heads, sizeof heads, "%d", c->heads);
-    snprintf(ffn, sizeof ffn, "%d", c->ffn);
-    if (c->scale == KGL_SCALE_SQRT) snprintf(scale, sizeof scale, "sqrt");
-    else if (c->scale == KGL_SCALE_NONE) snprintf(scale, sizeof scale, "none");
-    else snprintf(scale, sizeof scale, "%.17g", c->scale_value);
-    snprintf(init_scale, sizeof init_scale, "%.17g", c->init_scale);
+    /* a C program may leave base_lr 0: the schedule's base is then the rate itself */
+    kgl_train_state state = *st;
+    if (!(state.base_lr > 0)) state.base_lr = st->optim.lr;
+    kgl_config cfg = *c;
+    /* the metadata: every saved option by its row, then the state of the run */
+    enum { MAX_KEYS = 96 };
+    const char *meta[2 * MAX_KEYS];
+    char values[MAX_KEYS][64];
+    int n_meta = 0;
+    meta[2 * n_meta] = "format", meta[2 * n_meta + 1] = FORMAT, n_meta++;
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (!o->key) continue;
+        if (n_meta >= MAX_KEYS / 2) kgl_die("checkpoint: more than %d options to save", MAX_KEYS / 2);
+        const void *field = kgl_option_value(o, &cfg, &state, NULL);
+        if (o->type == KGL_OPTION_TEXT) { /* as it is: a text may be longer than a number */
+            meta[2 * n_meta + 1] = field;
+        } else {
+            kgl_option_format(o, field, values[n_meta], sizeof values[n_meta]);
+            meta[2 * n_meta + 1] = values[n_meta];
+        }
+        meta[2 * n_meta] = o->key;
+        n_meta++;
+    }
+    char step[32], lr[64], b1[64], b2[64], eps[64], shuffle[96], cursor[32], drop_state[96];
     snprintf(step, sizeof step, "%ld", st->step);
-    snprintf(seed, sizeof seed, "%" PRIu64, st->seed);
     snprintf(lr, sizeof lr, "%.17g", st->optim.lr);
-    snprintf(wd, sizeof wd, "%.17g", st->optim.weight_decay);
-    snprintf(mom, sizeof mom, "%.17g", st->optim.momentum);
     snprintf(b1, sizeof b1, "%.17g", st->optim.beta1);
     snprintf(b2, sizeof b2, "%.17g", st->optim.beta2);
     snprintf(eps, sizeof eps, "%.17g", st->optim.eps);
-    snprintf(batch, sizeof batch, "%d", st->batch);
-    snprintf(aux, sizeof aux, "%.17g", st->aux_weight);
     snprintf(shuffle, sizeof shuffle, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64, st->epoch_rng.s[0],
              st->epoch_rng.s[1], st->epoch_rng.s[2], st->epoch_rng.s[3]);
     snprintf(cursor, sizeof cursor, "%d", st->cursor);
-    char drop[64], attn_drop[64], hidden_drop[64], smooth[64], rel_loss[64], drop_state[96], warmup[32], total[32], floor_[64],
-        base_lr[64];
-    snprintf(drop, sizeof drop, "%.17g", st->reg.dropout);
-    snprintf(attn_drop, sizeof attn_drop, "%.17g", st->reg.attn_dropout);
-    snprintf(hidden_drop, sizeof hidden_drop, "%.17g", st->reg.hidden_dropout);
-    snprintf(smooth, sizeof smooth, "%.17g", st->reg.label_smoothing);
-    snprintf(rel_loss, sizeof rel_loss, "%.17g", st->reg.relation_loss);
-    char n3[32], entity_drop[32], edge_drop[32], source_drop[32];
-    snprintf(n3, sizeof n3, "%.17g", st->reg.n3);
-    snprintf(entity_drop, sizeof entity_drop, "%.17g", st->reg.entity_dropout);
-    snprintf(edge_drop, sizeof edge_drop, "%.17g", st->reg.edge_dropout);
-    snprintf(source_drop, sizeof source_drop, "%.17g", st->reg.source_dropout);
     snprintf(drop_state, sizeof drop_state, "%016" PRIx64 " %016" PRIx64 " %016" PRIx64 " %016" PRIx64,
              st->dropout_rng.s[0], st->dropout_rng.s[1], st->dropout_rng.s[2], st->dropout_rng.s[3]);
-    snprintf(warmup, sizeof warmup, "%ld", st->sched.warmup);
-    snprintf(total, sizeof total, "%ld", st->sched.total);
-    snprintf(floor_, sizeof floor_, "%.17g", st->sched.floor);
-    snprintf(base_lr, sizeof base_lr, "%.17g", st->base_lr > 0 ? st->base_lr : st->optim.lr);
-    static const char *const sched_names[] = {"constant", "cosine", "linear"};
-    char neighbours[24];
-    snprintf(neighbours, sizeof neighbours, "%d", c->neighbours);
     char *entities = kgl_join(ds->entity_names, ds->n_entities, '\n');
     char *relations = kgl_join(ds->relation_names, ds->n_relations, '\n');
-    const char *meta[] = {
-        "format", FORMAT, "d_model", d_model, "n_heads", heads, "ffn", ffn, "scale", scale,
-        "init_scale", init_scale, "reciprocal", c->reciprocal ? "1" : "0", "step", step, "seed", seed,
-        "entities", entities, "relations", relations, "optimizer", kgl_optimizer_names[st->optim.kind], "lr", lr,
-        "weight_decay", wd, "momentum", mom, "beta1", b1, "beta2", b2, "eps", eps, "batch", batch,
-        "aux_weight", aux, "supervise_heads", st->supervise, "shuffle_state", shuffle, "batch_cursor", cursor,
-        "qk_norm", c->qk_norm ? "1" : "0", "temperature", c->learn_temperature ? "learn" : "fixed",
-        "frozen", st->freeze_embeddings ? "entity_emb" : "", "lookup", st->lookup ? "1" : "0",
-        "dropout", drop, "attn_dropout", attn_drop, "hidden_dropout", hidden_drop, "entity_dropout", entity_drop,
-        "edge_dropout", edge_drop, "source_dropout", source_drop,
-        "label_smoothing", smooth,
-        "relation_loss", rel_loss, "n3", n3, "dropout_state", drop_state, "lr_schedule", sched_names[st->sched.kind], "lr_warmup", warmup,
-        "lr_total", total, "lr_floor", floor_, "base_lr", base_lr,
-        "targets", st->kvsall ? "kvsall" : "1vsall",
-        "readout", c->readout == KGL_READOUT_COMPLEX ? "complex" : "diagonal", "ensemble_members", st->members,
-        "context", kgl_context_name(c->context), "neighbours", neighbours, "query", c->query_relation ? "relation" : "entity",
-        "asked_edges", c->hide_asked ? "hidden" : "shown",
-        "precision", KGL_PRECISION,
+    const char *run[] = {
+        "step", step, "entities", entities, "relations", relations, "lr", lr, "beta1", b1, "beta2", b2, "eps", eps,
+        "shuffle_state", shuffle, "batch_cursor", cursor, "dropout_state", drop_state,
+        "ensemble_members", st->members, "precision", KGL_PRECISION,
         "run_id", st->run_id, /* last: left out when empty */
     };
-    int n_meta = (int)(sizeof meta / sizeof meta[0]) / 2 - (st->run_id[0] ? 0 : 1);
+    int n_run = (int)(sizeof run / sizeof run[0]) / 2 - (st->run_id[0] ? 0 : 1);
+    memcpy(meta + 2 * n_meta, run, 2 * (size_t)n_run * sizeof *run);
+    n_meta += n_run;
     bool ok = kgl_st_write(path, entries, n, meta, n_meta, err, err_cap);
     free(entities);
     free(relations);
@@ -265,265 +245,113 @@ static bool no_negative(const kgl_st_file *f, const char *name, size_t n, const 
     return true;
 }
 
-/* Validates the read file `f` (taken over: freed on failure) against the
-   names of ds and fills ck. */
-static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err,
-                      size_t cap)
+/* "a, b or c", an empty word as '' (for messages that list the words). */
+static const char *word_list(const char *const *words, int n, char *out, size_t cap)
 {
-    ck->file = f;
-    const char *v;
-    long x;
-    kgl_config *c = &ck->cfg;
-    kgl_config_defaults(c);
-    kgl_train_state *st = &ck->st;
-    kgl_optim_defaults(&st->optim);
-    if (!(v = need_meta(f, "format", path, err, cap))) goto bad;
-    if (strcmp(v, FORMAT) != 0) {
-        fail(err, cap, path, "format is '%s'; this kgl reads '%s'", v, FORMAT);
-        goto bad;
+    size_t used = 0;
+    if (cap) out[0] = 0;
+    for (int k = 0; k < n && used < cap; k++)
+        used += (size_t)snprintf(out + used, cap - used, "%s%s", k == 0 ? "" : k == n - 1 ? " or " : ", ",
+                                 words[k][0] ? words[k] : "''");
+    return out;
+}
+
+/* Word k into a word option's field: a bool (two words) or an enum. */
+static void set_word(const kgl_option *o, void *field, int k)
+{
+    if (o->size == sizeof(bool)) *(bool *)field = k != 0;
+    else *(int *)field = k;
+}
+
+/* Option o's value from its key (which is present) into its field, within
+   what a checkpoint may hold. */
+static bool meta_option(const kgl_st_file *f, const kgl_option *o, void *field, const char *path, char *err,
+                        size_t cap)
+{
+    const char *v = kgl_st_meta(f, o->key);
+    double lo = o->file_hi != 0 ? o->file_lo : o->lo, hi = o->file_hi != 0 ? o->file_hi : o->hi;
+    switch (o->type) {
+    case KGL_OPTION_WHOLE: {
+        long x;
+        if (!meta_long(f, o->key, (long)lo, (long)hi, &x, path, err, cap)) return false;
+        if (o->size == sizeof(int)) *(int *)field = (int)x;
+        else *(long *)field = x;
+        return true;
     }
-    if (!meta_long(f, "d_model", 1, 1 << 20, &x, path, err, cap)) goto bad;
-    c->dim = (int)x;
-    if (!meta_long(f, "n_heads", 1, KGL_MAX_HEADS, &x, path, err, cap)) goto bad;
-    c->heads = (int)x;
-    if (!meta_long(f, "ffn", 0, 1 << 20, &x, path, err, cap)) goto bad;
-    c->ffn = (int)x;
-    if (!(v = need_meta(f, "scale", path, err, cap))) goto bad;
-    if (strcmp(v, "sqrt") == 0) {
-        c->scale = KGL_SCALE_SQRT;
-    } else if (strcmp(v, "none") == 0) {
-        c->scale = KGL_SCALE_NONE;
-    } else {
-        c->scale = KGL_SCALE_VALUE;
-        if (!meta_double(f, "scale", 1e-300, 1e300, &c->scale_value, path, err, cap)) goto bad;
-    }
-    if (!meta_double(f, "init_scale", 0, 1e6, &c->init_scale, path, err, cap)) goto bad;
-    if (!meta_long(f, "reciprocal", 0, 1, &x, path, err, cap)) goto bad;
-    c->reciprocal = x == 1;
-    /* the remedies (absent in checkpoints of the plain specified layer) */
-    if (kgl_st_meta(f, "qk_norm")) {
-        if (!meta_long(f, "qk_norm", 0, 1, &x, path, err, cap)) goto bad;
-        c->qk_norm = x == 1;
-    }
-    if ((v = kgl_st_meta(f, "temperature"))) {
-        if (strcmp(v, "learn") != 0 && strcmp(v, "fixed") != 0) {
-            fail(err, cap, path, "metadata 'temperature' is '%s', expected learn or fixed", v);
-            goto bad;
-        }
-        c->learn_temperature = strcmp(v, "learn") == 0;
-    }
-    if ((v = kgl_st_meta(f, "readout"))) { /* absent: the specified readout */
-        if (strcmp(v, "complex") != 0 && strcmp(v, "diagonal") != 0) {
-            fail(err, cap, path, "metadata 'readout' is '%s', expected diagonal or complex", v);
-            goto bad;
-        }
-        c->readout = strcmp(v, "complex") == 0 ? KGL_READOUT_COMPLEX : KGL_READOUT_DIAGONAL;
-    }
-    if ((v = kgl_st_meta(f, "context"))) { /* absent: the specified (full) context */
-        static const char *const words[] = {"full", "graph", "none"};
-        int k = 0;
-        while (k < 3 && strcmp(v, words[k]) != 0) k++;
-        if (k == 3) {
-            fail(err, cap, path, "metadata 'context' is '%s', expected full, graph or none", v);
-            goto bad;
-        }
-        c->context = (kgl_context_kind)k;
-        if (c->context == KGL_CONTEXT_GRAPH) {
-            if (!meta_long(f, "neighbours", 1, KGL_MAX_NEIGHBOURS, &x, path, err, cap)) goto bad;
-            c->neighbours = (int)x;
-        }
-    }
-    if ((v = kgl_st_meta(f, "query"))) { /* absent: the query token is the entity alone */
-        if (strcmp(v, "relation") != 0 && strcmp(v, "entity") != 0) {
-            fail(err, cap, path, "metadata 'query' is '%s', expected entity or relation", v);
-            goto bad;
-        }
-        c->query_relation = strcmp(v, "relation") == 0;
-    }
-    if ((v = kgl_st_meta(f, "asked_edges"))) { /* absent: a question sees every edge but its own triple's */
-        if (strcmp(v, "hidden") != 0 && strcmp(v, "shown") != 0) {
-            fail(err, cap, path, "metadata 'asked_edges' is '%s', expected shown or hidden", v);
-            goto bad;
-        }
-        c->hide_asked = strcmp(v, "hidden") == 0;
-        if (c->hide_asked && !c->query_relation) {
-            fail(err, cap, path, "metadata 'asked_edges' is 'hidden' but 'query' is not 'relation'");
-            goto bad;
-        }
-    }
-    snprintf(ck->precision, sizeof ck->precision, "f64"); /* absent: saved before float32 existed */
-    if ((v = kgl_st_meta(f, "precision"))) {
-        if (strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0) {
-            fail(err, cap, path, "metadata 'precision' is '%s', expected f32 or f64", v);
-            goto bad;
-        }
-        snprintf(ck->precision, sizeof ck->precision, "%s", v);
-    }
-    if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
-    if (!(v = need_meta(f, "seed", path, err, cap))) goto bad;
-    {
+    case KGL_OPTION_SEED: {
         char *end;
         errno = 0;
-        st->seed = strtoull(v, &end, 10);
+        unsigned long long x = strtoull(v, &end, 10);
         /* the rule of --seed: digits only ("-1" would wrap to 2^64 - 1) */
-        if (errno || end == v || *end || v[0] < '0' || v[0] > '9') {
-            fail(err, cap, path, "metadata 'seed' is '%s', expected a whole number >= 0", v);
-            goto bad;
-        }
+        if (errno || end == v || *end || v[0] < '0' || v[0] > '9')
+            return fail(err, cap, path, "metadata '%s' is '%s', expected a whole number >= 0", o->key, v);
+        *(uint64_t *)field = (uint64_t)x;
+        return true;
     }
-    if (!(v = need_meta(f, "entities", path, err, cap))) goto bad;
-    if (!same_names(v, ds->entity_names, ds->n_entities, "entity", "entities", path, err, cap)) goto bad;
-    if (!(v = need_meta(f, "relations", path, err, cap))) goto bad;
-    if (!same_names(v, ds->relation_names, ds->n_relations, "relation", "relations", path, err, cap)) goto bad;
-    c->n_entities = ds->n_entities;
-    c->n_relations = ds->n_relations;
-    const char *cfg_err = kgl_config_error(c);
-    if (cfg_err) {
-        fail(err, cap, path, "invalid model: %s", cfg_err);
-        goto bad;
-    }
-
-    /* training options: optional (a checkpoint written elsewhere may lack them) */
-    if ((v = kgl_st_meta(f, "optimizer"))) {
-        int k = 0;
-        while (k < KGL_N_OPTIMIZERS && strcmp(v, kgl_optimizer_names[k]) != 0) k++;
-        if (k == KGL_N_OPTIMIZERS) {
-            fail(err, cap, path, "optimizer '%s' is none of adam, sgd, adagrad", v);
-            goto bad;
-        }
-        st->optim.kind = (kgl_optimizer_kind)k;
-    }
-    struct {
-        const char *key;
-        double *dst, lo, hi;
-    } opt[] = {{"lr", &st->optim.lr, 0, 1e6},
-               {"weight_decay", &st->optim.weight_decay, 0, 1e6},
-               {"momentum", &st->optim.momentum, 0, 1},
-               {"aux_weight", &st->aux_weight, 0, 1e6}};
-    st->aux_weight = 1;
-    for (size_t k = 0; k < sizeof opt / sizeof opt[0]; k++)
-        if (kgl_st_meta(f, opt[k].key) && !meta_double(f, opt[k].key, opt[k].lo, opt[k].hi, opt[k].dst, path, err, cap))
-            goto bad;
-    /* Adam divides by 1 − betaᵗ (beta below 1) and by √v̂ + eps (eps above 0) */
-    struct {
-        const char *key;
-        double *dst;
-        bool is_eps;
-    } adam[] = {{"beta1", &st->optim.beta1, false}, {"beta2", &st->optim.beta2, false}, {"eps", &st->optim.eps, true}};
-    for (size_t k = 0; k < sizeof adam / sizeof adam[0]; k++)
-        if (kgl_st_meta(f, adam[k].key) && !meta_range(f, adam[k].key, 0, adam[k].is_eps, 1, !adam[k].is_eps,
-                                                       adam[k].dst, path, err, cap))
-            goto bad;
-    st->batch = 1024;
-    if (kgl_st_meta(f, "batch")) {
-        if (!meta_long(f, "batch", 1, 1L << 30, &x, path, err, cap)) goto bad;
-        st->batch = (int)x;
-    }
-    if ((v = kgl_st_meta(f, "supervise_heads"))) snprintf(st->supervise, sizeof st->supervise, "%s", v);
-    if ((v = kgl_st_meta(f, "ensemble_members"))) {
-        if (strlen(v) >= sizeof st->members) {
-            fail(err, cap, path, "metadata 'ensemble_members' is longer than %zu bytes", sizeof st->members - 1);
-            goto bad;
-        }
-        char why[600];
-        if (!kgl_ensemble_members_valid(v, why, sizeof why)) {
-            fail(err, cap, path, "metadata 'ensemble_members': %s; it lists each other member's file once, one a line",
-                 why);
-            goto bad;
-        }
-        snprintf(st->members, sizeof st->members, "%s", v);
-    }
-    if ((v = kgl_st_meta(f, "run_id"))) {
-        if (strlen(v) != sizeof st->run_id - 1 || strspn(v, "0123456789abcdef") != strlen(v)) {
-            fail(err, cap, path, "metadata 'run_id' is '%s', expected 16 hexadecimal digits", v);
-            goto bad;
-        }
-        memcpy(st->run_id, v, sizeof st->run_id);
-    }
-    if ((v = kgl_st_meta(f, "frozen"))) {
-        if (*v && strcmp(v, "entity_emb") != 0) {
-            fail(err, cap, path, "metadata 'frozen' is '%s'; only entity_emb can be frozen", v);
-            goto bad;
-        }
-        st->freeze_embeddings = *v != 0;
-    }
-    if (kgl_st_meta(f, "lookup")) {
-        if (!meta_long(f, "lookup", 0, 1, &x, path, err, cap)) goto bad;
-        st->lookup = x == 1;
-    }
-    if ((v = kgl_st_meta(f, "shuffle_state"))) {
-        int used = 0;
-        if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &st->epoch_rng.s[0], &st->epoch_rng.s[1],
-                   &st->epoch_rng.s[2], &st->epoch_rng.s[3], &used) != 4 ||
-            v[used] != 0) {
-            fail(err, cap, path, "metadata 'shuffle_state' is '%s', expected four hexadecimal words", v);
-            goto bad;
-        }
-        if (!meta_long(f, "batch_cursor", 0, 1L << 30, &x, path, err, cap)) goto bad;
-        st->cursor = (int)x;
-    } else {
-        kgl_rng_seed(&st->epoch_rng, st->seed ^ 0x53485546464c45ULL);
-    }
-    st->optim.step = st->step;
-    if ((v = kgl_st_meta(f, "targets"))) { /* absent in checkpoints written before KvsAll: 1vsall */
-        if (strcmp(v, "kvsall") != 0 && strcmp(v, "1vsall") != 0) {
-            fail(err, cap, path, "metadata 'targets' is '%s', expected 1vsall or kvsall", v);
-            goto bad;
-        }
-        st->kvsall = strcmp(v, "kvsall") == 0;
-    }
-
-    /* regularisers and schedule (absent in checkpoints written before them) */
-    {
-        struct {
-            const char *key;
-            double *dst, lo, hi;
-        } reg[] = {{"dropout", &st->reg.dropout, 0, 0.999999},
-                   {"attn_dropout", &st->reg.attn_dropout, 0, 0.999999},
-                   {"hidden_dropout", &st->reg.hidden_dropout, 0, 0.999999},
-                   {"entity_dropout", &st->reg.entity_dropout, 0, 0.999999},
-                   {"edge_dropout", &st->reg.edge_dropout, 0, 0.999999},
-                   {"source_dropout", &st->reg.source_dropout, 0, 0.999999},
-                   {"label_smoothing", &st->reg.label_smoothing, 0, 1},
-                   {"relation_loss", &st->reg.relation_loss, 0, 100},
-                   {"n3", &st->reg.n3, 0, 100},
-                   {"lr_floor", &st->sched.floor, 0, 1},
-                   {"base_lr", &st->base_lr, 0, 1e6}};
-        st->base_lr = st->optim.lr;
-        for (size_t k = 0; k < sizeof reg / sizeof reg[0]; k++)
-            if (kgl_st_meta(f, reg[k].key) &&
-                !meta_double(f, reg[k].key, reg[k].lo, reg[k].hi, reg[k].dst, path, err, cap))
-                goto bad;
-        if ((v = kgl_st_meta(f, "dropout_state"))) {
-            int used = 0;
-            kgl_rng *r = &st->dropout_rng;
-            if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &r->s[0], &r->s[1], &r->s[2], &r->s[3],
-                       &used) != 4 ||
-                v[used] != 0) {
-                fail(err, cap, path, "metadata 'dropout_state' is '%s', expected four hexadecimal words", v);
-                goto bad;
+    case KGL_OPTION_REAL: return meta_double(f, o->key, lo, hi, field, path, err, cap);
+    case KGL_OPTION_TEXT:
+        if (strlen(v) >= o->size)
+            return fail(err, cap, path, "metadata '%s' is longer than %zu bytes", o->key, o->size - 1);
+        memcpy(field, v, strlen(v) + 1);
+        return true;
+    default: /* a word: of a flag, of a choice, or in place of a number */
+        for (int k = 0; k < o->n_words; k++)
+            if (strcmp(v, o->words[k]) == 0) {
+                set_word(o, field, k);
+                return true;
             }
-            st->has_dropout_rng = true;
+        if (o->type == KGL_OPTION_WORD_OR_NUMBER) {
+            set_word(o, field, o->n_words);
+            return meta_double(f, o->key, lo, hi, (double *)((char *)field - o->offset + o->number_offset), path,
+                               err, cap);
         }
-        if ((v = kgl_st_meta(f, "lr_schedule"))) {
-            if (strcmp(v, "constant") == 0) st->sched.kind = KGL_SCHED_CONSTANT;
-            else if (strcmp(v, "cosine") == 0) st->sched.kind = KGL_SCHED_COSINE;
-            else if (strcmp(v, "linear") == 0) st->sched.kind = KGL_SCHED_LINEAR;
-            else {
-                fail(err, cap, path, "metadata 'lr_schedule' is '%s', expected constant, cosine or linear", v);
-                goto bad;
-            }
-        }
-        if (kgl_st_meta(f, "lr_warmup")) {
-            if (!meta_long(f, "lr_warmup", 0, 1L << 40, &x, path, err, cap)) goto bad;
-            st->sched.warmup = x;
-        }
-        if (kgl_st_meta(f, "lr_total")) {
-            if (!meta_long(f, "lr_total", 0, 1L << 40, &x, path, err, cap)) goto bad;
-            st->sched.total = x;
-        }
+        char list[512];
+        return fail(err, cap, path, "metadata '%s' is '%s', expected %s", o->key, v,
+                    word_list(o->words, o->n_words, list, sizeof list));
     }
+}
 
+/* Four words of hexadecimal into a generator's state. */
+static bool meta_rng(const kgl_st_file *f, const char *key, kgl_rng *r, const char *path, char *err, size_t cap)
+{
+    const char *v = kgl_st_meta(f, key);
+    int used = 0;
+    if (sscanf(v, "%" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64 "%n", &r->s[0], &r->s[1], &r->s[2], &r->s[3],
+               &used) != 4 ||
+        v[used] != 0)
+        return fail(err, cap, path, "metadata '%s' is '%s', expected four hexadecimal words", key, v);
+    return true;
+}
+
+/* The options kgl train saved (a row of kgl_train_options each), into c
+   and st: a required one must be there; one absent from an older file
+   keeps its default. */
+static bool read_options(const kgl_st_file *f, kgl_config *c, kgl_train_state *st, const char *path, char *err,
+                         size_t cap)
+{
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (!o->key) continue;
+        if (!kgl_st_meta(f, o->key)) {
+            if ((o->flags & KGL_OPTION_REQUIRED) && !need_meta(f, o->key, path, err, cap)) return false;
+            continue;
+        }
+        if (!meta_option(f, o, kgl_option_value(o, c, st, NULL), path, err, cap)) return false;
+    }
+    /* the graph context's K (older files, of the full context, have none) */
+    if (c->context == KGL_CONTEXT_GRAPH && !need_meta(f, "neighbours", path, err, cap)) return false;
+    if (c->hide_asked && !c->query_relation)
+        return fail(err, cap, path, "metadata 'asked_edges' is 'hidden' but 'query' is not 'relation'");
+    return true;
+}
+
+/* The tensors of f against the model c describes: the sizes first (before
+   any allocation is sized by the metadata), then every parameter with its
+   shape and finite values, the optimiser's state all or none, and nothing
+   else. Sets ck->has_state. */
+static bool read_tensors(const kgl_st_file *f, const kgl_config *c, const kgl_train_state *st, kgl_checkpoint *ck,
+                         const char *path, char *err, size_t cap)
+{
     /* The sizes in the metadata against the file's own tensors before any
        allocation is sized by them: an edited d_model or ffn cannot make the
        probe model below larger than the tensors this file holds. */
@@ -540,7 +368,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
             const kgl_st_tensor *t = kgl_st_find(f, sized[k].name);
             if (!t) {
                 fail(err, cap, path, "tensor '%s' is missing", sized[k].name);
-                goto bad;
+                return false;
             }
             if (t->ndim != 2 || t->shape[0] != sized[k].rows || t->shape[1] != sized[k].cols) {
                 char shape[64];
@@ -549,7 +377,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
                 fail(err, cap, path,
                      "tensor '%s' has shape %s but the metadata (d_model %d, ffn %d) and the %d entities need [%d, %d]",
                      sized[k].name, shape, c->dim, c->ffn, c->n_entities, sized[k].rows, sized[k].cols);
-                goto bad;
+                return false;
             }
         }
     }
@@ -594,9 +422,99 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
                           name, c->dim, c->ffn, kgl_optimizer_names[st->optim.kind]);
         }
         kgl_model_free(&probe);
-        if (!ok) goto bad;
+        if (!ok) return false;
         ck->has_state = state_found > 0;
     }
+    return true;
+}
+
+/* Validates the read file `f` (taken over: freed on failure) against the
+   names of ds and fills ck. */
+static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err,
+                      size_t cap)
+{
+    ck->file = f;
+    const char *v;
+    kgl_config *c = &ck->cfg;
+    kgl_config_defaults(c);
+    kgl_train_state *st = &ck->st;
+    kgl_train_state_defaults(st);
+    if (!(v = need_meta(f, "format", path, err, cap))) goto bad;
+    if (strcmp(v, FORMAT) != 0) {
+        fail(err, cap, path, "format is '%s'; this kgl reads '%s'", v, FORMAT);
+        goto bad;
+    }
+    /* the last rate used; the schedule's base (metadata base_lr, --lr) is the same in older files */
+    if (kgl_st_meta(f, "lr") && !meta_double(f, "lr", 0, 1e6, &st->optim.lr, path, err, cap)) goto bad;
+    st->base_lr = st->optim.lr;
+    if (!read_options(f, c, st, path, err, cap)) goto bad;
+    snprintf(ck->precision, sizeof ck->precision, "f64"); /* absent: saved before float32 existed */
+    if ((v = kgl_st_meta(f, "precision"))) {
+        if (strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0) {
+            fail(err, cap, path, "metadata 'precision' is '%s', expected f32 or f64", v);
+            goto bad;
+        }
+        snprintf(ck->precision, sizeof ck->precision, "%s", v);
+    }
+    if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
+    if (!(v = need_meta(f, "entities", path, err, cap))) goto bad;
+    if (!same_names(v, ds->entity_names, ds->n_entities, "entity", "entities", path, err, cap)) goto bad;
+    if (!(v = need_meta(f, "relations", path, err, cap))) goto bad;
+    if (!same_names(v, ds->relation_names, ds->n_relations, "relation", "relations", path, err, cap)) goto bad;
+    c->n_entities = ds->n_entities;
+    c->n_relations = ds->n_relations;
+    const char *cfg_err = kgl_config_error(c);
+    if (cfg_err) {
+        fail(err, cap, path, "invalid model: %s", cfg_err);
+        goto bad;
+    }
+
+    /* the state of the run: optional (a checkpoint written elsewhere may lack it) */
+    /* Adam divides by 1 − betaᵗ (beta below 1) and by √v̂ + eps (eps above 0) */
+    struct {
+        const char *key;
+        double *dst;
+        bool is_eps;
+    } adam[] = {{"beta1", &st->optim.beta1, false}, {"beta2", &st->optim.beta2, false}, {"eps", &st->optim.eps, true}};
+    for (size_t k = 0; k < sizeof adam / sizeof adam[0]; k++)
+        if (kgl_st_meta(f, adam[k].key) && !meta_range(f, adam[k].key, 0, adam[k].is_eps, 1, !adam[k].is_eps,
+                                                       adam[k].dst, path, err, cap))
+            goto bad;
+    if ((v = kgl_st_meta(f, "ensemble_members"))) {
+        if (strlen(v) >= sizeof st->members) {
+            fail(err, cap, path, "metadata 'ensemble_members' is longer than %zu bytes", sizeof st->members - 1);
+            goto bad;
+        }
+        char why[600];
+        if (!kgl_ensemble_members_valid(v, why, sizeof why)) {
+            fail(err, cap, path, "metadata 'ensemble_members': %s; it lists each other member's file once, one a line",
+                 why);
+            goto bad;
+        }
+        snprintf(st->members, sizeof st->members, "%s", v);
+    }
+    if ((v = kgl_st_meta(f, "run_id"))) {
+        if (strlen(v) != sizeof st->run_id - 1 || strspn(v, "0123456789abcdef") != strlen(v)) {
+            fail(err, cap, path, "metadata 'run_id' is '%s', expected 16 hexadecimal digits", v);
+            goto bad;
+        }
+        memcpy(st->run_id, v, sizeof st->run_id);
+    }
+    if (kgl_st_meta(f, "shuffle_state")) {
+        long x;
+        if (!meta_rng(f, "shuffle_state", &st->epoch_rng, path, err, cap)) goto bad;
+        if (!meta_long(f, "batch_cursor", 0, 1L << 30, &x, path, err, cap)) goto bad;
+        st->cursor = (int)x;
+    } else {
+        kgl_rng_seed(&st->epoch_rng, st->seed ^ 0x53485546464c45ULL);
+    }
+    st->optim.step = st->step;
+    if (kgl_st_meta(f, "dropout_state")) { /* absent in checkpoints written before the regularisers */
+        if (!meta_rng(f, "dropout_state", &st->dropout_rng, path, err, cap)) goto bad;
+        st->has_dropout_rng = true;
+    }
+
+    if (!read_tensors(f, c, st, ck, path, err, cap)) goto bad;
     return true;
 bad:
     kgl_st_free(f);

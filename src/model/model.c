@@ -64,10 +64,12 @@ const char *kgl_config_error(const kgl_config *cfg)
     return NULL;
 }
 
+const char *const kgl_context_names[3] = {"full", "graph", "none"};
+const char *const kgl_readout_names[2] = {"diagonal", "complex"};
+
 const char *kgl_context_name(kgl_context_kind context)
 {
-    static const char *const names[] = {"full", "graph", "none"};
-    return (unsigned)context < 3 ? names[context] : "?";
+    return (unsigned)context < 3 ? kgl_context_names[context] : "?";
 }
 
 int kgl_config_relation_rows(const kgl_config *cfg) { return cfg->reciprocal ? 2 * cfg->n_relations : cfg->n_relations; }

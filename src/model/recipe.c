@@ -192,13 +192,6 @@ void kgl_recipe_format(double x, char *out, size_t cap)
     else snprintf(out, cap, "%.15g", x);
 }
 
-/* The options a recipe may not give: they name the data and the run, which
-   belong to the command line. --relations chooses the triples, which are
-   loaded and filtered before a recipe is read or a formula computed (whose
-   counts they give): a recipe's could only be ignored. */
-const char *const kgl_recipe_file_options[KGL_RECIPE_N_FILE_OPTIONS] = {
-    "--train", "--valid", "--test", "--relations", "--resume", "--recipe", "--save", "--log"};
-
 static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
 {
     r->argc = kgl_text_words(&r->file, r->argv, r->line, KGL_RECIPE_MAX_WORDS, err, cap);
@@ -209,18 +202,16 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
     size_t used = 0;
     for (int k = 0; k < r->argc; k++) {
         const char *w = r->argv[k];
-        for (int o = 0; o < KGL_RECIPE_N_FILE_OPTIONS; o++) {
-            size_t n = strlen(kgl_recipe_file_options[o]);
-            if (strncmp(w, kgl_recipe_file_options[o], n) == 0 && (w[n] == 0 || w[n] == '=')) {
-                const char *option = kgl_recipe_file_options[o];
-                if (strcmp(option, "--relations") == 0)
-                    snprintf(err, cap, "%s:%d: %s filters the triples before a recipe is read: give it on the "
-                             "command line", name, r->line[k], option);
-                else
-                    snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
-                             option);
-                return false;
-            }
+        /* the options that name the data and the run's files belong to the command line */
+        const kgl_option *o = kgl_train_option_named(w, strcspn(w, "="));
+        if (o && (o->flags & KGL_OPTION_FILE)) {
+            if (strcmp(o->name, "--relations") == 0) /* loaded and filtered before a recipe is read */
+                snprintf(err, cap, "%s:%d: %s filters the triples before a recipe is read: give it on the "
+                         "command line", name, r->line[k], o->name);
+            else
+                snprintf(err, cap, "%s:%d: %s belongs on the command line, not in a recipe", name, r->line[k],
+                         o->name);
+            return false;
         }
         if (w[0] == '=') {
             double x;

@@ -644,6 +644,8 @@ void kgl_trainer_update(kgl_trainer *tr)
     if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
 }
 
+const char *const kgl_schedule_names[3] = {"constant", "cosine", "linear"};
+
 double kgl_schedule_factor(const kgl_schedule *s, long step)
 {
     double f = 1, t = (double)step, T = (double)(s->total > 0 ? s->total : 1);

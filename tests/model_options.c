@@ -1,0 +1,184 @@
+/* model_options.c — the table of kgl train's options (src/model/options.c):
+ * its rows agree with themselves and with --help, a checkpoint saves and
+ * loads every saved option, and --resume takes each training option from the
+ * checkpoint unless it is given again. */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 16], err[1 << 14];
+
+static size_t kind_size(kgl_option_kind kind)
+{
+    return kind == KGL_OPTION_MODEL      ? sizeof(kgl_config)
+           : kind == KGL_OPTION_TRAINING ? sizeof(kgl_train_state)
+                                         : sizeof(kgl_run_options);
+}
+
+/* Names and keys unique; a key exactly for what a checkpoint keeps (model and
+   training options); each field inside the struct of its kind; the words a
+   flag writes; files are the run's names; every option in --help. */
+TEST(options_table_rows_are_consistent)
+{
+    CHECK(kgl_n_train_options > 40 && kgl_n_train_options <= KGL_TRAIN_OPTIONS_MAX);
+    CHECK(run_kgl(T, "train --help", out, sizeof out, err, sizeof err) == 0);
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (!CHECK(o->name && strncmp(o->name, "--", 2) == 0)) continue;
+        bool ok = kgl_train_option_named(o->name, strlen(o->name)) == o;
+        ok &= (o->key != NULL) == (o->kind != KGL_OPTION_RUN);
+        ok &= o->offset + o->size <= kind_size(o->kind) && o->size > 0;
+        ok &= o->type != KGL_OPTION_FLAG || !o->key || o->n_words == 2;
+        ok &= (o->type != KGL_OPTION_WORD && o->type != KGL_OPTION_WORD_OR_NUMBER) || o->n_words >= 2;
+        ok &= !(o->flags & KGL_OPTION_FILE) || (o->kind == KGL_OPTION_RUN && o->type == KGL_OPTION_NAME);
+        ok &= !(o->flags & (KGL_OPTION_REQUIRED | KGL_OPTION_ECHO)) || o->key;
+        ok &= o->help || (k > 0 && !o->heading); /* documented with the row before it */
+        ok &= (o->arg == NULL) == (o->type == KGL_OPTION_FLAG);
+        for (int j = 0; j < k; j++)
+            ok &= !o->key || !kgl_train_options[j].key || strcmp(o->key, kgl_train_options[j].key) != 0;
+        /* its line of --help: "  --name ARG" (with the rows documented on it), its first help line at
+           column 23 (after two spaces, past a longer usage), the next ones below it */
+        char line[512], usage[128];
+        size_t u = (size_t)snprintf(usage, sizeof usage, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        for (int j = k + 1; j < kgl_n_train_options && !kgl_train_options[j].help; j++)
+            u += (size_t)snprintf(usage + u, sizeof usage - u, ", %s %s", kgl_train_options[j].name, kgl_train_options[j].arg);
+        const char *help = o->help ? o->help : "";
+        size_t first = strcspn(help, "\n"), second = help[first] ? strcspn(help + first + 1, "\n") : 0;
+        snprintf(line, sizeof line, "\n  %-19s  %.*s\n%s%.*s", usage, (int)first, help, help[first] ? "                       " : "",
+                 (int)second, help[first] ? help + first + 1 : "");
+        ok &= !o->help || strstr(out, line) != NULL;
+        if (!CHECK(ok)) printf("    row %d: %s\n", k, o->name);
+    }
+}
+
+/* Sets every model option away from its default in one of two models (one
+   with everything on, one without reciprocal relations), and every training
+   option generically; saves, loads, and finds each saved option's value. */
+static void away_from_defaults(int which, kgl_config *c, kgl_train_state *st)
+{
+    kgl_config_defaults(c);
+    kgl_train_state_defaults(st);
+    if (which == 0) {
+        c->dim = 12, c->heads = 3, c->ffn = 4, c->scale = KGL_SCALE_VALUE, c->scale_value = 0.3;
+        c->init_scale = 0.5, c->qk_norm = true, c->learn_temperature = true, c->readout = KGL_READOUT_COMPLEX;
+        c->context = KGL_CONTEXT_GRAPH, c->neighbours = 7, c->query_relation = true, c->hide_asked = true;
+    } else {
+        c->reciprocal = false;
+    }
+    for (int k = 0; k < kgl_n_train_options; k++) { /* any value the row allows, not its default */
+        const kgl_option *o = &kgl_train_options[k];
+        if (o->kind != KGL_OPTION_TRAINING) continue;
+        void *field = kgl_option_value(o, c, st, NULL);
+        switch (o->type) {
+        /* model 0: the largest value a checkpoint may hold (above the command line's for some) */
+        case KGL_OPTION_WHOLE: {
+            long x = which == 0 ? (long)(o->file_hi != 0 ? o->file_hi : o->hi) : (long)o->lo + 2;
+            if (o->size == sizeof(int)) *(int *)field = (int)x;
+            else *(long *)field = x;
+            break;
+        }
+        case KGL_OPTION_SEED: *(uint64_t *)field = 12345 + (uint64_t)which; break;
+        case KGL_OPTION_REAL: *(double *)field = which == 0 ? (o->file_hi != 0 ? o->file_hi : o->hi) : o->lo + (o->hi - o->lo) / 3; break;
+        case KGL_OPTION_FLAG: *(bool *)field = !*(bool *)field; break;
+        case KGL_OPTION_WORD:
+            if (o->size == sizeof(bool)) *(bool *)field = !*(bool *)field;
+            else *(int *)field = o->n_words - 1 - which;
+            break;
+        case KGL_OPTION_TEXT: snprintf(field, o->size, "advises=%d", which); break;
+        default: break;
+        }
+    }
+}
+
+TEST(checkpoint_saves_and_loads_every_option)
+{
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[1024];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    bool away[KGL_TRAIN_OPTIONS_MAX] = {false};
+    for (int which = 0; which < 2; which++) {
+        kgl_config c, plain_c;
+        kgl_train_state st, plain_st;
+        kgl_config_defaults(&plain_c);
+        kgl_train_state_defaults(&plain_st);
+        away_from_defaults(which, &c, &st);
+        c.n_entities = ds.n_entities, c.n_relations = ds.n_relations;
+        if (!CHECK(kgl_config_error(&c) == NULL)) printf("    model %d: %s\n", which, kgl_config_error(&c));
+        kgl_model m;
+        kgl_model_create(&m, &c);
+        char path[600];
+        snprintf(path, sizeof path, "%s/every%d.st", T->tmp, which);
+        CHECK(kgl_checkpoint_save(path, &m, &ds, &st, e, sizeof e));
+        kgl_model_free(&m);
+        kgl_checkpoint ck;
+        if (!CHECK(kgl_checkpoint_open(path, &ds, &ck, e, sizeof e))) {
+            printf("    %s\n", e);
+            continue;
+        }
+        for (int k = 0; k < kgl_n_train_options; k++) {
+            const kgl_option *o = &kgl_train_options[k];
+            if (!o->key) continue;
+            char saved[600], loaded[600], plain[600];
+            kgl_option_format(o, kgl_option_value(o, &c, &st, NULL), saved, sizeof saved);
+            kgl_option_format(o, kgl_option_value(o, &ck.cfg, &ck.st, NULL), loaded, sizeof loaded);
+            kgl_option_format(o, kgl_option_value(o, &plain_c, &plain_st, NULL), plain, sizeof plain);
+            away[k] |= strcmp(saved, plain) != 0;
+            if (!CHECK(strcmp(saved, loaded) == 0)) printf("    %s: saved %s, loaded %s\n", o->key, saved, loaded);
+        }
+        kgl_checkpoint_close(&ck);
+    }
+    for (int k = 0; k < kgl_n_train_options; k++) /* a value equal to the default would prove nothing */
+        if (kgl_train_options[k].key && !CHECK(away[k]))
+            printf("    %s: neither model of this test sets it away from its default\n", kgl_train_options[k].key);
+    kgl_dataset_free(&ds);
+}
+
+/* A metadata value of a checkpoint ("" when absent). */
+static const char *meta(const char *path, const char *key)
+{
+    static char value[4][256];
+    static int slot;
+    kgl_st_file f;
+    char e[512];
+    slot = (slot + 1) % 4;
+    value[slot][0] = 0;
+    if (kgl_st_read(path, &f, e, sizeof e)) {
+        const char *v = kgl_st_meta(&f, key);
+        snprintf(value[slot], sizeof value[slot], "%s", v ? v : "");
+        kgl_st_free(&f);
+    }
+    return value[slot];
+}
+
+/* --resume: each training option not given comes from the checkpoint (the
+   checkpoint saved again after no step holds what it held), one given wins. */
+TEST(resume_takes_training_options_unless_given)
+{
+    char a[600], b[600], c[600], cmd[2048];
+    snprintf(a, sizeof a, "%s/a.st", T->tmp);
+    snprintf(b, sizeof b, "%s/b.st", T->tmp);
+    snprintf(c, sizeof c, "%s/c.st", T->tmp);
+    snprintf(cmd, sizeof cmd,
+             "train --steps 3 --quiet --optimizer sgd --lr 0.05 --momentum 0.5 --batch 7 --seed 9 --weight-decay 0.01 "
+             "--supervise-heads advises=0 --aux-weight 0.3 --freeze-embeddings --dropout 0.1 --attn-dropout 0.2 "
+             "--hidden-dropout 0.3 --entity-dropout 0.05 --label-smoothing 0.1 --relation-loss 0.2 --n3 0.01 "
+             "--lr-schedule cosine --decay-steps 50 --warmup 2 --lr-floor 0.1 --save %s",
+             a);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
+    snprintf(cmd, sizeof cmd, "train --steps 0 --quiet --resume %s --save %s", a, b);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --steps 0 --quiet --resume %s --lr 0.5 --batch 11 --save %s", a, c);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    int compared = 0;
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (o->kind != KGL_OPTION_TRAINING) continue;
+        const char *before = meta(a, o->key), *after = meta(b, o->key);
+        compared++;
+        if (!CHECK(strcmp(before, after) == 0)) printf("    %s: %s, resumed %s\n", o->key, before, after);
+    }
+    CHECK(compared > 20);
+    CHECK(strcmp(meta(c, "base_lr"), "0.5") == 0 && strcmp(meta(c, "batch"), "11") == 0);
+    CHECK(strcmp(meta(c, "momentum"), "0.5") == 0); /* not given: the checkpoint's */
+}
