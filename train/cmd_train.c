@@ -1134,6 +1134,9 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     rs->steps_run = rs->tr.optim.step;
     rs->final_loss = loss;
     if (st == 0 && rs->best_step >= 0) kgl_trainer_restore(&rs->tr, &rs->best); /* the model selected on valid */
+    /* kept for the report: the model, not what training it needed (the memory estimate counts those once per job) */
+    kgl_snapshot_free(&rs->best);
+    kgl_trainer_release_steps(&rs->tr);
     rs->output_failed = !close_log(rs);
     if (st == 0 && !halted) member_done(rs);
     return st;
@@ -1460,12 +1463,6 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
             goto done_ck;
         }
     }
-    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.batch, (int)o.ensemble,
-                     !o.quiet && !o.json)) {
-        free(head_of);
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */
     int members = (int)o.ensemble;
     /* the threads are shared among the members that train at once */
@@ -1473,6 +1470,16 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     int jobs = o.ensemble_jobs ? (int)o.ensemble_jobs : threads;
     jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
+    memory_run run = {.cfg = o.cfg, .tc = {.batch = (int)o.batch, .head_of = head_of}, .reg = o.reg,
+                      .n_train = v.n[0], .ranked = v.n[0] > v.n[1] ? v.n[0] : v.n[1], .members = members,
+                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o.eval_every > 0};
+    run.ranked = run.ranked > v.n[2] ? run.ranked : v.n[2];
+    run.triples = (long)v.n[0] + v.n[1] + v.n[2];
+    if (!memory_fits("train", &run, !o.quiet && !o.json)) {
+        free(head_of);
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
     run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);
