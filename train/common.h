@@ -172,19 +172,23 @@ typedef struct memory_run {
 /* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
  * kgl_trainer_plan): once the process (the program, its threads, the
  * data), every model's parameters, states and ranking scratch, and a step's
- * tape and snapshot for each model that trains at once. *params_part, the
- * parameters with their optimiser state, *attn_part, the n x n attention;
- * either may be NULL. Whether it fits: if not, prints "kgl CMD: this run
- * needs about X ..., this machine has Y available" (or "this process has Y
- * available under LIMIT"; amounts in MB below a gigabyte) and what would fit
- * instead (the largest --dim, --batch and --ensemble that do, and
- * --precision f32 when its estimate does), and returns false (exit status
- * 2). With `say`, a run that fits and needs MEMORY_SAY_FROM bytes or more
- * says its estimate before it starts (kgl train without --quiet or --json):
- * a wide readout with the neighbourhood context on a dense graph takes
- * gigabytes. */
+ * tape and snapshot for each model that trains at once. */
+typedef struct memory_need {
+    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
+    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
+    double parameters;    /* of `resident`: the parameters with their optimiser state */
+    double attention;     /* of `resident`: the n x n attention weights */
+} memory_need;
+void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
+/* Whether run `r` fits: if not, prints "kgl CMD: this run needs about X
+ * ..., this machine has Y available" (or "this process has Y available
+ * under LIMIT"; amounts in MB below a gigabyte) and what would fit instead
+ * (the largest --dim, --batch and --ensemble that do, and --precision f32
+ * when its estimate does), and returns false (exit status 2). With `say`, a
+ * run that fits and needs MEMORY_SAY_FROM bytes or more says its estimate
+ * before it starts (kgl train without --quiet or --json): a wide readout
+ * with the neighbourhood context on a dense graph takes gigabytes. */
 #define MEMORY_SAY_FROM 1e9
-double memory_needed_bytes(const memory_run *r, size_t value_bytes, double *params_part, double *attn_part);
 bool memory_fits(const char *cmd, const memory_run *r, bool say);
 /* The library's out-of-memory handler (main sets it): removes the temporary
  * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and

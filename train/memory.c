@@ -119,22 +119,32 @@ double memory_cgroup_headroom(const char *root)
     return least;
 }
 
-double memory_available_bytes(const char **limit)
+/* KGL_MEMORY_MB in bytes, or -1 when it is not set (or not a number above 0). */
+static double memory_override(void)
 {
-    *limit = NULL;
     const char *env = getenv("KGL_MEMORY_MB");
     if (env && *env) {
         char *end;
         double mb = strtod(env, &end);
         if (end != env && !*end && mb > 0) return mb * 1048576.0;
     }
+    return -1;
+}
+
+static const char ADDRESS_SPACE_LIMIT[] = "its address-space limit (ulimit -v)";
+
+double memory_available_bytes(const char **limit)
+{
+    *limit = NULL;
+    double set = memory_override();
+    if (set > 0) return set;
     double have = proc_kb("/proc/meminfo", "MemAvailable");
     if (have <= 0) {
         long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
     }
     double as = memory_rlimit_headroom(), cg = memory_cgroup_headroom("");
-    if (as < have) have = as, *limit = "its address-space limit (ulimit -v)";
+    if (as < have) have = as, *limit = ADDRESS_SPACE_LIMIT;
     if (cg < have) have = cg, *limit = "its cgroup's memory limit";
     return have;
 }
@@ -158,7 +168,15 @@ double memory_available_bytes(const char **limit)
    (measured: an ensemble of 4 on UMLS, 1.0 to 1.1 times the sum). */
 #define MALLOC_SLACK 1.1
 
-double memory_needed_bytes(const memory_run *r, size_t value_bytes, double *params_part, double *attn_part)
+/* What the address space holds beyond the resident set (ulimit -v limits
+   the address space): each thread's stack and, for a thread that allocates,
+   malloc's arena of 64 MB reserved at once (glibc, 64-bit); and a tape's
+   blocks in full, the chain doubling, up to twice its high-water mark.
+   Measured: UMLS at width 1024 with --eval-every needs 310 MB resident and
+   runs under ulimit -v of 440 MB, not 400. */
+#define THREAD_ADDRESS_BYTES ((8.0 + 64.0) * 1048576.0)
+
+void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need)
 {
     kgl_memory_plan p;
     kgl_trainer_plan(&r->cfg, &r->tc, &r->reg, r->n_train, r->ranked, value_bytes, &p);
@@ -172,10 +190,11 @@ double memory_needed_bytes(const memory_run *r, size_t value_bytes, double *para
     double model = MODEL_BYTES + p.parameters + p.states + 2 * p.ranking + p.examples;
     double training = STEP_SLACK * p.step + (r->selecting ? p.snapshot : 0);
     int jobs = r->jobs < r->members ? r->jobs : r->members;
-    if (params_part) *params_part = r->members * p.parameters;
-    if (attn_part) *attn_part = jobs * p.attention;
     double allocated = data + (r->members > 1 ? p.mixture : 0) + r->members * model + jobs * training;
-    return PROCESS_BYTES + r->threads * THREAD_BYTES + MALLOC_SLACK * allocated;
+    need->resident = PROCESS_BYTES + r->threads * THREAD_BYTES + MALLOC_SLACK * allocated;
+    need->address_space = need->resident + (r->threads - 1) * THREAD_ADDRESS_BYTES + jobs * p.step;
+    need->parameters = r->members * p.parameters;
+    need->attention = jobs * p.attention;
 }
 
 /* "412 MB" below a gigabyte ("41.2 MB" below 100 MB), else "1.3 GB". */
@@ -187,15 +206,24 @@ static const char *amount(double bytes, char *buf, size_t cap)
     return buf;
 }
 
-static bool fits(const memory_run *r, size_t value_bytes, double have)
+/* What this process may use: resident (the least of the limits but the
+   address space's, memory_available_bytes), and mapped (ulimit -v's). */
+typedef struct memory_room {
+    double resident, address_space;
+    const char *limit; /* the one that binds, NULL: the machine's memory */
+} memory_room;
+
+static bool fits(const memory_run *r, size_t value_bytes, const memory_room *room)
 {
-    return memory_needed_bytes(r, value_bytes, NULL, NULL) <= have;
+    memory_need need;
+    memory_needed(r, value_bytes, &need);
+    return need.resident <= room->resident && need.address_space <= room->address_space;
 }
 
 /* What would fit in `have`, each change alone: the largest width, batch
    and ensemble that do, and float32 when its estimate does; written to `s`
    as "--dim 256, --batch 512 or --precision f32 (...)". Returns how many. */
-static int what_fits(const memory_run *r, double have, char *s, size_t cap)
+static int what_fits(const memory_run *r, const memory_room *have, char *s, size_t cap)
 {
     char found[4][96];
     int n = 0;
@@ -232,15 +260,22 @@ static int what_fits(const memory_run *r, double have, char *s, size_t cap)
 
 bool memory_fits(const char *cmd, const memory_run *r, bool say)
 {
-    double pp, ap, need = memory_needed_bytes(r, sizeof(kgl_real), &pp, &ap);
-    const char *limit;
-    double have = memory_available_bytes(&limit);
+    memory_need need;
+    memory_needed(r, sizeof(kgl_real), &need);
+    memory_room room;
+    room.resident = memory_available_bytes(&room.limit);
+    room.address_space = memory_override() > 0 ? INFINITY : memory_rlimit_headroom();
+    /* the one said: the estimate and the room that refuse it, or the resident ones */
+    double shown = need.resident, have = room.resident;
+    const char *limit = room.limit;
+    if (need.address_space > room.address_space && need.resident <= room.resident)
+        shown = need.address_space, have = room.address_space, limit = ADDRESS_SPACE_LIMIT;
     char of[64] = "", a[32], b[32], c[32];
     if (r->members > 1) snprintf(of, sizeof of, " for %d models", r->members);
-    if (need <= have) {
-        if (say && need >= MEMORY_SAY_FROM) {
+    if (fits(r, sizeof(kgl_real), &room)) {
+        if (say && shown >= MEMORY_SAY_FROM) {
             fprintf(stderr, "kgl %s: this run needs about %s%s (an estimate, a little above what it uses)", cmd,
-                    amount(need, a, sizeof a), of);
+                    amount(shown, a, sizeof a), of);
             if (isfinite(have))
                 fprintf(stderr, " of the %s available%s%s", amount(have, b, sizeof b), limit ? " under " : "",
                         limit ? limit : "");
@@ -252,17 +287,17 @@ bool memory_fits(const char *cmd, const memory_run *r, bool say)
     if (limit) snprintf(who, sizeof who, "this process has %s available under %s", amount(have, b, sizeof b), limit);
     else snprintf(who, sizeof who, "this machine has %s available", amount(have, b, sizeof b));
     char parts[160];
-    int k = snprintf(parts, sizeof parts, "parameters and optimiser state %s", amount(pp, c, sizeof c));
+    int k = snprintf(parts, sizeof parts, "parameters and optimiser state %s", amount(need.parameters, c, sizeof c));
     if (r->cfg.context == KGL_CONTEXT_FULL)
         snprintf(parts + k, sizeof parts - (size_t)k, ", attention %s for %d entities and %d heads",
-                 amount(ap, a, sizeof a), r->cfg.n_entities, r->cfg.heads);
+                 amount(need.attention, a, sizeof a), r->cfg.n_entities, r->cfg.heads);
     char hint[512];
-    bool some = what_fits(r, have, hint, sizeof hint) > 0;
-    fprintf(stderr, "kgl %s: this run needs about %s%s (%s), %s; %s%s%s\n", cmd, amount(need, a, sizeof a), of, parts,
+    bool some = what_fits(r, &room, hint, sizeof hint) > 0;
+    fprintf(stderr, "kgl %s: this run needs about %s%s (%s), %s; %s%s%s\n", cmd, amount(shown, a, sizeof a), of, parts,
             who, some ? "it fits with " : "nothing smaller in --dim, --batch or --ensemble fits: free memory or raise "
                                           "the limit",
             hint,
-            r->cfg.context == KGL_CONTEXT_FULL && ap > need / 2
+            r->cfg.context == KGL_CONTEXT_FULL && need.attention > need.resident / 2
                 ? "; or --context graph (each entity attends over its neighbourhood in the training graph, not "
                   "over every entity: nothing of size n x n)"
                 : "");

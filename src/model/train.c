@@ -704,7 +704,7 @@ void kgl_trainer_release_steps(kgl_trainer *tr)
 
 /* The arenas' sizes, in values, from the tensors the layer makes with their
    gradients (ops.c, model.c). The coefficients count them: e.g. the full
-   context's 18 n d are Q, K, V, the attention's output, O Wo, the residual
+   context's 19 n d are Q, K, V, the attention's output, O Wo, the residual
    and its layer norm with their gradients, and packed copies; the readout's
    3 B n are the scores, their gradient and the softmax, its 2 B d the query
    rows a ⊙ b and their gradient's scratch. Fitted where a sum is not exact
@@ -717,15 +717,15 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
     kgl_regularisers none = {0};
     const kgl_regularisers *r = reg ? reg : &none;
     double readout = 3 * B * n + 2 * B * d;
-    if (r->hidden_dropout > 0) readout += 4.125 * B * d; /* the head rows gathered, dropped, a byte mask */
-    if (r->entity_dropout > 0) readout += 2.125 * n * d;
-    if (r->relation_loss > 0) readout += 3 * B * rel_rows + 2 * B * d;
-    if (r->n3 > 0) readout += 12 * B * d; /* three rows gathered and cubed, with gradients */
+    if (r->hidden_dropout > 0) readout += 4.25 * B * d; /* the head rows gathered, dropped, a byte mask */
+    if (r->entity_dropout > 0) readout += 2.25 * n * d;
+    if (r->relation_loss > 0) readout += 3 * B * rel_rows + 2.5 * B * d;
+    if (r->n3 > 0) readout += 12.5 * B * d; /* three rows gathered and cubed, with gradients */
     *attention = 0;
     switch (c->context) {
     case KGL_CONTEXT_NONE: return readout + (r->dropout > 0 ? 2.125 * n * d : 0);
     case KGL_CONTEXT_FULL: {
-        double layer = 18 * n * d + (c->qk_norm ? 4 * n * d : 0) + (r->dropout > 0 ? 6.25 * n * d : 0);
+        double layer = 19 * n * d + (c->qk_norm ? 4 * n * d : 0) + (r->dropout > 0 ? 6.25 * n * d : 0);
         if (f > 0) layer += 7 * n * f + 8 * n * d;
         /* the fused op keeps every head's weights and one head's backward
            scratch; the composition (head supervision, attention dropout)
