@@ -1472,7 +1472,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
     memory_run run = {.cfg = o.cfg, .tc = {.batch = (int)o.batch, .head_of = head_of}, .reg = o.reg,
                       .n_train = v.n[0], .ranked = v.n[0] > v.n[1] ? v.n[0] : v.n[1], .members = members,
-                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o.eval_every > 0};
+                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o.eval_every > 0, .options = true};
     run.ranked = run.ranked > v.n[2] ? run.ranked : v.n[2];
     run.triples = (long)v.n[0] + v.n[1] + v.n[2];
     if (!memory_fits("train", &run, !o.quiet && !o.json)) {

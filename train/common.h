@@ -168,6 +168,7 @@ typedef struct memory_run {
     int jobs;             /* of them training at once */
     int threads;          /* in the process */
     bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
+    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
 } memory_run;
 /* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
  * kgl_trainer_plan): once the process (the program, its threads, the
@@ -182,9 +183,10 @@ typedef struct memory_need {
 void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
 /* Whether run `r` fits: if not, prints "kgl CMD: this run needs about X
  * ..., this machine has Y available" (or "this process has Y available
- * under LIMIT"; amounts in MB below a gigabyte) and what would fit instead
- * (the largest --dim, --batch and --ensemble that do, and --precision f32
- * when its estimate does), and returns false (exit status 2). With `say`, a
+ * under LIMIT"; amounts in MB below a gigabyte) and, with r->options, what
+ * would fit instead (the largest --dim, --batch and --ensemble that do,
+ * --precision f32 and --context graph when their estimates do), and returns
+ * false (exit status 2). With `say`, a
  * run that fits and needs MEMORY_SAY_FROM bytes or more says its estimate
  * before it starts (kgl train without --quiet or --json): a wide readout
  * with the neighbourhood context on a dense graph takes gigabytes. */

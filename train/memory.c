@@ -221,11 +221,12 @@ static bool fits(const memory_run *r, size_t value_bytes, const memory_room *roo
 }
 
 /* What would fit in `have`, each change alone: the largest width, batch
-   and ensemble that do, and float32 when its estimate does; written to `s`
-   as "--dim 256, --batch 512 or --precision f32 (...)". Returns how many. */
+   and ensemble that do, float32 and the neighbourhood context when their
+   estimates do; written to `s` as "--dim 256, --batch 512 or --precision
+   f32 (...)". Returns how many. */
 static int what_fits(const memory_run *r, const memory_room *have, char *s, size_t cap)
 {
-    char found[4][96];
+    char found[5][160];
     int n = 0;
     memory_run t = *r;
     /* widths the model accepts: multiples of --heads (even for the complex readout) */
@@ -251,6 +252,11 @@ static int what_fits(const memory_run *r, const memory_room *have, char *s, size
         }
     if (sizeof(kgl_real) == 8 && fits(r, 4, have))
         snprintf(found[n++], sizeof found[0], "--precision f32 (every value in 4 bytes, not 8)");
+    t = *r;
+    t.cfg.context = KGL_CONTEXT_GRAPH;
+    if (r->cfg.context == KGL_CONTEXT_FULL && fits(&t, sizeof(kgl_real), have))
+        snprintf(found[n++], sizeof found[0], "--context graph (each entity attends over its neighbourhood in the "
+                                               "training graph, not over every entity: nothing of size n x n)");
     size_t used = 0;
     s[0] = 0;
     for (int k = 0; k < n && used < cap; k++)
@@ -291,16 +297,12 @@ bool memory_fits(const char *cmd, const memory_run *r, bool say)
     if (r->cfg.context == KGL_CONTEXT_FULL)
         snprintf(parts + k, sizeof parts - (size_t)k, ", attention %s for %d entities and %d heads",
                  amount(need.attention, a, sizeof a), r->cfg.n_entities, r->cfg.heads);
-    char hint[512];
-    bool some = what_fits(r, &room, hint, sizeof hint) > 0;
-    fprintf(stderr, "kgl %s: this run needs about %s%s (%s), %s; %s%s%s\n", cmd, amount(shown, a, sizeof a), of, parts,
-            who, some ? "it fits with " : "nothing smaller in --dim, --batch or --ensemble fits: free memory or raise "
-                                          "the limit",
-            hint,
-            r->cfg.context == KGL_CONTEXT_FULL && need.attention > need.resident / 2
-                ? "; or --context graph (each entity attends over its neighbourhood in the training graph, not "
-                  "over every entity: nothing of size n x n)"
-                : "");
+    char hint[1024] = "";
+    const char *lead = "free memory or raise the limit";
+    if (r->options && what_fits(r, &room, hint, sizeof hint) > 0) lead = "it fits with ";
+    else if (r->options) lead = "nothing smaller in --dim, --batch or --ensemble fits: free memory or raise the limit";
+    fprintf(stderr, "kgl %s: this run needs about %s%s (%s), %s; %s%s\n", cmd, amount(shown, a, sizeof a), of, parts,
+            who, lead, hint);
     return false;
 }
 

@@ -557,7 +557,7 @@ void kgl_trainer_release_steps(kgl_trainer *tr);
  * parameters and the snapshot are counted as they are allocated (the
  * declarations of kgl_model_create; kgl_trainer_snapshot's copy); a step's
  * and an evaluation's arenas, from the shapes of the tensors the layer
- * makes, per context: a test holds them within 1.0 to 1.25 times the
+ * makes, per context: a test holds them within 1.0 to 1.3 times the
  * arenas' high-water marks over the options (tests/cli_memory.c). */
 typedef struct kgl_memory_plan {
     double parameters; /* the values, their gradients and Adam's two moments */
