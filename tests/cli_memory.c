@@ -274,7 +274,8 @@ static double peak_of(test_ctx *T, const char *args)
    allowance for the program itself does not decide the ratio; two or three
    steps each, a few seconds in all. The bounds: never below the peak
    (the estimate refuses what it cannot hold), at most 1.5 times it (a run
-   that fits is not refused for a margin). */
+   that fits is not refused for a margin). KGL_TEST_TABLE=1 prints every row
+   (the table of data/report/manual.md, "Memory"). */
 TEST(memory_estimate_is_within_1_to_1_5_times_the_peak)
 {
     if (UNDER_ASAN) {
