@@ -835,11 +835,11 @@ TEST(full_context_that_does_not_fit_suggests_the_graph_context)
     snprintf(cmd, sizeof cmd, "awk 'BEGIN { for (i = 0; i < 3000; i++) printf \"e%%d\\tnext\\te%%d\\n\", i, (i + 1) %% 3000 }' "
              "> %s/ring.tsv", T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
-    /* the full context keeps (H + 1) 3000² doubles (216 MB for H = 2), about 0.4 GB in all: more than 250 MB;
+    /* the full context keeps (H + 1) 3000² doubles (216 MB for H = 2), about 0.5 GB in all: more than 250 MB;
        the graph context's estimate is about 0.2 GB (the readout's 1024 x 3000 scores, the tokens, 64 MB) */
     snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=250 '%s' train --train %s/ring.tsv --steps 1 --quiet", T->kgl, T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2);
-    CHECK(strstr(err, "or --context graph (each entity attends over its neighbourhood") != NULL);
+    CHECK(strstr(err, "it fits with --context graph (each entity attends over its neighbourhood") != NULL);
     snprintf(cmd, sizeof cmd, "KGL_MEMORY_MB=250 '%s' train --train %s/ring.tsv --steps 1 --quiet --context graph", T->kgl,
              T->tmp);
     if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);

@@ -932,6 +932,9 @@ static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_c
     rs->steps_run = rs->tr.optim.step;
     rs->final_loss = loss;
     if (st == 0 && rs->best_step >= 0) kgl_trainer_restore(&rs->tr, &rs->best); /* the model selected on valid */
+    /* kept for the report: the model, not what training it needed (the memory estimate counts those once per job) */
+    kgl_snapshot_free(&rs->best);
+    kgl_trainer_release_steps(&rs->tr);
     rs->output_failed = !close_log(rs);
     if (st == 0 && !halted) member_done(rs);
     return st;
@@ -1250,12 +1253,6 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
             goto done_ck;
         }
     }
-    if (!memory_fits("train", &o.cfg, (long)v.n[0] * (o.cfg.reciprocal ? 2 : 1), o.st.batch, (int)o.run.ensemble,
-                     !o.run.quiet && !o.run.json)) {
-        free(head_of);
-        st = EXIT_USAGE;
-        goto done_ck;
-    }
     if (!resumed && o.st.sched.total == 0) o.st.sched.total = o.run.steps; /* a decay spans this run's steps */
     int members = (int)o.run.ensemble;
     /* the threads are shared among the members that train at once */
@@ -1263,6 +1260,16 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     int jobs = o.run.ensemble_jobs ? (int)o.run.ensemble_jobs : threads;
     jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
+    memory_run run = {.cfg = o.cfg, .tc = {.batch = (int)o.st.batch, .head_of = head_of}, .reg = o.st.reg,
+                      .n_train = v.n[0], .ranked = v.n[0] > v.n[1] ? v.n[0] : v.n[1], .members = members,
+                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o.run.eval_every > 0, .options = true};
+    run.ranked = run.ranked > v.n[2] ? run.ranked : v.n[2];
+    run.triples = (long)v.n[0] + v.n[1] + v.n[2];
+    if (!memory_fits("train", &run, !o.run.quiet && !o.run.json)) {
+        free(head_of);
+        st = EXIT_USAGE;
+        goto done_ck;
+    }
     run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);

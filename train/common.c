@@ -564,7 +564,14 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
 static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, const data_view *v,
                                  long examples, kgl_model *m)
 {
-    if (!memory_fits(cmd, &ck->cfg, examples, 1024, 1, false)) {
+    /* the model, its states and ranking, and (kgl grad) a step of 1024 examples */
+    memory_run run = {.cfg = ck->cfg, .tc = {.batch = 1024}, .members = 1, .jobs = 1, .threads = kgl_cores()};
+    run.n_train = ck->cfg.reciprocal ? (examples + 1) / 2 : examples;
+    for (int s = 0; v && s < 3; s++) {
+        run.triples += v->n[s];
+        if (v->n[s] > run.ranked) run.ranked = v->n[s];
+    }
+    if (!memory_fits(cmd, &run, false)) {
         kgl_checkpoint_close(ck);
         return EXIT_USAGE;
     }

@@ -163,17 +163,43 @@ double memory_rlimit_headroom(void);
 /* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;
  * tests give a fake tree); INFINITY when no limit is found. */
 double memory_cgroup_headroom(const char *root);
-/* What a run of model `c` needs (its parameters with gradients, Adam moments
- * and a snapshot; every head's n x n attention weights; the readout of a
- * batch), and whether it fits: if not, prints "kgl CMD: this run needs about
- * X GB ..., this machine has Y GB available" (or "this process has Y GB
- * available under LIMIT") and returns false (exit status 2). With `say`, a
+/* A run as the memory estimate sees it: the model, its training options,
+ * how many models train and how. */
+typedef struct memory_run {
+    kgl_config cfg;
+    kgl_train_config tc;  /* its batch and head supervision */
+    kgl_regularisers reg; /* the regularisers' rates (each adds tensors) */
+    long n_train;         /* training triples */
+    long ranked;          /* the most triples one evaluation ranks */
+    long triples;         /* of every split loaded */
+    int members;          /* models (--ensemble) */
+    int jobs;             /* of them training at once */
+    int threads;          /* in the process */
+    bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
+    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
+} memory_run;
+/* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
+ * kgl_trainer_plan): once the process (the program, its threads, the
+ * data), every model's parameters, states and ranking scratch, and a step's
+ * tape and snapshot for each model that trains at once. */
+typedef struct memory_need {
+    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
+    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
+    double parameters;    /* of `resident`: the parameters with their optimiser state */
+    double attention;     /* of `resident`: the n x n attention weights */
+} memory_need;
+void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
+/* Whether run `r` fits: if not, prints "kgl CMD: this run needs about X
+ * ..., this machine has Y available" (or "this process has Y available
+ * under LIMIT"; amounts in MB below a gigabyte) and, with r->options, what
+ * would fit instead (the largest --dim, --batch and --ensemble that do,
+ * --precision f32 and --context graph when their estimates do), and returns
+ * false (exit status 2). With `say`, a
  * run that fits and needs MEMORY_SAY_FROM bytes or more says its estimate
  * before it starts (kgl train without --quiet or --json): a wide readout
  * with the neighbourhood context on a dense graph takes gigabytes. */
 #define MEMORY_SAY_FROM 1e9
-double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part);
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models, bool say);
+bool memory_fits(const char *cmd, const memory_run *r, bool say);
 /* The library's out-of-memory handler (main sets it): removes the temporary
  * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and
  * exits with status 2. Once, whichever thread comes first. */

@@ -119,106 +119,190 @@ double memory_cgroup_headroom(const char *root)
     return least;
 }
 
-double memory_available_bytes(const char **limit)
+/* KGL_MEMORY_MB in bytes, or -1 when it is not set (or not a number above 0). */
+static double memory_override(void)
 {
-    *limit = NULL;
     const char *env = getenv("KGL_MEMORY_MB");
     if (env && *env) {
         char *end;
         double mb = strtod(env, &end);
         if (end != env && !*end && mb > 0) return mb * 1048576.0;
     }
+    return -1;
+}
+
+static const char ADDRESS_SPACE_LIMIT[] = "its address-space limit (ulimit -v)";
+
+double memory_available_bytes(const char **limit)
+{
+    *limit = NULL;
+    double set = memory_override();
+    if (set > 0) return set;
     double have = proc_kb("/proc/meminfo", "MemAvailable");
     if (have <= 0) {
         long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
     }
     double as = memory_rlimit_headroom(), cg = memory_cgroup_headroom("");
-    if (as < have) have = as, *limit = "its address-space limit (ulimit -v)";
+    if (as < have) have = as, *limit = ADDRESS_SPACE_LIMIT;
     if (cg < have) have = cg, *limit = "its cgroup's memory limit";
     return have;
 }
 
 /* ---- what a run needs -------------------------------------------------------- */
 
-double memory_needed_bytes(const kgl_config *c, long examples, long batch, double *params_part, double *attn_part)
+/* Once a process: the program, libc and the loaded data's names (kgl train
+   on the academic world peaks at 3.1 MB resident, kgl --help at 2.0); per
+   thread, its stack and malloc's arena (0.3 MB measured); per model, its
+   structures (the trainer, two evaluators, the run's state; 77 KB a model
+   measured with its small arrays, which are counted apart). */
+#define PROCESS_BYTES (3.0 * 1048576.0)
+#define THREAD_BYTES (0.375 * 1048576.0)
+#define MODEL_BYTES (48.0 * 1024.0)
+/* A step's tape is resident somewhat above its arena's high-water mark: a
+   step whose tensors change size (the neighbourhoods' tokens, a short last
+   batch) lands on pages another step left untouched. */
+#define STEP_SLACK 1.1
+/* What malloc keeps beside what it hands out: memory a finished model freed
+   is reused, not always returned, and blocks of other sizes land beside it
+   (measured: an ensemble of 4 on UMLS, 1.0 to 1.1 times the sum). */
+#define MALLOC_SLACK 1.1
+
+/* What the address space holds beyond the resident set (ulimit -v limits
+   the address space): each thread's stack and, for a thread that allocates,
+   malloc's arena of 64 MB reserved at once (glibc, 64-bit); and a tape's
+   blocks in full, the chain doubling, up to twice its high-water mark.
+   Measured: UMLS at width 1024 with --eval-every needs 310 MB resident and
+   runs under ulimit -v of 440 MB, not 400. */
+#define THREAD_ADDRESS_BYTES ((8.0 + 64.0) * 1048576.0)
+
+void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need)
 {
-    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
-    double rel_rows = kgl_config_relation_rows(c);
-    bool layer = c->context != KGL_CONTEXT_NONE;
-    double P = n * d + rel_rows * d + (layer ? 4 * d * d + 2 * d : 0);
-    if (f > 0 && layer) P += 2 * d * f + f + 3 * d;
-    if (c->context == KGL_CONTEXT_GRAPH) P += (2.0 * c->n_relations + 1) * d;
-    if (c->query_relation) P += 2.0 * c->n_relations * d; /* Pq */
-    /* parameters, gradients, the optimiser's two moments, a snapshot */
-    double params = 5 * P;
-    double B = batch < examples ? (double)batch : (double)examples;
-    /* the readout's scores, probabilities and their gradient, and the
-       evaluation's states */
-    double act = 3 * B * n + 2 * n * d, attn = 0;
-    if (c->context == KGL_CONTEXT_FULL) {
-        /* every head's weights kept for backward, plus a head's backward
-           scratch (src/engine/ops.c, kgl_attention) */
-        attn = (H + 1) * n * n + (c->qk_norm ? 4 * n * d : 0);
-        /* the layer's activations (measured: kgl bench at
-           data/bench/cases/large.tsv, 484 MB peak resident, estimated 583 MB) */
-        act += 30 * n * d + 6 * n * f;
-    } else if (c->context == KGL_CONTEXT_GRAPH) {
-        /* per token (B (K + 1) of them): the gathered keys and values and
-           their gradients, 5.5 rows of d; qk-norm's normalised keys and their
-           statistics 2.5 more, the asked relation's keys 1.5 more; and the
-           per-head weights. Per example the layer's rows (as the full
-           context's per entity) and the FFN's. Measured (peak resident, kgl
-           train, UMLS, the complex readout, batch 1024, K 50, float64):
-           width 200 / 400 / 400 with K 100 / 400 with qk-norm / 400 with the
-           asked relation / 1000 with qk-norm 0.41 / 0.81 / 1.50 / 1.16 / 0.99
-           / 2.98 GB, estimated 0.6 / 1.1 / 2.0 / 1.5 / 1.4 / 3.8; FB15k-237
-           with data/bench/large.args 1.92 GB, estimated 2.4. The estimate
-           this replaced said 1.5 to 4 times the peak (UMLS at width 1000: 7.2
-           GB) and refused runs that fit. It counts K tokens an example even
-           where an entity has fewer edges. */
-        double tokens = B * (c->neighbours + 1.0);
-        double rows = 5.5 + (c->qk_norm ? 2.5 : 0) + (c->query_relation ? 1.5 : 0);
-        act += tokens * (rows * d + 6 * H) + B * (30 * d + 18 * f);
-    }
-    const double w = sizeof(kgl_real); /* bytes per value: 8, or 4 in float32 */
-    if (params_part) *params_part = w * params;
-    if (attn_part) *attn_part = w * attn;
-    return w * (params + attn + act) + 64.0 * 1048576.0;
+    kgl_memory_plan p;
+    kgl_trainer_plan(&r->cfg, &r->tc, &r->reg, r->n_train, r->ranked, value_bytes, &p);
+    double n = r->cfg.n_entities, m = r->cfg.n_relations;
+    /* the dataset: its triples, and the filter index of the known answers
+       per (entity, relation or inverse) */
+    double data = (2 * n * m + 1) * sizeof(int) + (double)r->triples * (sizeof(kgl_triple) + 2 * sizeof(int));
+    /* Every model keeps its parameters, states and ranking scratch until the
+       report; the models that train at once (jobs) each have a step's tape
+       and, with --eval-every, a snapshot, freed when the model is done. */
+    double model = MODEL_BYTES + p.parameters + p.states + 2 * p.ranking + p.examples;
+    double training = STEP_SLACK * p.step + (r->selecting ? p.snapshot : 0);
+    int jobs = r->jobs < r->members ? r->jobs : r->members;
+    double allocated = data + (r->members > 1 ? p.mixture : 0) + r->members * model + jobs * training;
+    need->resident = PROCESS_BYTES + r->threads * THREAD_BYTES + MALLOC_SLACK * allocated;
+    need->address_space = need->resident + (r->threads - 1) * THREAD_ADDRESS_BYTES + jobs * p.step;
+    need->parameters = r->members * p.parameters;
+    need->attention = jobs * p.attention;
 }
 
-bool memory_fits(const char *cmd, const kgl_config *c, long examples, long batch, int models, bool say)
+/* "412 MB" below a gigabyte ("41.2 MB" below 100 MB), else "1.3 GB". */
+static const char *amount(double bytes, char *buf, size_t cap)
 {
-    double pp, ap, need = memory_needed_bytes(c, examples, batch, &pp, &ap);
-    need *= models, pp *= models, ap *= models; /* an ensemble keeps every member until its report */
-    const char *limit;
-    double have = memory_available_bytes(&limit);
-    const double GB = 1e9;
-    char of[64] = "";
-    if (models > 1) snprintf(of, sizeof of, " for %d models", models);
-    if (need <= have) {
-        if (say && need >= MEMORY_SAY_FROM) {
-            fprintf(stderr, "kgl %s: this run needs about %.1f GB%s (an estimate, a little above what it uses)", cmd,
-                    need / GB, of);
+    if (bytes < 1e8) snprintf(buf, cap, "%.1f MB", bytes / 1e6);
+    else if (bytes < 0.95e9) snprintf(buf, cap, "%.0f MB", bytes / 1e6);
+    else snprintf(buf, cap, "%.1f GB", bytes / 1e9);
+    return buf;
+}
+
+/* What this process may use: resident (the least of the limits but the
+   address space's, memory_available_bytes), and mapped (ulimit -v's). */
+typedef struct memory_room {
+    double resident, address_space;
+    const char *limit; /* the one that binds, NULL: the machine's memory */
+} memory_room;
+
+static bool fits(const memory_run *r, size_t value_bytes, const memory_room *room)
+{
+    memory_need need;
+    memory_needed(r, value_bytes, &need);
+    return need.resident <= room->resident && need.address_space <= room->address_space;
+}
+
+/* What would fit in `have`, each change alone: the largest width, batch
+   and ensemble that do, float32 and the neighbourhood context when their
+   estimates do; written to `s` as "--dim 256, --batch 512 or --precision
+   f32 (...)". Returns how many. */
+static int what_fits(const memory_run *r, const memory_room *have, char *s, size_t cap)
+{
+    char found[5][160];
+    int n = 0;
+    memory_run t = *r;
+    /* widths the model accepts: multiples of --heads (even for the complex readout) */
+    for (t.cfg.dim = r->cfg.dim - 1; t.cfg.dim >= 1; t.cfg.dim--)
+        if (!kgl_config_error(&t.cfg) && fits(&t, sizeof(kgl_real), have)) {
+            snprintf(found[n++], sizeof found[0], "--dim %d", t.cfg.dim);
+            break;
+        }
+    t = *r;
+    long examples = r->cfg.reciprocal ? 2 * r->n_train : r->n_train;
+    long lo = 0, hi = r->tc.batch < examples ? r->tc.batch : examples; /* lo fits (0: none found), hi does not */
+    while (hi - lo > 1) {
+        t.tc.batch = (int)((lo + hi) / 2);
+        if (fits(&t, sizeof(kgl_real), have)) lo = t.tc.batch;
+        else hi = t.tc.batch;
+    }
+    if (lo > 0) snprintf(found[n++], sizeof found[0], "--batch %ld", lo);
+    t = *r;
+    for (t.members = r->members - 1; t.members >= 1; t.members--)
+        if (fits(&t, sizeof(kgl_real), have)) {
+            snprintf(found[n++], sizeof found[0], "--ensemble %d", t.members);
+            break;
+        }
+    if (sizeof(kgl_real) == 8 && fits(r, 4, have))
+        snprintf(found[n++], sizeof found[0], "--precision f32 (every value in 4 bytes, not 8)");
+    t = *r;
+    t.cfg.context = KGL_CONTEXT_GRAPH;
+    if (r->cfg.context == KGL_CONTEXT_FULL && fits(&t, sizeof(kgl_real), have))
+        snprintf(found[n++], sizeof found[0], "--context graph (each entity attends over its neighbourhood in the "
+                                               "training graph, not over every entity: nothing of size n x n)");
+    size_t used = 0;
+    s[0] = 0;
+    for (int k = 0; k < n && used < cap; k++)
+        used += (size_t)snprintf(s + used, cap - used, "%s%s", k == 0 ? "" : k + 1 < n ? ", " : " or ", found[k]);
+    return n;
+}
+
+bool memory_fits(const char *cmd, const memory_run *r, bool say)
+{
+    memory_need need;
+    memory_needed(r, sizeof(kgl_real), &need);
+    memory_room room;
+    room.resident = memory_available_bytes(&room.limit);
+    room.address_space = memory_override() > 0 ? INFINITY : memory_rlimit_headroom();
+    /* the one said: the estimate and the room that refuse it, or the resident ones */
+    double shown = need.resident, have = room.resident;
+    const char *limit = room.limit;
+    if (need.address_space > room.address_space && need.resident <= room.resident)
+        shown = need.address_space, have = room.address_space, limit = ADDRESS_SPACE_LIMIT;
+    char of[64] = "", a[32], b[32], c[32];
+    if (r->members > 1) snprintf(of, sizeof of, " for %d models", r->members);
+    if (fits(r, sizeof(kgl_real), &room)) {
+        if (say && shown >= MEMORY_SAY_FROM) {
+            fprintf(stderr, "kgl %s: this run needs about %s%s (an estimate, a little above what it uses)", cmd,
+                    amount(shown, a, sizeof a), of);
             if (isfinite(have))
-                fprintf(stderr, " of the %.1f GB available%s%s", have / GB, limit ? " under " : "", limit ? limit : "");
+                fprintf(stderr, " of the %s available%s%s", amount(have, b, sizeof b), limit ? " under " : "",
+                        limit ? limit : "");
             fputc('\n', stderr);
         }
         return true;
     }
-    char who[128];
-    if (limit) snprintf(who, sizeof who, "this process has %.1f GB available under %s", have / GB, limit);
-    else snprintf(who, sizeof who, "this machine has %.1f GB available", have / GB);
-    fprintf(stderr,
-            "kgl %s: this run needs about %.1f GB%s (parameters and optimiser state %.1f GB, attention %.1f GB for %d "
-            "entities and %d heads), %s; try a smaller --dim, --ffn, --heads or --batch%s%s%s\n",
-            cmd, need / GB, of, pp / GB, ap / GB, c->n_entities, c->heads, who,
-            models > 1 ? ", or fewer --ensemble members" : "",
-            sizeof(kgl_real) == 8 && need / 2 <= have ? ", or --precision f32 (every value in 4 bytes, not 8)" : "",
-            c->context == KGL_CONTEXT_FULL && ap > need / 2
-                ? ", or --context graph (each entity attends over its neighbourhood in the training graph, not "
-                  "over every entity: nothing of size n x n)"
-                : "");
+    char who[160];
+    if (limit) snprintf(who, sizeof who, "this process has %s available under %s", amount(have, b, sizeof b), limit);
+    else snprintf(who, sizeof who, "this machine has %s available", amount(have, b, sizeof b));
+    char parts[160];
+    int k = snprintf(parts, sizeof parts, "parameters and optimiser state %s", amount(need.parameters, c, sizeof c));
+    if (r->cfg.context == KGL_CONTEXT_FULL)
+        snprintf(parts + k, sizeof parts - (size_t)k, ", attention %s for %d entities and %d heads",
+                 amount(need.attention, a, sizeof a), r->cfg.n_entities, r->cfg.heads);
+    char hint[1024] = "";
+    const char *lead = "free memory or raise the limit";
+    if (r->options && what_fits(r, &room, hint, sizeof hint) > 0) lead = "it fits with ";
+    else if (r->options) lead = "nothing smaller in --dim, --batch or --ensemble fits: free memory or raise the limit";
+    fprintf(stderr, "kgl %s: this run needs about %s%s (%s), %s; %s%s\n", cmd, amount(shown, a, sizeof a), of, parts,
+            who, lead, hint);
     return false;
 }
 

@@ -150,6 +150,10 @@ double kgl_config_tau(const kgl_config *cfg);
 /* Declares and allocates the parameters (all zero); then either initialise
  * them (kgl_model_init) or load them. The config must be valid. */
 void kgl_model_create(kgl_model *m, const kgl_config *cfg);
+/* The number of values per section (kgl_params' total) kgl_model_create
+ * declares for `cfg`, which must be valid: the same declarations, nothing
+ * allocated. */
+size_t kgl_config_parameters(const kgl_config *cfg);
 /* The specified init, drawn from `rng` parameter by parameter in declaration
  * order (entity_emb, relation_emb, attn.wq, attn.wk, attn.wv, attn.wo,
  * ffn.w1, ffn.w2), each in row-major order; gammas 1, betas and biases 0. */
@@ -547,6 +551,32 @@ typedef struct kgl_snapshot {
 void kgl_trainer_snapshot(const kgl_trainer *tr, kgl_snapshot *s);
 void kgl_trainer_restore(kgl_trainer *tr, const kgl_snapshot *s);
 void kgl_snapshot_free(kgl_snapshot *s);
+/* Frees what only training steps use, the step's tape (its activations,
+ * at their high-water mark), when no step follows for a while: a model of an
+ * ensemble kept for the report. tr->fwd is invalid until the next step,
+ * which allocates the tape again. */
+void kgl_trainer_release_steps(kgl_trainer *tr);
+
+/* The memory of training one model, in bytes, for a check before anything
+ * is allocated (kgl train's estimate), with values of `value_bytes` each (8
+ * in float64, 4 in float32, whichever this build computes in). The
+ * parameters and the snapshot are counted as they are allocated (the
+ * declarations of kgl_model_create; kgl_trainer_snapshot's copy); a step's
+ * and an evaluation's arenas, from the shapes of the tensors the layer
+ * makes, per context: a test holds them within 1.0 to 1.3 times the
+ * arenas' high-water marks over the options (tests/cli_memory.c). */
+typedef struct kgl_memory_plan {
+    double parameters; /* the values, their gradients and Adam's two moments */
+    double snapshot;   /* the best model so far (values and moments), with selection on valid */
+    double step;       /* a training step's tape: activations, gradients and saved scratch */
+    double attention;  /* the part of `step` of size n x n: every head's weights (--context full) */
+    double states;     /* an evaluation's entity states (the trainer's eval_tape), every head's weights with them */
+    double ranking;    /* one kgl_eval's scratch, ranking `ranked` triples */
+    double mixture;    /* an ensemble's evaluation: the mixture of its members' probabilities */
+    double examples;   /* the trainer's examples, batch, tails and neighbourhood index (ints) */
+} kgl_memory_plan;
+void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const kgl_regularisers *reg, long n_train,
+                      long ranked, size_t value_bytes, kgl_memory_plan *plan);
 
 /* 1-N / KvsAll targets (an extension of the specified layer, as ConvE trains; off by
  * default). Call right after kgl_trainer_init: the examples become the

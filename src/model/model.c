@@ -83,7 +83,9 @@ double kgl_config_tau(const kgl_config *cfg)
     }
 }
 
-void kgl_model_create(kgl_model *m, const kgl_config *cfg)
+/* Declares the parameters of model `cfg` in m (allocating nothing): what
+   kgl_model_create allocates and kgl_config_parameters counts. */
+static void declare_parameters(kgl_model *m, const kgl_config *cfg)
 {
     const char *err = kgl_config_error(cfg);
     if (err) kgl_die("model: invalid configuration: %s", err);
@@ -98,10 +100,7 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
     kgl_params *ps = &m->params;
     m->entity_emb = kgl_params_add(ps, "entity_emb", n, d);
     m->relation_emb = kgl_params_add(ps, "relation_emb", kgl_config_relation_rows(cfg), d);
-    if (cfg->context == KGL_CONTEXT_NONE) {
-        kgl_params_alloc(ps);
-        return;
-    }
+    if (cfg->context == KGL_CONTEXT_NONE) return;
     m->wq = kgl_params_add(ps, "attn.wq", d, d);
     m->wk = kgl_params_add(ps, "attn.wk", d, d);
     m->wv = kgl_params_add(ps, "attn.wv", d, d);
@@ -127,7 +126,21 @@ void kgl_model_create(kgl_model *m, const kgl_config *cfg)
     if (cfg->context == KGL_CONTEXT_GRAPH)
         m->context_relation_emb = kgl_params_add(ps, "context.relation_emb", 2 * cfg->n_relations + 1, d);
     if (cfg->query_relation) m->context_query_emb = kgl_params_add(ps, "context.query_emb", 2 * cfg->n_relations, d);
-    kgl_params_alloc(ps);
+}
+
+void kgl_model_create(kgl_model *m, const kgl_config *cfg)
+{
+    declare_parameters(m, cfg);
+    kgl_params_alloc(&m->params);
+}
+
+size_t kgl_config_parameters(const kgl_config *cfg)
+{
+    kgl_model m; /* its declarations only: no block */
+    declare_parameters(&m, cfg);
+    size_t total = 0;
+    for (int i = 0; i < m.params.n; i++) total += kgl_numel(&m.params.p[i].t);
+    return total;
 }
 
 static void fill_normal(kgl_tensor *x, kgl_rng *rng, double std)

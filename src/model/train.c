@@ -695,6 +695,105 @@ void kgl_snapshot_free(kgl_snapshot *s)
     memset(s, 0, sizeof *s);
 }
 
+void kgl_trainer_release_steps(kgl_trainer *tr)
+{
+    kgl_tape_reset(&tr->tape);
+    kgl_arena_free(&tr->tape.arena);
+    memset(&tr->fwd, 0, sizeof tr->fwd);
+}
+
+/* ---- what training allocates ------------------------------------------------- */
+
+/* The arenas' sizes, in values, from the tensors the layer makes with their
+   gradients (ops.c, model.c). The coefficients count them: e.g. the full
+   context's 19 n d are Q, K, V, the attention's output, O Wo, the residual
+   and its layer norm with their gradients, and packed copies; the readout's
+   3 B n are the scores, their gradient and the softmax, its 2 B d the query
+   rows a ⊙ b and their gradient's scratch. Fitted where a sum is not exact
+   (the neighbourhood context's tokens) to the high-water marks of UMLS,
+   Nations and Kinship steps, always rounded up. */
+static double step_values(const kgl_config *c, const kgl_train_config *tc, const kgl_regularisers *reg, double B,
+                          double *attention)
+{
+    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads, rel_rows = kgl_config_relation_rows(c);
+    kgl_regularisers none = {0};
+    const kgl_regularisers *r = reg ? reg : &none;
+    double readout = 3 * B * n + 2 * B * d;
+    if (r->hidden_dropout > 0) readout += 4.25 * B * d; /* the head rows gathered, dropped, a byte mask */
+    if (r->entity_dropout > 0) readout += 2.25 * n * d;
+    if (r->relation_loss > 0) readout += 3 * B * rel_rows + 2.5 * B * d;
+    if (r->n3 > 0) readout += 12.5 * B * d; /* three rows gathered and cubed, with gradients */
+    *attention = 0;
+    switch (c->context) {
+    case KGL_CONTEXT_NONE: return readout + (r->dropout > 0 ? 2.125 * n * d : 0);
+    case KGL_CONTEXT_FULL: {
+        double layer = 19 * n * d + (c->qk_norm ? 4 * n * d : 0) + (r->dropout > 0 ? 6.25 * n * d : 0);
+        if (f > 0) layer += 7 * n * f + 8 * n * d;
+        /* the fused op keeps every head's weights and one head's backward
+           scratch; the composition (head supervision, attention dropout)
+           every head's logits, weights and their gradients and copies */
+        bool composed = r->attn_dropout > 0 || (tc && tc->head_of);
+        *attention = (composed ? 10 * H + 1 : H + 1) * n * n;
+        return readout + layer + *attention;
+    }
+    case KGL_CONTEXT_GRAPH: {
+        /* B (K + 1) tokens (K counted where an entity has fewer edges): the
+           gathered keys and values with their gradients, the segment's
+           weights per head, indices */
+        double tokens = B * (c->neighbours + 1.0);
+        double layer = tokens * (4.25 * d + 4 * H + 16 + (c->qk_norm ? 2 * d : 0)) + 8.5 * B * d;
+        if (f > 0) layer += 7 * B * f + 8 * B * d;
+        if (c->query_relation) layer += 4 * B * d;
+        if (r->dropout > 0) layer += 2.5 * B * d;
+        return readout + layer;
+    }
+    }
+    return readout;
+}
+
+/* An evaluation's states on the eval_tape: the full context's layer without
+   gradients, with every head's weights (the report keeps them); the
+   neighbourhood context's are made a block of entities at a time. */
+static double states_values(const kgl_config *c)
+{
+    double n = c->n_entities, d = c->dim, f = c->ffn, H = c->heads;
+    switch (c->context) {
+    case KGL_CONTEXT_NONE: return 0;
+    case KGL_CONTEXT_GRAPH: return 1.25 * n * d;
+    case KGL_CONTEXT_FULL: break;
+    }
+    return 9.5 * n * d + (c->qk_norm ? 2 * n * d : 0) + (f > 0 ? 5 * n * f + 4 * n * d : 0) + H * n * n;
+}
+
+void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const kgl_regularisers *reg, long n_train,
+                      long ranked, size_t value_bytes, kgl_memory_plan *plan)
+{
+    const double w = (double)value_bytes, I = sizeof(int);
+    double n = cfg->n_entities, d = cfg->dim, m = cfg->n_relations, K = cfg->neighbours;
+    double examples = cfg->reciprocal ? 2.0 * n_train : (double)n_train;
+    double batch = tc && tc->batch > 0 && tc->batch < examples ? tc->batch : examples;
+    double P = (double)kgl_config_parameters(cfg);
+    plan->parameters = 4 * P * w; /* kgl_params_alloc */
+    plan->snapshot = 3 * P * w;   /* kgl_trainer_snapshot */
+    double attention;
+    plan->step = step_values(cfg, tc, reg, batch, &attention) * w;
+    plan->attention = attention * w;
+    plan->states = states_values(cfg) * w;
+    /* kgl_eval_init's and kgl_evaluate_ensemble's: a chunk of rows of scores
+       and of query vectors (and with --query-relation, of their states), two
+       queries a triple and their two ranks; an ensemble's mixture of
+       probabilities, a chunk of rows, once */
+    double rows = 2.0 * ranked < EVAL_CHUNK ? 2.0 * ranked : EVAL_CHUNK;
+    plan->ranking = rows * (n + d + (cfg->query_relation ? d : 0)) * w +
+                    2.0 * ranked * (sizeof(kgl_eval_query) + 2 * sizeof(double));
+    plan->mixture = rows * n * w;
+    /* the tails per (relation, entity), the examples (head, relation, tail,
+       their order), a batch's; the graph's edges and a batch's
+       neighbourhoods (four ints a token) */
+    plan->examples = (n * m + 1 + n_train + 4 * examples + 3 * batch) * I;
+    if (cfg->context == KGL_CONTEXT_GRAPH) plan->examples += (6.0 * n_train + 2 * n + 4 * batch * (K + 1)) * I;
+}
+
 double kgl_trainer_step(kgl_trainer *tr)
 {
     double loss = kgl_trainer_compute(tr);
