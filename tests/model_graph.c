@@ -448,7 +448,7 @@ TEST(no_context_is_the_readout_on_the_embeddings)
     cfg.ffn = 16; /* ignored: no layer */
     kgl_model m;
     kgl_model_create(&m, &cfg);
-    CHECK(m.params.n == 2 && m.cfg.ffn == 0 && m.wq == NULL);
+    CHECK(m.params.n == 2 && m.cfg.ffn == 0 && m.layer[0].wq == NULL);
     kgl_rng rng;
     kgl_rng_seed(&rng, 5);
     kgl_model_init(&m, &rng);

@@ -446,8 +446,8 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_model_init(&tr->model, &rng);
     if (tc->freeze_embeddings || tc->lookup) kgl_params_find(&tr->model.params, "entity_emb")->frozen = true;
     if (tc->lookup) {
-        set_identity(tr->model.wv);
-        set_identity(tr->model.wo);
+        set_identity(tr->model.layer[0].wv);
+        set_identity(tr->model.layer[0].wo);
         kgl_params_find(&tr->model.params, "attn.wv")->frozen = true;
         kgl_params_find(&tr->model.params, "attn.wo")->frozen = true;
         tie_relation_blocks(&tr->model);
