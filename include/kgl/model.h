@@ -189,6 +189,7 @@ typedef struct kgl_forward {
        weights [tokens, H] (column h: head h) */
     const kgl_neighbourhood *neighbourhood;
     kgl_tensor *segment_logits, *segment_attn;
+    kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
     kgl_tensor *q, *k;                  /* Q, K [n, d] */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
@@ -415,6 +416,21 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
 /* The triples whose questions kgl heads and the training log measure that on
  * (the first of the training file): enough for a mean, bounded in cost. */
 #define KGL_RELATION_ATTENTION_TRIPLES 2000
+/* One question's neighbourhood and where each head of each layer looks in
+ * it (`kgl heads --query` on a --context graph model): the segment that
+ * evaluation builds for (entity, row, ?) (the entity itself, then the first
+ * K of its edges in the fixed order; with --hide-asked-relation none of
+ * row's), token t being the edge (relation[t], entity[t]) and token 0 the
+ * entity itself (relation row 2m), and weight[(l · n_tokens + t) · heads + h]
+ * the weight head h of layer l puts on token t. Free with
+ * kgl_segment_view_free. */
+typedef struct kgl_segment_view {
+    int n_tokens, layers, heads;
+    int *entity, *relation; /* [n_tokens] */
+    double *weight;         /* [layers · n_tokens · heads] */
+} kgl_segment_view;
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out);
+void kgl_segment_view_free(kgl_segment_view *v);
 /* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
  * fixed rule (the first K edges, none left out) into states [n, d]. With
  * --query-relation each depends on its relation (rel NULL: none asked, as

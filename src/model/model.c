@@ -402,6 +402,7 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     for (int l = 0; l < c->layers; l++) {
         kgl_forward deeper; /* what a deeper layer's attention records is not kept */
         C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
+        out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
     }
     out->context = C;
 }
@@ -515,6 +516,37 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
             uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
         }
     free(mass);
+}
+
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out)
+{
+    const kgl_graph *g = model_graph(m);
+    int K = m->cfg.neighbours, H = m->cfg.heads, L = m->cfg.layers;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    int *scratch = kgl_arena_alloc(&t.arena, kgl_neighbourhood_scratch(g) * sizeof(int));
+    kgl_neighbourhood *nb = neighbourhood_alloc(&t.arena, 1, K);
+    bool hide = m->cfg.hide_asked; /* as evaluation asks the question */
+    kgl_neighbourhood_fill(g, K, &entity, hide ? &row : NULL, NULL, 1, hide, NULL, 0, scratch, nb);
+    kgl_forward f;
+    graph_layer(m, &t, NULL, nb, &row, &f);
+    int T = nb->offsets[1];
+    *out = (kgl_segment_view){T, L, H, kgl_xmalloc((size_t)T * sizeof(int)), kgl_xmalloc((size_t)T * sizeof(int)),
+                              kgl_xmalloc((size_t)L * T * H * sizeof(double))};
+    memcpy(out->entity, nb->entity, (size_t)T * sizeof(int));
+    memcpy(out->relation, nb->relation, (size_t)T * sizeof(int));
+    for (int l = 0; l < L; l++)
+        for (size_t k = 0; k < (size_t)T * H; k++) out->weight[(size_t)l * T * H + k] = f.layer_segment_attn[l]->data[k];
+    kgl_tape_free(&t);
+}
+
+void kgl_segment_view_free(kgl_segment_view *v)
+{
+    free(v->entity);
+    free(v->relation);
+    free(v->weight);
+    memset(v, 0, sizeof *v);
 }
 
 /* Σ over the segments of nb of what kgl_relation_attention averages: the
