@@ -262,3 +262,51 @@ TEST(heads_grid_keys_name_each_panels_relation)
     CHECK(strstr(svg, ">head 0: best relation advises (spec 1.00)<") != NULL);
     CHECK(strstr(svg, ">head 1: best relation authored (spec 1.00)<") != NULL);
 }
+
+/* A neighbourhood model: --query shows the question's segment (the entity
+   itself first, then its edges), each head's weights per layer beside
+   uniform's (each a softmax over the tokens: sum 1 to round-off of at most
+   K + 1 = 4 terms), true answers marked, and the readout's answers. */
+TEST(heads_query_on_a_graph_model_shows_its_neighbourhood)
+{
+    char cmd[1024], e[512], ckpt[512];
+    snprintf(ckpt, sizeof ckpt, "%s/g.st", T->tmp);
+    snprintf(cmd, sizeof cmd,
+             "train --context graph --neighbours 3 --query-relation --dim 8 --heads 2 --steps 60 --save %s --quiet",
+             ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --json --top 3", ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    kgl_json_doc q = {0};
+    if (!CHECK(kgl_json_parse(out, strlen(out), &q, e, sizeof e))) return;
+    const kgl_json *tokens = member(q.root, "tokens");
+    CHECK(member(q.root, "layers")->num == 1 && strcmp(member(q.root, "context")->str, "graph") == 0);
+    if (CHECK(tokens->type == KGL_JSON_ARRAY && tokens->len >= 2 && tokens->len <= 4)) {
+        CHECK(strcmp(member(&tokens->child[0], "entity")->str, "alice") == 0);
+        CHECK(member(&tokens->child[0], "relation")->type == KGL_JSON_NULL);
+        CHECK_NEAR(member(q.root, "uniform")->num, 1.0 / tokens->len, 1e-15);
+        double sum[2] = {0, 0};
+        bool marked = false;
+        for (size_t t = 0; t < tokens->len; t++) {
+            const kgl_json *w = member(&tokens->child[t], "layers");
+            if (!CHECK(w->len == 1 && w->child[0].len == 2)) break;
+            sum[0] += w->child[0].child[0].num, sum[1] += w->child[0].child[1].num;
+            const char *ent = member(&tokens->child[t], "entity")->str;
+            bool answer = strcmp(ent, "dave") == 0 || strcmp(ent, "erin") == 0; /* alice advises both */
+            CHECK(member(&tokens->child[t], "true_answer")->type == (answer ? KGL_JSON_TRUE : KGL_JSON_FALSE));
+            marked |= answer;
+        }
+        CHECK(marked); /* the asked relation is shown (no --hide-asked-relation): an advises edge is a token */
+        CHECK_NEAR(sum[0], 1.0, 1e-14);
+        CHECK_NEAR(sum[1], 1.0, 1e-14);
+    }
+    CHECK(member(q.root, "answers")->len == 3);
+    kgl_json_free(&q);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises", ckpt);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "uniform weight: ") != NULL && strstr(out, "(itself) alice") != NULL);
+    CHECK(strstr(out, "layer 0: where each head looks") != NULL && strstr(out, "the readout's top answers") != NULL);
+    /* the picture of the n x n attention has no neighbourhood form: refused */
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --svg %s/pics", ckpt, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+}

@@ -385,7 +385,7 @@ TEST(layer_gradcheck_all_configs)
         int n = kgl_layer_check(w, 1, res);
         /* each configuration's parameters: the graph context's add P (and Pq when the query asks the
            relation), the FFN, qk-norm and θ; none has E and R */
-        CHECK(n == (w == 0 ? 8 : w == 3 ? 13 : w == 5 ? 20 : w == 6 ? 2 : w == 7 ? 10 : 14));
+        CHECK(n == (w == 0 ? 8 : w == 3 ? 13 : w == 5 ? 20 : w == 6 ? 2 : w == 7 ? 10 : w == 8 ? 36 : w == 9 ? 38 : 14));
         for (int k = 0; k < n; k++) {
             if (!res[k].pass) printf("    %s %s: %s\n", kgl_layer_check_name(w), res[k].name, res[k].why);
             CHECK(res[k].pass);
@@ -473,7 +473,7 @@ TEST(init_follows_model_md)
     kgl_rng rng;
     kgl_rng_seed(&rng, 7);
     kgl_model_init(&m, &rng);
-    kgl_tensor *ts[3] = {m.entity_emb, m.relation_emb, m.wq};
+    kgl_tensor *ts[3] = {m.entity_emb, m.relation_emb, m.layer[0].wq};
     double want[3] = {1.0, 1.0 / 64, 9.0 / 64};
     for (int k = 0; k < 3; k++) {
         double s = 0, s2 = 0;
@@ -482,7 +482,7 @@ TEST(init_follows_model_md)
         double var = s2 / n - (s / n) * (s / n);
         CHECK_NEAR(var / want[k], 1.0, 0.11);
     }
-    CHECK(m.ln1_gamma->data[5] == 1.0 && m.ln1_beta->data[5] == 0.0);
+    CHECK(m.layer[0].ln1_gamma->data[5] == 1.0 && m.layer[0].ln1_beta->data[5] == 0.0);
     kgl_model_free(&m);
 }
 
@@ -511,7 +511,7 @@ TEST(same_seed_same_bits)
         kgl_optim_defaults(&o);
         kgl_batch b = {23, ex_head, ex_rel, ex_tail, NULL};
         for (int s = 0; s < 20; s++) losses[run][s] = train_step(&m, &t, &o, &b);
-        final_param[run] = m.wq->data[3];
+        final_param[run] = m.layer[0].wq->data[3];
         kgl_tape_free(&t);
         kgl_model_free(&m);
     }

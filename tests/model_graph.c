@@ -448,7 +448,7 @@ TEST(no_context_is_the_readout_on_the_embeddings)
     cfg.ffn = 16; /* ignored: no layer */
     kgl_model m;
     kgl_model_create(&m, &cfg);
-    CHECK(m.params.n == 2 && m.cfg.ffn == 0 && m.wq == NULL);
+    CHECK(m.params.n == 2 && m.cfg.ffn == 0 && m.layer[0].wq == NULL);
     kgl_rng rng;
     kgl_rng_seed(&rng, 5);
     kgl_model_init(&m, &rng);
@@ -529,8 +529,8 @@ TEST(graph_context_command_line)
     double s0 = -1;
     CHECK(self && sscanf(self, "\"self\":[%lf", &s0) == 1 && s0 > 0 && s0 < 1);
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --train data/academic.tsv --query alice,advises", T->tmp);
-    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
-    CHECK(strstr(err, "attends over neighbourhoods (--context graph)") != NULL);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0); /* the question's neighbourhood: cli_heads_query.c */
+    CHECK(strstr(out, "a neighbourhood of ") != NULL);
     CHECK(run_kgl(T, "train --neighbours 3", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--neighbours needs --context graph") != NULL);
     CHECK(run_kgl(T, "train --edge-dropout 0.3", out, sizeof out, err, sizeof err) == 2);
@@ -859,4 +859,15 @@ TEST(context_none_warns_that_layer_options_change_nothing)
     CHECK(strstr(err, "warning") == NULL);
     CHECK(run_kgl(T, "train --context graph --ffn 16 --steps 2 --quiet", out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(err, "warning") == NULL);
+    /* the baseline of a graph recipe is the recipe with --context none: its
+       neighbourhood options are named, not refused (issue 48) */
+    CHECK(run_kgl(T,
+                  "train --train data/walkthrough/family.train.tsv --valid data/walkthrough/family.valid.tsv "
+                  "--test data/walkthrough/family.test.tsv "
+                  "--recipe data/bench/large.args --context none --steps 2 --quiet",
+                  out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(err, "--neighbours --query-relation --hide-asked-relation change nothing") != NULL);
+    /* the same options with the full context are a mistake */
+    CHECK(run_kgl(T, "train --query-relation --steps 2", out, sizeof out, err, sizeof err) == 2);
+    CHECK(run_kgl(T, "train --neighbours 4 --steps 2", out, sizeof out, err, sizeof err) == 2);
 }

@@ -116,7 +116,7 @@ TEST(fused_attention_equals_its_composition)
         kgl_rng rng;
         kgl_rng_seed(&rng, 3);
         kgl_model_init(&m, &rng);
-        if (qk) m.log_temperature->data[1] = 0.4, m.log_temperature->data[2] = -0.3;
+        if (qk) m.layer[0].log_temperature->data[1] = 0.4, m.layer[0].log_temperature->data[2] = -0.3;
         int B = 300, *h = malloc(B * sizeof *h), *r = malloc(B * sizeof *r), *t = malloc(B * sizeof *t);
         for (int b = 0; b < B; b++) {
             kgl_triple x = ds.splits[0].triples[b];

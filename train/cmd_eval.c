@@ -168,8 +168,9 @@ int cmd_eval(int argc, char **argv)
         print_model_choice(&ms.choice, "ranking",
                            "Its ranks are its own; the ensemble's file without --member ranks by every model.");
     for (int k = 0; k < ms.n && !json; k++)
-        printf("%s: step %ld, d_model %d, %d heads, ffn %d\n", ms.paths[k], ms.ck[k].st.step, ms.m[k].cfg.dim,
-               ms.m[k].cfg.heads, ms.m[k].cfg.ffn);
+        printf("%s: step %ld, d_model %d, %d heads, ffn %d%s%.0d%s\n", ms.paths[k], ms.ck[k].st.step,
+               ms.m[k].cfg.dim, ms.m[k].cfg.heads, ms.m[k].cfg.ffn, ms.m[k].cfg.layers > 1 ? ", " : "",
+               ms.m[k].cfg.layers > 1 ? ms.m[k].cfg.layers : 0, ms.m[k].cfg.layers > 1 ? " layers" : "");
     if (ms.n > 1 && !json)
         printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", ms.n);
     bool first = true;

@@ -57,10 +57,12 @@ static void json_result(const kgl_check_result *r, const char *config)
     printf(",\"pass\":%s}", r->pass ? "true" : "false");
 }
 
+/* The parameter column holds a stack's longest name, layer1.attn.log_temperature. */
 static void row(const kgl_check_result *r, const char *config)
 {
-    if (config) printf("%-34s ", config);
-    printf("%-20s %7ld  %11.2e  %11.2e  %7.0e  %s  %s\n", r->name, r->checks, r->max_abs_err, r->max_rel_err,
+    if (config) printf("%-34s %-27s", config, r->name);
+    else printf("%-20s", r->name);
+    printf(" %7ld  %11.2e  %11.2e  %7.0e  %s  %s\n", r->checks, r->max_abs_err, r->max_rel_err,
            r->rel_tol, r->pass ? "PASS" : "FAIL", r->shapes);
     if (!r->pass) printf("  -> %s\n", r->why);
 }
@@ -260,7 +262,7 @@ int cmd_gradcheck(int argc, char **argv)
     if (!only) {
         if (json) printf(",\"layer\":[");
         else printf("\nwhole layer (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
-                    "%-34s %-20s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
+                    "%-34s %-27s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
                     "max rel err", "tol", "    ", "shape");
         bool first = true;
         for (int w = 0; w < KGL_LAYER_CHECKS; w++) {

@@ -40,6 +40,11 @@ static const char help[] =
     "With --svg DIR it writes DIR/query.svg: a strip per head and one of the\n"
     "readout's probabilities over at most 48 entities (the top answers, true\n"
     "tails, the most attended), true tails outlined, the top answers listed.\n"
+    "On a --context graph model --query shows the question's neighbourhood as\n"
+    "evaluation builds it (HEAD itself, then at most K of its edges): for each\n"
+    "layer, each head's weight on each token and the mean's multiple of\n"
+    "uniform (1/tokens), tokens whose entity is a true answer marked '*'; then\n"
+    "the readout's top answers (--svg is for the full context's n x n rows).\n"
     EXIT_TABLE;
 
 /* The first line when the model is one of an ensemble: which one, and why
@@ -208,14 +213,20 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most 2,000 of) the training triples. */
 #define GRAPH_ABLATION_TRIPLES 2000
-static int graph_heads(const model_choice *chosen, const char *query, bool json, const pictures *pic, data_view *v,
-                       kgl_model *m, kgl_checkpoint *ck)
+static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const data_view *v,
+                       kgl_model *m, long step);
+
+static int graph_heads(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
+                       data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     const char *ckpt = chosen->path;
     if (query) {
-        fprintf(stderr, "kgl heads: --query shows the n x n attention of the full context; %s attends over "
-                        "neighbourhoods (--context graph): kgl heads without --query shows them by relation\n", ckpt);
-        return EXIT_USAGE;
+        if (pic->dir) {
+            fprintf(stderr, "kgl heads: --query --svg draws the n x n attention of the full context; %s attends over "
+                            "neighbourhoods (--context graph): --query without --svg shows the question's\n", ckpt);
+            return EXIT_USAGE;
+        }
+        return graph_query(chosen, query, top, json, v, m, ck->st.step);
     }
     int H = m->cfg.heads, nr = v->ds.n_relations;
     double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double)), *uniform = kgl_xmalloc((size_t)nr * sizeof(double));
@@ -649,6 +660,150 @@ static void query_print_json(const model_choice *chosen, long step, const data_v
     printf("]}\n");
 }
 
+/* src cut to at most max bytes (and cap - 1), never inside a UTF-8 character. */
+static void cut_name(char *dst, size_t cap, const char *src, int max)
+{
+    size_t n = strlen(src), lim = (size_t)max < cap - 1 ? (size_t)max : cap - 1;
+    if (n > lim) {
+        n = lim;
+        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--; /* src[n] continues a character: back off */
+    }
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* ---- --query on a neighbourhood model ------------------------------------------
+ * The question (HEAD, REL, ?) as evaluation asks it: its segment (HEAD itself,
+ * then at most K of its edges) and, layer by layer, each head's weight on
+ * each token beside uniform's 1/tokens, so that near-uniform attention is not
+ * read as structure; tokens whose entity is a true answer in the training
+ * triples marked '*'. Then the readout's top answers. */
+static void graph_query_text(const model_choice *chosen, long step, const data_view *v, const query_view *q,
+                             const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
+{
+    char *const *names = v->ds.entity_names;
+    int T = sv->n_tokens, H = sv->heads, top = q->top < T ? q->top : T;
+    say_which_model(chosen);
+    printf("%s: step %ld, %d heads, %d layer%s; question (%s, %s, ?): a neighbourhood of %d tokens (itself and %d "
+           "edges)\n", chosen->path, step, H, sv->layers, sv->layers == 1 ? "" : "s", names[q->entity], q->rel_name, T,
+           T - 1);
+    printf("true answers in the training triples (marked *): ");
+    if (!q->n_true) printf("none");
+    for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
+    printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
+    char label[1300], cell[96];
+    int *order = kgl_xmalloc((size_t)T * sizeof(int));
+    double *mean = kgl_xmalloc((size_t)T * sizeof(double));
+    for (int l = 0; l < sv->layers; l++) {
+        const double *w = sv->weight + (size_t)l * T * H;
+        for (int t = 0; t < T; t++) {
+            mean[t] = 0;
+            for (int h = 0; h < H; h++) mean[t] += w[(size_t)t * H + h] / H;
+        }
+        sort_desc(order, T, mean);
+        printf("\nlayer %d: where each head looks (the %d most weighted of %d tokens)\n%-40s", l, top, T, "token");
+        for (int h = 0; h < H; h++) {
+            snprintf(cell, sizeof cell, "head %d", h);
+            printf("  %7s", cell);
+        }
+        printf("  %7s  %s\n", "mean", "x uniform");
+        for (int k = 0; k < top; k++) {
+            int t = order[k], e = sv->entity[t];
+            if (t == 0) snprintf(label, sizeof label, "(itself) %s", names[e]);
+            else {
+                char rel[600];
+                kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
+                snprintf(label, sizeof label, "%s %s", rel, names[e]);
+            }
+            cut_name(cell, sizeof cell, label, q->is_true[e] ? 36 : 38);
+            printf("%-40s", q->is_true[e] ? (strcat(cell, " *"), cell) : cell);
+            for (int h = 0; h < H; h++) printf("  %7.3f", w[(size_t)t * H + h]);
+            printf("  %7.3f  %9.2f\n", mean[t], mean[t] * T);
+        }
+    }
+    printf("\nthe readout's top answers\n%4s  %-34s %10s %8s\n", "rank", "answer", "score", "prob");
+    for (int k = 0; k < n_ans; k++) {
+        cut_name(cell, sizeof cell, names[ans[k].entity], 32);
+        if (q->is_true[ans[k].entity]) strcat(cell, " *");
+        printf("%4d  %-34s %10.4f %8.4f\n", k + 1, cell, ans[k].score, ans[k].prob);
+    }
+    free(order);
+    free(mean);
+}
+
+static void graph_query_json(const model_choice *chosen, long step, const data_view *v, const query_view *q,
+                             const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
+{
+    char *const *names = v->ds.entity_names;
+    int T = sv->n_tokens, H = sv->heads;
+    char rel[600];
+    printf("{");
+    json_model_choice(chosen);
+    printf("\"step\":%ld,\"heads\":%d,\"layers\":%d,\"context\":\"graph\",\"query\":{\"head\":", step, H, sv->layers);
+    kgl_json_string(stdout, names[q->entity]);
+    printf(",\"relation\":");
+    kgl_json_string(stdout, q->rel_name);
+    printf("},\"uniform\":");
+    kgl_json_number(stdout, 1.0 / T);
+    printf(",\"tokens\":[");
+    for (int t = 0; t < T; t++) {
+        printf("%s{\"entity\":", t ? "," : "");
+        kgl_json_string(stdout, names[sv->entity[t]]);
+        printf(",\"relation\":");
+        if (t == 0) printf("null");
+        else {
+            kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
+            kgl_json_string(stdout, rel);
+        }
+        printf(",\"true_answer\":%s,\"layers\":[", q->is_true[sv->entity[t]] ? "true" : "false");
+        for (int l = 0; l < sv->layers; l++) {
+            printf("%s[", l ? "," : "");
+            for (int h = 0; h < H; h++) {
+                printf("%s", h ? "," : "");
+                kgl_json_number(stdout, sv->weight[((size_t)l * T + t) * H + h]);
+            }
+            printf("]");
+        }
+        printf("]}");
+    }
+    printf("],\"answers\":[");
+    for (int k = 0; k < n_ans; k++) {
+        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
+        kgl_json_string(stdout, names[ans[k].entity]);
+        printf(",\"score\":");
+        kgl_json_number(stdout, ans[k].score);
+        printf(",\"prob\":");
+        kgl_json_number(stdout, ans[k].prob);
+        printf(",\"true_tail\":%s}", q->is_true[ans[k].entity] ? "true" : "false");
+    }
+    printf("]}\n");
+}
+
+static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const data_view *v,
+                       kgl_model *m, long step)
+{
+    query_view q = {0};
+    q.top = top;
+    int st = parse_query(query, v, m, &q);
+    if (st) return st;
+    int n = m->cfg.n_entities, n_ans = top < n ? top : n;
+    q.is_true = kgl_xcalloc((size_t)n, sizeof(bool));
+    q.truth = kgl_xmalloc((size_t)n * sizeof(int));
+    q.n_true = kgl_true_answers(v->split[0], v->n[0], v->ds.n_relations, q.entity, q.row, q.truth, n);
+    for (int k = 0; k < q.n_true; k++) q.is_true[q.truth[k]] = true;
+    kgl_segment_view sv;
+    kgl_model_question_segment(m, q.entity, q.row, &sv);
+    kgl_answer *ans = kgl_xmalloc((size_t)n_ans * sizeof *ans);
+    n_ans = kgl_predict(m, NULL, NULL, q.entity, q.row, n_ans, false, ans);
+    if (json) graph_query_json(chosen, step, v, &q, &sv, ans, n_ans);
+    else graph_query_text(chosen, step, v, &q, &sv, ans, n_ans);
+    free(ans);
+    kgl_segment_view_free(&sv);
+    free(q.is_true);
+    free(q.truth);
+    return 0;
+}
+
 #define QUERY_COLUMNS 48 /* entities query.svg draws at most: cells of 16 px, every name readable */
 #define QUERY_TRUE 16    /* of which true answers at most (the readout's best first) */
 
@@ -872,7 +1027,7 @@ int cmd_heads(int argc, char **argv)
     }
     ckpt = chosen.path;
     if (m.cfg.context != KGL_CONTEXT_FULL) {
-        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, json, &pic, &v, &m, &ck)
+        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, (int)top, json, &pic, &v, &m, &ck)
                                                 : (fprintf(stderr, "kgl heads: %s has no attention (--context none): "
                                                                    "its states are the entity embeddings\n", ckpt),
                                                    EXIT_USAGE);

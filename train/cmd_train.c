@@ -1052,6 +1052,39 @@ static bool train_outputs_distinct(const train_opts *o)
 
 /* Options that cannot go together, once the checkpoint's are merged: the
    reason, or NULL. */
+/* --context none has no layer: the layer's options, and the neighbourhood's
+   that a recipe written for the graph context sets, change nothing. Not an
+   error (the baseline of a recipe is the recipe with --context none, README
+   "Results"): a warning, even with --quiet, naming them; the neighbourhood's
+   are cleared so that nothing downstream reads them. */
+static void warn_no_layer(train_opts *o)
+{
+    struct {
+        bool set;
+        const char *name;
+    } moot[] = {{o->cfg.ffn > 0, "--ffn"},
+                {o->cfg.qk_norm, "--qk-norm"},
+                {o->cfg.learn_temperature, "--temperature learn"},
+                {o->cfg.layers > 1, "--layers"},
+                {given(o, "--neighbours"), "--neighbours"},
+                {o->cfg.query_relation, "--query-relation"},
+                {o->cfg.hide_asked, "--hide-asked-relation"},
+                {o->st.reg.edge_dropout > 0, "--edge-dropout"},
+                {o->st.reg.source_dropout > 0, "--source-dropout"}};
+    char list[256] = "";
+    int n = 0;
+    for (size_t k = 0; k < sizeof moot / sizeof moot[0]; k++)
+        if (moot[k].set) {
+            snprintf(list + strlen(list), sizeof list - strlen(list), " %s", moot[k].name);
+            n++;
+        }
+    if (n) fprintf(stderr, "kgl train: warning: --context none has no layer, so%s %s nothing\n", list,
+                   n > 1 ? "change" : "changes");
+    o->cfg.query_relation = o->cfg.hide_asked = false;
+    o->cfg.layers = 1;
+    o->st.reg.edge_dropout = o->st.reg.source_dropout = 0;
+}
+
 static const char *option_conflict(const train_opts *o)
 {
     bool complex = o->cfg.readout != KGL_READOUT_DIAGONAL;
@@ -1068,11 +1101,14 @@ static const char *option_conflict(const train_opts *o)
         /* supervision and lookup read the n x n weights of the full context */
         {supervision(o) && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
         {o->st.lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
-        {given(o, "--neighbours") && o->cfg.context != KGL_CONTEXT_GRAPH, "--neighbours needs --context graph"},
-        {given(o, "--query-relation") && o->cfg.context != KGL_CONTEXT_GRAPH, "--query-relation needs --context graph"},
+        /* (--context none warns instead: warn_no_layer) */
+        {o->st.lookup && o->cfg.layers > 1, "--lookup needs one layer (it fixes the first layer's values)"},
+        {given(o, "--neighbours") && o->cfg.context == KGL_CONTEXT_FULL, "--neighbours needs --context graph"},
+        {given(o, "--query-relation") && o->cfg.context == KGL_CONTEXT_FULL, "--query-relation needs --context graph"},
         {o->st.reg.edge_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
         {o->st.reg.source_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
-        {given(o, "--hide-asked-relation") && !o->cfg.query_relation, "--hide-asked-relation needs --query-relation (a state per question)"},
+        {given(o, "--hide-asked-relation") && !o->cfg.query_relation && o->cfg.context != KGL_CONTEXT_NONE,
+         "--hide-asked-relation needs --query-relation (a state per question)"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
         if (rules[k].both) return rules[k].why;
@@ -1231,6 +1267,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     }
     o.cfg.n_entities = v.ds.n_entities;
     o.cfg.n_relations = v.ds.n_relations;
+    if (o.cfg.context == KGL_CONTEXT_NONE) warn_no_layer(&o);
     const char *cfg_err = kgl_config_error(&o.cfg);
     if (!cfg_err) cfg_err = option_conflict(&o);
     if (cfg_err) {
@@ -1238,12 +1275,6 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (o.cfg.context == KGL_CONTEXT_NONE && (o.cfg.ffn > 0 || o.cfg.qk_norm || o.cfg.learn_temperature))
-        /* not an error: a recipe written for the layer may set them (even with --quiet, as a warning is) */
-        fprintf(stderr, "kgl train: warning: --context none has no layer, so%s%s%s %s nothing\n",
-                o.cfg.ffn > 0 ? " --ffn" : "", o.cfg.qk_norm ? " --qk-norm" : "",
-                o.cfg.learn_temperature ? " --temperature learn" : "",
-                (o.cfg.ffn > 0) + o.cfg.qk_norm + o.cfg.learn_temperature > 1 ? "change" : "changes");
     int *head_of = NULL;
     if (supervision(&o)) {
         head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));

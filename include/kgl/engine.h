@@ -403,7 +403,7 @@ bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_
 
 /* ----------------------------------------------------------- parameters --
  * Every parameter, its gradient and its Adam moments live in one allocation. */
-#define KGL_MAX_PARAMS 32
+#define KGL_MAX_PARAMS 160 /* a stack of 8 layers with every option: 2 + 2 + 8 × 17 */
 #define KGL_NAME_MAX 48
 
 typedef struct kgl_param {

@@ -26,6 +26,8 @@ typedef enum { KGL_READOUT_DIAGONAL = 0, KGL_READOUT_COMPLEX } kgl_readout_kind;
  * itself), or nothing (no layer: the readout on the entity embeddings). */
 typedef enum { KGL_CONTEXT_FULL = 0, KGL_CONTEXT_GRAPH, KGL_CONTEXT_NONE } kgl_context_kind;
 #define KGL_MAX_NEIGHBOURS 4096
+/* --layers L: a stack of at most this many layers (README, "A stack of layers"). */
+#define KGL_MAX_LAYERS 8
 
 typedef struct kgl_config {
     int n_entities;   /* n */
@@ -46,6 +48,7 @@ typedef struct kgl_config {
     bool query_relation;      /* --query-relation: the query token also sees the asked relation */
     bool hide_asked;          /* --hide-asked-relation: a question (i, r) never sees i's edges of
                                  relation r, in training and in evaluation alike */
+    int layers;               /* --layers L: the layer applied L times, each with its own weights (default 1) */
 } kgl_config;
 
 /* ---------------------------------------------------------------- graph --
@@ -110,15 +113,22 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
  * entity's edges (as HittER masks the source entity). Training only. */
 void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng);
 
-typedef struct kgl_model {
-    kgl_config cfg;
-    kgl_params params;
-    kgl_tensor *entity_emb, *relation_emb;
+/* One layer's weights: attention, residual, layer norm, optional FFN. Layer 0's
+ * tensors are named as in the README's table (attn.wq, ln1.gamma, …); layer
+ * l ≥ 1's carry the prefix "layer<l>." (layer1.attn.wq). */
+typedef struct kgl_block {
     kgl_tensor *wq, *wk, *wv, *wo;
     kgl_tensor *ln1_gamma, *ln1_beta;
     kgl_tensor *ffn_w1, *ffn_b1, *ffn_w2, *ffn_b2, *ln2_gamma, *ln2_beta; /* NULL without FFN */
     kgl_tensor *qn_gamma, *qn_beta, *kn_gamma, *kn_beta; /* [dk] each, with qk_norm */
     kgl_tensor *log_temperature;                         /* [H], with learn_temperature */
+} kgl_block;
+
+typedef struct kgl_model {
+    kgl_config cfg;
+    kgl_params params;
+    kgl_tensor *entity_emb, *relation_emb;
+    kgl_block layer[KGL_MAX_LAYERS]; /* cfg.layers of them; layer[0] is the specified layer */
     kgl_tensor *context_relation_emb; /* P [2m + 1, d], with --context graph: a token's relation row */
     kgl_tensor *context_query_emb;    /* Pq [2m, d], with --query-relation: the asked relation's row */
     kgl_graph *graph; /* with --context graph: the training graph (kgl_model_set_graph; owned) */
@@ -187,6 +197,7 @@ typedef struct kgl_forward {
        weights [tokens, H] (column h: head h) */
     const kgl_neighbourhood *neighbourhood;
     kgl_tensor *segment_logits, *segment_attn;
+    kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
     kgl_tensor *q, *k;                  /* Q, K [n, d] */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
@@ -255,8 +266,11 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * drawn once from a seeded stream, then fixed); the graph context (K 2,
  * over the batch's own triples, FFN 16, qk-norm, learned temperature, the
  * same regularisers); no context (the readout on the embeddings); and the
- * graph context (K 2) whose query token carries the asked relation. */
-#define KGL_LAYER_CHECKS 8
+ * graph context (K 2) whose query token carries the asked relation; and two
+ * stacks of two layers (--layers 2): the full context with the FFN, the
+ * remedies and every regulariser, and the graph context asking the relation
+ * with the same. */
+#define KGL_LAYER_CHECKS 10
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------ splitting --
@@ -410,6 +424,21 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
 /* The triples whose questions kgl heads and the training log measure that on
  * (the first of the training file): enough for a mean, bounded in cost. */
 #define KGL_RELATION_ATTENTION_TRIPLES 2000
+/* One question's neighbourhood and where each head of each layer looks in
+ * it (`kgl heads --query` on a --context graph model): the segment that
+ * evaluation builds for (entity, row, ?) (the entity itself, then the first
+ * K of its edges in the fixed order; with --hide-asked-relation none of
+ * row's), token t being the edge (relation[t], entity[t]) and token 0 the
+ * entity itself (relation row 2m), and weight[(l · n_tokens + t) · heads + h]
+ * the weight head h of layer l puts on token t. Free with
+ * kgl_segment_view_free. */
+typedef struct kgl_segment_view {
+    int n_tokens, layers, heads;
+    int *entity, *relation; /* [n_tokens] */
+    double *weight;         /* [layers · n_tokens · heads] */
+} kgl_segment_view;
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out);
+void kgl_segment_view_free(kgl_segment_view *v);
 /* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
  * fixed rule (the first K edges, none left out) into states [n, d]. With
  * --query-relation each depends on its relation (rel NULL: none asked, as

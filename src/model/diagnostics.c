@@ -32,8 +32,8 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
         kgl_trainer_context(tr, &f);
         for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(kgl_real));
     }
-    dg->wq0 = copy_of(tr->model.wq->data, dd);
-    dg->wk0 = copy_of(tr->model.wk->data, dd);
+    dg->wq0 = copy_of(tr->model.layer[0].wq->data, dd);
+    dg->wk0 = copy_of(tr->model.layer[0].wk->data, dd);
 }
 
 void kgl_diag_free(kgl_diag *dg)
@@ -124,10 +124,10 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
         int d = dg->d, dk = d / dg->heads;
         for (int h = 0; h < dg->heads; h++) {
             kgl_head_diag *hd = &dg->head[h];
-            hd->grad_wq = block_norm(m->wq->grad, d, h * dk, dk);
-            hd->grad_wk = block_norm(m->wk->grad, d, h * dk, dk);
-            hd->wq_move = block_move(m->wq->data, dg->wq0, d, h * dk, dk);
-            hd->wk_move = block_move(m->wk->data, dg->wk0, d, h * dk, dk);
+            hd->grad_wq = block_norm(m->layer[0].wq->grad, d, h * dk, dk);
+            hd->grad_wk = block_norm(m->layer[0].wk->grad, d, h * dk, dk);
+            hd->wq_move = block_move(m->layer[0].wq->data, dg->wq0, d, h * dk, dk);
+            hd->wk_move = block_move(m->layer[0].wk->data, dg->wk0, d, h * dk, dk);
         }
         return;
     }
@@ -164,10 +164,10 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
         const double *st = tr->fwd.attn_stats;
         hd->max_abs_logit = S ? max_logit : st ? st[h] : NAN;
         hd->grad_logits = S ? (S->grad ? frobenius(S->grad, nn) : NAN) : st ? st[dg->heads + h] : NAN;
-        hd->grad_wq = block_norm(m->wq->grad, d, h * dk, dk);
-        hd->grad_wk = block_norm(m->wk->grad, d, h * dk, dk);
-        hd->wq_move = block_move(m->wq->data, dg->wq0, d, h * dk, dk);
-        hd->wk_move = block_move(m->wk->data, dg->wk0, d, h * dk, dk);
+        hd->grad_wq = block_norm(m->layer[0].wq->grad, d, h * dk, dk);
+        hd->grad_wk = block_norm(m->layer[0].wk->grad, d, h * dk, dk);
+        hd->wq_move = block_move(m->layer[0].wq->data, dg->wq0, d, h * dk, dk);
+        hd->wk_move = block_move(m->layer[0].wk->data, dg->wk0, d, h * dk, dk);
     }
     kgl_specialisation(&tr->tails, dg->heads, (kgl_tensor *const *)tr->fwd.attn, dg->spec);
 }
@@ -301,8 +301,8 @@ void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr)
     sd->grad_logits = have_logits ? sqrt(g2) : NAN;
     sd->logit_step = have_logits && sd->have_prev ? step : NAN;
     sd->have_prev = have_logits;
-    memcpy(sd->wq_before, tr->model.wq->data, (size_t)d * d * sizeof(kgl_real));
-    memcpy(sd->wk_before, tr->model.wk->data, (size_t)d * d * sizeof(kgl_real));
+    memcpy(sd->wq_before, tr->model.layer[0].wq->data, (size_t)d * d * sizeof(kgl_real));
+    memcpy(sd->wk_before, tr->model.layer[0].wk->data, (size_t)d * d * sizeof(kgl_real));
 }
 
 /* RMS of |W − W_before| / lr over the columns of the heads in `mask`. */
@@ -325,6 +325,6 @@ void kgl_sup_diag_after_update(kgl_sup_diag *sd, const kgl_trainer *tr)
     if (sd->rows == 0) return;
     int d = tr->model.cfg.dim, dk = d / tr->model.cfg.heads;
     double lr = tr->optim.lr;
-    sd->wq_step = step_in_lr(tr->model.wq->data, sd->wq_before, d, dk, sd->heads_mask, lr);
-    sd->wk_step = step_in_lr(tr->model.wk->data, sd->wk_before, d, dk, sd->heads_mask, lr);
+    sd->wq_step = step_in_lr(tr->model.layer[0].wq->data, sd->wq_before, d, dk, sd->heads_mask, lr);
+    sd->wk_step = step_in_lr(tr->model.layer[0].wk->data, sd->wk_before, d, dk, sd->heads_mask, lr);
 }

@@ -31,6 +31,7 @@ void kgl_config_defaults(kgl_config *cfg)
     cfg->init_scale = 1;
     cfg->context = KGL_CONTEXT_FULL;
     cfg->neighbours = 50;
+    cfg->layers = 1;
 }
 
 const char *kgl_config_error(const kgl_config *cfg)
@@ -45,6 +46,7 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--query-relation needs --context graph",
         "--query-relation needs the reciprocal relations (not --no-reciprocal)",
         "--hide-asked-relation needs --query-relation (a state per question)",
+        "--layers must be between 1 and 8",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -61,6 +63,7 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (cfg->query_relation && cfg->context != KGL_CONTEXT_GRAPH) return msgs[11];
     if (cfg->query_relation && !cfg->reciprocal) return msgs[12];
     if (cfg->hide_asked && !cfg->query_relation) return msgs[13];
+    if (cfg->layers < 1 || cfg->layers > KGL_MAX_LAYERS) return msgs[14];
     return NULL;
 }
 
@@ -83,6 +86,40 @@ double kgl_config_tau(const kgl_config *cfg)
     }
 }
 
+/* Declares layer l's weights; layer 0's names are the README's, layer l ≥ 1's
+   carry the prefix "layer<l>.". */
+static void declare_block(kgl_model *m, int l)
+{
+    const kgl_config *cfg = &m->cfg;
+    int d = cfg->dim, f = cfg->ffn, dk = d / cfg->heads;
+    kgl_params *ps = &m->params;
+    kgl_block *L = &m->layer[l];
+    char name[KGL_NAME_MAX];
+#define NAMED(suffix) (l ? (snprintf(name, sizeof name, "layer%d.%s", l, suffix), name) : suffix)
+    L->wq = kgl_params_add(ps, NAMED("attn.wq"), d, d);
+    L->wk = kgl_params_add(ps, NAMED("attn.wk"), d, d);
+    L->wv = kgl_params_add(ps, NAMED("attn.wv"), d, d);
+    L->wo = kgl_params_add(ps, NAMED("attn.wo"), d, d);
+    L->ln1_gamma = kgl_params_add_vector(ps, NAMED("ln1.gamma"), d);
+    L->ln1_beta = kgl_params_add_vector(ps, NAMED("ln1.beta"), d);
+    if (f > 0) {
+        L->ffn_w1 = kgl_params_add(ps, NAMED("ffn.w1"), d, f);
+        L->ffn_b1 = kgl_params_add_vector(ps, NAMED("ffn.b1"), f);
+        L->ffn_w2 = kgl_params_add(ps, NAMED("ffn.w2"), f, d);
+        L->ffn_b2 = kgl_params_add_vector(ps, NAMED("ffn.b2"), d);
+        L->ln2_gamma = kgl_params_add_vector(ps, NAMED("ln2.gamma"), d);
+        L->ln2_beta = kgl_params_add_vector(ps, NAMED("ln2.beta"), d);
+    }
+    if (cfg->qk_norm) {
+        L->qn_gamma = kgl_params_add_vector(ps, NAMED("attn.q_norm.gamma"), dk);
+        L->qn_beta = kgl_params_add_vector(ps, NAMED("attn.q_norm.beta"), dk);
+        L->kn_gamma = kgl_params_add_vector(ps, NAMED("attn.k_norm.gamma"), dk);
+        L->kn_beta = kgl_params_add_vector(ps, NAMED("attn.k_norm.beta"), dk);
+    }
+    if (cfg->learn_temperature) L->log_temperature = kgl_params_add_vector(ps, NAMED("attn.log_temperature"), cfg->heads);
+#undef NAMED
+}
+
 /* Declares the parameters of model `cfg` in m (allocating nothing): what
    kgl_model_create allocates and kgl_config_parameters counts. */
 static void declare_parameters(kgl_model *m, const kgl_config *cfg)
@@ -94,38 +131,19 @@ static void declare_parameters(kgl_model *m, const kgl_config *cfg)
     if (cfg->context == KGL_CONTEXT_NONE) { /* no layer: the options of the layer mean nothing */
         m->cfg.ffn = 0;
         m->cfg.qk_norm = m->cfg.learn_temperature = false;
+        m->cfg.layers = 1;
     }
     cfg = &m->cfg;
-    int n = cfg->n_entities, d = cfg->dim, f = cfg->ffn;
+    int n = cfg->n_entities, d = cfg->dim;
     kgl_params *ps = &m->params;
     m->entity_emb = kgl_params_add(ps, "entity_emb", n, d);
     m->relation_emb = kgl_params_add(ps, "relation_emb", kgl_config_relation_rows(cfg), d);
     if (cfg->context == KGL_CONTEXT_NONE) return;
-    m->wq = kgl_params_add(ps, "attn.wq", d, d);
-    m->wk = kgl_params_add(ps, "attn.wk", d, d);
-    m->wv = kgl_params_add(ps, "attn.wv", d, d);
-    m->wo = kgl_params_add(ps, "attn.wo", d, d);
-    m->ln1_gamma = kgl_params_add_vector(ps, "ln1.gamma", d);
-    m->ln1_beta = kgl_params_add_vector(ps, "ln1.beta", d);
-    if (f > 0) {
-        m->ffn_w1 = kgl_params_add(ps, "ffn.w1", d, f);
-        m->ffn_b1 = kgl_params_add_vector(ps, "ffn.b1", f);
-        m->ffn_w2 = kgl_params_add(ps, "ffn.w2", f, d);
-        m->ffn_b2 = kgl_params_add_vector(ps, "ffn.b2", d);
-        m->ln2_gamma = kgl_params_add_vector(ps, "ln2.gamma", d);
-        m->ln2_beta = kgl_params_add_vector(ps, "ln2.beta", d);
-    }
-    int dk = d / cfg->heads;
-    if (cfg->qk_norm) {
-        m->qn_gamma = kgl_params_add_vector(ps, "attn.q_norm.gamma", dk);
-        m->qn_beta = kgl_params_add_vector(ps, "attn.q_norm.beta", dk);
-        m->kn_gamma = kgl_params_add_vector(ps, "attn.k_norm.gamma", dk);
-        m->kn_beta = kgl_params_add_vector(ps, "attn.k_norm.beta", dk);
-    }
-    if (cfg->learn_temperature) m->log_temperature = kgl_params_add_vector(ps, "attn.log_temperature", cfg->heads);
+    declare_block(m, 0);
     if (cfg->context == KGL_CONTEXT_GRAPH)
         m->context_relation_emb = kgl_params_add(ps, "context.relation_emb", 2 * cfg->n_relations + 1, d);
     if (cfg->query_relation) m->context_query_emb = kgl_params_add(ps, "context.query_emb", 2 * cfg->n_relations, d);
+    for (int l = 1; l < cfg->layers; l++) declare_block(m, l); /* after: one layer's file is unchanged */
 }
 
 void kgl_model_create(kgl_model *m, const kgl_config *cfg)
@@ -155,37 +173,46 @@ static void fill_const(kgl_tensor *x, double v)
     for (size_t i = 0; i < n; i++) x->data[i] = v;
 }
 
+/* Layer l's init: Wq, Wk, Wv, Wo, then W1 and W2 drawn in that order; gammas
+   1, betas and biases 0, the learned temperature's log 0 (the fixed scale). */
+static void init_block(kgl_model *m, int l, kgl_rng *rng)
+{
+    const kgl_config *c = &m->cfg;
+    double d = c->dim;
+    kgl_block *L = &m->layer[l];
+    kgl_tensor *attn[4] = {L->wq, L->wk, L->wv, L->wo};
+    for (int k = 0; k < 4; k++) fill_normal(attn[k], rng, c->init_scale / sqrt(d));
+    fill_const(L->ln1_gamma, 1.0);
+    fill_const(L->ln1_beta, 0.0);
+    if (c->ffn > 0) {
+        fill_normal(L->ffn_w1, rng, 1.0 / sqrt(d));
+        fill_const(L->ffn_b1, 0.0);
+        fill_normal(L->ffn_w2, rng, 1.0 / sqrt((double)c->ffn));
+        fill_const(L->ffn_b2, 0.0);
+        fill_const(L->ln2_gamma, 1.0);
+        fill_const(L->ln2_beta, 0.0);
+    }
+    if (c->qk_norm) {
+        fill_const(L->qn_gamma, 1.0);
+        fill_const(L->qn_beta, 0.0);
+        fill_const(L->kn_gamma, 1.0);
+        fill_const(L->kn_beta, 0.0);
+    }
+    if (c->learn_temperature) fill_const(L->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
+}
+
 void kgl_model_init(kgl_model *m, kgl_rng *rng)
 {
     const kgl_config *c = &m->cfg;
     double d = c->dim;
     fill_normal(m->entity_emb, rng, 1.0);
     fill_normal(m->relation_emb, rng, 1.0 / sqrt(d));
-    if (c->context == KGL_CONTEXT_NONE) {
-        memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(kgl_real));
-        return;
+    if (c->context != KGL_CONTEXT_NONE) {
+        init_block(m, 0, rng);
+        if (c->context == KGL_CONTEXT_GRAPH) fill_normal(m->context_relation_emb, rng, 1.0 / sqrt(d));
+        if (c->query_relation) fill_normal(m->context_query_emb, rng, 1.0 / sqrt(d)); /* after P: P's bits unchanged */
+        for (int l = 1; l < c->layers; l++) init_block(m, l, rng); /* last: one layer's draws unchanged */
     }
-    kgl_tensor *attn[4] = {m->wq, m->wk, m->wv, m->wo};
-    for (int k = 0; k < 4; k++) fill_normal(attn[k], rng, c->init_scale / sqrt(d));
-    fill_const(m->ln1_gamma, 1.0);
-    fill_const(m->ln1_beta, 0.0);
-    if (c->ffn > 0) {
-        fill_normal(m->ffn_w1, rng, 1.0 / sqrt(d));
-        fill_const(m->ffn_b1, 0.0);
-        fill_normal(m->ffn_w2, rng, 1.0 / sqrt((double)c->ffn));
-        fill_const(m->ffn_b2, 0.0);
-        fill_const(m->ln2_gamma, 1.0);
-        fill_const(m->ln2_beta, 0.0);
-    }
-    if (c->qk_norm) {
-        fill_const(m->qn_gamma, 1.0);
-        fill_const(m->qn_beta, 0.0);
-        fill_const(m->kn_gamma, 1.0);
-        fill_const(m->kn_beta, 0.0);
-    }
-    if (c->learn_temperature) fill_const(m->log_temperature, 0.0); /* exp(0) = 1: starts as the fixed scale */
-    if (c->context == KGL_CONTEXT_GRAPH) fill_normal(m->context_relation_emb, rng, 1.0 / sqrt(d)); /* drawn last */
-    if (c->query_relation) fill_normal(m->context_query_emb, rng, 1.0 / sqrt(d));   /* after it: P's bits unchanged */
     /* Adam starts from zero moments. */
     memset(m->params.block + 2 * m->params.total, 0, 2 * m->params.total * sizeof(kgl_real));
 }
@@ -210,8 +237,6 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_
 
 static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                     kgl_forward *out);
-static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *O, double p, kgl_rng *rng,
-                         kgl_forward *out);
 
 static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
                         const int *asked, kgl_forward *out);
@@ -243,82 +268,102 @@ static bool use_fused_attention(const kgl_model *m, double p_attn, bool need_log
     return true;
 }
 
+static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
+                                   kgl_rng *rng, bool need_logits, kgl_forward *out);
+static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
+                                double p, kgl_rng *rng);
+
 /* Training-time regularisers (NULL: none, as at evaluation). Dropout masks
-   are drawn from reg->rng in the order the forward meets them: X, then each
-   head's attention weights, then the attention output, then the FFN output,
-   then (in the loss) the per-example head states. */
+   are drawn from reg->rng in the order the forward meets them: X, then layer
+   by layer each head's attention weights, the attention output, the FFN
+   output; then (in the loss) the per-example head states. A stack of layers
+   (--layers L) applies the layer to its own output: C⁽⁰⁾ = X, C⁽ˡ⁺¹⁾ =
+   layer_l(C⁽ˡ⁾), C = C⁽ᴸ⁾. What `out` records of the attention (Q, K, the
+   weights and logits, the head outputs) is the first layer's: it looks at the
+   entities themselves, which is what head supervision and the studies read. */
 static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                     kgl_forward *out)
 {
-    const kgl_config *c = &m->cfg;
-    int H = c->heads, dk = c->dim / H;
-    double tau = kgl_config_tau(c);
     memset(out, 0, sizeof *out);
     kgl_rng *rng = reg ? reg->rng : NULL;
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
 
     kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
-    if (c->context == KGL_CONTEXT_NONE) { /* no layer: the states are the embeddings */
+    if (m->cfg.context == KGL_CONTEXT_NONE) { /* no layer: the states are the embeddings */
         out->context = X;
         return;
     }
-    kgl_tensor *Q = kgl_matmul(t, X, m->wq);
-    kgl_tensor *K = kgl_matmul(t, X, m->wk);
-    kgl_tensor *V = kgl_matmul(t, X, m->wv);
+    for (int l = 0; l < m->cfg.layers; l++) {
+        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
+    }
+    out->context = X;
+}
+
+/* Layer l on the rows of X: multi-head self-attention, residual, layer norm,
+   the FFN when there is one. Records its attention into `out`. */
+static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
+                                   kgl_rng *rng, bool need_logits, kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    const kgl_block *L = &m->layer[l];
+    int H = c->heads, dk = c->dim / H;
+    double tau = kgl_config_tau(c);
+    kgl_tensor *Q = kgl_matmul(t, X, L->wq);
+    kgl_tensor *K = kgl_matmul(t, X, L->wk);
+    kgl_tensor *V = kgl_matmul(t, X, L->wv);
     out->q = Q;
     out->k = K;
     if (use_fused_attention(m, p_attn, need_logits)) {
         if (c->qk_norm) { /* each head's rows normalised, as in the composition below */
-            Q = normalise_heads(m, t, Q, m->qn_gamma, m->qn_beta);
-            K = normalise_heads(m, t, K, m->kn_gamma, m->kn_beta);
+            Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
+            K = normalise_heads(m, t, K, L->kn_gamma, L->kn_beta);
         }
-        bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
+        bool keep = l == 0 && (t->recording || t->keep_attention); /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
-        kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? m->log_temperature : NULL, views,
-                                      m->measure_attention ? &out->attn_stats : NULL);
+        kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
+                                      l == 0 && m->measure_attention ? &out->attn_stats : NULL);
         for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
-        finish_layer(m, t, X, O, p, rng, out);
-        return;
+        return finish_layer(m, L, t, X, O, p, rng);
     }
     for (int h = 0; h < H; h++) {
         kgl_tensor *Qh = H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q;
         kgl_tensor *Kh = H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K;
         kgl_tensor *Vh = H > 1 ? kgl_slice_cols(t, V, h * dk, dk) : V;
         if (c->qk_norm) {
-            Qh = kgl_layernorm(t, Qh, m->qn_gamma, m->qn_beta);
-            Kh = kgl_layernorm(t, Kh, m->kn_gamma, m->kn_beta);
+            Qh = kgl_layernorm(t, Qh, L->qn_gamma, L->qn_beta);
+            Kh = kgl_layernorm(t, Kh, L->kn_gamma, L->kn_beta);
         }
         kgl_tensor *S = kgl_matmul_nt(t, Qh, Kh);
         if (tau != 1.0) S = kgl_scale(t, S, tau);
-        if (c->learn_temperature) S = kgl_scale_exp(t, S, m->log_temperature, h);
+        if (c->learn_temperature) S = kgl_scale_exp(t, S, L->log_temperature, h);
         kgl_tensor *A = kgl_softmax_rows(t, S, (kgl_mask){KGL_MASK_NONE, NULL});
         out->logits_attn[h] = S;
         out->attn[h] = A;
         out->head_out[h] = kgl_matmul(t, kgl_dropout(t, A, p_attn, rng), Vh);
-        if (m->ablate[h]) { /* a head switched off: its output is replaced by zeros */
+        if (m->ablate[h] && l == 0) { /* a head of the first layer switched off: its output is replaced by zeros */
             kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
             memset(zero->data, 0, kgl_numel(zero) * sizeof(kgl_real));
             out->head_out[h] = zero;
         }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
-    finish_layer(m, t, X, O, p, rng, out);
+    return finish_layer(m, L, t, X, O, p, rng);
 }
 
 /* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one. */
-static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *O, double p, kgl_rng *rng,
-                         kgl_forward *out)
+static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
+                                double p, kgl_rng *rng)
 {
-    const kgl_config *c = &m->cfg;
-    kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, m->wo), p, rng));
-    kgl_tensor *Y = kgl_layernorm(t, U, m->ln1_gamma, m->ln1_beta);
-    if (c->ffn > 0) {
-        kgl_tensor *Z = kgl_add(t, kgl_matmul(t, Y, m->ffn_w1), m->ffn_b1);
-        kgl_tensor *F = kgl_add(t, kgl_matmul(t, kgl_gelu(t, Z), m->ffn_w2), m->ffn_b2);
+    kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, L->wo), p, rng));
+    kgl_tensor *Y = kgl_layernorm(t, U, L->ln1_gamma, L->ln1_beta);
+    if (m->cfg.ffn > 0) {
+        kgl_tensor *Z = kgl_add(t, kgl_matmul(t, Y, L->ffn_w1), L->ffn_b1);
+        kgl_tensor *F = kgl_add(t, kgl_matmul(t, kgl_gelu(t, Z), L->ffn_w2), L->ffn_b2);
         F = kgl_dropout(t, F, p, rng);
-        Y = kgl_layernorm(t, kgl_add(t, Y, F), m->ln2_gamma, m->ln2_beta);
+        Y = kgl_layernorm(t, kgl_add(t, Y, F), L->ln2_gamma, L->ln2_beta);
     }
-    out->context = Y;
+    return Y;
 }
 
 /* ---- the neighbourhood context (--context graph) ------------------------------
@@ -341,11 +386,15 @@ static void finish_layer(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_ten
  * O(T d²) for T tokens. --dropout drops the distinct entities' rows of E
  * (as it drops E in the full context; a row's mask is shared by its tokens)
  * and the attention output before the residual, --attn-dropout the weights. */
+static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
+                                           kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
+                                           kgl_rng *rng, kgl_forward *out);
+
 static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, const kgl_neighbourhood *nb,
                         const int *asked, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
-    int H = c->heads, B = nb->n, T = nb->offsets[B];
+    int B = nb->n;
     memset(out, 0, sizeof *out);
     kgl_rng *rng = reg ? reg->rng : NULL;
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
@@ -364,31 +413,52 @@ static void graph_layer(const kgl_model *m, kgl_tape *t, const kgl_regularisers 
     kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
     if (c->query_relation && asked) /* without: the entity's state asked no question (kgl_model_context) */
         Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
-    kgl_tensor *Q = kgl_matmul(t, Xq, m->wq);
-    kgl_tensor *K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wk), nb->slot, kgl_matmul(t, P, m->wk), nb->relation, T);
-    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, m->wv), nb->slot, kgl_matmul(t, P, m->wv), nb->relation, T);
+    kgl_tensor *C = Xq;
+    for (int l = 0; l < c->layers; l++) {
+        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
+        out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
+    }
+    out->context = C;
+}
+
+/* Layer l of the neighbourhood context: the query rows C [B, d] (x_b for the
+   first layer, the state the layer below made for the deeper ones) ask the
+   segment's tokens, whose keys and values layer l projects from the same
+   token embeddings x_t (a stack refines the question, not the tokens: every
+   layer costs O(U d²) as the first, not O(T d²)). */
+static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
+                                           kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
+                                           kgl_rng *rng, kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    const kgl_block *L = &m->layer[l];
+    int H = c->heads, B = nb->n, T = nb->offsets[B];
+    kgl_tensor *Q = kgl_matmul(t, C, L->wq);
+    kgl_tensor *K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->slot, kgl_matmul(t, P, L->wk), nb->relation, T);
+    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wv), nb->slot, kgl_matmul(t, P, L->wv), nb->relation, T);
     out->q = Q;
     out->k = K;
     if (c->qk_norm) {
-        Q = normalise_heads(m, t, Q, m->qn_gamma, m->qn_beta);
-        K = normalise_heads(m, t, K, m->kn_gamma, m->kn_beta);
+        Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
+        K = normalise_heads(m, t, K, L->kn_gamma, L->kn_beta);
     }
     kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
-                                       c->learn_temperature ? m->log_temperature : NULL);
+                                       c->learn_temperature ? L->log_temperature : NULL);
     kgl_tensor *A = kgl_segment_softmax(t, S, nb->offsets, B);
     out->neighbourhood = nb;
     out->segment_logits = S;
     out->segment_attn = A;
     kgl_tensor *Ad = kgl_dropout(t, A, p_attn, rng);
     bool ablated = false;
-    for (int h = 0; h < H; h++) ablated |= m->ablate[h];
-    if (ablated) { /* a head switched off: its weights, so its output, are zeros */
+    for (int h = 0; h < H; h++) ablated |= m->ablate[h] && l == 0;
+    if (ablated) { /* a head of the first layer switched off: its weights, so its output, are zeros */
         kgl_tensor *keep = kgl_tensor_new(t, T, H, false);
         for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = m->ablate[k % (size_t)H] ? 0.0 : 1.0;
         Ad = kgl_mul(t, Ad, keep);
     }
     kgl_tensor *O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
-    finish_layer(m, t, Xq, O, p, rng, out);
+    return finish_layer(m, L, t, C, O, p, rng);
 }
 
 /* Room in `a` for the neighbourhoods of n examples with at most K edges each. */
@@ -461,6 +531,37 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
             uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
         }
     free(mass);
+}
+
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out)
+{
+    const kgl_graph *g = model_graph(m);
+    int K = m->cfg.neighbours, H = m->cfg.heads, L = m->cfg.layers;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    int *scratch = kgl_arena_alloc(&t.arena, kgl_neighbourhood_scratch(g) * sizeof(int));
+    kgl_neighbourhood *nb = neighbourhood_alloc(&t.arena, 1, K);
+    bool hide = m->cfg.hide_asked; /* as evaluation asks the question */
+    kgl_neighbourhood_fill(g, K, &entity, hide ? &row : NULL, NULL, 1, hide, NULL, 0, scratch, nb);
+    kgl_forward f;
+    graph_layer(m, &t, NULL, nb, &row, &f);
+    int T = nb->offsets[1];
+    *out = (kgl_segment_view){T, L, H, kgl_xmalloc((size_t)T * sizeof(int)), kgl_xmalloc((size_t)T * sizeof(int)),
+                              kgl_xmalloc((size_t)L * T * H * sizeof(double))};
+    memcpy(out->entity, nb->entity, (size_t)T * sizeof(int));
+    memcpy(out->relation, nb->relation, (size_t)T * sizeof(int));
+    for (int l = 0; l < L; l++)
+        for (size_t k = 0; k < (size_t)T * H; k++) out->weight[(size_t)l * T * H + k] = f.layer_segment_attn[l]->data[k];
+    kgl_tape_free(&t);
+}
+
+void kgl_segment_view_free(kgl_segment_view *v)
+{
+    free(v->entity);
+    free(v->relation);
+    free(v->weight);
+    memset(v, 0, sizeof *v);
 }
 
 /* Σ over the segments of nb of what kgl_relation_attention averages: the
@@ -756,7 +857,9 @@ const char *kgl_layer_check_name(int which)
                                                          "FFN 16 + dropout + smooth",
                                                          "graph, K 2, FFN, qk-norm, dropout",
                                                          "no context (DistMult)",
-                                                         "graph, K 2, asks relation, masked"};
+                                                         "graph, K 2, asks relation, masked",
+                                                         "2 layers, FFN 16, qk-norm, dropout",
+                                                         "graph, K 2, 2 layers, asks relation"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -781,12 +884,22 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
         cfg.neighbours = 2;
         cfg.query_relation = true;
     }
+    if (which == 8 || which == 9) { /* a stack: layer 1 reads layer 0's states (or its question's state) */
+        cfg.layers = 2;
+        cfg.ffn = 16;
+        cfg.qk_norm = cfg.learn_temperature = true;
+    }
+    if (which == 9) {
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = 2;
+        cfg.query_relation = true;
+    }
     kgl_model m;
     kgl_model_create(&m, &cfg);
     kgl_rng rng;
     kgl_rng_seed(&rng, seed);
     kgl_model_init(&m, &rng);
-    if (which == 3 || which == 5) /* away from the init values, so every path carries gradient */
+    if (which == 3 || which == 5 || which >= 8) /* away from the init values, so every path carries gradient */
         for (int k = 0; k < m.params.n; k++)
             if (m.params.p[k].vector)
                 for (int i = 0; i < m.params.p[k].t.cols; i++) m.params.p[k].t.data[i] += 0.3 * kgl_rng_normal(&rng);
@@ -828,7 +941,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     /* which 3: the complex readout's relation loss (no masks: every
        evaluation is the same function) */
     kgl_regularisers complex_reg = {.relation_loss = 0.5, .label_smoothing = 0.1};
-    const kgl_regularisers *use = which == 4 || which == 5 ? &reg : which == 3 ? &complex_reg : NULL;
+    const kgl_regularisers *use = which == 4 || which == 5 || which >= 8 ? &reg : which == 3 ? &complex_reg : NULL;
     int n = kgl_gradcheck_model_reg(&m, &b, which == 2 ? &sup : NULL, use, 1e-6, res);
     if (which == 7) kgl_neighbourhood_free(&masked);
     kgl_model_free(&m);

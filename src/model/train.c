@@ -446,8 +446,8 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     kgl_model_init(&tr->model, &rng);
     if (tc->freeze_embeddings || tc->lookup) kgl_params_find(&tr->model.params, "entity_emb")->frozen = true;
     if (tc->lookup) {
-        set_identity(tr->model.wv);
-        set_identity(tr->model.wo);
+        set_identity(tr->model.layer[0].wv);
+        set_identity(tr->model.layer[0].wo);
         kgl_params_find(&tr->model.params, "attn.wv")->frozen = true;
         kgl_params_find(&tr->model.params, "attn.wo")->frozen = true;
         tie_relation_blocks(&tr->model);
@@ -733,8 +733,9 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
            scratch; the composition (head supervision, attention dropout)
            every head's logits, weights and their gradients and copies */
         bool composed = r->attn_dropout > 0 || (tc && tc->head_of);
-        *attention = (composed ? 10 * H + 1 : H + 1) * n * n;
-        return readout + layer + *attention;
+        /* a stack keeps every layer's activations and weights for its backward */
+        *attention = c->layers * (composed ? 10 * H + 1 : H + 1) * n * n;
+        return readout + c->layers * layer + *attention;
     }
     case KGL_CONTEXT_GRAPH: {
         /* B (K + 1) tokens (K counted where an entity has fewer edges): the
@@ -745,7 +746,7 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
         if (f > 0) layer += 7 * B * f + 8 * B * d;
         if (c->query_relation) layer += 4 * B * d;
         if (r->dropout > 0) layer += 2.5 * B * d;
-        return readout + layer;
+        return readout + c->layers * layer; /* each layer of a stack asks the tokens again */
     }
     }
     return readout;
@@ -762,7 +763,7 @@ static double states_values(const kgl_config *c)
     case KGL_CONTEXT_GRAPH: return 1.25 * n * d;
     case KGL_CONTEXT_FULL: break;
     }
-    return 9.5 * n * d + (c->qk_norm ? 2 * n * d : 0) + (f > 0 ? 5 * n * f + 4 * n * d : 0) + H * n * n;
+    return c->layers * (9.5 * n * d + (c->qk_norm ? 2 * n * d : 0) + (f > 0 ? 5 * n * f + 4 * n * d : 0) + H * n * n);
 }
 
 void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const kgl_regularisers *reg, long n_train,
