@@ -511,7 +511,8 @@ static bool decode_values(const char *path, unsigned char *buf, const span *span
     return true;
 }
 
-bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
+/* kgl_st_read, or with !with_values kgl_st_read_header. */
+static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     uint64_t size, hlen;
@@ -637,6 +638,13 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         goto done;
     }
 
+    if (!with_values) { /* the file is whole; its values stay unread */
+        out->n = (int)n_t;
+        out->n_meta = (int)n_m;
+        ok = true;
+        goto done;
+    }
+
     /* The values, in offset order, become kgl_real values in place: the
      * data moves to the start of the (malloc-aligned) buffer, which grows
      * first when kgl_real is wider than the file's values, and shrinks to
@@ -679,6 +687,16 @@ done:
         memset(out, 0, sizeof *out);
     }
     return ok;
+}
+
+bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
+{
+    return st_read(path, out, true, err, cap);
+}
+
+bool kgl_st_read_header(const char *path, kgl_st_file *out, char *err, size_t cap)
+{
+    return st_read(path, out, false, err, cap);
 }
 
 void kgl_st_free(kgl_st_file *f)
