@@ -403,8 +403,10 @@ static bool looks_like_text(const unsigned char *b)
 }
 
 /* The whole file (regular files only), after checking the header length
- * against its size. Returns the buffer (size bytes, at least 8) or NULL. */
-static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *header_len, char *err, size_t cap)
+ * against its size, or with header_only its first 8 + header length bytes.
+ * Returns the buffer (at least 8 bytes) or NULL; *size_out is the file's size. */
+static unsigned char *read_file(const char *path, bool header_only, uint64_t *size_out, uint64_t *header_len,
+                                char *err, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -455,14 +457,15 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
             kgl_path_error(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
         goto fail;
     }
-    buf = malloc((size_t)size);
+    uint64_t wanted = header_only ? 8 + n : size;
+    buf = malloc((size_t)wanted);
     if (!buf) {
-        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", size);
+        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", wanted);
         goto fail;
     }
     memcpy(buf, head, 8);
-    size_t got = fread(buf + 8, 1, (size_t)size - 8, f);
-    if (got != size - 8) {
+    size_t got = fread(buf + 8, 1, (size_t)wanted - 8, f);
+    if (got != wanted - 8) {
         kgl_path_error(err, cap, path, "cannot read: %s",
                ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto fail;
@@ -516,7 +519,7 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
 {
     memset(out, 0, sizeof *out);
     uint64_t size, hlen;
-    unsigned char *buf = read_file(path, &size, &hlen, err, cap);
+    unsigned char *buf = read_file(path, !with_values, &size, &hlen, err, cap);
     if (!buf) return false;
     const char *header = (const char *)buf + 8;
     uint64_t data_size = size - 8 - hlen;
@@ -638,7 +641,7 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
         goto done;
     }
 
-    if (!with_values) { /* the file is whole; its values stay unread */
+    if (!with_values) { /* the file's layout is whole; its values were not read */
         out->n = (int)n_t;
         out->n_meta = (int)n_m;
         ok = true;
