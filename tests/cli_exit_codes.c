@@ -275,3 +275,42 @@ TEST(cli_interrupt_then_resume_is_exact)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(same_tensors(T, b, c));
 }
+
+/* Issue 46: Ctrl-C before the first evaluation of --eval-every reported
+   "best valid MRR 0.0000 at step -1 ...; the checkpoint is of that model"
+   while the checkpoint was of the last step, and --json said nothing of the
+   interruption. */
+TEST(cli_interrupt_before_any_evaluation_says_so)
+{
+    const char *ck = cpath(T, 0, "noeval.st");
+    static const char *const forms[] = {"", "--json"};
+    for (int json = 0; json < 2; json++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 "'%s' train --train data/walkthrough/family.train.tsv --valid data/walkthrough/family.valid.tsv "
+                 "--dim 16 --steps 100000000 --eval-every 1000000 --log-every 1 --log '%s.csv' --save '%s' %s & p=$!; "
+                 "while [ \"$(cat '%s.csv'.*.tmp 2>/dev/null | wc -l)\" -lt 5 ]; do sleep 0.01; done; "
+                 "kill -INT $p; wait $p",
+                 T->kgl, ck, ck, forms[json], ck);
+        CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 130);
+        kgl_st_file f;
+        char e[512];
+        if (!CHECK(kgl_st_read(ck, &f, e, sizeof e))) return;
+        char step[32], want[160];
+        snprintf(step, sizeof step, "%s", kgl_st_meta(&f, "step"));
+        kgl_st_free(&f);
+        if (json) {
+            CHECK(strstr(out, "\"interrupted\":true") != NULL);
+            CHECK(strstr(out, "\"best_step\":null,\"best_valid_mrr\":null,\"evaluations\":0") != NULL);
+        } else {
+            snprintf(want, sizeof want,
+                     "model selection: no evaluation ran (--eval-every 1000000); the metrics above and the checkpoint "
+                     "are of the last step, %s\n", step);
+            if (!CHECK(strstr(out, want) != NULL)) printf("    stdout: %s\n", out);
+            CHECK(strstr(out, "step -1") == NULL);
+        }
+    }
+    /* "interrupted" is always there */
+    CHECK(run_kgl(T, "train --steps 2 --json --quiet", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\"interrupted\":false") != NULL);
+}

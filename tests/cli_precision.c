@@ -259,3 +259,62 @@ TEST(f32_checkpoints_hold_f32_and_resume_exactly)
     CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(err, "was trained in") == NULL);
 }
+
+/* A kgl-f32 that is really the float64 program (a copy, a stale build) ran
+   `--precision f32` by executing itself for ever (235 times in 2 s). The
+   program asked for is marked; one of another precision stops, exit 2. */
+TEST(precision_program_of_the_wrong_precision_stops)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "mkdir '%s/wrong' && cp '%s' '%s/wrong/kgl' && cp '%s' '%s/wrong/kgl-f32' && "
+             "timeout 10 '%s/wrong/kgl' train --steps 1 --quiet --precision f32",
+             T->tmp, T->kgl, T->tmp, T->kgl, T->tmp, T->tmp);
+    int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 2)) printf("    exit %d (124: still looping after 10 s)\n", rc);
+    CHECK(strstr(err, "/wrong/kgl-f32 is not the float32 program (it computes in f64): rebuild it with make") != NULL);
+    /* every command (they share main's exec), and the mark does not outlive the check */
+    snprintf(cmd, sizeof cmd, "timeout 10 '%s/wrong/kgl' eval --precision f32", T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "is not the float32 program"));
+    snprintf(cmd, sizeof cmd, "KGL_PRECISION_ASKED=f64 '%s' train --steps 1 --quiet", T->kgl);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+}
+
+/* kgl-f32 refused to resume a float64 checkpoint with a value beyond float's
+   range ("does not fit in float32") where it hands any other float64
+   checkpoint to kgl: the precision is read from the header, before the values. */
+TEST(f32_program_hands_a_float64_checkpoint_beyond_float_to_kgl)
+{
+    char cmd[4096];
+    const char *dir = T->tmp;
+    snprintf(cmd, sizeof cmd, "'%s' train --steps 5 --quiet --save '%s/big.st'", T->kgl, dir);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    /* the file's last value made 1e300, finite in double, beyond float: it
+       is of an Adam second moment (adam.v.*, the last tensors), which only
+       makes that parameter's steps tiny */
+    char path[4200], e[512];
+    snprintf(path, sizeof path, "%s/big.st", dir);
+    kgl_st_file f;
+    if (!CHECK(kgl_st_read(path, &f, e, sizeof e))) return;
+    size_t len = 0;
+    unsigned char *bytes = (unsigned char *)test_slurp(path, &len);
+    kgl_st_free(&f);
+    if (!CHECK(bytes && len > 16)) return;
+    double huge = 1e300; /* little-endian, as the file */
+    memcpy(bytes + len - 8, &huge, 8);
+    FILE *w = fopen(path, "wb");
+    if (!CHECK(w != NULL)) return;
+    fwrite(bytes, 1, len, w);
+    fclose(w);
+    free(bytes);
+    snprintf(cmd, sizeof cmd, "'%s-f32' train --resume '%s/big.st' --steps 1 --save '%s/after.st'", T->kgl, dir, dir);
+    int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    CHECK(strstr(err, "does not fit in float32") == NULL);
+    if (!CHECK(rc == 0 && strstr(err, "was trained in f64: resuming in kgl\n") != NULL))
+        printf("    exit %d, stderr: %s\n", rc, err);
+    snprintf(path, sizeof path, "%s/after.st", dir);
+    if (CHECK(kgl_st_read(path, &f, e, sizeof e))) { /* continued in float64, as it was trained */
+        CHECK(strcmp(kgl_st_meta(&f, "precision"), "f64") == 0 && strcmp(kgl_st_meta(&f, "step"), "6") == 0);
+        kgl_st_free(&f);
+    }
+}

@@ -130,6 +130,33 @@ TEST(safetensors_byte_spans_checked_per_dtype)
     }
 }
 
+/* kgl_st_read_header (issue 46): the header and the layout, checked as
+   kgl_st_read checks them, without the values (which a float32 program may
+   not be able to hold): a float64 checkpoint says it is one. */
+TEST(safetensors_header_alone)
+{
+    unsigned char data[16];
+    size_t n = 0;
+    st_put_bits(data, &n, 0x7fefffffffffffffull, 8); /* DBL_MAX: no float holds it */
+    st_put_bits(data, &n, 0x3ff0000000000000ull, 8);
+    const char *header = "{\"__metadata__\":{\"precision\":\"f64\"}," ST_ENTRY("w", "F64", "[2]", "[0,16]") "}";
+    const char *path = st_file(T, 0, header, data, n);
+    kgl_st_file f;
+    char err[512] = "";
+    if (!CHECK(kgl_st_read_header(path, &f, err, sizeof err))) {
+        printf("    %s\n", err);
+        return;
+    }
+    const kgl_st_tensor *w = kgl_st_find(&f, "w");
+    CHECK(f.n == 1 && w && w->shape[0] == 2 && strcmp(w->dtype, "F64") == 0 && w->data == NULL);
+    CHECK(kgl_st_meta(&f, "precision") && strcmp(kgl_st_meta(&f, "precision"), "f64") == 0);
+    kgl_st_free(&f);
+    /* the layout is still checked: a data section shorter than the header says */
+    path = st_file(T, 1, header, data, 8);
+    CHECK(!kgl_st_read_header(path, &f, err, sizeof err));
+    CHECK(strstr(err, "tensor 'w': data_offsets [0, 16] run past the end of the data section (8 bytes)") != NULL);
+}
+
 TEST(safetensors_python_reader_reads_f32)
 {
     char out[4096], errout[2048];

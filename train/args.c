@@ -337,6 +337,7 @@ void cli_default_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 bool cli_program_beside(const char *name, char *path, size_t cap)
@@ -367,6 +368,7 @@ char *cli_capture(char *const *argv, int *status)
     if (pid == 0) {
         dup2(fd[1], STDOUT_FILENO);
         close(fd[0]), close(fd[1]);
+        signal(SIGPIPE, SIG_DFL); /* as a shell would start it */
         execv(argv[0], argv);
         _exit(127);
     }
@@ -404,8 +406,10 @@ int cli_exec_precision(const char *cmd, const char *precision, int n_args, char 
     for (int i = 0; i < n_args; i++) argv[k++] = args[i];
     for (int i = 0; extra && i < 2; i++) argv[k++] = (char *)extra[i];
     fflush(stdout);
+    setenv(KGL_PRECISION_ASKED, precision, 1);
     execv(path, argv);
     fprintf(stderr, "kgl %s: cannot run %s: %s\n", cmd, path, strerror(errno));
+    unsetenv(KGL_PRECISION_ASKED);
     free(argv);
     return EXIT_USAGE;
 }

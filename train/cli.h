@@ -95,7 +95,9 @@ typedef struct cli_file {
 bool cli_files_distinct(const char *cmd, const cli_file *files, int n);
 /* SIGINT and SIGTERM: remove the temporary files being written
  * (kgl_tmp_remove_all) and exit with status 130. Every command runs with
- * these; kgl train installs its own (stop after the current step). */
+ * these; kgl train installs its own (stop after the current step). SIGPIPE
+ * is ignored: a write to a reader that is gone fails with EPIPE instead of
+ * ending the process, so the work asked for goes on and is saved. */
 void cli_default_signals(void);
 
 /* The two precisions' programs live in one folder (README, "Precision"):
@@ -106,7 +108,10 @@ bool cli_program_beside(const char *name, char *path, size_t cap);
  * program of `precision` beside this one, with `extra` (NULL, or two more
  * words) after them; returns EXIT_USAGE only when it cannot, having said
  * "kgl CMD: WHY runs PROGRAM, which is not beside this program (make builds
- * both)HINT" or why it could not run it. */
+ * both)HINT" or why it could not run it. The environment variable
+ * KGL_PRECISION_ASKED tells that program the precision asked for: one of
+ * the other precision stops at once (main.c) rather than run itself again. */
+#define KGL_PRECISION_ASKED "KGL_PRECISION_ASKED"
 int cli_exec_precision(const char *cmd, const char *precision, int n_args, char **args, const char *const *extra,
                        const char *why, const char *hint);
 /* Runs argv[0] (a path) with argv, its stdout captured: the output (malloc'd,

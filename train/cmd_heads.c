@@ -213,6 +213,31 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most 2,000 of) the training triples. */
 #define GRAPH_ABLATION_TRIPLES 2000
+
+/* DIR/relations.svg: heads x relations, each cell's weight over uniform's
+   (> 1 where a head favours the relation). False after saying what failed. */
+static bool relations_svg(const pictures *pic, const data_view *v, int H, const double *spec, const double *uniform)
+{
+    int nr = v->ds.n_relations;
+    bool *keep = kgl_xmalloc((size_t)nr * sizeof *keep);
+    double *ratio = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    for (int r = 0; r < nr; r++) keep[r] = v->use_relation[r] && !isnan(uniform[r]);
+    for (int k = 0; k < H * nr; k++) ratio[k] = spec[k] / uniform[k % nr];
+    char path[4096], err[1024];
+    bool ok = false;
+    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "kgl heads: %s: cannot create the folder: %s\n", pic->dir, strerror(errno));
+    } else {
+        snprintf(path, sizeof path, "%s/relations.svg", pic->dir);
+        ok = heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
+                                   "weight / uniform", v, H, keep, ratio, pic->scale, err, sizeof err);
+        if (!ok) fprintf(stderr, "kgl heads: %s\n", err);
+    }
+    free(keep);
+    free(ratio);
+    return ok;
+}
+
 static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const data_view *v,
                        kgl_model *m, long step);
 
@@ -246,6 +271,9 @@ static int graph_heads(const model_choice *chosen, const char *query, int top, b
         m->ablate[h] = false;
     }
     kgl_eval_free(&ev);
+    int st = 0; /* the picture before the tables: a reader of stdout that stops reading never costs it */
+    bool drawn = pic->dir && relations_svg(pic, v, H, spec, uniform);
+    if (pic->dir && !drawn) st = EXIT_OUTPUT;
     if (json) {
         printf("{");
         json_model_choice(chosen);
@@ -313,31 +341,7 @@ static int graph_heads(const model_choice *chosen, const char *query, int top, b
                "%-6s %12s %8s\n", n_abl, base, "head", "MRR without", "drop");
         for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, ablated[h], base - ablated[h]);
     }
-    int st = 0;
-    const char *svg_dir = pic->dir;
-    if (svg_dir) {
-        /* heads x relations, each cell's weight over uniform's: > 1 where a head favours the relation */
-        bool *keep = kgl_xmalloc((size_t)nr * sizeof *keep);
-        double *ratio = kgl_xmalloc((size_t)H * nr * sizeof(double));
-        for (int r = 0; r < nr; r++) keep[r] = v->use_relation[r] && !isnan(uniform[r]);
-        for (int k = 0; k < H * nr; k++) ratio[k] = spec[k] / uniform[k % nr];
-        char path[4096], err[1024];
-        if (mkdir(svg_dir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "kgl heads: %s: cannot create the folder: %s\n", svg_dir, strerror(errno));
-            st = EXIT_OUTPUT;
-        } else {
-            snprintf(path, sizeof path, "%s/relations.svg", svg_dir);
-            if (!heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
-                                       "weight / uniform", v, H, keep, ratio, pic->scale, err, sizeof err)) {
-                fprintf(stderr, "kgl heads: %s\n", err);
-                st = EXIT_OUTPUT;
-            } else if (!json) {
-                printf("\npicture: %s\n", path);
-            }
-        }
-        free(keep);
-        free(ratio);
-    }
+    if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
     free(spec);
     free(uniform);
     return st;
@@ -929,19 +933,19 @@ static int run_query(const model_choice *chosen, const char *query, int top, boo
     int st = parse_query(query, v, m, &q);
     if (st) return st;
     query_compute(m, v, &q);
+    bool drawn = false; /* the picture before the tables, as kgl heads draws its own */
+    if (pic->dir) {
+        char err[1024];
+        if (!(drawn = query_svg(pic, v, &q, err, sizeof err))) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        }
+    }
     if (json)
         query_print_json(chosen, ck->st.step, v, &q);
     else
         query_print_text(chosen, ck->st.step, v, &q);
-    if (pic->dir) {
-        char err[1024];
-        if (!query_svg(pic, v, &q, err, sizeof err)) {
-            fprintf(stderr, "kgl heads: %s\n", err);
-            st = EXIT_OUTPUT;
-        } else if (!json) {
-            printf("\npicture: %s/query.svg\n", pic->dir);
-        }
-    }
+    if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
     query_free(&q);
     return st;
 }
@@ -1068,6 +1072,16 @@ int cmd_heads(int argc, char **argv)
         m.ablate[h] = false;
     }
 
+    /* the pictures before the tables: a reader of stdout that stops
+       reading (`| head`) never costs them */
+    bool drawn = false;
+    if (svg_dir) {
+        char err[1024];
+        if (!(drawn = write_svgs(&pic, &v, f.attn, &tl, &rep, err, sizeof err))) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        }
+    }
     char **names = v.ds.entity_names;
     if (json) {
         printf("{");
@@ -1170,16 +1184,8 @@ int cmd_heads(int argc, char **argv)
         for (int h = 0; h < H; h++)
             printf("%-6d %12.4f %8.4f\n", h, rep.ablated_mrr[h], rep.base_mrr - rep.ablated_mrr[h]);
     }
-    if (svg_dir) {
-        char err[1024];
-        if (!write_svgs(&pic, &v, f.attn, &tl, &rep, err, sizeof err)) {
-            fprintf(stderr, "kgl heads: %s\n", err);
-            st = EXIT_OUTPUT;
-        } else if (!json) {
-            printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", svg_dir, H - 1, svg_dir,
-                   svg_dir);
-        }
-    }
+    if (drawn && !json)
+        printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", svg_dir, H - 1, svg_dir, svg_dir);
     kgl_eval_free(&ev);
     kgl_tape_free(&t);
     kgl_tails_free(&tl);

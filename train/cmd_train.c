@@ -357,6 +357,7 @@ typedef struct run_state {
     long steps_run;
     double final_loss, seconds;
     bool output_failed;                /* its log could not be written */
+    bool saved;                        /* its checkpoint was written */
     kgl_trainer tr;
     kgl_eval ev;
     FILE *log;        /* log_file.f while the log is written, else NULL */
@@ -530,7 +531,9 @@ static void member_done(run_state *rs)
     if (tl->on && ensemble) {
         char sel[128] = "", times[32];
         format_duration(rs->seconds, times, sizeof times);
-        if (rs->o->run.eval_every)
+        if (rs->o->run.eval_every && !rs->evaluations)
+            snprintf(sel, sizeof sel, "  no evaluation ran");
+        else if (rs->o->run.eval_every)
             snprintf(sel, sizeof sel, "  best valid MRR %.4f at step %ld", rs->best_mrr, rs->best_step);
         progress_print(&tl->line, "member %d  seed %llu  %ld steps in %s  final loss %.6f%s%s", rs->member,
                        (unsigned long long)rs->seed, rs->steps_run, times, rs->final_loss, sel,
@@ -607,6 +610,18 @@ static void catch_stop_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
+   evaluation ran (Ctrl-C before the first): the model is the last step's. */
+static void json_best(const run_state *rs)
+{
+    if (!rs->evaluations) {
+        printf(",\"best_step\":null,\"best_valid_mrr\":null");
+        return;
+    }
+    printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
+    kgl_json_number(stdout, rs->best_mrr);
+}
+
 /* The metrics of the model (or of the ensemble of rs[0..members)) on every
    split given, also into both[split] (both directions); the specialisation
    and fit are member 0's. */
@@ -656,10 +671,9 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
         else printf("null");
         printf(",\"seconds\":");
         kgl_json_number(stdout, seconds);
-        printf(",\"precision\":\"%s\"", KGL_PRECISION);
+        printf(",\"precision\":\"%s\",\"interrupted\":%s", KGL_PRECISION, stop_signal ? "true" : "false");
         if (rs->o->run.eval_every) {
-            printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
-            kgl_json_number(stdout, rs->best_mrr);
+            json_best(rs);
             printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
         }
         printf(",\"params\":%zu,\"ensemble\":%d", params, members);
@@ -671,10 +685,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
                 printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)r->seed,
                        r->steps_run);
                 kgl_json_number(stdout, r->seconds);
-                if (rs->o->run.eval_every) {
-                    printf(",\"best_step\":%ld,\"best_valid_mrr\":", r->best_step);
-                    kgl_json_number(stdout, r->best_mrr);
-                }
+                if (rs->o->run.eval_every) json_best(r);
                 printf(",\"metrics\":{");
                 bool first = true;
                 for (int s = 0; s < 3; s++) {
@@ -737,9 +748,13 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
             }
             progress_clear(&ranking);
             printf("%s", line);
-            if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
+            if (rs->o->run.eval_every && !r->evaluations) printf("  (no evaluation ran)");
+            else if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
             printf("\n");
         }
+    } else if (rs->o->run.eval_every && !rs->evaluations) { /* interrupted before the first (or --steps 0) */
+        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
+               "the last step, %ld\n", rs->o->run.eval_every, rs->steps_run);
     } else if (rs->o->run.eval_every) {
         printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
                "checkpoint are of that model\n",
@@ -775,7 +790,9 @@ static void summary(const run_state *rs, int members, double seconds, const kgl_
     else
         n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
                              c->dim, c->heads, rs->steps_run, times, rs->final_loss);
-    if (members == 1 && rs->o->run.eval_every)
+    if (members == 1 && rs->o->run.eval_every && !rs->evaluations)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", no evaluation ran");
+    else if (members == 1 && rs->o->run.eval_every)
         n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", rs->best_step);
     for (int s = 0; s < 3; s++)
         if (rs->o->report[s])
@@ -964,7 +981,7 @@ static bool save_member(run_state *rs, const char *members, const char *run_id)
         fprintf(stderr, "kgl train: %s\n", err);
         return false;
     }
-    if (!o->run.quiet && !o->run.json) printf("saved %s (step %ld, %s)\n", rs->save_path, ts.step, KGL_PRECISION);
+    rs->saved = true; /* said after the report */
     return true;
 }
 
@@ -1241,28 +1258,31 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     kgl_checkpoint ck;
     bool resumed = false;
     if (o.run.resume_path) {
+        /* continue as the run went, in the checkpoint's precision: read from
+           its header, before its values (an F64 value beyond float's range
+           is for the float64 program to read); a file that cannot tell is
+           left to checkpoint_open to report */
+        char trained_in[4], unread[1024];
+        if (!o.precision_given && kgl_checkpoint_precision(o.run.resume_path, trained_in, unread, sizeof unread) &&
+            strcmp(trained_in, KGL_PRECISION) != 0) {
+            const char *program = strcmp(trained_in, "f32") == 0 ? "kgl-f32" : "kgl";
+            const char *extra[2] = {"--precision", trained_in};
+            char why[4200], hint[64], path[4096];
+            snprintf(why, sizeof why, "resuming %s (trained in %s)", o.run.resume_path, trained_in);
+            snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
+            if (!o.run.quiet && cli_program_beside(program, path, sizeof path))
+                fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.run.resume_path, trained_in, program);
+            st = cli_exec_precision("train", trained_in, argc, argv, extra, why, hint);
+            goto done_ck;
+        }
         if ((st = checkpoint_open(o.run.resume_path, &v, &ck))) {
             data_free(&v);
             return st;
         }
         resumed = true;
-        if (strcmp(ck.precision, KGL_PRECISION) != 0) {
-            if (!o.precision_given) { /* continue as the run went: in the checkpoint's precision */
-                const char *program = strcmp(ck.precision, "f32") == 0 ? "kgl-f32" : "kgl";
-                const char *extra[2] = {"--precision", ck.precision};
-                char why[4200], hint[64], path[4096];
-                snprintf(why, sizeof why, "resuming %s (trained in %s)", o.run.resume_path, ck.precision);
-                snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
-                if (!o.run.quiet && cli_program_beside(program, path, sizeof path))
-                    fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.run.resume_path, ck.precision,
-                            program);
-                st = cli_exec_precision("train", ck.precision, argc, argv, extra, why, hint);
-                goto done_ck;
-            }
-            if (!o.run.quiet)
-                fprintf(stderr, "kgl train: %s was trained in %s; continuing in %s as --precision asks\n",
-                        o.run.resume_path, ck.precision, KGL_PRECISION);
-        }
+        if (strcmp(ck.precision, KGL_PRECISION) != 0 && !o.run.quiet)
+            fprintf(stderr, "kgl train: %s was trained in %s; continuing in %s as --precision asks\n", o.run.resume_path,
+                    ck.precision, KGL_PRECISION);
         if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;
     }
     o.cfg.n_entities = v.ds.n_entities;
@@ -1355,9 +1375,9 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
                 members > 1 ? " of the last member" : "");
-    kgl_metrics both[3];
-    if (st == 0) report(rs, trained, seconds, both);
-    if (st == 0 && o.run.quiet) summary(rs, trained, seconds, both);
+    /* the files first, then the report: a reader of stdout that stops
+       reading (`| grep -m1 all`) never costs the checkpoint (the log is
+       written as each member ends) */
     if (o.run.save_path && st == 0) {
         /* the others' names as member 0's folder sees them: their base names */
         char members[sizeof ((kgl_train_state *)0)->members] = "";
@@ -1380,6 +1400,11 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
             if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) output_failed = true;
     }
+    kgl_metrics both[3];
+    if (st == 0) report(rs, trained, seconds, both);
+    if (st == 0 && o.run.quiet) summary(rs, trained, seconds, both);
+    for (int k = trained - 1; k >= 0 && !o.run.quiet && !o.run.json; k--)
+        if (rs[k].saved) printf("saved %s (step %ld, %s)\n", rs[k].save_path, rs[k].tr.optim.step, KGL_PRECISION);
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
     for (int k = 0; k < trained; k++) free_member(&rs[k]);

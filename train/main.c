@@ -4,8 +4,14 @@
  * in single precision. `--precision f32|f64`, anywhere after the command,
  * runs the command in the program of that precision: this one, or the other
  * one beside it (kgl and kgl-f32 live in one folder). */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -85,7 +91,82 @@ static const char *take_precision(int *argc, char **argv, bool strip)
     return p;
 }
 
+/* Descriptors 0, 1 and 2 open before anything else is: a file opened while
+ * one of them is closed (`2>&-`) would take its number, and the progress
+ * lines meant for stderr would land inside it. A closed one becomes
+ * /dev/null opened for reading only, so that writing to a closed stdout
+ * still fails (EBADF) and is reported. */
+static void standard_descriptors_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", O_RDONLY); /* the lowest free number: fd itself */
+        if (got > fd) {
+            dup2(got, fd);
+            close(got);
+        }
+    }
+}
+
+/* After `--precision P` ran the program of P (cli_exec_precision marks the
+ * environment with P): a program of the other precision there (a copy of
+ * this one, a stale build) would run itself again for ever, or compute in
+ * the wrong precision. Returns EXIT_USAGE after saying so, else 0; the mark
+ * is removed either way, so that the programs this one runs (kgl
+ * benchmark's) choose their own. */
+static int precision_as_asked(const char *self)
+{
+    const char *asked = getenv(KGL_PRECISION_ASKED);
+    if (!asked) return 0;
+    bool wrong = strcmp(asked, KGL_PRECISION) != 0;
+    if (wrong)
+        fprintf(stderr, "kgl: %s is not the %s program (it computes in %s): rebuild it with make\n", self,
+                strcmp(asked, "f32") == 0 ? "float32" : "float64", KGL_PRECISION);
+    unsetenv(KGL_PRECISION_ASKED);
+    return wrong ? EXIT_USAGE : 0;
+}
+
+/* Whether stdout is a pipe or socket that nobody reads any more, for a
+ * failed write whose errno was not kept (stdio keeps only that one failed). */
+static bool stdout_reader_gone(void)
+{
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return false;
+    struct pollfd p = {STDOUT_FILENO, POLLOUT, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+/* The end of every command: its results reached stdout, or it says they did
+ * not, on stderr, and a status of 0 becomes 3 (a failure status the command
+ * already has is kept: it says more). A reader that stopped reading
+ * (EPIPE: `kgl train | head -1`) is not a failure: it chose to. Writes to
+ * stderr are never checked: it is where failures are told. */
+static int stdout_written(const char *cmd, int status)
+{
+    bool earlier = ferror(stdout);
+    errno = 0;
+    bool closing = fclose(stdout) != 0;
+    int e = errno;
+    if (!earlier && !closing) return status;
+    if (e == EPIPE || (e == 0 && stdout_reader_gone())) return status;
+    fprintf(stderr, "kgl%s%s: cannot write the results to standard output: %s\n", cmd ? " " : "", cmd ? cmd : "",
+            e ? strerror(e) : "a write failed");
+    return status == 0 ? EXIT_OUTPUT : status;
+}
+
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    standard_descriptors_open();
+    cli_default_signals(); /* SIGPIPE too: a reader gone is EPIPE, never the end of the work */
+    int st = precision_as_asked(argv[0]);
+    if (st) return st;
+    st = run(argc, argv);
+    return stdout_written(argc >= 2 && argv[1][0] != '-' ? argv[1] : NULL, st);
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -121,7 +202,6 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
 #endif
-    cli_default_signals();
     kgl_set_out_of_memory_handler(out_of_memory);
     for (int i = 0; i < N_COMMANDS; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);

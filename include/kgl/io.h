@@ -339,6 +339,12 @@ typedef struct kgl_st_file {
  * 1e+39 does not fit in float32"); NaN and infinities are kept, for the
  * caller to judge. */
 bool kgl_st_read(const char *path, kgl_st_file *f, char *err, size_t err_cap);
+/* The same checks of the header and layout, reading the header alone (not
+ * the values, whatever their size): every tensor's data is NULL, its name,
+ * dtype and shape and the metadata are there. For what a file says of
+ * itself (a float32 program reads that a checkpoint is F64 even when its
+ * values do not fit in float). */
+bool kgl_st_read_header(const char *path, kgl_st_file *f, char *err, size_t err_cap);
 void kgl_st_free(kgl_st_file *f);
 const kgl_st_tensor *kgl_st_find(const kgl_st_file *f, const char *name); /* NULL if absent */
 const char *kgl_st_meta(const kgl_st_file *f, const char *key);           /* NULL if absent */

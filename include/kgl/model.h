@@ -711,6 +711,10 @@ typedef struct kgl_checkpoint {
 /* Reads and validates a checkpoint against the loaded triples (entities and
  * relations must match in name and order); says exactly what is wrong. */
 bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t err_cap);
+/* The precision a checkpoint records ("f32" or "f64", as kgl_checkpoint's),
+ * from its header alone: read before its values, which a float32 program
+ * may not be able to hold (an F64 value beyond float's range). */
+bool kgl_checkpoint_precision(const char *path, char precision[4], char *err, size_t err_cap);
 /* Copies parameters (and Adam moments when present) into a model created
  * with ck->cfg. */
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);

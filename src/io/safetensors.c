@@ -403,8 +403,10 @@ static bool looks_like_text(const unsigned char *b)
 }
 
 /* The whole file (regular files only), after checking the header length
- * against its size. Returns the buffer (size bytes, at least 8) or NULL. */
-static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *header_len, char *err, size_t cap)
+ * against its size, or with header_only its first 8 + header length bytes.
+ * Returns the buffer (at least 8 bytes) or NULL; *size_out is the file's size. */
+static unsigned char *read_file(const char *path, bool header_only, uint64_t *size_out, uint64_t *header_len,
+                                char *err, size_t cap)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -455,14 +457,15 @@ static unsigned char *read_file(const char *path, uint64_t *size_out, uint64_t *
             kgl_path_error(err, cap, path, "header length %" PRIu64 " exceeds the limit of %d bytes", n, KGL_ST_MAX_HEADER);
         goto fail;
     }
-    buf = malloc((size_t)size);
+    uint64_t wanted = header_only ? 8 + n : size;
+    buf = malloc((size_t)wanted);
     if (!buf) {
-        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", size);
+        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " bytes do not fit in memory", wanted);
         goto fail;
     }
     memcpy(buf, head, 8);
-    size_t got = fread(buf + 8, 1, (size_t)size - 8, f);
-    if (got != size - 8) {
+    size_t got = fread(buf + 8, 1, (size_t)wanted - 8, f);
+    if (got != wanted - 8) {
         kgl_path_error(err, cap, path, "cannot read: %s",
                ferror(f) ? strerror(errno) : "the file shrank while being read");
         goto fail;
@@ -511,11 +514,12 @@ static bool decode_values(const char *path, unsigned char *buf, const span *span
     return true;
 }
 
-bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
+/* kgl_st_read, or with !with_values kgl_st_read_header. */
+static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     uint64_t size, hlen;
-    unsigned char *buf = read_file(path, &size, &hlen, err, cap);
+    unsigned char *buf = read_file(path, !with_values, &size, &hlen, err, cap);
     if (!buf) return false;
     const char *header = (const char *)buf + 8;
     uint64_t data_size = size - 8 - hlen;
@@ -637,6 +641,13 @@ bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
         goto done;
     }
 
+    if (!with_values) { /* the file's layout is whole; its values were not read */
+        out->n = (int)n_t;
+        out->n_meta = (int)n_m;
+        ok = true;
+        goto done;
+    }
+
     /* The values, in offset order, become kgl_real values in place: the
      * data moves to the start of the (malloc-aligned) buffer, which grows
      * first when kgl_real is wider than the file's values, and shrinks to
@@ -679,6 +690,16 @@ done:
         memset(out, 0, sizeof *out);
     }
     return ok;
+}
+
+bool kgl_st_read(const char *path, kgl_st_file *out, char *err, size_t cap)
+{
+    return st_read(path, out, true, err, cap);
+}
+
+bool kgl_st_read_header(const char *path, kgl_st_file *out, char *err, size_t cap)
+{
+    return st_read(path, out, false, err, cap);
 }
 
 void kgl_st_free(kgl_st_file *f)

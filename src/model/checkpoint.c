@@ -169,6 +169,17 @@ static bool meta_long(const kgl_st_file *f, const char *key, long lo, long hi, l
     return true;
 }
 
+/* The precision the metadata names, "f32" or "f64" (absent: "f64", saved
+   before float32 existed). */
+static bool file_precision(const kgl_st_file *f, char precision[4], const char *path, char *err, size_t cap)
+{
+    const char *v = kgl_st_meta(f, "precision");
+    if (v && strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0)
+        return fail(err, cap, path, "metadata 'precision' is '%s', expected f32 or f64", v);
+    snprintf(precision, 4, "%s", v ? v : "f64");
+    return true;
+}
+
 /* A finite number from lo to hi; lo itself excluded when lo_open, hi when hi_open. */
 static bool meta_range(const kgl_st_file *f, const char *key, double lo, bool lo_open, double hi, bool hi_open,
                        double *out, const char *path, char *err, size_t cap)
@@ -448,14 +459,7 @@ static bool open_read(kgl_st_file *f, const char *path, const kgl_dataset *ds, k
     if (kgl_st_meta(f, "lr") && !meta_double(f, "lr", 0, 1e6, &st->optim.lr, path, err, cap)) goto bad;
     st->base_lr = st->optim.lr;
     if (!read_options(f, c, st, path, err, cap)) goto bad;
-    snprintf(ck->precision, sizeof ck->precision, "f64"); /* absent: saved before float32 existed */
-    if ((v = kgl_st_meta(f, "precision"))) {
-        if (strcmp(v, "f32") != 0 && strcmp(v, "f64") != 0) {
-            fail(err, cap, path, "metadata 'precision' is '%s', expected f32 or f64", v);
-            goto bad;
-        }
-        snprintf(ck->precision, sizeof ck->precision, "%s", v);
-    }
+    if (!file_precision(f, ck->precision, path, err, cap)) goto bad;
     if (!meta_long(f, "step", 0, 1L << 53, &st->step, path, err, cap)) goto bad;
     if (!(v = need_meta(f, "entities", path, err, cap))) goto bad;
     if (!same_names(v, ds->entity_names, ds->n_entities, "entity", "entities", path, err, cap)) goto bad;
@@ -521,6 +525,15 @@ bad:
     free(f);
     ck->file = NULL;
     return false;
+}
+
+bool kgl_checkpoint_precision(const char *path, char precision[4], char *err, size_t cap)
+{
+    kgl_st_file f;
+    if (!kgl_st_read_header(path, &f, err, cap)) return false;
+    bool ok = file_precision(&f, precision, path, err, cap);
+    kgl_st_free(&f);
+    return ok;
 }
 
 bool kgl_checkpoint_open(const char *path, const kgl_dataset *ds, kgl_checkpoint *ck, char *err, size_t cap)
