@@ -122,6 +122,8 @@ static const char help[] =
     "  --quiet              no progress line; one line at the end (stderr) says what was\n"
     "                       trained, in how long, and the metrics of each split\n"
     "  --progress           the progress line on stderr with --json too (kgl benchmark's runs)\n"
+    "  --check              check the options, the files and the memory, then stop before\n"
+    "                       training: exit 0 when the run would start (kgl benchmark's runs)\n"
     "\nProgress is one line on stderr for the whole run (an ensemble: all its members'\n"
     "steps) with the time elapsed and an ETA: redrawn in place on a terminal, else a\n"
     "line at each tenth of the steps and every KGL_PROGRESS_SECONDS (default 60).\n"
@@ -145,6 +147,7 @@ typedef struct train_opts {
     const char *supervise;
     double aux_weight;
     bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
+    bool check; /* stop when the run would start */
     const char *log_path, *save_path, *resume_path;
     bool precision_given; /* --precision (main.c has chosen the program by it) */
     const char *precision; /* its last value: another than ours only from a recipe */
@@ -377,6 +380,9 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         } else if (cli_is(&a, "--progress")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             o->progress = true;
+        } else if (cli_is(&a, "--check")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            o->check = true;
         } else {
             return cli_unknown(&a);
         }
@@ -1464,6 +1470,11 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
                      !o.quiet && !o.json)) {
         free(head_of);
         st = EXIT_USAGE;
+        goto done_ck;
+    }
+    if (o.check) { /* everything a run checks before its first step is checked */
+        free(head_of);
+        st = 0;
         goto done_ck;
     }
     if (!resumed && o.sched.total == 0) o.sched.total = o.steps; /* a decay spans this run's steps */

@@ -266,7 +266,8 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
  * beside `path`, R 16 random hex digits (kgl_random64), exclusively
  * (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask: a file or a
  * symbolic link already at that name is never opened; another draw is
- * taken); first it removes the temporaries of `path` that killed processes
+ * taken), and for reading too (pread on fileno(o->f) reads back what was
+ * written, as kgl benchmark reads its runs' progress); first it removes the temporaries of `path` that killed processes
  * left (kgl_tmp_remove_stale). Write to o->f, then kgl_outfile_commit:
  * fflush, fsync, rename over `path`, fsync of the folder; or
  * kgl_outfile_discard to write nothing. Both close the file; on any failure

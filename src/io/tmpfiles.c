@@ -186,11 +186,13 @@ bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_ca
     kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
     /* O_EXCL: a file or a link already at the name (even one pointing
        nowhere) is refused, never opened; O_NOFOLLOW says so twice. A name
-       taken by chance gets another draw. */
+       taken by chance gets another draw. O_RDWR: what was written can be
+       read back through the descriptor (kgl benchmark reads its runs'
+       progress from their .err temporaries). */
     int fd = -1;
     for (int k = 0; k < 16 && fd < 0; k++) {
         snprintf(o->tmp, cap, "%s.%ld.%016" PRIx64 ".tmp", path, (long)getpid(), kgl_tmp_name_source());
-        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        fd = open(o->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
