@@ -141,13 +141,15 @@ static void catch_signals(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static void block_signals(bool block)
+/* Blocks the two signals (saving the mask in *was), or puts *was back. */
+static void block_signals(bool block, sigset_t *was)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+    if (block) sigprocmask(SIG_BLOCK, &set, was);
+    else sigprocmask(SIG_SETMASK, was, NULL);
 }
 
 /* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
@@ -170,12 +172,13 @@ static pid_t spawn_child(char **argv, int out_fd, int err_fd)
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = 0;
     int e = 0;
-    block_signals(true);
+    sigset_t was;
+    block_signals(true, &was);
     if (!stop_signal && n_children < MAX_CHILDREN) {
         e = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
         if (!e) children[n_children] = pid, n_children = n_children + 1;
     }
-    block_signals(false); /* a signal that came meanwhile is passed on now */
+    block_signals(false, &was); /* a signal that came meanwhile is passed on now */
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (e) {
@@ -188,14 +191,15 @@ static pid_t spawn_child(char **argv, int out_fd, int err_fd)
 /* A child that has ended leaves the list. */
 static void forget_child(pid_t pid)
 {
-    block_signals(true);
+    sigset_t was;
+    block_signals(true, &was);
     for (int k = 0; k < n_children; k++)
         if (children[k] == pid) {
             children[k] = children[n_children - 1];
             n_children = n_children - 1;
             break;
         }
-    block_signals(false);
+    block_signals(false, &was);
 }
 
 /* Waits for pid, through signals; its status. */
@@ -239,7 +243,11 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
         said[len] = 0;
         close(fd[0]);
         int status = pid > 0 ? wait_child(pid) : 0;
-        if (stop_signal) st = EXIT_INTERRUPTED;
+        if (stop_signal) {
+            fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
+                    stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            st = EXIT_INTERRUPTED;
+        }
         else if (pid < 0) fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(errno)), st = EXIT_USAGE;
         else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s), checked before any run:\n%s",
