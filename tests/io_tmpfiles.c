@@ -116,6 +116,30 @@ TEST(outfile_refuses_a_folder)
     CHECK(!opened && strstr(e, "folder: is a folder, not a file: give a file's path"));
 }
 
+/* A rename that fails once the temporary is written (the name became a
+   folder meanwhile): the temporary is removed, the message says why. */
+TEST(outfile_failed_rename_removes_the_temporary)
+{
+    char path[4200], inner[4300], e[8192];
+    snprintf(path, sizeof path, "%s/late", T->tmp);
+    kgl_outfile o;
+    if (!CHECK(kgl_outfile_open(&o, path, e, sizeof e))) return;
+    fputs("whole\n", o.f);
+    CHECK(mkdir(path, 0700) == 0);
+    snprintf(inner, sizeof inner, "%s/x", path);
+    FILE *f = fopen(inner, "w");
+    if (CHECK(f != NULL)) fclose(f);
+    CHECK(!kgl_outfile_commit(&o, e, sizeof e));
+    char want[8400];
+    snprintf(want, sizeof want, "%s: cannot replace it with the new file: ", path);
+    CHECK(strncmp(e, want, strlen(want)) == 0);
+    char cmd[4400];
+    static char out[4096], err[4096];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", T->tmp);
+    run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    CHECK(strcmp(out, "0\n") == 0);
+}
+
 /* A set whose third rename fails (its name became a folder after the
    files were opened): the message says which files are new and which are
    as they were, and no temporary is left. */
