@@ -108,8 +108,9 @@ TEST(benchmark_passes_sigterm_on_to_its_runs)
     CHECK(getcwd(cwd, sizeof cwd) != NULL);
     if (T->kgl[0] == '/') snprintf(kgl, sizeof kgl, "%s", T->kgl);
     else snprintf(kgl, sizeof kgl, "%s/%s", cwd, T->kgl);
-    /* SIGTERM once the run trains (its log's temporary exists); prints the run's pid, whether it was still alive after the benchmark
-       ended (then kills it, by its pid), and the benchmark's status */
+    /* SIGTERM once the run trains (its log's temporary exists); prints the
+       run's pid, whether it was still alive after the benchmark ended (then
+       kills it, by its pid), and the benchmark's status */
     snprintf(cmd, sizeof cmd,
              "cd '%s' || exit 1; '%s' benchmark --data kg --configs cfg --datasets acad --seeds 1,2 --out bout 2> b.err & b=$!; "
              "for i in $(seq 200); do ls bout/acad-seed1.csv.*.tmp >/dev/null 2>&1 && break; sleep 0.05; done; "

@@ -231,6 +231,7 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
         fcntl(fd[0], F_SETFD, FD_CLOEXEC);
         fcntl(fd[1], F_SETFD, FD_CLOEXEC);
         pid_t pid = spawn_child(run_argv(self, &job[j], data, out, seed, threads, true), devnull, fd[1]);
+        int spawn_errno = errno;
         close(devnull);
         close(fd[1]);
         size_t len = 0, cap = 1 << 16;
@@ -247,9 +248,10 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
             fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
                     stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
             st = EXIT_INTERRUPTED;
-        }
-        else if (pid < 0) fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(errno)), st = EXIT_USAGE;
-        else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        } else if (pid < 0) {
+            fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(spawn_errno));
+            st = EXIT_USAGE;
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s), checked before any run:\n%s",
                     job[j].name, job[j].config_path, said);
             st = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
@@ -720,7 +722,7 @@ static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, con
     progress_stop(&line);
     free(steps);
     if (stop_signal) {
-        fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s", 
+        fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s",
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
         if (*stopped)
             fprintf(stderr, "; stopped after their current step: %s (each one's .err says where; no .json: a stopped "

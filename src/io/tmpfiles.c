@@ -262,7 +262,7 @@ bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap)
     return ok;
 }
 
-/* ", a, b" of the paths of o[from .. to) into buf at *used (cap bytes). */
+/* "a, b" (the paths of o[from .. to)) into buf at *used (cap bytes). */
 static void list_paths(char *buf, size_t cap, size_t *used, const kgl_outfile *o, int from, int to)
 {
     for (int k = from; k < to; k++)
