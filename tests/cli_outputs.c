@@ -83,8 +83,11 @@ TEST(outputs_that_are_fifos_are_written_in_place)
         CHECK(text && strncmp(text, "split\thead\t", 11) == 0 && test_count(text, "\n") == 43);
         free(text);
     }
-    /* one FIFO as two outputs would mix two files in one stream: refused */
-    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' train --steps 3 --quiet --log f --save f", T->tmp, kgl_path(T));
+    /* one FIFO as two outputs would mix two files in one stream: refused
+       (before it is opened: with no reader, a kgl that opened it would wait
+       there, so it gets 10 s) */
+    snprintf(cmd, sizeof cmd, "cd '%s' && timeout 10 '%s' train --steps 3 --quiet --log f --save f", T->tmp,
+             kgl_path(T));
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--log f is the same file as --save f"));
 }
 
