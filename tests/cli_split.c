@@ -89,7 +89,7 @@ TEST(split_family_reads_back_whole_and_stratified)
 /* A chain e0 → e1 → … → e40 (each inner entity in two triples), a relation
    of one triple and one of two: triples are kept in train for their
    entities' sake, the report counts them, and kgl reads the files back
-   without a warning. --test 0 writes no test file. */
+   without a warning. --test 0 writes an empty test file. */
 TEST(split_sparse_graph_keeps_entities_in_train)
 {
     char text[4096], cmd[2048], path[700];
@@ -103,7 +103,8 @@ TEST(split_sparse_graph_keeps_entities_in_train)
     const char *kept = strstr(out, "kept in train: ");
     CHECK(kept && atoi(kept + strlen("kept in train: ")) > 0 && strstr(kept, "whose head or tail was in no other"));
     snprintf(path, sizeof path, "%s/ch.test.tsv", T->tmp);
-    CHECK(!exists(path));
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0);
     snprintf(cmd, sizeof cmd, "train --train %s/ch.train.tsv --valid %s/ch.valid.tsv --steps 1 --quiet", T->tmp,
              T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
@@ -157,6 +158,11 @@ TEST(split_mistakes_write_nothing)
         {three, "--valid 0.34 --test 0.34", "three.tsv: no triple can go to test: each would take the last triple of its "
                                             "relation or of an entity out of train (3 triples, 3 entities, 1 relation)\n"},
         {one, "--valid 0.5 --test 0", "one.tsv: no triple can go to valid:"},
+        /* issue 46: a suggestion that cannot work is not made (it was --valid 1, which is refused) */
+        {one, "", "one.tsv cannot be split, no triple can go to valid without taking the last triple of its relation or "
+                  "of an entity out of train (1 triple, 1 relation); give --valid 0, or more triples\n"},
+        /* the cycle's one triple for valid leaves none for test: --test 0.333333 would be refused in turn */
+        {three, "--valid 0.34", "kgl split: --test 0.1 of 3 triples is 0.3, which rounds to no triple; no fraction helps:"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         snprintf(cmd, sizeof cmd, "split --triples %s --out %s/x %s", cases[k].in, T->tmp, cases[k].args);
@@ -182,4 +188,24 @@ TEST(split_mistakes_write_nothing)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--out PREFIX is required"));
     snprintf(cmd, sizeof cmd, "split --triples %s --out %s/missing/dir/z", three, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2 && strstr(err, "--out"));
+}
+
+/* Issue 46: splitting again with --test 0 left the old PREFIX.test.tsv
+   beside the new train and valid (its triples now in train too). All three
+   files are written, an empty one for a part asked for none, so the three
+   are always one split: together the input's triples, each once. */
+TEST(split_again_replaces_all_three_files)
+{
+    char cmd[4096];
+    if (!family(T)) return;
+    snprintf(cmd, sizeof cmd, "split --triples %s/all.tsv --out %s/fam --valid 0.1 --test 0.1", T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "split --triples %s/all.tsv --out %s/fam --valid 0.2 --test 0", T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(out, "fam.test.tsv ") && strstr(out, " 0 triples (none asked: --test 0)\n"));
+    /* the three files hold the 212 triples once each (the walkthrough's files repeat none) */
+    snprintf(cmd, sizeof cmd, "cd %s && cat fam.train.tsv fam.valid.tsv fam.test.tsv | sort > got && sort all.tsv > want && "
+                              "cmp got want && wc -c < fam.test.tsv", T->tmp);
+    int rc = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 0 && strcmp(out, "0\n") == 0)) printf("    rc %d: %s%s", rc, out, err);
 }

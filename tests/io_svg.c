@@ -948,8 +948,8 @@ TEST(svg_failed_write_reports_and_leaves_nothing)
           printf("    %s\n", err) < 0);
     CHECK(!file_exists("/nonexistent/dir/x.svg"));
 
-    /* the temporary file is written, then the rename fails (the target is a
-     * directory): it is removed */
+    /* the target is a folder: refused before a temporary is written (the
+     * rename failing after it is tests/io_tmpfiles.c's) */
     char dir[512], target[600], first[256] = "";
     tmp_path(T, dir, sizeof dir, "svgfail");
     mkdir(dir, 0755);
@@ -959,7 +959,7 @@ TEST(svg_failed_write_reports_and_leaves_nothing)
     kgl_lineplot lp = {.series = &s, .n_series = 1};
     err[0] = 0;
     CHECK(!kgl_svg_lineplot(target, &lp, err, sizeof err));
-    CHECK(strncmp(err, target, strlen(target)) == 0 && strstr(err, ": cannot replace it with the new file: ") != NULL);
+    CHECK(strncmp(err, target, strlen(target)) == 0 && strstr(err, ": is a folder, not a file: give a file's path"));
     CHECK(dir_entries(dir, first, sizeof first) == 1 && strcmp(first, "taken.svg") == 0);
 
     /* a good write replaces an existing file, and leaves only it */

@@ -248,13 +248,13 @@ TEST(safetensors_write_is_atomic)
     kgl_st_free(&f);
     CHECK(strcmp(listing(dir), "model.safetensors") == 0); /* no temporary file left */
 
-    /* a failure after the temporary file was written (the target is a
-     * folder, so the rename fails): the temporary file is removed */
+    /* the target is a folder: refused before a temporary is written (the
+     * rename failing after it is tests/io_tmpfiles.c's) */
     char target[600];
     snprintf(target, sizeof target, "%s/taken", dir);
     CHECK(mkdir(target, 0777) == 0);
     CHECK(!write_three(target, WQ, err));
-    snprintf(want, sizeof want, "%s: cannot replace it with the new file: Is a directory", target);
+    snprintf(want, sizeof want, "%s: is a folder, not a file: give a file's path", target);
     CHECK(strcmp(err, want) == 0);
     CHECK(strcmp(listing(dir), "model.safetensors taken") == 0);
     CHECK(strcmp(listing(target), "") == 0);

@@ -252,8 +252,20 @@ bool cli_output_ok(const char *cmd, const char *what, const char *path)
         fprintf(stderr, "kgl %s: %s: the path is empty\n", cmd, what);
         return false;
     }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "kgl %s: %s %s: is a folder, not a file\n", cmd, what, path);
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "kgl %s: %s %s: is a folder, not a file: give a file's path\n", cmd, what, path);
+        return false;
+    }
+    if (exists && S_ISBLK(st.st_mode)) {
+        fprintf(stderr, "kgl %s: %s %s: is a block device (a disk), not a file: give a file's path\n", cmd, what, path);
+        return false;
+    }
+    /* a device or a pipe is written as it is (kgl_outfile), not replaced:
+       its own permission counts, not its folder's */
+    if (exists && !S_ISREG(st.st_mode)) {
+        if (access(path, W_OK) == 0) return true;
+        fprintf(stderr, "kgl %s: %s %s: cannot write to it: %s\n", cmd, what, path, strerror(errno));
         return false;
     }
     return writable_folder(cmd, what, path, folder_of(path, buf, sizeof buf));
@@ -292,10 +304,15 @@ static const char *base_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-static bool same_file(const char *a, const char *b)
+/* Whether a and b are one file, to refuse it; two outputs that are one
+   character device are not counted: a device keeps nothing (/dev/null, a
+   terminal), so writing it twice destroys nothing. A FIFO given twice is
+   (its reader would get two files mixed in one stream). */
+static bool same_file(const char *a, const char *b, bool both_outputs)
 {
     struct stat sa, sb;
     bool ea = stat(a, &sa) == 0, eb = stat(b, &sb) == 0;
+    if (ea && eb && both_outputs && S_ISCHR(sa.st_mode)) return false;
     if (ea || eb) return ea && eb && same_inode(&sa, &sb);
     /* neither is written yet: one name in one folder ("out/x" and "./out/x") */
     char fa[4096], fb[4096];
@@ -313,7 +330,7 @@ bool cli_files_distinct(const char *cmd, const cli_file *files, int n)
             const cli_file *x = &files[i];
             if (i == j || !x->path || (x->output && i > j)) continue;
             if (!x->output && o->may_replace && strcmp(o->may_replace, x->what) == 0) continue;
-            if (!same_file(o->path, x->path)) continue;
+            if (!same_file(o->path, x->path, x->output)) continue;
             fprintf(stderr, "kgl %s: %s %s is the same file as %s %s%s; give another path\n", cmd, o->what, o->path,
                     x->what, x->path, x->output ? "" : ", which writing it would destroy");
             return false;

@@ -70,8 +70,10 @@ bool cli_splits(cli_args *a, const char *list, bool *named);
 /* "a, b or c" into buf (for messages that list the words). */
 const char *cli_word_list(const char *const *words, int n, char *buf, size_t cap);
 
-/* Whether `path` can be written as an output file: not a folder, and its
- * folder exists and is writable. Otherwise prints "kgl CMD: WHAT path: why"
+/* Whether `path` can be written as an output file: not a folder nor a
+ * block device, and its folder exists and is writable; or a character
+ * device or a pipe that is writable (kgl_outfile writes it as it is).
+ * Otherwise prints "kgl CMD: WHAT path: why"
  * and returns false. Found before any work, that is a bad argument: the
  * caller exits EXIT_USAGE (EXIT_OUTPUT is for a write that fails later). */
 bool cli_output_ok(const char *cmd, const char *what, const char *path);
@@ -89,7 +91,9 @@ typedef struct cli_file {
 /* Whether every output is a file of its own: not an input, which writing it
  * would destroy, nor another output. Two paths are one file when both exist
  * and have the same device and inode (a link, "./x" and "x"), or when
- * neither exists and their folders resolve to one. Otherwise prints "kgl
+ * neither exists and their folders resolve to one; but two outputs may be
+ * one character device (--log /dev/null --save /dev/null: a device keeps
+ * nothing to destroy). Otherwise prints "kgl
  * CMD: --save tr.tsv is the same file as --train tr.tsv, ..." and returns
  * false: a bad argument (EXIT_USAGE), found before anything is written. */
 bool cli_files_distinct(const char *cmd, const cli_file *files, int n);

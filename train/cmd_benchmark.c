@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,8 +50,12 @@ static const char help[] =
     "While it runs, one line on stderr gives the steps of all the runs, the time\n"
     "elapsed and an ETA (redrawn on a terminal, else at each tenth and every\n"
     "KGL_PROGRESS_SECONDS, default 60); each run's own lines are in OUT/*.err.\n"
+    "Before any run, each dataset's options go through `kgl train --check`.\n"
+    "Ctrl-C or SIGTERM is passed on to the runs going, which stop after their\n"
+    "current step (a second one: at once); a stopped run keeps its .err, not its\n"
+    ".json, and no results.json is written.\n"
     "exit status: 0 done, 1 a run failed, 2 bad arguments, missing files or a bad option\n"
-    "in a configuration (the run's message is shown)\n";
+    "in a configuration (kgl train's message is shown), 130 interrupted\n";
 
 #define MAX_DATASETS 8
 
@@ -63,12 +68,24 @@ static bool file_readable(const char *path)
     return true;
 }
 
-/* Starts `kgl train` for one (dataset, seed); stdout and stderr go to files. */
-static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const char *data, const char *out,
-                       unsigned long long seed, int threads, progress *line)
+static double real_seconds(void)
 {
-    static char paths[6][1200], seed_text[32], threads_text[32];
-    char *argv[KGL_BENCHMARK_MAX_ARGS];
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The command of one run (dataset, seed), argv[0] `self`: kgl train on the
+   dataset's three files with its options, the seed, its checkpoint and log
+   in OUT, --json (its result on stdout) and --progress (its lines on
+   stderr). With `check`, the same options with --check instead of the
+   outputs: kgl train stops where the run would start. Static buffers: one
+   command at a time. */
+static char **run_argv(const char *self, const kgl_benchmark_dataset *job, const char *data, const char *out,
+                       unsigned long long seed, int threads, bool check)
+{
+    static char paths[5][1200], seed_text[32], threads_text[32];
+    static char *argv[KGL_BENCHMARK_MAX_ARGS];
     int a = 0;
     snprintf(paths[0], sizeof paths[0], "%s/%s/train.txt", data, job->name);
     snprintf(paths[1], sizeof paths[1], "%s/%s/valid.txt", data, job->name);
@@ -83,50 +100,257 @@ static pid_t start_run(const char *self, const kgl_benchmark_dataset *job, const
     argv[a++] = "--test", argv[a++] = paths[2];
     for (int k = 0; k < job->argc; k++) argv[a++] = job->argv[k];
     argv[a++] = "--seed", argv[a++] = seed_text;
-    argv[a++] = "--save", argv[a++] = paths[3];
-    argv[a++] = "--log", argv[a++] = paths[4];
+    if (check) {
+        argv[a++] = "--check";
+    } else {
+        argv[a++] = "--save", argv[a++] = paths[3];
+        argv[a++] = "--log", argv[a++] = paths[4];
+    }
     snprintf(threads_text, sizeof threads_text, "%d", threads);
     argv[a++] = "--threads", argv[a++] = threads_text; /* the cores shared by the runs at the same time */
     argv[a++] = "--json";
     argv[a++] = "--progress"; /* to its .err file, which the overall progress line reads */
     argv[a] = NULL;
-    char json_path[1200], err_path[1200];
-    kgl_benchmark_run_path(json_path, sizeof json_path, out, job->name, seed, "json");
-    kgl_benchmark_run_path(err_path, sizeof err_path, out, job->name, seed, "err");
+    return argv;
+}
+
+/* SIGINT and SIGTERM reach kgl benchmark alone (each run is in a process
+   group of its own, so that a terminal's Ctrl-C does not reach the runs
+   twice, from the terminal and passed on): the handler passes each one on
+   to the runs going, which stop after their current step as kgl train does
+   (a second signal: at once); the main loop then starts nothing more,
+   waits for them and exits 130. The list of runs going changes only with
+   the two signals blocked, so the handler never sees it half-written. */
+#define MAX_CHILDREN 64
+static pid_t children[MAX_CHILDREN];
+static volatile sig_atomic_t n_children, stop_signal;
+
+static void pass_on_signal(int sig)
+{
+    stop_signal = sig;
+    for (int k = 0; k < n_children; k++) kill(children[k], sig);
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = pass_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Blocks the two signals (saving the mask in *was), or puts *was back. */
+static void block_signals(bool block, sigset_t *was)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    if (block) sigprocmask(SIG_BLOCK, &set, was);
+    else sigprocmask(SIG_SETMASK, was, NULL);
+}
+
+/* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
+   on out_fd and err_fd, in a process group of its own and in the list the
+   signals are passed on to. The pid; 0 when a signal came first (nothing
+   started); -1 with errno when it cannot start. */
+static pid_t spawn_child(char **argv, int out_fd, int err_fd)
+{
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t none;
+    sigemptyset(&none);
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, json_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int e = posix_spawn(&pid, self, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setsigmask(&attr, &none); /* not this process's mask, blocked below */
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = 0;
+    int e = 0;
+    sigset_t was;
+    block_signals(true, &was);
+    if (!stop_signal && n_children < MAX_CHILDREN) {
+        e = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
+        if (!e) children[n_children] = pid, n_children = n_children + 1;
+    }
+    block_signals(false, &was); /* a signal that came meanwhile is passed on now */
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (e) {
-        progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(e));
+        errno = e;
         return -1;
     }
+    return pid;
+}
+
+/* A child that has ended leaves the list. */
+static void forget_child(pid_t pid)
+{
+    sigset_t was;
+    block_signals(true, &was);
+    for (int k = 0; k < n_children; k++)
+        if (children[k] == pid) {
+            children[k] = children[n_children - 1];
+            n_children = n_children - 1;
+            break;
+        }
+    block_signals(false, &was);
+}
+
+/* Waits for pid, through signals; its status. */
+static int wait_child(pid_t pid)
+{
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    forget_child(pid);
+    return status;
+}
+
+/* Every dataset's options as its runs get them, through `kgl train --check`
+   (kgl train's own parser: no second list of its options here), before any
+   run starts: a mistake in a recipe is found now, not when the dataset's
+   first run fails after the others trained. kgl train's messages (its data
+   warnings too) are shown only when it refuses. Returns 0, or an exit
+   status after reporting. */
+static int check_options(const char *self, const kgl_benchmark_dataset *job, int n_jobs, const char *data,
+                         const char *out, unsigned long long seed, int threads)
+{
+    int st = 0;
+    for (int j = 0; j < n_jobs && !st; j++) {
+        int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC), fd[2] = {-1, -1};
+        if (devnull < 0 || pipe(fd) != 0) {
+            fprintf(stderr, "kgl benchmark: cannot check the options: %s\n", strerror(errno));
+            if (devnull >= 0) close(devnull);
+            return EXIT_USAGE;
+        }
+        fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+        fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+        pid_t pid = spawn_child(run_argv(self, &job[j], data, out, seed, threads, true), devnull, fd[1]);
+        int spawn_errno = errno;
+        close(devnull);
+        close(fd[1]);
+        size_t len = 0, cap = 1 << 16;
+        char *said = kgl_xmalloc(cap);
+        for (ssize_t got; pid > 0 && (got = read(fd[0], said + len, cap - len - 1)) != 0;) {
+            if (got > 0) len += (size_t)got;
+            else if (errno != EINTR) break;
+            if (cap - len < 2) said = kgl_xrealloc_for(said, cap *= 2, "kgl train's messages");
+        }
+        said[len] = 0;
+        close(fd[0]);
+        int status = pid > 0 ? wait_child(pid) : 0;
+        if (stop_signal) {
+            fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
+                    stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
+            st = EXIT_INTERRUPTED;
+        } else if (pid < 0) {
+            fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(spawn_errno));
+            st = EXIT_USAGE;
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s), checked before any run:\n%s",
+                    job[j].name, job[j].config_path, said);
+            st = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
+        }
+        free(said);
+    }
+    return st;
+}
+
+/* One run going: its process, and its stdout (the --json result) and
+   stderr (its progress lines and messages) as kgl_outfile temporaries,
+   created exclusively like every output (never through a link placed at
+   OUT/<dataset>-seed<S>.json), renamed into place once it has ended. */
+typedef struct run_proc {
+    pid_t pid;
+    int run;                      /* dataset j, seed s: j * n_seeds + s */
+    kgl_outfile json, err;
+    double started, started_real; /* now_seconds(), real_seconds() */
+} run_proc;
+
+/* Starts run r->run; false after reporting (or, when a signal came first,
+   without a word: nothing started). */
+static bool start_run(run_proc *r, const char *self, const kgl_benchmark_dataset *job, const char *data,
+                      const char *out, unsigned long long seed, int threads, progress *line)
+{
+    char json_path[1200], err_path[1200], why[2800];
+    kgl_benchmark_run_path(json_path, sizeof json_path, out, job->name, seed, "json");
+    kgl_benchmark_run_path(err_path, sizeof err_path, out, job->name, seed, "err");
+    if (!kgl_outfile_open(&r->json, json_path, why, sizeof why)) {
+        progress_print(line, "kgl benchmark: %s", why);
+        return false;
+    }
+    if (!kgl_outfile_open(&r->err, err_path, why, sizeof why)) {
+        kgl_outfile_discard(&r->json);
+        progress_print(line, "kgl benchmark: %s", why);
+        return false;
+    }
+    char **argv = run_argv(self, job, data, out, seed, threads, false);
+    r->pid = spawn_child(argv, fileno(r->json.f), fileno(r->err.f));
+    if (r->pid <= 0) {
+        if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(errno));
+        kgl_outfile_discard(&r->json);
+        kgl_outfile_discard(&r->err);
+        return false;
+    }
+    r->started = now_seconds();
+    r->started_real = real_seconds();
     char command[8192];
     size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
-    for (int k = 1; k < a && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
+    for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
     progress_print(line, "kgl benchmark: %s seed %llu: %s", job->name, seed, command);
-    return pid;
+    return true;
+}
+
+/* Whether a run's end was a signal's doing: killed, or stopped by one
+   after its current step (kgl train's 130). */
+static bool run_stopped(int status)
+{
+    return WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_INTERRUPTED);
+}
+
+/* A run has ended: its .err is kept whatever happened (the user reads there
+   why it failed or where it stopped). Its .json too, unless a signal
+   stopped it: it then printed the results of the step it had reached, which
+   must not pass for a finished run's, so no .json is written and an older
+   one at that name (an earlier benchmark's, beside this run's .csv and
+   .safetensors now) is removed. False after reporting a file that could
+   not be written. */
+static bool keep_run_files(run_proc *r, int status, progress *line)
+{
+    char why[2800];
+    bool ok = kgl_outfile_commit(&r->err, why, sizeof why);
+    if (!ok) progress_print(line, "kgl benchmark: %s", why);
+    if (run_stopped(status)) {
+        bool replaces = r->json.tmp != NULL; /* a regular file's name, not a device's */
+        char older[1200];
+        snprintf(older, sizeof older, "%s", r->json.path);
+        kgl_outfile_discard(&r->json);
+        if (replaces) unlink(older);
+    } else if (!kgl_outfile_commit(&r->json, why, sizeof why)) {
+        progress_print(line, "kgl benchmark: %s", why);
+        ok = false;
+    }
+    return ok;
 }
 
 /* Where a run is, from the last progress line of its .err file (kgl
    train's: "step N/M, ..." for a model, "... N/M steps, ..." for an
    ensemble, its members' steps together) and when that file last changed
-   (the real-time clock); false before its first line. */
-static bool run_position(const char *err_path, double *done, double *total, double *written)
+   (the real-time clock); false before its first line. `fd` is the file
+   being written: the temporary, until the run ends. */
+static bool run_position(int fd, double *done, double *total, double *written)
 {
-    FILE *f = fopen(err_path, "rb");
-    if (!f) return false;
-    char buf[8192];
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size > (long)sizeof buf - 1) fseek(f, size - (long)(sizeof buf - 1), SEEK_SET);
-    else rewind(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
     struct stat st;
-    bool dated = fstat(fileno(f), &st) == 0;
-    fclose(f);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false; /* a device or a pipe: nothing to read back */
+    char buf[8192];
+    off_t from = st.st_size > (off_t)sizeof buf - 1 ? st.st_size - (off_t)(sizeof buf - 1) : 0;
+    ssize_t n = pread(fd, buf, sizeof buf - 1, from);
+    if (n < 0) return false;
     buf[n] = 0;
     bool found = false;
     char *save = NULL;
@@ -138,15 +362,8 @@ static bool run_position(const char *err_path, double *done, double *total, doub
         if ((model || (p && sscanf(p, "%ld/%ld steps", &a, &b) == 2)) && a >= 0 && b >= a)
             *done = (double)a, *total = (double)b, found = true;
     }
-    *written = dated ? (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec : 0;
+    *written = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
     return found;
-}
-
-static double real_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* What the overall line knows of each run (index j * seeds + s): its steps
@@ -162,10 +379,10 @@ typedef struct run_steps {
    run's are carried from its last line to now at its own pace (its lines
    come at each tenth of its work: without this the ETA would climb between
    two of them). */
-static void read_steps(const char *err_path, double started_real, bool finished, run_steps *r)
+static void read_steps(int err_fd, double started_real, bool finished, run_steps *r)
 {
     double done, total, written;
-    if (!run_position(err_path, &done, &total, &written)) return;
+    if (!run_position(err_fd, &done, &total, &written)) return;
     double now = real_seconds();
     if (finished) total = done;
     else if (written > started_real + 1 && now > written) done *= (now - started_real) / (written - started_real);
@@ -180,7 +397,7 @@ static void read_steps(const char *err_path, double started_real, bool finished,
    the runs done and those running, with their steps. */
 static void overall_progress(progress *line, run_steps *runs, double *shown_done, double *shown_total,
                              const kgl_benchmark_dataset *job, int n_seeds, int total, int done, int running,
-                             const int *slot_run)
+                             const run_proc *procs)
 {
     double sum_known = 0, d = 0, t = 0;
     int known = 0;
@@ -210,7 +427,7 @@ static void overall_progress(progress *line, run_steps *runs, double *shown_done
     else /* no run has said its steps yet */
         n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, done, total);
     for (int k = 0; k < running && n < cap; k++) {
-        int r = slot_run[k];
+        int r = procs[k].run;
         n += (size_t)snprintf(text + n, cap - n, "%s %s seed %llu", k ? "," : ", running", job[r / n_seeds].name,
                               job[r / n_seeds].runs[r % n_seeds].seed);
         if (n < cap && runs[r].known)
@@ -365,6 +582,157 @@ static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
     return n ? n : -1;
 }
 
+/* --out names a folder, made with its parents when missing: refused
+   before anything else when it, or a folder it would be made in, is a file
+   (it used to fail only at the first run, "cannot start kgl: Not a
+   directory"). */
+static bool out_folder_ok(const char *out)
+{
+    char prefix[1200];
+    size_t len = strlen(out);
+    if (len == 0 || len >= sizeof prefix) {
+        fprintf(stderr, "kgl benchmark: --out: the path is %s\n", len ? "too long" : "empty");
+        return false;
+    }
+    for (size_t k = 1; k <= len; k++) {
+        if (out[k] != '/' && out[k] != 0) continue;
+        memcpy(prefix, out, k);
+        prefix[k] = 0;
+        struct stat st;
+        if (stat(prefix, &st) != 0 || S_ISDIR(st.st_mode)) continue;
+        if (k == len)
+            fprintf(stderr, "kgl benchmark: --out %s is a file; --out must be a folder (it is made if missing)\n", out);
+        else
+            fprintf(stderr, "kgl benchmark: --out %s: %s is a file, not a folder; --out must be a folder (it is made "
+                            "if missing)\n", out, prefix);
+        return false;
+    }
+    return true;
+}
+
+/* A run has ended with `status`: its files kept (keep_run_files), then its
+   result read and said, or its failure shown from its .err. Returns 0 (a
+   result), -1 (stopped by a signal the benchmark passed on: named in
+   `stopped`, a list for the last message), or what the exit status becomes:
+   2 for kgl train's 2 (a bad option, bad input), else 1. */
+static int end_run(run_proc *r, int status, kgl_benchmark_dataset *job, int n_seeds, const char *out,
+                   progress *line, char *stopped, size_t stopped_cap)
+{
+    int j = r->run / n_seeds, s = r->run % n_seeds;
+    kgl_benchmark_run *res = &job[j].runs[s];
+    double wall = now_seconds() - r->started;
+    char err_path[1200];
+    snprintf(err_path, sizeof err_path, "%s", r->err.path); /* kept before the commit forgets it */
+    bool kept = keep_run_files(r, status, line);
+    if (stop_signal && run_stopped(status)) {
+        size_t used = strlen(stopped);
+        snprintf(stopped + used, stopped_cap - used, "%s%s seed %llu", used ? ", " : "", job[j].name, res->seed);
+        return -1;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char why[1400];
+        kgl_text text;
+        bool shown = kgl_text_open(&text, err_path, why, sizeof why);
+        progress_print(line, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, res->seed, err_path,
+                       shown ? text.buf : why);
+        if (shown) kgl_text_close(&text);
+        /* a bad option in the .args file is bad input, like any other */
+        return WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
+    }
+    if (!kept || !read_run(out, &job[j], res)) return 1;
+    res->seconds = wall;
+    /* the largest peak resident memory of the runs waited for so far
+       (POSIX keeps no per-child figure; Linux reports KiB) */
+    struct rusage usage;
+    res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
+    progress_print(line, "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s",
+                   job[j].name, res->seed, res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0], res->best_step,
+                   wall);
+    return 0;
+}
+
+/* The tables and results.json, once every run has its result. */
+static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *out, int jobs)
+{
+    for (int j = 0; j < n_jobs; j++) print_table(&job[j], jobs);
+    char path[1200], err[1400];
+    snprintf(path, sizeof path, "%s/results.json", out);
+    if (!kgl_benchmark_write_results(path, job, n_jobs, err, sizeof err)) {
+        fprintf(stderr, "kgl benchmark: %s\n", err);
+        return 1;
+    }
+    printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>.{json,csv,safetensors}\n", out, out);
+    return 0;
+}
+
+/* The runs, `jobs` at a time, each timed from start to exit, then the
+   report. Returns the exit status: 0, 1 a run failed, 2 a run refused its
+   input, 130 interrupted (the runs going stopped after their step). */
+static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, const unsigned long long *seeds,
+                   int n_seeds, const char *data, const char *out, int jobs)
+{
+    int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0, finished = 0, results = 0;
+    /* The overall line (progress.h): in place on a terminal, redrawn every
+       second; elsewhere at each tenth of all the steps and at least every
+       KGL_PROGRESS_SECONDS (60 by default). The runs' own lines (every
+       --progress line of kgl train) are in their .err files. */
+    progress line;
+    progress_start(&line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
+    double every = progress_every(), poll = every < 1 ? every : 1, shown_done = 0, shown_total = 0;
+    run_steps *steps = kgl_xcalloc((size_t)total, sizeof *steps);
+    run_proc procs[64];
+    char stopped[4096] = "";
+    for (int k = 0; k < total; k++) job[k / n_seeds].runs[k % n_seeds].seed = seeds[k % n_seeds];
+    while (next < total || running > 0) {
+        while (running < jobs && next < total && !failed && !stop_signal) {
+            procs[running].run = next;
+            if (!start_run(&procs[running], self, &job[next / n_seeds], data, out, seeds[next % n_seeds],
+                           run_threads(jobs), &line)) {
+                if (!stop_signal) failed = 1;
+                break;
+            }
+            running++, next++;
+        }
+        if (running == 0) break;
+        int status;
+        pid_t done = waitpid(-1, &status, WNOHANG);
+        if (done == 0) { /* all still running */
+            nanosleep(&(struct timespec){(time_t)poll, (long)((poll - (time_t)poll) * 1e9)}, NULL);
+            for (int k = 0; k < running; k++)
+                read_steps(fileno(procs[k].err.f), procs[k].started_real, false, &steps[procs[k].run]);
+            overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, procs);
+            continue;
+        }
+        if (done < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        int k = 0;
+        while (k < running && procs[k].pid != done) k++;
+        if (k == running) continue; /* not a run */
+        forget_child(done);
+        finished++;
+        read_steps(fileno(procs[k].err.f), procs[k].started_real, true, &steps[procs[k].run]);
+        int st = end_run(&procs[k], status, job, n_seeds, out, &line, stopped, sizeof stopped);
+        results += st == 0;
+        if (st > 0 && !failed) failed = st;
+        procs[k] = procs[--running];
+        overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, procs);
+    }
+    progress_stop(&line);
+    free(steps);
+    if (stop_signal) {
+        fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
+        if (*stopped)
+            fprintf(stderr, "; stopped after their current step: %s (each one's .err says where; no .json: a stopped "
+                            "run's results are not a finished run's)", stopped);
+        fprintf(stderr, "; %d not started; no tables and no results.json\n", total - next);
+        return EXIT_INTERRUPTED;
+    }
+    return failed ? failed : report_all(job, n_jobs, out, jobs);
+}
+
 int cmd_benchmark(int argc, char **argv)
 {
     const char *data = "data/kg", *configs = NULL, *out = "build/benchmark";
@@ -396,6 +764,7 @@ int cmd_benchmark(int argc, char **argv)
         }
     }
     if (configs && recipe) return cli_usage_error(&a, "--recipe and --configs: give one");
+    if (!out_folder_ok(out)) return EXIT_USAGE;
     if (!configs && !recipe) recipe = "data/bench/recipe.args";
     if (!configs) configs = "";
     unsigned long long seeds[KGL_BENCHMARK_MAX_SEEDS];
@@ -460,6 +829,10 @@ int cmd_benchmark(int argc, char **argv)
     }
     if (!st) {
         self[n] = 0;
+        catch_signals(); /* from here on, its children get SIGINT and SIGTERM from it */
+        st = check_options(self, job, n_jobs, data, out, seeds[0], run_threads((int)jobs));
+    }
+    if (!st) {
         char cmd[1200];
         snprintf(cmd, sizeof cmd, "%s", out);
         for (char *p = cmd + 1; *p; p++) /* mkdir -p */
@@ -478,105 +851,7 @@ int cmd_benchmark(int argc, char **argv)
         return st;
     }
 
-    /* the runs, `jobs` at a time, each timed from start to exit */
-    int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0, finished = 0;
-    /* The overall line (progress.h): in place on a terminal, redrawn every
-       second; elsewhere at each tenth of all the steps and at least every
-       KGL_PROGRESS_SECONDS (60 by default). The runs' own lines (every
-       --progress line of kgl train) are in their .err files. */
-    progress line;
-    progress_start(&line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
-    double every = progress_every(), poll = every < 1 ? every : 1, shown_done = 0, shown_total = 0;
-    run_steps *steps = kgl_xcalloc((size_t)total, sizeof *steps);
-    pid_t pids[64];
-    int slot_run[64];
-    double started[64], started_real[64];
-    for (int k = 0; k < total; k++) job[k / n_seeds].runs[k % n_seeds].seed = seeds[k % n_seeds];
-    while (next < total || running > 0) {
-        while (running < jobs && next < total && !failed) {
-            int j = next / n_seeds, s = next % n_seeds;
-            pid_t pid = start_run(self, &job[j], data, out, seeds[s], run_threads(jobs), &line);
-            if (pid < 0) {
-                failed = 1;
-                break;
-            }
-            pids[running] = pid;
-            slot_run[running] = next;
-            started[running] = now_seconds();
-            started_real[running] = real_seconds();
-            running++;
-            next++;
-        }
-        if (running == 0) break;
-        int status;
-        pid_t done = waitpid(-1, &status, WNOHANG);
-        if (done == 0) { /* all still running */
-            nanosleep(&(struct timespec){(time_t)poll, (long)((poll - (time_t)poll) * 1e9)}, NULL);
-            for (int k = 0; k < running; k++) {
-                int r = slot_run[k];
-                char err_path[1200];
-                kgl_benchmark_run_path(err_path, sizeof err_path, out, job[r / n_seeds].name, seeds[r % n_seeds], "err");
-                read_steps(err_path, started_real[k], false, &steps[r]);
-            }
-            overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, slot_run);
-            continue;
-        }
-        if (done < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        finished++;
-        for (int k = 0; k < running; k++) {
-            if (pids[k] != done) continue;
-            int r = slot_run[k], j = r / n_seeds, s = r % n_seeds;
-            kgl_benchmark_run *res = &job[j].runs[s];
-            double wall = now_seconds() - started[k];
-            char err_path[1200];
-            kgl_benchmark_run_path(err_path, sizeof err_path, out, job[j].name, seeds[s], "err");
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                char why[1400];
-                kgl_text text;
-                bool shown = kgl_text_open(&text, err_path, why, sizeof why);
-                progress_print(&line, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, seeds[s],
-                               err_path, shown ? text.buf : why);
-                if (shown) kgl_text_close(&text);
-                /* a bad option in the .args file is bad input, like any other */
-                failed = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
-            } else if (!read_run(out, &job[j], res)) {
-                failed = 1;
-            } else {
-                res->seconds = wall;
-                /* the largest peak resident memory of the runs waited for so far
-                   (POSIX keeps no per-child figure; Linux reports KiB) */
-                struct rusage usage;
-                res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
-                progress_print(&line,
-                               "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s",
-                               job[j].name, seeds[s], res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0],
-                               res->best_step, wall);
-            }
-            read_steps(err_path, started_real[k], true, &steps[r]);
-            pids[k] = pids[running - 1];
-            slot_run[k] = slot_run[running - 1];
-            started[k] = started[running - 1];
-            started_real[k] = started_real[running - 1];
-            running--;
-            break;
-        }
-        overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, slot_run);
-    }
-    progress_stop(&line);
-    free(steps);
-    if (!failed) {
-        for (int j = 0; j < n_jobs; j++) print_table(&job[j], (int)jobs);
-        char path[1200], err[1400];
-        snprintf(path, sizeof path, "%s/results.json", out);
-        if (!kgl_benchmark_write_results(path, job, n_jobs, err, sizeof err)) {
-            fprintf(stderr, "kgl benchmark: %s\n", err);
-            failed = 1;
-        } else
-            printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>.{json,csv,safetensors}\n", out, out);
-    }
+    st = run_all(self, job, n_jobs, seeds, n_seeds, data, out, (int)jobs);
     for (int j = 0; j < n_jobs; j++) kgl_benchmark_dataset_free(&job[j]);
-    return failed;
+    return st;
 }

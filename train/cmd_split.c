@@ -32,9 +32,9 @@ static const char help[] =
     "relation, and how many were kept in train and why.\n\n"
     "  --triples F    the triples to split\n"
     "  --out PREFIX   writes PREFIX.train.tsv, PREFIX.valid.tsv, PREFIX.test.tsv\n"
-    "                 (each whole or not at all; none may be F)\n"
+    "                 (each whole, and all three replaced together; none may be F)\n"
     "  --valid P      the fraction for valid, 0 to below 1 (default 0.1; 0 writes\n"
-    "                 no valid file)\n"
+    "                 an empty valid file)\n"
     "  --test P       the fraction for test, likewise (default 0.1); the two\n"
     "                 together below 1\n"
     "  --seed S       the random order's seed (default 1)\n"
@@ -86,6 +86,10 @@ static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, cons
         printf("%-*s  %*d triple%s", pw, paths[p], cw, plan->count[p], plan->count[p] == 1 ? "" : "s");
         if (p == KGL_PART_TRAIN) {
             printf("\n");
+            continue;
+        }
+        if (fraction[p] == 0) {
+            printf(" (none asked: --%s 0)\n", part_name[p]);
             continue;
         }
         printf(" (asked %d: %g of %d is %g)", plan->asked[p], fraction[p], plan->n, fraction[p] * plan->n);
@@ -141,31 +145,67 @@ static void print_json(const kgl_dataset *ds, const kgl_split_plan *plan, const 
     printf("}}\n");
 }
 
-/* The parts that have a file (paths[p] non-empty), each written through a
-   temporary beside it and renamed. Returns false after reporting. */
+/* The three files, as one set: each written whole to a temporary beside
+   it, then the three renamed (kgl_outfile_commit_set), so that a full disk
+   replaces none of them and a failed rename says which are new. A part
+   asked for no triple gets an empty file, never an old file of another
+   split left beside the new ones. Returns false after reporting. */
 static bool write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, char paths[3][4200])
 {
     const kgl_split *sp = &ds->splits[0];
-    char err[4400];
+    char err[16384];
+    kgl_outfile o[3];
     for (int p = 0; p < 3; p++) {
-        if (!*paths[p]) continue;
-        kgl_outfile o;
-        if (!kgl_outfile_open(&o, paths[p], err, sizeof err)) {
+        if (!kgl_outfile_open(&o[p], paths[p], err, sizeof err)) {
+            for (int q = 0; q < p; q++) kgl_outfile_discard(&o[q]);
             fprintf(stderr, "kgl split: %s\n", err);
             return false;
         }
         for (int k = 0; k < sp->n; k++) {
             if (plan->part[k] != p) continue;
             const kgl_triple *t = &sp->triples[k];
-            fprintf(o.f, "%s\t%s\t%s\n", ds->entity_names[t->head], ds->relation_names[t->rel],
+            fprintf(o[p].f, "%s\t%s\t%s\n", ds->entity_names[t->head], ds->relation_names[t->rel],
                     ds->entity_names[t->tail]);
         }
-        if (!kgl_outfile_commit(&o, err, sizeof err)) {
-            fprintf(stderr, "kgl split: %s\n", err);
-            return false;
-        }
+    }
+    if (!kgl_outfile_commit_set(o, 3, err, sizeof err)) {
+        fprintf(stderr, "kgl split: %s\n", err);
+        return false;
     }
     return true;
+}
+
+/* A part asked for no triple (`fraction` of n rounds to 0): the message
+   suggests the smallest fraction that asks for one (1/n) when the split
+   would then give it one (tried with the same seed and the other part's
+   fraction as given), and says that none can otherwise. */
+static void report_none_asked(const kgl_dataset *ds, const char *input, int p, const double *fraction, uint64_t seed)
+{
+    const kgl_split *sp = &ds->splits[0];
+    int n = sp->n;
+    double f[3] = {0, fraction[1], fraction[2]};
+    f[p] = 1.0 / n;
+    char suggested[32];
+    snprintf(suggested, sizeof suggested, "%g", f[p]);
+    f[p] = strtod(suggested, NULL); /* as the user would type it */
+    bool works = f[KGL_PART_VALID] + f[KGL_PART_TEST] < 1;
+    if (works) { /* tried, not promised */
+        kgl_split_plan trial;
+        kgl_split_triples(&trial, sp->triples, n, ds->n_entities, ds->n_relations, f[KGL_PART_VALID], f[KGL_PART_TEST],
+                          seed);
+        works = trial.count[p] > 0;
+        kgl_split_plan_free(&trial);
+    }
+    fprintf(stderr, "kgl split: --%s %g of %d triple%s is %g, which rounds to no triple; ", part_name[p], fraction[p], n,
+            n == 1 ? "" : "s", fraction[p] * n);
+    if (works)
+        fprintf(stderr, "--%s %s asks for one\n", part_name[p], suggested);
+    else
+        fprintf(stderr, "no fraction helps: %s cannot be split, no triple can go to %s without taking the last triple "
+                        "of its relation or of an entity out of train (%d triple%s, %d relation%s); give --%s 0, or "
+                        "more triples\n",
+                input, part_name[p], n, n == 1 ? "" : "s", ds->n_relations, ds->n_relations == 1 ? "" : "s",
+                part_name[p]);
 }
 
 int cmd_split(int argc, char **argv)
@@ -207,9 +247,7 @@ int cmd_split(int argc, char **argv)
     /* the outputs, checked before any work: writable, and none of them the input */
     char paths[3][4200];
     cli_file files[4] = {{"--triples", input, false, NULL}};
-    for (int p = 0; p < 3; p++) {
-        paths[p][0] = 0;
-        if (p != KGL_PART_TRAIN && fraction[p] == 0) continue; /* nothing asked: no file */
+    for (int p = 0; p < 3; p++) { /* all three, a part asked for none too (empty) */
         snprintf(paths[p], sizeof paths[p], "%s.%s.tsv", prefix, part_name[p]);
         if (!cli_output_ok("split", "--out", paths[p])) return EXIT_USAGE;
         files[1 + p] = (cli_file){"--out", paths[p], true, NULL};
@@ -233,10 +271,7 @@ int cmd_split(int argc, char **argv)
         if (fraction[p] == 0) continue;
         /* an empty file would be refused by every reader ("no triples"): refused here, nothing written */
         if (plan.asked[p] == 0) {
-            fprintf(stderr,
-                    "kgl split: --%s %g of %d triple%s is %g, which rounds to no triple; --%s %g asks for one\n",
-                    part_name[p], fraction[p], sp->n, sp->n == 1 ? "" : "s", fraction[p] * sp->n, part_name[p],
-                    1.0 / sp->n);
+            report_none_asked(&ds, input, p, fraction, seed);
             st = EXIT_USAGE;
         } else if (plan.count[p] == 0) {
             fprintf(stderr, "kgl split: %s: no triple can go to %s: each would take the last triple of its relation "

@@ -1321,6 +1321,11 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
+    if (o.run.check) { /* everything a run checks before its first step is checked */
+        free(head_of);
+        st = 0;
+        goto done_ck;
+    }
     run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
     member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
     pthread_mutex_init(&q.lock, NULL);

@@ -277,20 +277,47 @@ bool kgl_st_write(const char *path, const kgl_st_entry *t, int n, const char *co
  * beside `path`, R 16 random hex digits (kgl_random64), exclusively
  * (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0666 less the umask: a file or a
  * symbolic link already at that name is never opened; another draw is
- * taken); first it removes the temporaries of `path` that killed processes
+ * taken), and for reading too (pread on fileno(o->f) reads back what was
+ * written, as kgl benchmark reads its runs' progress); first it removes the temporaries of `path` that killed processes
  * left (kgl_tmp_remove_stale). Write to o->f, then kgl_outfile_commit:
  * fflush, fsync, rename over `path`, fsync of the folder; or
  * kgl_outfile_discard to write nothing. Both close the file; on any failure
- * the temporary is removed and err says "path: what failed: why". */
+ * the temporary is removed and err says "path: what failed: why".
+ *
+ * What is at `path` already decides the way. Nothing, or a regular file
+ * (or a link to one): the temporary and the rename, as above. A character
+ * device, a FIFO or a socket (/dev/null, a terminal, `mkfifo p`): a rename
+ * would put a regular file in its place (as root, over the system's
+ * /dev/null), so it is opened as it is, O_WRONLY | O_NOCTTY without O_CREAT
+ * or O_TRUNC (a FIFO waits there for its reader), and o->tmp is NULL; the
+ * opened descriptor is checked again, so a regular file swapped in meanwhile
+ * still gets the temporary. Then commit is fflush and fclose with their
+ * errors checked (no fsync, which a pipe refuses; no rename), and what was
+ * written before a failure or a discard has already gone to the device or
+ * the reader. A folder or a block device (a disk) is refused: "path: is a
+ * folder, not a file: give a file's path". */
 typedef struct kgl_outfile {
     FILE *f;     /* write the contents here */
     char *path;  /* the output */
-    char *tmp;   /* its temporary */
+    char *tmp;   /* its temporary; NULL when path is a device or a pipe, written directly */
     int slot;    /* in the registry below */
 } kgl_outfile;
 bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_cap);
 bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap);
 void kgl_outfile_discard(kgl_outfile *o);
+/* The first half of commit: fflush, fsync and fclose (o->f is NULL after),
+ * the temporary left for commit to rename (a direct output is written by
+ * then); on failure the same as commit's (temporary removed, o forgotten).
+ * A program that lets another process write the file (kgl benchmark's runs)
+ * or writes several files as one set calls it first. */
+bool kgl_outfile_finish(kgl_outfile *o, char *err, size_t err_cap);
+/* n files as one set (kgl split's three): every one finished first, so a
+ * full disk leaves every old file as it was; then renamed in order. A
+ * rename that fails leaves a mixed set, and err says which is which: "x.test.tsv:
+ * cannot replace it with the new file: WHY; already replaced: x.train.tsv,
+ * x.valid.tsv; not replaced (as they were): x.test.tsv". Every o[k] is
+ * closed and forgotten after, whatever the result. */
+bool kgl_outfile_commit_set(kgl_outfile *o, int n, char *err, size_t err_cap);
 /* 64 bits from the kernel's random source (/dev/urandom; without it, the
  * clock and the process mixed): temporary names, a save's run id. */
 uint64_t kgl_random64(void);

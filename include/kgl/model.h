@@ -740,6 +740,7 @@ typedef struct kgl_run_options {
     const char *relations;            /* --relations a,b (NULL: all) */
     long steps, threads, eval_every, patience, ensemble, ensemble_jobs, log_every;
     bool until_fit, json, quiet, progress; /* progress: lines on stderr even with --json */
+    bool check;                       /* --check: stop where the run would start */
     const char *log_path, *save_path, *resume_path, *recipe_path;
     const char *precision;            /* f64 or f32: its last value (another than the program's
                                          only from a recipe) */

@@ -2,7 +2,9 @@
  * temporary beside the output, created exclusively under a name nobody can
  * guess, then renamed over it. The temporaries being written are registered
  * so that a signal handler can remove them, and the ones a killed process
- * left behind are removed at the next write beside them. */
+ * left behind are removed at the next write beside them. An output that is
+ * a character device or a pipe (/dev/null, a FIFO) is written directly: a
+ * rename would put a regular file in its place. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -136,21 +139,60 @@ static void outfile_forget(kgl_outfile *o)
     o->slot = -1;
 }
 
+/* A character device, a FIFO or a socket at `path`: opened for writing as
+   it is (no O_CREAT, no O_TRUNC: nothing is created or replaced; a FIFO
+   waits here for its reader). What was opened is checked on the descriptor
+   itself, so a regular file swapped in since the caller's stat is never
+   written through: then, or when the name has gone, 0 (use a temporary).
+   1 when opened, -1 after writing the reason into err. */
+static int open_direct(kgl_outfile *o, const char *path, char *err, size_t err_cap)
+{
+    int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) return 0;
+    if (fd < 0) return kgl_path_error(err, err_cap, path, "cannot open it for writing: %s", strerror(errno)), -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISREG(st.st_mode)) {
+        close(fd);
+        return 0;
+    }
+    if (!(o->f = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        return kgl_path_error(err, err_cap, path, "cannot write: %s", strerror(e)), -1;
+    }
+    return 1;
+}
+
 bool kgl_outfile_open(kgl_outfile *o, const char *path, char *err, size_t err_cap)
 {
     memset(o, 0, sizeof *o);
     o->slot = -1;
     size_t len = strlen(path), cap = len + 64;
     o->path = memcpy(kgl_xmalloc(len + 1), path, len + 1);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        int direct = -1;
+        if (S_ISDIR(st.st_mode))
+            kgl_path_error(err, err_cap, path, "is a folder, not a file: give a file's path");
+        else if (S_ISBLK(st.st_mode)) /* a disk: a checkpoint written over it is never what was meant */
+            kgl_path_error(err, err_cap, path, "is a block device (a disk), not a file: give a file's path");
+        else
+            direct = open_direct(o, path, err, err_cap);
+        if (direct < 0) outfile_forget(o);
+        if (direct != 0) return direct > 0;
+        /* 0: a regular file by now, or gone: a temporary, as for any file */
+    }
     o->tmp = kgl_xmalloc(cap);
     kgl_tmp_remove_stale(path); /* what a killed writer left beside it */
     /* O_EXCL: a file or a link already at the name (even one pointing
        nowhere) is refused, never opened; O_NOFOLLOW says so twice. A name
-       taken by chance gets another draw. */
+       taken by chance gets another draw. O_RDWR: what was written can be
+       read back through the descriptor (kgl benchmark reads its runs'
+       progress from their .err temporaries). */
     int fd = -1;
     for (int k = 0; k < 16 && fd < 0; k++) {
         snprintf(o->tmp, cap, "%s.%ld.%016" PRIx64 ".tmp", path, (long)getpid(), kgl_tmp_name_source());
-        fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        fd = open(o->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) {
@@ -187,23 +229,81 @@ static void sync_folder(const char *path)
     free(dir);
 }
 
-bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap)
+bool kgl_outfile_finish(kgl_outfile *o, char *err, size_t err_cap)
 {
+    if (!o->f) return true;
     const char *failed = NULL;
     int e = 0;
     if (fflush(o->f) != 0 || ferror(o->f)) failed = "cannot write", e = errno;
-    else if (fsync(fileno(o->f)) != 0) failed = "cannot sync to disk", e = errno;
+    /* a pipe or a device cannot be synced (fsync fails on a pipe); what it
+       was given is gone to its reader */
+    else if (o->tmp && fsync(fileno(o->f)) != 0) failed = "cannot sync to disk", e = errno;
     if (fclose(o->f) != 0 && !failed) failed = "cannot write", e = errno;
     o->f = NULL;
-    if (!failed && rename(o->tmp, o->path) != 0) failed = "cannot replace it with the new file", e = errno;
-    if (failed) {
+    if (!failed) return true;
+    if (o->tmp) unlink(o->tmp);
+    kgl_path_error(err, err_cap, o->path, "%s: %s", failed, strerror(e ? e : EIO));
+    outfile_forget(o);
+    return false;
+}
+
+bool kgl_outfile_commit(kgl_outfile *o, char *err, size_t err_cap)
+{
+    if (!kgl_outfile_finish(o, err, err_cap)) return false;
+    bool ok = !o->tmp || rename(o->tmp, o->path) == 0;
+    if (!ok) {
+        int e = errno;
         unlink(o->tmp);
-        kgl_path_error(err, err_cap, o->path, "%s: %s", failed, strerror(e ? e : EIO));
-    } else {
+        kgl_path_error(err, err_cap, o->path, "cannot replace it with the new file: %s", strerror(e));
+    } else if (o->tmp) {
         sync_folder(o->path);
     }
     outfile_forget(o);
-    return !failed;
+    return ok;
+}
+
+/* "a, b" (the paths of o[from .. to)) into buf at *used (cap bytes). */
+static void list_paths(char *buf, size_t cap, size_t *used, const kgl_outfile *o, int from, int to)
+{
+    for (int k = from; k < to; k++)
+        if (*used < cap) *used += (size_t)snprintf(buf + *used, cap - *used, "%s%s", k > from ? ", " : "", o[k].path);
+}
+
+bool kgl_outfile_commit_set(kgl_outfile *o, int n, char *err, size_t err_cap)
+{
+    /* every file whole on disk before the first rename: a full disk leaves
+       every old file as it was */
+    for (int k = 0; k < n; k++)
+        if (!kgl_outfile_finish(&o[k], err, err_cap)) {
+            for (int j = 0; j < n; j++) kgl_outfile_discard(&o[j]);
+            return false;
+        }
+    int k = 0;
+    while (k < n && (!o[k].tmp || rename(o[k].tmp, o[k].path) == 0)) k++;
+    if (k < n) { /* the set is mixed now: say which files are which */
+        int e = errno;
+        char msg[4096];
+        size_t used = 0;
+        used += (size_t)snprintf(msg, sizeof msg, "cannot replace it with the new file: %s; ", strerror(e));
+        if (k > 0) {
+            used += (size_t)snprintf(msg + used, sizeof msg - used, "already replaced: ");
+            list_paths(msg, sizeof msg, &used, o, 0, k);
+            if (used < sizeof msg) used += (size_t)snprintf(msg + used, sizeof msg - used, "; ");
+        }
+        if (used < sizeof msg) used += (size_t)snprintf(msg + used, sizeof msg - used, "not replaced (as they were): ");
+        list_paths(msg, sizeof msg, &used, o, k, n);
+        kgl_path_error(err, err_cap, o[k].path, "%s", msg);
+        for (int j = 0; j < n; j++) {
+            if (j >= k && o[j].tmp) unlink(o[j].tmp);
+            outfile_forget(&o[j]);
+        }
+        return false;
+    }
+    for (int j = 0; j < n; j++) {
+        if (o[j].tmp) sync_folder(o[j].path);
+        outfile_forget(&o[j]);
+    }
+    return true;
 }
 
 void kgl_outfile_discard(kgl_outfile *o)

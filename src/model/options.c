@@ -227,6 +227,9 @@ const kgl_option kgl_train_options[] = {
              "trained, in how long, and the metrics of each split"},
     {.name = "--progress", .type = KGL_OPTION_FLAG, RUN(progress),
      .help = "the progress line on stderr with --json too (kgl benchmark's runs)"},
+    {.name = "--check", .type = KGL_OPTION_FLAG, RUN(check),
+     .help = "check the options, the files and the memory, then stop before\n"
+             "training: exit 0 when the run would start (kgl benchmark's runs)"},
 };
 const int kgl_n_train_options = (int)(sizeof kgl_train_options / sizeof kgl_train_options[0]);
 _Static_assert(sizeof kgl_train_options / sizeof kgl_train_options[0] <= KGL_TRAIN_OPTIONS_MAX,
