@@ -396,4 +396,12 @@ TEST(table_names_are_cut_between_characters)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("graph heads", out));
     snprintf(want, sizeof want, "\n%s ", cut40);
     CHECK(strstr(out, want) != NULL);
+    /* a graph model's question: its tokens ("relation entity") cut at 40 characters */
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s/g.st' --train '%s' --query '%s,%s'", T->tmp, data, ent, rel);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("graph heads --query", out));
+    /* kgl split's table: the relation in 40 characters, then the count of its triples */
+    snprintf(cmd, sizeof cmd, "split --triples '%s' --out '%s/s' --valid 0 --test 0", data, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0 && whole_characters("split", out));
+    snprintf(want, sizeof want, "\n%s        3", cut40);
+    CHECK(strstr(out, want) != NULL);
 }

@@ -121,3 +121,20 @@ TEST(outputs_that_are_character_devices_stay_devices)
         CHECK(lstat(disk, &st) == 0 && S_ISBLK(st.st_mode));
     }
 }
+
+/* An ensemble writes member k beside --save and --log (F.m1, …): beside a
+   FIFO or a device that would be a new regular file in its folder (as root,
+   /dev/null.m1 in /dev). Refused before any training, naming the file. */
+TEST(ensemble_beside_a_fifo_is_refused)
+{
+    char fifo[4200], beside[4300], cmd[8800];
+    snprintf(fifo, sizeof fifo, "%s/f", T->tmp);
+    snprintf(beside, sizeof beside, "%s/f.m1", T->tmp);
+    if (!CHECK(mkfifo(fifo, 0600) == 0)) return;
+    snprintf(cmd, sizeof cmd, "train --ensemble 2 --steps 2 --log %s", fifo);
+    char o[4096], e[4096];
+    CHECK(run_kgl(T, cmd, o, sizeof o, e, sizeof e) == 2);
+    CHECK(strstr(e, "member 1 would be written beside it as") != NULL);
+    struct stat sb;
+    CHECK(stat(beside, &sb) != 0);
+}

@@ -664,18 +664,6 @@ static void query_print_json(const model_choice *chosen, long step, const data_v
     printf("]}\n");
 }
 
-/* src cut to at most max bytes (and cap - 1), never inside a UTF-8 character. */
-static void cut_name(char *dst, size_t cap, const char *src, int max)
-{
-    size_t n = strlen(src), lim = (size_t)max < cap - 1 ? (size_t)max : cap - 1;
-    if (n > lim) {
-        n = lim;
-        while (n > 0 && ((unsigned char)src[n] & 0xC0) == 0x80) n--; /* src[n] continues a character: back off */
-    }
-    memcpy(dst, src, n);
-    dst[n] = 0;
-}
-
 /* ---- --query on a neighbourhood model ------------------------------------------
  * The question (HEAD, REL, ?) as evaluation asks it: its segment (HEAD itself,
  * then at most K of its edges) and, layer by layer, each head's weight on
@@ -695,7 +683,7 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
     if (!q->n_true) printf("none");
     for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
     printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
-    char label[1300], cell[96];
+    char label[1300], cell[200]; /* cell: 40 characters of at most 4 bytes, and " *" */
     int *order = kgl_xmalloc((size_t)T * sizeof(int));
     double *mean = kgl_xmalloc((size_t)T * sizeof(double));
     for (int l = 0; l < sv->layers; l++) {
@@ -719,17 +707,23 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
                 kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
                 snprintf(label, sizeof label, "%s %s", rel, names[e]);
             }
-            cut_name(cell, sizeof cell, label, q->is_true[e] ? 36 : 38);
-            printf("%-40s", q->is_true[e] ? (strcat(cell, " *"), cell) : cell);
+            /* 40 characters: the label cut between characters (38 before " *" on a true answer) */
+            int keep = (int)kgl_utf8_prefix(label, q->is_true[e] ? 38 : 40, strlen(label));
+            snprintf(cell, sizeof cell, "%.*s%s", keep, label, q->is_true[e] ? " *" : "");
+            print_cell(stdout, cell, -40);
             for (int h = 0; h < H; h++) printf("  %7.3f", w[(size_t)t * H + h]);
             printf("  %7.3f  %9.2f\n", mean[t], mean[t] * T);
         }
     }
     printf("\nthe readout's top answers\n%4s  %-34s %10s %8s\n", "rank", "answer", "score", "prob");
     for (int k = 0; k < n_ans; k++) {
-        cut_name(cell, sizeof cell, names[ans[k].entity], 32);
-        if (q->is_true[ans[k].entity]) strcat(cell, " *");
-        printf("%4d  %-34s %10.4f %8.4f\n", k + 1, cell, ans[k].score, ans[k].prob);
+        const char *name = names[ans[k].entity];
+        bool truth = q->is_true[ans[k].entity];
+        int keep = (int)kgl_utf8_prefix(name, truth ? 32 : 34, strlen(name));
+        snprintf(cell, sizeof cell, "%.*s%s", keep, name, truth ? " *" : "");
+        printf("%4d  ", k + 1);
+        print_cell(stdout, cell, -34);
+        printf(" %10.4f %8.4f\n", ans[k].score, ans[k].prob);
     }
     free(order);
     free(mean);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -1051,6 +1052,20 @@ static bool train_outputs_distinct(const train_opts *o)
                                      {"--resume", o->run.resume_path, false, NULL},
                                      {"--recipe", o->run.recipe_path, false, NULL}};
     memcpy(files, inputs, sizeof inputs);
+    /* an ensemble writes member k beside --save and --log (F.m<k>): beside a
+       device or a FIFO that would be a new file in its folder (/dev) */
+    const char *named[2] = {o->run.save_path, o->run.log_path};
+    struct stat sb;
+    for (int j = 0; j < 2 && members > 1; j++)
+        if (named[j] && stat(named[j], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
+            char *beside = member_path(named[j], 1);
+            fprintf(stderr, "kgl train: %s %s with --ensemble %d: member 1 would be written beside it as %s; give "
+                    "a file's path (or --ensemble 1)\n", j ? "--log" : "--save", named[j], members, beside);
+            free(beside);
+            free(what);
+            free(files);
+            return false;
+        }
     for (int k = 0; k < members; k++)
         for (int log = 0; log < 2; log++) {
             const char *option = log ? "--log" : "--save";
@@ -1067,8 +1082,6 @@ static bool train_outputs_distinct(const train_opts *o)
     return ok;
 }
 
-/* Options that cannot go together, once the checkpoint's are merged: the
-   reason, or NULL. */
 /* --context none has no layer: the layer's options, and the neighbourhood's
    that a recipe written for the graph context sets, change nothing. Not an
    error (the baseline of a recipe is the recipe with --context none, README
@@ -1102,6 +1115,8 @@ static void warn_no_layer(train_opts *o)
     o->st.reg.edge_dropout = o->st.reg.source_dropout = 0;
 }
 
+/* Options that cannot go together, once the checkpoint's are merged: the
+   reason, or NULL. */
 static const char *option_conflict(const train_opts *o)
 {
     bool complex = o->cfg.readout != KGL_READOUT_DIAGONAL;

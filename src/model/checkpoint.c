@@ -406,7 +406,7 @@ static bool read_tensors(const kgl_st_file *f, const kgl_config *c, const kgl_tr
             ok = check_tensor(f, p->name, &p->t, p->vector, path, err, cap, true, &present);
             char name[KGL_NAME_MAX + 16];
             for (int s = 0; s < os->n_state && ok; s++) {
-                snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
+                snprintf(name, sizeof name, "%s%.*s", os->prefix[s], KGL_NAME_MAX, p->name);
                 ok = check_tensor(f, name, &p->t, p->vector, path, err, cap, false, &present);
                 if (ok && present && os->squares[s]) ok = no_negative(f, name, kgl_numel(&p->t), path, err, cap);
                 state_needed++;
@@ -424,7 +424,7 @@ static bool read_tensors(const kgl_st_file *f, const kgl_config *c, const kgl_tr
                 char with[KGL_NAME_MAX + 16];
                 expected = strcmp(name, pn) == 0;
                 for (int s = 0; s < os->n_state && !expected && state_found; s++) {
-                    snprintf(with, sizeof with, "%s%s", os->prefix[s], pn);
+                    snprintf(with, sizeof with, "%s%.*s", os->prefix[s], KGL_NAME_MAX, pn); /* a name holds at most KGL_NAME_MAX */
                     expected = strcmp(name, with) == 0;
                 }
             }
@@ -626,7 +626,7 @@ void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m)
         if (!ck->has_state) continue;
         kgl_real *buffer[2] = {p->m, p->v};
         for (int s = 0; s < os->n_state; s++) {
-            snprintf(name, sizeof name, "%s%s", os->prefix[s], p->name);
+            snprintf(name, sizeof name, "%s%.*s", os->prefix[s], KGL_NAME_MAX, p->name);
             memcpy(buffer[s], kgl_st_find(f, name)->data, bytes);
         }
     }
