@@ -26,23 +26,30 @@ static void academic_config(const kgl_dataset *ds, kgl_config *cfg, int layers)
     cfg->layers = layers;
 }
 
+/* A one-layer and a two-layer model of the academic world, each initialised
+   from its own generator seeded with `seed`. */
+static void one_and_two_layers(const kgl_dataset *ds, uint64_t seed, kgl_model *one, kgl_model *two)
+{
+    kgl_config c1, c2;
+    academic_config(ds, &c1, 1);
+    academic_config(ds, &c2, 2);
+    kgl_model_create(one, &c1);
+    kgl_model_create(two, &c2);
+    kgl_rng r1, r2;
+    kgl_rng_seed(&r1, seed);
+    kgl_rng_seed(&r2, seed);
+    kgl_model_init(one, &r1);
+    kgl_model_init(two, &r2);
+}
+
 /* Two layers hold one layer's tensors first, drawn to the same bits, then
    layer1.* (the README's order: a stack never changes a one-layer model). */
 TEST(stack_draws_its_deeper_layers_after_every_other_parameter)
 {
     kgl_dataset ds;
     if (!CHECK(load_academic(&ds))) return;
-    kgl_config c1, c2;
-    academic_config(&ds, &c1, 1);
-    academic_config(&ds, &c2, 2);
     kgl_model one, two;
-    kgl_model_create(&one, &c1);
-    kgl_model_create(&two, &c2);
-    kgl_rng r1, r2;
-    kgl_rng_seed(&r1, 9);
-    kgl_rng_seed(&r2, 9);
-    kgl_model_init(&one, &r1);
-    kgl_model_init(&two, &r2);
+    one_and_two_layers(&ds, 9, &one, &two);
     CHECK(two.params.n == 2 * one.params.n - 2); /* entity_emb and relation_emb are not per layer */
     for (int k = 0; k < one.params.n; k++) {
         const kgl_param *a = &one.params.p[k], *b = &two.params.p[k];
@@ -57,7 +64,7 @@ TEST(stack_draws_its_deeper_layers_after_every_other_parameter)
     /* layer 1's weights are drawn of their own, not a copy of layer 0's */
     CHECK(memcmp(two.layer[1].wq->data, two.layer[0].wq->data, 64 * sizeof(kgl_real)) != 0);
     CHECK(kgl_params_find(&two.params, "layer1.ffn.w2") != NULL);
-    kgl_config bad = c2;
+    kgl_config bad = two.cfg;
     bad.layers = KGL_MAX_LAYERS + 1;
     CHECK(kgl_config_error(&bad) != NULL);
     bad.layers = 0;
@@ -74,17 +81,9 @@ TEST(stack_is_the_layer_applied_to_its_own_output)
 {
     kgl_dataset ds;
     if (!CHECK(load_academic(&ds))) return;
-    kgl_config c1, c2;
-    academic_config(&ds, &c1, 1);
-    academic_config(&ds, &c2, 2);
     kgl_model one, two;
-    kgl_model_create(&one, &c1);
-    kgl_model_create(&two, &c2);
-    kgl_rng rng;
-    kgl_rng_seed(&rng, 4);
-    kgl_model_init(&two, &rng);
-    kgl_model_init(&one, &rng); /* any values: every tensor is overwritten below */
-    int n = ds.n_entities, d = c1.dim;
+    one_and_two_layers(&ds, 4, &one, &two); /* one's values are overwritten below */
+    int n = ds.n_entities, d = one.cfg.dim;
     size_t nd = (size_t)n * d;
 
     /* layer 0 alone: the stack's first states */

@@ -102,6 +102,9 @@ bool cli_files_distinct(const char *cmd, const cli_file *files, int n);
  * these; kgl train installs its own (stop after the current step). SIGPIPE
  * is ignored: a write to a reader that is gone fails with EPIPE instead of
  * ending the process, so the work asked for goes on and is saved. */
+/* handler for SIGINT and SIGTERM (Ctrl-C, kill): the commands that stop
+   cleanly install their own over cli_default_signals'. */
+void cli_on_stop_signals(void (*handler)(int));
 void cli_default_signals(void);
 
 /* The two precisions' programs live in one folder (README, "Precision"):

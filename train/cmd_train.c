@@ -601,15 +601,6 @@ static void on_stop_signal(int sig)
     (void)w;
 }
 
-static void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
 
 /* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
    evaluation ran (Ctrl-C before the first): the model is the last step's. */
@@ -1366,7 +1357,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         workers[j].pool = kgl_pool_create(job_threads);
     }
     stop_signal = 0;
-    catch_stop_signals();
+    cli_on_stop_signals(on_stop_signal);
     double t0 = now_seconds();
     for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
         workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
