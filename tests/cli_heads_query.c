@@ -310,3 +310,19 @@ TEST(heads_query_on_a_graph_model_shows_its_neighbourhood)
     snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --svg %s/pics", ckpt, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
 }
+
+/* An entity's name is as long as a line allows: --query takes it whole (it
+   was copied into 512 bytes, so a longer name was never found). */
+TEST(heads_query_takes_a_long_name_whole)
+{
+    static char name[700], text[2000], cmd[4000];
+    memset(name, 'a', 600);
+    strcpy(name + 600, "\xe2\x82\xac"); /* and a 3-byte character past byte 511 */
+    snprintf(text, sizeof text, "%s\tr\tb\nb\tr\tc\nc\tr\t%s\n", name, name);
+    const char *data = write_tmp(T, 0, "long.tsv", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "train --train '%s' --steps 5 --save '%s/l.st' --quiet", data, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s/l.st' --train '%s' --query '%s,r' --json", T->tmp, data, name);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, name) != NULL);
+}

@@ -465,11 +465,17 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
                         "Try 'kgl heads --help'.\n", query);
         return EXIT_USAGE;
     }
-    char head[512];
-    snprintf(head, sizeof head, "%.*s", (int)(comma - query) < 511 ? (int)(comma - query) : 511, query);
+    size_t head_len = (size_t)(comma - query); /* the whole name: a line holds up to KGL_LINE_MAX bytes */
+    char *head = memcpy(kgl_xmalloc(head_len + 1), query, head_len);
+    head[head_len] = 0;
     const kgl_dataset *ds = &v->ds;
     q->entity = kgl_dataset_entity_id(ds, head);
-    if (q->entity < 0) return unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities);
+    if (q->entity < 0) {
+        int st = unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities);
+        free(head);
+        return st;
+    }
+    free(head);
     const char *rel = comma + 1;
     q->row = kgl_relation_row_id(ds, &m->cfg, rel);
     if (q->row < 0) {
