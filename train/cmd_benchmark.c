@@ -1,7 +1,9 @@
 /* cmd_benchmark.c — `kgl benchmark`: the public link-prediction benchmarks
  * (UMLS, Kinship, Nations) with the configurations recorded in data/bench/, beside the
  * published numbers. Each run is a `kgl train` process (its own log and best
- * checkpoint); this command starts them, reads their --json output back
+ * checkpoint; with --baseline, every dataset and seed also run with
+ * --context none appended, the same budget without the layer, in the same
+ * list of runs); this command starts them, reads their --json output back
  * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
  * results.json (kgl_benchmark_write_results). The configurations, the
  * published rows and the aggregation are the library's (src/studies/benchmark.c). */
@@ -25,7 +27,7 @@ extern char **environ;
 static const char help[] =
     "usage: kgl benchmark [--data DIR] [--datasets umls,kinship,nations]\n"
     "                     [--seeds 1,2,3,4,5] [--recipe FILE | --configs DIR] [--out DIR]\n"
-    "                     [--jobs N]\n\n"
+    "                     [--jobs N] [--baseline]\n\n"
     "Trains on each dataset with one recipe (default data/bench/recipe.args: kgl\n"
     "train --recipe FILE, its formulas computed from each dataset), or with the\n"
     "options in CONFIGS/<dataset>.args (given as --recipe too, so formulas work\n"
@@ -47,10 +49,20 @@ static const char help[] =
     "                   without the layer, --context none)\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
+    "  --baseline       also run every dataset and seed with --context none appended\n"
+    "                   (the readout on the embeddings, no layer) at the same budget:\n"
+    "                   the same options and steps, a run of its own writing\n"
+    "                   OUT/<dataset>-seed<S>-none.{json,csv,safetensors}. Its rows\n"
+    "                   go right below the layer's, then a line with the difference\n"
+    "                   of the test means (layer - baseline) in MRR and Hits@1 and\n"
+    "                   whether the layer's is >= the baseline's; results.json gets\n"
+    "                   \"baseline\":{...} under each dataset. Refused when the\n"
+    "                   options already say --context none\n"
     "While it runs, one line on stderr gives the steps of all the runs, the time\n"
     "elapsed and an ETA (redrawn on a terminal, else at each tenth and every\n"
     "KGL_PROGRESS_SECONDS, default 60); each run's own lines are in OUT/*.err.\n"
-    "Before any run, each dataset's options go through `kgl train --check`.\n"
+    "Before any run, each dataset's options (and, with --baseline, them with\n"
+    "--context none) go through `kgl train --check`.\n"
     "Ctrl-C or SIGTERM is passed on to the runs going, which stop after their\n"
     "current step (a second one: at once); a stopped run keeps its .err, not its\n"
     ".json, and no results.json is written.\n"
@@ -823,6 +835,46 @@ static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_ben
     return failed ? failed : report_all(job, n_jobs, out, jobs, n_specs > n_jobs);
 }
 
+/* A dataset's options (its recipe, or CONFIGS/<name>.args) read and
+   checked, and its three files found; false after reporting (*job is to be
+   freed either way). */
+static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const char *recipe, const char *configs,
+                         const char *data, int n_seeds, bool baseline)
+{
+    char err[1400];
+    /* the library refuses it too; here the message names the option */
+    if (strlen(configs) + 1 + strlen(name) + 5 >= sizeof job->config_path) {
+        fprintf(stderr, "kgl benchmark: --configs path too long\n");
+        return false;
+    }
+    kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(job, recipe, name, err, sizeof err)
+                                            : kgl_benchmark_load_config(job, configs, name, err, sizeof err);
+    if (cs != KGL_BENCHMARK_CONFIG_OK) {
+        fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);
+        return false;
+    }
+    job->n_runs = n_seeds;
+    job->baseline = baseline;
+    if (baseline && says_no_context(job)) {
+        fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
+                        "baseline; leave out --baseline, or --context none\n", job->config_path);
+        return false;
+    }
+    for (int s = 0; s < 3; s++) {
+        char path[1200];
+        static const char *const files[3] = {"train", "valid", "test"};
+        bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, job->name, files[s]) < (int)sizeof path;
+        if (!fits || !file_readable(path)) {
+            fprintf(stderr,
+                    "kgl benchmark: cannot read %s: %s\n(the data folder is %s; give another with --data DIR, "
+                    "or KG_DATA=DIR for make benchmark)\n",
+                    path, strerror(errno), data);
+            return false;
+        }
+    }
+    return true;
+}
+
 int cmd_benchmark(int argc, char **argv)
 {
     const char *data = "data/kg", *configs = NULL, *out = "build/benchmark";
@@ -881,44 +933,8 @@ int cmd_benchmark(int argc, char **argv)
     }
     /* everything is checked before the first run starts */
     int n_loaded = 0;
-    for (int j = 0; j < n_jobs && !st; j++) {
-        char err[1400];
-        /* the library refuses it too; here the message names the option */
-        if (strlen(configs) + 1 + strlen(names[j]) + 5 >= sizeof job[j].config_path) {
-            fprintf(stderr, "kgl benchmark: --configs path too long\n");
-            st = EXIT_USAGE;
-            break;
-        }
-        kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(&job[j], recipe, names[j], err, sizeof err)
-                                                : kgl_benchmark_load_config(&job[j], configs, names[j], err, sizeof err);
-        n_loaded++;
-        if (cs != KGL_BENCHMARK_CONFIG_OK) {
-            fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);
-            st = EXIT_USAGE;
-            break;
-        }
-        job[j].n_runs = n_seeds;
-        job[j].baseline = baseline;
-        if (baseline && says_no_context(&job[j])) {
-            fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
-                            "baseline; leave out --baseline, or --context none\n", job[j].config_path);
-            st = EXIT_USAGE;
-            break;
-        }
-        for (int s = 0; s < 3; s++) {
-            char path[1200];
-            static const char *const files[3] = {"train", "valid", "test"};
-            bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, job[j].name, files[s]) < (int)sizeof path;
-            if (!fits || !file_readable(path)) {
-                fprintf(stderr,
-                        "kgl benchmark: cannot read %s: %s\n(the data folder is %s; give another with --data DIR, "
-                        "or KG_DATA=DIR for make benchmark)\n",
-                        path, strerror(errno), data);
-                st = EXIT_USAGE;
-                break;
-            }
-        }
-    }
+    for (int j = 0; j < n_jobs && !st; j++, n_loaded++)
+        if (!load_dataset(&job[j], names[j], recipe, configs, data, n_seeds, baseline)) st = EXIT_USAGE;
     free(list);
     static run_spec specs[2 * MAX_DATASETS];
     int n_specs = 0;
