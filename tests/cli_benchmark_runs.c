@@ -3,7 +3,9 @@
  * through a link placed at their names); SIGTERM sent to the benchmark is
  * passed on to its runs, which it waits for, keeping no stopped run's
  * .json; every dataset's options are checked before any run; --out must
- * be a folder. */
+ * be a folder. And --baseline (issue 48): every run again with --context
+ * none, at the same budget, beside the layer's row. */
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,4 +175,179 @@ TEST(benchmark_checks_options_and_out_before_any_run)
              T->tmp, T->tmp, T->tmp);
     rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
     CHECK(rc == 2 && strstr(err, "afile is a file, not a folder; --out must be a folder"));
+}
+
+/* metrics.test.both.<metric> of a run's --json output (NaN when missing),
+   and its "context" and "steps" in *context (a copy) and *steps. */
+static double run_test_metric(const char *path, const char *metric, char *context, size_t context_cap, double *steps)
+{
+    size_t n = 0;
+    char *text = test_slurp(path, &n);
+    kgl_json_doc doc;
+    char why[256];
+    double v = NAN;
+    snprintf(context, context_cap, "?");
+    *steps = NAN;
+    if (text && kgl_json_parse(text, n, &doc, why, sizeof why)) {
+        const kgl_json *m = kgl_json_get(kgl_json_get(kgl_json_get(kgl_json_get(doc.root, "metrics"), "test"), "both"),
+                                         metric);
+        const kgl_json *c = kgl_json_get(doc.root, "context"), *s = kgl_json_get(doc.root, "steps");
+        if (m && m->type == KGL_JSON_NUMBER) v = m->num;
+        if (c && c->type == KGL_JSON_STRING) snprintf(context, context_cap, "%s", c->str);
+        if (s && s->type == KGL_JSON_NUMBER) *steps = s->num;
+        kgl_json_free(&doc);
+    }
+    free(text);
+    return v;
+}
+
+/* The number after `label` in `text` (NaN when absent). */
+static double number_after(const char *text, const char *label)
+{
+    const char *p = strstr(text, label);
+    double x;
+    return p && sscanf(p + strlen(label), "%lf", &x) == 1 ? x : NAN;
+}
+
+/* --baseline: each seed's run again with --context none (its own files,
+   OUT/acad-seed1-none.*), its rows right below the layer's, the difference
+   of the means (layer − baseline) in test MRR and Hits@1 with whether the
+   layer's is at least the baseline's, and both in results.json. */
+TEST(benchmark_baseline_runs_beside_the_layer)
+{
+    /* Nations (402 test queries, so the two runs' numbers differ), 20 steps */
+    const char *data = getenv("KG_DATA") && *getenv("KG_DATA") ? getenv("KG_DATA") : "data/kg";
+    const char *tiny = "--dim 8 --heads 2 --steps 20 --eval-every 10\n";
+    write_tmp(T, 0, "tiny.args", tiny, strlen(tiny));
+    char cmd[16384], path[4200], context[32];
+    snprintf(cmd, sizeof cmd, "benchmark --data %s --recipe %s/tiny.args --datasets nations --seeds 1 --baseline "
+             "--out %s/bout", data, T->tmp, T->tmp);
+    int rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 0)) printf("    rc %d: %s\n", rc, err);
+    static const char *const ext[4] = {"json", "err", "csv", "safetensors"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/bout/nations-seed1-none.%s", T->tmp, ext[k]);
+        if (!CHECK(regular(path))) printf("    missing: %s\n", path);
+        snprintf(path, sizeof path, "%s/bout/nations-seed1.%s", T->tmp, ext[k]);
+        if (!CHECK(regular(path))) printf("    missing: %s\n", path);
+    }
+    double layer[2], none[2], layer_steps, none_steps;
+    static const char *const metric[2] = {"mrr", "hits1"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/bout/nations-seed1.json", T->tmp);
+        layer[k] = run_test_metric(path, metric[k], context, sizeof context, &layer_steps);
+        CHECK(strcmp(context, "full") == 0);
+        snprintf(path, sizeof path, "%s/bout/nations-seed1-none.json", T->tmp);
+        none[k] = run_test_metric(path, metric[k], context, sizeof context, &none_steps);
+        if (!CHECK(strcmp(context, "none") == 0)) printf("    the baseline's context: %s\n", context);
+        CHECK(layer[k] >= 0 && layer[k] <= 1 && none[k] >= 0 && none[k] <= 1);
+    }
+    CHECK(layer_steps == 20 && none_steps == 20); /* the same budget */
+    /* the baseline's row right below the layer's, in both tie kinds, with the baseline run's numbers */
+    static const char *const ties[2] = {"realistic", "optimistic"};
+    for (int o = 0; o < 2; o++) {
+        char layer_row[256], none_row[256];
+        snprintf(layer_row, sizeof layer_row, "| **kgl**, one model, %s ties (seed 1) |", ties[o]);
+        snprintf(none_row, sizeof none_row, "\n| **kgl, no layer** (`--context none`, the same options and steps), "
+                 "%s ties (seed 1) |", ties[o]);
+        const char *row = strstr(out, layer_row), *below = row ? strchr(row, '\n') : NULL;
+        if (!CHECK(below && strncmp(below, none_row, strlen(none_row)) == 0)) printf("%s\n", out);
+        if (o == 0 && below) {
+            char cells[64];
+            snprintf(cells, sizeof cells, " %.3f | %.3f |", none[0], none[1]);
+            CHECK(strncmp(below + strlen(none_row), cells, strlen(cells)) == 0);
+        }
+    }
+    /* the difference line: layer − baseline, rounded to 3 digits (so within 0.0005 of the exact one) */
+    const char *diff = strstr(out, "\nLayer − baseline (`--context none`), test, both directions, realistic ties");
+    if (CHECK(diff != NULL)) {
+        for (int k = 0; k < 2; k++) {
+            double expected = layer[k] - none[k], said = number_after(diff, k ? ", Hits@1 " : ": MRR ");
+            if (!CHECK(fabs(said - expected) <= 0.0005 + 1e-12))
+                printf("    %s: said %g, the runs' JSON give %g\n", metric[k], said, expected);
+        }
+        char verdict[160];
+        snprintf(verdict, sizeof verdict, "the layer's mean is ≥ the baseline's: MRR %s, Hits@1 %s.",
+                 layer[0] >= none[0] ? "yes" : "no", layer[1] >= none[1] ? "yes" : "no");
+        if (!CHECK(strstr(diff, verdict) != NULL)) printf("    expected: %s\n%s\n", verdict, diff);
+    }
+    CHECK(strstr(err, "2 of 2 runs done") != NULL); /* the progress line counts the baseline's run */
+    /* results.json: the layer's fields as before, the baseline's beside them */
+    snprintf(path, sizeof path, "%s/bout/results.json", T->tmp);
+    size_t n = 0;
+    char *text = test_slurp(path, &n), why[256];
+    kgl_json_doc doc;
+    if (CHECK(text && kgl_json_parse(text, n, &doc, why, sizeof why))) {
+        const kgl_json *d = kgl_json_get(doc.root, "nations"), *base = kgl_json_get(d, "baseline");
+        const kgl_json *dm = kgl_json_get(base, "layer_minus_baseline"), *ge = kgl_json_get(base, "layer_at_least_baseline");
+        const kgl_json *runs = kgl_json_get(base, "runs"), *config = kgl_json_get(base, "config");
+        CHECK(runs && runs->type == KGL_JSON_ARRAY && runs->len == 1);
+        CHECK(config && config->type == KGL_JSON_STRING && strstr(config->str, "--context none"));
+        for (int k = 0; k < 2; k++) {
+            const kgl_json *lv = kgl_json_get(kgl_json_get(kgl_json_get(d, "test"), "both"), metric[k]);
+            const kgl_json *bv = kgl_json_get(kgl_json_get(kgl_json_get(base, "test"), "both"), metric[k]);
+            const kgl_json *dv = kgl_json_get(dm, metric[k]), *gv = kgl_json_get(ge, metric[k]);
+            /* numbers written to round-trip: the same doubles */
+            CHECK(lv && lv->type == KGL_JSON_NUMBER && lv->num == layer[k]);
+            CHECK(bv && bv->type == KGL_JSON_NUMBER && bv->num == none[k]);
+            CHECK(dv && dv->type == KGL_JSON_NUMBER && fabs(dv->num - (layer[k] - none[k])) <= 1e-12);
+            CHECK(gv && gv->type == (layer[k] >= none[k] ? KGL_JSON_TRUE : KGL_JSON_FALSE));
+        }
+        kgl_json_free(&doc);
+    }
+    free(text);
+}
+
+/* The baseline is the layer's run with --context none added, nothing else:
+   the same options and budget, kgl train's warning that the layer's options
+   change nothing, the readout's parameters alone (E 13x8, R 10x8: 184; the
+   layer's more). Options that already say --context none are refused: their
+   runs are the baseline. */
+TEST(benchmark_baseline_is_the_layer_options_with_context_none)
+{
+    if (!academic_dataset(T, "--dim 8 --heads 2 --ffn 8 --steps 20 --eval-every 10")) return;
+    char cmd[16384], path[4200];
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 2 --baseline --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    int rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 0)) printf("    rc %d: %s\n", rc, err);
+    char said[8400];
+    snprintf(said, sizeof said, " --recipe %s/cfg/acad.args --context none --seed 2 --save %s/bout/acad-seed2-none.safetensors",
+             T->tmp, T->tmp);
+    if (!CHECK(strstr(err, said) != NULL)) printf("    expected: %s\n%s\n", said, err);
+    snprintf(path, sizeof path, "%s/bout/acad-seed2-none.err", T->tmp);
+    char *text = test_slurp(path, NULL);
+    CHECK(text && strstr(text, "warning: --context none has no layer, so --ffn changes nothing"));
+    free(text);
+    snprintf(path, sizeof path, "%s/bout/acad-seed2.err", T->tmp);
+    text = test_slurp(path, NULL);
+    CHECK(text && !strstr(text, "--context none"));
+    free(text);
+    snprintf(path, sizeof path, "%s/bout/results.json", T->tmp);
+    size_t n = 0;
+    char why[256];
+    text = test_slurp(path, &n);
+    kgl_json_doc doc;
+    if (CHECK(text && kgl_json_parse(text, n, &doc, why, sizeof why))) {
+        const kgl_json *d = kgl_json_get(doc.root, "acad"), *base = kgl_json_get(d, "baseline");
+        const kgl_json *lp = kgl_json_get(d, "params"), *bp = kgl_json_get(base, "params");
+        CHECK(lp && lp->type == KGL_JSON_NUMBER && lp->num > 456); /* 456 without the feed-forward block */
+        CHECK(bp && bp->type == KGL_JSON_NUMBER && bp->num == 184);
+        const kgl_json *runs = kgl_json_get(base, "runs");
+        const kgl_json *steps = runs && runs->len == 1 ? kgl_json_get(&runs->child[0], "steps") : NULL;
+        CHECK(steps && steps->type == KGL_JSON_NUMBER && steps->num == 20);
+        kgl_json_free(&doc);
+    }
+    free(text);
+    CHECK(strstr(out, "\nBaseline: no layer (`--context none`), 184 parameters;") != NULL);
+    /* options that are the baseline already */
+    snprintf(cmd, sizeof cmd, "printf -- '--dim 8 --steps 20 --eval-every 10 --context none\\n' > %s/cfg/acad.args",
+             T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1 --baseline --out %s/nout",
+             T->tmp, T->tmp, T->tmp);
+    rc = run_kgl(T, cmd, out, sizeof out, err, sizeof err);
+    if (!CHECK(rc == 2 && strstr(err, "acad.args: --baseline: the options already say --context none") &&
+               !strstr(err, "seed 1")))
+        printf("    rc %d: %s\n", rc, err);
 }

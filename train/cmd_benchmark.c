@@ -1,7 +1,9 @@
 /* cmd_benchmark.c — `kgl benchmark`: the public link-prediction benchmarks
  * (UMLS, Kinship, Nations) with the configurations recorded in data/bench/, beside the
  * published numbers. Each run is a `kgl train` process (its own log and best
- * checkpoint); this command starts them, reads their --json output back
+ * checkpoint; with --baseline, every dataset and seed also run with
+ * --context none appended, the same budget without the layer, in the same
+ * list of runs); this command starts them, reads their --json output back
  * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
  * results.json (kgl_benchmark_write_results). The configurations, the
  * published rows and the aggregation are the library's (src/studies/benchmark.c). */
@@ -25,7 +27,7 @@ extern char **environ;
 static const char help[] =
     "usage: kgl benchmark [--data DIR] [--datasets umls,kinship,nations]\n"
     "                     [--seeds 1,2,3,4,5] [--recipe FILE | --configs DIR] [--out DIR]\n"
-    "                     [--jobs N]\n\n"
+    "                     [--jobs N] [--baseline]\n\n"
     "Trains on each dataset with one recipe (default data/bench/recipe.args: kgl\n"
     "train --recipe FILE, its formulas computed from each dataset), or with the\n"
     "options in CONFIGS/<dataset>.args (given as --recipe too, so formulas work\n"
@@ -47,10 +49,20 @@ static const char help[] =
     "                   without the layer, --context none)\n"
     "  --out DIR        default build/benchmark\n"
     "  --jobs N         runs at the same time (default 1: each run has the machine)\n"
+    "  --baseline       also run every dataset and seed with --context none appended\n"
+    "                   (the readout on the embeddings, no layer) at the same budget:\n"
+    "                   the same options and steps, a run of its own writing\n"
+    "                   OUT/<dataset>-seed<S>-none.{json,csv,safetensors}. Its rows\n"
+    "                   go right below the layer's, then a line with the difference\n"
+    "                   of the test means (layer - baseline) in MRR and Hits@1 and\n"
+    "                   whether the layer's is >= the baseline's; results.json gets\n"
+    "                   \"baseline\":{...} under each dataset. Refused when the\n"
+    "                   options already say --context none\n"
     "While it runs, one line on stderr gives the steps of all the runs, the time\n"
     "elapsed and an ETA (redrawn on a terminal, else at each tenth and every\n"
     "KGL_PROGRESS_SECONDS, default 60); each run's own lines are in OUT/*.err.\n"
-    "Before any run, each dataset's options go through `kgl train --check`.\n"
+    "Before any run, each dataset's options (and, with --baseline, them with\n"
+    "--context none) go through `kgl train --check`.\n"
     "Ctrl-C or SIGTERM is passed on to the runs going, which stop after their\n"
     "current step (a second one: at once); a stopped run keeps its .err, not its\n"
     ".json, and no results.json is written.\n"
@@ -75,23 +87,48 @@ static double real_seconds(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The command of one run (dataset, seed), argv[0] `self`: kgl train on the
-   dataset's three files with its options, the seed, its checkpoint and log
-   in OUT, --json (its result on stdout) and --progress (its lines on
+/* What runs train: a dataset's options, or (--baseline) the same options
+   with --context none appended: the same budget without the layer, a run
+   list of its own beside the layer's. The runs are the specs' seeds, spec
+   by spec: run k is specs[k / n_seeds] with seed k % n_seeds, so a spec's
+   runs are neighbours (the ETA guesses a run not started from them). */
+typedef struct run_spec {
+    kgl_benchmark_dataset *job;
+    bool baseline;
+} run_spec;
+
+/* Where a spec's runs keep their results. */
+static kgl_benchmark_run *spec_runs(const run_spec *spec)
+{
+    return spec->baseline ? spec->job->baseline_runs : spec->job->runs;
+}
+
+/* "umls seed 3", or "umls seed 3 (--context none)" for a baseline's run. */
+static const char *run_label(char *buf, size_t cap, const run_spec *spec, unsigned long long seed)
+{
+    snprintf(buf, cap, "%s seed %llu%s", spec->job->name, seed, spec->baseline ? " (--context none)" : "");
+    return buf;
+}
+
+/* The command of one run (spec, seed), argv[0] `self`: kgl train on the
+   dataset's three files with its options (and --context none after them
+   for a baseline, which kgl train lets win), the seed, its checkpoint and
+   log in OUT, --json (its result on stdout) and --progress (its lines on
    stderr). With `check`, the same options with --check instead of the
    outputs: kgl train stops where the run would start. Static buffers: one
    command at a time. */
-static char **run_argv(const char *self, const kgl_benchmark_dataset *job, const char *data, const char *out,
+static char **run_argv(const char *self, const run_spec *spec, const char *data, const char *out,
                        unsigned long long seed, int threads, bool check)
 {
     static char paths[5][1200], seed_text[32], threads_text[32];
     static char *argv[KGL_BENCHMARK_MAX_ARGS];
+    const kgl_benchmark_dataset *job = spec->job;
     int a = 0;
     snprintf(paths[0], sizeof paths[0], "%s/%s/train.txt", data, job->name);
     snprintf(paths[1], sizeof paths[1], "%s/%s/valid.txt", data, job->name);
     snprintf(paths[2], sizeof paths[2], "%s/%s/test.txt", data, job->name);
-    kgl_benchmark_run_path(paths[3], sizeof paths[3], out, job->name, seed, "safetensors");
-    kgl_benchmark_run_path(paths[4], sizeof paths[4], out, job->name, seed, "csv");
+    kgl_benchmark_run_path(paths[3], sizeof paths[3], out, job->name, seed, spec->baseline, "safetensors");
+    kgl_benchmark_run_path(paths[4], sizeof paths[4], out, job->name, seed, spec->baseline, "csv");
     snprintf(seed_text, sizeof seed_text, "%llu", seed);
     argv[a++] = (char *)self;
     argv[a++] = "train";
@@ -99,6 +136,7 @@ static char **run_argv(const char *self, const kgl_benchmark_dataset *job, const
     argv[a++] = "--valid", argv[a++] = paths[1];
     argv[a++] = "--test", argv[a++] = paths[2];
     for (int k = 0; k < job->argc; k++) argv[a++] = job->argv[k];
+    if (spec->baseline) argv[a++] = "--context", argv[a++] = "none";
     argv[a++] = "--seed", argv[a++] = seed_text;
     if (check) {
         argv[a++] = "--check";
@@ -211,17 +249,17 @@ static int wait_child(pid_t pid)
     return status;
 }
 
-/* Every dataset's options as its runs get them, through `kgl train --check`
+/* Every spec's options as its runs get them, through `kgl train --check`
    (kgl train's own parser: no second list of its options here), before any
    run starts: a mistake in a recipe is found now, not when the dataset's
    first run fails after the others trained. kgl train's messages (its data
    warnings too) are shown only when it refuses. Returns 0, or an exit
    status after reporting. */
-static int check_options(const char *self, const kgl_benchmark_dataset *job, int n_jobs, const char *data,
+static int check_options(const char *self, const run_spec *specs, int n_specs, const char *data,
                          const char *out, unsigned long long seed, int threads)
 {
     int st = 0;
-    for (int j = 0; j < n_jobs && !st; j++) {
+    for (int j = 0; j < n_specs && !st; j++) {
         int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC), fd[2] = {-1, -1};
         if (devnull < 0 || pipe(fd) != 0) {
             fprintf(stderr, "kgl benchmark: cannot check the options: %s\n", strerror(errno));
@@ -230,7 +268,7 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
         }
         fcntl(fd[0], F_SETFD, FD_CLOEXEC);
         fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-        pid_t pid = spawn_child(run_argv(self, &job[j], data, out, seed, threads, true), devnull, fd[1]);
+        pid_t pid = spawn_child(run_argv(self, &specs[j], data, out, seed, threads, true), devnull, fd[1]);
         int spawn_errno = errno;
         close(devnull);
         close(fd[1]);
@@ -252,8 +290,9 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
             fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(spawn_errno));
             st = EXIT_USAGE;
         } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s), checked before any run:\n%s",
-                    job[j].name, job[j].config_path, said);
+            fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s%s), checked before any run:\n%s",
+                    specs[j].job->name, specs[j].job->config_path,
+                    specs[j].baseline ? " with --context none, for --baseline" : "", said);
             st = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
         }
         free(said);
@@ -267,19 +306,19 @@ static int check_options(const char *self, const kgl_benchmark_dataset *job, int
    OUT/<dataset>-seed<S>.json), renamed into place once it has ended. */
 typedef struct run_proc {
     pid_t pid;
-    int run;                      /* dataset j, seed s: j * n_seeds + s */
+    int run;                      /* spec j, seed s: j * n_seeds + s */
     kgl_outfile json, err;
     double started, started_real; /* now_seconds(), real_seconds() */
 } run_proc;
 
 /* Starts run r->run; false after reporting (or, when a signal came first,
    without a word: nothing started). */
-static bool start_run(run_proc *r, const char *self, const kgl_benchmark_dataset *job, const char *data,
-                      const char *out, unsigned long long seed, int threads, progress *line)
+static bool start_run(run_proc *r, const char *self, const run_spec *spec, const char *data, const char *out,
+                      unsigned long long seed, int threads, progress *line)
 {
-    char json_path[1200], err_path[1200], why[2800];
-    kgl_benchmark_run_path(json_path, sizeof json_path, out, job->name, seed, "json");
-    kgl_benchmark_run_path(err_path, sizeof err_path, out, job->name, seed, "err");
+    char json_path[1200], err_path[1200], why[2800], label[160];
+    kgl_benchmark_run_path(json_path, sizeof json_path, out, spec->job->name, seed, spec->baseline, "json");
+    kgl_benchmark_run_path(err_path, sizeof err_path, out, spec->job->name, seed, spec->baseline, "err");
     if (!kgl_outfile_open(&r->json, json_path, why, sizeof why)) {
         progress_print(line, "kgl benchmark: %s", why);
         return false;
@@ -289,7 +328,7 @@ static bool start_run(run_proc *r, const char *self, const kgl_benchmark_dataset
         progress_print(line, "kgl benchmark: %s", why);
         return false;
     }
-    char **argv = run_argv(self, job, data, out, seed, threads, false);
+    char **argv = run_argv(self, spec, data, out, seed, threads, false);
     r->pid = spawn_child(argv, fileno(r->json.f), fileno(r->err.f));
     if (r->pid <= 0) {
         if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(errno));
@@ -302,7 +341,7 @@ static bool start_run(run_proc *r, const char *self, const kgl_benchmark_dataset
     char command[8192];
     size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
     for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
-    progress_print(line, "kgl benchmark: %s seed %llu: %s", job->name, seed, command);
+    progress_print(line, "kgl benchmark: %s: %s", run_label(label, sizeof label, spec, seed), command);
     return true;
 }
 
@@ -366,7 +405,7 @@ static bool run_position(int fd, double *done, double *total, double *written)
     return found;
 }
 
-/* What the overall line knows of each run (index j * seeds + s): its steps
+/* What the overall line knows of each run (index j * seeds + s, spec j): its steps
    done and to do (all members'), and whether its total is known (from its
    own line) or guessed (from another run of the dataset, else the mean). */
 typedef struct run_steps {
@@ -394,9 +433,10 @@ static void read_steps(int err_fd, double started_real, bool finished, run_steps
 /* One line for the whole benchmark: the steps of every run (done, and to
    do: a run not started yet counted as another of its dataset, else as
    the mean run), elapsed time and the ETA from the pace of all of it, then
-   the runs done and those running, with their steps. */
+   the runs done and those running, with their steps. The runs are every
+   spec's: a baseline's count as the layer's do. */
 static void overall_progress(progress *line, run_steps *runs, double *shown_done, double *shown_total,
-                             const kgl_benchmark_dataset *job, int n_seeds, int total, int done, int running,
+                             const run_spec *specs, int n_seeds, int total, int done, int running,
                              const run_proc *procs)
 {
     double sum_known = 0, d = 0, t = 0;
@@ -407,7 +447,7 @@ static void overall_progress(progress *line, run_steps *runs, double *shown_done
     for (int r = 0; r < total; r++) {
         if (!runs[r].known) {
             double guess = known ? sum_known / known : 0;
-            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its dataset's */
+            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
                 if (runs[q].known) guess = runs[q].total;
             runs[r].total = guess;
             guessed = true;
@@ -428,8 +468,10 @@ static void overall_progress(progress *line, run_steps *runs, double *shown_done
         n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, done, total);
     for (int k = 0; k < running && n < cap; k++) {
         int r = procs[k].run;
-        n += (size_t)snprintf(text + n, cap - n, "%s %s seed %llu", k ? "," : ", running", job[r / n_seeds].name,
-                              job[r / n_seeds].runs[r % n_seeds].seed);
+        char label[160];
+        const run_spec *spec = &specs[r / n_seeds];
+        n += (size_t)snprintf(text + n, cap - n, "%s %s", k ? "," : ", running",
+                              run_label(label, sizeof label, spec, spec_runs(spec)[r % n_seeds].seed));
         if (n < cap && runs[r].known)
             n += (size_t)snprintf(text + n, cap - n, " (%.0f/%.0f)", runs[r].done, runs[r].total);
     }
@@ -443,8 +485,61 @@ static int run_threads(int jobs)
     return threads < 1 ? 1 : threads;
 }
 
-/* One dataset's markdown table: kgl's rows (realistic and optimistic ties)
-   beside the published ones, then the options, the valid MRR and the times. */
+/* One row of kgl's in a dataset's table: `what` (the model), the tie kind
+   (o: optimistic) and the test metrics, mean ± std over the seeds. */
+static void print_kgl_row(const char *what, const kgl_benchmark_run *runs, int n_seeds, int o)
+{
+    if (n_seeds > 1)
+        printf("| %s, %s ties (mean ± std, %d seeds) |", what, o ? "optimistic" : "realistic", n_seeds);
+    else
+        printf("| %s, %s ties (seed %llu) |", what, o ? "optimistic" : "realistic", runs[0].seed);
+    for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
+        double mean, sd;
+        int digits = strcmp(kgl_benchmark_metrics[k], "mr") == 0 ? 2 : 3; /* a rank, or a fraction */
+        kgl_benchmark_mean_std(runs, n_seeds, 1, o, 2, k, &mean, &sd);
+        if (n_seeds > 1) printf(" %.*f ± %.*f |", digits, mean, digits, sd);
+        else printf(" %.*f |", digits, mean);
+    }
+    printf("\n");
+}
+
+/* Like with like: the published rows are single models, so an ensemble's
+   row says it is one, and what a run of it costs. */
+static void model_label(char *what, size_t cap, const kgl_benchmark_run *runs, int n_seeds, bool baseline)
+{
+    double secs = 0;
+    for (int i = 0; i < n_seeds; i++) secs += runs[i].seconds;
+    const char *none = baseline ? ", no layer" : "", *same = baseline ? " (`--context none`, the same options and steps)" : "";
+    if (runs[0].ensemble > 1)
+        snprintf(what, cap, "**kgl, ensemble of %ld%s**%s (%ld models trained a run, %.0f s a run)", runs[0].ensemble,
+                 none, same, runs[0].ensemble, secs / n_seeds);
+    else if (baseline)
+        snprintf(what, cap, "**kgl, no layer**%s", same);
+    else
+        snprintf(what, cap, "**kgl**, one model");
+}
+
+/* Below the table of a dataset run with --baseline: what the baseline was,
+   and the layer's test means less the baseline's, in MRR and Hits@1. */
+static void print_baseline_lines(const kgl_benchmark_dataset *job)
+{
+    const kgl_benchmark_run *base = job->baseline_runs;
+    int n_seeds = job->n_runs;
+    double vm, vs, secs = 0;
+    for (int i = 0; i < n_seeds; i++) secs += base[i].seconds;
+    kgl_benchmark_mean_std(base, n_seeds, 0, 0, 2, 0, &vm, &vs);
+    printf("Baseline: no layer (`--context none`), %ld parameters; the same options and steps with `--context none` "
+           "appended; valid MRR %.3f ± %.3f; wall time per run %.1f s on average.\n",
+           base[0].params, vm, vs, secs / n_seeds);
+    double mrr = kgl_benchmark_layer_minus_baseline(job, 0), hits1 = kgl_benchmark_layer_minus_baseline(job, 1);
+    printf("Layer − baseline (`--context none`), test, both directions, realistic ties, means over %d seed%s: "
+           "MRR %+.3f, Hits@1 %+.3f; the layer's mean is ≥ the baseline's: MRR %s, Hits@1 %s.\n",
+           n_seeds, n_seeds == 1 ? "" : "s", mrr, hits1, mrr >= 0 ? "yes" : "no", hits1 >= 0 ? "yes" : "no");
+}
+
+/* One dataset's markdown table: kgl's rows (realistic and optimistic ties;
+   with --baseline each followed by its baseline's) beside the published
+   ones, then the options, the valid MRR and the times. */
 static void print_table(const kgl_benchmark_dataset *job, int jobs)
 {
     const kgl_benchmark_run *runs = job->runs;
@@ -457,27 +552,12 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         secs += runs[i].seconds;
         if (runs[i].seconds > max_secs) max_secs = runs[i].seconds;
     }
-    /* Like with like: the published rows are single models, so an
-       ensemble's row says it is one, and what a run of it costs. */
-    char what[160];
-    if (runs[0].ensemble > 1)
-        snprintf(what, sizeof what, "**kgl, ensemble of %ld** (%ld models trained a run, %.0f s a run)",
-                 runs[0].ensemble, runs[0].ensemble, secs / n_seeds);
-    else
-        snprintf(what, sizeof what, "**kgl**, one model");
+    char what[200], base_what[240];
+    model_label(what, sizeof what, runs, n_seeds, false);
+    model_label(base_what, sizeof base_what, job->baseline_runs, n_seeds, true);
     for (int o = 0; o < 2; o++) {
-        if (n_seeds > 1)
-            printf("| %s, %s ties (mean ± std, %d seeds) |", what, o ? "optimistic" : "realistic", n_seeds);
-        else
-            printf("| %s, %s ties (seed %llu) |", what, o ? "optimistic" : "realistic", runs[0].seed);
-        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
-            double mean, sd;
-            int digits = strcmp(kgl_benchmark_metrics[k], "mr") == 0 ? 2 : 3; /* a rank, or a fraction */
-            kgl_benchmark_mean_std(runs, n_seeds, 1, o, 2, k, &mean, &sd);
-            if (n_seeds > 1) printf(" %.*f ± %.*f |", digits, mean, digits, sd);
-            else printf(" %.*f |", digits, mean);
-        }
-        printf("\n");
+        print_kgl_row(what, runs, n_seeds, o);
+        if (job->baseline) print_kgl_row(base_what, job->baseline_runs, n_seeds, o);
     }
     for (int p = 0; p < kgl_benchmark_n_published; p++) {
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
@@ -521,44 +601,66 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
         printf(" of %ld, %.1f s)", r->steps, r->seconds);
     }
     printf(".\n");
+    if (job->baseline) print_baseline_lines(job);
 }
 
-/* Reads OUT/<dataset>-seed<S>.json into r (its seed set); false after reporting. */
-static bool read_run(const char *out, const kgl_benchmark_dataset *job, kgl_benchmark_run *r)
+/* Reads OUT/<dataset>-seed<S>[-none].json into r (its seed set); false after reporting. */
+static bool read_run(const char *out, const run_spec *spec, kgl_benchmark_run *r)
 {
     char path[1200], err[2800];
-    kgl_benchmark_run_path(path, sizeof path, out, job->name, r->seed, "json");
+    kgl_benchmark_run_path(path, sizeof path, out, spec->job->name, r->seed, spec->baseline, "json");
     if (kgl_benchmark_read_run(path, r, err, sizeof err)) return true;
     fprintf(stderr, "kgl benchmark: %s\n", err);
     return false;
 }
 
-/* Every file the runs write (OUT/<dataset>-seed<S>.{json,err,csv,safetensors}
-   and OUT/results.json) is a file of its own, not a configuration or data
-   file they read (cli_files_distinct). */
-static bool files_distinct(const kgl_benchmark_dataset *job, int n_jobs, const unsigned long long *seeds, int n_seeds,
+/* Every file the runs write (OUT/<dataset>-seed<S>[-none].{json,err,csv,
+   safetensors} and OUT/results.json) is a file of its own, not a
+   configuration or data file they read (cli_files_distinct). */
+static bool files_distinct(const run_spec *specs, int n_specs, const unsigned long long *seeds, int n_seeds,
                            const char *data, const char *out, bool recipe)
 {
     static const char *const split[3] = {"train", "valid", "test"}, *const ext[4] = {"json", "err", "csv", "safetensors"};
-    /* per dataset its configuration, 3 splits and 4 files a seed; results.json */
-    static char paths[MAX_DATASETS * (4 + 4 * KGL_BENCHMARK_MAX_SEEDS) + 1][1200];
+    /* per dataset its configuration, 3 splits and, per spec (its layer's and
+       its baseline's), 4 files a seed; results.json */
+    static char paths[MAX_DATASETS * (4 + 2 * 4 * KGL_BENCHMARK_MAX_SEEDS) + 1][1200];
     static cli_file files[sizeof paths / sizeof paths[0]];
     int n = 0;
-    for (int j = 0; j < n_jobs; j++) {
-        files[n++] = (cli_file){recipe ? "--recipe" : "--configs", job[j].config_path, false, NULL};
-        for (int s = 0; s < 3; s++, n++) {
-            snprintf(paths[n], sizeof paths[n], "%s/%s/%s.txt", data, job[j].name, split[s]);
-            files[n] = (cli_file){"--data", paths[n], false, NULL};
+    for (int j = 0; j < n_specs; j++) {
+        const kgl_benchmark_dataset *job = specs[j].job;
+        if (!specs[j].baseline) { /* a dataset's first spec: what it reads */
+            files[n++] = (cli_file){recipe ? "--recipe" : "--configs", job->config_path, false, NULL};
+            for (int s = 0; s < 3; s++, n++) {
+                snprintf(paths[n], sizeof paths[n], "%s/%s/%s.txt", data, job->name, split[s]);
+                files[n] = (cli_file){"--data", paths[n], false, NULL};
+            }
         }
         for (int i = 0; i < n_seeds; i++)
             for (int e = 0; e < 4; e++, n++) {
-                kgl_benchmark_run_path(paths[n], sizeof paths[n], out, job[j].name, seeds[i], ext[e]);
+                kgl_benchmark_run_path(paths[n], sizeof paths[n], out, job->name, seeds[i], specs[j].baseline, ext[e]);
                 files[n] = (cli_file){"--out", paths[n], true, NULL};
             }
     }
     snprintf(paths[n], sizeof paths[n], "%s/results.json", out);
     files[n] = (cli_file){"--out", paths[n], true, NULL};
     return cli_files_distinct("benchmark", files, n + 1);
+}
+
+/* Whether a dataset's options end up at --context none (the last
+   --context wins in kgl train, spaced or as --context=none): with
+   --baseline, its runs would be their own baseline. Read from args_text,
+   the file's words (its argv is `--recipe FILE` by now). */
+static bool says_no_context(const kgl_benchmark_dataset *job)
+{
+    char words[sizeof job->args_text];
+    snprintf(words, sizeof words, "%s", job->args_text);
+    const char *context = NULL;
+    char *save = NULL;
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (strcmp(w, "--context") == 0) context = strtok_r(NULL, " ", &save);
+        else if (strncmp(w, "--context=", 10) == 0) context = w + 10;
+    }
+    return context && strcmp(context, "none") == 0;
 }
 
 /* "1,2,3" → seeds */
@@ -615,44 +717,43 @@ static bool out_folder_ok(const char *out)
    result), -1 (stopped by a signal the benchmark passed on: named in
    `stopped`, a list for the last message), or what the exit status becomes:
    2 for kgl train's 2 (a bad option, bad input), else 1. */
-static int end_run(run_proc *r, int status, kgl_benchmark_dataset *job, int n_seeds, const char *out,
+static int end_run(run_proc *r, int status, const run_spec *specs, int n_seeds, const char *out,
                    progress *line, char *stopped, size_t stopped_cap)
 {
-    int j = r->run / n_seeds, s = r->run % n_seeds;
-    kgl_benchmark_run *res = &job[j].runs[s];
+    const run_spec *spec = &specs[r->run / n_seeds];
+    kgl_benchmark_run *res = &spec_runs(spec)[r->run % n_seeds];
     double wall = now_seconds() - r->started;
-    char err_path[1200];
+    char err_path[1200], label[160];
+    run_label(label, sizeof label, spec, res->seed);
     snprintf(err_path, sizeof err_path, "%s", r->err.path); /* kept before the commit forgets it */
     bool kept = keep_run_files(r, status, line);
     if (stop_signal && run_stopped(status)) {
         size_t used = strlen(stopped);
-        snprintf(stopped + used, stopped_cap - used, "%s%s seed %llu", used ? ", " : "", job[j].name, res->seed);
+        snprintf(stopped + used, stopped_cap - used, "%s%s", used ? ", " : "", label);
         return -1;
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char why[1400];
         kgl_text text;
         bool shown = kgl_text_open(&text, err_path, why, sizeof why);
-        progress_print(line, "kgl benchmark: %s seed %llu failed (%s):\n%.2000s", job[j].name, res->seed, err_path,
-                       shown ? text.buf : why);
+        progress_print(line, "kgl benchmark: %s failed (%s):\n%.2000s", label, err_path, shown ? text.buf : why);
         if (shown) kgl_text_close(&text);
         /* a bad option in the .args file is bad input, like any other */
         return WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
     }
-    if (!kept || !read_run(out, &job[j], res)) return 1;
+    if (!kept || !read_run(out, spec, res)) return 1;
     res->seconds = wall;
     /* the largest peak resident memory of the runs waited for so far
        (POSIX keeps no per-child figure; Linux reports KiB) */
     struct rusage usage;
     res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
-    progress_print(line, "kgl benchmark: %s seed %llu: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s",
-                   job[j].name, res->seed, res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0], res->best_step,
-                   wall);
+    progress_print(line, "kgl benchmark: %s: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s", label,
+                   res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0], res->best_step, wall);
     return 0;
 }
 
 /* The tables and results.json, once every run has its result. */
-static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *out, int jobs)
+static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *out, int jobs, bool baseline)
 {
     for (int j = 0; j < n_jobs; j++) print_table(&job[j], jobs);
     char path[1200], err[1400];
@@ -661,17 +762,18 @@ static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *
         fprintf(stderr, "kgl benchmark: %s\n", err);
         return 1;
     }
-    printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>.{json,csv,safetensors}\n", out, out);
+    printf("\nwritten: %s/results.json; per run: %s/<dataset>-seed<S>%s.{json,csv,safetensors}\n", out, out,
+           baseline ? "[-none]" : "");
     return 0;
 }
 
 /* The runs, `jobs` at a time, each timed from start to exit, then the
    report. Returns the exit status: 0, 1 a run failed, 2 a run refused its
    input, 130 interrupted (the runs going stopped after their step). */
-static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, const unsigned long long *seeds,
-                   int n_seeds, const char *data, const char *out, int jobs)
+static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_benchmark_dataset *job, int n_jobs,
+                   const unsigned long long *seeds, int n_seeds, const char *data, const char *out, int jobs)
 {
-    int total = n_jobs * n_seeds, next = 0, running = 0, failed = 0, finished = 0, results = 0;
+    int total = n_specs * n_seeds, next = 0, running = 0, failed = 0, finished = 0, results = 0;
     /* The overall line (progress.h): in place on a terminal, redrawn every
        second; elsewhere at each tenth of all the steps and at least every
        KGL_PROGRESS_SECONDS (60 by default). The runs' own lines (every
@@ -682,11 +784,11 @@ static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, con
     run_steps *steps = kgl_xcalloc((size_t)total, sizeof *steps);
     run_proc procs[64];
     char stopped[4096] = "";
-    for (int k = 0; k < total; k++) job[k / n_seeds].runs[k % n_seeds].seed = seeds[k % n_seeds];
+    for (int k = 0; k < total; k++) spec_runs(&specs[k / n_seeds])[k % n_seeds].seed = seeds[k % n_seeds];
     while (next < total || running > 0) {
         while (running < jobs && next < total && !failed && !stop_signal) {
             procs[running].run = next;
-            if (!start_run(&procs[running], self, &job[next / n_seeds], data, out, seeds[next % n_seeds],
+            if (!start_run(&procs[running], self, &specs[next / n_seeds], data, out, seeds[next % n_seeds],
                            run_threads(jobs), &line)) {
                 if (!stop_signal) failed = 1;
                 break;
@@ -700,7 +802,7 @@ static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, con
             nanosleep(&(struct timespec){(time_t)poll, (long)((poll - (time_t)poll) * 1e9)}, NULL);
             for (int k = 0; k < running; k++)
                 read_steps(fileno(procs[k].err.f), procs[k].started_real, false, &steps[procs[k].run]);
-            overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, procs);
+            overall_progress(&line, steps, &shown_done, &shown_total, specs, n_seeds, total, finished, running, procs);
             continue;
         }
         if (done < 0) {
@@ -713,11 +815,11 @@ static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, con
         forget_child(done);
         finished++;
         read_steps(fileno(procs[k].err.f), procs[k].started_real, true, &steps[procs[k].run]);
-        int st = end_run(&procs[k], status, job, n_seeds, out, &line, stopped, sizeof stopped);
+        int st = end_run(&procs[k], status, specs, n_seeds, out, &line, stopped, sizeof stopped);
         results += st == 0;
         if (st > 0 && !failed) failed = st;
         procs[k] = procs[--running];
-        overall_progress(&line, steps, &shown_done, &shown_total, job, n_seeds, total, finished, running, procs);
+        overall_progress(&line, steps, &shown_done, &shown_total, specs, n_seeds, total, finished, running, procs);
     }
     progress_stop(&line);
     free(steps);
@@ -730,7 +832,47 @@ static int run_all(const char *self, kgl_benchmark_dataset *job, int n_jobs, con
         fprintf(stderr, "; %d not started; no tables and no results.json\n", total - next);
         return EXIT_INTERRUPTED;
     }
-    return failed ? failed : report_all(job, n_jobs, out, jobs);
+    return failed ? failed : report_all(job, n_jobs, out, jobs, n_specs > n_jobs);
+}
+
+/* A dataset's options (its recipe, or CONFIGS/<name>.args) read and
+   checked, and its three files found; false after reporting (*job is to be
+   freed either way). */
+static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const char *recipe, const char *configs,
+                         const char *data, int n_seeds, bool baseline)
+{
+    char err[1400];
+    /* the library refuses it too; here the message names the option */
+    if (strlen(configs) + 1 + strlen(name) + 5 >= sizeof job->config_path) {
+        fprintf(stderr, "kgl benchmark: --configs path too long\n");
+        return false;
+    }
+    kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(job, recipe, name, err, sizeof err)
+                                            : kgl_benchmark_load_config(job, configs, name, err, sizeof err);
+    if (cs != KGL_BENCHMARK_CONFIG_OK) {
+        fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);
+        return false;
+    }
+    job->n_runs = n_seeds;
+    job->baseline = baseline;
+    if (baseline && says_no_context(job)) {
+        fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
+                        "baseline; leave out --baseline, or --context none\n", job->config_path);
+        return false;
+    }
+    for (int s = 0; s < 3; s++) {
+        char path[1200];
+        static const char *const files[3] = {"train", "valid", "test"};
+        bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, job->name, files[s]) < (int)sizeof path;
+        if (!fits || !file_readable(path)) {
+            fprintf(stderr,
+                    "kgl benchmark: cannot read %s: %s\n(the data folder is %s; give another with --data DIR, "
+                    "or KG_DATA=DIR for make benchmark)\n",
+                    path, strerror(errno), data);
+            return false;
+        }
+    }
+    return true;
 }
 
 int cmd_benchmark(int argc, char **argv)
@@ -738,6 +880,7 @@ int cmd_benchmark(int argc, char **argv)
     const char *data = "data/kg", *configs = NULL, *out = "build/benchmark";
     const char *datasets = "umls,kinship,nations", *seed_text = "1,2,3,4,5", *recipe = NULL;
     long jobs = 1;
+    bool baseline = false;
     cli_args a;
     cli_init(&a, "benchmark", argc, argv);
     a.help = help;
@@ -759,6 +902,8 @@ int cmd_benchmark(int argc, char **argv)
             if (!(out = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--jobs")) {
             if (!cli_int(&a, 1, 64, &jobs)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--baseline")) {
+            baseline = true;
         } else {
             return cli_unknown(&a);
         }
@@ -788,39 +933,16 @@ int cmd_benchmark(int argc, char **argv)
     }
     /* everything is checked before the first run starts */
     int n_loaded = 0;
-    for (int j = 0; j < n_jobs && !st; j++) {
-        char err[1400];
-        /* the library refuses it too; here the message names the option */
-        if (strlen(configs) + 1 + strlen(names[j]) + 5 >= sizeof job[j].config_path) {
-            fprintf(stderr, "kgl benchmark: --configs path too long\n");
-            st = EXIT_USAGE;
-            break;
-        }
-        kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(&job[j], recipe, names[j], err, sizeof err)
-                                                : kgl_benchmark_load_config(&job[j], configs, names[j], err, sizeof err);
-        n_loaded++;
-        if (cs != KGL_BENCHMARK_CONFIG_OK) {
-            fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);
-            st = EXIT_USAGE;
-            break;
-        }
-        job[j].n_runs = n_seeds;
-        for (int s = 0; s < 3; s++) {
-            char path[1200];
-            static const char *const files[3] = {"train", "valid", "test"};
-            bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, job[j].name, files[s]) < (int)sizeof path;
-            if (!fits || !file_readable(path)) {
-                fprintf(stderr,
-                        "kgl benchmark: cannot read %s: %s\n(the data folder is %s; give another with --data DIR, "
-                        "or KG_DATA=DIR for make benchmark)\n",
-                        path, strerror(errno), data);
-                st = EXIT_USAGE;
-                break;
-            }
-        }
-    }
+    for (int j = 0; j < n_jobs && !st; j++, n_loaded++)
+        if (!load_dataset(&job[j], names[j], recipe, configs, data, n_seeds, baseline)) st = EXIT_USAGE;
     free(list);
-    if (!st && !files_distinct(job, n_jobs, seeds, n_seeds, data, out, recipe != NULL)) st = EXIT_USAGE;
+    static run_spec specs[2 * MAX_DATASETS];
+    int n_specs = 0;
+    for (int j = 0; j < n_jobs; j++) {
+        specs[n_specs++] = (run_spec){&job[j], false};
+        if (baseline) specs[n_specs++] = (run_spec){&job[j], true};
+    }
+    if (!st && !files_distinct(specs, n_specs, seeds, n_seeds, data, out, recipe != NULL)) st = EXIT_USAGE;
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     if (!st && n <= 0) {
@@ -830,7 +952,7 @@ int cmd_benchmark(int argc, char **argv)
     if (!st) {
         self[n] = 0;
         catch_signals(); /* from here on, its children get SIGINT and SIGTERM from it */
-        st = check_options(self, job, n_jobs, data, out, seeds[0], run_threads((int)jobs));
+        st = check_options(self, specs, n_specs, data, out, seeds[0], run_threads((int)jobs));
     }
     if (!st) {
         char cmd[1200];
@@ -851,7 +973,7 @@ int cmd_benchmark(int argc, char **argv)
         return st;
     }
 
-    st = run_all(self, job, n_jobs, seeds, n_seeds, data, out, (int)jobs);
+    st = run_all(self, specs, n_specs, job, n_jobs, seeds, n_seeds, data, out, (int)jobs);
     for (int j = 0; j < n_jobs; j++) kgl_benchmark_dataset_free(&job[j]);
     return st;
 }

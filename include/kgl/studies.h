@@ -512,6 +512,10 @@ typedef struct kgl_benchmark_dataset {
     kgl_text args_file;
     int n_runs;
     kgl_benchmark_run runs[KGL_BENCHMARK_MAX_SEEDS];
+    /* --baseline: the same options with --context none appended, at the same
+       budget, one run per seed as well (n_runs of them); false: none. */
+    bool baseline;
+    kgl_benchmark_run baseline_runs[KGL_BENCHMARK_MAX_SEEDS];
 } kgl_benchmark_dataset;
 
 typedef enum kgl_benchmark_config_status {
@@ -536,20 +540,29 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
                                                       const char *name, char *err, size_t err_cap);
 
 /* OUT/<dataset>-seed<S>.<ext>, the files of one run (json: its output, err:
- * its messages, csv: its training log, safetensors: its best checkpoint).
+ * its messages, csv: its training log, safetensors: its best checkpoint);
+ * OUT/<dataset>-seed<S>-none.<ext> for its baseline's run (--context none).
  * Returns what snprintf returns. */
 int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *dataset, unsigned long long seed,
-                           const char *ext);
+                           bool baseline, const char *ext);
 /* Reads a run's `kgl train --json` output into r (all but seed and seconds).
  * False with "what is wrong" in err. */
 bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, size_t err_cap);
 /* Mean and sample standard deviation (0 for one run) of m[split][optimistic][direction][metric]. */
 void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int split, int optimistic, int direction,
                             int metric, double *mean, double *sd);
+/* The layer's mean less its baseline's (d->baseline set): test, both
+ * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
+double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);
 /* {"<dataset>":{"valid":…,"test":…,"seconds","params","config","config_file",
  * "seeds","std":{…},"runs":[…],"published":{…}},…}: the means over each
  * dataset's runs (realistic ties, and "optimistic":{…}), their standard
- * deviations, every run, and the published rows. Written to a temporary
+ * deviations, every run, and the published rows. With d->baseline, also
+ * "baseline":{"valid","test","seconds","params","ensemble","config","seeds",
+ * "std","runs","layer_minus_baseline":{"mrr","hits1"},
+ * "layer_at_least_baseline":{"mrr","hits1"}}: its runs' the same way, and
+ * the difference of the test means (both directions, realistic ties) with
+ * whether the layer's is ≥ the baseline's. Written to a temporary
  * beside path, then renamed (kgl_outfile). False with the reason in err. */
 bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
                                  size_t err_cap);

@@ -177,9 +177,9 @@ void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d)
 /* ---- a run's results --------------------------------------------------------- */
 
 int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *dataset, unsigned long long seed,
-                           const char *ext)
+                           bool baseline, const char *ext)
 {
-    return snprintf(buf, cap, "%s/%s-seed%llu.%s", out, dataset, seed, ext);
+    return snprintf(buf, cap, "%s/%s-seed%llu%s.%s", out, dataset, seed, baseline ? "-none" : "", ext);
 }
 
 /* A number of `obj`, or NaN when it is missing or not one. */
@@ -255,6 +255,14 @@ void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int s, int o, 
     *sd = n > 1 ? sqrt(sq / (n - 1)) : 0; /* sample standard deviation */
 }
 
+double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric)
+{
+    double layer, base, sd;
+    kgl_benchmark_mean_std(d->runs, d->n_runs, 1, 0, 2, metric, &layer, &sd);
+    kgl_benchmark_mean_std(d->baseline_runs, d->n_runs, 1, 0, 2, metric, &base, &sd);
+    return layer - base;
+}
+
 /* ---- results.json ------------------------------------------------------------ */
 
 /* "tail":{…},"head":{…},"both":{…} of one rank kind (o: optimistic) */
@@ -282,14 +290,12 @@ static void json_split(FILE *f, const kgl_benchmark_run *runs, int n, int s, boo
     fprintf(f, "}}");
 }
 
-/* One dataset's object of results.json. */
-static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
+/* "valid":…,"test":…,"seconds":…,"params":…,"ensemble":…, of a dataset's
+   runs (its layer's or its baseline's), up to its "config" */
+static void json_runs_means(FILE *f, const kgl_benchmark_run *runs, int n)
 {
-    const kgl_benchmark_run *runs = d->runs;
-    int n = d->n_runs;
     double secs = 0;
     for (int i = 0; i < n; i++) secs += runs[i].seconds;
-    fprintf(f, "\"%s\":{", d->name);
     for (int s = 0; s < 2; s++) {
         fprintf(f, "\"%s\":", kgl_benchmark_splits[s]);
         json_split(f, runs, n, s, false);
@@ -297,10 +303,12 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
     }
     fprintf(f, "\"seconds\":");
     kgl_json_number(f, secs / n);
-    fprintf(f, ",\"params\":%ld,\"ensemble\":%ld,\"config\":", runs[0].params, runs[0].ensemble);
-    kgl_json_string(f, d->args_text);
-    fprintf(f, ",\"config_file\":");
-    kgl_json_string(f, d->config_path);
+    fprintf(f, ",\"params\":%ld,\"ensemble\":%ld,", runs[0].params, runs[0].ensemble);
+}
+
+/* ,"seeds":[…],"std":{…},"runs":[…] of a dataset's runs */
+static void json_runs_each(FILE *f, const kgl_benchmark_run *runs, int n)
+{
     fprintf(f, ",\"seeds\":[");
     for (int i = 0; i < n; i++) fprintf(f, "%s%llu", i ? "," : "", runs[i].seed);
     fprintf(f, "],\"std\":{");
@@ -323,7 +331,45 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
         }
         fputc('}', f);
     }
-    fprintf(f, "],\"published\":{");
+    fputc(']', f);
+}
+
+/* ,"baseline":{…}: the runs with --context none, then the layer's test
+   means less theirs in MRR and Hits@1 and whether they are ≥ 0 */
+static void json_baseline(FILE *f, const kgl_benchmark_dataset *d)
+{
+    static const int compared[2] = {0, 1}; /* mrr, hits1 in kgl_benchmark_metrics */
+    fprintf(f, ",\"baseline\":{");
+    json_runs_means(f, d->baseline_runs, d->n_runs);
+    char config[sizeof d->args_text + 32];
+    snprintf(config, sizeof config, "%s --context none", d->args_text);
+    fprintf(f, "\"config\":");
+    kgl_json_string(f, config);
+    json_runs_each(f, d->baseline_runs, d->n_runs);
+    for (int at_least = 0; at_least < 2; at_least++) {
+        fprintf(f, ",\"%s\":{", at_least ? "layer_at_least_baseline" : "layer_minus_baseline");
+        for (int c = 0; c < 2; c++) {
+            double diff = kgl_benchmark_layer_minus_baseline(d, compared[c]);
+            fprintf(f, "%s\"%s\":", c ? "," : "", kgl_benchmark_metrics[compared[c]]);
+            if (at_least) fputs(diff >= 0 ? "true" : "false", f); /* NaN: false */
+            else kgl_json_number(f, diff);
+        }
+        fputc('}', f);
+    }
+    fputc('}', f);
+}
+
+/* One dataset's object of results.json. */
+static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
+{
+    fprintf(f, "\"%s\":{", d->name);
+    json_runs_means(f, d->runs, d->n_runs);
+    fprintf(f, "\"config\":");
+    kgl_json_string(f, d->args_text);
+    fprintf(f, ",\"config_file\":");
+    kgl_json_string(f, d->config_path);
+    json_runs_each(f, d->runs, d->n_runs);
+    fprintf(f, ",\"published\":{");
     bool first = true;
     for (int p = 0; p < kgl_benchmark_n_published; p++) {
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
@@ -336,7 +382,9 @@ static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
         fputc('}', f);
         first = false;
     }
-    fprintf(f, "}}");
+    fputc('}', f);
+    if (d->baseline) json_baseline(f, d);
+    fputc('}', f);
 }
 
 bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
