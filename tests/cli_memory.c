@@ -293,8 +293,8 @@ TEST(memory_estimate_is_within_1_to_1_5_times_the_peak)
         UMLS "--dim 256 --ensemble 4 --steps 2 --eval-every 2",
         UMLS "--context none --dim 512 --ensemble 16 --steps 1",
         "--ensemble 16 --steps 2",
-        "--recipe data/bench/recipe.args --train data/kg/nations/train.txt --valid data/kg/nations/valid.txt "
-        "--steps 2",
+        ("--recipe data/bench/recipe.args --train data/kg/nations/train.txt --valid data/kg/nations/valid.txt "
+         "--steps 2"),
     };
 #undef UMLS
     for (size_t k = 0; k < sizeof runs / sizeof *runs; k++) {
