@@ -1906,3 +1906,33 @@ TEST(svg_heatmap_ratio_scale_centred_on_1)
     }
     xml_free(&d);
 }
+
+/* A question whose neighbourhood outgrows the picture (hub with 70 edges,
+   --neighbours 80: 71 tokens): query.svg draws 48 columns, the axis title
+   says "48 of 71 tokens" and bounds the rest, at least 16 true answers'
+   tokens (the 35 links of hub) are outlined in each row, and it is laid out
+   and says what it shows. */
+TEST(svg_kgl_heads_graph_query_keeps_48_tokens)
+{
+    char text[8192], cmd[2048], path[1024], axis[2048];
+    size_t len = 0;
+    for (int k = 0; k < 35; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "hub\tlinks\tplace_%02d\nhub\tknows\tperson_%02d\n", k, k);
+    const char *g = write_tmp(T, 0, "star.tsv", text, len);
+    snprintf(cmd, sizeof cmd,
+             "train --train %s --context graph --neighbours 80 --dim 8 --heads 2 --steps 5 --save %s/s.st --quiet "
+             "--threads 1 && %s heads --checkpoint %s/s.st --train %s --query hub,links --svg %s/s", g, T->tmp, T->kgl,
+             T->tmp, g, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0)) printf("    %s", lay_err);
+    snprintf(path, sizeof path, "%s/s/query.svg", T->tmp);
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 2 * 48);
+    CHECK(count(&d, "rect", "outlined", ANYWHERE) >= 2 * 16);
+    joined(&d, "axis-title", ANYWHERE, axis, sizeof axis);
+    if (!CHECK(strstr(axis, "48 of 71 tokens") && strstr(axis, "the other 23 have mean weight")))
+        printf("    %s\n", axis);
+    xml_free(&d);
+    check_layout(T, path);
+    check_heatmap_facts(T, path, 1000000);
+}
