@@ -1503,6 +1503,7 @@ static void check_heatmap_facts(test_ctx *T, const char *path, long max_bytes)
     char scale[1024], want[64];
     bar_texts(&d, &lo, &hi, scale, sizeof scale);
     bool row_scale = strncmp(scale, "each row", 8) == 0, log_scale = strstr(scale, "log scale") != NULL;
+    bool ratio_scale = strstr(scale, "centred on 1") != NULL;
     enum { MAX_ROWS = 4096 };
     typedef struct drawn_row {
         int group, cells; /* its heatmap panel; its cells */
@@ -1541,6 +1542,13 @@ static void check_heatmap_facts(test_ctx *T, const char *path, long max_bytes)
                 }
         }
         CHECK(shown > 0);
+    } else if (ratio_scale) { /* 1/2^k .. 2^k, 2^k the power of 2 at or above the largest value (at least 2) */
+        int k = mx > 1 ? (int)ceil(log2(mx) - 1e-9) : pos < INFINITY ? (int)ceil(-log2(pos) - 1e-9) : 1;
+        k = k < 1 ? 1 : k > 10 ? 10 : k;
+        snprintf(want, sizeof want, "%s%.0f", mx > ldexp(1, k) ? "\xe2\x89\xa5 " : "", ldexp(1, k)); /* ≥ */
+        if (!CHECK(strcmp(hi, want) == 0)) printf("    %s: bar's top %s, want %s\n", path, hi, want);
+        snprintf(want, sizeof want, "%s1/%.0f", mn < ldexp(1, -k) ? "\xe2\x89\xa4 " : "", ldexp(1, k)); /* ≤ */
+        if (!CHECK(strcmp(lo, want) == 0)) printf("    %s: bar's bottom %s, want %s\n", path, lo, want);
     } else {
         snprintf(want, sizeof want, "%.4g", mx == 0 ? 0.0 : mx);
         if (!CHECK(strcmp(hi, want) == 0)) printf("    %s: bar's top %s, largest value drawn %s\n", path, hi, want);
@@ -1696,7 +1704,11 @@ TEST(svg_kgl_heads_colour_scale_option)
         {"row", "heads.svg", "each row on its own scale"},
         {"linear", "spec.svg", "linear scale, from the smallest value to the largest"},
         {"linear", "query.svg", "linear scale, from the smallest value to the largest"},
-        {"auto", "query.svg", "each row on its own scale"}, /* its rows are different distributions */
+        /* its rows are different distributions, each drawn as a multiple of its
+           uniform 1/n (it was a row scale of raw values, which drew near-uniform
+           rows as structure): one scale centred on 1 */
+        {"auto", "query.svg", "log scale centred on 1"},
+        {"auto", "head0.svg", "log scale centred on 1"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         bool query = strcmp(cases[k].pic, "query.svg") == 0;
@@ -1711,4 +1723,216 @@ TEST(svg_kgl_heads_colour_scale_option)
         xml_free(&d);
         check_heatmap_facts(T, path, 1000000);
     }
+}
+
+/* ------------------------------------- attention against uniform -- */
+
+static const kgl_json *json_member(const kgl_json *o, const char *key)
+{
+    static const kgl_json null_value = {0};
+    const kgl_json *v = o ? kgl_json_get(o, key) : NULL;
+    return v ? v : &null_value;
+}
+
+/* kgl heads --query --svg on a --context graph stack (--layers 2, 2 heads):
+   query.svg has a row per layer and head and a column per token of the
+   question's neighbourhood ("(itself) alice", "advises dave", …), each cell
+   the weight --json gives times the tokens (1: uniform; the tooltip has 4
+   significant digits, hence 5e-4 relative), the true answers' tokens
+   outlined in every row, one scale centred on 1; laid out, saying what it
+   shows. It used to be refused (exit 2). */
+TEST(svg_kgl_heads_graph_query_per_layer_and_head)
+{
+    char cmd[2048], path[1024], e[512], want[600];
+    snprintf(cmd, sizeof cmd,
+             "train --context graph --neighbours 3 --query-relation --dim 8 --heads 2 --layers 2 --steps 60 "
+             "--save %s/g.st --quiet", T->tmp);
+    if (!CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --query alice,advises --svg %s/q", T->tmp, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0)) printf("    %s", lay_err);
+    snprintf(want, sizeof want, "picture: %s/q/query.svg", T->tmp);
+    CHECK(strstr(lay_out, want) != NULL);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s/g.st --query alice,advises --json", T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    kgl_json_doc q = {0};
+    if (!CHECK(kgl_json_parse(lay_out, strlen(lay_out), &q, e, sizeof e))) return;
+    const kgl_json *tokens = json_member(q.root, "tokens");
+    snprintf(path, sizeof path, "%s/q/query.svg", T->tmp);
+    xdoc d;
+    if (!CHECK(tokens->type == KGL_JSON_ARRAY && tokens->len >= 2) || !load(T, path, &d)) {
+        kgl_json_free(&q);
+        return;
+    }
+    int n_tokens = (int)tokens->len, true_tokens = 0, matched = 0;
+    CHECK(count(&d, "text", NULL, nth(&d, "g", "row-labels", ANYWHERE, 0)) == 4);
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++) {
+            snprintf(want, sizeof want, "layer %d, head %d", l, h);
+            CHECK(has_text(&d, want));
+        }
+    CHECK(titled_rects(&d) == 4 * n_tokens);
+    CHECK(has_text(&d, "(itself) alice"));
+    for (int t = 0; t < n_tokens; t++) {
+        const kgl_json *tok = &tokens->child[t];
+        char label[300];
+        const char *ent = json_member(tok, "entity")->str, *rel = json_member(tok, "relation")->str;
+        if (t == 0) snprintf(label, sizeof label, "(itself) %s", ent ? ent : "?");
+        else snprintf(label, sizeof label, "%s %s", rel ? rel : "?", ent ? ent : "?");
+        bool answer = json_member(tok, "true_answer")->type == KGL_JSON_TRUE;
+        true_tokens += answer;
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 2; h++) {
+                double w = json_member(tok, "layers")->child[l].child[h].num;
+                snprintf(want, sizeof want, "layer %d, head %d \xe2\x86\x92 %s: ", l, h, label);
+                for (int i = 0; i < d.n; i++) {
+                    if (strcmp(d.el[i].name, "rect") != 0 || !has_class(&d.el[i], "cell") ||
+                        strncmp(title_of(&d, i), want, strlen(want)) != 0)
+                        continue;
+                    matched++;
+                    CHECK_NEAR(tooltip_value(title_of(&d, i)), w * n_tokens, 5e-4 * w * n_tokens + 1e-12);
+                    CHECK(has_class(&d.el[i], "outlined") == answer);
+                }
+            }
+    }
+    CHECK(matched == 4 * n_tokens);
+    CHECK(true_tokens >= 1 && count(&d, "rect", "outlined", ANYWHERE) == 4 * true_tokens); /* alice advises dave, erin */
+    const char *lo, *hi;
+    char scale[1024];
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strncmp(scale, "log scale centred on 1", 22) == 0);
+    xml_free(&d);
+    kgl_json_free(&q);
+    check_layout(T, path);
+    check_heatmap_facts(T, path, 1000000);
+}
+
+/* Cells drawn in another colour than the ratio scale's neutral one (1:
+   uniform), among the cells whose tooltip starts with `rows` ("" for all);
+   *cells counts those cells. */
+static int off_neutral(test_ctx *T, const char *path, const char *rows, int *cells)
+{
+    xdoc d;
+    *cells = 0;
+    if (!load(T, path, &d)) return -1;
+    int off = 0;
+    for (int i = 0; i < d.n; i++) {
+        if (strcmp(d.el[i].name, "rect") != 0 || !has_class(&d.el[i], "cell") ||
+            strncmp(title_of(&d, i), rows, strlen(rows)) != 0)
+            continue;
+        (*cells)++;
+        if (strcmp(attr_at(&d, i, "fill"), "#f7f7f7") != 0 && off++ < 3)
+            printf("    %s: %s drawn %s\n", path, title_of(&d, i), attr_at(&d, i, "fill"));
+    }
+    xml_free(&d);
+    return off;
+}
+
+/* Attention that is uniform (a graph stack with --init-scale 0: every score
+   0) or nearly so (a full-context model with --init-scale 0.001, untrained:
+   weights within about 1e-6 of 1/n) is drawn at the neutral colour in every
+   cell of every attention picture, not as structure: a scale fitted to the
+   data's range drew those 1e-6 differences from one end of viridis to the
+   other. (The full context's query.svg: its heads' rows; the readout's
+   probabilities are not uniform.) */
+TEST(svg_kgl_heads_uniform_attention_is_drawn_neutral)
+{
+    char cmd[2048], path[1024];
+    snprintf(cmd, sizeof cmd,
+             "train --context graph --neighbours 3 --dim 8 --heads 2 --layers 2 --init-scale 0 --steps 0 --save %s/u.st "
+             "--quiet && %s heads --checkpoint %s/u.st --query alice,advises --svg %s/u && %s heads --checkpoint %s/u.st "
+             "--svg %s/u", T->tmp, T->kgl, T->tmp, T->tmp, T->kgl, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    snprintf(cmd, sizeof cmd,
+             "train --dim 8 --heads 2 --init-scale 0.001 --steps 0 --save %s/f.st --quiet && %s heads --checkpoint "
+             "%s/f.st --query alice,advises --svg %s/f && %s heads --checkpoint %s/f.st --svg %s/f", T->tmp, T->kgl,
+             T->tmp, T->tmp, T->kgl, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0);
+    static const struct {
+        const char *pic, *rows;
+        int cells; /* at least */
+    } pics[] = {
+        {"u/query.svg", "", 4 * 4},   /* 2 layers x 2 heads x (alice and her 3 edges) */
+        {"u/relations.svg", "", 2},
+        {"f/head0.svg", "", 13 * 13}, /* the academic world's 13 entities */
+        {"f/head1.svg", "", 13 * 13},
+        {"f/heads.svg", "", 2 * 13 * 13},
+        {"f/query.svg", "head ", 2 * 13},
+    };
+    for (size_t k = 0; k < sizeof pics / sizeof pics[0]; k++) {
+        int cells;
+        snprintf(path, sizeof path, "%s/%s", T->tmp, pics[k].pic);
+        CHECK(off_neutral(T, path, pics[k].rows, &cells) == 0);
+        if (!CHECK(cells >= pics[k].cells)) printf("    %s: %d cells\n", path, cells);
+    }
+}
+
+/* The ratio scale: log2, centred on 1 (the diverging map's neutral middle,
+   #f7f7f7), both ends the power of 2 at or above the largest value (4 here:
+   1/4 .. 4, the map's blue and red ends), 0 below it ("≤ 1/4", counted);
+   values near 1 keep ends of at least 2 (1/2 .. 2), so they stay pale;
+   a bar labelled with powers of 2, 1 among them; the legend names the map. */
+TEST(svg_heatmap_ratio_scale_centred_on_1)
+{
+    static const double v[6] = {1, 4, 0.25, 0.5, 2, 0};
+    kgl_heatmap h = {.rows = 2, .cols = 3, .values = v, .vmin = NAN, .vmax = NAN, .scale = KGL_COLOUR_RATIO,
+                     .value_label = "weight \xc3\x97 n"};
+    char path[512], err[512], scale[512];
+    const char *lo, *hi;
+    tmp_path(T, path, sizeof path, "ratio.svg");
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strcmp(hi, "4") == 0 && strcmp(lo, "\xe2\x89\xa4 1/4") == 0); /* ≤ 1/4 */
+    CHECK(strncmp(scale, "log scale centred on 1", 22) == 0);
+    CHECK(has_text(&d, "1") && has_text(&d, "below the scale (1)"));
+    static const char *const fills[6] = {"#f7f7f7", "#b2182b", "#2166ac", "#92c5de", "#f4a582", "#2166ac"};
+    for (int k = 0; k < 6; k++)
+        if (!CHECK(strcmp(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, k), "fill"), fills[k]) == 0))
+            printf("    cell %d: %s, want %s\n", k, attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, k), "fill"), fills[k]);
+    xml_free(&d);
+    check_layout(T, path);
+
+    static const double near1[4] = {1.01, 0.99, 1, 1.02};
+    h = (kgl_heatmap){.rows = 2, .cols = 2, .values = near1, .scale = KGL_COLOUR_RATIO};
+    CHECK(kgl_svg_heatmap(path, &h, err, sizeof err));
+    if (!load(T, path, &d)) return;
+    bar_texts(&d, &lo, &hi, scale, sizeof scale);
+    CHECK(strcmp(hi, "2") == 0 && strcmp(lo, "1/2") == 0);
+    for (int k = 0; k < 4; k++) { /* within 2% of 1: within 3% of the map from its middle, every channel >= 0xe8 */
+        unsigned rgb[3] = {0, 0, 0};
+        sscanf(attr_at(&d, nth(&d, "rect", "cell", ANYWHERE, k), "fill"), "#%2x%2x%2x", &rgb[0], &rgb[1], &rgb[2]);
+        CHECK(rgb[0] >= 0xe8 && rgb[1] >= 0xe8 && rgb[2] >= 0xe8);
+    }
+    xml_free(&d);
+}
+
+/* A question whose neighbourhood outgrows the picture (hub with 70 edges,
+   --neighbours 80: 71 tokens): query.svg draws 48 columns, the axis title
+   says "48 of 71 tokens" and bounds the rest, at least 16 true answers'
+   tokens (the 35 links of hub) are outlined in each row, and it is laid out
+   and says what it shows. */
+TEST(svg_kgl_heads_graph_query_keeps_48_tokens)
+{
+    char text[8192], cmd[2048], path[1024], axis[2048];
+    size_t len = 0;
+    for (int k = 0; k < 35; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "hub\tlinks\tplace_%02d\nhub\tknows\tperson_%02d\n", k, k);
+    const char *g = write_tmp(T, 0, "star.tsv", text, len);
+    snprintf(cmd, sizeof cmd,
+             "train --train %s --context graph --neighbours 80 --dim 8 --heads 2 --steps 5 --save %s/s.st --quiet "
+             "--threads 1 && %s heads --checkpoint %s/s.st --train %s --query hub,links --svg %s/s", g, T->tmp, T->kgl,
+             T->tmp, g, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, lay_out, sizeof lay_out, lay_err, sizeof lay_err) == 0)) printf("    %s", lay_err);
+    snprintf(path, sizeof path, "%s/s/query.svg", T->tmp);
+    xdoc d;
+    if (!load(T, path, &d)) return;
+    CHECK(titled_rects(&d) == 2 * 48);
+    CHECK(count(&d, "rect", "outlined", ANYWHERE) >= 2 * 16);
+    joined(&d, "axis-title", ANYWHERE, axis, sizeof axis);
+    if (!CHECK(strstr(axis, "48 of 71 tokens") && strstr(axis, "the other 23 have mean weight")))
+        printf("    %s\n", axis);
+    xml_free(&d);
+    check_layout(T, path);
+    check_heatmap_facts(T, path, 1000000);
 }

@@ -22,14 +22,18 @@ static const char help[] =
     "drop in train MRR (both directions) when one head's output is zeroed.\n"
     "With --svg DIR it writes DIR/head<h>.svg (the attention of head h, the true\n"
     "tails of its best relation outlined), DIR/heads.svg (all heads on one colour\n"
-    "scale) and DIR/spec.svg (the specialisation matrix). A map draws at most 64\n"
+    "scale) and DIR/spec.svg (the specialisation matrix). Attention is drawn as a\n"
+    "multiple of uniform, weight x n (1: uniform), so that near-uniform attention\n"
+    "is not drawn as structure. A map draws at most 64\n"
     "entities a side (heads.svg 32, fewer with more than 4 heads): the most\n"
     "attended, and the entities attending most to them; a line under it says\n"
     "what is left out. Every picture holds at most 4,096 cells: about 0.6 MB with\n"
     "names of 20 characters, under 2.5 MB whatever the names.\n"
     "--colour-scale auto (default) | linear | log | row: how values map to\n"
-    "colours, fitted to the data: auto takes log when 95% of the cells would lie\n"
-    "in a linear scale's darkest tenth; row scales each row to its own maximum.\n"
+    "colours, fitted to the data: auto draws attention on a log scale centred on\n"
+    "1 (white: uniform; blue below, red above, as far each way) and spec.svg on\n"
+    "log when 95% of the cells would lie in a linear scale's darkest tenth, else\n"
+    "linear; row scales each row to its own maximum.\n"
     "The colour bar names the scale and labels its ends with the data's range.\n\n"
     "--query HEAD,REL (the last comma separates; REL^-1 is the inverse of REL,\n"
     "trained in reciprocal mode): where every head looks from HEAD, the row\n"
@@ -38,13 +42,16 @@ static const char help[] =
     "answers to (HEAD, REL, ?) with score and softmax probability (--top K,\n"
     "default 10: also the attention rows shown; --json lists every entity).\n"
     "With --svg DIR it writes DIR/query.svg: a strip per head and one of the\n"
-    "readout's probabilities over at most 48 entities (the top answers, true\n"
-    "tails, the most attended), true tails outlined, the top answers listed.\n"
+    "readout's probabilities, each x n (1: uniform), over at most 48 entities\n"
+    "(the top answers, true tails, the most attended), true tails outlined, the\n"
+    "top answers listed.\n"
     "On a --context graph model --query shows the question's neighbourhood as\n"
     "evaluation builds it (HEAD itself, then at most K of its edges): for each\n"
     "layer, each head's weight on each token and the mean's multiple of\n"
     "uniform (1/tokens), tokens whose entity is a true answer marked '*'; then\n"
-    "the readout's top answers (--svg is for the full context's n x n rows).\n"
+    "the readout's top answers. --svg DIR writes DIR/query.svg: a row per layer\n"
+    "and head, a column per token (at most 48: true answers' tokens and the most\n"
+    "weighted), each cell weight x tokens (1: uniform), true answers outlined.\n"
     EXIT_TABLE;
 
 /* The first line when the model is one of an ensemble: which one, and why
@@ -135,6 +142,16 @@ typedef struct pictures {
     const char *dir; /* NULL: no pictures */
     kgl_colour_scale scale;
 } pictures;
+
+/* The colour scale of a picture of attention (or of the readout's
+   probabilities) drawn as a multiple of uniform, weight x n: --colour-scale
+   auto centres it on 1 (kgl_svg's ratio scale), so attention near uniform is
+   drawn near the neutral colour, never as structure; linear, log and row
+   draw the same multiples on those scales. */
+static kgl_colour_scale against_uniform(const pictures *pic)
+{
+    return pic->scale == KGL_COLOUR_AUTO ? KGL_COLOUR_RATIO : pic->scale;
+}
 
 /* Each picture draws at most this many entities (or relations) on an axis:
    up to 4,096 cells, every label readable, whatever the size of the graph
@@ -230,7 +247,7 @@ static bool relations_svg(const pictures *pic, const data_view *v, int H, const 
     } else {
         snprintf(path, sizeof path, "%s/relations.svg", pic->dir);
         ok = heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
-                                   "weight / uniform", v, H, keep, ratio, pic->scale, err, sizeof err);
+                                   "weight / uniform", v, H, keep, ratio, against_uniform(pic), err, sizeof err);
         if (!ok) fprintf(stderr, "kgl heads: %s\n", err);
     }
     free(keep);
@@ -238,21 +255,14 @@ static bool relations_svg(const pictures *pic, const data_view *v, int H, const 
     return ok;
 }
 
-static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const data_view *v,
-                       kgl_model *m, long step);
+static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
+                       const data_view *v, kgl_model *m, long step);
 
 static int graph_heads(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
                        data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     const char *ckpt = chosen->path;
-    if (query) {
-        if (pic->dir) {
-            fprintf(stderr, "kgl heads: --query --svg draws the n x n attention of the full context; %s attends over "
-                            "neighbourhoods (--context graph): --query without --svg shows the question's\n", ckpt);
-            return EXIT_USAGE;
-        }
-        return graph_query(chosen, query, top, json, v, m, ck->st.step);
-    }
+    if (query) return graph_query(chosen, query, top, json, pic, v, m, ck->st.step);
     int H = m->cfg.heads, nr = v->ds.n_relations;
     double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double)), *uniform = kgl_xmalloc((size_t)nr * sizeof(double));
     double self[KGL_MAX_HEADS], ablated[KGL_MAX_HEADS];
@@ -362,7 +372,9 @@ static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *cons
     unsigned char *outline = kgl_xcalloc((size_t)H * n * n, 1);
     char(*titles)[256] = kgl_xcalloc((size_t)H, sizeof *titles);
     char(*labels)[256] = kgl_xcalloc((size_t)H, sizeof *labels);
-    char path[4096];
+    char path[4096], value_label[128];
+    snprintf(value_label, sizeof value_label, "attention weight \xc3\x97 %d entities (1: uniform, 1/%d = %.3g)", n, n,
+             1.0 / n);
     bool ok = true;
     for (int h = 0; h < H && ok; h++) {
         /* the head's best relation: the highest spec among the trained ones */
@@ -386,15 +398,16 @@ static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *cons
         p->rows = p->cols = n;
         p->values = weights + (size_t)h * n * n;
         kgl_real_to_double(weights + (size_t)h * n * n, attn[h]->data, (size_t)n * n);
+        for (size_t k = 0; k < (size_t)n * n; k++) weights[(size_t)h * n * n + k] *= n; /* a multiple of uniform */
         p->row_labels = p->col_labels = names;
         p->row_axis = "query entity i";
         p->col_axis = "attended entity j";
         p->vmin = p->vmax = NAN; /* the scale fits the data */
-        p->scale = pic->scale;
+        p->scale = against_uniform(pic);
         p->max_rows = p->max_cols = MAP_MAX;
         p->outline = best >= 0 ? o : NULL;
         p->outline_label = labels[h];
-        p->value_label = "attention weight";
+        p->value_label = value_label;
         p->annotate = n <= 16;
         snprintf(path, sizeof path, "%s/head%d.svg", dir, h);
         ok = kgl_svg_heatmap(path, p, err, cap);
@@ -402,7 +415,7 @@ static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *cons
     if (ok) {
         snprintf(path, sizeof path, "%s/heads.svg", dir);
         for (int h = 0; h < H; h++) panels[h].max_rows = panels[h].max_cols = grid_side(H);
-        ok = kgl_svg_heatmap_grid(path, "attention of every head (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
+        ok = kgl_svg_heatmap_grid(path, "attention of every head as a multiple of uniform (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
     }
     if (ok) { /* the specialisation matrix: heads x trained relations */
         snprintf(path, sizeof path, "%s/spec.svg", dir);
@@ -783,8 +796,148 @@ static void graph_query_json(const model_choice *chosen, long step, const data_v
     printf("]}\n");
 }
 
-static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const data_view *v,
-                       kgl_model *m, long step)
+#define QUERY_COLUMNS 48 /* entities (or tokens) query.svg draws at most: cells of 16 px, every name readable */
+#define QUERY_TRUE 16    /* of which true answers at most (the readout's best first) */
+
+/* The answers query.svg lists under its legend: a heading, then at most
+   10 lines "k. NAME p" (lines[0 .. n], n of them answers). */
+static int answer_notes(const data_view *v, const query_view *q, const kgl_answer *ans, int n_ans, char (*lines)[700],
+                        const char **notes)
+{
+    if (n_ans > 10) n_ans = 10;
+    snprintf(lines[0], sizeof lines[0], "top answers (readout p):");
+    notes[0] = lines[0];
+    for (int k = 0; k < n_ans; k++) {
+        int j = ans[k].entity;
+        snprintf(lines[k + 1], sizeof lines[k + 1], "%d. %s %.3f%s", k + 1, v->ds.entity_names[j], ans[k].prob,
+                 q->is_true[j] ? " (true tail)" : "");
+        notes[k + 1] = lines[k + 1];
+    }
+    return n_ans + 1;
+}
+
+/* The tokens a graph model's query.svg draws, in order of mean weight
+   (order): the true answers' tokens first (at most QUERY_TRUE), then the
+   most weighted, max_cols in all, listed in that order. Returns how many. */
+static int graph_query_columns(const query_view *q, const kgl_segment_view *sv, const int *order, int max_cols,
+                               int *cols)
+{
+    int T = sv->n_tokens, picked = 0, true_picked = 0, nc = 0;
+    bool *pick = kgl_xcalloc((size_t)T, sizeof(bool));
+    for (int k = 0; k < T && true_picked < QUERY_TRUE && picked < max_cols; k++)
+        if (q->is_true[sv->entity[order[k]]]) pick[order[k]] = true, picked++, true_picked++;
+    for (int k = 0; k < T && picked < max_cols; k++)
+        if (!pick[order[k]]) pick[order[k]] = true, picked++;
+    for (int k = 0; k < T; k++)
+        if (pick[order[k]]) cols[nc++] = order[k];
+    free(pick);
+    return nc;
+}
+
+/* DIR/query.svg of a graph model: one row per layer and head, one column
+ * per token of the question's neighbourhood (at most QUERY_COLUMNS, and at
+ * most MAP_MAX^2 cells), each cell the head's weight as a multiple of
+ * uniform (weight x tokens) on one scale centred on 1; the tokens of true
+ * answers outlined, the readout's top answers listed. */
+static bool graph_query_svg(const pictures *pic, const data_view *v, const query_view *q, const kgl_segment_view *sv,
+                            const kgl_answer *ans, int n_ans, char *err, size_t cap)
+{
+    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, cap, "%s: cannot create the folder: %s", pic->dir, strerror(errno));
+        return false;
+    }
+    int T = sv->n_tokens, H = sv->heads, R = sv->layers * H;
+    int max_cols = MAP_MAX * MAP_MAX / R < QUERY_COLUMNS ? MAP_MAX * MAP_MAX / R : QUERY_COLUMNS;
+    if (max_cols < 1) max_cols = 1;
+    double *mean = kgl_xcalloc((size_t)T, sizeof(double));
+    int *order = kgl_xmalloc((size_t)T * sizeof(int)), *cols = kgl_xmalloc((size_t)T * sizeof(int));
+    for (int t = 0; t < T; t++)
+        for (int r = 0; r < R; r++) mean[t] += sv->weight[((size_t)(r / H) * T + t) * H + r % H] / R;
+    sort_desc(order, T, mean);
+    int nc = graph_query_columns(q, sv, order, max_cols, cols), true_all = 0, true_drawn = 0;
+    double rest = 0; /* the largest mean weight left out */
+    for (int t = 0; t < T; t++) true_all += q->is_true[sv->entity[t]];
+    double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
+    unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
+    char(*col_names)[1300] = kgl_xmalloc((size_t)nc * sizeof *col_names);
+    const char **col_labels = kgl_xmalloc((size_t)nc * sizeof *col_labels);
+    char(*row_names)[40] = kgl_xmalloc((size_t)R * sizeof *row_names);
+    const char **row_labels = kgl_xmalloc((size_t)R * sizeof *row_labels);
+    bool *drawn = kgl_xcalloc((size_t)T, sizeof(bool));
+    for (int c = 0; c < nc; c++) {
+        int t = cols[c], e = sv->entity[t];
+        drawn[t] = true;
+        if (t == 0) snprintf(col_names[c], sizeof col_names[c], "(itself) %s", v->ds.entity_names[e]);
+        else {
+            char rel[600];
+            kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
+            snprintf(col_names[c], sizeof col_names[c], "%s %s", rel, v->ds.entity_names[e]);
+        }
+        col_labels[c] = col_names[c];
+        true_drawn += q->is_true[e];
+        for (int r = 0; r < R; r++) {
+            vals[(size_t)r * nc + c] = sv->weight[((size_t)(r / H) * T + t) * H + r % H] * T; /* a multiple of uniform */
+            outline[(size_t)r * nc + c] = q->is_true[e];
+        }
+    }
+    for (int t = 0; t < T; t++)
+        if (!drawn[t]) rest = fmax(rest, mean[t]);
+    for (int r = 0; r < R; r++) {
+        snprintf(row_names[r], sizeof row_names[r], "layer %d, head %d", r / H, r % H);
+        row_labels[r] = row_names[r];
+    }
+    const char *head = v->ds.entity_names[q->entity];
+    char title[1400], col_axis[500], outline_label[700], value_label[160];
+    snprintf(title, sizeof title, "where each head looks in the neighbourhood of (%s, %s, ?), as a multiple of uniform",
+             head, q->rel_name);
+    if (nc < T)
+        snprintf(col_axis, sizeof col_axis,
+                 "token (relation and entity), by mean weight over the layers and heads: %d of %d tokens (%d of the "
+                 "%d true answers' and the most weighted); the other %d have mean weight \xe2\x89\xa4 %.2g "
+                 "\xc3\x97 uniform", nc, T, true_drawn, true_all, T - nc, rest * T);
+    else
+        snprintf(col_axis, sizeof col_axis, "token (relation and entity), by mean weight over the layers and heads: "
+                 "all %d", T);
+    snprintf(outline_label, sizeof outline_label, "tokens of the true answers of (%s, %s, ?)", head, q->rel_name);
+    snprintf(value_label, sizeof value_label, "weight \xc3\x97 %d tokens (1: uniform, 1/%d = %.3g)", T, T, 1.0 / T);
+    char(*lines)[700] = kgl_xmalloc(11 * sizeof *lines);
+    const char **notes = kgl_xmalloc(11 * sizeof *notes);
+    kgl_heatmap hm = {0};
+    hm.title = title;
+    hm.rows = R;
+    hm.cols = nc;
+    hm.values = vals;
+    hm.row_labels = row_labels;
+    hm.col_labels = col_labels;
+    hm.col_axis = col_axis;
+    hm.vmin = hm.vmax = NAN;
+    hm.scale = against_uniform(pic);
+    hm.outline = true_drawn ? outline : NULL;
+    hm.outline_label = outline_label;
+    hm.value_label = value_label;
+    hm.annotate = true;
+    hm.notes = notes;
+    hm.n_notes = answer_notes(v, q, ans, n_ans, lines, notes);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/query.svg", pic->dir);
+    bool ok = kgl_svg_heatmap(path, &hm, err, cap);
+    free(mean);
+    free(order);
+    free(cols);
+    free(drawn);
+    free(vals);
+    free(outline);
+    free(col_names);
+    free(col_labels);
+    free(row_names);
+    free(row_labels);
+    free(lines);
+    free(notes);
+    return ok;
+}
+
+static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
+                       const data_view *v, kgl_model *m, long step)
 {
     query_view q = {0};
     q.top = top;
@@ -799,17 +952,23 @@ static int graph_query(const model_choice *chosen, const char *query, int top, b
     kgl_model_question_segment(m, q.entity, q.row, &sv);
     kgl_answer *ans = kgl_xmalloc((size_t)n_ans * sizeof *ans);
     n_ans = kgl_predict(m, NULL, NULL, q.entity, q.row, n_ans, false, ans);
+    bool drawn = false; /* the picture before the tables, as kgl heads draws its own */
+    if (pic->dir) {
+        char err[1024];
+        if (!(drawn = graph_query_svg(pic, v, &q, &sv, ans, n_ans, err, sizeof err))) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        }
+    }
     if (json) graph_query_json(chosen, step, v, &q, &sv, ans, n_ans);
     else graph_query_text(chosen, step, v, &q, &sv, ans, n_ans);
+    if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
     free(ans);
     kgl_segment_view_free(&sv);
     free(q.is_true);
     free(q.truth);
-    return 0;
+    return st;
 }
-
-#define QUERY_COLUMNS 48 /* entities query.svg draws at most: cells of 16 px, every name readable */
-#define QUERY_TRUE 16    /* of which true answers at most (the readout's best first) */
 
 /* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
  * readout's probabilities, over at most QUERY_COLUMNS entities in attention
@@ -857,8 +1016,9 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     for (int c = 0; c < nc; c++) {
         int j = cols[c];
         col_labels[c] = v->ds.entity_names[j];
-        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = q->attn[(size_t)h * n + j];
-        vals[(size_t)H * nc + c] = q->probs[j];
+        /* multiples of uniform (1/n): the heads' weights and the readout's probability alike */
+        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = (double)q->attn[(size_t)h * n + j] * n;
+        vals[(size_t)H * nc + c] = q->probs[j] * n;
         for (int r = 0; r < R; r++) outline[(size_t)r * nc + c] = q->is_true[j];
     }
     for (int h = 0; h < H; h++) snprintf(row_names[h], sizeof row_names[h], "head %d", h);
@@ -866,7 +1026,9 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     for (int r = 0; r < R; r++) row_labels[r] = row_names[r];
 
     const char *head = v->ds.entity_names[q->entity];
-    char title[1400], col_axis[400], outline_label[700], value_label[64] = "weight / probability";
+    char title[1400], col_axis[400], outline_label[700], value_label[160];
+    snprintf(value_label, sizeof value_label,
+             "weight or probability \xc3\x97 %d entities (1: uniform, 1/%d = %.3g)", n, n, 1.0 / n);
     snprintf(title, sizeof title, "where each head looks from %s, and the answers to (%s, %s, ?)", head, head,
              q->rel_name);
     if (nc < n) {
@@ -902,8 +1064,9 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     hm.col_axis = col_axis;
     hm.vmin = hm.vmax = NAN; /* the scale fits the data */
     /* its rows are distributions of different things (each head's weights,
-       the readout's probabilities): auto gives each row its own scale */
-    hm.scale = pic->scale == KGL_COLOUR_AUTO ? KGL_COLOUR_ROW : pic->scale;
+       the readout's probabilities), each drawn against its uniform 1/n: one
+       scale centred on 1 compares them */
+    hm.scale = against_uniform(pic);
     hm.outline = q->n_true ? outline : NULL;
     hm.outline_label = outline_label;
     hm.value_label = value_label;

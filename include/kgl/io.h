@@ -400,7 +400,9 @@ const char *kgl_st_file_dtype(const kgl_st_file *f);
  * (tests/io_svg.c checks this).
  *
  * Colours: heatmaps use viridis (perceptually uniform, colour-blind safe,
- * legible in greyscale), interpolated linearly between 9 anchors; line series
+ * legible in greyscale), interpolated linearly between 9 anchors, and a ratio
+ * scale ColorBrewer's diverging RdBu (blue, near-white, red; colour-blind
+ * safe, but its two ends alike in greyscale); line series
  * use the Okabe–Ito palette, each with its own dash pattern and marker shape
  * so that the series can also be told apart in greyscale. */
 
@@ -417,6 +419,12 @@ typedef enum kgl_colour_scale {
                               which is printed right of the row; for rows that are distributions */
     KGL_COLOUR_AUTO,       /* LOG when no value is negative and on a linear scale 95% of the cells would
                               take its darkest tenth (a few large values above many small ones), else LINEAR */
+    KGL_COLOUR_RATIO,      /* values that are multiples of a reference (e.g. attention weight x n, 1 where
+                              it is uniform): log2, symmetric about 1, which takes the neutral colour of a
+                              diverging map (blue below, red above); the ends 1/2^k and 2^k, k the whole octaves
+                              from 1 up to the largest value (down to the smallest positive one when none is
+                              above 1), 1 to 10 (vmax, when set above 1: 1/vmax to vmax); values beyond, 0 and
+                              below take the end colours. AUTO never chooses it */
 } kgl_colour_scale;
 
 typedef struct kgl_heatmap {

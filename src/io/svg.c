@@ -273,7 +273,16 @@ static const unsigned char viridis_anchor[9][3] = {
     {0x27, 0xad, 0x81}, {0x5d, 0xc8, 0x63}, {0xaa, 0xdc, 0x32}, {0xfd, 0xe7, 0x25},
 };
 
-static void viridis(double t, unsigned char rgb[3])
+/* A diverging map for values that are multiples of a reference
+ * (KGL_COLOUR_RATIO): ColorBrewer's RdBu at 0, 1/8, ..., 1, blue below the
+ * reference, a neutral near-white at it (the middle anchor), red above. */
+static const unsigned char diverging_anchor[9][3] = {
+    {0x21, 0x66, 0xac}, {0x43, 0x93, 0xc3}, {0x92, 0xc5, 0xde}, {0xd1, 0xe5, 0xf0}, {0xf7, 0xf7, 0xf7},
+    {0xfd, 0xdb, 0xc7}, {0xf4, 0xa5, 0x82}, {0xd6, 0x60, 0x4d}, {0xb2, 0x18, 0x2b},
+};
+
+/* t in 0..1 (clamped) on a map of 9 anchors, interpolated linearly. */
+static void colour_map(const unsigned char anchor[9][3], double t, unsigned char rgb[3])
 {
     if (!(t > 0)) t = 0;
     if (t > 1) t = 1;
@@ -282,7 +291,7 @@ static void viridis(double t, unsigned char rgb[3])
     if (i > 7) i = 7;
     double f = pos - i;
     for (int c = 0; c < 3; c++) {
-        double v = viridis_anchor[i][c] + (viridis_anchor[i + 1][c] - viridis_anchor[i][c]) * f;
+        double v = anchor[i][c] + (anchor[i + 1][c] - anchor[i][c]) * f;
         rgb[c] = (unsigned char)(v + 0.5);
     }
 }
@@ -577,6 +586,7 @@ static double wrapped_h(const wrapped *wr, double font)
 #define BAR_W 14.0
 #define LABELLED_MAX 80     /* up to this many rows or columns, cells of at least 11 px: every label shows */
 #define LOG_DECADES 4.0     /* a log scale from the data spans at most this many decades */
+#define RATIO_OCTAVES 10    /* a ratio scale from the data spans at most 1/2^10 .. 2^10 */
 #define LEGEND_TEXT_W 210.0 /* the legend's title and statement wrap at this width, px */
 #define NOTE_FONT 11.0
 #define NOTE_EM 40.0        /* notes wrap at this many em */
@@ -702,13 +712,20 @@ static void view_free(hm_view *v)
 /* ---- the colour scale ---- */
 
 typedef struct hm_scale {
-    kgl_colour_scale mode; /* LINEAR, LOG or ROW, once AUTO is resolved */
+    kgl_colour_scale mode; /* LINEAR, LOG, ROW or RATIO, once AUTO is resolved */
     bool automatic;        /* chosen from the data */
     bool fixed;            /* a bound came from vmin / vmax */
     bool no_positive;      /* LOG asked for, but no value is positive: linear */
     bool negative_row;     /* ROW: some row starts below 0 */
-    double lo, hi;         /* the bar's ends (ROW: 0 and 1) */
+    double lo, hi;         /* the bar's ends (ROW: 0 and 1; RATIO: 1/hi and hi) */
 } hm_scale;
+
+/* The colour of place t (0..1) on the scale: viridis, or the diverging map
+   of a ratio scale. */
+static void scale_colour(const hm_scale *s, double t, unsigned char rgb[3])
+{
+    colour_map(s->mode == KGL_COLOUR_RATIO ? diverging_anchor : viridis_anchor, t, rgb);
+}
 
 /* The 95th percentile of the drawn finite values of every panel. */
 static double drawn_p95(const kgl_heatmap *panels, const hm_view *views, int n)
@@ -775,6 +792,24 @@ static void scale_resolve(const kgl_heatmap *panels, hm_view *views, int n, hm_s
         if (!negative && hi > 0 && lo < hi && drawn_p95(panels, views, n) < lo + 0.1 * (hi - lo)) want = KGL_COLOUR_LOG;
     }
     s->mode = want;
+    if (want == KGL_COLOUR_RATIO) {
+        /* symmetric about 1 in log2: the largest value sets both ends, a
+           whole number of octaves above 1 (the smallest positive value when
+           none is above 1), from 1 to RATIO_OCTAVES, so values near 1 stay
+           near the neutral middle. Weights (x n) have a largest value >= 1,
+           and what lies above uniform is what a picture must show. */
+        double octaves = 1;
+        if (hi_fixed && hi > 1) {
+            s->fixed = true;
+            octaves = log2(hi);
+        } else {
+            if (hi > 1) octaves = ceil(log2(hi) - 1e-9);
+            else if (pos < INFINITY) octaves = ceil(-log2(pos) - 1e-9);
+            octaves = fmin(fmax(octaves, 1), RATIO_OCTAVES);
+        }
+        s->hi = exp2(octaves), s->lo = exp2(-octaves);
+        return;
+    }
     if (want == KGL_COLOUR_ROW) {
         s->lo = 0, s->hi = 1;
         return;
@@ -806,6 +841,9 @@ static double scale_at(const hm_scale *s, const hm_view *v, int i, double x, int
     } else if (s->mode == KGL_COLOUR_LOG) {
         if (!(x > 0)) return *side = -1, 0;
         u = log10(x), lo = log10(lo), hi = log10(hi);
+    } else if (s->mode == KGL_COLOUR_RATIO) {
+        if (!(x > 0)) return *side = -1, 0;
+        u = log2(x), lo = log2(lo), hi = log2(hi);
     }
     *side = u < lo ? -1 : u > hi ? 1 : 0;
     return frac(u, lo, hi);
@@ -822,6 +860,10 @@ static void scale_statement(const hm_scale *s, bool grid, char *out, size_t cap)
         snprintf(out, cap, "%slog scale%s%s", shared,
                  s->automatic ? " (automatic: on a linear one, 95% of the cells would take its darkest tenth)" : "",
                  s->fixed ? "" : ", at most 4 decades below the largest value");
+    else if (s->mode == KGL_COLOUR_RATIO)
+        snprintf(out, cap, "%slog scale centred on 1: 1 the neutral colour, blue below it, red above, as far each "
+                 "way%s", shared, s->fixed ? "" : " (up to the power of 2 at or above the largest value, at least 2, "
+                 "at most 1024)");
     else if (s->no_positive)
         snprintf(out, cap, "%slinear scale (no value is positive, so no log scale)", shared);
     else
@@ -1025,7 +1067,7 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm
             if (isfinite(x)) {
                 unsigned char rgb[3];
                 int side;
-                viridis(scale_at(s, v, i, x, &side), rgb);
+                scale_colour(s, scale_at(s, v, i, x, &side), rgb);
                 snprintf(fill, sizeof fill, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
                 cnt->below += side < 0;
                 cnt->above += side > 0;
@@ -1070,7 +1112,7 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm
                 if (!isfinite(x)) continue;
                 unsigned char rgb[3];
                 int side;
-                viridis(scale_at(s, v, i, x, &side), rgb);
+                scale_colour(s, scale_at(s, v, i, x, &side), rgb);
                 double lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
                 if (fabs(x) >= 100)
                     snprintf(val, sizeof val, "%.3g", x);
@@ -1186,6 +1228,15 @@ typedef struct bar_label {
     char text[48];
 } bar_label;
 
+/* A ratio scale's label: 4, 1, "1/4" (a power of 2), else the value. */
+static void ratio_label(char *s, size_t cap, double v)
+{
+    double k = log2(v);
+    if (fabs(k - round(k)) > 1e-9 || fabs(k) > 60) fmt_value(s, cap, v);
+    else if (k >= 0) snprintf(s, cap, "%.0f", v);
+    else snprintf(s, cap, "1/%.0f", 1 / v);
+}
+
 /* The bar's labels: its two ends (exact, "≤" / "≥" when cells are clamped
  * there), then round values between them (linear: 1, 2 or 5 times a power
  * of ten; log: decades) not too near either end. Returns how many. */
@@ -1196,6 +1247,12 @@ static int bar_labels(const hm_legend *L, bar_label *out, int cap)
     if (s->mode == KGL_COLOUR_ROW) {
         snprintf(out[0].text, sizeof out[0].text, "%s", s->negative_row ? "0 or the row's minimum" : "0");
         snprintf(out[1].text, sizeof out[1].text, "the row's maximum");
+    } else if (s->mode == KGL_COLOUR_RATIO) {
+        char v[32];
+        ratio_label(v, sizeof v, s->lo);
+        snprintf(out[0].text, sizeof out[0].text, "%s%s", L->cnt.below ? "\xe2\x89\xa4 " : "", v); /* ≤ */
+        ratio_label(v, sizeof v, s->hi);
+        snprintf(out[1].text, sizeof out[1].text, "%s%s", L->cnt.above ? "\xe2\x89\xa5 " : "", v); /* ≥ */
     } else {
         char v[32];
         fmt_value(v, sizeof v, s->lo);
@@ -1223,6 +1280,15 @@ static int bar_labels(const hm_legend *L, bar_label *out, int cap)
             if (f < room || f > 1 - room) continue;
             out[n].at = f;
             decade_label(out[n++].text, sizeof out[0].text, k, powers);
+        }
+    } else if (s->mode == KGL_COLOUR_RATIO) { /* powers of 2, 1 among them, at most 9 */
+        double e = log2(s->hi);
+        int every = (int)ceil(2 * e / 8 - 1e-9), k1 = (int)floor(e + 1e-9) / every * every;
+        for (int k = -k1; k <= k1 && n < cap; k += every) {
+            double f = frac(k, -e, e);
+            if (f < room || f > 1 - room) continue;
+            out[n].at = f;
+            ratio_label(out[n++].text, sizeof out[0].text, exp2(k));
         }
     }
     return n;
@@ -1283,8 +1349,9 @@ static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
     char lo[32], hi[32];
     fmt_value(lo, sizeof lo, s->lo);
     fmt_value(hi, sizeof hi, s->hi);
-    static const char *const mode[] = {"", ", log", ", each row on its own", ""};
-    sb_printf(b, "<g class=\"legend colorbar\" transform=\"translate(%s %s)\">\n<title>colour scale (viridis%s): ",
+    static const char *const mode[] = {"viridis", "viridis, log", "viridis, each row on its own", "viridis",
+                                       "blue, white, red: log, centred on 1"};
+    sb_printf(b, "<g class=\"legend colorbar\" transform=\"translate(%s %s)\">\n<title>colour scale (%s): ",
               N(b, x), N(b, y), mode[s->mode]);
     if (s->mode == KGL_COLOUR_ROW)
         sb_puts(b, "0 to the row's maximum</title>\n");
@@ -1298,9 +1365,9 @@ static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
     put_wrapped(b, &L->statement_l, 0, ty + TICK_FONT * 0.76, TICK_FONT * LINE_GAP, "start", TICK_FONT,
                 "class=\"scale\" fill=\"#444444\"", 0);
     double top = L->top;
-    sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-viridis)\" stroke=\"#444444\" "
+    sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-%s)\" stroke=\"#444444\" "
                  "stroke-width=\"0.5\"/>\n",
-              N(b, top), N(b, BAR_W), N(b, L->bar_h));
+              N(b, top), N(b, BAR_W), N(b, L->bar_h), s->mode == KGL_COLOUR_RATIO ? "diverging" : "viridis");
     bar_label lab[MAX_TICKS + 2];
     int nl = bar_labels(L, lab, MAX_TICKS + 2);
     sb_printf(b, "<g class=\"ticks\" font-size=\"%s\">\n", N(b, TICK_FONT));
@@ -1323,9 +1390,12 @@ static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
         else if (strncmp(line, "not finite", 10) == 0)
             sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"url(#kgl-nan)\"/>\n", N(b, ly),
                       N(b, BAR_W), N(b, BAR_W));
-        else /* clamped values: a swatch of the end colour */
-            sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"/>\n", N(b, ly), N(b, BAR_W),
-                      N(b, BAR_W), strncmp(line, "below", 5) == 0 ? "#440154" : "#fde725");
+        else { /* clamped values: a swatch of the end colour */
+            unsigned char rgb[3];
+            scale_colour(s, strncmp(line, "below", 5) == 0 ? 0 : 1, rgb);
+            sb_printf(b, "<rect x=\"0\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"#%02x%02x%02x\"/>\n", N(b, ly),
+                      N(b, BAR_W), N(b, BAR_W), rgb[0], rgb[1], rgb[2]);
+        }
         put_wrapped(b, &L->lines_l[k], BAR_W + 6, ly + BAR_W / 2, TICK_FONT * LINE_GAP, "start", TICK_FONT,
                     "dy=\"0.35em\"", 0);
         sb_puts(b, "</g>\n");
@@ -1343,12 +1413,14 @@ static void legend_draw(svgbuf *b, const hm_legend *L, double x, double y)
     sb_puts(b, "</g>\n");
 }
 
-static void heatmap_defs(svgbuf *b, bool hatch)
+static void heatmap_defs(svgbuf *b, bool hatch, bool ratio)
 {
-    sb_puts(b, "<defs>\n<linearGradient id=\"kgl-viridis\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n");
+    const unsigned char(*anchor)[3] = ratio ? diverging_anchor : viridis_anchor;
+    sb_printf(b, "<defs>\n<linearGradient id=\"kgl-%s\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n",
+              ratio ? "diverging" : "viridis");
     for (int i = 0; i <= 8; i++)
-        sb_printf(b, "<stop offset=\"%s\" stop-color=\"#%02x%02x%02x\"/>\n", N(b, i / 8.0), viridis_anchor[i][0],
-                  viridis_anchor[i][1], viridis_anchor[i][2]);
+        sb_printf(b, "<stop offset=\"%s\" stop-color=\"#%02x%02x%02x\"/>\n", N(b, i / 8.0), anchor[i][0], anchor[i][1],
+                  anchor[i][2]);
     sb_puts(b, "</linearGradient>\n");
     if (hatch)
         sb_puts(b, "<pattern id=\"kgl-nan\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
@@ -1373,7 +1445,7 @@ static bool heatmap_valid(const char *path, const kgl_heatmap *h, int which, cha
         return kgl_path_error(err, err_cap, path, "%s would draw %ld x %ld cells; at most %ld can be drawn (max_rows and "
                               "max_cols choose fewer)", who, drawn_rows, drawn_cols, MAX_CELLS);
     if (!h->values) return kgl_path_error(err, err_cap, path, "%s has no values", who);
-    if ((unsigned)h->scale > KGL_COLOUR_AUTO)
+    if ((unsigned)h->scale > KGL_COLOUR_RATIO)
         return kgl_path_error(err, err_cap, path, "%s: unknown colour scale %d", who, (int)h->scale);
     bool lo_set = isfinite(h->vmin) && h->vmin != h->vmax, hi_set = isfinite(h->vmax) && h->vmin != h->vmax;
     if (lo_set && hi_set && h->vmin > h->vmax)
@@ -1459,7 +1531,7 @@ static bool heatmaps(const char *path, const char *title, const kgl_heatmap *pan
 
     svgbuf b = {0};
     svg_begin(&b, W, H, title);
-    heatmap_defs(&b, hatch);
+    heatmap_defs(&b, hatch, sc.mode == KGL_COLOUR_RATIO);
     put_wrapped(&b, &title_l, PAD, PAD + TITLE_FONT, TITLE_FONT * LINE_GAP, "start", TITLE_FONT, "font-weight=\"bold\"",
                 0);
     hm_counts drawn = {0};
