@@ -169,16 +169,6 @@ static void pass_on_signal(int sig)
     for (int k = 0; k < n_children; k++) kill(children[k], sig);
 }
 
-static void catch_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = pass_on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
 /* Blocks the two signals (saving the mask in *was), or puts *was back. */
 static void block_signals(bool block, sigset_t *was)
 {
@@ -951,7 +941,7 @@ int cmd_benchmark(int argc, char **argv)
     }
     if (!st) {
         self[n] = 0;
-        catch_signals(); /* from here on, its children get SIGINT and SIGTERM from it */
+        cli_on_stop_signals(pass_on_signal); /* from here on, its children get SIGINT and SIGTERM from it */
         st = check_options(self, specs, n_specs, data, out, seeds[0], run_threads((int)jobs));
     }
     if (!st) {
