@@ -222,3 +222,37 @@ TEST(layers_on_the_command_line)
     CHECK(run_kgl(T, "train --context none --layers 2 --steps 1 --quiet", out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(err, "so --layers changes nothing") != NULL);
 }
+
+/* kgl heads on a full-context stack: layer 0's tables as before, then each
+   deeper layer's specialisation over the states of the layer below (text and
+   --json), every value a share of a softmax row's mass (0 to 1), the layer's
+   own: head 0 of layer 0 is supervised onto advises (spec ≥ 0.99, as one
+   layer gives: data/report/specialisation.md), layer 1's heads are not. */
+TEST(heads_shows_every_layer_of_a_stack)
+{
+    char cmd[1024], ckpt[512], e[512];
+    snprintf(ckpt, sizeof ckpt, "%s/s.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --layers 2 --supervise-heads advises=0,authored=1 --save %s --quiet", ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s", ckpt);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, ", 2 layers (") != NULL && strstr(out, "\nlayer 1 (over the states of layer 0): specialisation\n"));
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --json", ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    kgl_json_doc d = {0};
+    if (!CHECK(kgl_json_parse(out, strlen(out), &d, e, sizeof e))) return;
+    const kgl_json *deeper = kgl_json_get(d.root, "deeper_layers"), *rels = kgl_json_get(d.root, "relations");
+    if (CHECK(deeper && deeper->type == KGL_JSON_ARRAY && deeper->len == 1 && rels)) {
+        const kgl_json *spec = kgl_json_get(&deeper->child[0], "spec");
+        CHECK(kgl_json_get(&deeper->child[0], "layer")->num == 1);
+        CHECK(spec && spec->len == rels->len); /* the same relations as layer 0's table */
+        const kgl_json *adv1 = spec ? kgl_json_get(spec, "advises") : NULL;
+        const kgl_json *adv0 = kgl_json_get(kgl_json_get(rels, "advises"), "spec");
+        if (CHECK(adv1 && adv0 && adv1->len == 2 && adv0->len == 2)) {
+            CHECK(adv0->child[0].num >= 0.99);
+            for (int h = 0; h < 2; h++) CHECK(adv1->child[h].num >= 0 && adv1->child[h].num <= 1);
+            CHECK(adv1->child[0].num != adv0->child[0].num);
+        }
+    }
+    kgl_json_free(&d);
+}

@@ -112,6 +112,50 @@ static void measure(const kgl_tails *tl, kgl_tensor *const *attn, heads_report *
     }
 }
 
+/* A stack's deeper layers (full context): spec[h][r] of each layer l ≥ 1,
+   where head h of layer l, at entity i's state, puts its weight over the
+   entities' states, against the same baseline (layer 0's table is above). */
+static void print_deeper_layers(const kgl_tails *tl, const kgl_forward *f, const data_view *v, int layers, int H,
+                                const heads_report *rep, int w, bool json)
+{
+    int nr = v->ds.n_relations;
+    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    if (json) printf(",\"deeper_layers\":[");
+    for (int l = 1; l < layers; l++) {
+        kgl_specialisation(tl, H, f->layer_attn[l], spec);
+        if (json) {
+            printf("%s{\"layer\":%d,\"spec\":{", l > 1 ? "," : "", l);
+            bool first = true;
+            for (int r = 0; r < nr; r++) {
+                if (!v->use_relation[r] || !rep->with_tails[r]) continue;
+                printf("%s", first ? "" : ",");
+                first = false;
+                kgl_json_string(stdout, v->ds.relation_names[r]);
+                printf(":[");
+                for (int h = 0; h < H; h++) {
+                    printf("%s", h ? "," : "");
+                    kgl_json_number(stdout, spec[h * nr + r]);
+                }
+                printf("]");
+            }
+            printf("}}");
+            continue;
+        }
+        printf("\nlayer %d (over the states of layer %d): specialisation\n%-*s %8s", l, l - 1, w, "relation", "baseline");
+        for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
+        printf("\n");
+        for (int r = 0; r < nr; r++) {
+            if (!v->use_relation[r] || !rep->with_tails[r]) continue;
+            print_cell(stdout, v->ds.relation_names[r], -w);
+            printf(" %8.3f", rep->baseline[r]);
+            for (int h = 0; h < H; h++) printf("  %8.3f", spec[h * nr + r]);
+            printf("\n");
+        }
+    }
+    if (json) printf("]");
+    free(spec);
+}
+
 /* The three most-attended entities of row i (ties: lower id first). */
 static void top3(const kgl_real *a, int n, int *idx)
 {
@@ -1270,7 +1314,9 @@ int cmd_heads(int argc, char **argv)
             }
             printf("]}");
         }
-        printf("},\"top3\":[");
+        printf("}");
+        if (m.cfg.layers > 1) print_deeper_layers(&tl, &f, &v, m.cfg.layers, H, &rep, 0, true);
+        printf(",\"top3\":[");
         for (int h = 0; h < H; h++) {
             printf("%s{", h ? "," : "");
             for (int i = 0; i < n; i++) {
@@ -1308,7 +1354,9 @@ int cmd_heads(int argc, char **argv)
             if (v.use_relation[r] && text_width(v.ds.relation_names[r]) > w) w = text_width(v.ds.relation_names[r]);
         if (w > 32) w = 32;
         say_which_model(&chosen);
-        printf("%s: step %ld, %d heads, d_model %d; %d training triples\n\n", ckpt, ck.st.step, H, m.cfg.dim, v.n[0]);
+        printf("%s: step %ld, %d heads, d_model %d%s%.0d%s; %d training triples\n\n", ckpt, ck.st.step, H, m.cfg.dim,
+               m.cfg.layers > 1 ? ", " : "", m.cfg.layers > 1 ? m.cfg.layers : 0,
+               m.cfg.layers > 1 ? " layers (precision, top-3 and ablation: layer 0's heads)" : "", v.n[0]);
         printf("specialisation: attention mass head h, at entity i, puts on i's true r-tails\n"
                "(mean over the entities with r-tails); baseline = the same for uniform attention;\n"
                "precision = how often the head's most-attended entity is a true r-tail\n\n");
@@ -1324,6 +1372,7 @@ int cmd_heads(int argc, char **argv)
             for (int h = 0; h < H; h++) printf("  %8.3f", rep.precision[h * nr + r]);
             printf("\n");
         }
+        if (m.cfg.layers > 1) print_deeper_layers(&tl, &f, &v, m.cfg.layers, H, &rep, w, false);
         int nw = 5;
         for (int i = 0; i < n; i++)
             if (text_width(names[i]) > nw) nw = text_width(names[i]);

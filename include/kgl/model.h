@@ -202,6 +202,7 @@ typedef struct kgl_forward {
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
+    kgl_tensor *layer_attn[KGL_MAX_LAYERS][KGL_MAX_HEADS]; /* a stack's A_h of every layer (layer 0's: attn) */
     kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
     kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
     kgl_tensor *main_loss, *aux_loss;   /* aux NULL when nothing was supervised */

@@ -280,7 +280,8 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
    (--layers L) applies the layer to its own output: C⁽⁰⁾ = X, C⁽ˡ⁺¹⁾ =
    layer_l(C⁽ˡ⁾), C = C⁽ᴸ⁾. What `out` records of the attention (Q, K, the
    weights and logits, the head outputs) is the first layer's: it looks at the
-   entities themselves, which is what head supervision and the studies read. */
+   entities themselves, which is what head supervision reads; every layer's
+   weights are in layer_attn (kgl heads shows each layer's specialisation). */
 static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                     kgl_forward *out)
 {
@@ -296,6 +297,7 @@ static void context(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg
     for (int l = 0; l < m->cfg.layers; l++) {
         kgl_forward deeper; /* what a deeper layer's attention records is not kept */
         X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
+        memcpy(out->layer_attn[l], l == 0 ? out->attn : deeper.attn, sizeof out->attn);
     }
     out->context = X;
 }
@@ -319,7 +321,7 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
             Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
             K = normalise_heads(m, t, K, L->kn_gamma, L->kn_beta);
         }
-        bool keep = l == 0 && (t->recording || t->keep_attention); /* a training step keeps them for its diagnostics */
+        bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
         kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
                                       l == 0 && m->measure_attention ? &out->attn_stats : NULL);
