@@ -30,7 +30,9 @@ TEST(options_table_rows_are_consistent)
         ok &= o->offset + o->size <= kind_size(o->kind) && o->size > 0;
         ok &= o->type != KGL_OPTION_FLAG || !o->key || o->n_words == 2;
         ok &= (o->type != KGL_OPTION_WORD && o->type != KGL_OPTION_WORD_OR_NUMBER) || o->n_words >= 2;
-        ok &= !(o->flags & KGL_OPTION_FILE) || (o->kind == KGL_OPTION_RUN && o->type == KGL_OPTION_NAME);
+        /* the command line's alone: a file or the data's names, or what the run is (--check) */
+        ok &= !(o->flags & KGL_OPTION_FILE) ||
+              (o->kind == KGL_OPTION_RUN && (o->type == KGL_OPTION_NAME || o->type == KGL_OPTION_FLAG));
         ok &= !(o->flags & (KGL_OPTION_REQUIRED | KGL_OPTION_ECHO)) || o->key;
         ok &= o->help || (k > 0 && !o->heading); /* documented with the row before it */
         ok &= (o->arg == NULL) == (o->type == KGL_OPTION_FLAG);

@@ -176,6 +176,12 @@ TEST(relations_in_a_recipe_or_as_a_formula_is_refused)
     snprintf(cmd, sizeof cmd, "train --recipe '%s' --relations advises --json", path);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "\"per_relation\":{\"advises\":") && !strstr(out, "\"cites\":"));
+
+    /* --check says what the run is (stop before training): a recipe's would
+       stop every run that reads it, kgl benchmark's included */
+    text = "--dim 8\n--check\n";
+    CHECK(!kgl_recipe_from_memory(&r, "c.args", text, strlen(text), &v, e, sizeof e));
+    CHECK(strstr(e, "c.args:2: --check belongs on the command line, not in a recipe") == e);
 }
 
 /* The single-model recipe (data/bench/single.args) sets its width from the

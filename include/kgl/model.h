@@ -773,8 +773,8 @@ typedef enum {
 
 enum {
     KGL_OPTION_REQUIRED = 1, /* every checkpoint has its key (absent: not a kgl checkpoint) */
-    KGL_OPTION_FILE = 2,     /* names the data or a file of the run: the command line's,
-                                refused in a recipe, never a formula */
+    KGL_OPTION_FILE = 2,     /* names the data or a file of the run, or says what the run is
+                                (--check): the command line's, refused in a recipe, never a formula */
     KGL_OPTION_ECHO = 4,     /* --json reports its value, under its key */
 };
 

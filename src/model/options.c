@@ -227,7 +227,7 @@ const kgl_option kgl_train_options[] = {
              "trained, in how long, and the metrics of each split"},
     {.name = "--progress", .type = KGL_OPTION_FLAG, RUN(progress),
      .help = "the progress line on stderr with --json too (kgl benchmark's runs)"},
-    {.name = "--check", .type = KGL_OPTION_FLAG, RUN(check),
+    {.name = "--check", .type = KGL_OPTION_FLAG, RUN(check), .flags = KGL_OPTION_FILE, /* a recipe's would stop every run */
      .help = "check the options, the files and the memory, then stop before\n"
              "training: exit 0 when the run would start (kgl benchmark's runs)"},
 };
