@@ -860,6 +860,32 @@ static int answer_notes(const data_view *v, const query_view *q, const kgl_answe
     return n_ans + 1;
 }
 
+/* DIR/query.svg from a map whose values are multiples of uniform: the
+   scale fitted to the data and centred on 1, every cell annotated, the
+   readout's top answers listed under the legend. Both kinds of model draw
+   their question through it. */
+static bool write_query_map(const pictures *pic, kgl_heatmap *hm, const data_view *v, const query_view *q,
+                            const kgl_answer *ans, int n_ans, char *err, size_t cap)
+{
+    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
+        snprintf(err, cap, "%s: cannot create the folder: %s", pic->dir, strerror(errno));
+        return false;
+    }
+    char(*lines)[700] = kgl_xmalloc(11 * sizeof *lines);
+    const char **notes = kgl_xmalloc(11 * sizeof *notes);
+    hm->vmin = hm->vmax = NAN;
+    hm->scale = against_uniform(pic);
+    hm->annotate = true;
+    hm->notes = notes;
+    hm->n_notes = answer_notes(v, q, ans, n_ans, lines, notes);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/query.svg", pic->dir);
+    bool ok = kgl_svg_heatmap(path, hm, err, cap);
+    free(lines);
+    free(notes);
+    return ok;
+}
+
 /* The tokens a graph model's query.svg draws, in order of mean weight
    (order): the true answers' tokens first (at most QUERY_TRUE), then the
    most weighted, max_cols in all, listed in that order. Returns how many. */
@@ -886,10 +912,6 @@ static int graph_query_columns(const query_view *q, const kgl_segment_view *sv, 
 static bool graph_query_svg(const pictures *pic, const data_view *v, const query_view *q, const kgl_segment_view *sv,
                             const kgl_answer *ans, int n_ans, char *err, size_t cap)
 {
-    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, cap, "%s: cannot create the folder: %s", pic->dir, strerror(errno));
-        return false;
-    }
     int T = sv->n_tokens, H = sv->heads, R = sv->layers * H;
     int max_cols = MAP_MAX * MAP_MAX / R < QUERY_COLUMNS ? MAP_MAX * MAP_MAX / R : QUERY_COLUMNS;
     if (max_cols < 1) max_cols = 1;
@@ -944,27 +966,10 @@ static bool graph_query_svg(const pictures *pic, const data_view *v, const query
                  "all %d", T);
     snprintf(outline_label, sizeof outline_label, "tokens of the true answers of (%s, %s, ?)", head, q->rel_name);
     snprintf(value_label, sizeof value_label, "weight \xc3\x97 %d tokens (1: uniform, 1/%d = %.3g)", T, T, 1.0 / T);
-    char(*lines)[700] = kgl_xmalloc(11 * sizeof *lines);
-    const char **notes = kgl_xmalloc(11 * sizeof *notes);
-    kgl_heatmap hm = {0};
-    hm.title = title;
-    hm.rows = R;
-    hm.cols = nc;
-    hm.values = vals;
-    hm.row_labels = row_labels;
-    hm.col_labels = col_labels;
-    hm.col_axis = col_axis;
-    hm.vmin = hm.vmax = NAN;
-    hm.scale = against_uniform(pic);
-    hm.outline = true_drawn ? outline : NULL;
-    hm.outline_label = outline_label;
-    hm.value_label = value_label;
-    hm.annotate = true;
-    hm.notes = notes;
-    hm.n_notes = answer_notes(v, q, ans, n_ans, lines, notes);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/query.svg", pic->dir);
-    bool ok = kgl_svg_heatmap(path, &hm, err, cap);
+    kgl_heatmap hm = {.title = title, .rows = R, .cols = nc, .values = vals, .row_labels = row_labels,
+                      .col_labels = col_labels, .col_axis = col_axis, .outline = true_drawn ? outline : NULL,
+                      .outline_label = outline_label, .value_label = value_label};
+    bool ok = write_query_map(pic, &hm, v, q, ans, n_ans, err, cap);
     free(mean);
     free(order);
     free(cols);
@@ -975,8 +980,6 @@ static bool graph_query_svg(const pictures *pic, const data_view *v, const query
     free(col_labels);
     free(row_names);
     free(row_labels);
-    free(lines);
-    free(notes);
     return ok;
 }
 
@@ -1021,11 +1024,6 @@ static int graph_query(const model_choice *chosen, const char *query, int top, b
  * answers listed under the legend. */
 static bool query_svg(const pictures *pic, const data_view *v, const query_view *q, char *err, size_t cap)
 {
-    const char *dir = pic->dir;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
-        return false;
-    }
     int n = q->n, H = q->H, n_ans = q->top < n ? q->top : n;
     if (n_ans > 10) n_ans = 10;
     int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0, picked = 0, true_picked = 0;
@@ -1086,40 +1084,15 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
         snprintf(col_axis, sizeof col_axis, "entity j, by mean attention over the heads");
     }
     snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
-    /* the top answers, listed under the legend */
-    char(*lines)[700] = kgl_xmalloc((size_t)(n_ans + 1) * sizeof *lines);
-    const char **notes = kgl_xmalloc((size_t)(n_ans + 1) * sizeof *notes);
-    snprintf(lines[0], sizeof lines[0], "top answers (readout p):");
-    notes[0] = lines[0];
-    for (int k = 0; k < n_ans; k++) {
-        int j = q->by_score[k];
-        snprintf(lines[k + 1], sizeof lines[k + 1], "%d. %s %.3f%s", k + 1, v->ds.entity_names[j], q->probs[j],
-                 q->is_true[j] ? " (true tail)" : "");
-        notes[k + 1] = lines[k + 1];
-    }
-    kgl_heatmap hm = {0};
-    hm.title = title;
-    hm.rows = R;
-    hm.cols = nc;
-    hm.values = vals;
-    hm.row_labels = row_labels;
-    hm.col_labels = col_labels;
-    hm.row_axis = NULL;
-    hm.col_axis = col_axis;
-    hm.vmin = hm.vmax = NAN; /* the scale fits the data */
+    kgl_answer ans[10]; /* the top answers, listed under the legend */
+    for (int k = 0; k < n_ans; k++) ans[k] = (kgl_answer){.entity = q->by_score[k], .prob = q->probs[q->by_score[k]]};
     /* its rows are distributions of different things (each head's weights,
        the readout's probabilities), each drawn against its uniform 1/n: one
        scale centred on 1 compares them */
-    hm.scale = against_uniform(pic);
-    hm.outline = q->n_true ? outline : NULL;
-    hm.outline_label = outline_label;
-    hm.value_label = value_label;
-    hm.annotate = true;
-    hm.notes = notes;
-    hm.n_notes = n_ans + 1;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/query.svg", dir);
-    bool ok = kgl_svg_heatmap(path, &hm, err, cap);
+    kgl_heatmap hm = {.title = title, .rows = R, .cols = nc, .values = vals, .row_labels = row_labels,
+                      .col_labels = col_labels, .col_axis = col_axis, .outline = q->n_true ? outline : NULL,
+                      .outline_label = outline_label, .value_label = value_label};
+    bool ok = write_query_map(pic, &hm, v, q, ans, n_ans, err, cap);
     free(cols);
     free(pick);
     free(vals);
@@ -1127,8 +1100,6 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     free(col_labels);
     free(row_names);
     free(row_labels);
-    free(lines);
-    free(notes);
     return ok;
 }
 
