@@ -1158,6 +1158,184 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
     return false;
 }
 
+/* kgl heads --json of a full-context model: spec, precision, deeper layers, top-3, ablation. */
+static void full_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+                                const heads_report *rep, const kgl_tails *tl, const kgl_forward *f)
+{
+    int H = rep->H, n = rep->n, nr = rep->m;
+    char **names = v->ds.entity_names;
+    printf("{");
+    json_model_choice(chosen);
+    printf("\"step\":%ld,\"heads\":%d,\"relations\":{", step, H);
+    bool first = true;
+    for (int r = 0; r < nr; r++) {
+        if (!v->use_relation[r] || !rep->with_tails[r]) continue;
+        printf("%s", first ? "" : ",");
+        first = false;
+        kgl_json_string(stdout, v->ds.relation_names[r]);
+        printf(":{\"entities\":%d,\"baseline\":", rep->with_tails[r]);
+        kgl_json_number(stdout, rep->baseline[r]);
+        printf(",\"spec\":[");
+        for (int h = 0; h < H; h++) {
+            printf("%s", h ? "," : "");
+            kgl_json_number(stdout, rep->spec[h * nr + r]);
+        }
+        printf("],\"argmax_precision\":[");
+        for (int h = 0; h < H; h++) {
+            printf("%s", h ? "," : "");
+            kgl_json_number(stdout, rep->precision[h * nr + r]);
+        }
+        printf("]}");
+    }
+    printf("}");
+    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, 0, true);
+    printf(",\"top3\":[");
+    for (int h = 0; h < H; h++) {
+        printf("%s{", h ? "," : "");
+        for (int i = 0; i < n; i++) {
+            int idx[3];
+            const kgl_real *row = f->attn[h]->data + (size_t)i * n;
+            top3(row, n, idx);
+            printf("%s", i ? "," : "");
+            kgl_json_string(stdout, names[i]);
+            printf(":[");
+            for (int k = 0; k < 3 && idx[k] >= 0; k++) {
+                printf("%s[", k ? "," : "");
+                kgl_json_string(stdout, names[idx[k]]);
+                putchar(',');
+                kgl_json_number(stdout, row[idx[k]]);
+                putchar(']');
+            }
+            putchar(']');
+        }
+        putchar('}');
+    }
+    printf("],\"ablation\":{\"mrr\":");
+    kgl_json_number(stdout, rep->base_mrr);
+    printf(",\"heads\":[");
+    for (int h = 0; h < H; h++) {
+        printf("%s{\"head\":%d,\"mrr\":", h ? "," : "", h);
+        kgl_json_number(stdout, rep->ablated_mrr[h]);
+        printf(",\"drop\":");
+        kgl_json_number(stdout, rep->base_mrr - rep->ablated_mrr[h]);
+        putchar('}');
+    }
+    printf("]}}\n");
+}
+
+/* kgl heads of a full-context model, as tables: spec and precision by
+   relation (and each deeper layer's spec), each entity's top 3, ablation. */
+static void full_heads_text(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+                                const heads_report *rep, const kgl_tails *tl, const kgl_forward *f)
+{
+    int H = rep->H, n = rep->n, nr = rep->m;
+    char **names = v->ds.entity_names;
+    int w = 8;
+    for (int r = 0; r < nr; r++)
+        if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
+    if (w > 32) w = 32;
+    say_which_model(chosen);
+    printf("%s: step %ld, %d heads, d_model %d%s%.0d%s; %d training triples\n\n", chosen->path, step, H, m->cfg.dim,
+           m->cfg.layers > 1 ? ", " : "", m->cfg.layers > 1 ? m->cfg.layers : 0,
+           m->cfg.layers > 1 ? " layers (precision, top-3 and ablation: layer 0's heads)" : "", v->n[0]);
+    printf("specialisation: attention mass head h, at entity i, puts on i's true r-tails\n"
+           "(mean over the entities with r-tails); baseline = the same for uniform attention;\n"
+           "precision = how often the head's most-attended entity is a true r-tail\n\n");
+    printf("%-*s %8s %8s", w, "relation", "entities", "baseline");
+    for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
+    for (int h = 0; h < H; h++) printf("  prec h%-2d", h);
+    printf("\n");
+    for (int r = 0; r < nr; r++) {
+        if (!v->use_relation[r] || !rep->with_tails[r]) continue;
+        print_cell(stdout, v->ds.relation_names[r], -w);
+        printf(" %8d %8.3f", rep->with_tails[r], rep->baseline[r]);
+        for (int h = 0; h < H; h++) printf("  %8.3f", rep->spec[h * nr + r]);
+        for (int h = 0; h < H; h++) printf("  %8.3f", rep->precision[h * nr + r]);
+        printf("\n");
+    }
+    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, w, false);
+    int nw = 5;
+    for (int i = 0; i < n; i++)
+        if (text_width(names[i]) > nw) nw = text_width(names[i]);
+    if (nw > 24) nw = 24;
+    for (int h = 0; h < H; h++) {
+        printf("\nhead %d: each entity's top-3 attended entities\n", h);
+        for (int i = 0; i < n; i++) {
+            int idx[3];
+            const kgl_real *row = f->attn[h]->data + (size_t)i * n;
+            top3(row, n, idx);
+            printf("  ");
+            print_cell(stdout, names[i], -nw);
+            printf(" ->");
+            for (int k = 0; k < 3 && idx[k] >= 0; k++)
+                printf("%s %s %.3f", k ? "," : "", names[idx[k]], row[idx[k]]);
+            printf("\n");
+        }
+    }
+    printf("\nhead ablation: train MRR (both directions) with every head %.4f\n%-6s %12s %8s\n", rep->base_mrr,
+           "head", "MRR without", "drop");
+    for (int h = 0; h < H; h++)
+        printf("%-6d %12.4f %8.4f\n", h, rep->ablated_mrr[h], rep->base_mrr - rep->ablated_mrr[h]);
+}
+
+/* kgl heads of a full-context model (no --query): where each head's weight
+   goes against the training triples, the pictures first (a reader of stdout
+   that stops reading never costs them), then the report. */
+static int full_heads(const model_choice *chosen, bool json, const pictures *pic, const data_view *v, kgl_model *m,
+                      const kgl_checkpoint *ck)
+{
+    int st = 0;
+    heads_report rep = {m->cfg.heads, v->ds.n_entities, v->ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
+    int H = rep.H, n = rep.n, nr = rep.m;
+    rep.spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    rep.precision = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    rep.baseline = kgl_xmalloc((size_t)nr * sizeof(double));
+    rep.with_tails = kgl_xmalloc((size_t)nr * sizeof(int));
+    rep.ablated_mrr = kgl_xmalloc((size_t)H * sizeof(double));
+    kgl_tails tl;
+    kgl_tails_build(&tl, n, nr, v->split[0], v->n[0]);
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(m, &t, &f);
+    measure(&tl, f.attn, &rep);
+
+    kgl_eval ev;
+    kgl_eval_init(&ev, n, nr);
+    rep.base_mrr = train_mrr(m, v, &ev);
+    for (int h = 0; h < H; h++) {
+        m->ablate[h] = true;
+        rep.ablated_mrr[h] = train_mrr(m, v, &ev);
+        m->ablate[h] = false;
+    }
+
+    /* the pictures before the tables: a reader of stdout that stops
+       reading (`| head`) never costs them */
+    bool drawn = false;
+    if (pic->dir) {
+        char err[1024];
+        if (!(drawn = write_svgs(pic, v, f.attn, &tl, &rep, err, sizeof err))) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        }
+    }
+    if (json) full_heads_json(chosen, ck->st.step, v, m, &rep, &tl, &f);
+    else full_heads_text(chosen, ck->st.step, v, m, &rep, &tl, &f);
+    if (drawn && !json)
+        printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, H - 1, pic->dir,
+               pic->dir);
+    kgl_eval_free(&ev);
+    kgl_tape_free(&t);
+    kgl_tails_free(&tl);
+    free(rep.spec);
+    free(rep.precision);
+    free(rep.baseline);
+    free(rep.with_tails);
+    free(rep.ablated_mrr);
+    return st;
+}
+
 int cmd_heads(int argc, char **argv)
 {
     cli_args a;
@@ -1207,176 +1385,13 @@ int cmd_heads(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    ckpt = chosen.path;
-    if (m.cfg.context != KGL_CONTEXT_FULL) {
-        st = m.cfg.context == KGL_CONTEXT_GRAPH ? graph_heads(&chosen, query, (int)top, json, &pic, &v, &m, &ck)
-                                                : (fprintf(stderr, "kgl heads: %s has no attention (--context none): "
-                                                                   "its states are the entity embeddings\n", ckpt),
-                                                   EXIT_USAGE);
-        kgl_model_free(&m);
-        kgl_checkpoint_close(&ck);
-        data_free(&v);
-        return st;
-    }
-    if (query) {
-        st = run_query(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
-        kgl_model_free(&m);
-        kgl_checkpoint_close(&ck);
-        data_free(&v);
-        return st;
-    }
-    heads_report rep = {m.cfg.heads, v.ds.n_entities, v.ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
-    int H = rep.H, n = rep.n, nr = rep.m;
-    rep.spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    rep.precision = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    rep.baseline = kgl_xmalloc((size_t)nr * sizeof(double));
-    rep.with_tails = kgl_xmalloc((size_t)nr * sizeof(int));
-    rep.ablated_mrr = kgl_xmalloc((size_t)H * sizeof(double));
-    kgl_tails tl;
-    kgl_tails_build(&tl, n, nr, v.split[0], v.n[0]);
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    kgl_forward f;
-    kgl_model_context(&m, &t, &f);
-    measure(&tl, f.attn, &rep);
-
-    kgl_eval ev;
-    kgl_eval_init(&ev, n, nr);
-    rep.base_mrr = train_mrr(&m, &v, &ev);
-    for (int h = 0; h < H; h++) {
-        m.ablate[h] = true;
-        rep.ablated_mrr[h] = train_mrr(&m, &v, &ev);
-        m.ablate[h] = false;
-    }
-
-    /* the pictures before the tables: a reader of stdout that stops
-       reading (`| head`) never costs them */
-    bool drawn = false;
-    if (svg_dir) {
-        char err[1024];
-        if (!(drawn = write_svgs(&pic, &v, f.attn, &tl, &rep, err, sizeof err))) {
-            fprintf(stderr, "kgl heads: %s\n", err);
-            st = EXIT_OUTPUT;
-        }
-    }
-    char **names = v.ds.entity_names;
-    if (json) {
-        printf("{");
-        json_model_choice(&chosen);
-        printf("\"step\":%ld,\"heads\":%d,\"relations\":{", ck.st.step, H);
-        bool first = true;
-        for (int r = 0; r < nr; r++) {
-            if (!v.use_relation[r] || !rep.with_tails[r]) continue;
-            printf("%s", first ? "" : ",");
-            first = false;
-            kgl_json_string(stdout, v.ds.relation_names[r]);
-            printf(":{\"entities\":%d,\"baseline\":", rep.with_tails[r]);
-            kgl_json_number(stdout, rep.baseline[r]);
-            printf(",\"spec\":[");
-            for (int h = 0; h < H; h++) {
-                printf("%s", h ? "," : "");
-                kgl_json_number(stdout, rep.spec[h * nr + r]);
-            }
-            printf("],\"argmax_precision\":[");
-            for (int h = 0; h < H; h++) {
-                printf("%s", h ? "," : "");
-                kgl_json_number(stdout, rep.precision[h * nr + r]);
-            }
-            printf("]}");
-        }
-        printf("}");
-        if (m.cfg.layers > 1) print_deeper_layers(&tl, &f, &v, m.cfg.layers, H, &rep, 0, true);
-        printf(",\"top3\":[");
-        for (int h = 0; h < H; h++) {
-            printf("%s{", h ? "," : "");
-            for (int i = 0; i < n; i++) {
-                int idx[3];
-                const kgl_real *row = f.attn[h]->data + (size_t)i * n;
-                top3(row, n, idx);
-                printf("%s", i ? "," : "");
-                kgl_json_string(stdout, names[i]);
-                printf(":[");
-                for (int k = 0; k < 3 && idx[k] >= 0; k++) {
-                    printf("%s[", k ? "," : "");
-                    kgl_json_string(stdout, names[idx[k]]);
-                    putchar(',');
-                    kgl_json_number(stdout, row[idx[k]]);
-                    putchar(']');
-                }
-                putchar(']');
-            }
-            putchar('}');
-        }
-        printf("],\"ablation\":{\"mrr\":");
-        kgl_json_number(stdout, rep.base_mrr);
-        printf(",\"heads\":[");
-        for (int h = 0; h < H; h++) {
-            printf("%s{\"head\":%d,\"mrr\":", h ? "," : "", h);
-            kgl_json_number(stdout, rep.ablated_mrr[h]);
-            printf(",\"drop\":");
-            kgl_json_number(stdout, rep.base_mrr - rep.ablated_mrr[h]);
-            putchar('}');
-        }
-        printf("]}}\n");
-    } else {
-        int w = 8;
-        for (int r = 0; r < nr; r++)
-            if (v.use_relation[r] && text_width(v.ds.relation_names[r]) > w) w = text_width(v.ds.relation_names[r]);
-        if (w > 32) w = 32;
-        say_which_model(&chosen);
-        printf("%s: step %ld, %d heads, d_model %d%s%.0d%s; %d training triples\n\n", ckpt, ck.st.step, H, m.cfg.dim,
-               m.cfg.layers > 1 ? ", " : "", m.cfg.layers > 1 ? m.cfg.layers : 0,
-               m.cfg.layers > 1 ? " layers (precision, top-3 and ablation: layer 0's heads)" : "", v.n[0]);
-        printf("specialisation: attention mass head h, at entity i, puts on i's true r-tails\n"
-               "(mean over the entities with r-tails); baseline = the same for uniform attention;\n"
-               "precision = how often the head's most-attended entity is a true r-tail\n\n");
-        printf("%-*s %8s %8s", w, "relation", "entities", "baseline");
-        for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
-        for (int h = 0; h < H; h++) printf("  prec h%-2d", h);
-        printf("\n");
-        for (int r = 0; r < nr; r++) {
-            if (!v.use_relation[r] || !rep.with_tails[r]) continue;
-            print_cell(stdout, v.ds.relation_names[r], -w);
-            printf(" %8d %8.3f", rep.with_tails[r], rep.baseline[r]);
-            for (int h = 0; h < H; h++) printf("  %8.3f", rep.spec[h * nr + r]);
-            for (int h = 0; h < H; h++) printf("  %8.3f", rep.precision[h * nr + r]);
-            printf("\n");
-        }
-        if (m.cfg.layers > 1) print_deeper_layers(&tl, &f, &v, m.cfg.layers, H, &rep, w, false);
-        int nw = 5;
-        for (int i = 0; i < n; i++)
-            if (text_width(names[i]) > nw) nw = text_width(names[i]);
-        if (nw > 24) nw = 24;
-        for (int h = 0; h < H; h++) {
-            printf("\nhead %d: each entity's top-3 attended entities\n", h);
-            for (int i = 0; i < n; i++) {
-                int idx[3];
-                const kgl_real *row = f.attn[h]->data + (size_t)i * n;
-                top3(row, n, idx);
-                printf("  ");
-                print_cell(stdout, names[i], -nw);
-                printf(" ->");
-                for (int k = 0; k < 3 && idx[k] >= 0; k++)
-                    printf("%s %s %.3f", k ? "," : "", names[idx[k]], row[idx[k]]);
-                printf("\n");
-            }
-        }
-        printf("\nhead ablation: train MRR (both directions) with every head %.4f\n%-6s %12s %8s\n", rep.base_mrr,
-               "head", "MRR without", "drop");
-        for (int h = 0; h < H; h++)
-            printf("%-6d %12.4f %8.4f\n", h, rep.ablated_mrr[h], rep.base_mrr - rep.ablated_mrr[h]);
-    }
-    if (drawn && !json)
-        printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", svg_dir, H - 1, svg_dir, svg_dir);
-    kgl_eval_free(&ev);
-    kgl_tape_free(&t);
-    kgl_tails_free(&tl);
-    free(rep.spec);
-    free(rep.precision);
-    free(rep.baseline);
-    free(rep.with_tails);
-    free(rep.ablated_mrr);
+    if (m.cfg.context == KGL_CONTEXT_GRAPH) st = graph_heads(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
+    else if (m.cfg.context == KGL_CONTEXT_NONE)
+        st = (fprintf(stderr, "kgl heads: %s has no attention (--context none): its states are the entity embeddings\n",
+                      chosen.path),
+              EXIT_USAGE);
+    else if (query) st = run_query(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
+    else st = full_heads(&chosen, json, &pic, &v, &m, &ck);
     kgl_model_free(&m);
     kgl_checkpoint_close(&ck);
     data_free(&v);

@@ -614,6 +614,63 @@ static void json_best(const run_state *rs)
     kgl_json_number(stdout, rs->best_mrr);
 }
 
+/* Where member 0's heads look, by relation, into rs->spec (f: its forward
+   pass, for the full context's weights; NAN without a layer). */
+static void member0_spec(run_state *rs, const kgl_forward *f)
+{
+    kgl_trainer *tr = &rs->tr;
+    switch (tr->model.cfg.context) {
+    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f->attn, rs->spec); break;
+    case KGL_CONTEXT_GRAPH:
+        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
+                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
+                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
+                                     rs->spec, NULL, NULL);
+        break;
+    case KGL_CONTEXT_NONE:
+        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
+        break;
+    }
+}
+
+/* The report's model selection: an ensemble's members alone (each ranked on
+   every split given, under the ranking's progress line, what says which),
+   or the one model's chosen step. */
+static void print_selection(run_state *rs, int members, const kgl_model *const *models, const kgl_real *const *states,
+                            progress *ranking, char *what, size_t what_cap)
+{
+    data_view *v = rs->v;
+    const kgl_dataset *ds = &v->ds;
+    if (members > 1) {
+        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
+               members);
+        for (int k = 0; k < members; k++) {
+            run_state *r = &rs[k];
+            char line[512];
+            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)r->seed);
+            for (int s = 0; s < 3; s++) {
+                if (!rs->o->report[s]) continue;
+                snprintf(what, what_cap, "%s for member %d", v->name[s], k);
+                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
+                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
+                                      v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
+            }
+            progress_clear(ranking);
+            printf("%s", line);
+            if (rs->o->run.eval_every && !r->evaluations) printf("  (no evaluation ran)");
+            else if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
+            printf("\n");
+        }
+    } else if (rs->o->run.eval_every && !rs->evaluations) { /* interrupted before the first (or --steps 0) */
+        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
+               "the last step, %ld\n", rs->o->run.eval_every, rs->steps_run);
+    } else if (rs->o->run.eval_every) {
+        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
+               "checkpoint are of that model\n",
+               rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
+    }
+}
+
 /* The metrics of the model (or of the ensemble of rs[0..members)) on every
    split given, also into both[split] (both directions); the specialisation
    and fit are member 0's. */
@@ -630,18 +687,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
         /* a --query-relation model answers from each question's own state: no entity's is read */
         states[k] = models[k]->cfg.query_relation ? NULL : kgl_trainer_context(&rs[k].tr, &f)->data;
     }
-    switch (tr->model.cfg.context) { /* where member 0's heads look, by relation */
-    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f.attn, rs->spec); break;
-    case KGL_CONTEXT_GRAPH:
-        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
-                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
-                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
-                                     rs->spec, NULL, NULL);
-        break;
-    case KGL_CONTEXT_NONE:
-        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
-        break;
-    }
+    member0_spec(rs, &f);
     size_t params = 0;
     for (int k = 0; k < members; k++) params += rs[k].tr.model.params.total;
     /* Its rankings take minutes on a graph of real size (each split, and
@@ -724,34 +770,7 @@ static void report(run_state *rs, int members, double seconds, kgl_metrics *both
     else if (rs->track_fit)
         printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, rs->steps_run);
     print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec, tr->model.cfg.context);
-    if (members > 1) {
-        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
-               members);
-        for (int k = 0; k < members; k++) {
-            run_state *r = &rs[k];
-            char line[512];
-            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)r->seed);
-            for (int s = 0; s < 3; s++) {
-                if (!rs->o->report[s]) continue;
-                snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
-                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
-                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
-                                      v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
-            }
-            progress_clear(&ranking);
-            printf("%s", line);
-            if (rs->o->run.eval_every && !r->evaluations) printf("  (no evaluation ran)");
-            else if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
-            printf("\n");
-        }
-    } else if (rs->o->run.eval_every && !rs->evaluations) { /* interrupted before the first (or --steps 0) */
-        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
-               "the last step, %ld\n", rs->o->run.eval_every, rs->steps_run);
-    } else if (rs->o->run.eval_every) {
-        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
-               "checkpoint are of that model\n",
-               rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
-    }
+    print_selection(rs, members, models, states, &ranking, what, sizeof what);
     if (members > 1)
         printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, seconds, rs->steps_run,
                rs->final_loss);
@@ -1222,6 +1241,156 @@ int cmd_train(int argc, char **argv)
     return st;
 }
 
+/* The model's options against the data, once the recipe's and the
+   checkpoint's are merged: the configuration, options that cannot go
+   together, and --supervise-heads (into *head_of, NULL without it). False
+   after saying what is wrong. */
+static bool model_options_valid(train_opts *o, const data_view *v, int **head_of)
+{
+    o->cfg.n_entities = v->ds.n_entities;
+    o->cfg.n_relations = v->ds.n_relations;
+    if (o->cfg.context == KGL_CONTEXT_NONE) warn_no_layer(o);
+    const char *cfg_err = kgl_config_error(&o->cfg);
+    if (!cfg_err) cfg_err = option_conflict(o);
+    if (cfg_err) {
+        fprintf(stderr, "kgl train: %s\n", cfg_err);
+        return false;
+    }
+    if (!supervision(o)) return true;
+    *head_of = kgl_xmalloc((size_t)v->ds.n_relations * sizeof(int));
+    if (parse_supervision("train", supervision(o), &v->ds, o->cfg.heads, *head_of)) return true;
+    free(*head_of);
+    *head_of = NULL;
+    return false;
+}
+
+/* Several trainings at once when the machine has the cores: --ensemble
+   members, `jobs` at a time, each job with job_threads threads; this thread
+   is worker 0. Returns the members' states; *trained is how many started
+   (all, unless Ctrl-C), *status the first failure's, *seconds the wall time,
+   *workers the jobs, whose thread pools the trainers' evaluations still use
+   (the report's): the caller frees them after it. */
+static run_state *run_members(train_opts *o, data_view *v, int members, int jobs, int job_threads, int *head_of,
+                              kgl_checkpoint *ck, int *trained, int *status, double *seconds,
+                              member_worker **workers_out)
+{
+    run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
+    member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = ck};
+    pthread_mutex_init(&q.lock, NULL);
+    atomic_init(&q.halt, 0);
+    static train_line tl; /* one per process */
+    tl.on = !o->run.quiet && (!o->run.json || o->run.progress);
+    tl.members = members, tl.jobs = jobs;
+    atomic_init(&tl.finished, 0);
+    progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o->run.steps, 0, now_seconds());
+    for (int k = 0; k < members; k++) {
+        rs[k].o = o;
+        rs[k].v = v;
+        rs[k].member = k;
+        rs[k].tl = &tl;
+        rs[k].halt = &q.halt;
+        rs[k].seed = o->st.seed + 1000ull * (uint64_t)k;
+        rs[k].log_path = member_path(o->run.log_path, k);
+        rs[k].save_path = member_path(o->run.save_path, k);
+    }
+    member_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
+    for (int j = 0; j < jobs; j++) {
+        workers[j].q = &q;
+        workers[j].pool = kgl_pool_create(job_threads);
+    }
+    stop_signal = 0;
+    cli_on_stop_signals(on_stop_signal);
+    double t0 = now_seconds();
+    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
+        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
+    train_members(&workers[0]); /* this thread is worker 0 */
+    for (int j = 1; j < jobs; j++)
+        if (workers[j].started) pthread_join(workers[j].thread, NULL);
+    pthread_mutex_destroy(&q.lock);
+    progress_stop(&tl.line);
+    *trained = q.next; /* the members started make the ensemble (all of them, unless Ctrl-C) */
+    for (int k = 0; k < members; k++) rs[k].halt = NULL; /* the queue ends here */
+    *status = q.status;
+    *seconds = now_seconds() - t0;
+    *workers_out = workers;
+    return rs;
+}
+
+/* kgl_trainer_plan's estimate of this run against the memory there is
+   (memory.c); false after saying what fits. */
+static bool run_fits_memory(const train_opts *o, const data_view *v, int *head_of, int members, int jobs,
+                            int job_threads)
+{
+    memory_run run = {.cfg = o->cfg, .tc = {.batch = (int)o->st.batch, .head_of = head_of}, .reg = o->st.reg,
+                      .n_train = v->n[0], .ranked = v->n[0] > v->n[1] ? v->n[0] : v->n[1], .members = members,
+                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o->run.eval_every > 0, .options = true};
+    run.ranked = run.ranked > v->n[2] ? run.ranked : v->n[2];
+    run.triples = (long)v->n[0] + v->n[1] + v->n[2];
+    return memory_fits("train", &run, !o->run.quiet && !o->run.json);
+}
+
+/* --resume of a checkpoint of the other precision, without --precision:
+   continue as the run went, in its program (read from the header, before
+   the values: an F64 value beyond float's range is for the float64 program
+   to read; a file that cannot tell is left to checkpoint_open to report).
+   True when it ran the other program (its status in *st). */
+static bool hand_over_precision(const train_opts *o, int argc, char **argv, int *st)
+{
+    char trained_in[4], unread[1024];
+    if (o->precision_given || !kgl_checkpoint_precision(o->run.resume_path, trained_in, unread, sizeof unread) ||
+        strcmp(trained_in, KGL_PRECISION) == 0)
+        return false;
+    const char *program = strcmp(trained_in, "f32") == 0 ? "kgl-f32" : "kgl";
+    const char *extra[2] = {"--precision", trained_in};
+    char why[4200], hint[64], path[4096];
+    snprintf(why, sizeof why, "resuming %s (trained in %s)", o->run.resume_path, trained_in);
+    snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
+    if (!o->run.quiet && cli_program_beside(program, path, sizeof path))
+        fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o->run.resume_path, trained_in, program);
+    *st = cli_exec_precision("train", trained_in, argc, argv, extra, why, hint);
+    return true;
+}
+
+/* Ctrl-C or SIGTERM stopped the run: which steps the results are of. */
+static void say_interrupted(const run_state *rs, int trained, int members, int jobs)
+{
+    if (jobs > 1)
+        fprintf(stderr,
+                "kgl train: interrupted (%s); members 0-%d make the ensemble, each stopped after its current step; "
+                "the results and outputs are of those steps\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", trained - 1);
+    else
+        fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
+                members > 1 ? " of the last member" : "");
+}
+
+/* --save: every member, member 0 last (it lists the others, by their base
+   names as its folder sees them). The members are saved one by one, each
+   atomically, so a kill between two of them leaves a set mixed from two
+   saves: one run id in every member makes that mix detectable
+   (model_set_open refuses it). False when an output failed. */
+static bool save_members(run_state *rs, int trained, const char *save_path)
+{
+    bool ok = true;
+    char members[sizeof ((kgl_train_state *)0)->members] = "";
+    size_t used = 0;
+    for (int k = 1; k < trained; k++) {
+        const char *slash = strrchr(rs[k].save_path, '/'), *base = slash ? slash + 1 : rs[k].save_path;
+        used += (size_t)snprintf(members + used, used < sizeof members ? sizeof members - used : 0, "%s%s",
+                                 k > 1 ? "\n" : "", base);
+    }
+    if (used >= sizeof members) {
+        fprintf(stderr, "kgl train: --save %s: the members' names are too long to list in its metadata\n", save_path);
+        ok = false;
+    }
+    char run_id[sizeof ((kgl_train_state *)0)->run_id] = "";
+    if (trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
+    for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
+        if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) ok = false;
+    return ok;
+}
+
 static int train_run(int argc, char **argv, cli_formulas *cf)
 {
     train_opts o;
@@ -1268,19 +1437,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
            its header, before its values (an F64 value beyond float's range
            is for the float64 program to read); a file that cannot tell is
            left to checkpoint_open to report */
-        char trained_in[4], unread[1024];
-        if (!o.precision_given && kgl_checkpoint_precision(o.run.resume_path, trained_in, unread, sizeof unread) &&
-            strcmp(trained_in, KGL_PRECISION) != 0) {
-            const char *program = strcmp(trained_in, "f32") == 0 ? "kgl-f32" : "kgl";
-            const char *extra[2] = {"--precision", trained_in};
-            char why[4200], hint[64], path[4096];
-            snprintf(why, sizeof why, "resuming %s (trained in %s)", o.run.resume_path, trained_in);
-            snprintf(hint, sizeof hint, "; --precision %s continues it here", KGL_PRECISION);
-            if (!o.run.quiet && cli_program_beside(program, path, sizeof path))
-                fprintf(stderr, "kgl train: %s was trained in %s: resuming in %s\n", o.run.resume_path, trained_in, program);
-            st = cli_exec_precision("train", trained_in, argc, argv, extra, why, hint);
-            goto done_ck;
-        }
+        if (hand_over_precision(&o, argc, argv, &st)) goto done_ck;
         if ((st = checkpoint_open(o.run.resume_path, &v, &ck))) {
             data_free(&v);
             return st;
@@ -1291,24 +1448,10 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
                     ck.precision, KGL_PRECISION);
         if ((st = merge_checkpoint(&o, &ck)) >= 0) goto done_ck;
     }
-    o.cfg.n_entities = v.ds.n_entities;
-    o.cfg.n_relations = v.ds.n_relations;
-    if (o.cfg.context == KGL_CONTEXT_NONE) warn_no_layer(&o);
-    const char *cfg_err = kgl_config_error(&o.cfg);
-    if (!cfg_err) cfg_err = option_conflict(&o);
-    if (cfg_err) {
-        fprintf(stderr, "kgl train: %s\n", cfg_err);
+    int *head_of = NULL;
+    if (!model_options_valid(&o, &v, &head_of)) {
         st = EXIT_USAGE;
         goto done_ck;
-    }
-    int *head_of = NULL;
-    if (supervision(&o)) {
-        head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));
-        if (!parse_supervision("train", supervision(&o), &v.ds, o.cfg.heads, head_of)) {
-            free(head_of);
-            st = EXIT_USAGE;
-            goto done_ck;
-        }
     }
     if (!resumed && o.st.sched.total == 0) o.st.sched.total = o.run.steps; /* a decay spans this run's steps */
     int members = (int)o.run.ensemble;
@@ -1317,12 +1460,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     int jobs = o.run.ensemble_jobs ? (int)o.run.ensemble_jobs : threads;
     jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
     int job_threads = threads / jobs > 1 ? threads / jobs : 1;
-    memory_run run = {.cfg = o.cfg, .tc = {.batch = (int)o.st.batch, .head_of = head_of}, .reg = o.st.reg,
-                      .n_train = v.n[0], .ranked = v.n[0] > v.n[1] ? v.n[0] : v.n[1], .members = members,
-                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o.run.eval_every > 0, .options = true};
-    run.ranked = run.ranked > v.n[2] ? run.ranked : v.n[2];
-    run.triples = (long)v.n[0] + v.n[1] + v.n[2];
-    if (!memory_fits("train", &run, !o.run.quiet && !o.run.json)) {
+    if (!run_fits_memory(&o, &v, head_of, members, jobs, job_threads)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;
@@ -1332,85 +1470,23 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = 0;
         goto done_ck;
     }
-    run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
-    member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = resumed ? &ck : NULL};
-    pthread_mutex_init(&q.lock, NULL);
-    atomic_init(&q.halt, 0);
-    static train_line tl; /* one per process */
-    tl.on = !o.run.quiet && (!o.run.json || o.run.progress);
-    tl.members = members, tl.jobs = jobs;
-    atomic_init(&tl.finished, 0);
-    progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o.run.steps, 0, now_seconds());
-    for (int k = 0; k < members; k++) {
-        rs[k].o = &o;
-        rs[k].v = &v;
-        rs[k].member = k;
-        rs[k].tl = &tl;
-        rs[k].halt = &q.halt;
-        rs[k].seed = o.st.seed + 1000ull * (uint64_t)k;
-        rs[k].log_path = member_path(o.run.log_path, k);
-        rs[k].save_path = member_path(o.run.save_path, k);
-    }
-    member_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
-    for (int j = 0; j < jobs; j++) {
-        workers[j].q = &q;
-        workers[j].pool = kgl_pool_create(job_threads);
-    }
-    stop_signal = 0;
-    cli_on_stop_signals(on_stop_signal);
-    double t0 = now_seconds();
-    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
-        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
-    train_members(&workers[0]); /* this thread is worker 0 */
-    for (int j = 1; j < jobs; j++)
-        if (workers[j].started) pthread_join(workers[j].thread, NULL);
-    pthread_mutex_destroy(&q.lock);
-    progress_stop(&tl.line);
-    /* the members started make the ensemble (all of them, unless Ctrl-C) */
-    int trained = q.next;
-    st = q.status;
+    int trained;
+    double seconds;
+    member_worker *workers;
+    run_state *rs = run_members(&o, &v, members, jobs, job_threads, head_of, resumed ? &ck : NULL, &trained, &st,
+                                &seconds, &workers);
     free(head_of);
-    double seconds = now_seconds() - t0;
     if (resumed) {
         kgl_checkpoint_close(&ck);
         resumed = false;
     }
     bool interrupted = stop_signal != 0, output_failed = false;
     for (int k = 0; k < trained; k++) output_failed |= rs[k].output_failed;
-    if (interrupted && st == 0 && jobs > 1)
-        fprintf(stderr,
-                "kgl train: interrupted (%s); members 0-%d make the ensemble, each stopped after its current step; "
-                "the results and outputs are of those steps\n",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", trained - 1);
-    else if (interrupted && st == 0)
-        fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
-                members > 1 ? " of the last member" : "");
+    if (interrupted && st == 0) say_interrupted(rs, trained, members, jobs);
     /* the files first, then the report: a reader of stdout that stops
        reading (`| grep -m1 all`) never costs the checkpoint (the log is
        written as each member ends) */
-    if (o.run.save_path && st == 0) {
-        /* the others' names as member 0's folder sees them: their base names */
-        char members[sizeof ((kgl_train_state *)0)->members] = "";
-        size_t used = 0;
-        for (int k = 1; k < trained; k++) {
-            const char *slash = strrchr(rs[k].save_path, '/'), *base = slash ? slash + 1 : rs[k].save_path;
-            used += (size_t)snprintf(members + used, used < sizeof members ? sizeof members - used : 0, "%s%s",
-                                     k > 1 ? "\n" : "", base);
-        }
-        if (used >= sizeof members) {
-            fprintf(stderr, "kgl train: --save %s: the members' names are too long to list in its metadata\n",
-                    o.run.save_path);
-            output_failed = true;
-        }
-        /* The members are saved one by one, each atomically, so a kill between
-           two of them leaves a set mixed from two saves: one run id in every
-           member makes that mix detectable (model_set_open refuses it). */
-        char run_id[sizeof ((kgl_train_state *)0)->run_id] = "";
-        if (trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
-        for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
-            if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) output_failed = true;
-    }
+    if (o.run.save_path && st == 0 && !save_members(rs, trained, o.run.save_path)) output_failed = true;
     kgl_metrics both[3];
     if (st == 0) report(rs, trained, seconds, both);
     if (st == 0 && o.run.quiet) summary(rs, trained, seconds, both);
