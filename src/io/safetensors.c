@@ -514,48 +514,39 @@ static bool decode_values(const char *path, unsigned char *buf, const span *span
     return true;
 }
 
-/* kgl_st_read, or with !with_values kgl_st_read_header. */
-static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *err, size_t cap)
+/* The header's first checks, then its JSON: `doc` holds an object after. */
+static bool parse_header(const char *path, const char *header, uint64_t hlen, kgl_json_doc *doc, char *err, size_t cap)
 {
-    memset(out, 0, sizeof *out);
-    uint64_t size, hlen;
-    unsigned char *buf = read_file(path, !with_values, &size, &hlen, err, cap);
-    if (!buf) return false;
-    const char *header = (const char *)buf + 8;
-    uint64_t data_size = size - 8 - hlen;
-    kgl_json_doc doc = {0};
-    span *spans = NULL;
-    bool ok = false;
-    char jerr[200], a[96], b[96];
-
-    if (hlen == 0) {
-        kgl_path_error(err, cap, path, "header is empty (its length is 0)");
-        goto done;
-    }
+    char jerr[200];
+    if (hlen == 0) return kgl_path_error(err, cap, path, "header is empty (its length is 0)");
     if (header[0] != '{') {
         unsigned c = (unsigned char)header[0];
         if (c >= 0x21 && c < 0x7f)
-            kgl_path_error(err, cap, path, "header does not start with '{' (found '%c')", (char)c);
-        else
-            kgl_path_error(err, cap, path, "header does not start with '{' (found byte 0x%02x)", c);
-        goto done;
+            return kgl_path_error(err, cap, path, "header does not start with '{' (found '%c')", (char)c);
+        return kgl_path_error(err, cap, path, "header does not start with '{' (found byte 0x%02x)", c);
     }
-    if (!kgl_json_parse(header, (size_t)hlen, &doc, jerr, sizeof jerr)) {
-        if (doc.error_at == SIZE_MAX)
-            kgl_path_error(err, cap, path, "cannot parse the header: %s", jerr);
-        else
-            kgl_path_error(err, cap, path, "header is not valid JSON %s", jerr);
-        goto done;
+    if (!kgl_json_parse(header, (size_t)hlen, doc, jerr, sizeof jerr)) {
+        if (doc->error_at == SIZE_MAX) return kgl_path_error(err, cap, path, "cannot parse the header: %s", jerr);
+        return kgl_path_error(err, cap, path, "header is not valid JSON %s", jerr);
     }
-    const kgl_json *root = doc.root; /* an object: it starts with '{' */
+    return true;
+}
 
+/* Checks each entry of the header and copies it into out: its tensors (their
+ * data still unread) into out->tensors with their spans in *spans_out, its
+ * metadata into out->meta_keys and out->meta_values, all in one block
+ * (out->storage_); sets *n_t_out and *n_m_out. `root` is an object: the
+ * header starts with '{'. */
+static bool read_entries(const char *path, const kgl_json *root, uint64_t data_size, kgl_st_file *out,
+                         span **spans_out, size_t *n_t_out, size_t *n_m_out, char *err, size_t cap)
+{
     /* Count, then check each entry. */
     size_t n_t = 0, n_m = 0, str_bytes = 0;
     const kgl_json *meta = NULL;
     for (size_t i = 0; i < root->len; i++) {
         const kgl_json *e = &root->child[i];
         if (key_is(e, "__metadata__")) {
-            if (!check_metadata(path, e, err, cap)) goto done;
+            if (!check_metadata(path, e, err, cap)) return false;
             meta = e;
             n_m = e->len;
             for (size_t j = 0; j < e->len; j++) str_bytes += e->child[j].key_len + 1 + e->child[j].len + 1;
@@ -564,18 +555,13 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
             str_bytes += e->key_len + 1;
         }
     }
-    if (n_t > INT32_MAX || n_m > INT32_MAX) {
-        kgl_path_error(err, cap, path, "too many entries in the header");
-        goto done;
-    }
+    if (n_t > INT32_MAX || n_m > INT32_MAX) return kgl_path_error(err, cap, path, "too many entries in the header");
     size_t tensors_bytes = n_t * sizeof(kgl_st_tensor), ptr_bytes = 2 * n_m * sizeof(char *);
     char *storage = malloc(tensors_bytes + ptr_bytes + str_bytes + 1);
-    spans = malloc((n_t ? n_t : 1) * sizeof *spans);
+    span *spans = *spans_out = malloc((n_t ? n_t : 1) * sizeof *spans);
     out->storage_ = storage;
-    if (!storage || !spans) {
-        kgl_path_error(err, cap, path, "out of memory for the names of %zu tensors", n_t);
-        goto done;
-    }
+    if (!storage || !spans)
+        return kgl_path_error(err, cap, path, "out of memory for the names of %zu tensors", n_t);
     out->tensors = (kgl_st_tensor *)storage;
     out->meta_keys = (char **)(storage + tensors_bytes);
     out->meta_values = out->meta_keys + n_m;
@@ -587,7 +573,7 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
         if (e == meta) continue;
         kgl_st_tensor *t = &out->tensors[k];
         memset(t, 0, sizeof *t);
-        if (!check_tensor(path, e, data_size, t, &spans[k], err, cap)) goto done;
+        if (!check_tensor(path, e, data_size, t, &spans[k], err, cap)) return false;
         spans[k].index = k;
         t->name = strs;
         memcpy(strs, e->key, e->key_len + 1);
@@ -603,8 +589,16 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
         memcpy(strs, v->str, v->len + 1);
         strs += v->len + 1;
     }
+    *n_t_out = n_t;
+    *n_m_out = n_m;
+    return true;
+}
 
-    /* The data section, in offset order: no overlaps, no holes. */
+/* The data section, in offset order (sorts spans): no overlaps, no holes. */
+static bool check_coverage(const char *path, span *spans, size_t n_t, uint64_t data_size,
+                           const kgl_st_tensor *tensors, char *err, size_t cap)
+{
+    char a[96], b[96];
     qsort(spans, n_t, sizeof *spans, cmp_span);
     uint64_t covered = 0;
     const span *last = NULL; /* the span that ends at `covered` */
@@ -612,19 +606,16 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
         const span *s = &spans[i];
         if (s->begin < covered) {
             const span *x = last->index < s->index ? last : s, *y = x == s ? last : s; /* in header order */
-            kgl_path_error(err, cap, path,
+            return kgl_path_error(err, cap, path,
                    "tensors '%s' and '%s' overlap (data_offsets [%" PRIu64 ", %" PRIu64 "] and [%" PRIu64 ", %" PRIu64
                    "])",
-                   name_of(a, sizeof a, out->tensors[x->index].name), name_of(b, sizeof b, out->tensors[y->index].name),
+                   name_of(a, sizeof a, tensors[x->index].name), name_of(b, sizeof b, tensors[y->index].name),
                    x->begin, x->end, y->begin, y->end);
-            goto done;
         }
-        if (s->begin > covered) {
-            kgl_path_error(err, cap, path,
+        if (s->begin > covered)
+            return kgl_path_error(err, cap, path,
                    "bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no tensor (a hole before '%s')",
-                   covered, s->begin, name_of(a, sizeof a, out->tensors[s->index].name));
-            goto done;
-        }
+                   covered, s->begin, name_of(a, sizeof a, tensors[s->index].name));
         if (!last || s->end > covered) {
             covered = s->end;
             last = s;
@@ -632,56 +623,68 @@ static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *
     }
     if (covered != data_size) {
         if (n_t == 0)
-            kgl_path_error(err, cap, path, "the data section holds %" PRIu64 " bytes but the header lists no tensor",
-                   data_size);
-        else
-            kgl_path_error(err, cap, path,
+            return kgl_path_error(err, cap, path,
+                   "the data section holds %" PRIu64 " bytes but the header lists no tensor", data_size);
+        return kgl_path_error(err, cap, path,
                    "bytes [%" PRIu64 ", %" PRIu64 ") of the data section belong to no tensor (after the last one)",
                    covered, data_size);
-        goto done;
     }
+    return true;
+}
 
-    if (!with_values) { /* the file's layout is whole; its values were not read */
-        out->n = (int)n_t;
-        out->n_meta = (int)n_m;
-        ok = true;
-        goto done;
-    }
-
-    /* The values, in offset order, become kgl_real values in place: the
-     * data moves to the start of the (malloc-aligned) buffer, which grows
-     * first when kgl_real is wider than the file's values, and shrinks to
-     * them after. */
+/* The values, in offset order, become kgl_real values in place: the
+ * data moves to the start of the (malloc-aligned) buffer, which grows
+ * first when kgl_real is wider than the file's values, and shrinks to
+ * them after. On success the buffer (*bufp) belongs to out, as out->data_,
+ * and *bufp is NULL. */
+static bool convert_values(const char *path, unsigned char **bufp, uint64_t size, uint64_t hlen, uint64_t data_size,
+                           span *spans, size_t n_t, kgl_st_file *out, char *err, size_t cap)
+{
+    unsigned char *buf = *bufp;
     uint64_t n_values = 0;
     for (size_t i = 0; i < n_t; i++) {
         spans[i].first = n_values;
         n_values += (spans[i].end - spans[i].begin) / (uint64_t)spans[i].width;
     }
-    if (n_values > SIZE_MAX / sizeof(kgl_real)) {
-        kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " values do not fit in memory", n_values);
-        goto done;
-    }
+    if (n_values > SIZE_MAX / sizeof(kgl_real))
+        return kgl_path_error(err, cap, path, "cannot read: %" PRIu64 " values do not fit in memory", n_values);
     size_t values_bytes = (size_t)n_values * sizeof(kgl_real);
     memmove(buf, buf + 8 + hlen, (size_t)data_size);
     if (values_bytes > size) {
         unsigned char *grown = realloc(buf, values_bytes);
-        if (!grown) {
-            kgl_path_error(err, cap, path, "cannot read: %zu bytes do not fit in memory", values_bytes);
-            goto done;
-        }
-        buf = grown;
+        if (!grown) return kgl_path_error(err, cap, path, "cannot read: %zu bytes do not fit in memory", values_bytes);
+        *bufp = buf = grown;
     }
-    if (!decode_values(path, buf, spans, n_t, out->tensors, err, cap)) goto done;
+    if (!decode_values(path, buf, spans, n_t, out->tensors, err, cap)) return false;
     unsigned char *data = values_bytes ? realloc(buf, values_bytes) : buf; /* shrinks */
     if (data) buf = data;
     data = buf;
     for (size_t i = 0; i < n_t; i++) out->tensors[spans[i].index].data = (kgl_real *)(void *)data + spans[i].first;
     out->data_ = data;
-    buf = NULL;
-    out->n = (int)n_t;
-    out->n_meta = (int)n_m;
-    ok = true;
-done:
+    *bufp = NULL;
+    return true;
+}
+
+/* kgl_st_read, or with !with_values kgl_st_read_header. */
+static bool st_read(const char *path, kgl_st_file *out, bool with_values, char *err, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t size, hlen;
+    unsigned char *buf = read_file(path, !with_values, &size, &hlen, err, cap);
+    if (!buf) return false;
+    uint64_t data_size = size - 8 - hlen;
+    kgl_json_doc doc = {0};
+    span *spans = NULL;
+    size_t n_t = 0, n_m = 0;
+    /* without values, the file's layout is checked whole but its values are not read */
+    bool ok = parse_header(path, (const char *)buf + 8, hlen, &doc, err, cap) &&
+              read_entries(path, doc.root, data_size, out, &spans, &n_t, &n_m, err, cap) &&
+              check_coverage(path, spans, n_t, data_size, out->tensors, err, cap) &&
+              (!with_values || convert_values(path, &buf, size, hlen, data_size, spans, n_t, out, err, cap));
+    if (ok) {
+        out->n = (int)n_t;
+        out->n_meta = (int)n_m;
+    }
     free(spans);
     kgl_json_free(&doc);
     free(buf);

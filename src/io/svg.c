@@ -1046,108 +1046,119 @@ static void outline_swatch(svgbuf *b, double x, double y, double s)
                  "stroke-width=\"%s\"/>\n", N(b, x + in), N(b, y + in), N(b, s - sw), N(b, s - sw), N(b, sw * 0.4));
 }
 
-static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s,
-                     double ox, double oy, hm_counts *cnt)
+/* One cell: its colour (counted below or above the scale, or not finite),
+ * its outline class and its tooltip "row → column: value". */
+static void hm_cell(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s, int i,
+                    int j, const char *row_label, hm_counts *cnt)
+{
+    int cell = g->cell;
+    char cbuf[16], val[32];
+    double x = view_at(h, v, i, j);
+    bool out = view_outlined(h, v, i, j);
+    char fill[24];
+    if (isfinite(x)) {
+        unsigned char rgb[3];
+        int side;
+        scale_colour(s, scale_at(s, v, i, x, &side), rgb);
+        snprintf(fill, sizeof fill, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+        cnt->below += side < 0;
+        cnt->above += side > 0;
+    } else {
+        snprintf(fill, sizeof fill, "url(#kgl-nan)");
+        cnt->nonfinite++;
+    }
+    if (out) cnt->outlined++;
+    sb_printf(b, "<rect class=\"cell%s\" x=\"%s\" y=\"%s\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>",
+              out ? " outlined" : "", N(b, g->gx + (double)j * cell), N(b, g->gy + (double)i * cell), cell,
+              cell, fill);
+    sb_text_capped(b, row_label, CELL_NAME_BYTES);
+    sb_puts(b, " \xe2\x86\x92 "); /* → */
+    sb_text_capped(b, label_of(h->col_labels, v->ci[j], cbuf, sizeof cbuf), CELL_NAME_BYTES);
+    fmt_value(val, sizeof val, x);
+    sb_printf(b, ": %s", val);
+    if (!isfinite(x)) sb_puts(b, " (not finite: drawn hatched grey)");
+    if (out) {
+        sb_puts(b, " [");
+        sb_text_capped(b, h->outline_label ? h->outline_label : "outlined", CELL_NAME_BYTES);
+        sb_puts(b, "]");
+    }
+    sb_puts(b, "</title></rect>\n");
+}
+
+static void hm_cells(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s,
+                     hm_counts *cnt)
+{
+    char rbuf[16];
+    sb_puts(b, "<g class=\"cells\" shape-rendering=\"crispEdges\">\n");
+    for (int i = 0; i < v->rows; i++) {
+        const char *rl = label_of(h->row_labels, v->ri[i], rbuf, sizeof rbuf);
+        for (int j = 0; j < v->cols; j++) hm_cell(b, h, v, g, s, i, j, rl, cnt);
+    }
+    sb_puts(b, "</g>\n");
+}
+
+/* Values printed in their cells, black or white by the cell's lightness. */
+static void hm_values(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s)
+{
+    int R = v->rows, C = v->cols, cell = g->cell;
+    char val[32];
+    double fs = fmin(11, cell * 0.32), amax = 0;
+    /* one number of decimals for the panel: two, or enough for two
+       significant digits of its largest value (0.0017, not 0.00) */
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++)
+            if (isfinite(view_at(h, v, i, j))) amax = fmax(amax, fabs(view_at(h, v, i, j)));
+    int decimals = amax > 0 && amax < 0.1 ? 1 - (int)floor(log10(amax)) : 2;
+    if (decimals > 6) decimals = 6;
+    sb_printf(b, "<g class=\"values\" font-size=\"%s\" text-anchor=\"middle\">\n", N(b, fs));
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            double x = view_at(h, v, i, j);
+            if (!isfinite(x)) continue;
+            unsigned char rgb[3];
+            int side;
+            scale_colour(s, scale_at(s, v, i, x, &side), rgb);
+            double lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
+            if (fabs(x) >= 100)
+                snprintf(val, sizeof val, "%.3g", x);
+            else
+                snprintf(val, sizeof val, "%.*f", decimals, x);
+            if (strspn(val, "-0.") == strlen(val)) snprintf(val, sizeof val, "%.*f", decimals, 0.0); /* no "-0.00" */
+            sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" fill=\"%s\"", N(b, g->gx + (j + 0.5) * cell),
+                      N(b, g->gy + (i + 0.5) * cell), lum > 110 ? "#000000" : "#ffffff");
+            double w = kgl_svg_text_width(val, fs, false);
+            if (w > cell - 4) /* a long number ("1.7e-05") shrinks to its cell */
+                sb_printf(b, " font-size=\"%s\"", N(b, floor(fs * (cell - 4) / w * 10) / 10));
+            sb_printf(b, ">%s</text>\n", val);
+        }
+    sb_puts(b, "</g>\n");
+}
+
+/* Outlines: a black box with a white one inside it, visible on every colour. */
+static void hm_outlines(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g)
+{
+    int cell = g->cell;
+    double sw = fmin(3, fmax(1, cell * 0.1)), in = sw / 2;
+    svgbuf path = {0};
+    for (int i = 0; i < v->rows; i++)
+        for (int j = 0; j < v->cols; j++)
+            if (view_outlined(h, v, i, j))
+                sb_printf(&path, "M%s %sh%sv%sh-%sz", N(b, g->gx + (double)j * cell + in),
+                          N(b, g->gy + (double)i * cell + in), N(b, cell - sw), N(b, cell - sw),
+                          N(b, cell - sw));
+    if (path.len) {
+        sb_printf(b, "<g class=\"outlines\" fill=\"none\">\n<path d=\"%s\" stroke=\"#000000\" stroke-width=\"%s\"/>\n",
+                  path.p, N(b, sw));
+        sb_printf(b, "<path d=\"%s\" stroke=\"#ffffff\" stroke-width=\"%s\"/>\n</g>\n", path.p, N(b, sw * 0.5));
+    }
+    free(path.p);
+}
+
+/* Row labels, each row's maximum on a row scale, column labels (rotated 45°). */
+static void hm_labels(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s)
 {
     int R = v->rows, C = v->cols, cell = g->cell;
     char rbuf[16], cbuf[16], val[32];
-    sb_printf(b, "<g class=\"heatmap\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
-    if (g->title_l.n) /* centred over the panel */
-        put_wrapped(b, &g->title_l, g->w * 0.5, PAD + PANEL_TITLE_FONT, PANEL_TITLE_FONT * LINE_GAP, "middle",
-                    PANEL_TITLE_FONT, "font-weight=\"bold\"", 0);
-
-    /* cells */
-    sb_puts(b, "<g class=\"cells\" shape-rendering=\"crispEdges\">\n");
-    for (int i = 0; i < R; i++) {
-        const char *rl = label_of(h->row_labels, v->ri[i], rbuf, sizeof rbuf);
-        for (int j = 0; j < C; j++) {
-            double x = view_at(h, v, i, j);
-            bool out = view_outlined(h, v, i, j);
-            char fill[24];
-            if (isfinite(x)) {
-                unsigned char rgb[3];
-                int side;
-                scale_colour(s, scale_at(s, v, i, x, &side), rgb);
-                snprintf(fill, sizeof fill, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
-                cnt->below += side < 0;
-                cnt->above += side > 0;
-            } else {
-                snprintf(fill, sizeof fill, "url(#kgl-nan)");
-                cnt->nonfinite++;
-            }
-            if (out) cnt->outlined++;
-            sb_printf(b, "<rect class=\"cell%s\" x=\"%s\" y=\"%s\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>",
-                      out ? " outlined" : "", N(b, g->gx + (double)j * cell), N(b, g->gy + (double)i * cell), cell,
-                      cell, fill);
-            sb_text_capped(b, rl, CELL_NAME_BYTES);
-            sb_puts(b, " \xe2\x86\x92 "); /* → */
-            sb_text_capped(b, label_of(h->col_labels, v->ci[j], cbuf, sizeof cbuf), CELL_NAME_BYTES);
-            fmt_value(val, sizeof val, x);
-            sb_printf(b, ": %s", val);
-            if (!isfinite(x)) sb_puts(b, " (not finite: drawn hatched grey)");
-            if (out) {
-                sb_puts(b, " [");
-                sb_text_capped(b, h->outline_label ? h->outline_label : "outlined", CELL_NAME_BYTES);
-                sb_puts(b, "]");
-            }
-            sb_puts(b, "</title></rect>\n");
-        }
-    }
-    sb_puts(b, "</g>\n");
-
-    /* values printed in their cells */
-    if (h->annotate && cell >= 24) {
-        double fs = fmin(11, cell * 0.32), amax = 0;
-        /* one number of decimals for the panel: two, or enough for two
-           significant digits of its largest value (0.0017, not 0.00) */
-        for (int i = 0; i < R; i++)
-            for (int j = 0; j < C; j++)
-                if (isfinite(view_at(h, v, i, j))) amax = fmax(amax, fabs(view_at(h, v, i, j)));
-        int decimals = amax > 0 && amax < 0.1 ? 1 - (int)floor(log10(amax)) : 2;
-        if (decimals > 6) decimals = 6;
-        sb_printf(b, "<g class=\"values\" font-size=\"%s\" text-anchor=\"middle\">\n", N(b, fs));
-        for (int i = 0; i < R; i++)
-            for (int j = 0; j < C; j++) {
-                double x = view_at(h, v, i, j);
-                if (!isfinite(x)) continue;
-                unsigned char rgb[3];
-                int side;
-                scale_colour(s, scale_at(s, v, i, x, &side), rgb);
-                double lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2];
-                if (fabs(x) >= 100)
-                    snprintf(val, sizeof val, "%.3g", x);
-                else
-                    snprintf(val, sizeof val, "%.*f", decimals, x);
-                if (strspn(val, "-0.") == strlen(val)) snprintf(val, sizeof val, "%.*f", decimals, 0.0); /* no "-0.00" */
-                sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\" fill=\"%s\"", N(b, g->gx + (j + 0.5) * cell),
-                          N(b, g->gy + (i + 0.5) * cell), lum > 110 ? "#000000" : "#ffffff");
-                double w = kgl_svg_text_width(val, fs, false);
-                if (w > cell - 4) /* a long number ("1.7e-05") shrinks to its cell */
-                    sb_printf(b, " font-size=\"%s\"", N(b, floor(fs * (cell - 4) / w * 10) / 10));
-                sb_printf(b, ">%s</text>\n", val);
-            }
-        sb_puts(b, "</g>\n");
-    }
-
-    /* outlines: a black box with a white one inside it, visible on every colour */
-    if (h->outline) {
-        double sw = fmin(3, fmax(1, cell * 0.1)), in = sw / 2;
-        svgbuf path = {0};
-        for (int i = 0; i < R; i++)
-            for (int j = 0; j < C; j++)
-                if (view_outlined(h, v, i, j))
-                    sb_printf(&path, "M%s %sh%sv%sh-%sz", N(b, g->gx + (double)j * cell + in),
-                              N(b, g->gy + (double)i * cell + in), N(b, cell - sw), N(b, cell - sw),
-                              N(b, cell - sw));
-        if (path.len) {
-            sb_printf(b, "<g class=\"outlines\" fill=\"none\">\n<path d=\"%s\" stroke=\"#000000\" stroke-width=\"%s\"/>\n",
-                      path.p, N(b, sw));
-            sb_printf(b, "<path d=\"%s\" stroke=\"#ffffff\" stroke-width=\"%s\"/>\n</g>\n", path.p, N(b, sw * 0.5));
-        }
-        free(path.p);
-    }
-
-    /* row labels, each row's maximum on a row scale, column labels (rotated 45°) */
     sb_printf(b, "<g class=\"row-labels\" font-size=\"%s\" text-anchor=\"end\">\n", N(b, g->font));
     for (int i = 0; i < R; i += g->every_row) {
         sb_printf(b, "<text x=\"%s\" y=\"%s\" dy=\"0.35em\">", N(b, g->gx - 4), N(b, g->gy + (i + 0.5) * cell));
@@ -1174,8 +1185,15 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm
         sb_puts(b, "</text>\n");
     }
     sb_puts(b, "</g>\n");
+}
 
-    /* axis titles: the row axis rotated, its lines towards the grid */
+/* Axis titles, then under the column title the panel's outline key and
+ * its summary of what is not drawn. */
+static void hm_titles_and_notes(svgbuf *b, const hm_view *v, const hm_geom *g)
+{
+    int cell = g->cell, R = v->rows;
+    double by = g->gy + (double)cell * R;
+    /* the row axis rotated, its lines towards the grid */
     if (g->row_axis_l.n) {
         double x = g->gx - g->row_w - 10 - AXIS_FONT * 0.3 - (g->row_axis_l.n - 1) * AXIS_FONT * LINE_GAP;
         put_wrapped(b, &g->row_axis_l, x, g->gy + cell * R * 0.5, AXIS_FONT * LINE_GAP, "middle", AXIS_FONT,
@@ -1200,6 +1218,20 @@ static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm
         put_wrapped(b, &g->summary_l, PAD, y + TICK_FONT * 0.76, TICK_FONT * LINE_GAP, "start", TICK_FONT,
                     "class=\"summary\"", 0);
     }
+}
+
+static void hm_panel(svgbuf *b, const kgl_heatmap *h, const hm_view *v, const hm_geom *g, const hm_scale *s,
+                     double ox, double oy, hm_counts *cnt)
+{
+    sb_printf(b, "<g class=\"heatmap\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
+    if (g->title_l.n) /* centred over the panel */
+        put_wrapped(b, &g->title_l, g->w * 0.5, PAD + PANEL_TITLE_FONT, PANEL_TITLE_FONT * LINE_GAP, "middle",
+                    PANEL_TITLE_FONT, "font-weight=\"bold\"", 0);
+    hm_cells(b, h, v, g, s, cnt);
+    if (h->annotate && g->cell >= 24) hm_values(b, h, v, g, s);
+    if (h->outline) hm_outlines(b, h, v, g);
+    hm_labels(b, h, v, g, s);
+    hm_titles_and_notes(b, v, g);
     sb_puts(b, "</g>\n");
 }
 
@@ -1718,13 +1750,10 @@ static void flush_segment(svgbuf *b, svgbuf *seg, int count, int s, bool markers
     if (seg->p) seg->p[0] = 0;
 }
 
-static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double ox, double oy, bool grid)
+/* Grid lines, minor ticks, the ticks with their labels and the frame. */
+static void lp_axes(svgbuf *b, const lp_geom *g)
 {
     double L = g->left, T = g->top, R = g->left + g->pw, B = g->top + g->ph;
-    sb_printf(b, "<g class=\"lineplot\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
-    double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
-    put_wrapped(b, &g->title_l, g->w / 2, PAD + fs, fs * LINE_GAP, "middle", fs, "font-weight=\"bold\"", 0);
-    /* grid lines and ticks */
     sb_puts(b, "<g class=\"grid\" stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
     for (int i = 0; i < g->xt.n; i++) {
         double x = L + frac(g->xt.v[i], g->xlo, g->xhi) * g->pw;
@@ -1763,6 +1792,12 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
     sb_puts(b, "</g>\n");
     sb_printf(b, "<rect class=\"frame\" x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"none\" stroke=\"#222222\"/>\n",
               N(b, L), N(b, T), N(b, g->pw), N(b, g->ph));
+}
+
+/* The axis titles; returns where the text under the x axis title starts. */
+static double lp_axis_titles(svgbuf *b, const lp_geom *g)
+{
+    double L = g->left, T = g->top, B = g->top + g->ph;
     double below = B + 6 + TICK_FONT * 1.4;
     if (g->x_l.n) {
         put_wrapped(b, &g->x_l, L + g->pw / 2, below + AXIS_FONT, AXIS_FONT * LINE_GAP, "middle", AXIS_FONT,
@@ -1772,8 +1807,13 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
     /* the y axis title turned upwards, its lines towards the plot */
     put_wrapped(b, &g->y_l, L - g->ytick_w - 8 - AXIS_FONT * 0.8 - (g->y_l.n - 1) * AXIS_FONT * LINE_GAP, T + g->ph / 2,
                 AXIS_FONT * LINE_GAP, "middle", AXIS_FONT, "class=\"axis-title\"", -90);
+    return below;
+}
 
-    /* series */
+/* Each series: its line, broken where a point cannot be drawn, and its
+ * markers when it has few points. */
+static void lp_series(svgbuf *b, const kgl_lineplot *p, const lp_geom *g)
+{
     svgbuf seg = {0};
     for (int s = 0; s < p->n_series; s++) {
         const kgl_series *se = &p->series[s];
@@ -1810,43 +1850,47 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
         sb_puts(b, "</g>\n");
     }
     free(seg.p);
+}
 
-    /* legend: one entry per series, with the line, its dash and its marker */
-    if (p->n_series) {
-        sb_printf(b, "<g class=\"legend\" font-size=\"11\" transform=\"translate(%s %s)\">\n", N(b, R + 16),
-                  N(b, T + 4));
-        for (int s = 0; s < p->n_series; s++) {
-            const kgl_series *se = &p->series[s];
-            char nbuf[32];
-            const char *name = series_name(se, s, nbuf, sizeof nbuf);
-            long nf = 0, np = 0;
-            for (int i = 0; i < se->n; i++) point_ok(p, se, i, &nf, &np);
-            double y = s * 17.0 + 8;
-            sb_puts(b, "<g class=\"entry\"><title>");
-            sb_text(b, name);
-            sb_printf(b, ": %d point%s", se->n, se->n == 1 ? "" : "s");
-            if (nf || np) {
-                sb_printf(b, ", %ld not drawn (", nf + np);
-                if (nf) sb_printf(b, "%ld not finite%s", nf, np ? ", " : "");
-                if (np) sb_printf(b, "%ld non-positive on a log axis", np);
-                sb_puts(b, ")");
-            }
-            sb_puts(b, "</title>");
-            sb_printf(b, "<line x1=\"0\" y1=\"%s\" x2=\"28\" y2=\"%s\" stroke=\"%s\" stroke-width=\"1.8\"", N(b, y),
-                      N(b, y), colour_of(s));
-            if (*dash_of(s)) sb_printf(b, " stroke-dasharray=\"%s\"", dash_of(s));
-            sb_puts(b, "/>");
-            sb_printf(b, "<g fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.8\">", colour_of(s));
-            marker(b, s, 14, y, NULL, 0, 0);
-            sb_puts(b, "</g>");
-            sb_printf(b, "<text x=\"36\" y=\"%s\" dy=\"0.35em\">", N(b, y));
-            sb_label(b, name, LABEL_EM * 1.5);
-            sb_puts(b, "</text></g>\n");
+/* The legend: one entry per series, with the line, its dash and its marker. */
+static void lp_legend(svgbuf *b, const kgl_lineplot *p, const lp_geom *g)
+{
+    sb_printf(b, "<g class=\"legend\" font-size=\"11\" transform=\"translate(%s %s)\">\n", N(b, g->left + g->pw + 16),
+              N(b, g->top + 4));
+    for (int s = 0; s < p->n_series; s++) {
+        const kgl_series *se = &p->series[s];
+        char nbuf[32];
+        const char *name = series_name(se, s, nbuf, sizeof nbuf);
+        long nf = 0, np = 0;
+        for (int i = 0; i < se->n; i++) point_ok(p, se, i, &nf, &np);
+        double y = s * 17.0 + 8;
+        sb_puts(b, "<g class=\"entry\"><title>");
+        sb_text(b, name);
+        sb_printf(b, ": %d point%s", se->n, se->n == 1 ? "" : "s");
+        if (nf || np) {
+            sb_printf(b, ", %ld not drawn (", nf + np);
+            if (nf) sb_printf(b, "%ld not finite%s", nf, np ? ", " : "");
+            if (np) sb_printf(b, "%ld non-positive on a log axis", np);
+            sb_puts(b, ")");
         }
-        sb_puts(b, "</g>\n");
+        sb_puts(b, "</title>");
+        sb_printf(b, "<line x1=\"0\" y1=\"%s\" x2=\"28\" y2=\"%s\" stroke=\"%s\" stroke-width=\"1.8\"", N(b, y),
+                  N(b, y), colour_of(s));
+        if (*dash_of(s)) sb_printf(b, " stroke-dasharray=\"%s\"", dash_of(s));
+        sb_puts(b, "/>");
+        sb_printf(b, "<g fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.8\">", colour_of(s));
+        marker(b, s, 14, y, NULL, 0, 0);
+        sb_puts(b, "</g>");
+        sb_printf(b, "<text x=\"36\" y=\"%s\" dy=\"0.35em\">", N(b, y));
+        sb_label(b, name, LABEL_EM * 1.5);
+        sb_puts(b, "</text></g>\n");
     }
+    sb_puts(b, "</g>\n");
+}
 
-    /* what was not drawn */
+/* What was not drawn, at `below` under the x axis; "no data" in an empty plot. */
+static void lp_notes(svgbuf *b, const lp_geom *g, double below)
+{
     if (g->skipped_nonfinite || g->skipped_nonpos) {
         char note[200];
         long total = g->skipped_nonfinite + g->skipped_nonpos;
@@ -1856,10 +1900,22 @@ static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double 
                           g->skipped_nonpos ? "," : "");
         if (g->skipped_nonpos)
             snprintf(note + n, sizeof note - (size_t)n, " %ld non-positive on a log axis", g->skipped_nonpos);
-        put_text(b, L, below + TICK_FONT, "start", TICK_FONT, "class=\"note\" fill=\"#8a3a00\"", 0, note, 0);
+        put_text(b, g->left, below + TICK_FONT, "start", TICK_FONT, "class=\"note\" fill=\"#8a3a00\"", 0, note, 0);
     }
     if (g->drawn == 0)
-        put_text(b, L + g->pw / 2, T + g->ph / 2, "middle", AXIS_FONT, "class=\"note\"", 0, "no data", 0);
+        put_text(b, g->left + g->pw / 2, g->top + g->ph / 2, "middle", AXIS_FONT, "class=\"note\"", 0, "no data", 0);
+}
+
+static void lp_panel(svgbuf *b, const kgl_lineplot *p, const lp_geom *g, double ox, double oy, bool grid)
+{
+    sb_printf(b, "<g class=\"lineplot\" transform=\"translate(%s %s)\">\n", N(b, ox), N(b, oy));
+    double fs = grid ? PANEL_TITLE_FONT : TITLE_FONT;
+    put_wrapped(b, &g->title_l, g->w / 2, PAD + fs, fs * LINE_GAP, "middle", fs, "font-weight=\"bold\"", 0);
+    lp_axes(b, g);
+    double below = lp_axis_titles(b, g);
+    lp_series(b, p, g);
+    if (p->n_series) lp_legend(b, p, g);
+    lp_notes(b, g, below);
     sb_puts(b, "</g>\n");
 }
 
