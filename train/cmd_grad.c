@@ -21,135 +21,197 @@ static const char help[] =
     "checkpoint's.\n"
     EXIT_TABLE;
 
-int cmd_grad(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct grad_options {
+    data_args d;
+    const char *ckpt, *out, *supervise;
+    long member;       /* --member K: one model of an ensemble */
+    double aux_weight; /* NAN until given: then the checkpoint's */
+    bool json;
+} grad_options;
+
+/* The losses at the checkpoint, over the full batch. */
+typedef struct grad_losses {
+    double loss, main_loss, aux; /* aux: NAN without head supervision */
+    bool has_aux;
+    int examples;
+} grad_losses;
+
+/* Returns -1 to go on, or an exit status (0 after --help). */
+static int parse_options(int argc, char **argv, grad_options *o)
 {
     cli_args a;
     cli_init(&a, "grad", argc, argv);
     a.help = help;
-    data_args d = {0};
-    const char *ckpt = NULL, *out = NULL, *supervise = NULL;
-    long member = -1; /* --member K: one model of an ensemble */
-    double aux_weight = NAN;
-    bool json = false;
+    *o = (grad_options){.member = -1, .aux_weight = NAN};
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &o->d, &o->ckpt, &o->member, &o->json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--out")) {
-            if (!(out = cli_value(&a))) return EXIT_USAGE;
+            if (!(o->out = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise-heads")) {
-            if (!(supervise = cli_value(&a))) return EXIT_USAGE;
+            if (!(o->supervise = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--aux-weight")) {
-            if (!cli_double(&a, 0, 1e6, &aux_weight)) return EXIT_USAGE;
+            if (!cli_double(&a, 0, 1e6, &o->aux_weight)) return EXIT_USAGE;
         } else {
             return cli_unknown(&a);
         }
     }
-    if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
-    if (!out) return cli_usage_error(&a, "--out is required");
-    if (!cli_output_ok("grad", "--out", out)) return EXIT_USAGE;
+    if (!o->ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (!o->out) return cli_usage_error(&a, "--out is required");
+    if (!cli_output_ok("grad", "--out", o->out)) return EXIT_USAGE;
+    return -1;
+}
+
+/* The triples and the model chosen (open_model), with --out a file of its
+   own; then o->ckpt names the model's file, and the head supervision and
+   its weight default to the checkpoint's. 0, or an exit status after
+   reporting (nothing left open). */
+static int open_model_for_grad(grad_options *o, model_choice *chosen, data_view *v, kgl_model *m, kgl_checkpoint *ck)
+{
+    int st;
+    if ((st = open_model("grad", &o->d, o->ckpt, o->member, chosen, v, m, ck))) return st;
+    char *models[1] = {chosen->path};
+    const cli_file output = {"--out", o->out, true, NULL};
+    if (!outputs_distinct("grad", &o->d, o->ckpt, models, 1, &output, 1)) {
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        data_free(v);
+        return EXIT_USAGE;
+    }
+    o->ckpt = chosen->path;
+    if (!o->supervise && ck->st.supervise[0]) o->supervise = ck->st.supervise;
+    if (isnan(o->aux_weight)) o->aux_weight = ck->st.aux_weight;
+    return 0;
+}
+
+/* The full batch, as kgl train forms it: the training triples in file
+   order, then their reciprocals. Returns the arrays b borrows (free it). */
+static int *full_batch(const data_view *v, bool reciprocal, kgl_batch *b)
+{
+    int n_rel = v->ds.n_relations;
+    int n_tr = v->n[0], n_ex = reciprocal ? 2 * n_tr : n_tr;
+    int *ex = kgl_xmalloc(3 * (size_t)n_ex * sizeof(int));
+    int *eh = ex, *er = ex + n_ex, *et = ex + 2 * n_ex;
+    for (int k = 0; k < n_tr; k++) {
+        const kgl_triple *tr = &v->split[0][k];
+        eh[k] = tr->head, er[k] = tr->rel, et[k] = tr->tail;
+        if (reciprocal) eh[n_tr + k] = tr->tail, er[n_tr + k] = n_rel + tr->rel, et[n_tr + k] = tr->head;
+    }
+    *b = (kgl_batch){n_ex, eh, er, et, NULL};
+    return ex;
+}
+
+/* The gradients to `out` (safetensors, the losses in the metadata); false
+   after reporting. */
+static bool write_gradients(const char *out, const char *ckpt, long step, const kgl_params *params,
+                            const grad_losses *l)
+{
+    /* gradients under the parameters' own names, shaped as in the checkpoint */
+    kgl_st_entry *e = kgl_xcalloc((size_t)params->n, sizeof *e);
+    for (int k = 0; k < params->n; k++) {
+        const kgl_param *p = &params->p[k];
+        e[k].name = p->name;
+        e[k].data = p->t.grad;
+        e[k].ndim = p->vector ? 1 : 2;
+        e[k].shape[0] = p->vector ? p->t.cols : p->t.rows;
+        e[k].shape[1] = p->t.cols;
+    }
+    char lo[64], ml[64], al[64], st[32], nex[32], err[1024];
+    snprintf(lo, sizeof lo, "%.17g", l->loss);
+    snprintf(ml, sizeof ml, "%.17g", l->main_loss);
+    snprintf(al, sizeof al, "%.17g", l->aux);
+    snprintf(st, sizeof st, "%ld", step);
+    snprintf(nex, sizeof nex, "%d", l->examples);
+    const char *meta[] = {"format", "kgl-grad/1", "loss", lo, "main_loss", ml, "aux_loss", l->has_aux ? al : "",
+                          "step", st, "examples", nex, "checkpoint", ckpt};
+    bool ok = kgl_st_write(out, e, params->n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, sizeof err);
+    if (!ok) fprintf(stderr, "kgl grad: %s\n", err);
+    free(e);
+    return ok;
+}
+
+static void print_json(const model_choice *chosen, const kgl_params *params, const grad_losses *l)
+{
+    printf("{");
+    json_model_choice(chosen);
+    printf("\"loss\":");
+    kgl_json_number(stdout, l->loss);
+    printf(",\"main_loss\":");
+    kgl_json_number(stdout, l->main_loss);
+    printf(",\"aux_loss\":");
+    kgl_json_number(stdout, l->aux);
+    printf(",\"examples\":%d,\"grad_norm\":{", l->examples);
+    for (int k = 0; k < params->n; k++) {
+        double s = 0;
+        for (size_t i = 0; i < kgl_numel(&params->p[k].t); i++) s += params->p[k].t.grad[i] * params->p[k].t.grad[i];
+        printf("%s", k ? "," : "");
+        kgl_json_string(stdout, params->p[k].name);
+        putchar(':');
+        kgl_json_number(stdout, sqrt(s));
+    }
+    printf("}}\n");
+}
+
+static void print_text(const model_choice *chosen, const kgl_params *params, const grad_losses *l, const char *out)
+{
+    print_model_choice(chosen, "gradients of",
+                       "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
+    printf("loss %.17g (main %.17g", l->loss, l->main_loss);
+    if (l->has_aux) printf(", aux %.17g", l->aux);
+    printf(") over %d examples; gradients of %d parameters written to %s\n", l->examples, params->n, out);
+}
+
+/* The loss over the full batch and every parameter's gradient, written to
+   --out and printed. 0, or an exit status after reporting. */
+static int compute_gradients(const grad_options *o, const model_choice *chosen, const data_view *v, kgl_model *m,
+                             const kgl_checkpoint *ck, const int *head_of)
+{
+    kgl_batch b;
+    int *ex = full_batch(v, m->cfg.reciprocal, &b);
+    kgl_supervision sup = {head_of, o->aux_weight};
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_params_zero_grad(&m->params);
+    kgl_forward f;
+    kgl_model_loss(m, &t, &b, head_of ? &sup : NULL, &f);
+    const grad_losses l = {f.loss->data[0], f.main_loss->data[0], f.aux_loss ? f.aux_loss->data[0] : NAN,
+                           f.aux_loss != NULL, b.n};
+    int st = 0;
+    if (!isfinite(l.loss)) {
+        fprintf(stderr, "kgl grad: the loss is %g at this checkpoint\n", l.loss);
+        st = 1;
+    } else {
+        kgl_backward(&t, f.loss);
+        if (!write_gradients(o->out, o->ckpt, ck->st.step, &m->params, &l)) st = EXIT_OUTPUT;
+        else if (o->json) print_json(chosen, &m->params, &l);
+        else print_text(chosen, &m->params, &l, o->out);
+    }
+    kgl_tape_free(&t);
+    free(ex);
+    return st;
+}
+
+int cmd_grad(int argc, char **argv)
+{
+    grad_options o;
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0) return st;
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
     static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
-    if ((st = open_model("grad", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
-    char *models[1] = {chosen.path};
-    const cli_file output = {"--out", out, true, NULL};
-    if (!outputs_distinct("grad", &d, ckpt, models, 1, &output, 1)) {
-        kgl_model_free(&m);
-        kgl_checkpoint_close(&ck);
-        data_free(&v);
-        return EXIT_USAGE;
+    if ((st = open_model_for_grad(&o, &chosen, &v, &m, &ck))) return st;
+    int *head_of = NULL;
+    if (o.supervise) {
+        head_of = kgl_xmalloc((size_t)v.ds.n_relations * sizeof(int));
+        if (!parse_supervision("grad", o.supervise, &v.ds, m.cfg.heads, head_of)) st = EXIT_USAGE;
     }
-    ckpt = chosen.path;
-    if (!supervise && ck.st.supervise[0]) supervise = ck.st.supervise;
-    if (isnan(aux_weight)) aux_weight = ck.st.aux_weight;
-    int n_rel = v.ds.n_relations, *head_of = NULL;
-    if (supervise) {
-        head_of = kgl_xmalloc((size_t)n_rel * sizeof(int));
-        if (!parse_supervision("grad", supervise, &v.ds, m.cfg.heads, head_of)) {
-            st = EXIT_USAGE;
-            goto done;
-        }
-    }
-    /* the full batch, as kgl train forms it */
-    int n_tr = v.n[0], n_ex = m.cfg.reciprocal ? 2 * n_tr : n_tr;
-    int *ex = kgl_xmalloc(3 * (size_t)n_ex * sizeof(int));
-    int *eh = ex, *er = ex + n_ex, *et = ex + 2 * n_ex;
-    for (int k = 0; k < n_tr; k++) {
-        const kgl_triple *tr = &v.split[0][k];
-        eh[k] = tr->head, er[k] = tr->rel, et[k] = tr->tail;
-        if (m.cfg.reciprocal) eh[n_tr + k] = tr->tail, er[n_tr + k] = n_rel + tr->rel, et[n_tr + k] = tr->head;
-    }
-    kgl_batch b = {n_ex, eh, er, et, NULL};
-    kgl_supervision sup = {head_of, aux_weight};
-    kgl_tape t;
-    kgl_tape_init(&t);
-    kgl_params_zero_grad(&m.params);
-    kgl_forward f;
-    kgl_model_loss(&m, &t, &b, head_of ? &sup : NULL, &f);
-    double loss = f.loss->data[0], main_loss = f.main_loss->data[0];
-    double aux = f.aux_loss ? f.aux_loss->data[0] : NAN;
-    if (!isfinite(loss)) {
-        fprintf(stderr, "kgl grad: the loss is %g at this checkpoint\n", loss);
-        st = 1;
-    } else {
-        kgl_backward(&t, f.loss);
-        /* gradients under the parameters' own names, shaped as in the checkpoint */
-        kgl_st_entry *e = kgl_xcalloc((size_t)m.params.n, sizeof *e);
-        for (int k = 0; k < m.params.n; k++) {
-            kgl_param *p = &m.params.p[k];
-            e[k].name = p->name;
-            e[k].data = p->t.grad;
-            e[k].ndim = p->vector ? 1 : 2;
-            e[k].shape[0] = p->vector ? p->t.cols : p->t.rows;
-            e[k].shape[1] = p->t.cols;
-        }
-        char l[64], ml[64], al[64], step[32], nex[32], err[1024];
-        snprintf(l, sizeof l, "%.17g", loss);
-        snprintf(ml, sizeof ml, "%.17g", main_loss);
-        snprintf(al, sizeof al, "%.17g", aux);
-        snprintf(step, sizeof step, "%ld", ck.st.step);
-        snprintf(nex, sizeof nex, "%d", n_ex);
-        const char *meta[] = {"format", "kgl-grad/1", "loss", l, "main_loss", ml, "aux_loss", f.aux_loss ? al : "",
-                              "step", step, "examples", nex, "checkpoint", ckpt};
-        if (!kgl_st_write(out, e, m.params.n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, sizeof err)) {
-            fprintf(stderr, "kgl grad: %s\n", err);
-            st = EXIT_OUTPUT;
-        } else if (json) {
-            printf("{");
-            json_model_choice(&chosen);
-            printf("\"loss\":");
-            kgl_json_number(stdout, loss);
-            printf(",\"main_loss\":");
-            kgl_json_number(stdout, main_loss);
-            printf(",\"aux_loss\":");
-            kgl_json_number(stdout, aux);
-            printf(",\"examples\":%d,\"grad_norm\":{", n_ex);
-            for (int k = 0; k < m.params.n; k++) {
-                double s = 0;
-                for (size_t i = 0; i < kgl_numel(&m.params.p[k].t); i++) s += m.params.p[k].t.grad[i] * m.params.p[k].t.grad[i];
-                printf("%s", k ? "," : "");
-                kgl_json_string(stdout, m.params.p[k].name);
-                putchar(':');
-                kgl_json_number(stdout, sqrt(s));
-            }
-            printf("}}\n");
-        } else {
-            print_model_choice(&chosen, "gradients of",
-                               "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
-            printf("loss %.17g (main %.17g", loss, main_loss);
-            if (f.aux_loss) printf(", aux %.17g", aux);
-            printf(") over %d examples; gradients of %d parameters written to %s\n", n_ex, m.params.n, out);
-        }
-        free(e);
-    }
-    kgl_tape_free(&t);
-    free(ex);
-done:
+    if (!st) st = compute_gradients(&o, &chosen, &v, &m, &ck, head_of);
     free(head_of);
     kgl_model_free(&m);
     kgl_checkpoint_close(&ck);

@@ -320,30 +320,38 @@ static void print_triple_json(const kgl_dataset *ds, const query *q, const kgl_r
     printf("}\n");
 }
 
-int cmd_predict(int argc, char **argv)
+/* What the command line asks for. */
+typedef struct predict_options {
+    data_args d;
+    const char *ckpt, *head, *tail, *relation, *queries;
+    bool json;
+    long top, member;
+    bool top_given;  /* else 10, or n when there are fewer */
+    bool have_known; /* triples given (--train, with --valid, --test) */
+    bool filtering;  /* known answers left out */
+} predict_options;
+
+/* Returns -1 to go on, or an exit status (0 after --help). */
+static int parse_options(int argc, char **argv, predict_options *o)
 {
     cli_args a;
     cli_init(&a, "predict", argc, argv);
     a.help = help;
-    data_args d = {0};
-    const char *ckpt = NULL, *head = NULL, *tail = NULL, *relation = NULL, *queries = NULL;
-    bool json = false;
+    *o = (predict_options){.member = -1};
     int filter = -1; /* -1: the default (on exactly when triples are given) */
-    long top = 0, member = -1;
-    bool top_given = false; /* else 10, or n when there are fewer */
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
-        } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
+        } else if ((st = model_cmd_option(&a, &o->d, &o->ckpt, &o->member, &o->json)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--head") || cli_is(&a, "--tail") || cli_is(&a, "--relation") ||
                    cli_is(&a, "--queries")) {
-            const char **slot = cli_is(&a, "--head")       ? &head
-                                : cli_is(&a, "--tail")     ? &tail
-                                : cli_is(&a, "--relation") ? &relation
-                                                           : &queries;
+            const char **slot = cli_is(&a, "--head")       ? &o->head
+                                : cli_is(&a, "--tail")     ? &o->tail
+                                : cli_is(&a, "--relation") ? &o->relation
+                                                           : &o->queries;
             if (!(*slot = cli_value(&a))) return EXIT_USAGE;
         } else if (cli_is(&a, "--filter") || cli_is(&a, "--no-filter")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
@@ -354,123 +362,176 @@ int cmd_predict(int argc, char **argv)
             if (!val) return EXIT_USAGE;
             char *end;
             errno = 0;
-            top = strtol(val, &end, 10);
-            top_given = true;
+            o->top = strtol(val, &end, 10);
+            o->top_given = true;
             if (errno || end == val || *end) return cli_usage_error(&a, "--top expects a whole number, got '%s'", val);
         } else {
             return cli_unknown(&a);
         }
     }
-    if (!ckpt) return cli_usage_error(&a, "--checkpoint is required");
-    if (d.relations) return cli_usage_error(&a, "--relations does not apply: a question names its relation");
-    if (queries && (head || tail || relation))
+    if (!o->ckpt) return cli_usage_error(&a, "--checkpoint is required");
+    if (o->d.relations) return cli_usage_error(&a, "--relations does not apply: a question names its relation");
+    if (o->queries && (o->head || o->tail || o->relation))
         return cli_usage_error(&a, "--queries asks its own questions; drop --head, --tail and --relation");
-    if (!queries) {
-        if (!head && !tail)
+    if (!o->queries) {
+        if (!o->head && !o->tail)
             return cli_usage_error(&a, "ask a question: --head NAME --relation REL, --relation REL --tail NAME, "
                                        "--head NAME --relation REL --tail NAME (a triple), or --queries FILE");
-        if (!relation)
-            return cli_usage_error(&a, "--relation is required with %s", head && tail ? "--head and --tail"
-                                                                         : head        ? "--head"
-                                                                                       : "--tail");
+        if (!o->relation)
+            return cli_usage_error(&a, "--relation is required with %s", o->head && o->tail ? "--head and --tail"
+                                                                         : o->head           ? "--head"
+                                                                                             : "--tail");
     }
-    bool have_known = d.train || d.valid || d.test;
-    if (have_known && !d.train)
+    o->have_known = o->d.train || o->d.valid || o->d.test;
+    if (o->have_known && !o->d.train)
         return cli_usage_error(&a, "--valid and --test need --train (the files share the model's names)");
-    if (filter == 1 && !have_known)
+    if (filter == 1 && !o->have_known)
         return cli_usage_error(&a, "--filter needs the known triples: give --train (and --valid, --test)");
-    bool filtering = filter == -1 ? have_known : filter == 1;
+    o->filtering = filter == -1 ? o->have_known : filter == 1;
+    return -1;
+}
+
+/* The questions: --queries FILE's (into *qs, to free), or the command
+   line's one (into *one), once --top is checked against the model's
+   entities. 0, or an exit status after reporting. */
+static int read_questions(const predict_options *o, const kgl_dataset *ds, query *one, query **qs, int *n_q)
+{
+    int n = ds->n_entities;
+    if (o->top_given && (o->top < 1 || o->top > n)) {
+        fprintf(stderr, "kgl predict: --top %ld is out of range: the model has %d entities, so 1 to %d\n"
+                        "Try 'kgl predict --help'.\n", o->top, n, n);
+        return EXIT_USAGE;
+    }
+    if (o->queries) return read_queries(o->queries, ds, qs, n_q);
+    return make_query(NULL, ds, o->head, o->relation, o->tail, one);
+}
+
+/* The triples among the questions, ranked together as kgl eval ranks them:
+   [tails, heads], n_triples of each (free the array). */
+static kgl_ranked *rank_triples(const kgl_dataset *ds, const model_set *ms, bool filtering, const query *qs, int n_q,
+                                int *n_triples)
+{
+    int n_t = 0;
+    for (int k = 0; k < n_q; k++) n_t += qs[k].tail >= 0;
+    kgl_triple *triples = kgl_xmalloc((size_t)(n_t ? n_t : 1) * sizeof *triples);
+    kgl_ranked *ranked = kgl_xmalloc((size_t)(n_t ? 2 * n_t : 1) * sizeof *ranked);
+    for (int k = 0, t = 0; k < n_q; k++)
+        if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
+    if (n_t)
+        kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, filtering ? ds : NULL, triples,
+                                  n_t, ranked);
+    free(triples);
+    *n_triples = n_t;
+    return ranked;
+}
+
+/* Before the text answers: which models answer (an ensemble, or one member
+   of it). */
+static void print_models_asked(const model_set *ms)
+{
+    if (ms->n > 1)
+        printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
+               "score its log\n\n",
+               ms->n, ms->paths[0]);
+    else if (ms->choice.members > 1) {
+        print_model_choice(&ms->choice, "asking",
+                           "Its answers are its own; the ensemble's file without --member asks every model.");
+        printf("\n");
+    }
+}
+
+/* A triple's two ranks r (its tail's, its head's), and whether it is a known
+   triple, printed; `first`: no blank line before it. */
+static void print_scored_triple(const predict_options *o, const kgl_dataset *ds, const query *q, const kgl_ranked *r,
+                                bool first)
+{
+    int known = -1; /* unknown: no triples given */
+    if (o->have_known) {
+        int n_known;
+        const int *tails = kgl_dataset_known(ds, q->entity, q->relation, &n_known);
+        known = 0;
+        for (int j = 0; j < n_known; j++) known |= tails[j] == q->tail;
+    }
+    if (o->json) {
+        print_triple_json(ds, q, r, known, o->filtering);
+    } else {
+        if (!first) printf("\n");
+        print_triple(ds, q, r, known, o->filtering);
+    }
+}
+
+/* One question's top k_top answers (into ans), printed; `first`: no blank
+   line before it. */
+static void answer_question(const predict_options *o, const kgl_dataset *ds, const model_set *ms, const query *q,
+                            int k_top, kgl_answer *ans, bool first)
+{
+    int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
+    int count = kgl_predict_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n,
+                                     o->have_known ? ds : NULL, q->entity, row, k_top, o->filtering, ans);
+    int n_known = 0;
+    if (o->have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
+    if (o->json) {
+        print_json(ds, q, ans, count, o->have_known, o->filtering, o->filtering ? n_known : 0);
+    } else {
+        if (!first) printf("\n");
+        print_table(ds, q, ans, count, k_top, o->have_known, o->filtering, n_known);
+    }
+}
+
+/* Every question answered and every triple scored, in the order asked. 0,
+   or an exit status after reporting. */
+static int answer_questions(const predict_options *o, const kgl_dataset *ds, const model_set *ms, const query *qs,
+                            int n_q)
+{
+    int n = ds->n_entities, st = 0;
+    int k_top = o->top_given ? (int)o->top : (n < 10 ? n : 10);
+    kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
+    int n_triples, t_done = 0;
+    kgl_ranked *ranked = rank_triples(ds, ms, o->filtering, qs, n_q, &n_triples);
+    if (!ans) {
+        fprintf(stderr, "kgl predict: out of memory\n");
+        st = EXIT_USAGE;
+    } else {
+        if (!o->json) print_models_asked(ms);
+        for (int k = 0; k < n_q; k++) {
+            if (qs[k].tail >= 0) { /* a triple */
+                const kgl_ranked r[2] = {ranked[t_done], ranked[n_triples + t_done]};
+                t_done++;
+                print_scored_triple(o, ds, &qs[k], r, k == 0);
+            } else {
+                answer_question(o, ds, ms, &qs[k], k_top, ans, k == 0);
+            }
+        }
+    }
+    free(ans);
+    free(ranked);
+    return st;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    predict_options o;
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0) return st;
 
     /* The model (or ensemble), and the names questions use: the triples'
        (which the checkpoint must match), or the checkpoint's own. */
     data_view v;
     kgl_dataset names;
-    const kgl_dataset *ds;
     static model_set ms; /* large; one per process */
-    if (have_known && (st = data_load("predict", &d, &v, false))) return st;
-    if ((st = model_set_open("predict", ckpt, (int)member, have_known ? &v : NULL, &names, &ms))) {
-        if (have_known) data_free(&v);
+    if (o.have_known && (st = data_load("predict", &o.d, &v, false))) return st;
+    if ((st = model_set_open("predict", o.ckpt, (int)o.member, o.have_known ? &v : NULL, &names, &ms))) {
+        if (o.have_known) data_free(&v);
         return st;
     }
-    ds = have_known ? &v.ds : &names;
-    int n = ds->n_entities;
+    const kgl_dataset *ds = o.have_known ? &v.ds : &names;
     query one, *qs = &one;
     int n_q = 1;
-    if (top_given && (top < 1 || top > n)) {
-        fprintf(stderr, "kgl predict: --top %ld is out of range: the model has %d entities, so 1 to %d\n"
-                        "Try 'kgl predict --help'.\n", top, n, n);
-        st = EXIT_USAGE;
-    } else if (queries) {
-        st = read_queries(queries, ds, &qs, &n_q);
-    } else {
-        st = make_query(NULL, ds, head, relation, tail, &one);
-    }
-    if (!st) {
-        int k_top = top_given ? (int)top : (n < 10 ? n : 10);
-        kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
-        /* the triples to score, ranked together as kgl eval ranks them: [tails, heads] */
-        int n_triples = 0, t_done = 0;
-        for (int k = 0; k < n_q; k++) n_triples += qs[k].tail >= 0;
-        kgl_triple *triples = kgl_xmalloc((size_t)(n_triples ? n_triples : 1) * sizeof *triples);
-        kgl_ranked *ranked = kgl_xmalloc((size_t)(n_triples ? 2 * n_triples : 1) * sizeof *ranked);
-        for (int k = 0, t = 0; k < n_q; k++)
-            if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
-        if (n_triples)
-            kgl_rank_triples_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, filtering ? ds : NULL, triples,
-                                      n_triples, ranked);
-        if (!ans) {
-            fprintf(stderr, "kgl predict: out of memory\n");
-            st = EXIT_USAGE;
-        } else {
-            if (ms.n > 1 && !json)
-                printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
-                       "score its log\n\n",
-                       ms.n, ms.paths[0]);
-            else if (!json && ms.choice.members > 1) {
-                print_model_choice(&ms.choice, "asking",
-                                   "Its answers are its own; the ensemble's file without --member asks every model.");
-                printf("\n");
-            }
-            for (int k = 0; k < n_q; k++) {
-                const query *q = &qs[k];
-                if (q->tail >= 0) { /* a triple */
-                    int known = -1; /* unknown: no triples given */
-                    if (have_known) {
-                        int n_known;
-                        const int *tails = kgl_dataset_known(ds, q->entity, q->relation, &n_known);
-                        known = 0;
-                        for (int j = 0; j < n_known; j++) known |= tails[j] == q->tail;
-                    }
-                    const kgl_ranked r[2] = {ranked[t_done], ranked[n_triples + t_done]};
-                    t_done++;
-                    if (json) {
-                        print_triple_json(ds, q, r, known, filtering);
-                    } else {
-                        if (k) printf("\n");
-                        print_triple(ds, q, r, known, filtering);
-                    }
-                    continue;
-                }
-                int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
-                int count = kgl_predict_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n,
-                                                 have_known ? ds : NULL, q->entity, row, k_top, filtering, ans);
-                int n_known = 0;
-                if (have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
-                if (json) {
-                    print_json(ds, q, ans, count, have_known, filtering, filtering ? n_known : 0);
-                } else {
-                    if (k) printf("\n");
-                    print_table(ds, q, ans, count, k_top, have_known, filtering, n_known);
-                }
-            }
-        }
-        free(ans);
-        free(ranked);
-        free(triples);
-    }
+    st = read_questions(&o, ds, &one, &qs, &n_q);
+    if (!st) st = answer_questions(&o, ds, &ms, qs, n_q);
     if (qs != &one) free(qs);
     model_set_close(&ms);
-    if (have_known) data_free(&v);
+    if (o.have_known) data_free(&v);
     else kgl_dataset_free(&names);
     return st;
 }
