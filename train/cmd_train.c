@@ -1241,7 +1241,6 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (!resumed && o.st.sched.total == 0) o.st.sched.total = o.run.steps; /* a decay spans this run's steps */
     int members = (int)o.run.ensemble;
     /* the threads are shared among the members that train at once */
     int threads = o.run.threads ? (int)o.run.threads : kgl_cores();

@@ -937,7 +937,8 @@ typedef struct kgl_run_spec {
     kgl_config cfg;                   /* the model (n_entities, n_relations: the dataset's) */
     kgl_train_state st;               /* the training options: optimiser (st.base_lr the rate a
                                          schedule starts from), batch, seed, regularisers, schedule,
-                                         kvsall, aux weight, frozen embeddings, lookup */
+                                         kvsall, aux weight, frozen embeddings, lookup; a schedule
+                                         without st.sched.total decays over `steps`) */
     const int *head_of;               /* --supervise-heads (NULL: none) */
     const kgl_checkpoint *resume;     /* continue this checkpoint's run (one member), or NULL */
     long steps;                       /* each member's (with resume: more) */

@@ -21,7 +21,6 @@ void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_
     spec->cfg.n_entities = ds->n_entities;
     spec->cfg.n_relations = ds->n_relations;
     kgl_train_state_defaults(&spec->st);
-    spec->st.base_lr = spec->st.optim.lr;
     kgl_run_options run;
     kgl_run_options_defaults(&run);
     spec->steps = run.steps;
@@ -229,6 +228,7 @@ int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
 {
     memset(run, 0, sizeof *run);
     run->spec = *spec;
+    if (!spec->resume && spec->st.sched.total == 0) run->spec.st.sched.total = spec->steps; /* a decay spans the run */
     int members = spec->members, jobs = spec->jobs < 1 ? 1 : spec->jobs > members ? members : spec->jobs;
     run->spec.jobs = jobs;
     run->member = kgl_xcalloc((size_t)members, sizeof *run->member);
