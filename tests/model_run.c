@@ -248,3 +248,28 @@ TEST(member_path_puts_the_member_before_the_extension)
         }
     CHECK(kgl_member_path(NULL, 1) == NULL);
 }
+
+static void count_rows(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    (void)m, (void)loss, (void)evaluated, (void)stopping;
+    seen *s = ctx;
+    if (s->n < 256) s->step[s->n++] = step;
+}
+
+TEST(run_without_log_every_or_members_writes_the_last_row_of_one_model)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 25, 0);
+    spec.log_every = 0; /* was a division by zero */
+    spec.members = 0, spec.jobs = 0, spec.job_threads = 0;
+    seen s = {0};
+    spec.cb = (kgl_run_callbacks){.ctx = &s, .row = count_rows};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(run.trained == 1 && run.member[0].steps_run == 25);
+    CHECK(s.n == 1 && s.step[0] == 25);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}

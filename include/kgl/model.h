@@ -944,10 +944,11 @@ typedef struct kgl_run_spec {
     long steps;                       /* each member's (with resume: more) */
     long eval_every;                  /* rank valid every K steps and at the last (0: never) */
     long patience;                    /* stop after P evaluations without a better valid MRR (0: never) */
-    long log_every;                   /* a row every L steps */
+    long log_every;                   /* a row every L steps (0: at the last step only) */
     bool until_fit;                   /* stop at the step every training triple ranks first */
-    int members;                      /* models: member k has seed st.seed + 1000 k */
-    int jobs, job_threads;            /* members training at once, each on a pool of job_threads */
+    int members;                      /* models (at least 1): member k has seed st.seed + 1000 k */
+    int jobs, job_threads;            /* members training at once (1 to members), each on a pool of
+                                         job_threads (at least 1) */
     kgl_run_callbacks cb;
 } kgl_run_spec;
 

@@ -143,7 +143,7 @@ static void member_steps(kgl_run_member *m)
             m->nonfinite_step = step;
             break;
         }
-        bool logged = (step - first + 1) % spec->log_every == 0 || step == last;
+        bool logged = (spec->log_every && (step - first + 1) % spec->log_every == 0) || step == last;
         bool evaluate = spec->eval_every && ((step - first + 1) % spec->eval_every == 0 || step == last);
         /* with until_fit the fit step gets a row too, so measure every step */
         if (m->diag && (logged || evaluate || spec->until_fit)) kgl_diag_measure(m->diag, &m->tr);
@@ -229,8 +229,10 @@ int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
     memset(run, 0, sizeof *run);
     run->spec = *spec;
     if (!spec->resume && spec->st.sched.total == 0) run->spec.st.sched.total = spec->steps; /* a decay spans the run */
-    int members = spec->members, jobs = spec->jobs < 1 ? 1 : spec->jobs > members ? members : spec->jobs;
-    run->spec.jobs = jobs;
+    int members = spec->members < 1 ? 1 : spec->members;
+    int jobs = spec->jobs < 1 ? 1 : spec->jobs > members ? members : spec->jobs;
+    run->spec.members = members, run->spec.jobs = jobs;
+    run->spec.job_threads = spec->job_threads < 1 ? 1 : spec->job_threads;
     run->member = kgl_xcalloc((size_t)members, sizeof *run->member);
     kgl_run_queue q = {.run = run};
     pthread_mutex_init(&q.lock, NULL);
@@ -246,7 +248,7 @@ int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
     run_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
     for (int j = 0; j < jobs; j++) {
         workers[j].q = &q;
-        workers[j].pool = run->pools[j] = kgl_pool_create(spec->job_threads);
+        workers[j].pool = run->pools[j] = kgl_pool_create(run->spec.job_threads);
     }
     double t0 = kgl_seconds();
     for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
