@@ -33,9 +33,11 @@ static const char *const installed[] = {"bin/kgl", "lib/libkgl.a", "lib/pkgconfi
 
 /* `make test` installs kgl into BUILD/stage and builds tests/example/predict_family.c
  * with `pkg-config --cflags --libs kgl` against it. The program trains on the
- * walkthrough's family graph and asks who Jack's parents are; `kgl train` with
- * the same options and `kgl predict` must give the same answer with the same
- * score, to the last bit (the library is the program's engine, not a copy). */
+ * walkthrough's family graph, keeps the model best on valid (kgl_run_train)
+ * and asks who Jack's parents are; `kgl train` with the same options must
+ * choose the same step with the same valid MRR, and `kgl predict` give the
+ * same answer with the same score, to the last bit (the library is the
+ * program's engine, not a copy). */
 /* The example program built as `program` answers as `kgl train` and `kgl
    predict` run with `precision` (the same options) do, to the last bit. */
 static void example_answers_as_the_cli(test_ctx *T, const char *program, const char *precision)
@@ -43,6 +45,9 @@ static void example_answers_as_the_cli(test_ctx *T, const char *program, const c
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s/example/%s' data/walkthrough/family.train.tsv", build_dir(T), program);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    long best_step = -1;
+    char best_mrr[64] = "", *line = strstr(out, "best valid MRR ");
+    CHECK(line && sscanf(line, "best valid MRR %63s at step %ld", best_mrr, &best_step) == 2);
     const char *first = strstr(out, "\n1\t");
     CHECK(first != NULL);
     if (!first) return;
@@ -54,10 +59,18 @@ static void example_answers_as_the_cli(test_ctx *T, const char *program, const c
     CHECK(strcmp(name, "Victor") == 0);
 
     snprintf(cmd, sizeof cmd,
-             "train --train data/walkthrough/family.train.tsv --dim 32 --heads 4 --weight-decay 0.5 --steps 1000 "
-             "--seed 1 --quiet %s --save %s/family-%s.safetensors",
+             "train --train data/walkthrough/family.train.tsv --valid data/walkthrough/family.valid.tsv "
+             "--eval-every 100 --dim 32 --heads 4 --weight-decay 0.5 --steps 1000 --seed 1 --json %s "
+             "--save %s/family-%s.safetensors",
              precision, T->tmp, program);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    char cli_step[32] = "", cli_mrr[64] = "", step[32];
+    CHECK(test_json_raw(out, "best_step", cli_step, sizeof cli_step));
+    CHECK(test_json_raw(out, "best_valid_mrr", cli_mrr, sizeof cli_mrr));
+    snprintf(step, sizeof step, "%ld", best_step);
+    /* the same step chosen, with the same MRR (both %.17g: the same double) */
+    if (!CHECK(strcmp(cli_step, step) == 0 && strcmp(cli_mrr, best_mrr) == 0))
+        printf("    the example: step %s, MRR %s; kgl train: step %s, MRR %s\n", step, best_mrr, cli_step, cli_mrr);
     snprintf(cmd, sizeof cmd,
              "predict %s --checkpoint %s/family-%s.safetensors --train data/walkthrough/family.train.tsv "
              "--relation parent_of --tail Jack --top 1 --json",

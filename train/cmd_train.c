@@ -1,9 +1,7 @@
 /* cmd_train.c — `kgl train`: the layer learns the triples. */
 #include <errno.h>
 #include <float.h>
-#include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -347,70 +345,26 @@ typedef struct train_line {
     atomic_int finished; /* members done */
 } train_line;
 
-typedef struct run_state {
+/* What the program keeps of a member beside the library's kgl_run_member:
+   its files and what it has shown. */
+typedef struct member_out {
+    char *log_path, *save_path; /* this member's (NULL: none) */
+    FILE *log;                  /* log_file.f while the log is written, else NULL */
+    kgl_outfile log_file;
+    bool log_failed;            /* a write failed: reported, logging stopped */
+    bool output_failed;         /* its log could not be written */
+    kgl_diag diag;              /* the log's head columns */
+    double t0;                  /* the log's clock */
+    long shown_step;            /* the step of the model's last line shown */
+} member_out;
+
+/* The run's callbacks' context (kgl_run_callbacks). */
+typedef struct train_ctx {
     train_opts *o;
     data_view *v;
-    int member;                        /* of the ensemble, 0 without one */
-    train_line *tl;                    /* the run's progress line */
-    atomic_int *halt;                  /* set when another member failed */
-    uint64_t seed;                     /* --seed + 1000 member */
-    char *log_path, *save_path;        /* this member's (NULL: none) */
-    long steps_run;
-    double final_loss, seconds;
-    bool output_failed;                /* its log could not be written */
-    bool saved;                        /* its checkpoint was written */
-    kgl_trainer tr;
-    kgl_eval ev;
-    FILE *log;        /* log_file.f while the log is written, else NULL */
-    kgl_outfile log_file;
-    bool log_failed;  /* a write failed: reported, logging stopped */
-    double t0;
-    long step, last;   /* the last step done, and the last to do */
-    double loss;       /* step's */
-    long ranked, to_rank; /* an evaluation under way (--eval-every): queries ranked, of */
-    long shown_step;      /* the step of the model's last line shown */
-    long fit_step;
-    long first_step;           /* of this run (a resume continues the count) */
-    bool track_fit, watch_fit; /* fit checked every step (train H@1 on each line); at logged steps */
-    double *spec;
-    kgl_diag diag;
-    /* model selection (--eval-every) */
-    kgl_eval valid_ev;
-    kgl_snapshot best;
-    long best_step, evals_since_best, evaluations;
-    double best_mrr, last_valid_mrr;
-    bool stopped_early;
-    long ev_step; /* the step whose training-triple ranks rs.ev holds, or -1 */
-} run_state;
-
-/* Ranks the valid triples with the current parameters; keeps a snapshot of
-   the best model so far. Returns false when patience has run out. */
-static bool select_model(run_state *rs, long step)
-{
-    kgl_tensor *C = kgl_trainer_states(&rs->tr);
-    kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[1], rs->v->n[1], &rs->valid_ev);
-    double mrr = rs->valid_ev.both.mrr;
-    rs->last_valid_mrr = mrr;
-    rs->evaluations++;
-    if (rs->best_step < 0 || mrr > rs->best_mrr) {
-        rs->best_mrr = mrr;
-        rs->best_step = step;
-        rs->evals_since_best = 0;
-        kgl_trainer_snapshot(&rs->tr, &rs->best);
-    } else {
-        rs->evals_since_best++;
-    }
-    return !(rs->o->run.patience && rs->evals_since_best >= rs->o->run.patience);
-}
-
-static double train_hits1(run_state *rs, long step)
-{
-    if (rs->ev_step == step) return rs->ev.both.hits1; /* the fit check just ranked them */
-    rs->ev_step = step;
-    kgl_tensor *C = kgl_trainer_states(&rs->tr);
-    kgl_evaluate(&rs->tr.model, C, &rs->v->ds, rs->v->split[0], rs->v->n[0], &rs->ev);
-    return rs->ev.both.hits1;
-}
+    train_line *tl;
+    member_out *out; /* [members] */
+} train_ctx;
 
 /* The per-head columns of the log, in this order, each prefixed "h<k>_". */
 static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "entropy", "max_abs_logit",
@@ -418,23 +372,24 @@ static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "ent
                                            "wq_move",       "wk_move",      "attn_tv"};
 #define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
 
-static void log_header(run_state *rs)
+static void log_header(const train_ctx *c, const kgl_run_member *m)
 {
-    fprintf(rs->log, "step,loss,main_loss,aux_loss,lr,seconds");
-    bool selecting = rs->o->run.eval_every > 0;
-    const kgl_dataset *ds = &rs->v->ds;
-    for (int h = 0; h < rs->tr.model.cfg.heads; h++) {
-        for (int c = 0; c < N_HEAD_COLUMNS; c++) fprintf(rs->log, ",h%d_%s", h, head_columns[c]);
+    FILE *log = c->out[m->index].log;
+    fprintf(log, "step,loss,main_loss,aux_loss,lr,seconds");
+    bool selecting = c->o->run.eval_every > 0;
+    const kgl_dataset *ds = &c->v->ds;
+    for (int h = 0; h < m->tr.model.cfg.heads; h++) {
+        for (int k = 0; k < N_HEAD_COLUMNS; k++) fprintf(log, ",h%d_%s", h, head_columns[k]);
         for (int r = 0; r < ds->n_relations; r++) {
-            if (!rs->v->use_relation[r]) continue;
+            if (!c->v->use_relation[r]) continue;
             char name[600];
             snprintf(name, sizeof name, "h%d_spec_%s", h, ds->relation_names[r]);
-            fputc(',', rs->log);
-            write_field(rs->log, name, ",\"\r\n");
+            fputc(',', log);
+            write_field(log, name, ",\"\r\n");
         }
     }
-    if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", rs->log);
-    fputc('\n', rs->log);
+    if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", log);
+    fputc('\n', log);
 }
 
 static void log_number(FILE *f, double v)
@@ -445,31 +400,33 @@ static void log_number(FILE *f, double v)
 
 /* One row: the losses of the step's forward pass and the diagnostics
    measured between its backward and its update. */
-static void log_row(run_state *rs, long step, double loss, bool evaluated)
+static void log_row(const train_ctx *c, const kgl_run_member *m, long step, double loss, bool evaluated)
 {
-    fprintf(rs->log, "%ld", step);
-    log_number(rs->log, loss);
-    log_number(rs->log, rs->tr.last_main);
-    log_number(rs->log, rs->tr.last_aux);
-    log_number(rs->log, rs->tr.optim.lr);
-    fprintf(rs->log, ",%.6f", now_seconds() - rs->t0);
-    const kgl_diag *dg = &rs->diag;
+    const member_out *out = &c->out[m->index];
+    FILE *log = out->log;
+    fprintf(log, "%ld", step);
+    log_number(log, loss);
+    log_number(log, m->tr.last_main);
+    log_number(log, m->tr.last_aux);
+    log_number(log, m->tr.optim.lr);
+    fprintf(log, ",%.6f", now_seconds() - out->t0);
+    const kgl_diag *dg = &out->diag;
     for (int h = 0; h < dg->heads; h++) {
         const kgl_head_diag *hd = &dg->head[h];
         double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
                                     hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
                                     hd->wq_move,       hd->wk_move,      hd->attn_tv};
-        for (int c = 0; c < N_HEAD_COLUMNS; c++) log_number(rs->log, v[c]);
+        for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, v[k]);
         for (int r = 0; r < dg->m; r++)
-            if (rs->v->use_relation[r]) log_number(rs->log, dg->spec[h * dg->m + r]);
+            if (c->v->use_relation[r]) log_number(log, dg->spec[h * dg->m + r]);
     }
-    if (rs->o->run.eval_every) { /* of the parameters after this step's update */
-        const kgl_metrics *b = &rs->valid_ev.both;
-        log_number(rs->log, evaluated ? b->mrr : NAN);
-        log_number(rs->log, evaluated ? b->hits1 : NAN);
-        log_number(rs->log, evaluated ? b->hits10 : NAN);
+    if (c->o->run.eval_every) { /* of the parameters after this step's update */
+        const kgl_metrics *b = &m->valid_ev.both;
+        log_number(log, evaluated ? b->mrr : NAN);
+        log_number(log, evaluated ? b->hits1 : NAN);
+        log_number(log, evaluated ? b->hits10 : NAN);
     }
-    fputc('\n', rs->log);
+    fputc('\n', log);
 }
 
 /* The run's line, with `work` more steps done and `more` more to do (a
@@ -479,9 +436,9 @@ static void log_row(run_state *rs, long step, double loss, bool evaluated)
    or the evaluation under way; an ensemble's: "ensemble 10 models, 2 at a
    time: 3400/30000 steps, 1m12s elapsed, ETA 8m31s; 3 of 10 done", the
    steps of all its members. */
-static void show_progress(run_state *rs, long work, long more, bool force)
+static void show_progress(train_ctx *c, kgl_run_member *m, long work, long more, bool force)
 {
-    train_line *tl = rs->tl;
+    train_line *tl = c->tl;
     if (!tl->on) return;
     progress_at at;
     if (!progress_due(&tl->line, (double)work, (double)more, force, now_seconds(), &at)) return;
@@ -495,321 +452,105 @@ static void show_progress(run_state *rs, long work, long more, bool force)
         APPEND("ensemble %d models, %s: %.0f/%.0f steps, %s; %d of %d done", tl->members, jobs, at.done, at.total,
                times, atomic_load(&tl->finished), tl->members);
     } else { /* the times first: a terminal narrower than the line cuts its end */
-        int width = snprintf(NULL, 0, "%ld", rs->last); /* a steady line in place */
-        APPEND("step %*ld/%ld, %s; loss %.6f", width, rs->step, rs->last, times, rs->loss);
-        if (rs->to_rank) {
-            APPEND(", ranking valid %ld/%ld", rs->ranked, rs->to_rank);
+        int width = snprintf(NULL, 0, "%ld", m->last_step); /* a steady line in place */
+        APPEND("step %*ld/%ld, %s; loss %.6f", width, m->step, m->last_step, times, m->loss);
+        if (m->to_rank) {
+            APPEND(", ranking valid %ld/%ld", m->ranked, m->to_rank);
         } else {
             /* ranking the training triples for each line: only when cheap; else the last fit check's */
-            if (rs->track_fit) APPEND(", train H@1 %.3f", train_hits1(rs, rs->step));
-            else if (rs->ev_step >= 0) APPEND(", train H@1 %.3f (step %ld)", rs->ev.both.hits1, rs->ev_step);
-            if (rs->evaluations) APPEND(", valid MRR %.4f (best %.4f at step %ld)", rs->last_valid_mrr, rs->best_mrr,
-                                        rs->best_step);
+            if (m->track_fit) APPEND(", train H@1 %.3f", kgl_run_train_hits1(m));
+            else if (m->ev_step >= 0) APPEND(", train H@1 %.3f (step %ld)", m->ev.both.hits1, m->ev_step);
+            if (m->evaluations) APPEND(", valid MRR %.4f (best %.4f at step %ld)", m->last_valid_mrr, m->best_mrr,
+                                       m->best_step);
         }
-        rs->shown_step = rs->step;
+        c->out[m->index].shown_step = m->step;
     }
 #undef APPEND
     progress_show(&tl->line, text);
 }
 
-/* kgl_eval's callback while --eval-every ranks the valid triples: a big
-   graph takes a while, and the line says so. */
-static void ranking_valid(void *ctx, long done, long total)
-{
-    run_state *rs = ctx;
-    rs->ranked = done, rs->to_rank = done < total ? total : 0;
-    show_progress(rs, 0, 0, false);
-}
+/* kgl_run's progress: after each step (work 1), and while valid is ranked
+   (a big graph takes a while, and the line says so). */
+static void on_progress(void *ctx, kgl_run_member *m, long work) { show_progress(ctx, m, work, 0, false); }
 
 /* A member has finished: an ensemble's says how it went, once, above the
    line; the steps it did not take leave the total; and the line shows it
    (a model's last line, unless that step's is on the screen already). */
-static void member_done(run_state *rs)
+static void member_done(train_ctx *c, kgl_run_member *m)
 {
-    train_line *tl = rs->tl;
+    train_line *tl = c->tl;
     bool ensemble = tl->members > 1;
     atomic_fetch_add(&tl->finished, 1);
     if (tl->on && ensemble) {
         char sel[128] = "", times[32];
-        format_duration(rs->seconds, times, sizeof times);
-        if (rs->o->run.eval_every && !rs->evaluations)
+        format_duration(m->seconds, times, sizeof times);
+        if (c->o->run.eval_every && !m->evaluations)
             snprintf(sel, sizeof sel, "  no evaluation ran");
-        else if (rs->o->run.eval_every)
-            snprintf(sel, sizeof sel, "  best valid MRR %.4f at step %ld", rs->best_mrr, rs->best_step);
-        progress_print(&tl->line, "member %d  seed %llu  %ld steps in %s  final loss %.6f%s%s", rs->member,
-                       (unsigned long long)rs->seed, rs->steps_run, times, rs->final_loss, sel,
-                       rs->stopped_early ? " (stopped early)" : "");
+        else if (c->o->run.eval_every)
+            snprintf(sel, sizeof sel, "  best valid MRR %.4f at step %ld", m->best_mrr, m->best_step);
+        progress_print(&tl->line, "member %d  seed %llu  %ld steps in %s  final loss %.6f%s%s", m->index,
+                       (unsigned long long)m->seed, m->steps_run, times, m->final_loss, sel,
+                       m->stopped_early ? " (stopped early)" : "");
     }
-    if (ensemble || rs->step >= rs->first_step) /* none for --steps 0 */
-        show_progress(rs, 0, rs->step - rs->last, ensemble || rs->shown_step != rs->step);
+    if (ensemble || m->step >= m->first_step) /* none for --steps 0 */
+        show_progress(c, m, 0, m->step - m->last_step, ensemble || c->out[m->index].shown_step != m->step);
 }
 
-static bool open_log(run_state *rs)
+static bool open_log(train_ctx *c, kgl_run_member *m)
 {
-    if (!rs->log_path) return true;
+    member_out *out = &c->out[m->index];
+    if (!out->log_path) return true;
     char err[4200];
-    if (!kgl_outfile_open(&rs->log_file, rs->log_path, err, sizeof err)) {
+    if (!kgl_outfile_open(&out->log_file, out->log_path, err, sizeof err)) {
         fprintf(stderr, "kgl train: the log %s\n", err);
         return false;
     }
-    rs->log = rs->log_file.f;
-    kgl_diag_init(&rs->diag, &rs->tr);
-    log_header(rs);
+    out->log = out->log_file.f;
+    kgl_diag_init(&out->diag, &m->tr);
+    m->diag = &out->diag; /* measured at the logged steps */
+    log_header(c, m);
     return true;
 }
 
 /* After each row: a write error is reported at once, with its reason; the
    log is dropped and training (and --save) go on. */
-static void log_flush(run_state *rs, long step)
+static void log_flush(train_ctx *c, kgl_run_member *m, long step)
 {
-    if (!rs->log) return;
-    if (fflush(rs->log) == 0 && !ferror(rs->log)) return;
+    member_out *out = &c->out[m->index];
+    if (!out->log) return;
+    if (fflush(out->log) == 0 && !ferror(out->log)) return;
     int e = errno;
-    progress_print(&rs->tl->line, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it",
-                   step, rs->log_path, strerror(e ? e : EIO));
-    kgl_outfile_discard(&rs->log_file);
-    kgl_diag_free(&rs->diag);
-    rs->log = NULL;
-    rs->log_failed = true;
+    progress_print(&c->tl->line, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it",
+                   step, out->log_path, strerror(e ? e : EIO));
+    kgl_outfile_discard(&out->log_file);
+    m->diag = NULL;
+    kgl_diag_free(&out->diag);
+    out->log = NULL;
+    out->log_failed = true;
 }
 
 /* fflush, fsync, then rename over the log path (as a checkpoint is written). */
-static bool close_log(run_state *rs)
+static bool close_log(train_ctx *c, kgl_run_member *m)
 {
-    if (!rs->log) return !rs->log_failed;
-    kgl_diag_free(&rs->diag);
+    member_out *out = &c->out[m->index];
+    if (!out->log) return !out->log_failed;
+    m->diag = NULL;
+    kgl_diag_free(&out->diag);
     char err[4200];
-    bool ok = kgl_outfile_commit(&rs->log_file, err, sizeof err);
+    bool ok = kgl_outfile_commit(&out->log_file, err, sizeof err);
     if (!ok) fprintf(stderr, "kgl train: the log %s\n", err);
-    rs->log = NULL;
+    out->log = NULL;
     return ok;
 }
 
-/* SIGINT/SIGTERM: the first stops after the current step (the loop checks
-   stop_signal), the second at once, removing the temporary files. */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
+/* kgl_run's row: into the log, flushed (the row of a step the run stops
+   at is written when the log is closed). */
+static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
 {
-    if (stop_signal) {
-        kgl_tmp_remove_all();
-        _exit(EXIT_INTERRUPTED);
-    }
-    stop_signal = sig;
-    static const char msg[] = "\nkgl train: stopping after this step (again to stop at once)\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-}
-
-
-/* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
-   evaluation ran (Ctrl-C before the first): the model is the last step's. */
-static void json_best(const run_state *rs)
-{
-    if (!rs->evaluations) {
-        printf(",\"best_step\":null,\"best_valid_mrr\":null");
-        return;
-    }
-    printf(",\"best_step\":%ld,\"best_valid_mrr\":", rs->best_step);
-    kgl_json_number(stdout, rs->best_mrr);
-}
-
-/* Where member 0's heads look, by relation, into rs->spec (f: its forward
-   pass, for the full context's weights; NAN without a layer). */
-static void member0_spec(run_state *rs, const kgl_forward *f)
-{
-    kgl_trainer *tr = &rs->tr;
-    switch (tr->model.cfg.context) {
-    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f->attn, rs->spec); break;
-    case KGL_CONTEXT_GRAPH:
-        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
-                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
-                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
-                                     rs->spec, NULL, NULL);
-        break;
-    case KGL_CONTEXT_NONE:
-        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) rs->spec[k] = NAN;
-        break;
-    }
-}
-
-/* The report's model selection: an ensemble's members alone (each ranked on
-   every split given, under the ranking's progress line, what says which),
-   or the one model's chosen step. */
-static void print_selection(run_state *rs, int members, const kgl_model *const *models, const kgl_real *const *states,
-                            progress *ranking, char *what, size_t what_cap)
-{
-    data_view *v = rs->v;
-    const kgl_dataset *ds = &v->ds;
-    if (members > 1) {
-        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
-               members);
-        for (int k = 0; k < members; k++) {
-            run_state *r = &rs[k];
-            char line[512];
-            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)r->seed);
-            for (int s = 0; s < 3; s++) {
-                if (!rs->o->report[s]) continue;
-                snprintf(what, what_cap, "%s for member %d", v->name[s], k);
-                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
-                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
-                                      v->name[s], rs->ev.both.mrr, rs->ev.both.hits1);
-            }
-            progress_clear(ranking);
-            printf("%s", line);
-            if (rs->o->run.eval_every && !r->evaluations) printf("  (no evaluation ran)");
-            else if (rs->o->run.eval_every) printf("  (best valid at step %ld)", r->best_step);
-            printf("\n");
-        }
-    } else if (rs->o->run.eval_every && !rs->evaluations) { /* interrupted before the first (or --steps 0) */
-        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
-               "the last step, %ld\n", rs->o->run.eval_every, rs->steps_run);
-    } else if (rs->o->run.eval_every) {
-        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
-               "checkpoint are of that model\n",
-               rs->best_mrr, rs->best_step, rs->evaluations, rs->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
-    }
-}
-
-/* The metrics of the model (or of the ensemble of rs[0..members)) on every
-   split given, also into both[split] (both directions); the specialisation
-   and fit are member 0's. */
-static void report(run_state *rs, int members, double seconds, kgl_metrics *both)
-{
-    data_view *v = rs->v;
-    kgl_trainer *tr = &rs->tr;
-    const kgl_dataset *ds = &v->ds;
-    const kgl_model *models[KGL_MAX_ENSEMBLE];
-    const kgl_real *states[KGL_MAX_ENSEMBLE];
-    kgl_forward f;
-    for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
-        models[k] = &rs[k].tr.model;
-        /* a --query-relation model answers from each question's own state: no entity's is read */
-        states[k] = models[k]->cfg.query_relation ? NULL : kgl_trainer_context(&rs[k].tr, &f)->data;
-    }
-    member0_spec(rs, &f);
-    size_t params = 0;
-    for (int k = 0; k < members; k++) params += rs[k].tr.model.params.total;
-    /* Its rankings take minutes on a graph of real size (each split, and
-       each member's alone in an ensemble): a line while they run, erased
-       before each table (stdout may be the same terminal). */
-    long queries = 0;
-    for (int s = 0; s < 3; s++) queries += rs->o->report[s] ? 2L * v->n[s] : 0;
-    progress ranking;
-    progress_start(&ranking, stderr, isatty(STDERR_FILENO), (double)queries * (members > 1 ? members + 1 : 1),
-                   progress_delay(), now_seconds());
-    char what[64];
-    eval_progress ep = {&ranking, "kgl train", what, 0};
-    if (rs->tl->on) rs->ev.progress = eval_progress_update, rs->ev.progress_ctx = &ep;
-    if (rs->o->run.json) {
-        printf("{\"steps\":%ld,\"final_loss\":", rs->steps_run);
-        kgl_json_number(stdout, rs->final_loss);
-        printf(",\"fit_step\":");
-        if (rs->fit_step >= 0) printf("%ld", rs->fit_step);
-        else printf("null");
-        printf(",\"seconds\":");
-        kgl_json_number(stdout, seconds);
-        printf(",\"precision\":\"%s\",\"interrupted\":%s", KGL_PRECISION, stop_signal ? "true" : "false");
-        if (rs->o->run.eval_every) {
-            json_best(rs);
-            printf(",\"evaluations\":%ld,\"stopped_early\":%s", rs->evaluations, rs->stopped_early ? "true" : "false");
-        }
-        printf(",\"params\":%zu,\"ensemble\":%d", params, members);
-        json_options(rs->o);
-        if (members > 1) { /* each member alone */
-            printf(",\"members\":[");
-            for (int k = 0; k < members; k++) {
-                run_state *r = &rs[k];
-                printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)r->seed,
-                       r->steps_run);
-                kgl_json_number(stdout, r->seconds);
-                if (rs->o->run.eval_every) json_best(r);
-                printf(",\"metrics\":{");
-                bool first = true;
-                for (int s = 0; s < 3; s++) {
-                    if (!rs->o->report[s]) continue;
-                    snprintf(what, sizeof what, "%s for member %d", v->name[s], k);
-                    kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &rs->ev);
-                    progress_clear(&ranking);
-                    printf("%s\"%s\":", first ? "" : ",", v->name[s]);
-                    json_metrics(stdout, ds, v->use_relation, &rs->ev);
-                    first = false;
-                }
-                printf("}}");
-            }
-            printf("]");
-        }
-        printf(",\"metrics\":{");
-    }
-    bool first = true;
-    for (int s = 0; s < 3; s++) {
-        if (!rs->o->report[s]) continue;
-        snprintf(what, sizeof what, "%s for the report", v->name[s]);
-        kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &rs->ev);
-        progress_clear(&ranking);
-        both[s] = rs->ev.both;
-        if (rs->o->run.json) {
-            if (!first) putchar(',');
-            printf("\"%s\":", v->name[s]);
-            json_metrics(stdout, ds, v->use_relation, &rs->ev);
-        } else {
-            print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &rs->ev);
-        }
-        first = false;
-    }
-    if (rs->o->run.json) {
-        printf("},\"spec\":");
-        json_spec(stdout, ds, v->use_relation, tr->model.cfg.heads, rs->spec);
-        printf("}\n");
-        progress_stop(&ranking);
-        return;
-    }
-    const char *of = members > 1 ? " (member 0)" : "";
-    if (rs->fit_step >= 0)
-        printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, rs->fit_step);
-    else if (rs->track_fit)
-        printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, rs->steps_run);
-    print_spec_table(ds, v->use_relation, tr->model.cfg.heads, rs->spec, tr->model.cfg.context);
-    print_selection(rs, members, models, states, &ranking, what, sizeof what);
-    if (members > 1)
-        printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, seconds, rs->steps_run,
-               rs->final_loss);
-    else
-        printf("\n%ld steps in %.2f s, final loss %.6f\n", rs->steps_run, seconds, rs->final_loss);
-    progress_stop(&ranking);
-}
-
-/* --quiet's one line at the end, on stderr: what was trained, in how long,
-   and the metrics of every split (both directions; an ensemble's). */
-static void summary(const run_state *rs, int members, double seconds, const kgl_metrics *both)
-{
-    const kgl_config *c = &rs->tr.model.cfg;
-    char line[1024], times[32];
-    long least = rs->steps_run, most = rs->steps_run;
-    for (int k = 1; k < members; k++) {
-        least = rs[k].steps_run < least ? rs[k].steps_run : least;
-        most = rs[k].steps_run > most ? rs[k].steps_run : most;
-    }
-    format_duration(seconds, times, sizeof times);
-    char steps[48];
-    if (least < most) snprintf(steps, sizeof steps, "%ld-%ld", least, most); /* some stopped early */
-    else snprintf(steps, sizeof steps, "%ld", most);
-    size_t n;
-    if (members > 1)
-        n = (size_t)snprintf(line, sizeof line, "kgl train: an ensemble of %d models (d_model %d, %d heads), %s steps "
-                             "each, in %s", members, c->dim, c->heads, steps, times);
-    else
-        n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
-                             c->dim, c->heads, rs->steps_run, times, rs->final_loss);
-    if (members == 1 && rs->o->run.eval_every && !rs->evaluations)
-        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", no evaluation ran");
-    else if (members == 1 && rs->o->run.eval_every)
-        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", rs->best_step);
-    for (int s = 0; s < 3; s++)
-        if (rs->o->report[s])
-            n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
-                                  rs->v->name[s], both[s].mrr, both[s].hits1, both[s].hits10);
-    fprintf(stderr, "%s\n", line);
+    train_ctx *c = ctx;
+    if (!c->out[m->index].log) return;
+    log_row(c, m, step, loss, evaluated);
+    if (!stopping) log_flush(c, m, step);
 }
 
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an
@@ -833,218 +574,295 @@ static void warn_short_last_batch(const kgl_trainer *tr, progress *line)
                    n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
 }
 
-/* PATH with ".m<k>" before its extension (x.safetensors -> x.m1.safetensors;
-   no extension: appended); member 0 keeps PATH. */
-static char *member_path(const char *path, int k)
+/* kgl_run's start: a member's model is ready. Warnings and notes on what
+   it starts from, a resumed model checked, the log opened. */
+static int on_start(void *ctx, kgl_run_member *m)
 {
-    if (!path) return NULL;
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
-    if (k == 0 || !dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) dot = path + strlen(path);
-    size_t cap = strlen(path) + 16;
-    char *p = kgl_xmalloc(cap);
-    if (k == 0) snprintf(p, cap, "%s", path);
-    else snprintf(p, cap, "%.*s.m%d%s", (int)(dot - path), path, k, dot);
-    return p;
-}
-
-/* Trains one model (member rs->member of the ensemble) from its
-   initialisation, or from the checkpoint ck when resuming, and leaves it
-   in rs->tr restored to the step selected on valid. Returns 0, 1 (the loss
-   became non-finite) or an exit status (3: the log could not be opened); a
-   log that failed later sets rs->output_failed, and training went on. */
-static int train_member(run_state *rs, const int *head_of, kgl_pool *pool, kgl_checkpoint *ck)
-{
-    train_opts *o = rs->o;
-    data_view *v = rs->v;
-    kgl_optim optim = o->st.optim;
-    optim.lr = o->st.base_lr; /* the rate a schedule starts from (--lr) */
-    kgl_train_config tc = {o->st.batch, rs->seed, optim, head_of, o->st.aux_weight, o->st.freeze_embeddings, o->st.lookup};
-    kgl_trainer_init(&rs->tr, &v->ds, v->split[0], v->n[0], &o->cfg, &tc);
-    if (o->st.kvsall) kgl_trainer_set_kvsall(&rs->tr);
-    if (rs->member == 0) warn_short_last_batch(&rs->tr, &rs->tl->line);
-    kgl_trainer_set_pool(&rs->tr, pool);
-    kgl_trainer_set_regularisers(&rs->tr, &o->st.reg);
-    kgl_trainer_set_schedule(&rs->tr, &o->st.sched);
+    train_ctx *c = ctx;
+    const train_opts *o = c->o;
+    if (m->index == 0) warn_short_last_batch(&m->tr, &c->tl->line);
+    const kgl_checkpoint *ck = m->spec->resume;
     if (ck) {
-        kgl_checkpoint_apply(ck, &rs->tr.model);
-        if (!model_finite(o->run.resume_path, &rs->tr.model)) return EXIT_USAGE;
-        if (o->st.optim.kind != ck->st.optim.kind) {
-            /* one optimiser's state means nothing to another (Adam's m may be
-               negative, Adagrad's sum may not): the new one starts at zero */
-            kgl_params_zero_state(&rs->tr.model.params);
-            if (rs->member == 0)
-                fprintf(stderr, "kgl train: note: %s was trained with another optimiser; this one starts with no state\n",
-                        o->run.resume_path);
-        }
-        kgl_trainer_set_step(&rs->tr, ck->st.step);
+        if (!model_finite(o->run.resume_path, &m->tr.model)) return EXIT_USAGE;
+        if (o->st.optim.kind != ck->st.optim.kind && m->index == 0) /* kgl_run_train starts it with no state */
+            fprintf(stderr, "kgl train: note: %s was trained with another optimiser; this one starts with no state\n",
+                    o->run.resume_path);
         if (o->st.sched.kind != KGL_SCHED_CONSTANT && ck->st.step >= o->st.sched.total)
             fprintf(stderr,
                     "kgl train: note: the checkpoint's learning-rate decay ended at step %ld; these steps run at "
                     "its floor (%g x lr). --decay-steps T extends it.\n",
                     o->st.sched.total, o->st.sched.floor);
-        kgl_trainer_set_position(&rs->tr, &ck->st.epoch_rng, ck->st.cursor);
-        if (ck->st.has_dropout_rng) rs->tr.dropout_rng = ck->st.dropout_rng;
     }
-    kgl_eval_init(&rs->ev, v->ds.n_entities, v->ds.n_relations);
-    kgl_eval_init(&rs->valid_ev, v->ds.n_entities, v->ds.n_relations);
-    kgl_eval_set_pool(&rs->ev, pool);
-    kgl_eval_set_pool(&rs->valid_ev, pool);
-    rs->fit_step = -1;
-    rs->best_step = -1;
-    rs->ev_step = -1;
-    rs->spec = kgl_xmalloc((size_t)o->cfg.heads * (size_t)v->ds.n_relations * sizeof(double));
-    /* Checking the fit costs one evaluation of the training triples; do it
-       every step when that is cheap or asked for, else at logged steps. */
-    double fit_cost = (double)v->n[0] * v->ds.n_entities * o->cfg.dim;
-    /* with --query-relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
-    if (o->cfg.query_relation) fit_cost += 2.0 * v->n[0] * (o->cfg.neighbours + 1.0) * o->cfg.dim * o->cfg.dim;
-    rs->track_fit = o->run.until_fit || fit_cost <= 2e7;
-    /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
-       ranking of the training triples costs a minute: the fit is not checked
-       and the progress line leaves out train H@1 (the final report still
-       ranks them once); between the two, the line shows the last check's. */
-    rs->watch_fit = rs->track_fit || fit_cost <= 2e9;
-    if (!open_log(rs)) return EXIT_OUTPUT;
-    rs->valid_ev.progress = ranking_valid, rs->valid_ev.progress_ctx = rs;
-    rs->t0 = now_seconds();
-    long first = rs->tr.optim.step + 1, last = rs->tr.optim.step + o->run.steps;
-    rs->first_step = first;
-    rs->step = first - 1, rs->last = last;
-    double loss = NAN;
-    int st = 0;
-    bool halted = false;
-    for (long step = first; step <= last; step++) {
-        if (rs->halt && atomic_load(rs->halt)) { /* its results will not be reported */
-            halted = true;
-            break;
-        }
-        loss = kgl_trainer_compute(&rs->tr);
-        if (!isfinite(loss)) {
-            progress_print(&rs->tl->line,
-                           "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
-                           "Try a smaller --lr, --init-scale or --scale.",
-                           step, isnan(loss) ? "NaN" : "infinite", o->run.save_path ? " and no checkpoint is written" : "");
-            st = 1;
-            break;
-        }
-        bool logged = (step - first + 1) % o->run.log_every == 0 || step == last;
-        bool evaluate = o->run.eval_every && ((step - first + 1) % o->run.eval_every == 0 || step == last);
-        /* with --until-fit the fit step is logged too, so measure every step */
-        if (rs->log && (logged || evaluate || o->run.until_fit)) kgl_diag_measure(&rs->diag, &rs->tr);
-        kgl_trainer_update(&rs->tr);
-        rs->step = step, rs->loss = loss;
-        bool go_on = !evaluate || select_model(rs, step);
-        if (rs->log && (logged || evaluate)) {
-            log_row(rs, step, loss, evaluate);
-            log_flush(rs, step);
-        }
-        if ((rs->track_fit || (logged && rs->watch_fit)) && rs->fit_step < 0) {
-            if (kgl_trainer_fits(&rs->tr, &rs->ev)) rs->fit_step = step;
-            rs->ev_step = step; /* rs->ev holds the training triples' ranks at this step */
-        }
-        show_progress(rs, 1, 0, false);
-        if (stop_signal && step < last) { /* Ctrl-C: keep the work of the steps done */
-            if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
-            break;
-        }
-        if (o->run.until_fit && rs->fit_step >= 0) {
-            if (rs->log && !logged && !evaluate) log_row(rs, step, loss, false);
-            break;
-        }
-        if (!go_on) {
-            rs->stopped_early = true;
-            break;
-        }
-    }
-    rs->seconds = now_seconds() - rs->t0;
-    rs->steps_run = rs->tr.optim.step;
-    rs->final_loss = loss;
-    if (st == 0 && rs->best_step >= 0) kgl_trainer_restore(&rs->tr, &rs->best); /* the model selected on valid */
-    /* kept for the report: the model, not what training it needed (the memory estimate counts those once per job) */
-    kgl_snapshot_free(&rs->best);
-    kgl_trainer_release_steps(&rs->tr);
-    rs->output_failed = !close_log(rs);
-    if (st == 0 && !halted) member_done(rs);
-    return st;
+    if (!open_log(c, m)) return EXIT_OUTPUT;
+    c->out[m->index].t0 = now_seconds();
+    return 0;
 }
 
-/* Writes member rs's checkpoint to rs->save_path; member 0's metadata
-   lists the other members' files (`members`, names relative to its folder,
-   '\n'-separated; NULL for none). Every member of an ensemble records the
-   save's run_id ("" for a model alone). False after reporting. */
-static bool save_member(run_state *rs, const char *members, const char *run_id)
+/* kgl_run's end: a member's steps are over. */
+static void on_end(void *ctx, kgl_run_member *m)
 {
-    const train_opts *o = rs->o;
-    kgl_train_state ts = o->st; /* the training options, then where this member's run stands */
-    ts.step = rs->tr.optim.step;
-    ts.seed = rs->seed;
-    ts.optim = rs->tr.optim;
-    kgl_trainer_get_position(&rs->tr, &ts.epoch_rng, &ts.cursor);
-    ts.reg.rng = NULL;
-    ts.dropout_rng = rs->tr.dropout_rng;
-    ts.has_dropout_rng = true;
-    ts.sched = rs->tr.sched;
-    ts.base_lr = rs->tr.base_lr;
-    snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
-    snprintf(ts.run_id, sizeof ts.run_id, "%s", run_id);
-    char err[1024];
-    if (!kgl_checkpoint_save(rs->save_path, &rs->tr.model, &rs->v->ds, &ts, err, sizeof err)) {
-        fprintf(stderr, "kgl train: %s\n", err);
-        return false;
-    }
-    rs->saved = true; /* said after the report */
-    return true;
+    train_ctx *c = ctx;
+    if (m->status == 1)
+        progress_print(&c->tl->line,
+                       "kgl train: step %ld: the loss is %s; training stopped before this step's update%s. "
+                       "Try a smaller --lr, --init-scale or --scale.",
+                       m->nonfinite_step, isnan(m->final_loss) ? "NaN" : "infinite",
+                       c->o->run.save_path ? " and no checkpoint is written" : "");
+    c->out[m->index].output_failed = !close_log(c, m);
+    if (m->status == 0 && !m->halted) member_done(c, m);
 }
 
-/* The members of an ensemble are independent until the report, so J of
-   them train at once (--ensemble-jobs), each on its own pool of threads:
-   J workers take the members in order, and since every member's result is
-   the same bits for any number of threads, the ensemble is the one trained
-   one member after another. No member starts after Ctrl-C or a failure;
-   a failure also stops the others (`halt`). */
-typedef struct member_queue {
-    pthread_mutex_t lock;
-    run_state *rs;
-    int members, next; /* members 0..next-1 have started */
-    int status, failed; /* the first failure in member order: its status, its member */
-    atomic_int halt;
-    const int *head_of;
-    kgl_checkpoint *ck;
-} member_queue;
+/* SIGINT/SIGTERM: the first stops after the current step (kgl_run asks
+   on_stop), the second at once, removing the temporary files. */
+static volatile sig_atomic_t stop_signal;
 
-typedef struct member_worker {
-    member_queue *q;
-    kgl_pool *pool;
-    pthread_t thread;
-    bool started; /* a thread of its own (worker 0 is the calling thread) */
-} member_worker;
-
-static void *train_members(void *arg)
+static void on_stop_signal(int sig)
 {
-    member_worker *w = arg;
-    member_queue *q = w->q;
-    for (;;) {
-        pthread_mutex_lock(&q->lock);
-        int k = q->status == 0 && !stop_signal && q->next < q->members ? q->next++ : -1;
-        pthread_mutex_unlock(&q->lock);
-        if (k < 0) return NULL;
-        int st = train_member(&q->rs[k], q->head_of, w->pool, q->ck);
-        pthread_mutex_lock(&q->lock);
-        if (st && (q->status == 0 || k < q->failed)) q->status = st, q->failed = k;
-        if (st) atomic_store(&q->halt, 1);
-        pthread_mutex_unlock(&q->lock);
+    if (stop_signal) {
+        kgl_tmp_remove_all();
+        _exit(EXIT_INTERRUPTED);
+    }
+    stop_signal = sig;
+    static const char msg[] = "\nkgl train: stopping after this step (again to stop at once)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+}
+
+static bool on_stop(void *ctx)
+{
+    (void)ctx;
+    return stop_signal != 0;
+}
+
+/* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
+   evaluation ran (Ctrl-C before the first): the model is the last step's. */
+static void json_best(const kgl_run_member *m)
+{
+    if (!m->evaluations) {
+        printf(",\"best_step\":null,\"best_valid_mrr\":null");
+        return;
+    }
+    printf(",\"best_step\":%ld,\"best_valid_mrr\":", m->best_step);
+    kgl_json_number(stdout, m->best_mrr);
+}
+
+/* Where member 0's heads look, by relation, into spec (f: its forward
+   pass, for the full context's weights; NAN without a layer). */
+static void member0_spec(kgl_run_member *m, const kgl_forward *f, double *spec)
+{
+    kgl_trainer *tr = &m->tr;
+    switch (tr->model.cfg.context) {
+    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f->attn, spec); break;
+    case KGL_CONTEXT_GRAPH:
+        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
+                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
+                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
+                                     spec, NULL, NULL);
+        break;
+    case KGL_CONTEXT_NONE:
+        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) spec[k] = NAN;
+        break;
     }
 }
 
-static void free_member(run_state *rs)
+/* The report's model selection: an ensemble's members alone (each ranked on
+   every split given, under the ranking's progress line, what says which),
+   or the one model's chosen step. */
+static void print_selection(train_ctx *c, kgl_run *run, const kgl_model *const *models, const kgl_real *const *states,
+                            progress *ranking, char *what, size_t what_cap)
 {
-    free(rs->spec);
-    free(rs->log_path);
-    free(rs->save_path);
-    kgl_eval_free(&rs->ev);
-    kgl_eval_free(&rs->valid_ev);
-    kgl_snapshot_free(&rs->best);
-    kgl_trainer_free(&rs->tr);
+    data_view *v = c->v;
+    const kgl_dataset *ds = &v->ds;
+    const train_opts *o = c->o;
+    int members = run->trained;
+    kgl_run_member *m0 = &run->member[0];
+    if (members > 1) {
+        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
+               members);
+        for (int k = 0; k < members; k++) {
+            const kgl_run_member *m = &run->member[k];
+            char line[512];
+            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)m->seed);
+            for (int s = 0; s < 3; s++) {
+                if (!o->report[s]) continue;
+                snprintf(what, what_cap, "%s for member %d", v->name[s], k);
+                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &m0->ev);
+                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
+                                      v->name[s], m0->ev.both.mrr, m0->ev.both.hits1);
+            }
+            progress_clear(ranking);
+            printf("%s", line);
+            if (o->run.eval_every && !m->evaluations) printf("  (no evaluation ran)");
+            else if (o->run.eval_every) printf("  (best valid at step %ld)", m->best_step);
+            printf("\n");
+        }
+    } else if (o->run.eval_every && !m0->evaluations) { /* interrupted before the first (or --steps 0) */
+        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
+               "the last step, %ld\n", o->run.eval_every, m0->steps_run);
+    } else if (o->run.eval_every) {
+        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
+               "checkpoint are of that model\n",
+               m0->best_mrr, m0->best_step, m0->evaluations, m0->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
+    }
+}
+
+/* --json: each member of an ensemble alone, ranked on every split given. */
+static void json_members(train_ctx *c, kgl_run *run, const kgl_model *const *models, const kgl_real *const *states,
+                         progress *ranking, char *what, size_t what_cap)
+{
+    const data_view *v = c->v;
+    kgl_run_member *m0 = &run->member[0];
+    printf(",\"members\":[");
+    for (int k = 0; k < run->trained; k++) {
+        const kgl_run_member *m = &run->member[k];
+        printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)m->seed, m->steps_run);
+        kgl_json_number(stdout, m->seconds);
+        if (c->o->run.eval_every) json_best(m);
+        printf(",\"metrics\":{");
+        bool first = true;
+        for (int s = 0; s < 3; s++) {
+            if (!c->o->report[s]) continue;
+            snprintf(what, what_cap, "%s for member %d", v->name[s], k);
+            kgl_evaluate_ensemble(&models[k], &states[k], 1, &v->ds, v->split[s], v->n[s], &m0->ev);
+            progress_clear(ranking);
+            printf("%s\"%s\":", first ? "" : ",", v->name[s]);
+            json_metrics(stdout, &v->ds, v->use_relation, &m0->ev);
+            first = false;
+        }
+        printf("}}");
+    }
+    printf("]");
+}
+
+/* --json's opening: the run, its options, and an ensemble's members. */
+static void json_run(train_ctx *c, kgl_run *run, size_t params, const kgl_model *const *models,
+                     const kgl_real *const *states, progress *ranking, char *what, size_t what_cap)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    printf("{\"steps\":%ld,\"final_loss\":", m0->steps_run);
+    kgl_json_number(stdout, m0->final_loss);
+    printf(",\"fit_step\":");
+    if (m0->fit_step >= 0) printf("%ld", m0->fit_step);
+    else printf("null");
+    printf(",\"seconds\":");
+    kgl_json_number(stdout, run->seconds);
+    printf(",\"precision\":\"%s\",\"interrupted\":%s", KGL_PRECISION, stop_signal ? "true" : "false");
+    if (c->o->run.eval_every) {
+        json_best(m0);
+        printf(",\"evaluations\":%ld,\"stopped_early\":%s", m0->evaluations, m0->stopped_early ? "true" : "false");
+    }
+    printf(",\"params\":%zu,\"ensemble\":%d", params, run->trained);
+    json_options(c->o);
+    if (run->trained > 1) json_members(c, run, models, states, ranking, what, what_cap);
+    printf(",\"metrics\":{");
+}
+
+/* The metrics of the model (or of the ensemble of the members trained) on
+   every split given, also into both[split] (both directions); the
+   specialisation and fit are member 0's. */
+static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
+{
+    data_view *v = c->v;
+    const train_opts *o = c->o;
+    int members = run->trained;
+    kgl_run_member *m0 = &run->member[0];
+    const kgl_dataset *ds = &v->ds;
+    const kgl_model *models[KGL_MAX_ENSEMBLE];
+    const kgl_real *states[KGL_MAX_ENSEMBLE];
+    kgl_forward f;
+    for (int k = members - 1; k >= 0; k--) { /* member 0 last: f holds its attention */
+        models[k] = &run->member[k].tr.model;
+        /* a --query-relation model answers from each question's own state: no entity's is read */
+        states[k] = models[k]->cfg.query_relation ? NULL : kgl_trainer_context(&run->member[k].tr, &f)->data;
+    }
+    int heads = m0->tr.model.cfg.heads;
+    double *spec = kgl_xmalloc((size_t)heads * (size_t)ds->n_relations * sizeof(double));
+    member0_spec(m0, &f, spec);
+    size_t params = 0;
+    for (int k = 0; k < members; k++) params += run->member[k].tr.model.params.total;
+    /* Its rankings take minutes on a graph of real size (each split, and
+       each member's alone in an ensemble): a line while they run, erased
+       before each table (stdout may be the same terminal). */
+    long queries = 0;
+    for (int s = 0; s < 3; s++) queries += o->report[s] ? 2L * v->n[s] : 0;
+    progress ranking;
+    progress_start(&ranking, stderr, isatty(STDERR_FILENO), (double)queries * (members > 1 ? members + 1 : 1),
+                   progress_delay(), now_seconds());
+    char what[64];
+    eval_progress ep = {&ranking, "kgl train", what, 0};
+    if (c->tl->on) m0->ev.progress = eval_progress_update, m0->ev.progress_ctx = &ep;
+    if (o->run.json) json_run(c, run, params, models, states, &ranking, what, sizeof what);
+    bool first = true;
+    for (int s = 0; s < 3; s++) {
+        if (!o->report[s]) continue;
+        snprintf(what, sizeof what, "%s for the report", v->name[s]);
+        kgl_evaluate_ensemble(models, states, members, ds, v->split[s], v->n[s], &m0->ev);
+        progress_clear(&ranking);
+        both[s] = m0->ev.both;
+        if (o->run.json) {
+            if (!first) putchar(',');
+            printf("\"%s\":", v->name[s]);
+            json_metrics(stdout, ds, v->use_relation, &m0->ev);
+        } else {
+            print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
+        }
+        first = false;
+    }
+    if (o->run.json) {
+        printf("},\"spec\":");
+        json_spec(stdout, ds, v->use_relation, heads, spec);
+        printf("}\n");
+    } else {
+        const char *of = members > 1 ? " (member 0)" : "";
+        if (m0->fit_step >= 0)
+            printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, m0->fit_step);
+        else if (m0->track_fit)
+            printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, m0->steps_run);
+        print_spec_table(ds, v->use_relation, heads, spec, m0->tr.model.cfg.context);
+        print_selection(c, run, models, states, &ranking, what, sizeof what);
+        if (members > 1)
+            printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, run->seconds,
+                   m0->steps_run, m0->final_loss);
+        else
+            printf("\n%ld steps in %.2f s, final loss %.6f\n", m0->steps_run, run->seconds, m0->final_loss);
+    }
+    progress_stop(&ranking);
+    free(spec);
+}
+
+/* --quiet's one line at the end, on stderr: what was trained, in how long,
+   and the metrics of every split (both directions; an ensemble's). */
+static void summary(const train_ctx *c, const kgl_run *run, const kgl_metrics *both)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    const kgl_config *cfg = &m0->tr.model.cfg;
+    int members = run->trained;
+    char line[1024], times[32];
+    long least = m0->steps_run, most = m0->steps_run;
+    for (int k = 1; k < members; k++) {
+        least = run->member[k].steps_run < least ? run->member[k].steps_run : least;
+        most = run->member[k].steps_run > most ? run->member[k].steps_run : most;
+    }
+    format_duration(run->seconds, times, sizeof times);
+    char steps[48];
+    if (least < most) snprintf(steps, sizeof steps, "%ld-%ld", least, most); /* some stopped early */
+    else snprintf(steps, sizeof steps, "%ld", most);
+    size_t n;
+    if (members > 1)
+        n = (size_t)snprintf(line, sizeof line, "kgl train: an ensemble of %d models (d_model %d, %d heads), %s steps "
+                             "each, in %s", members, cfg->dim, cfg->heads, steps, times);
+    else
+        n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
+                             cfg->dim, cfg->heads, m0->steps_run, times, m0->final_loss);
+    if (members == 1 && c->o->run.eval_every && !m0->evaluations)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", no evaluation ran");
+    else if (members == 1 && c->o->run.eval_every)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", m0->best_step);
+    for (int s = 0; s < 3; s++)
+        if (c->o->report[s])
+            n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
+                                  c->v->name[s], both[s].mrr, both[s].hits1, both[s].hits10);
+    fprintf(stderr, "%s\n", line);
 }
 
 /* Every output a file of its own (cli_files_distinct), the members' too:
@@ -1068,7 +886,7 @@ static bool train_outputs_distinct(const train_opts *o)
     struct stat sb;
     for (int j = 0; j < 2 && members > 1; j++)
         if (named[j] && stat(named[j], &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) {
-            char *beside = member_path(named[j], 1);
+            char *beside = kgl_member_path(named[j], 1);
             fprintf(stderr, "kgl train: %s %s with --ensemble %d: member 1 would be written beside it as %s; give "
                     "a file's path (or --ensemble 1)\n", j ? "--log" : "--save", named[j], members, beside);
             free(beside);
@@ -1081,7 +899,7 @@ static bool train_outputs_distinct(const train_opts *o)
             const char *option = log ? "--log" : "--save";
             if (k == 0) snprintf(what[n - INPUTS], sizeof what[0], "%s", option);
             else snprintf(what[n - INPUTS], sizeof what[0], "%s (member %d)", option, k);
-            files[n] = (cli_file){what[n - INPUTS], member_path(log ? o->run.log_path : o->run.save_path, k), true,
+            files[n] = (cli_file){what[n - INPUTS], kgl_member_path(log ? o->run.log_path : o->run.save_path, k), true,
                                   log ? NULL : "--resume"};
             n++;
         }
@@ -1265,55 +1083,41 @@ static bool model_options_valid(train_opts *o, const data_view *v, int **head_of
 }
 
 /* Several trainings at once when the machine has the cores: --ensemble
-   members, `jobs` at a time, each job with job_threads threads; this thread
-   is worker 0. Returns the members' states; *trained is how many started
-   (all, unless Ctrl-C), *status the first failure's, *seconds the wall time,
-   *workers the jobs, whose thread pools the trainers' evaluations still use
-   (the report's): the caller frees them after it. */
-static run_state *run_members(train_opts *o, data_view *v, int members, int jobs, int job_threads, int *head_of,
-                              kgl_checkpoint *ck, int *trained, int *status, double *seconds,
-                              member_worker **workers_out)
+   members, `jobs` at a time, each job with job_threads threads
+   (kgl_run_train), under the run's one progress line, stopped by Ctrl-C;
+   c->out gets each member's files. Returns the run's status. */
+static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int job_threads, const int *head_of,
+                       const kgl_checkpoint *ck)
 {
-    run_state *rs = kgl_xcalloc((size_t)members, sizeof *rs);
-    member_queue q = {.rs = rs, .members = members, .head_of = head_of, .ck = ck};
-    pthread_mutex_init(&q.lock, NULL);
-    atomic_init(&q.halt, 0);
+    const train_opts *o = c->o;
+    const data_view *v = c->v;
     static train_line tl; /* one per process */
     tl.on = !o->run.quiet && (!o->run.json || o->run.progress);
     tl.members = members, tl.jobs = jobs;
     atomic_init(&tl.finished, 0);
     progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o->run.steps, 0, now_seconds());
+    c->tl = &tl;
+    c->out = kgl_xcalloc((size_t)members, sizeof *c->out);
     for (int k = 0; k < members; k++) {
-        rs[k].o = o;
-        rs[k].v = v;
-        rs[k].member = k;
-        rs[k].tl = &tl;
-        rs[k].halt = &q.halt;
-        rs[k].seed = o->st.seed + 1000ull * (uint64_t)k;
-        rs[k].log_path = member_path(o->run.log_path, k);
-        rs[k].save_path = member_path(o->run.save_path, k);
+        c->out[k].log_path = kgl_member_path(o->run.log_path, k);
+        c->out[k].save_path = kgl_member_path(o->run.save_path, k);
     }
-    member_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
-    for (int j = 0; j < jobs; j++) {
-        workers[j].q = &q;
-        workers[j].pool = kgl_pool_create(job_threads);
-    }
+    kgl_run_spec spec;
+    kgl_run_spec_defaults(&spec, &v->ds, &o->cfg);
+    spec.train = v->split[0], spec.n_train = v->n[0];
+    spec.valid = v->split[1], spec.n_valid = v->n[1];
+    spec.st = o->st;
+    spec.head_of = head_of;
+    spec.resume = ck;
+    spec.steps = o->run.steps, spec.eval_every = o->run.eval_every, spec.patience = o->run.patience;
+    spec.log_every = o->run.log_every, spec.until_fit = o->run.until_fit;
+    spec.members = members, spec.jobs = jobs, spec.job_threads = job_threads;
+    spec.cb = (kgl_run_callbacks){c, on_start, on_progress, on_row, on_end, on_stop};
     stop_signal = 0;
     cli_on_stop_signals(on_stop_signal);
-    double t0 = now_seconds();
-    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
-        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
-    train_members(&workers[0]); /* this thread is worker 0 */
-    for (int j = 1; j < jobs; j++)
-        if (workers[j].started) pthread_join(workers[j].thread, NULL);
-    pthread_mutex_destroy(&q.lock);
+    int st = kgl_run_train(run, &spec);
     progress_stop(&tl.line);
-    *trained = q.next; /* the members started make the ensemble (all of them, unless Ctrl-C) */
-    for (int k = 0; k < members; k++) rs[k].halt = NULL; /* the queue ends here */
-    *status = q.status;
-    *seconds = now_seconds() - t0;
-    *workers_out = workers;
-    return rs;
+    return st;
 }
 
 /* kgl_trainer_plan's estimate of this run against the memory there is
@@ -1352,8 +1156,9 @@ static bool hand_over_precision(const train_opts *o, int argc, char **argv, int 
 }
 
 /* Ctrl-C or SIGTERM stopped the run: which steps the results are of. */
-static void say_interrupted(const run_state *rs, int trained, int members, int jobs)
+static void say_interrupted(const kgl_run *run, int members, int jobs)
 {
+    int trained = run->trained;
     if (jobs > 1)
         fprintf(stderr,
                 "kgl train: interrupted (%s); members 0-%d make the ensemble, each stopped after its current step; "
@@ -1361,34 +1166,17 @@ static void say_interrupted(const run_state *rs, int trained, int members, int j
                 stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", trained - 1);
     else
         fprintf(stderr, "kgl train: interrupted (%s) after step %ld%s; the results and outputs are of that step\n",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", rs[trained - 1].steps_run,
+                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", run->member[trained - 1].steps_run,
                 members > 1 ? " of the last member" : "");
 }
 
-/* --save: every member, member 0 last (it lists the others, by their base
-   names as its folder sees them). The members are saved one by one, each
-   atomically, so a kill between two of them leaves a set mixed from two
-   saves: one run id in every member makes that mix detectable
-   (model_set_open refuses it). False when an output failed. */
-static bool save_members(run_state *rs, int trained, const char *save_path)
+/* kgl_run_save's report of a member it could not write (-1: the list of
+   members in member 0). */
+static void save_failed(void *ctx, int member, const char *why)
 {
-    bool ok = true;
-    char members[sizeof ((kgl_train_state *)0)->members] = "";
-    size_t used = 0;
-    for (int k = 1; k < trained; k++) {
-        const char *slash = strrchr(rs[k].save_path, '/'), *base = slash ? slash + 1 : rs[k].save_path;
-        used += (size_t)snprintf(members + used, used < sizeof members ? sizeof members - used : 0, "%s%s",
-                                 k > 1 ? "\n" : "", base);
-    }
-    if (used >= sizeof members) {
-        fprintf(stderr, "kgl train: --save %s: the members' names are too long to list in its metadata\n", save_path);
-        ok = false;
-    }
-    char run_id[sizeof ((kgl_train_state *)0)->run_id] = "";
-    if (trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
-    for (int k = trained - 1; k >= 0; k--) /* member 0, which names the others, last */
-        if (!save_member(&rs[k], k == 0 ? members : NULL, run_id)) ok = false;
-    return ok;
+    const char *save_path = ctx;
+    if (member < 0) fprintf(stderr, "kgl train: --save %s: %s\n", save_path, why);
+    else fprintf(stderr, "kgl train: %s\n", why);
 }
 
 static int train_run(int argc, char **argv, cli_formulas *cf)
@@ -1453,7 +1241,6 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    if (!resumed && o.st.sched.total == 0) o.st.sched.total = o.run.steps; /* a decay spans this run's steps */
     int members = (int)o.run.ensemble;
     /* the threads are shared among the members that train at once */
     int threads = o.run.threads ? (int)o.run.threads : kgl_cores();
@@ -1470,35 +1257,33 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = 0;
         goto done_ck;
     }
-    int trained;
-    double seconds;
-    member_worker *workers;
-    run_state *rs = run_members(&o, &v, members, jobs, job_threads, head_of, resumed ? &ck : NULL, &trained, &st,
-                                &seconds, &workers);
+    train_ctx c = {.o = &o, .v = &v};
+    kgl_run run;
+    st = run_members(&c, &run, members, jobs, job_threads, head_of, resumed ? &ck : NULL);
     free(head_of);
     if (resumed) {
         kgl_checkpoint_close(&ck);
         resumed = false;
     }
     bool interrupted = stop_signal != 0, output_failed = false;
-    for (int k = 0; k < trained; k++) output_failed |= rs[k].output_failed;
-    if (interrupted && st == 0) say_interrupted(rs, trained, members, jobs);
+    for (int k = 0; k < run.trained; k++) output_failed |= c.out[k].output_failed;
+    if (interrupted && st == 0) say_interrupted(&run, members, jobs);
     /* the files first, then the report: a reader of stdout that stops
        reading (`| grep -m1 all`) never costs the checkpoint (the log is
        written as each member ends) */
-    if (o.run.save_path && st == 0 && !save_members(rs, trained, o.run.save_path)) output_failed = true;
+    if (o.run.save_path && st == 0 && !kgl_run_save(&run, o.run.save_path, save_failed, (void *)o.run.save_path))
+        output_failed = true;
     kgl_metrics both[3];
-    if (st == 0) report(rs, trained, seconds, both);
-    if (st == 0 && o.run.quiet) summary(rs, trained, seconds, both);
-    for (int k = trained - 1; k >= 0 && !o.run.quiet && !o.run.json; k--)
-        if (rs[k].saved) printf("saved %s (step %ld, %s)\n", rs[k].save_path, rs[k].tr.optim.step, KGL_PRECISION);
+    if (st == 0) report(&c, &run, both);
+    if (st == 0 && o.run.quiet) summary(&c, &run, both);
+    for (int k = run.trained - 1; k >= 0 && !o.run.quiet && !o.run.json; k--)
+        if (run.member[k].saved)
+            printf("saved %s (step %ld, %s)\n", c.out[k].save_path, run.member[k].tr.optim.step, KGL_PRECISION);
     if (st == 0 && output_failed) st = EXIT_OUTPUT;
     else if (st == 0 && interrupted) st = EXIT_INTERRUPTED;
-    for (int k = 0; k < trained; k++) free_member(&rs[k]);
-    for (int k = trained; k < members; k++) free(rs[k].log_path), free(rs[k].save_path);
-    free(rs);
-    for (int j = 0; j < jobs; j++) kgl_pool_free(workers[j].pool);
-    free(workers);
+    for (int k = 0; k < members; k++) free(c.out[k].log_path), free(c.out[k].save_path);
+    free(c.out);
+    kgl_run_free(&run);
 done_ck:
     if (resumed) kgl_checkpoint_close(&ck);
     data_free(&v);

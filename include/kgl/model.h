@@ -882,6 +882,141 @@ void kgl_sup_diag_measure(kgl_sup_diag *sd, const kgl_trainer *tr);
 void kgl_sup_diag_after_update(kgl_sup_diag *sd, const kgl_trainer *tr);
 void kgl_sup_diag_free(kgl_sup_diag *sd);
 
+/* ------------------------------------------------------------------ run --
+ * A training run as `kgl train` makes it (src/model/run.c): the steps, an
+ * evaluation on valid every K steps that keeps a snapshot of the best model
+ * (selection on valid), patience, the fit step, the best model restored at
+ * the end, and ensembles: K members with seeds S, S + 1000, …, J of them
+ * training at once on threads, each with a pool of its own. A program fills
+ * a kgl_run_spec, calls kgl_run_train, reads each member's model and
+ * numbers, and may kgl_run_save them as one checkpoint set. What a program
+ * shows (a progress line, a log) it does in the callbacks.
+ *
+ *   kgl_run_spec spec;
+ *   kgl_run_spec_defaults(&spec, &ds, &cfg);             // kgl train's defaults
+ *   spec.train = train, spec.n_train = n_train;          // its triples
+ *   spec.valid = valid, spec.n_valid = n_valid;
+ *   spec.steps = 1000, spec.eval_every = 50, spec.patience = 4;
+ *   kgl_run run;
+ *   if (kgl_run_train(&run, &spec) == 0)                 // 1: a loss not finite
+ *       printf("best valid MRR %.4f at step %ld\n", run.member[0].best_mrr, run.member[0].best_step);
+ *   kgl_run_free(&run);
+ */
+typedef struct kgl_run_member kgl_run_member;
+
+/* What a run tells the program, each from the thread training the member
+ * (several at once with jobs > 1: they must be thread-safe); any may be
+ * NULL. ctx is passed back. */
+typedef struct kgl_run_callbacks {
+    void *ctx;
+    /* The member's model is ready (initialised, or the checkpoint applied),
+       before its first step: 0 to go on, or a status that fails it (kgl
+       train opens its log here). m->diag may be set to a kgl_diag: it is
+       measured at the steps a row is written (and every step with until_fit). */
+    int (*start)(void *ctx, kgl_run_member *m);
+    /* After each step (work 1), and while an evaluation on valid runs
+       (work 0, m->to_rank > 0). */
+    void (*progress)(void *ctx, kgl_run_member *m, long work);
+    /* A row at step `step`: every log_every steps from the first, each
+       evaluated step (`evaluated`: m->valid_ev holds the valid ranks), the
+       last step, and a step the run stops at for Ctrl-C or the fit
+       (`stopping`, neither logged nor evaluated). */
+    void (*row)(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping);
+    /* The member's steps are over (m->status, m->halted, m->nonfinite_step
+       say how); its model is the one selected on valid. */
+    void (*end)(void *ctx, kgl_run_member *m);
+    /* Whether to stop (Ctrl-C): each member stops after its current step,
+       and no member starts after. */
+    bool (*stop)(void *ctx);
+} kgl_run_callbacks;
+
+typedef struct kgl_run_spec {
+    const kgl_dataset *ds;
+    const kgl_triple *train, *valid;  /* valid: what eval_every ranks (NULL: no selection) */
+    int n_train, n_valid;
+    kgl_config cfg;                   /* the model (n_entities, n_relations: the dataset's) */
+    kgl_train_state st;               /* the training options: optimiser (st.base_lr the rate a
+                                         schedule starts from), batch, seed, regularisers, schedule,
+                                         kvsall, aux weight, frozen embeddings, lookup; a schedule
+                                         without st.sched.total decays over `steps`) */
+    const int *head_of;               /* --supervise-heads (NULL: none) */
+    const kgl_checkpoint *resume;     /* continue this checkpoint's run (one member), or NULL */
+    long steps;                       /* each member's (with resume: more) */
+    long eval_every;                  /* rank valid every K steps and at the last (0: never) */
+    long patience;                    /* stop after P evaluations without a better valid MRR (0: never) */
+    long log_every;                   /* a row every L steps (0: at the last step only) */
+    bool until_fit;                   /* stop at the step every training triple ranks first */
+    int members;                      /* models (at least 1): member k has seed st.seed + 1000 k */
+    int jobs, job_threads;            /* members training at once (1 to members), each on a pool of
+                                         job_threads (at least 1) */
+    kgl_run_callbacks cb;
+} kgl_run_spec;
+
+/* kgl train's defaults: its training options (kgl_train_state_defaults),
+ * 300 steps, a row every 10, one member, one job on one thread; cfg's
+ * n_entities and n_relations set from ds. */
+void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_config *cfg);
+
+struct kgl_run_member {
+    int index;                    /* of the ensemble (0 without one) */
+    uint64_t seed;                /* st.seed + 1000 index */
+    kgl_trainer tr;               /* its model: after the run, the step selected on valid */
+    long first_step, step, last_step; /* this run's first (a resume continues the count), the last
+                                         done, and the last to do */
+    double loss;                  /* the last step's */
+    long steps_run;               /* the optimiser's steps at the end (a resume's count included) */
+    double final_loss, seconds;   /* the last step's loss (non-finite: the failed step's) and its time */
+    /* selection on valid (eval_every) */
+    kgl_eval valid_ev;            /* the last evaluation on valid */
+    long evaluations, best_step, evals_since_best; /* best_step -1: none yet */
+    double best_mrr, last_valid_mrr;
+    bool stopped_early;           /* patience ran out */
+    long ranked, to_rank;         /* an evaluation under way: queries ranked, of (0: none) */
+    /* the fit: checked every step when a ranking of the training triples is
+       cheap or until_fit asks (track_fit), else at logged steps when it is
+       affordable (watch_fit), else never */
+    bool track_fit, watch_fit;
+    long fit_step;                /* the first step every training triple ranked first (-1: none) */
+    kgl_eval ev;                  /* the training triples' ranks at step ev_step (-1: none); scratch after */
+    long ev_step;
+    kgl_diag *diag;               /* the start callback's, or NULL */
+    int status;                   /* 0; 1 the loss became non-finite; or start's status */
+    long nonfinite_step;          /* the step whose loss was not finite (0: none) */
+    bool halted;                  /* stopped because another member failed */
+    bool saved;                   /* kgl_run_save wrote it */
+    kgl_snapshot best;            /* (private) the best model so far */
+    const kgl_run_spec *spec;     /* (private) */
+    struct kgl_run_queue *queue;  /* (private) the members' queue, while it runs */
+};
+
+typedef struct kgl_run {
+    kgl_run_spec spec;
+    kgl_run_member *member;       /* [spec.members] */
+    int trained;                  /* members that started: all, unless stopped (Ctrl-C) or failed */
+    int status;                   /* the first failure's in member order (0: none) */
+    int failed;                   /* its member */
+    double seconds;               /* wall time */
+    kgl_pool **pools;             /* [spec.jobs]: the members' evaluations still run on them */
+} kgl_run;
+
+/* Trains the members, jobs at a time, each member the same bits whatever
+ * the jobs and threads; a failure halts the others and starts no more.
+ * Returns run->status. kgl_run_free afterwards, whatever it returned. */
+int kgl_run_train(kgl_run *run, const kgl_run_spec *spec);
+void kgl_run_free(kgl_run *run);
+/* H@1 of the training triples at the member's current step (ranked once a step). */
+double kgl_run_train_hits1(kgl_run_member *m);
+/* PATH with ".m<k>" before its extension (x.st -> x.m1.st; no extension:
+ * appended); member 0 keeps PATH. Malloc'd (NULL for a NULL path). */
+char *kgl_member_path(const char *path, int k);
+/* Saves the members that trained as one set: member k to
+ * kgl_member_path(path, k), every member with one fresh run_id (a model
+ * alone: none), member 0 last, listing the others by their base names.
+ * Each failure is reported to failed(ctx, k, why) (k -1: the list of
+ * members is too long for the metadata) and the others are still saved;
+ * false when any failed. m->saved says which were written. */
+bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
+
 /* ---------------------------------------------------------------- bench --
  * `kgl bench` (src/model/bench.c): steady-state training steps of the
  * trainer on the first `batch` examples in file order, one filtered

@@ -1,0 +1,347 @@
+/* run.c — a training run as `kgl train` makes it: the steps, selection on
+ * valid with patience, the fit step, and ensembles trained J at a time on
+ * threads (kgl/model.h, section "run"). What a program shows of it (a
+ * progress line, a log, messages) goes through the callbacks. */
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_config *cfg)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->ds = ds;
+    spec->cfg = *cfg;
+    spec->cfg.n_entities = ds->n_entities;
+    spec->cfg.n_relations = ds->n_relations;
+    kgl_train_state_defaults(&spec->st);
+    kgl_run_options run;
+    kgl_run_options_defaults(&run);
+    spec->steps = run.steps;
+    spec->log_every = run.log_every;
+    spec->members = spec->jobs = spec->job_threads = 1;
+}
+
+/* The members of an ensemble are independent until the report, so J of
+   them train at once, each on its own pool of threads: J workers take the
+   members in order, and since every member's result is the same bits for
+   any number of threads, the ensemble is the one trained one member after
+   another. No member starts after a stop or a failure; a failure also
+   stops the others (`halt`). */
+typedef struct kgl_run_queue {
+    pthread_mutex_t lock;
+    kgl_run *run;
+    int next; /* members 0..next-1 have started */
+    atomic_int halt;
+} kgl_run_queue;
+
+static bool stop_requested(const kgl_run_spec *spec) { return spec->cb.stop && spec->cb.stop(spec->cb.ctx); }
+
+/* Ranks the valid triples with the current parameters; keeps a snapshot of
+   the best model so far. Returns false when patience has run out. */
+static bool select_model(kgl_run_member *m, long step)
+{
+    const kgl_run_spec *spec = m->spec;
+    kgl_tensor *C = kgl_trainer_states(&m->tr);
+    kgl_evaluate(&m->tr.model, C, spec->ds, spec->valid, spec->n_valid, &m->valid_ev);
+    double mrr = m->valid_ev.both.mrr;
+    m->last_valid_mrr = mrr;
+    m->evaluations++;
+    if (m->best_step < 0 || mrr > m->best_mrr) {
+        m->best_mrr = mrr;
+        m->best_step = step;
+        m->evals_since_best = 0;
+        kgl_trainer_snapshot(&m->tr, &m->best);
+    } else {
+        m->evals_since_best++;
+    }
+    return !(spec->patience && m->evals_since_best >= spec->patience);
+}
+
+double kgl_run_train_hits1(kgl_run_member *m)
+{
+    long step = m->tr.optim.step;
+    if (m->ev_step == step) return m->ev.both.hits1; /* the fit check just ranked them */
+    m->ev_step = step;
+    kgl_tensor *C = kgl_trainer_states(&m->tr);
+    kgl_evaluate(&m->tr.model, C, m->spec->ds, m->spec->train, m->spec->n_train, &m->ev);
+    return m->ev.both.hits1;
+}
+
+/* kgl_eval's callback while valid is ranked: a big graph takes a while. */
+static void ranking_valid(void *ctx, long done, long total)
+{
+    kgl_run_member *m = ctx;
+    m->ranked = done, m->to_rank = done < total ? total : 0;
+    if (m->spec->cb.progress) m->spec->cb.progress(m->spec->cb.ctx, m, 0);
+}
+
+/* The member's trainer as the spec asks, from its initialisation or from
+   the checkpoint being resumed. */
+static void member_trainer(kgl_run_member *m, kgl_pool *pool)
+{
+    const kgl_run_spec *spec = m->spec;
+    const kgl_train_state *st = &spec->st;
+    kgl_optim optim = st->optim;
+    optim.lr = st->base_lr; /* the rate a schedule starts from */
+    kgl_train_config tc = {st->batch, m->seed, optim, spec->head_of, st->aux_weight, st->freeze_embeddings, st->lookup};
+    kgl_trainer_init(&m->tr, spec->ds, spec->train, spec->n_train, &spec->cfg, &tc);
+    if (st->kvsall) kgl_trainer_set_kvsall(&m->tr);
+    kgl_trainer_set_pool(&m->tr, pool);
+    kgl_trainer_set_regularisers(&m->tr, &st->reg);
+    kgl_trainer_set_schedule(&m->tr, &st->sched);
+    const kgl_checkpoint *ck = spec->resume;
+    if (!ck) return;
+    kgl_checkpoint_apply(ck, &m->tr.model);
+    /* one optimiser's state means nothing to another (Adam's m may be
+       negative, Adagrad's sum may not): the new one starts at zero */
+    if (st->optim.kind != ck->st.optim.kind) kgl_params_zero_state(&m->tr.model.params);
+    kgl_trainer_set_step(&m->tr, ck->st.step);
+    kgl_trainer_set_position(&m->tr, &ck->st.epoch_rng, ck->st.cursor);
+    if (ck->st.has_dropout_rng) m->tr.dropout_rng = ck->st.dropout_rng;
+}
+
+/* Whether the fit is checked every step (a ranking of the training
+   triples is cheap, or until_fit asks), or at logged steps. */
+static void plan_fit_checks(kgl_run_member *m)
+{
+    const kgl_run_spec *spec = m->spec;
+    const kgl_config *cfg = &spec->cfg;
+    double fit_cost = (double)spec->n_train * spec->ds->n_entities * cfg->dim;
+    /* with query_relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
+    if (cfg->query_relation) fit_cost += 2.0 * spec->n_train * (cfg->neighbours + 1.0) * cfg->dim * cfg->dim;
+    m->track_fit = spec->until_fit || fit_cost <= 2e7;
+    /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
+       ranking of the training triples costs a minute: the fit is not checked
+       (the progress line leaves out train H@1); between the two, at logged steps. */
+    m->watch_fit = m->track_fit || fit_cost <= 2e9;
+}
+
+/* The steps of one member, from rs->first_step to its last or until it
+   stops (a non-finite loss, patience, the fit, a stop asked, another
+   member's failure). */
+static void member_steps(kgl_run_member *m)
+{
+    const kgl_run_spec *spec = m->spec;
+    const kgl_run_callbacks *cb = &spec->cb;
+    long first = m->first_step, last = m->last_step;
+    double loss = NAN;
+    for (long step = first; step <= last; step++) {
+        if (m->queue && atomic_load(&m->queue->halt)) { /* its results will not be reported */
+            m->halted = true;
+            break;
+        }
+        loss = kgl_trainer_compute(&m->tr);
+        if (!isfinite(loss)) { /* stopped before this step's update */
+            m->status = 1;
+            m->nonfinite_step = step;
+            break;
+        }
+        bool logged = (spec->log_every && (step - first + 1) % spec->log_every == 0) || step == last;
+        bool evaluate = spec->eval_every && ((step - first + 1) % spec->eval_every == 0 || step == last);
+        /* with until_fit the fit step gets a row too, so measure every step */
+        if (m->diag && (logged || evaluate || spec->until_fit)) kgl_diag_measure(m->diag, &m->tr);
+        kgl_trainer_update(&m->tr);
+        m->step = step, m->loss = loss;
+        bool go_on = !evaluate || select_model(m, step);
+        if (cb->row && (logged || evaluate)) cb->row(cb->ctx, m, step, loss, evaluate, false);
+        if ((m->track_fit || (logged && m->watch_fit)) && m->fit_step < 0) {
+            if (kgl_trainer_fits(&m->tr, &m->ev)) m->fit_step = step;
+            m->ev_step = step; /* m->ev holds the training triples' ranks at this step */
+        }
+        if (cb->progress) cb->progress(cb->ctx, m, 1);
+        bool stopping = (stop_requested(spec) && step < last) || (spec->until_fit && m->fit_step >= 0);
+        if (stopping) { /* keep the work of the steps done: their row */
+            if (cb->row && !logged && !evaluate) cb->row(cb->ctx, m, step, loss, false, true);
+            break;
+        }
+        if (!go_on) {
+            m->stopped_early = true;
+            break;
+        }
+    }
+    m->final_loss = loss;
+}
+
+/* Trains member m (its trainer on `pool`) and leaves it restored to the
+   step selected on valid; m->status says how it went. */
+static void train_member(kgl_run_member *m, kgl_pool *pool)
+{
+    const kgl_run_spec *spec = m->spec;
+    const kgl_dataset *ds = spec->ds;
+    member_trainer(m, pool);
+    kgl_eval_init(&m->ev, ds->n_entities, ds->n_relations);
+    kgl_eval_init(&m->valid_ev, ds->n_entities, ds->n_relations);
+    kgl_eval_set_pool(&m->ev, pool);
+    kgl_eval_set_pool(&m->valid_ev, pool);
+    m->fit_step = m->best_step = m->ev_step = -1;
+    plan_fit_checks(m);
+    if (spec->cb.start && (m->status = spec->cb.start(spec->cb.ctx, m)) != 0) return;
+    m->valid_ev.progress = ranking_valid, m->valid_ev.progress_ctx = m;
+    double t0 = kgl_seconds();
+    m->first_step = m->tr.optim.step + 1, m->last_step = m->tr.optim.step + spec->steps;
+    m->step = m->first_step - 1;
+    member_steps(m);
+    m->seconds = kgl_seconds() - t0;
+    m->steps_run = m->tr.optim.step;
+    if (m->status == 0 && m->best_step >= 0) kgl_trainer_restore(&m->tr, &m->best); /* the model selected on valid */
+    /* kept for the report: the model, not what training it needed (kgl
+       train's memory estimate counts those once per job) */
+    kgl_snapshot_free(&m->best);
+    kgl_trainer_release_steps(&m->tr);
+    if (spec->cb.end) spec->cb.end(spec->cb.ctx, m);
+}
+
+typedef struct run_worker {
+    kgl_run_queue *q;
+    kgl_pool *pool;
+    pthread_t thread;
+    bool started; /* a thread of its own (worker 0 is the calling thread) */
+} run_worker;
+
+static void *train_members(void *arg)
+{
+    run_worker *w = arg;
+    kgl_run_queue *q = w->q;
+    kgl_run *run = q->run;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        int k = run->status == 0 && !stop_requested(&run->spec) && q->next < run->spec.members ? q->next++ : -1;
+        pthread_mutex_unlock(&q->lock);
+        if (k < 0) return NULL;
+        kgl_run_member *m = &run->member[k];
+        train_member(m, w->pool);
+        pthread_mutex_lock(&q->lock);
+        if (m->status && (run->status == 0 || k < run->failed)) run->status = m->status, run->failed = k;
+        if (m->status) atomic_store(&q->halt, 1);
+        pthread_mutex_unlock(&q->lock);
+    }
+}
+
+int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
+{
+    memset(run, 0, sizeof *run);
+    run->spec = *spec;
+    if (!spec->resume && spec->st.sched.total == 0) run->spec.st.sched.total = spec->steps; /* a decay spans the run */
+    int members = spec->members < 1 ? 1 : spec->members;
+    int jobs = spec->jobs < 1 ? 1 : spec->jobs > members ? members : spec->jobs;
+    run->spec.members = members, run->spec.jobs = jobs;
+    run->spec.job_threads = spec->job_threads < 1 ? 1 : spec->job_threads;
+    run->member = kgl_xcalloc((size_t)members, sizeof *run->member);
+    kgl_run_queue q = {.run = run};
+    pthread_mutex_init(&q.lock, NULL);
+    atomic_init(&q.halt, 0);
+    for (int k = 0; k < members; k++) {
+        kgl_run_member *m = &run->member[k];
+        m->index = k;
+        m->seed = spec->st.seed + 1000ull * (uint64_t)k;
+        m->spec = &run->spec;
+        m->queue = &q;
+    }
+    run->pools = kgl_xcalloc((size_t)jobs, sizeof *run->pools);
+    run_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
+    for (int j = 0; j < jobs; j++) {
+        workers[j].q = &q;
+        workers[j].pool = run->pools[j] = kgl_pool_create(run->spec.job_threads);
+    }
+    double t0 = kgl_seconds();
+    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
+        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
+    train_members(&workers[0]); /* this thread is worker 0 */
+    for (int j = 1; j < jobs; j++)
+        if (workers[j].started) pthread_join(workers[j].thread, NULL);
+    pthread_mutex_destroy(&q.lock);
+    free(workers);
+    run->trained = q.next; /* the members started make the ensemble (all of them, unless stopped) */
+    for (int k = 0; k < members; k++) run->member[k].queue = NULL; /* the queue ends here */
+    run->seconds = kgl_seconds() - t0;
+    return run->status;
+}
+
+void kgl_run_free(kgl_run *run)
+{
+    for (int k = 0; k < run->trained; k++) {
+        kgl_run_member *m = &run->member[k];
+        kgl_eval_free(&m->ev);
+        kgl_eval_free(&m->valid_ev);
+        kgl_snapshot_free(&m->best);
+        kgl_trainer_free(&m->tr);
+    }
+    free(run->member);
+    for (int j = 0; run->pools && j < run->spec.jobs; j++) kgl_pool_free(run->pools[j]);
+    free(run->pools);
+    memset(run, 0, sizeof *run);
+}
+
+char *kgl_member_path(const char *path, int k)
+{
+    if (!path) return NULL;
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (k == 0 || !dot || (slash && dot < slash) || dot == (slash ? slash + 1 : path)) dot = path + strlen(path);
+    size_t cap = strlen(path) + 16;
+    char *p = kgl_xmalloc(cap);
+    if (k == 0) snprintf(p, cap, "%s", path);
+    else snprintf(p, cap, "%.*s.m%d%s", (int)(dot - path), path, k, dot);
+    return p;
+}
+
+/* Writes member m's checkpoint to `path`: the run's training options, then
+   where this member's run stands; `members` lists the others (member 0),
+   `run_id` is the save's. */
+static bool save_member(const kgl_run *run, kgl_run_member *m, const char *path, const char *members,
+                        const char *run_id, char *err, size_t cap)
+{
+    kgl_train_state ts = run->spec.st;
+    ts.step = m->tr.optim.step;
+    ts.seed = m->seed;
+    ts.optim = m->tr.optim;
+    kgl_trainer_get_position(&m->tr, &ts.epoch_rng, &ts.cursor);
+    ts.reg.rng = NULL;
+    ts.dropout_rng = m->tr.dropout_rng;
+    ts.has_dropout_rng = true;
+    ts.sched = m->tr.sched;
+    ts.base_lr = m->tr.base_lr;
+    snprintf(ts.members, sizeof ts.members, "%s", members ? members : "");
+    snprintf(ts.run_id, sizeof ts.run_id, "%s", run_id);
+    return m->saved = kgl_checkpoint_save(path, &m->tr.model, run->spec.ds, &ts, err, cap);
+}
+
+/* The members are saved one by one, each atomically, so a kill between two
+   of them leaves a set mixed from two saves: one run id in every member
+   makes that mix detectable (kgl eval and predict refuse it). Member 0,
+   which names the others (by their base names as its folder sees them), is
+   saved last. */
+bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx)
+{
+    bool ok = true;
+    char members[sizeof((kgl_train_state *)0)->members] = "", err[1024];
+    size_t used = 0;
+    for (int k = 1; k < run->trained; k++) {
+        char *member_path = kgl_member_path(path, k);
+        const char *slash = strrchr(member_path, '/'), *base = slash ? slash + 1 : member_path;
+        used += (size_t)snprintf(members + used, used < sizeof members ? sizeof members - used : 0, "%s%s",
+                                 k > 1 ? "\n" : "", base);
+        free(member_path);
+    }
+    if (used >= sizeof members) {
+        if (failed) failed(ctx, -1, "the members' names are too long to list in its metadata");
+        ok = false;
+    }
+    char run_id[sizeof((kgl_train_state *)0)->run_id] = "";
+    if (run->trained > 1) snprintf(run_id, sizeof run_id, "%016" PRIx64, kgl_random64());
+    for (int k = run->trained - 1; k >= 0; k--) {
+        char *member_path = kgl_member_path(path, k);
+        if (!save_member(run, &run->member[k], member_path, k == 0 ? members : NULL, run_id, err, sizeof err)) {
+            if (failed) failed(ctx, k, err);
+            ok = false;
+        }
+        free(member_path);
+    }
+    return ok;
+}

@@ -1,0 +1,275 @@
+/* model_run.c — the training run through the library (kgl_run_train):
+ * selection on valid keeps the argmax of the valid MRRs it reports,
+ * patience stops after P evaluations without a better one, a stop asked
+ * ends the run after the current step, an ensemble's members have seeds
+ * S + 1000 k and the same bits with one job or two, and kgl_run_save writes
+ * the set member 0 lists. */
+#include <stdlib.h>
+
+#include "test.h"
+
+/* The walkthrough's family graph: 184 training and 14 valid triples. */
+static bool load_family(test_ctx *T, kgl_dataset *ds)
+{
+    kgl_source src[2] = {{"data/walkthrough/family.train.tsv", NULL, 0},
+                         {"data/walkthrough/family.valid.tsv", NULL, 0}};
+    char e[512];
+    bool ok = kgl_dataset_load(ds, src, 2, e, sizeof e);
+    if (!ok) printf("    %s\n", e);
+    return CHECK(ok);
+}
+
+/* A small layer (d 16, 2 heads) on the family graph, as kgl train's
+   defaults train it, ranking valid every `eval_every` steps. */
+static void family_spec(kgl_run_spec *spec, const kgl_dataset *ds, long steps, long eval_every)
+{
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.dim = 16;
+    cfg.heads = 2;
+    kgl_run_spec_defaults(spec, ds, &cfg);
+    spec->train = ds->splits[0].triples, spec->n_train = ds->splits[0].n;
+    spec->valid = ds->splits[1].triples, spec->n_valid = ds->splits[1].n;
+    spec->steps = steps;
+    spec->eval_every = eval_every;
+}
+
+/* What the row callback saw: each evaluated step and its valid MRR. */
+typedef struct seen {
+    int n;
+    long step[256];
+    double mrr[256];
+    long progress_steps; /* progress calls with work 1 */
+    long stop_after;     /* on_stop says stop once this many steps were taken (0: never) */
+} seen;
+
+static void record_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    (void)loss, (void)stopping;
+    seen *s = ctx;
+    if (!evaluated || s->n >= 256) return;
+    s->step[s->n] = step;
+    s->mrr[s->n++] = m->valid_ev.both.mrr;
+}
+
+static void count_steps(void *ctx, kgl_run_member *m, long work)
+{
+    (void)m;
+    ((seen *)ctx)->progress_steps += work;
+}
+
+static bool stop_when_due(void *ctx)
+{
+    seen *s = ctx;
+    return s->stop_after && s->progress_steps >= s->stop_after;
+}
+
+TEST(run_keeps_the_step_of_the_best_valid_mrr_it_reports)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 300, 10);
+    seen s = {0};
+    spec.cb = (kgl_run_callbacks){.ctx = &s, .row = record_row};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    kgl_run_member *m = &run.member[0];
+    CHECK(s.n == 30 && m->evaluations == 30); /* every 10 steps of 300 */
+    int best = 0;
+    for (int k = 1; k < s.n; k++)
+        if (s.mrr[k] > s.mrr[best]) best = k; /* the first of equal MRRs, as selection keeps it */
+    CHECK(m->best_step == s.step[best]);
+    CHECK(m->best_mrr == s.mrr[best]);
+    /* the test means something only if the best is not the last step (on
+       this graph the MRR peaks at 280 of 300, 0.479 against 0.462) */
+    CHECK(s.step[best] < 300);
+    /* the model left is the one of that step: ranking valid again gives its MRR, bit for bit */
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    kgl_evaluate(&m->tr.model, kgl_trainer_states(&m->tr), &ds, spec.valid, spec.n_valid, &ev);
+    CHECK(ev.both.mrr == s.mrr[best]);
+    CHECK(m->tr.optim.step == s.step[best]);
+    kgl_eval_free(&ev);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+TEST(run_patience_stops_after_p_evaluations_without_a_better_mrr)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    for (long patience = 1; patience <= 3; patience++) {
+        kgl_run_spec spec;
+        family_spec(&spec, &ds, 300, 10);
+        spec.patience = patience;
+        seen s = {0};
+        spec.cb = (kgl_run_callbacks){.ctx = &s, .row = record_row};
+        kgl_run run;
+        CHECK(kgl_run_train(&run, &spec) == 0);
+        kgl_run_member *m = &run.member[0];
+        /* the last improvement is at evaluation `last_best`; the run stops
+           exactly `patience` evaluations later */
+        int last_best = 0;
+        for (int k = 1; k < s.n; k++)
+            if (s.mrr[k] > s.mrr[last_best]) last_best = k;
+        CHECK(s.n == last_best + 1 + patience);
+        CHECK(m->stopped_early);
+        CHECK(m->evaluations == s.n);
+        CHECK(m->best_step == s.step[last_best]);
+        CHECK(m->steps_run < 300);                /* it did stop early */
+        CHECK(m->step == s.step[s.n - 1]);        /* at the evaluation that ran out of patience */
+        CHECK(m->tr.optim.step == m->best_step);  /* and left the best model */
+        for (int k = last_best + 1; k < s.n; k++) CHECK(!(s.mrr[k] > s.mrr[last_best]));
+        kgl_run_free(&run);
+    }
+    kgl_dataset_free(&ds);
+}
+
+TEST(run_stop_asked_ends_after_the_current_step_and_starts_no_member)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 100, 0);
+    spec.members = 2;
+    seen s = {.stop_after = 7};
+    spec.cb = (kgl_run_callbacks){.ctx = &s, .progress = count_steps, .stop = stop_when_due};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(run.trained == 1);
+    CHECK(run.member[0].steps_run == 7);
+    CHECK(s.progress_steps == 7);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+/* Whether two members' parameters (values and optimiser state) are the same bits. */
+static bool same_params(const kgl_run_member *a, const kgl_run_member *b)
+{
+    const kgl_params *p = &a->tr.model.params, *q = &b->tr.model.params;
+    return p->total == q->total && memcmp(p->block, q->block, 4 * p->total * sizeof *p->block) == 0;
+}
+
+TEST(run_ensemble_members_have_seeds_s_plus_1000k_and_the_same_bits_with_two_jobs)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run runs[2];
+    for (int jobs = 1; jobs <= 2; jobs++) {
+        kgl_run_spec spec;
+        family_spec(&spec, &ds, 40, 20);
+        spec.st.seed = 7;
+        spec.members = 2;
+        spec.jobs = jobs;
+        CHECK(kgl_run_train(&runs[jobs - 1], &spec) == 0);
+        CHECK(runs[jobs - 1].trained == 2);
+        CHECK(runs[jobs - 1].member[0].seed == 7 && runs[jobs - 1].member[1].seed == 1007);
+    }
+    for (int k = 0; k < 2; k++) CHECK(same_params(&runs[0].member[k], &runs[1].member[k]));
+    CHECK(!same_params(&runs[0].member[0], &runs[0].member[1])); /* two seeds, two models */
+    /* member 1 is the model a run alone with seed 1007 trains */
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 40, 20);
+    spec.st.seed = 1007;
+    kgl_run alone;
+    CHECK(kgl_run_train(&alone, &spec) == 0);
+    CHECK(same_params(&alone.member[0], &runs[0].member[1]));
+    kgl_run_free(&alone);
+    for (int j = 0; j < 2; j++) kgl_run_free(&runs[j]);
+    kgl_dataset_free(&ds);
+}
+
+TEST(run_a_nonfinite_loss_fails_the_run_and_starts_no_other_member)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 50, 0);
+    spec.st.optim.kind = KGL_OPT_SGD;
+    spec.st.base_lr = 1e6; /* diverges within a few steps */
+    spec.members = 2;
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 1);
+    CHECK(run.trained == 1 && run.failed == 0);
+    CHECK(run.member[0].status == 1);
+    CHECK(run.member[0].nonfinite_step > 0 && run.member[0].nonfinite_step <= 50);
+    CHECK(!isfinite(run.member[0].final_loss));
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+TEST(run_save_writes_the_set_member_0_lists_with_one_run_id)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 0);
+    spec.members = 3;
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/e.safetensors", T->tmp);
+    CHECK(kgl_run_save(&run, path, NULL, NULL));
+    kgl_checkpoint ck[3];
+    char err[1024];
+    for (int k = 0; k < 3; k++) {
+        char *member = kgl_member_path(path, k);
+        CHECK(run.member[k].saved);
+        if (!CHECK(kgl_checkpoint_open(member, &ds, &ck[k], err, sizeof err))) {
+            printf("    %s\n", err);
+            free(member);
+            return;
+        }
+        free(member);
+        CHECK(ck[k].st.seed == 1 + 1000u * (unsigned)k);
+        CHECK(ck[k].st.step == 20);
+    }
+    CHECK(strcmp(ck[0].st.members, "e.m1.safetensors\ne.m2.safetensors") == 0);
+    CHECK(ck[1].st.members[0] == '\0' && ck[2].st.members[0] == '\0');
+    CHECK(strlen(ck[0].st.run_id) == 16);
+    CHECK(strcmp(ck[0].st.run_id, ck[1].st.run_id) == 0 && strcmp(ck[0].st.run_id, ck[2].st.run_id) == 0);
+    for (int k = 0; k < 3; k++) kgl_checkpoint_close(&ck[k]);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+TEST(member_path_puts_the_member_before_the_extension)
+{
+    const char *cases[][3] = {{"x.safetensors", "x.safetensors", "x.m2.safetensors"},
+                              {"dir.d/x", "dir.d/x", "dir.d/x.m2"},
+                              {".hidden", ".hidden", ".hidden.m2"},
+                              {"a/b.c.st", "a/b.c.st", "a/b.c.m2.st"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        for (int member = 0; member <= 2; member += 2) {
+            char *p = kgl_member_path(cases[k][0], member);
+            if (!CHECK(strcmp(p, cases[k][member ? 2 : 1]) == 0)) printf("    %s member %d: %s\n", cases[k][0], member, p);
+            free(p);
+        }
+    CHECK(kgl_member_path(NULL, 1) == NULL);
+}
+
+static void count_rows(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    (void)m, (void)loss, (void)evaluated, (void)stopping;
+    seen *s = ctx;
+    if (s->n < 256) s->step[s->n++] = step;
+}
+
+TEST(run_without_log_every_or_members_writes_the_last_row_of_one_model)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 25, 0);
+    spec.log_every = 0; /* was a division by zero */
+    spec.members = 0, spec.jobs = 0, spec.job_threads = 0;
+    seen s = {0};
+    spec.cb = (kgl_run_callbacks){.ctx = &s, .row = count_rows};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(run.trained == 1 && run.member[0].steps_run == 25);
+    CHECK(s.n == 1 && s.step[0] == 25);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
