@@ -3,6 +3,7 @@
  * interrupted), outputs checked before the first step, a log that fails
  * mid-run, temporaries, the memory estimate, Ctrl-C keeping the work and
  * resuming from it bit for bit (issue 13). */
+#include <ctype.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -313,4 +314,45 @@ TEST(cli_interrupt_before_any_evaluation_says_so)
     /* "interrupted" is always there */
     CHECK(run_kgl(T, "train --steps 2 --json --quiet", out, sizeof out, err, sizeof err) == 0);
     CHECK(strstr(out, "\"interrupted\":false") != NULL);
+}
+
+/* A row for the step Ctrl-C stopped at, between logged steps: its per-head
+   columns were never measured at that step, so they are empty (pandas:
+   NaN), not the last measurement's values or uninitialised memory. */
+TEST(cli_interrupt_row_leaves_unmeasured_heads_empty)
+{
+    const char *ck = cpath(T, 0, "rowint.st");
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "'%s' train --dim 16 --steps 100000000 --log-every 100000000 --log '%s.csv' --save '%s' --quiet & p=$!; "
+             "while ! ls '%s.csv'.*.tmp >/dev/null 2>&1; do sleep 0.01; done; sleep 0.3; kill -INT $p; wait $p",
+             T->kgl, ck, ck, ck);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 130);
+    char log[600];
+    snprintf(log, sizeof log, "%s.csv", ck);
+    FILE *f = fopen(log, "r");
+    if (!CHECK(f != NULL)) return;
+    char header[8192], row[8192], last[8192] = "";
+    bool read_header = fgets(header, sizeof header, f) != NULL;
+    int rows = 0;
+    while (fgets(row, sizeof row, f)) rows++, snprintf(last, sizeof last, "%s", row);
+    fclose(f);
+    CHECK(read_header);
+    CHECK(rows == 1); /* only the stop row: no step was due a row */
+    /* the fields of the columns named h<k>_...: every one empty */
+    int heads_fields = 0, empty = 0, col = 0;
+    const char *hc = header, *rc = last; /* the starts of column col's name and field */
+    for (;;) {
+        if (hc[0] == 'h' && isdigit((unsigned char)hc[1])) {
+            heads_fields++;
+            empty += *rc == ',' || *rc == '\n' || *rc == '\0';
+        }
+        col++;
+        hc += strcspn(hc, ",\n"), rc += strcspn(rc, ",\n");
+        if (*hc != ',' || *rc != ',') break;
+        hc++, rc++;
+    }
+    CHECK(col > 6);
+    CHECK(heads_fields >= 2 * 11); /* two heads, eleven columns each (and their spec columns) */
+    if (!CHECK(empty == heads_fields)) printf("    %d of %d head fields not empty: %s\n", heads_fields - empty, heads_fields, last);
 }

@@ -411,14 +411,16 @@ static void log_row(const train_ctx *c, const kgl_run_member *m, long step, doub
     log_number(log, m->tr.optim.lr);
     fprintf(log, ",%.6f", now_seconds() - out->t0);
     const kgl_diag *dg = &out->diag;
+    /* a step Ctrl-C stopped at was not measured: its head columns are empty, not the last measurement's */
+    bool measured = m->diag_step == step;
     for (int h = 0; h < dg->heads; h++) {
         const kgl_head_diag *hd = &dg->head[h];
         double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
                                     hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
                                     hd->wq_move,       hd->wk_move,      hd->attn_tv};
-        for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, v[k]);
+        for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, measured ? v[k] : NAN);
         for (int r = 0; r < dg->m; r++)
-            if (c->v->use_relation[r]) log_number(log, dg->spec[h * dg->m + r]);
+            if (c->v->use_relation[r]) log_number(log, measured ? dg->spec[h * dg->m + r] : NAN);
     }
     if (c->o->run.eval_every) { /* of the parameters after this step's update */
         const kgl_metrics *b = &m->valid_ev.both;

@@ -980,6 +980,7 @@ struct kgl_run_member {
     kgl_eval ev;                  /* the training triples' ranks at step ev_step (-1: none); scratch after */
     long ev_step;
     kgl_diag *diag;               /* the start callback's, or NULL */
+    long diag_step;               /* the step diag was last measured at (-1: never) */
     int status;                   /* 0; 1 the loss became non-finite; or start's status */
     long nonfinite_step;          /* the step whose loss was not finite (0: none) */
     bool halted;                  /* stopped because another member failed */

@@ -146,7 +146,10 @@ static void member_steps(kgl_run_member *m)
         bool logged = (spec->log_every && (step - first + 1) % spec->log_every == 0) || step == last;
         bool evaluate = spec->eval_every && ((step - first + 1) % spec->eval_every == 0 || step == last);
         /* with until_fit the fit step gets a row too, so measure every step */
-        if (m->diag && (logged || evaluate || spec->until_fit)) kgl_diag_measure(m->diag, &m->tr);
+        if (m->diag && (logged || evaluate || spec->until_fit)) {
+            kgl_diag_measure(m->diag, &m->tr);
+            m->diag_step = step;
+        }
         kgl_trainer_update(&m->tr);
         m->step = step, m->loss = loss;
         bool go_on = !evaluate || select_model(m, step);
@@ -180,7 +183,7 @@ static void train_member(kgl_run_member *m, kgl_pool *pool)
     kgl_eval_init(&m->valid_ev, ds->n_entities, ds->n_relations);
     kgl_eval_set_pool(&m->ev, pool);
     kgl_eval_set_pool(&m->valid_ev, pool);
-    m->fit_step = m->best_step = m->ev_step = -1;
+    m->fit_step = m->best_step = m->ev_step = m->diag_step = -1;
     plan_fit_checks(m);
     if (spec->cb.start && (m->status = spec->cb.start(spec->cb.ctx, m)) != 0) return;
     m->valid_ev.progress = ranking_valid, m->valid_ev.progress_ctx = m;
