@@ -77,28 +77,27 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
         head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
         head[n_tr + k] = tr[k].tail, rel[n_tr + k] = m0 + tr[k].rel, tail[n_tr + k] = tr[k].head;
     }
-    int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
+    kgl_arena arena = {0}; /* the neighbourhoods' room */
     for (int K = 1; K <= 6; K += 5) {
-        kgl_neighbourhood nb;
-        kgl_neighbourhood_alloc(&nb, n_ex, K);
+        kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_ex, K);
         kgl_rng rng;
         kgl_rng_seed(&rng, 11);
         for (int rep = 0; rep < 20; rep++) { /* sampled */
-            kgl_neighbourhood_fill(&g, K, head, rel, tail, n_ex, false, &rng, 0, scratch, &nb);
-            check_segments(T, tr, n_tr, m0, &nb, head, rel, tail, K);
+            kgl_neighbourhood_sample(nb, head, rel, tail, n_ex, false, &rng, 0, 0);
+            check_segments(T, tr, n_tr, m0, nb, head, rel, tail, K);
         }
-        kgl_neighbourhood_fill(&g, K, head, rel, tail, n_ex, false, NULL, 0, scratch, &nb); /* the fixed rule */
-        check_segments(T, tr, n_tr, m0, &nb, head, rel, tail, K);
+        kgl_neighbourhood_fixed(nb, head, rel, tail, n_ex, false); /* the fixed rule */
+        check_segments(T, tr, n_tr, m0, nb, head, rel, tail, K);
         /* with K 6, an example whose entity has at most 7 edges sees every edge but its own triple's */
         for (int b = 0; b < n_ex && K == 6; b++) {
             int degree = g.offsets[head[b] + 1] - g.offsets[head[b]];
             int own = 1 + (tail[b] == head[b]); /* a self-loop is two edges of its entity */
-            if (degree <= 7) CHECK(nb.offsets[b + 1] - nb.offsets[b] == 1 + degree - own);
-            else CHECK(nb.offsets[b + 1] - nb.offsets[b] == 1 + K);
+            if (degree <= 7) CHECK(nb->offsets[b + 1] - nb->offsets[b] == 1 + degree - own);
+            else CHECK(nb->offsets[b + 1] - nb->offsets[b] == 1 + K);
         }
-        kgl_neighbourhood_free(&nb);
     }
-    free(scratch), free(head), free(rel), free(tail), free(tr);
+    kgl_arena_free(&arena);
+    free(head), free(rel), free(tail), free(tr);
     kgl_graph_free(&g);
     kgl_dataset_free(&ds);
 }
@@ -119,18 +118,17 @@ TEST(graph_context_sampler_draws_every_candidate_edge)
     kgl_graph_build(&g, ds.n_entities, m, tr, n_tr);
     int head[64], rel[64], tail[64];
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
-    int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
-    kgl_neighbourhood nb;
-    kgl_neighbourhood_alloc(&nb, n_tr, 1);
+    kgl_arena arena = {0}; /* the neighbourhoods' room */
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, 1);
     kgl_rng rng;
     kgl_rng_seed(&rng, 5);
     static int seen[64][16]; /* example b's distinct tokens, as relation * n + entity */
     int n_seen[64] = {0}, n = ds.n_entities;
     for (int rep = 0; rep < 400; rep++) {
-        kgl_neighbourhood_fill(&g, 1, head, rel, tail, n_tr, false, &rng, 0, scratch, &nb);
+        kgl_neighbourhood_sample(nb, head, rel, tail, n_tr, false, &rng, 0, 0);
         for (int b = 0; b < n_tr; b++) {
-            if (nb.offsets[b + 1] - nb.offsets[b] < 2) continue;
-            int t = nb.offsets[b] + 1, token = nb.relation[t] * n + nb.entity[t], k = 0;
+            if (nb->offsets[b + 1] - nb->offsets[b] < 2) continue;
+            int t = nb->offsets[b] + 1, token = nb->relation[t] * n + nb->entity[t], k = 0;
             while (k < n_seen[b] && seen[b][k] != token) k++;
             if (k == n_seen[b] && k < 16) seen[b][n_seen[b]++] = token;
         }
@@ -145,8 +143,7 @@ TEST(graph_context_sampler_draws_every_candidate_edge)
     }
     CHECK(bad == 0);
     CHECK(spread >= 5); /* examples with a choice to make */
-    kgl_neighbourhood_free(&nb);
-    free(scratch);
+    kgl_arena_free(&arena);
     kgl_graph_free(&g);
     kgl_dataset_free(&ds);
 }
@@ -170,11 +167,10 @@ TEST(graph_context_edge_dropout_is_its_definition)
     kgl_graph_build(&g, ds.n_entities, m, tr, n_tr);
     int head[64], rel[64], tail[64];
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
-    int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
-    kgl_neighbourhood nb, all;
-    kgl_neighbourhood_alloc(&nb, n_tr, K);
-    kgl_neighbourhood_alloc(&all, n_tr, g.max_degree);
-    kgl_neighbourhood_fill(&g, g.max_degree, head, rel, tail, n_tr, false, NULL, 0, scratch, &all);
+    kgl_arena arena = {0}; /* the neighbourhoods' room */
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, K);
+    kgl_neighbourhood *all = kgl_neighbourhood_alloc(&arena, &g, n_tr, g.max_degree);
+    kgl_neighbourhood_fixed(all, head, rel, tail, n_tr, false);
     const double rates[] = {0.4, 0}; /* 0: no uniform is drawn, every chosen edge stays */
     for (int pk = 0; pk < 2; pk++) {
         double p = rates[pk];
@@ -183,9 +179,9 @@ TEST(graph_context_edge_dropout_is_its_definition)
         long chosen = 0, kept = 0, wrong = 0, shuffled = 0;
         for (int step = 0; step < 200; step++) {
             replay = rng;
-            kgl_neighbourhood_fill(&g, K, head, rel, tail, n_tr, false, &rng, p, scratch, &nb);
+            kgl_neighbourhood_sample(nb, head, rel, tail, n_tr, false, &rng, p, 0);
             for (int b = 0; b < n_tr; b++) {
-                int lo = all.offsets[b] + 1, cand = all.offsets[b + 1] - lo, pick[64];
+                int lo = all->offsets[b] + 1, cand = all->offsets[b + 1] - lo, pick[64];
                 for (int c = 0; c < cand; c++) pick[c] = lo + c;
                 int take = cand < K ? cand : K;
                 if (cand > K) {
@@ -195,18 +191,18 @@ TEST(graph_context_edge_dropout_is_its_definition)
                         pick[s] = pick[j], pick[j] = tmp;
                     }
                 }
-                int t = nb.offsets[b];
-                wrong += nb.entity[t] != head[b] || nb.relation[t] != 2 * m;
+                int t = nb->offsets[b];
+                wrong += nb->entity[t] != head[b] || nb->relation[t] != 2 * m;
                 t++;
                 for (int s = 0; s < take; s++) {
                     chosen++;
                     if (p > 0 && kgl_rng_uniform(&replay) < p) continue;
                     kept++;
-                    wrong += t >= nb.offsets[b + 1] || nb.entity[t] != all.entity[pick[s]] ||
-                             nb.relation[t] != all.relation[pick[s]];
+                    wrong += t >= nb->offsets[b + 1] || nb->entity[t] != all->entity[pick[s]] ||
+                             nb->relation[t] != all->relation[pick[s]];
                     t++;
                 }
-                wrong += t != nb.offsets[b + 1];
+                wrong += t != nb->offsets[b + 1];
             }
             wrong += memcmp(&replay, &rng, sizeof rng) != 0; /* the generator advanced exactly so */
         }
@@ -216,8 +212,7 @@ TEST(graph_context_edge_dropout_is_its_definition)
         if (!CHECK(share >= 1 - p - 0.05 && share <= 1 - p + 0.05))
             printf("    p %.1f: kept %.4f of the chosen edges\n", p, share);
     }
-    kgl_neighbourhood_free(&nb), kgl_neighbourhood_free(&all);
-    free(scratch);
+    kgl_arena_free(&arena);
     kgl_graph_free(&g);
     kgl_dataset_free(&ds);
 }
@@ -252,38 +247,38 @@ TEST(graph_context_source_dropout_is_its_definition)
     kgl_model_set_graph(&m, tr, n_tr);
     int head[64], rel[64], tail[64], d = cfg.dim;
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
-    int *scratch = malloc(kgl_neighbourhood_scratch(m.graph) * sizeof(int));
-    kgl_neighbourhood nb, plain;
-    kgl_neighbourhood_alloc(&nb, n_tr, K), kgl_neighbourhood_alloc(&plain, n_tr, K);
-    kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &plain);
+    kgl_arena arena = {0}; /* the neighbourhoods' room */
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
+    kgl_neighbourhood *plain = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
+    kgl_neighbourhood_fixed(plain, head, rel, tail, n_tr, false);
     /* the draws: replayed over 300 rounds at p 0.3 */
     long masked = 0, segments = 0, wrong = 0;
     kgl_rng draw, replay;
     kgl_rng_seed(&draw, 12);
     for (int round = 0; round < 300; round++) {
-        kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &nb);
+        kgl_neighbourhood_fixed(nb, head, rel, tail, n_tr, false);
         replay = draw;
-        kgl_neighbourhood_mask_sources(&nb, 0.3, &draw);
+        kgl_neighbourhood_mask_sources(nb, 0.3, &draw);
         bool any = false;
         for (int b = 0; b < n_tr; b++) {
             bool mask = kgl_rng_uniform(&replay) < 0.3;
-            int lo = nb.offsets[b];
+            int lo = nb->offsets[b];
             segments++, masked += mask, any |= mask;
-            wrong += mask ? nb.slot[lo] != nb.n_unique || nb.query_slot[b] != nb.n_unique
-                          : nb.slot[lo] != plain.slot[lo] || nb.query_slot[b] != plain.query_slot[b];
-            for (int t = lo + 1; t < nb.offsets[b + 1]; t++) wrong += nb.slot[t] != plain.slot[t];
+            wrong += mask ? nb->slot[lo] != nb->n_unique || nb->query_slot[b] != nb->n_unique
+                          : nb->slot[lo] != plain->slot[lo] || nb->query_slot[b] != plain->query_slot[b];
+            for (int t = lo + 1; t < nb->offsets[b + 1]; t++) wrong += nb->slot[t] != plain->slot[t];
         }
-        wrong += nb.zero_slot != (any ? nb.n_unique : -1) || memcmp(&replay, &draw, sizeof draw) != 0;
+        wrong += nb->zero_slot != (any ? nb->n_unique : -1) || memcmp(&replay, &draw, sizeof draw) != 0;
     }
     CHECK(wrong == 0);
     /* 0.3 within 0.03: 8 standard deviations of a binomial over 300 · 32 segments */
     double share = (double)masked / (double)segments;
     if (!CHECK(share > 0.27 && share < 0.33)) printf("    masked %.4f of the segments\n", share);
     /* the states: masked against the entity's row zeroed */
-    kgl_neighbourhood_fill(m.graph, K, head, rel, tail, n_tr, false, NULL, 0, scratch, &nb);
+    kgl_neighbourhood_fixed(nb, head, rel, tail, n_tr, false);
     kgl_rng_seed(&draw, 4);
-    kgl_neighbourhood_mask_sources(&nb, 0.5, &draw);
-    kgl_batch b = {n_tr, head, rel, tail, &nb};
+    kgl_neighbourhood_mask_sources(nb, 0.5, &draw);
+    kgl_batch b = {n_tr, head, rel, tail, nb};
     kgl_tape tape;
     kgl_tape_init(&tape);
     kgl_forward f;
@@ -294,10 +289,10 @@ TEST(graph_context_source_dropout_is_its_definition)
     int compared = 0;
     double worst = 0;
     for (int e = 0; e < n_tr; e++) {
-        int lo = nb.offsets[e], hi = nb.offsets[e + 1], i = head[e];
-        if (nb.slot[lo] != nb.n_unique) continue;
+        int lo = nb->offsets[e], hi = nb->offsets[e + 1], i = head[e];
+        if (nb->slot[lo] != nb->n_unique) continue;
         bool own = false;
-        for (int t = lo + 1; t < hi; t++) own |= nb.entity[t] == i;
+        for (int t = lo + 1; t < hi; t++) own |= nb->entity[t] == i;
         if (own) continue;
         kgl_real row[64];
         memcpy(row, m.entity_emb->data + (size_t)i * d, (size_t)d * sizeof(kgl_real));
@@ -312,8 +307,7 @@ TEST(graph_context_source_dropout_is_its_definition)
     CHECK(compared >= 5);
     if (!CHECK(worst <= 1e-12)) printf("    a masked state differs from the zero-row state by %.3g\n", worst);
     kgl_tape_free(&tape);
-    kgl_neighbourhood_free(&nb), kgl_neighbourhood_free(&plain);
-    free(scratch);
+    kgl_arena_free(&arena);
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
@@ -330,10 +324,9 @@ TEST(graph_context_evaluation_takes_the_first_edges_by_key)
     kgl_graph_build(&g, n, m, tr, n_tr);
     int K = 3, ids[64];
     for (int i = 0; i < n; i++) ids[i] = i;
-    int *scratch = malloc(kgl_neighbourhood_scratch(&g) * sizeof(int));
-    kgl_neighbourhood nb;
-    kgl_neighbourhood_alloc(&nb, n, K);
-    kgl_neighbourhood_fill(&g, K, ids, NULL, NULL, n, false, NULL, 0, scratch, &nb);
+    kgl_arena arena = {0}; /* the neighbourhoods' room */
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n, K);
+    kgl_neighbourhood_fixed(nb, ids, NULL, NULL, n, false);
     for (int i = 0; i < n; i++) {
         /* every edge of i with its key, the smallest K by a selection here */
         uint64_t key[64];
@@ -343,18 +336,17 @@ TEST(graph_context_evaluation_takes_the_first_edges_by_key)
             if (tr[k].tail == i) er[deg] = m + tr[k].rel, ej[deg] = tr[k].head, key[deg] = kgl_edge_key(i, er[deg], ej[deg]), deg++;
         }
         int want = deg < K ? deg : K;
-        if (!CHECK(nb.offsets[i + 1] - nb.offsets[i] == 1 + want)) continue;
+        if (!CHECK(nb->offsets[i + 1] - nb->offsets[i] == 1 + want)) continue;
         for (int s = 0; s < want; s++) {
             int best = -1;
             for (int k = 0; k < deg; k++)
                 if (key[k] != UINT64_MAX && (best < 0 || key[k] < key[best])) best = k;
             key[best] = UINT64_MAX;
-            int t = nb.offsets[i] + 1 + s;
-            CHECK(nb.relation[t] == er[best] && nb.entity[t] == ej[best]);
+            int t = nb->offsets[i] + 1 + s;
+            CHECK(nb->relation[t] == er[best] && nb->entity[t] == ej[best]);
         }
     }
-    kgl_neighbourhood_free(&nb);
-    free(scratch);
+    kgl_arena_free(&arena);
     kgl_graph_free(&g);
     kgl_dataset_free(&ds);
 }
@@ -378,7 +370,7 @@ TEST(graph_context_trainer_batches_leave_out_the_asked_triple)
     for (int step = 0; step < 30; step++) {
         if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
         const kgl_neighbourhood *nb = tr.fwd.neighbourhood;
-        if (!CHECK(nb == &tr.neighbourhood)) break;
+        if (!CHECK(nb == tr.neighbourhood)) break;
         check_segments(T, ds.splits[0].triples, ds.splits[0].n, ds.n_relations, nb, tr.b_head, tr.b_rel, tr.b_tail, 2);
         if (step == 0)
             for (n_first = 0; n_first < nb->offsets[nb->n] && n_first < 64; n_first++)
@@ -388,8 +380,8 @@ TEST(graph_context_trainer_batches_leave_out_the_asked_triple)
     /* the same seed draws the same first neighbourhoods */
     kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
     kgl_trainer_step(&tr);
-    bool same = tr.neighbourhood.offsets[tr.neighbourhood.n] == n_first;
-    for (int k = 0; k < n_first && same; k++) same = tr.neighbourhood.entity[k] == first_tokens[k];
+    bool same = tr.neighbourhood->offsets[tr.neighbourhood->n] == n_first;
+    for (int k = 0; k < n_first && same; k++) same = tr.neighbourhood->entity[k] == first_tokens[k];
     CHECK(same);
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
@@ -722,7 +714,7 @@ TEST(graph_hide_asked_relation_in_training_and_evaluation)
         int tokens_of_asked = 0;
         for (int step = 0; step < 20; step++) {
             if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
-            const kgl_neighbourhood *nb = &tr.neighbourhood;
+            const kgl_neighbourhood *nb = tr.neighbourhood;
             check_segments(T, trip, n_tr, m, nb, tr.b_head, tr.b_rel, tr.b_tail, 50);
             for (int b = 0; b < nb->n; b++)
                 for (int t = nb->offsets[b] + 1; t < nb->offsets[b + 1]; t++) tokens_of_asked += nb->relation[t] == tr.b_rel[b];

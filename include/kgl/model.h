@@ -71,8 +71,14 @@ uint64_t kgl_edge_key(int entity, int rel, int neighbour);
 
 /* The neighbourhoods of a batch: segment b is the tokens offsets[b] …
  * offsets[b+1] − 1, each an entity and the relation row of its edge; the
- * first token of a segment is the query entity itself, with relation row 2m. */
+ * first token of a segment is the query entity itself, with relation row 2m.
+ * Everything about them is src/model/graph.c's: the edges above, the
+ * sampler of training, the fixed rule of evaluation, and their room, in an
+ * arena (kgl_neighbourhood_alloc). */
 typedef struct kgl_neighbourhood {
+    const kgl_graph *graph; /* whose edges the segments take */
+    int K;                  /* a segment keeps at most K edges */
+    int capacity;           /* room for this many segments */
     int n;
     int *offsets;         /* [n + 1] */
     int *entity, *relation; /* [n (K + 1)] at most */
@@ -83,30 +89,34 @@ typedef struct kgl_neighbourhood {
     int *query_slot;      /* [n]: slot of segment b's first token */
     int zero_slot;        /* -1, or the slot n_unique that kgl_neighbourhood_mask_sources
                              points masked segments' first tokens at: a row of zeros */
+    int *scratch;         /* the sampler's: [max_degree + n_entities + 1] */
 } kgl_neighbourhood;
-/* Segment b: head[b] itself, then at most K of its edges, never those of the
- * triple example b asks about: (rel[b], tail[b]), and with tail[b] = head[b]
- * the same triple read backwards; with all_answers (1-N targets, or
- * --hide-asked-relation) every answer of the query (head[b], rel[b]): each
- * edge (rel[b], ·), and the self-loop read backwards when (head[b], rel[b],
- * head[b]) is one; tail is not read then and may be NULL (evaluation's
- * questions). tail and rel NULL: no edge is left out (evaluation: the
- * triples asked about are not training triples). With rng,
- * K edges drawn uniformly without replacement (the first K steps of a
- * Fisher–Yates shuffle of the candidates, kgl_rng_below), then with
- * edge_dropout p > 0 each chosen edge dropped when a uniform drawn for it
+/* Room in arena `a` for the neighbourhoods of up to n questions in graph g,
+ * each keeping at most K edges, with the sampler's scratch: the one
+ * allocation of neighbourhoods (a trainer's once, evaluation's on its tape). */
+kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K);
+/* Training's draw (one per step): segment b is head[b] itself, then at most K
+ * of its edges, never those of the triple example b asks about: (rel[b],
+ * tail[b]), and with tail[b] = head[b] the same triple read backwards; with
+ * all_answers (1-N targets, or --hide-asked-relation) every answer of the
+ * query (head[b], rel[b]): each edge (rel[b], ·), and the self-loop read
+ * backwards when (head[b], rel[b], head[b]) is one; tail is not read then and
+ * may be NULL. tail and rel NULL: no edge is left out. The K edges are drawn
+ * from rng uniformly without replacement (the first K steps of a
+ * Fisher–Yates shuffle of the candidates, kgl_rng_below); then with
+ * edge_dropout p > 0 each chosen edge is dropped when a uniform drawn for it
  * (in order, after the segment's shuffle draws) is below p (--edge-dropout;
- * the entity's own token is never dropped); without rng, the first
- * K candidates in the graph's fixed order. `scratch` holds
- * kgl_neighbourhood_scratch(g) ints; out's arrays hold n + 1 (offsets), n
- * (query_slot) and n (K + 1) (the others). */
-size_t kgl_neighbourhood_scratch(const kgl_graph *g);
-/* out's arrays for n segments of at most K edges (malloc), and their release. */
-void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K);
-void kgl_neighbourhood_free(kgl_neighbourhood *nb);
-void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
-                            bool all_answers, kgl_rng *rng, double edge_dropout, int *scratch,
-                            kgl_neighbourhood *out);
+ * the entity's own token is never dropped); then the sources are masked with
+ * source_dropout (kgl_neighbourhood_mask_sources, the same rng). n at most
+ * nb's capacity. */
+void kgl_neighbourhood_sample(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
+                              bool all_answers, kgl_rng *rng, double edge_dropout, double source_dropout);
+/* Evaluation's rule, with the same edges left out: the first K candidates in
+ * the graph's fixed order, nothing random (evaluation asks with rel and
+ * all_answers only under --hide-asked-relation, and with no tail: the triples
+ * it asks about are not training triples). */
+void kgl_neighbourhood_fixed(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
+                             bool all_answers);
 /* --source-dropout p: one uniform per segment, in order; when it is below p
  * the segment's entity row is left out of its first token (and so of the
  * query token), which then reads the zero slot: the state must come from the
@@ -179,8 +189,9 @@ void kgl_model_set_graph(kgl_model *m, const kgl_triple *train, int n_train);
 typedef struct kgl_batch {
     int n;
     const int *head, *rel, *tail;
-    /* --context graph: each example's neighbourhood (a segment per example);
-       NULL: the fixed rule (kgl_neighbourhood_fill without a generator) */
+    /* --context graph: each example's neighbourhood (a segment per example,
+       a training step's kgl_neighbourhood_sample); NULL: the fixed rule
+       (kgl_neighbourhood_fixed, which kgl_layer_forward draws) */
     const kgl_neighbourhood *context;
 } kgl_batch;
 
@@ -193,6 +204,7 @@ typedef struct kgl_supervision {
 
 typedef struct kgl_forward {
     kgl_tensor *context;                /* C [n, d]; with --context graph in a loss, [B, d]: example b's state */
+    const int *state_row;               /* question k's state is row state_row[k] of C (NULL: row k) */
     /* --context graph, in a loss: the segments attended over and their
        weights [tokens, H] (column h: head h) */
     const kgl_neighbourhood *neighbourhood;
@@ -210,9 +222,11 @@ typedef struct kgl_forward {
     int n_supervised;
 } kgl_forward;
 
-/* The contextual states C of every entity (and the attention on the way). */
+/* The contextual states C of every entity (and the attention on the way):
+ * kgl_layer_forward asking every entity nothing, without regularisers. */
 void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
-/* Context, readout and loss of the README's model section for one batch. */
+/* Context, readout and loss of the README's model section for one batch:
+ * kgl_layer_forward on the batch's questions, then kgl_readout_loss. */
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                     kgl_forward *out);
 
@@ -239,13 +253,46 @@ typedef struct kgl_regularisers {
     double source_dropout;  /* --source-dropout: a graph context's segment without its entity's row
                                (training only; kgl_neighbourhood_mask_sources draws it) */
     double edge_dropout;    /* --edge-dropout: each sampled edge of a graph context's segment
-                               (training only; kgl_neighbourhood_fill draws it) */
+                               (training only; kgl_neighbourhood_sample draws it) */
     double entity_dropout;  /* --entity-dropout: the readout's candidates, E[j] for every entity j
                                (one mask on the whole table a step, drawn after the hidden dropout's) */
     kgl_rng *rng;
 } kgl_regularisers;
-/* The same with regularisers (reg NULL: exactly the functions above). */
-void kgl_model_context_reg(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, kgl_forward *out);
+/* What the layer is asked: n questions, question k about entity[k]. */
+typedef struct kgl_questions {
+    int n;
+    const int *entity; /* [n] */
+    const int *rel;    /* [n]: the relation row each asks (a --query-relation state depends on it), or NULL */
+    const int *tail;   /* [n]: a training example's answer, whose edges its neighbourhood leaves out, or NULL */
+    bool all_answers;  /* the neighbourhood leaves out every answer of (entity, rel): 1-N targets,
+                          --hide-asked-relation (kgl_neighbourhood_sample) */
+    /* --context graph: segment k for question k (a training step's draw);
+       NULL: kgl_layer_forward draws the fixed rule's in the tape's arena */
+    const kgl_neighbourhood *neighbourhood;
+    bool keep_logits;  /* --context full: each head's logits S_h as a tensor with a
+                          gradient (out->logits_attn; head supervision reads them) */
+} kgl_questions;
+/* The layer, the one forward of training and evaluation alike: the head
+ * states C of questions q into out->context, question k's in row
+ * out->state_row[k]. The full context computes every entity's state (row
+ * entity[k]), no context is the embeddings themselves, and the neighbourhood
+ * context one state per question over its segment (row k). q NULL asks every
+ * entity nothing (evaluation's entity states; state_row NULL): the graph
+ * context computes them by the fixed rule in blocks on tapes of their own
+ * (t gives the pool), never recorded, and dies when reg has a generator
+ * (dropout there would be silently dropped). reg: the regularisers of the
+ * layer (dropout, attention dropout; NULL: none, as at evaluation). */
+void kgl_layer_forward(const kgl_model *m, kgl_tape *t, const kgl_questions *q, const kgl_regularisers *reg,
+                       kgl_forward *out);
+/* The loss apart from the layer: with out holding the head states of b's
+ * examples (kgl_layer_forward on the questions (head, rel, tail) of b), the
+ * readout's scores against every entity, the cross entropy against b's tails
+ * (or, with answers, each example's answers[answer_off[k] .. answer_off[k+1])),
+ * and the terms reg and sup add: hidden and entity dropout, label smoothing,
+ * the relation loss, N3, head supervision. */
+void kgl_readout_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const int *answer_off, const int *answers,
+                      const kgl_supervision *sup, const kgl_regularisers *reg, kgl_forward *out);
+/* kgl_model_loss with regularisers (reg NULL: exactly kgl_model_loss). */
 void kgl_model_loss_reg(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                         const kgl_regularisers *reg, kgl_forward *out);
 
@@ -515,9 +562,10 @@ typedef struct kgl_trainer {
     int *q_off, *q_answers, *b_off, *b_answers;
     /* --context graph: the current batch's neighbourhoods, drawn for step k
        from a generator seeded with seed ⊕ "NEIGHBR" ⊕ k · 0x9e3779b97f4a7c15
-       (so a resumed run draws the same ones), and the sampler's scratch */
-    kgl_neighbourhood neighbourhood;
-    int *neighbour_scratch; /* [kgl_neighbourhood_scratch] */
+       (so a resumed run draws the same ones), in an arena of the trainer's
+       allocated once */
+    kgl_arena arena;
+    kgl_neighbourhood *neighbourhood;
 } kgl_trainer;
 
 /* Prepares training of `model_cfg` (entity and relation counts are taken

@@ -98,30 +98,35 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
     return (g->rel[k] == r && g->nb[k] == t) || (t == h && g->rel[k] == inv && g->nb[k] == h);
 }
 
-void kgl_neighbourhood_alloc(kgl_neighbourhood *nb, int n, int K)
+kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K)
 {
+    kgl_neighbourhood *nb = kgl_arena_alloc(a, sizeof *nb);
     size_t tokens = (size_t)n * (size_t)(K + 1);
     memset(nb, 0, sizeof *nb);
-    nb->offsets = kgl_xmalloc(((size_t)n + 1) * sizeof(int));
-    nb->entity = kgl_xmalloc(tokens * sizeof(int));
-    nb->relation = kgl_xmalloc(tokens * sizeof(int));
-    nb->unique = kgl_xmalloc(tokens * sizeof(int));
-    nb->slot = kgl_xmalloc(tokens * sizeof(int));
-    nb->query_slot = kgl_xmalloc(((size_t)n ? (size_t)n : 1) * sizeof(int));
+    nb->graph = g;
+    nb->K = K;
+    nb->capacity = n;
+    nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
+    nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->relation = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->unique = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->slot = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->query_slot = kgl_arena_alloc(a, (size_t)n * sizeof(int));
+    /* the sampler's: an entity's candidate edges, then each entity's slot */
+    nb->scratch = kgl_arena_alloc(a, ((size_t)g->max_degree + (size_t)g->n_entities + 1) * sizeof(int));
+    return nb;
 }
 
-void kgl_neighbourhood_free(kgl_neighbourhood *nb)
+/* The segments of n questions: head[b] itself, then at most K of its edges,
+   leaving out the asked triple's (model.h, kgl_neighbourhood_sample); with
+   rng, K drawn at random and each dropped with probability edge_dropout,
+   without, the first K in the fixed order. */
+static void fill(kgl_neighbourhood *out, const int *head, const int *rel, const int *tail, int n, bool all_answers,
+                 kgl_rng *rng, double edge_dropout)
 {
-    free(nb->offsets), free(nb->entity), free(nb->relation), free(nb->unique), free(nb->slot), free(nb->query_slot);
-    memset(nb, 0, sizeof *nb);
-}
-
-size_t kgl_neighbourhood_scratch(const kgl_graph *g) { return (size_t)g->max_degree + (size_t)g->n_entities + 1; }
-
-void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const int *rel, const int *tail, int n,
-                            bool all_answers, kgl_rng *rng, double edge_dropout, int *scratch,
-                            kgl_neighbourhood *out)
-{
+    if (n > out->capacity) kgl_die("neighbourhood: %d segments in room for %d", n, out->capacity);
+    const kgl_graph *g = out->graph;
+    int K = out->K, *scratch = out->scratch;
     int used = 0, self_rel = 2 * g->n_relations;
     bool leave_out = tail || (rel && all_answers); /* a triple asked, or a question's answers */
     int *slot_of = scratch + g->max_degree + 1; /* [n_entities]: an entity's slot, or -1 */
@@ -168,6 +173,19 @@ void kgl_neighbourhood_fill(const kgl_graph *g, int K, const int *head, const in
     }
     for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
     out->zero_slot = -1;
+}
+
+void kgl_neighbourhood_sample(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
+                              bool all_answers, kgl_rng *rng, double edge_dropout, double source_dropout)
+{
+    fill(nb, head, rel, tail, n, all_answers, rng, edge_dropout);
+    kgl_neighbourhood_mask_sources(nb, source_dropout, rng);
+}
+
+void kgl_neighbourhood_fixed(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
+                             bool all_answers)
+{
+    fill(nb, head, rel, tail, n, all_answers, NULL, 0);
 }
 
 void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng)

@@ -488,8 +488,7 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     }
     if (cfg.context == KGL_CONTEXT_GRAPH) {
         kgl_model_set_graph(&tr->model, train, n_train);
-        kgl_neighbourhood_alloc(&tr->neighbourhood, B, cfg.neighbours);
-        tr->neighbour_scratch = kgl_xmalloc(kgl_neighbourhood_scratch(tr->model.graph) * sizeof(int));
+        tr->neighbourhood = kgl_neighbourhood_alloc(&tr->arena, tr->model.graph, B, cfg.neighbours);
     }
     kgl_tape_init(&tr->tape);
     kgl_tape_init(&tr->eval_tape);
@@ -517,8 +516,7 @@ void kgl_trainer_free(kgl_trainer *tr)
     free(tr->q_answers);
     free(tr->b_off);
     free(tr->b_answers);
-    kgl_neighbourhood_free(&tr->neighbourhood);
-    free(tr->neighbour_scratch);
+    kgl_arena_free(&tr->arena);
     kgl_tails_free(&tr->tails);
     kgl_tape_free(&tr->tape);
     kgl_tape_free(&tr->eval_tape);
@@ -594,11 +592,10 @@ double kgl_trainer_compute(kgl_trainer *tr)
     if (tr->model.cfg.context == KGL_CONTEXT_GRAPH) { /* this step's neighbourhoods, drawn */
         kgl_rng rng;
         kgl_rng_seed(&rng, tr->cfg.seed ^ NEIGHBOUR_STREAM ^ ((uint64_t)(tr->optim.step + 1) * NEIGHBOUR_STEP));
-        kgl_neighbourhood_fill(tr->model.graph, tr->model.cfg.neighbours, b.head, b.rel, b.tail, b.n,
-                               answers != NULL || tr->model.cfg.hide_asked, &rng, tr->reg.edge_dropout,
-                               tr->neighbour_scratch, &tr->neighbourhood);
-        kgl_neighbourhood_mask_sources(&tr->neighbourhood, tr->reg.source_dropout, &rng);
-        b.context = &tr->neighbourhood;
+        kgl_neighbourhood_sample(tr->neighbourhood, b.head, b.rel, b.tail, b.n,
+                                 answers != NULL || tr->model.cfg.hide_asked, &rng, tr->reg.edge_dropout,
+                                 tr->reg.source_dropout);
+        b.context = tr->neighbourhood;
     }
     return compute(tr, &b, answer_off, answers);
 }

@@ -1,0 +1,440 @@
+/* layer.c — the layer: one forward, kgl_layer_forward, from the questions
+ * asked to the head states C, in each context (README, "The model,
+ * exactly"). The loss that reads C out is loss.c's; the neighbourhoods the
+ * graph context attends over are graph.c's.
+ *
+ *   X = E                                  entity embeddings [n, d]
+ *   Q = X Wq, K = X Wk, V = X Wv           [n, d]
+ *   per head h (columns h·dk … (h+1)·dk):
+ *     S_h = τ Q_h K_hᵀ                     [n, n]  where head h, at entity i, scores j
+ *     A_h = softmax_rows(S_h)              [n, n]  where it looks
+ *   O = [A_0 V_0 | … | A_{H−1} V_{H−1}]    [n, d]
+ *   Y = LN(X + O Wo)                       residual, then layer norm
+ *   C = Y, or LN(Y + GELU(Y W1 + b1) W2 + b2) with the FFN
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+
+static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
+                                kgl_forward *out);
+static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
+                                 const kgl_neighbourhood *nb, const int *asked, kgl_forward *out);
+static void every_entity_graph_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
+                                      kgl_forward *out);
+static const kgl_graph *model_graph(const kgl_model *m);
+
+/* ---- the one entry point ------------------------------------------------------ */
+
+void kgl_layer_forward(const kgl_model *m, kgl_tape *t, const kgl_questions *q, const kgl_regularisers *reg,
+                       kgl_forward *out)
+{
+    if (m->cfg.context != KGL_CONTEXT_GRAPH) { /* every entity's state; question k reads row entity[k] */
+        full_context_states(m, t, reg, q && q->keep_logits, out);
+        out->state_row = q ? q->entity : NULL;
+        return;
+    }
+    if (!q) { /* every entity's state, by evaluation's rule */
+        every_entity_graph_states(m, t, reg, out);
+        return;
+    }
+    const kgl_neighbourhood *nb = q->neighbourhood;
+    if (!nb) { /* the fixed rule, leaving out what each question must not see */
+        kgl_neighbourhood *fixed = kgl_neighbourhood_alloc(&t->arena, model_graph(m), q->n, m->cfg.neighbours);
+        kgl_neighbourhood_fixed(fixed, q->entity, q->rel, q->tail, q->n, q->all_answers);
+        nb = fixed;
+    }
+    if (nb->n != q->n) kgl_die("--context graph: %d neighbourhoods for %d examples", nb->n, q->n);
+    int *identity = kgl_arena_alloc(&t->arena, (size_t)(q->n ? q->n : 1) * sizeof(int));
+    for (int k = 0; k < q->n; k++) identity[k] = k;
+    neighbourhood_states(m, t, reg, nb, q->rel, out); /* one state per question */
+    out->state_row = identity;
+}
+
+void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out) { kgl_layer_forward(m, t, NULL, NULL, out); }
+
+/* With --qk-norm: each head's block of columns of X layer-normalised (the
+   head's own mean and variance) with the shared gamma and beta. */
+static kgl_tensor *normalise_heads(const kgl_model *m, kgl_tape *t, kgl_tensor *X, kgl_tensor *gamma, kgl_tensor *beta)
+{
+    return kgl_layernorm_heads(t, X, m->cfg.heads, gamma, beta); /* each head's d_k columns on their own */
+}
+
+/* Whether the attention runs as the one fused op (kgl_attention) or as its
+   composition from matmul_nt, scale, softmax_rows and matmul: the same maths,
+   but only the composition keeps each head's logits S_h as a tensor with a
+   gradient, which head supervision reads, and only it has the per-head
+   switches (attention dropout, ablation). */
+static bool use_fused_attention(const kgl_model *m, double p_attn, bool need_logits)
+{
+    if (m->composed_attention || need_logits || p_attn > 0) return false;
+    for (int h = 0; h < m->cfg.heads; h++)
+        if (m->ablate[h]) return false;
+    return true;
+}
+
+static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
+                                   kgl_rng *rng, bool need_logits, kgl_forward *out);
+static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
+                                double p, kgl_rng *rng);
+
+/* ---- the full context (and none) --------------------------------------------
+ * Every entity's state: each attends over every entity (--context full), or
+ * is its embedding (--context none, no layer). Training-time regularisers
+ * (NULL: none, as at evaluation): dropout masks are drawn from reg->rng in the
+ * order the forward meets them: X, then layer by layer each head's attention
+ * weights, the attention output, the FFN output; then (in the loss) the
+ * per-example head states. A stack of layers
+   (--layers L) applies the layer to its own output: C⁽⁰⁾ = X, C⁽ˡ⁺¹⁾ =
+   layer_l(C⁽ˡ⁾), C = C⁽ᴸ⁾. What `out` records of the attention (Q, K, the
+   weights and logits, the head outputs) is the first layer's: it looks at the
+   entities themselves, which is what head supervision reads; every layer's
+   weights are in layer_attn (kgl heads shows each layer's specialisation). */
+static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
+                                kgl_forward *out)
+{
+    memset(out, 0, sizeof *out);
+    kgl_rng *rng = reg ? reg->rng : NULL;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
+
+    kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
+    if (m->cfg.context == KGL_CONTEXT_NONE) { /* no layer: the states are the embeddings */
+        out->context = X;
+        return;
+    }
+    for (int l = 0; l < m->cfg.layers; l++) {
+        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
+        memcpy(out->layer_attn[l], l == 0 ? out->attn : deeper.attn, sizeof out->attn);
+    }
+    out->context = X;
+}
+
+/* Layer l on the rows of X: multi-head self-attention, residual, layer norm,
+   the FFN when there is one. Records its attention into `out`. */
+static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
+                                   kgl_rng *rng, bool need_logits, kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    const kgl_block *L = &m->layer[l];
+    int H = c->heads, dk = c->dim / H;
+    double tau = kgl_config_tau(c);
+    kgl_tensor *Q = kgl_matmul(t, X, L->wq);
+    kgl_tensor *K = kgl_matmul(t, X, L->wk);
+    kgl_tensor *V = kgl_matmul(t, X, L->wv);
+    out->q = Q;
+    out->k = K;
+    if (use_fused_attention(m, p_attn, need_logits)) {
+        if (c->qk_norm) { /* each head's rows normalised, as in the composition below */
+            Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
+            K = normalise_heads(m, t, K, L->kn_gamma, L->kn_beta);
+        }
+        bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
+        kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
+        kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
+                                      l == 0 && m->measure_attention ? &out->attn_stats : NULL);
+        for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
+        return finish_layer(m, L, t, X, O, p, rng);
+    }
+    for (int h = 0; h < H; h++) {
+        kgl_tensor *Qh = H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q;
+        kgl_tensor *Kh = H > 1 ? kgl_slice_cols(t, K, h * dk, dk) : K;
+        kgl_tensor *Vh = H > 1 ? kgl_slice_cols(t, V, h * dk, dk) : V;
+        if (c->qk_norm) {
+            Qh = kgl_layernorm(t, Qh, L->qn_gamma, L->qn_beta);
+            Kh = kgl_layernorm(t, Kh, L->kn_gamma, L->kn_beta);
+        }
+        kgl_tensor *S = kgl_matmul_nt(t, Qh, Kh);
+        if (tau != 1.0) S = kgl_scale(t, S, tau);
+        if (c->learn_temperature) S = kgl_scale_exp(t, S, L->log_temperature, h);
+        kgl_tensor *A = kgl_softmax_rows(t, S, (kgl_mask){KGL_MASK_NONE, NULL});
+        out->logits_attn[h] = S;
+        out->attn[h] = A;
+        out->head_out[h] = kgl_matmul(t, kgl_dropout(t, A, p_attn, rng), Vh);
+        if (m->ablate[h] && l == 0) { /* a head of the first layer switched off: its output is replaced by zeros */
+            kgl_tensor *zero = kgl_tensor_new(t, out->head_out[h]->rows, out->head_out[h]->cols, false);
+            memset(zero->data, 0, kgl_numel(zero) * sizeof(kgl_real));
+            out->head_out[h] = zero;
+        }
+    }
+    kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
+    return finish_layer(m, L, t, X, O, p, rng);
+}
+
+/* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one. */
+static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
+                                double p, kgl_rng *rng)
+{
+    kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, L->wo), p, rng));
+    kgl_tensor *Y = kgl_layernorm(t, U, L->ln1_gamma, L->ln1_beta);
+    if (m->cfg.ffn > 0) {
+        kgl_tensor *Z = kgl_add(t, kgl_matmul(t, Y, L->ffn_w1), L->ffn_b1);
+        kgl_tensor *F = kgl_add(t, kgl_matmul(t, kgl_gelu(t, Z), L->ffn_w2), L->ffn_b2);
+        F = kgl_dropout(t, F, p, rng);
+        Y = kgl_layernorm(t, kgl_add(t, Y, F), L->ln2_gamma, L->ln2_beta);
+    }
+    return Y;
+}
+
+/* ---- the neighbourhood context (--context graph) ------------------------------
+ * Segment b of the neighbourhoods is example b's query entity i (token 0)
+ * and its sampled edges (r', j). A token is x = E[j] + P[r'] (P the context's
+ * relation rows; the entity itself has the row 2m), so keys and values see
+ * both the neighbour and how it is linked. Only the query token asks:
+ *   x_b = E[i] + P[2m],  q_b = x_b Wq
+ *   K[t] = x_t Wk = E[j] Wk + P[r'] Wk,  V[t] = x_t Wv = E[j] Wv + P[r'] Wv
+ *   S[t, h] = τ_h ⟨q_b,h, K_h[t]⟩,  A = softmax within each segment
+ *   o_b = Σ_t A[t, h] V_h[t] per head,  C[b] = LN(x_b + o_b Wo) (+ FFN), as finish_layer
+ * With --query-relation the query token also carries the asked relation r_b
+ * (a row of its own parameter Pq, so the edges' rows keep their meaning):
+ *   x_b = E[i] + P[2m] + Pq[r_b]
+ * so that which edges the query attends to, and the state, depend on the
+ * question; a state is then one per (entity, relation) query, not per entity.
+ * (qk-norm per head as in the full context.) Each distinct entity of the
+ * batch is projected once and each relation row once, then gathered per
+ * token: the same sums, in O(U d²) for U distinct entities instead of
+ * O(T d²) for T tokens. --dropout drops the distinct entities' rows of E
+ * (as it drops E in the full context; a row's mask is shared by its tokens)
+ * and the attention output before the residual, --attn-dropout the weights. */
+static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
+                                           kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
+                                           kgl_rng *rng, kgl_forward *out);
+
+/* The states of the questions whose segments nb holds, asking asked[b] (or NULL). */
+static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
+                                 const kgl_neighbourhood *nb, const int *asked, kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    int B = nb->n;
+    memset(out, 0, sizeof *out);
+    kgl_rng *rng = reg ? reg->rng : NULL;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
+    kgl_tensor *Xu = kgl_dropout(t, kgl_gather_rows(t, m->entity_emb, nb->unique, nb->n_unique), p, rng);
+    if (nb->zero_slot >= 0) { /* --source-dropout: one more row, of zeros, for the masked first tokens */
+        int *rows = kgl_arena_alloc(&t->arena, ((size_t)nb->n_unique + 1) * sizeof(int));
+        for (int u = 0; u <= nb->n_unique; u++) rows[u] = u < nb->n_unique ? u : 0;
+        kgl_tensor *keep = kgl_tensor_new(t, nb->n_unique + 1, c->dim, false);
+        size_t live = (size_t)nb->n_unique * (size_t)c->dim;
+        for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = k < live ? 1.0 : 0.0;
+        Xu = kgl_mul(t, kgl_gather_rows(t, Xu, rows, nb->n_unique + 1), keep);
+    }
+    kgl_tensor *P = m->context_relation_emb;
+    int *self_row = kgl_arena_alloc(&t->arena, sizeof(int));
+    *self_row = P->rows - 1;
+    kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
+    if (c->query_relation && asked) /* without: the entity's state asked no question (kgl_model_context) */
+        Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
+    kgl_tensor *C = Xq;
+    for (int l = 0; l < c->layers; l++) {
+        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
+        out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
+    }
+    out->context = C;
+}
+
+/* Layer l of the neighbourhood context: the query rows C [B, d] (x_b for the
+   first layer, the state the layer below made for the deeper ones) ask the
+   segment's tokens, whose keys and values layer l projects from the same
+   token embeddings x_t (a stack refines the question, not the tokens: every
+   layer costs O(U d²) as the first, not O(T d²)). */
+static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
+                                           kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
+                                           kgl_rng *rng, kgl_forward *out)
+{
+    const kgl_config *c = &m->cfg;
+    const kgl_block *L = &m->layer[l];
+    int H = c->heads, B = nb->n, T = nb->offsets[B];
+    kgl_tensor *Q = kgl_matmul(t, C, L->wq);
+    kgl_tensor *K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->slot, kgl_matmul(t, P, L->wk), nb->relation, T);
+    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wv), nb->slot, kgl_matmul(t, P, L->wv), nb->relation, T);
+    out->q = Q;
+    out->k = K;
+    if (c->qk_norm) {
+        Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
+        K = normalise_heads(m, t, K, L->kn_gamma, L->kn_beta);
+    }
+    kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
+                                       c->learn_temperature ? L->log_temperature : NULL);
+    kgl_tensor *A = kgl_segment_softmax(t, S, nb->offsets, B);
+    out->neighbourhood = nb;
+    out->segment_logits = S;
+    out->segment_attn = A;
+    kgl_tensor *Ad = kgl_dropout(t, A, p_attn, rng);
+    bool ablated = false;
+    for (int h = 0; h < H; h++) ablated |= m->ablate[h] && l == 0;
+    if (ablated) { /* a head of the first layer switched off: its weights, so its output, are zeros */
+        kgl_tensor *keep = kgl_tensor_new(t, T, H, false);
+        for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = m->ablate[k % (size_t)H] ? 0.0 : 1.0;
+        Ad = kgl_mul(t, Ad, keep);
+    }
+    kgl_tensor *O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
+    return finish_layer(m, L, t, C, O, p, rng);
+}
+
+static const kgl_graph *model_graph(const kgl_model *m)
+{
+    if (!m->graph) kgl_die("--context graph: the model has no graph (kgl_model_set_graph)");
+    return m->graph;
+}
+
+/* Evaluation's states: every entity i attends over itself and the first K of
+   its edges in the graph's fixed order (no edge left out: the triples asked
+   about in evaluation are not training triples), computed in blocks of
+   entities on a tape of its own, so memory stays O(block · K · d). */
+#define STATE_BLOCK 256
+static void states_in_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
+                         kgl_real *states, double *mass, double *count, double *self);
+
+static void every_entity_graph_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
+                                      kgl_forward *out)
+{
+    if (reg && reg->rng)
+        kgl_die("kgl_layer_forward: --context graph computes every entity's state by evaluation's fixed rule, "
+                "without regularisers; ask questions (a batch) to train with them");
+    memset(out, 0, sizeof *out);
+    out->context = kgl_tensor_new(t, m->cfg.n_entities, m->cfg.dim, false);
+    states_in_blocks(m, t->pool, NULL, NULL, m->cfg.n_entities, out->context->data, NULL, NULL, NULL);
+}
+
+void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
+                            kgl_real *states)
+{
+    if (m->cfg.context != KGL_CONTEXT_GRAPH) kgl_die("kgl_model_query_states: defined for --context graph");
+    states_in_blocks(m, pool, entity, rel, n, states, NULL, NULL, NULL);
+}
+
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
+                                  double *self, double *uniform)
+{
+    int H = m->cfg.heads, rels = m->cfg.n_relations;
+    size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
+    memset(mass, 0, 2 * cells * sizeof(double));
+    int n = m->cfg.n_entities, *entity = NULL, *asked = NULL;
+    if (m->cfg.query_relation) { /* the questions of tr: (h, r, ?) and (t, r⁻¹, ?) */
+        n = 2 * n_tr;
+        entity = kgl_xmalloc(((size_t)2 * n + 1) * sizeof(int));
+        asked = entity + n;
+        for (int k = 0; k < n_tr; k++) {
+            entity[k] = tr[k].head, asked[k] = tr[k].rel;
+            entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
+        }
+    }
+    states_in_blocks(m, pool, entity, asked, n, NULL, mass, count, self_sum); /* the weights only */
+    free(entity);
+    for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    if (self)
+        for (int h = 0; h < H; h++) self[h] = n ? self_sum[h] / n : NAN;
+    if (uniform)
+        for (int r = 0; r < rels; r++) {
+            size_t k = (size_t)H * (size_t)rels + (size_t)r;
+            uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
+        }
+    free(mass);
+}
+
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out)
+{
+    model_graph(m); /* no graph: a clear death before any block */
+    int H = m->cfg.heads, L = m->cfg.layers;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    /* as evaluation asks the question: the fixed rule, without row's edges under --hide-asked-relation */
+    kgl_questions q = {.n = 1, .entity = &entity, .rel = &row, .all_answers = m->cfg.hide_asked};
+    kgl_forward f;
+    kgl_layer_forward(m, &t, &q, NULL, &f);
+    const kgl_neighbourhood *nb = f.neighbourhood;
+    int T = nb->offsets[1];
+    *out = (kgl_segment_view){T, L, H, kgl_xmalloc((size_t)T * sizeof(int)), kgl_xmalloc((size_t)T * sizeof(int)),
+                              kgl_xmalloc((size_t)L * T * H * sizeof(double))};
+    memcpy(out->entity, nb->entity, (size_t)T * sizeof(int));
+    memcpy(out->relation, nb->relation, (size_t)T * sizeof(int));
+    for (int l = 0; l < L; l++)
+        for (size_t k = 0; k < (size_t)T * H; k++) out->weight[(size_t)l * T * H + k] = f.layer_segment_attn[l]->data[k];
+    kgl_tape_free(&t);
+}
+
+void kgl_segment_view_free(kgl_segment_view *v)
+{
+    free(v->entity);
+    free(v->relation);
+    free(v->weight);
+    memset(v, 0, sizeof *v);
+}
+
+/* Σ over the segments of nb of what kgl_relation_attention averages: the
+   weight on each relation's edges (mass) and the segments having one (count),
+   [H m] each, and the weight on the entity's own token (self, [H]). */
+static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
+                                   double *count, double *self, bool with_uniform)
+{
+    double seg_mass[KGL_MAX_HEADS + 1];
+    int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
+    for (int b = 0; b < nb->n; b++) {
+        int lo = nb->offsets[b], hi = nb->offsets[b + 1];
+        if (self)
+            for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
+        for (int t0 = lo + 1; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
+            int r = nb->relation[t0] % m;
+            bool first = true;
+            for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
+            if (!first) continue;
+            for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
+            for (int u = t0; u < hi; u++)
+                if (nb->relation[u] % m == r) {
+                    for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
+                    seg_mass[H] += 1.0 / (hi - lo);
+                }
+            for (int h = 0; h < H_all; h++) {
+                mass[h * m + r] += seg_mass[h];
+                count[h * m + r] += 1;
+            }
+        }
+    }
+}
+
+void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
+{
+    size_t cells = (size_t)heads * (size_t)m;
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
+    memset(mass, 0, 2 * cells * sizeof(double));
+    add_relation_attention(nb, A, heads, m, mass, count, NULL, false);
+    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    free(mass);
+}
+
+/* The states of n queries (entity[k], asked[k]) into states [n, d] (entity
+   NULL: entity k; asked NULL: no relation asked; states NULL: not kept),
+   STATE_BLOCK at a time. */
+static void states_in_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
+                         kgl_real *states, double *mass, double *count, double *self)
+{
+    model_graph(m); /* no graph: a clear death before any block */
+    int d = m->cfg.dim;
+    kgl_tape blk;
+    kgl_tape_init(&blk);
+    blk.recording = false;
+    kgl_tape_set_pool(&blk, pool);
+    int *ids = kgl_xmalloc(STATE_BLOCK * sizeof(int));
+    for (int lo = 0; lo < n; lo += STATE_BLOCK) {
+        int rows = n - lo < STATE_BLOCK ? n - lo : STATE_BLOCK;
+        for (int b = 0; b < rows; b++) ids[b] = entity ? entity[lo + b] : lo + b;
+        bool hide = asked && m->cfg.hide_asked; /* the question (i, r) without i's edges of r, as in training */
+        kgl_questions q = {.n = rows, .entity = ids, .rel = asked ? asked + lo : NULL, .all_answers = hide};
+        kgl_tape_reset(&blk);
+        kgl_forward f; /* the block's fixed neighbourhoods are drawn on its tape */
+        kgl_layer_forward(m, &blk, &q, NULL, &f);
+        if (states) memcpy(states + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
+        if (mass)
+            add_relation_attention(f.neighbourhood, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count,
+                                   self, true);
+    }
+    free(ids);
+    kgl_tape_free(&blk);
+}
+
