@@ -15,17 +15,17 @@
 
 FUZZ_TARGET(args)
 {
-    static char dir[64], path[96];
-    static int ready;
-    char err[2048];
-    if (!ready) {
-        snprintf(dir, sizeof dir, "/tmp/kgl_fuzz_args.%ld", (long)getpid());
-        mkdir(dir, 0700);
-        snprintf(path, sizeof path, "%s/fuzz.args", dir);
-        ready = 1;
-    }
+    /* a folder of this process's, made and removed around each input: a
+       run (or the replay in make test) leaves nothing in /tmp */
+    char dir[64], path[96], err[2048];
+    snprintf(dir, sizeof dir, "/tmp/kgl_fuzz_args.%ld", (long)getpid());
+    snprintf(path, sizeof path, "%s/fuzz.args", dir);
+    mkdir(dir, 0700);
     FILE *f = fopen(path, "wb");
-    if (!f) return 0;
+    if (!f) {
+        rmdir(dir);
+        return 0;
+    }
     fwrite(data, 1, size, f);
     fclose(f);
     kgl_benchmark_dataset d;
@@ -57,5 +57,6 @@ FUZZ_TARGET(args)
     }
     kgl_benchmark_dataset_free(&d);
     unlink(path);
+    rmdir(dir);
     return 0;
 }
