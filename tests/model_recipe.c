@@ -1,6 +1,7 @@
 /* tests/model_recipe.c — kgl train --recipe FILE: formulas of the graph's
  * counts, the words of a recipe with their lines, every error as
  * file:line, and the command line winning over the recipe. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "test.h"
@@ -467,4 +468,91 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
     /* the other members' checkpoints are beside member 0's */
     snprintf(cmd, sizeof cmd, "test -f '%s/fb/fam-seed1.m9.safetensors'", T->tmp);
     CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+}
+
+/* Guards: "=if(COND)" first on a line keeps or leaves out the rest of it;
+   a left-out line's formulas are never evaluated (here one divides by
+   zero); every malformed guard is an error at its file:line. */
+TEST(recipe_guards_keep_or_leave_out_their_line)
+{
+    kgl_recipe_vars umls = {135, 46, 5216};
+    kgl_recipe r;
+    char e[1024];
+    const char *text = "--dim 8\n"
+                       "=if(n_entities<=500) --heads 4 --steps =n_train/163\n"
+                       "=if(n_entities>500) --heads 2 --steps =1/0\n"
+                       "=if(n_train/5216==1) --lr 0.5\n"
+                       "=if(n_relations!=46) --lr 0.25\n"
+                       "=if(n_relations>=46) --batch 7\n"
+                       "=if(n_relations<46) --batch 9\n";
+    if (CHECK(kgl_recipe_from_memory(&r, "g.args", text, strlen(text), &umls, e, sizeof e))) {
+        CHECK(strcmp(r.text, "--dim 8 --heads 4 --steps 32 --lr 0.5 --batch 7") == 0);
+        static const int lines[] = {1, 1, 2, 2, 2, 2, 4, 4, 6, 6};
+        CHECK(r.argc == 10);
+        for (int k = 0; k < 10 && k < r.argc; k++) CHECK(r.line[k] == lines[k]);
+        kgl_recipe_free(&r);
+    } else {
+        printf("    %s\n", e);
+    }
+    static const struct {
+        const char *text, *error;
+    } bad[] = {
+        {"--dim 8 =if(n_entities<5) --heads 2\n", "b.args:1: '=if(n_entities<5)' is a guard: it must be the first word"},
+        {"--dim 8\n=if(n_entities) --heads 2\n", "b.args:2: guard '=if(n_entities)': expected a comparison"},
+        {"=if(n_entites<5) --heads 2\n", "b.args:1: guard '=if(n_entites<5)': unknown name 'n_entites'"},
+        {"=if(n_entities<5 --heads 2\n", "b.args:1: guard '=if(n_entities<5': write it as one word, =if(COND)"},
+        {"=if(1/0<5) --heads 2\n", "b.args:1: guard '=if(1/0<5)': a side of the comparison is inf"},
+        {"=if(n_entities<5)) --heads 2\n", "b.args:1: guard '=if(n_entities<5))': unexpected character"},
+        /* a file option is refused on a left-out line too: it never belongs in a recipe */
+        {"=if(n_entities<5) --save x.st\n", "b.args:1: --save belongs on the command line"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        bool loaded = kgl_recipe_from_memory(&r, "b.args", bad[k].text, strlen(bad[k].text), &umls, e, sizeof e);
+        if (loaded) kgl_recipe_free(&r);
+        if (!CHECK(!loaded && strstr(e, bad[k].error) == e)) printf("    %s -> %s\n", bad[k].text, loaded ? "loaded" : e);
+    }
+}
+
+/* data/bench/auto.args, the recipe that sizes itself, is recipe.args word for
+   word on a small graph, large.args on FB15k-237 and WN18RR, and on a
+   mid-size graph large.args with its steps bounded by the training triples
+   (190 n_train / 1024). */
+TEST(auto_recipe_is_single_small_and_large_large)
+{
+    static const struct {
+        const char *name, *same_as;
+        kgl_recipe_vars v;
+    } g[] = {
+        {"UMLS", "recipe", {135, 46, 5216}},         {"Kinship", "recipe", {104, 25, 8544}},
+        {"Nations", "recipe", {14, 55, 1592}},       {"family", "recipe", {52, 5, 184}},
+        {"200 entities", "recipe", {200, 10, 10000}}, {"FB15k-237", "large", {14541, 237, 272115}},
+        {"WN18RR", "large", {40943, 11, 86835}},     {"201 entities", NULL, {201, 10, 3000}},
+        {"10,001 triples", NULL, {150, 10, 10001}},
+        {"CoDEx-S", NULL, {2034, 42, 32888}},
+    };
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        kgl_recipe a, b;
+        char e[1024], path[64];
+        if (!CHECK(kgl_recipe_load(&a, "data/bench/auto.args", &g[k].v, e, sizeof e))) {
+            printf("    %s\n", e);
+            continue;
+        }
+        snprintf(path, sizeof path, "data/bench/%s.args", g[k].same_as ? g[k].same_as : "large");
+        if (CHECK(kgl_recipe_load(&b, path, &g[k].v, e, sizeof e))) {
+            if (g[k].same_as) {
+                if (!CHECK(strcmp(a.text, b.text) == 0)) printf("    %s:\n      %s\n      %s\n", g[k].name, a.text, b.text);
+            } else { /* large.args but for the steps and the evaluation every twelfth of them */
+                long steps = lround(fmin(12000, fmin(round(1.8e8 / g[k].v.n_entities), round(190.0 * g[k].v.n_train / 1024))));
+                char want[64];
+                snprintf(want, sizeof want, " --steps %ld ", steps);
+                CHECK(strstr(a.text, want) != NULL);
+                snprintf(want, sizeof want, " --eval-every %ld ", lround(steps / 12.0));
+                CHECK(strstr(a.text, want) != NULL);
+                CHECK(strstr(a.text, "--context graph --neighbours 50 --query-relation --hide-asked-relation --dim 384") == a.text);
+                CHECK(strstr(b.text, " --steps 12000 ") != NULL && strstr(a.text, " --steps 12000 ") == NULL);
+            }
+            kgl_recipe_free(&b);
+        }
+        kgl_recipe_free(&a);
+    }
 }

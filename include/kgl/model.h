@@ -678,7 +678,9 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * value of EXPR, made of numbers, + - * / ( ), the graph's counts
  * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
  * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
- * =max(1000,round(n_train/2))". The options that name files (KGL_OPTION_FILE:
+ * =max(1000,round(n_train/2))". A line that starts with the guard
+ * "=if(COND)" (two sums compared by < <= > >= == !=) counts only when COND
+ * holds: "=if(n_entities<=500) --context full". The options that name files (KGL_OPTION_FILE:
  * --train, --valid, --test, --relations, --resume, --recipe, --save and
  * --log) are refused (they belong to the command line; --relations filters
  * the triples the formulas count).
@@ -706,6 +708,8 @@ bool kgl_recipe_from_memory(kgl_recipe *r, const char *name, const char *text, s
 void kgl_recipe_free(kgl_recipe *r);
 /* The value of one formula (without its '='); false with why. */
 bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *value, char *why, size_t cap);
+/* Whether a guard's COND (without "=if(" and ")") holds; false with why. */
+bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *holds, char *why, size_t cap);
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
 void kgl_recipe_format(double x, char *out, size_t cap);

@@ -14,6 +14,11 @@
  *   names   n_entities, n_relations, n_train (training triples)
  *   funcs   min(a, b, ...), max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x)
  *
+ * A line may start with a guard, the word "=if(COND)": COND is two sums
+ * compared by one of < <= > >= == !=, and when it is false the rest of the
+ * line is left out (its formulas are not evaluated). One recipe can so hold
+ * the options of graphs of every size, each line saying for which.
+ *
  * A formula is one word (no spaces), nested at most KGL_RECIPE_MAX_DEPTH
  * deep (parentheses, function calls and signs: each level is a few frames of
  * this recursive descent, so the bound keeps its stack small). Its value is written back as a whole
@@ -186,10 +191,64 @@ bool kgl_recipe_eval(const char *formula, const kgl_recipe_vars *v, double *valu
     return true;
 }
 
+bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *holds, char *why, size_t cap)
+{
+    static const char *const ops[] = {"<=", ">=", "==", "!=", "<", ">"}; /* two-character ones first */
+    parser P = {cond, cond, v, why, cap, 0, false};
+    double a = sum(&P);
+    int op = -1;
+    for (int k = 0; k < 6 && !P.failed && op < 0; k++)
+        if (strncmp(P.p, ops[k], strlen(ops[k])) == 0) op = k;
+    if (!P.failed && op < 0) fail(&P, "expected a comparison (< <= > >= == !=)");
+    if (P.failed) return false;
+    P.p += strlen(ops[op]);
+    double b = sum(&P);
+    if (!P.failed && *P.p) fail(&P, "unexpected character");
+    if (P.failed) return false;
+    if (!isfinite(a) || !isfinite(b)) {
+        snprintf(why, cap, "a side of the comparison is %g, not a finite number", isfinite(a) ? b : a);
+        return false;
+    }
+    bool r[6] = {a <= b, a >= b, a == b, a != b, a < b, a > b};
+    *holds = r[op];
+    return true;
+}
+
 void kgl_recipe_format(double x, char *out, size_t cap)
 {
     if (fabs(x) < 1e15 && x == floor(x)) snprintf(out, cap, "%.0f", x); /* a count stays a count */
     else snprintf(out, cap, "%.15g", x);
+}
+
+/* Word k, "=if(COND)": the first word of its line, or an error; a false
+   COND sets *skipped_line to the line, whose other words are left out. */
+static bool guard(const kgl_recipe *r, int k, const char *name, const kgl_recipe_vars *v, int *skipped_line,
+                  char *err, size_t cap)
+{
+    const char *w = r->argv[k];
+    int keep = (int)kgl_utf8_prefix(w, 40, SIZE_MAX); /* whole characters */
+    const char *cut = w[keep] ? "..." : "";
+    size_t len = strlen(w);
+    if (k > 0 && r->line[k - 1] == r->line[k]) {
+        snprintf(err, cap, "%s:%d: '%.*s%s' is a guard: it must be the first word of its line", name, r->line[k],
+                 keep, w, cut);
+        return false;
+    }
+    char cond[512], why[512];
+    if (len < 6 || w[len - 1] != ')' || len - 5 >= sizeof cond) {
+        snprintf(err, cap, "%s:%d: guard '%.*s%s': write it as one word, =if(COND), e.g. =if(n_entities<=500)",
+                 name, r->line[k], keep, w, cut);
+        return false;
+    }
+    memcpy(cond, w + 4, len - 5);
+    cond[len - 5] = '\0';
+    bool holds;
+    if (!kgl_recipe_condition(cond, v, &holds, why, sizeof why)) {
+        snprintf(err, cap, "%s:%d: guard '%.*s%s': %s", name, r->line[k], keep, w, cut, why);
+        return false;
+    }
+    if (!holds) *skipped_line = r->line[k];
+    return true;
 }
 
 static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v, char *err, size_t cap)
@@ -200,8 +259,13 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
         return false;
     }
     size_t used = 0;
+    int kept = 0, skipped_line = 0; /* the words kept so far; the line a false guard leaves out (0: none) */
     for (int k = 0; k < r->argc; k++) {
         const char *w = r->argv[k];
+        if (strncmp(w, "=if(", 4) == 0) {
+            if (!guard(r, k, name, v, &skipped_line, err, cap)) return false;
+            continue;
+        }
         /* the options that name the data and the run's files belong to the command line */
         const kgl_option *o = kgl_train_option_named(w, strcspn(w, "="));
         if (o && (o->flags & KGL_OPTION_FILE)) {
@@ -213,6 +277,7 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
                          o->name);
             return false;
         }
+        if (r->line[k] == skipped_line) continue; /* its guard is false (a file option is refused all the same) */
         if (w[0] == '=') {
             double x;
             char why[512];
@@ -222,16 +287,19 @@ static bool read_words(kgl_recipe *r, const char *name, const kgl_recipe_vars *v
                          why);
                 return false;
             }
-            kgl_recipe_format(x, r->values[k], sizeof r->values[k]);
-            r->argv[k] = r->values[k];
+            kgl_recipe_format(x, r->values[kept], sizeof r->values[kept]);
+            w = r->values[kept];
         }
+        r->argv[kept] = (char *)w, r->line[kept] = r->line[k];
         used += (size_t)snprintf(r->text + used, used < sizeof r->text ? sizeof r->text - used : 0, "%s%s",
-                                 k ? " " : "", r->argv[k]);
+                                 kept ? " " : "", w);
+        kept++;
         if (used >= sizeof r->text) {
             snprintf(err, cap, "%s:%d: the options are too long", name, r->line[k]);
             return false;
         }
     }
+    r->argc = kept;
     return true;
 }
 
