@@ -60,6 +60,9 @@ void kgl_json_put_int(kgl_json_writer *w, long long v);
 void kgl_json_put_uint(kgl_json_writer *w, unsigned long long v);
 void kgl_json_put_bool(kgl_json_writer *w, bool v);
 void kgl_json_put_null(kgl_json_writer *w);
+/* A number already written as text (an option's value as it was given, say
+ * 0.01 rather than 0.010000000000000000208): it must be a JSON number. */
+void kgl_json_put_number_text(kgl_json_writer *w, const char *text);
 void kgl_json_newline(kgl_json_writer *w);
 /* A key and its value in one call. */
 void kgl_json_field_string(kgl_json_writer *w, const char *key, const char *s);

@@ -144,6 +144,35 @@ void kgl_json_put_null(kgl_json_writer *w)
     fputs("null", w->f);
 }
 
+/* Whether text is one JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool is_json_number(const char *text)
+{
+    const char *p = text;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return false;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return *p == 0;
+}
+
+void kgl_json_put_number_text(kgl_json_writer *w, const char *text)
+{
+    if (!is_json_number(text)) kgl_die("JSON writer: \"%s\" is not a JSON number (a bug in kgl)", text);
+    before_value(w, "a number");
+    fputs(text, w->f);
+}
+
 /* At the top, or right after a container opened, the newline is written at
  * once; between members it waits for the comma, so that it ends the line. */
 void kgl_json_newline(kgl_json_writer *w)
