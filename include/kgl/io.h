@@ -14,13 +14,9 @@
 #include "kgl/engine.h"
 
 /* ----------------------------------------------------------------- json --
- * Writing: a string with escapes; a number with 17 significant digits (a
- * double survives the round trip), null for NaN or infinity. */
-void kgl_json_string(FILE *f, const char *s);
-void kgl_json_number(FILE *f, double v);
-
-/* The one way kgl writes JSON: a writer over a FILE* that tracks the nesting
- * and writes every comma, colon, quote and brace itself.
+ * The one way kgl writes JSON (the --json outputs, results.json, safetensors
+ * headers): a writer over a FILE* that tracks the nesting and writes every
+ * comma, colon, quote and brace itself.
  *
  *   kgl_json_writer w;
  *   kgl_json_writer_init(&w, stdout);
@@ -30,8 +26,9 @@ void kgl_json_number(FILE *f, double v);
  *   kgl_json_end_object(&w);
  *   kgl_json_newline(&w);                   -- {"mrr":0.5,"n":12} and "\n"
  *
- * Numbers are written as kgl_json_number does (17 digits, null for NaN or
- * infinity), strings as kgl_json_string does. No whitespace is written but by
+ * A number has 17 significant digits (a double survives the round trip), null
+ * for NaN or infinity (JSON has neither); a string has its quote, backslash
+ * and control characters escaped. No whitespace is written but by
  * kgl_json_newline, which writes "\n" where it is called, or, inside a
  * container, just after the comma before the next member. A misuse (a value
  * in an object without its key, a key outside an object, an end that does not

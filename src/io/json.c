@@ -1,5 +1,6 @@
-/* json.c — writing JSON values (the --json outputs and checkpoint headers)
- * and parsing JSON text (safetensors headers, our own JSON files). */
+/* json.c — the one JSON writer (every --json output, results.json and
+ * checkpoint headers go through it) and parsing JSON text (safetensors
+ * headers, our own JSON files). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "engine/internal.h"
 #include "io/internal.h"
 
-void kgl_json_string(FILE *f, const char *s)
+static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -30,7 +31,7 @@ void kgl_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void kgl_json_number(FILE *f, double v)
+static void json_number(FILE *f, double v)
 {
     if (isfinite(v))
         fprintf(f, "%.17g", v);
@@ -76,7 +77,7 @@ void kgl_json_key(kgl_json_writer *w, const char *key)
     if (w->members[w->depth - 1] > 0) fputc(',', w->f);
     if (w->members[w->depth - 1] > 0 && w->newline_pending) fputc('\n', w->f);
     w->newline_pending = false;
-    kgl_json_string(w->f, key);
+    json_string(w->f, key);
     fputc(':', w->f);
     w->after_key = true;
 }
@@ -111,13 +112,13 @@ void kgl_json_end_array(kgl_json_writer *w) { end(w, '[', ']'); }
 void kgl_json_put_string(kgl_json_writer *w, const char *s)
 {
     before_value(w, "a string");
-    kgl_json_string(w->f, s);
+    json_string(w->f, s);
 }
 
 void kgl_json_put_number(kgl_json_writer *w, double v)
 {
     before_value(w, "a number");
-    kgl_json_number(w->f, v);
+    json_number(w->f, v);
 }
 
 void kgl_json_put_int(kgl_json_writer *w, long long v)
