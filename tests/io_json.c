@@ -301,6 +301,8 @@ static void write_nested(kgl_json_writer *w)
     kgl_json_put_bool(w, true);
     kgl_json_put_null(w);
     kgl_json_put_uint(w, 18446744073709551615ull);
+    kgl_json_put_number_text(w, "1e-05");
+    kgl_json_put_number_text(w, "-0.25E+3");
     kgl_json_end_array(w);
     kgl_json_field_bool(w, "ok", false);
     kgl_json_key(w, "inner");
@@ -315,13 +317,13 @@ static void write_nested(kgl_json_writer *w)
 TEST(json_writer_commas_and_nesting)
 {
     const char *got = written(write_nested);
-    CHECK(strcmp(got, "{\"n\":-3,\"list\":[0.5,{},[],true,null,18446744073709551615],\"ok\":false,"
+    CHECK(strcmp(got, "{\"n\":-3,\"list\":[0.5,{},[],true,null,18446744073709551615,1e-05,-0.25E+3],\"ok\":false,"
                       "\"inner\":{\"s\":\"x\",\"none\":null}}") == 0);
     /* and the parser reads it back */
     kgl_json_doc doc;
     char err[256];
     CHECK(parse(got, &doc, err));
-    CHECK(kgl_json_get(doc.root, "list") && kgl_json_get(doc.root, "list")->len == 6);
+    CHECK(kgl_json_get(doc.root, "list") && kgl_json_get(doc.root, "list")->len == 8);
     kgl_json_free(&doc);
 }
 
@@ -431,6 +433,9 @@ static void too_deep(kgl_json_writer *w)
 {
     for (int i = 0; i <= KGL_JSON_MAX_DEPTH; i++) kgl_json_begin_array(w);
 }
+static void number_text_nan(kgl_json_writer *w) { kgl_json_put_number_text(w, "nan"); }
+static void number_text_leading_zero(kgl_json_writer *w) { kgl_json_put_number_text(w, "01"); }
+static void number_text_bare_point(kgl_json_writer *w) { kgl_json_put_number_text(w, "1."); }
 static void balanced(kgl_json_writer *w)
 {
     for (int i = 0; i < KGL_JSON_MAX_DEPTH; i++) kgl_json_begin_array(w);
@@ -455,6 +460,10 @@ TEST(json_writer_misuse_is_caught)
     CHECK(strstr(err, "an array left open") != NULL);
     CHECK(writer_dies(too_deep, err, sizeof err));
     CHECK(strstr(err, "nesting deeper than 64") != NULL);
+    CHECK(writer_dies(number_text_nan, err, sizeof err));
+    CHECK(strstr(err, "\"nan\" is not a JSON number") != NULL);
+    CHECK(writer_dies(number_text_leading_zero, err, sizeof err));
+    CHECK(writer_dies(number_text_bare_point, err, sizeof err));
     CHECK(!writer_dies(balanced, err, sizeof err)); /* the limit itself is fine */
     CHECK(err[0] == 0);
 }

@@ -31,8 +31,9 @@
  * and control characters escaped. No whitespace is written but by
  * kgl_json_newline, which writes "\n" where it is called, or, inside a
  * container, just after the comma before the next member. A misuse (a value
- * in an object without its key, a key outside an object, an end that does not
- * match its begin, nesting past KGL_JSON_MAX_DEPTH) is a programming error:
+ * in an object without its key, a key outside an object or where a value was
+ * due, an end that does not match its begin, nesting past KGL_JSON_MAX_DEPTH,
+ * a container left open at kgl_json_writer_finish) is a programming error:
  * kgl_die says what, and aborts. Several values may follow one another at the
  * top (a line each, with kgl_json_newline between). */
 #define KGL_JSON_MAX_DEPTH 64 /* containers inside one another, written or read */
@@ -57,8 +58,9 @@ void kgl_json_put_int(kgl_json_writer *w, long long v);
 void kgl_json_put_uint(kgl_json_writer *w, unsigned long long v);
 void kgl_json_put_bool(kgl_json_writer *w, bool v);
 void kgl_json_put_null(kgl_json_writer *w);
-/* A number already written as text (an option's value as it was given, say
- * 0.01 rather than 0.010000000000000000208): it must be a JSON number. */
+/* A number already formatted elsewhere (an option's value as
+ * kgl_option_format writes it; a constant as %g writes it, 1e-05 rather than
+ * 1.0000000000000001e-05): text that is not one JSON number is a misuse. */
 void kgl_json_put_number_text(kgl_json_writer *w, const char *text);
 void kgl_json_newline(kgl_json_writer *w);
 /* A key and its value in one call. */
@@ -67,7 +69,7 @@ void kgl_json_field_number(kgl_json_writer *w, const char *key, double v);
 void kgl_json_field_int(kgl_json_writer *w, const char *key, long long v);
 void kgl_json_field_bool(kgl_json_writer *w, const char *key, bool v);
 void kgl_json_field_null(kgl_json_writer *w, const char *key);
-/* Dies unless every container begun has ended and no key waits for its value. */
+/* Dies unless every container begun has ended (the end of a writer's use). */
 void kgl_json_writer_finish(kgl_json_writer *w);
 
 /* ----------------------------------------------------------- text input --
