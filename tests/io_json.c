@@ -1,7 +1,13 @@
 /* io_json.c — the JSON parser: values and the tree, every escape, numbers
  * and the exact int64 accessor, nesting, duplicate keys, and error messages
- * that give the byte offset and what was expected. */
+ * that give the byte offset and what was expected. Then the writer: commas,
+ * nesting, escapes, numbers (17 digits, null for NaN and infinity), newlines,
+ * and a misuse caught. */
+#include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -236,7 +242,9 @@ TEST(json_writer_escapes_every_control_character)
     want[w] = 0;
     FILE *f = tmpfile();
     if (!CHECK(f != NULL)) return;
-    kgl_json_string(f, in);
+    kgl_json_writer jw;
+    kgl_json_writer_init(&jw, f);
+    kgl_json_put_string(&jw, in);
     rewind(f);
     size_t n = fread(got, 1, sizeof got - 1, f);
     got[n] = 0;
@@ -258,4 +266,204 @@ TEST(json_writer_escapes_every_control_character)
         CHECK(doc.root->type == KGL_JSON_STRING && doc.root->len == 127 && memcmp(doc.root->str, in, 127) == 0);
         kgl_json_free(&doc);
     }
+}
+
+/* ------------------------------------------------------------- the writer -- */
+
+/* What fn wrote through a writer, as a NUL-terminated string (static). */
+static const char *written(void (*fn)(kgl_json_writer *))
+{
+    static char out[1024];
+    FILE *f = tmpfile();
+    if (!f) return "(no tmpfile)";
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    fn(&w);
+    size_t n = (size_t)ftell(f);
+    rewind(f);
+    if (n >= sizeof out) n = sizeof out - 1;
+    out[fread(out, 1, n, f)] = 0;
+    fclose(f);
+    return out;
+}
+
+static void write_nested(kgl_json_writer *w)
+{
+    kgl_json_begin_object(w);
+    kgl_json_field_int(w, "n", -3);
+    kgl_json_key(w, "list");
+    kgl_json_begin_array(w);
+    kgl_json_put_number(w, 0.5);
+    kgl_json_begin_object(w);
+    kgl_json_end_object(w);
+    kgl_json_begin_array(w);
+    kgl_json_end_array(w);
+    kgl_json_put_bool(w, true);
+    kgl_json_put_null(w);
+    kgl_json_put_uint(w, 18446744073709551615ull);
+    kgl_json_put_number_text(w, "1e-05");
+    kgl_json_put_number_text(w, "-0.25E+3");
+    kgl_json_end_array(w);
+    kgl_json_field_bool(w, "ok", false);
+    kgl_json_key(w, "inner");
+    kgl_json_begin_object(w);
+    kgl_json_field_string(w, "s", "x");
+    kgl_json_field_null(w, "none");
+    kgl_json_end_object(w);
+    kgl_json_end_object(w);
+    kgl_json_writer_finish(w);
+}
+
+TEST(json_writer_commas_and_nesting)
+{
+    const char *got = written(write_nested);
+    CHECK(strcmp(got, "{\"n\":-3,\"list\":[0.5,{},[],true,null,18446744073709551615,1e-05,-0.25E+3],\"ok\":false,"
+                      "\"inner\":{\"s\":\"x\",\"none\":null}}") == 0);
+    /* and the parser reads it back */
+    kgl_json_doc doc;
+    char err[256];
+    CHECK(parse(got, &doc, err));
+    CHECK(kgl_json_get(doc.root, "list") && kgl_json_get(doc.root, "list")->len == 8);
+    kgl_json_free(&doc);
+}
+
+static void write_escapes_and_numbers(kgl_json_writer *w)
+{
+    kgl_json_begin_array(w);
+    kgl_json_put_string(w, "a\"b\\c\nd\re\tf\001g/é");
+    kgl_json_put_number(w, NAN);
+    kgl_json_put_number(w, INFINITY);
+    kgl_json_put_number(w, -INFINITY);
+    kgl_json_put_number(w, 0.1);
+    kgl_json_put_number(w, -0.0);
+    kgl_json_put_number(w, 1e300);
+    kgl_json_end_array(w);
+}
+
+TEST(json_writer_escapes_and_numbers_as_the_number_writer)
+{
+    /* 0.1 in 17 digits is 0.10000000000000001 (%.17g, so a double survives the trip) */
+    CHECK(strcmp(written(write_escapes_and_numbers),
+                 "[\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g/é\",null,null,null,0.10000000000000001,-0,1.0000000000000001e+300]") ==
+          0);
+}
+
+/* Newlines: at the top at once; between members, after the comma. */
+static void write_lines(kgl_json_writer *w)
+{
+    kgl_json_begin_object(w);
+    kgl_json_newline(w); /* right after '{' */
+    kgl_json_field_int(w, "a", 1);
+    kgl_json_newline(w);
+    kgl_json_key(w, "b");
+    kgl_json_begin_array(w);
+    kgl_json_put_int(w, 2);
+    kgl_json_newline(w);
+    kgl_json_put_int(w, 3);
+    kgl_json_newline(w); /* before the end: dropped, the line ends with the container */
+    kgl_json_end_array(w);
+    kgl_json_end_object(w);
+    kgl_json_newline(w);
+    kgl_json_begin_array(w); /* a second top-level value on its own line */
+    kgl_json_end_array(w);
+    kgl_json_newline(w);
+}
+
+TEST(json_writer_newlines)
+{
+    CHECK(strcmp(written(write_lines), "{\n\"a\":1,\n\"b\":[2,\n3]}\n[]\n") == 0);
+}
+
+/* Runs fn in a child process with stderr captured into err; returns whether
+ * it died of SIGABRT (kgl_die's end). */
+static bool writer_dies(void (*fn)(kgl_json_writer *), char *err, size_t cap)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return false;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);
+        FILE *sink = fopen("/dev/null", "w");
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, sink);
+        fn(&w);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t used = 0;
+    ssize_t got;
+    while (used + 1 < cap && (got = read(fd[0], err + used, cap - 1 - used)) > 0) used += (size_t)got;
+    err[used] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+static void end_array_in_object(kgl_json_writer *w)
+{
+    kgl_json_begin_object(w);
+    kgl_json_end_array(w);
+}
+static void end_with_nothing_open(kgl_json_writer *w) { kgl_json_end_object(w); }
+static void value_without_key(kgl_json_writer *w)
+{
+    kgl_json_begin_object(w);
+    kgl_json_put_int(w, 1);
+}
+static void key_in_array(kgl_json_writer *w)
+{
+    kgl_json_begin_array(w);
+    kgl_json_key(w, "k");
+}
+static void key_without_value(kgl_json_writer *w)
+{
+    kgl_json_begin_object(w);
+    kgl_json_key(w, "k");
+    kgl_json_end_object(w);
+}
+static void left_open(kgl_json_writer *w)
+{
+    kgl_json_begin_array(w);
+    kgl_json_writer_finish(w);
+}
+static void too_deep(kgl_json_writer *w)
+{
+    for (int i = 0; i <= KGL_JSON_MAX_DEPTH; i++) kgl_json_begin_array(w);
+}
+static void number_text_nan(kgl_json_writer *w) { kgl_json_put_number_text(w, "nan"); }
+static void number_text_leading_zero(kgl_json_writer *w) { kgl_json_put_number_text(w, "01"); }
+static void number_text_bare_point(kgl_json_writer *w) { kgl_json_put_number_text(w, "1."); }
+static void balanced(kgl_json_writer *w)
+{
+    for (int i = 0; i < KGL_JSON_MAX_DEPTH; i++) kgl_json_begin_array(w);
+    for (int i = 0; i < KGL_JSON_MAX_DEPTH; i++) kgl_json_end_array(w);
+    kgl_json_writer_finish(w);
+}
+
+TEST(json_writer_misuse_is_caught)
+{
+    char err[512];
+    CHECK(writer_dies(end_array_in_object, err, sizeof err));
+    CHECK(strstr(err, "kgl: JSON writer: the end of an array where an object is open") != NULL);
+    CHECK(writer_dies(end_with_nothing_open, err, sizeof err));
+    CHECK(strstr(err, "the end of an object where nothing is open") != NULL);
+    CHECK(writer_dies(value_without_key, err, sizeof err));
+    CHECK(strstr(err, "a number in an object without its key") != NULL);
+    CHECK(writer_dies(key_in_array, err, sizeof err));
+    CHECK(strstr(err, "the key \"k\" outside an object") != NULL);
+    CHECK(writer_dies(key_without_value, err, sizeof err));
+    CHECK(strstr(err, "where a key's value was due") != NULL);
+    CHECK(writer_dies(left_open, err, sizeof err));
+    CHECK(strstr(err, "an array left open") != NULL);
+    CHECK(writer_dies(too_deep, err, sizeof err));
+    CHECK(strstr(err, "nesting deeper than 64") != NULL);
+    CHECK(writer_dies(number_text_nan, err, sizeof err));
+    CHECK(strstr(err, "\"nan\" is not a JSON number") != NULL);
+    CHECK(writer_dies(number_text_leading_zero, err, sizeof err));
+    CHECK(writer_dies(number_text_bare_point, err, sizeof err));
+    CHECK(!writer_dies(balanced, err, sizeof err)); /* the limit itself is fine */
+    CHECK(err[0] == 0);
 }

@@ -35,13 +35,6 @@ static const char help[] =
     "                gemm_gflops, peak_rss_mb, threads, isa, precision, and the case's sizes\n"
     "exit status: 0 done, 2 bad arguments or input, 1 the loss became non-finite\n";
 
-static void json_num_or_null(const char *key, double v, bool comma)
-{
-    printf("\"%s\":", key);
-    kgl_json_number(stdout, v);
-    if (comma) printf(",");
-}
-
 int cmd_bench(int argc, char **argv)
 {
     cli_args a;
@@ -123,23 +116,40 @@ int cmd_bench(int argc, char **argv)
         return strstr(err, "non-finite") ? 1 : 2;
     }
     if (json) {
-        printf("{\"impl\":\"kgl\",\"train\":");
-        kgl_json_string(stdout, graph);
-        printf(",\"dim\":%d,\"heads\":%d,\"ffn\":%d,\"qk_norm\":%s,\"context\":\"%s\",\"neighbours\":%d,"
-               "\"query\":\"%s\",\"asked_edges\":\"%s\",\"batch\":%d,\"threads\":%d,\"isa\":\"%s\",\"precision\":\"%s\",",
-               s.dim, s.heads, s.ffn, s.qk_norm ? "true" : "false", kgl_context_name(s.context), s.neighbours,
-               s.query_relation ? "relation" : "entity", s.hide_asked ? "hidden" : "shown", r.batch, r.threads, r.isa, KGL_PRECISION);
-        printf("\"entities\":%d,\"relations\":%d,\"examples\":%d,\"params\":%ld,\"reps\":%d,\"warmup\":%d,",
-               r.n_entities, r.n_relations, r.n_examples, r.params, s.reps, s.warmup);
-        json_num_or_null("step_ms_median", r.step_ms_median, true);
-        json_num_or_null("step_ms_min", r.step_ms_min, true);
-        json_num_or_null("step_ms_mean", r.step_ms_mean, true);
-        json_num_or_null("eval_s", s.eval ? r.eval_s : NAN, true);
-        json_num_or_null("train_mrr", s.eval ? r.train_mrr : NAN, true);
-        json_num_or_null("first_loss", r.first_loss, true);
-        json_num_or_null("gemm_gflops", s.gemm ? r.gemm_gflops : NAN, true);
-        json_num_or_null("peak_rss_mb", r.peak_rss_mb, false);
-        printf("}\n");
+        kgl_json_writer w; /* a number not measured (--no-eval, --no-gemm) is null */
+        kgl_json_writer_init(&w, stdout);
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "impl", "kgl");
+        kgl_json_field_string(&w, "train", graph);
+        kgl_json_field_int(&w, "dim", s.dim);
+        kgl_json_field_int(&w, "heads", s.heads);
+        kgl_json_field_int(&w, "ffn", s.ffn);
+        kgl_json_field_bool(&w, "qk_norm", s.qk_norm);
+        kgl_json_field_string(&w, "context", kgl_context_name(s.context));
+        kgl_json_field_int(&w, "neighbours", s.neighbours);
+        kgl_json_field_string(&w, "query", s.query_relation ? "relation" : "entity");
+        kgl_json_field_string(&w, "asked_edges", s.hide_asked ? "hidden" : "shown");
+        kgl_json_field_int(&w, "batch", r.batch);
+        kgl_json_field_int(&w, "threads", r.threads);
+        kgl_json_field_string(&w, "isa", r.isa);
+        kgl_json_field_string(&w, "precision", KGL_PRECISION);
+        kgl_json_field_int(&w, "entities", r.n_entities);
+        kgl_json_field_int(&w, "relations", r.n_relations);
+        kgl_json_field_int(&w, "examples", r.n_examples);
+        kgl_json_field_int(&w, "params", r.params);
+        kgl_json_field_int(&w, "reps", s.reps);
+        kgl_json_field_int(&w, "warmup", s.warmup);
+        kgl_json_field_number(&w, "step_ms_median", r.step_ms_median);
+        kgl_json_field_number(&w, "step_ms_min", r.step_ms_min);
+        kgl_json_field_number(&w, "step_ms_mean", r.step_ms_mean);
+        kgl_json_field_number(&w, "eval_s", s.eval ? r.eval_s : NAN);
+        kgl_json_field_number(&w, "train_mrr", s.eval ? r.train_mrr : NAN);
+        kgl_json_field_number(&w, "first_loss", r.first_loss);
+        kgl_json_field_number(&w, "gemm_gflops", s.gemm ? r.gemm_gflops : NAN);
+        kgl_json_field_number(&w, "peak_rss_mb", r.peak_rss_mb);
+        kgl_json_end_object(&w);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         char ctx[96];
         if (s.context == KGL_CONTEXT_GRAPH)

@@ -37,6 +37,7 @@ static const char help[] =
 typedef struct demo_ctx {
     uint64_t seed;
     bool json;
+    kgl_json_writer *out; /* with --json: the section's fields go here */
     const kgl_demo_world *world;
     const char *types_name, *memo_name;
     int query;
@@ -95,33 +96,41 @@ static const char *verdict(bool pass) { return pass ? "PASS" : "FAIL"; }
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-static void jkey(const char *key) { printf(",\"%s\":", key); }
-static void jnum(const char *key, double v)
+/* Short names for the fields the sections write, all through the writer. */
+static void jkey(kgl_json_writer *out, const char *key) { kgl_json_key(out, key); }
+static void jnum(kgl_json_writer *out, const char *key, double v) { kgl_json_field_number(out, key, v); }
+static void jint(kgl_json_writer *out, const char *key, long long v) { kgl_json_field_int(out, key, v); }
+static void jbool(kgl_json_writer *out, const char *key, bool v) { kgl_json_field_bool(out, key, v); }
+static void jstr(kgl_json_writer *out, const char *key, const char *s) { kgl_json_field_string(out, key, s); }
+/* An array of n numbers, under key (NULL: an element of the array open). */
+static void jarr(kgl_json_writer *out, const char *key, const double *v, int n)
 {
-    jkey(key);
-    kgl_json_number(stdout, v);
+    if (key) kgl_json_key(out, key);
+    kgl_json_begin_array(out);
+    for (int i = 0; i < n; i++) kgl_json_put_number(out, v[i]);
+    kgl_json_end_array(out);
 }
-static void jstr(const char *key, const char *s)
+static void jints(kgl_json_writer *out, const char *key, const int *v, int n)
 {
-    jkey(key);
-    kgl_json_string(stdout, s);
+    kgl_json_key(out, key);
+    kgl_json_begin_array(out);
+    for (int i = 0; i < n; i++) kgl_json_put_int(out, v[i]);
+    kgl_json_end_array(out);
 }
-static void jarr(const char *key, const double *v, int n)
+/* rows × cols numbers as an array of rows, under key. */
+static void jmatrix(kgl_json_writer *out, const char *key, const double *v, int rows, int cols)
 {
-    if (key) jkey(key);
-    putchar('[');
-    for (int i = 0; i < n; i++) {
-        if (i) putchar(',');
-        kgl_json_number(stdout, v[i]);
-    }
-    putchar(']');
+    kgl_json_key(out, key);
+    kgl_json_begin_array(out);
+    for (int i = 0; i < rows; i++) jarr(out, NULL, v + (size_t)i * cols, cols);
+    kgl_json_end_array(out);
 }
-static void jints(const char *key, const int *v, int n)
+static void jstrings(kgl_json_writer *out, const char *key, const char *const *v, int n)
 {
-    jkey(key);
-    putchar('[');
-    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", v[i]);
-    putchar(']');
+    kgl_json_key(out, key);
+    kgl_json_begin_array(out);
+    for (int i = 0; i < n; i++) kgl_json_put_string(out, v[i]);
+    kgl_json_end_array(out);
 }
 
 /* ---- 1. attention ----------------------------------------------------------------- */
@@ -133,27 +142,26 @@ static bool sec_attention(const demo_ctx *c)
     kgl_demo_attention_run(w, c->query, c->seed, &r);
     const char *q = w->entity[r.query];
     if (c->json) {
-        jstr("query", q);
-        jkey("keys");
+        jstr(c->out, "query", q);
+        jkey(c->out, "keys");
+        kgl_json_begin_array(c->out);
         for (int j = 0; j < w->n; j++) {
-            printf("%s{\"entity\":", j ? "," : "[");
-            kgl_json_string(stdout, w->entity[j]);
-            jstr("type", w->type_name[w->type_of[j]]);
-            jnum("score", r.raw[j]);
-            jnum("scaled", r.scaled[j]);
-            jnum("weight", r.weight[j]);
-            putchar('}');
+            kgl_json_begin_object(c->out);
+            jstr(c->out, "entity", w->entity[j]);
+            jstr(c->out, "type", w->type_name[w->type_of[j]]);
+            jnum(c->out, "score", r.raw[j]);
+            jnum(c->out, "scaled", r.scaled[j]);
+            jnum(c->out, "weight", r.weight[j]);
+            kgl_json_end_object(c->out);
         }
-        printf("]");
-        jkey("top");
-        for (int k = 0; k < r.n_top; k++) {
-            putchar(k ? ',' : '[');
-            kgl_json_string(stdout, w->entity[r.top[k]]);
-        }
-        putchar(']');
-        jarr("output", r.out, KGL_DEMO_DK);
-        jnum("max_row_sum_err", r.max_row_sum_err);
-        jnum("bound", KGL_DEMO_EXACT);
+        kgl_json_end_array(c->out);
+        jkey(c->out, "top");
+        kgl_json_begin_array(c->out);
+        for (int k = 0; k < r.n_top; k++) kgl_json_put_string(c->out, w->entity[r.top[k]]);
+        kgl_json_end_array(c->out);
+        jarr(c->out, "output", r.out, KGL_DEMO_DK);
+        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
+        jnum(c->out, "bound", KGL_DEMO_EXACT);
         return r.pass;
     }
     printf("    X (%d x %d) = N(0, 1) noise + 0.5 on the dimension of the entity's type, with types\n"
@@ -197,16 +205,19 @@ static bool sec_variance(const demo_ctx *c)
     kgl_demo_variance_run(c->seed, &r);
     static const double chapter[3] = {0.9995, 0.9950, 1.0254};
     if (c->json) {
-        jnum("pairs", KGL_DEMO_VAR_PAIRS);
-        jints("dk", r.dk, 3);
-        jarr("variance", r.var, 3);
-        jarr("ratio", r.ratio, 3);
-        jarr("ratio_bounds", (const double[]){KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI}, 2);
-        printf(",\"saturation\":{\"dk\":%d,\"keys\":%d,\"draws\":%d", KGL_DEMO_SAT_DK, KGL_DEMO_SAT_KEYS,
-               KGL_DEMO_SAT_DRAWS);
-        jnum("unscaled", r.sat_unscaled);
-        jnum("scaled", r.sat_scaled);
-        printf("}");
+        jnum(c->out, "pairs", KGL_DEMO_VAR_PAIRS);
+        jints(c->out, "dk", r.dk, 3);
+        jarr(c->out, "variance", r.var, 3);
+        jarr(c->out, "ratio", r.ratio, 3);
+        jarr(c->out, "ratio_bounds", (const double[]){KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI}, 2);
+        jkey(c->out, "saturation");
+        kgl_json_begin_object(c->out);
+        jint(c->out, "dk", KGL_DEMO_SAT_DK);
+        jint(c->out, "keys", KGL_DEMO_SAT_KEYS);
+        jint(c->out, "draws", KGL_DEMO_SAT_DRAWS);
+        jnum(c->out, "unscaled", r.sat_unscaled);
+        jnum(c->out, "scaled", r.sat_scaled);
+        kgl_json_end_object(c->out);
         return r.pass;
     }
     printf("    %d,%03d pairs q, k ~ N(0, I) per dk (the chapter drew 10,000, for which the band\n"
@@ -242,24 +253,19 @@ static bool sec_jacobian(const demo_ctx *c)
     kgl_demo_jacobian r;
     kgl_demo_jacobian_run(c->seed, &r);
     if (c->json) {
-        jarr("logits", r.z, N);
-        jarr("p", r.p, N);
-        jkey("J");
-        for (int i = 0; i < N; i++) {
-            putchar(i ? ',' : '[');
-            jarr(NULL, r.J + i * N, N);
-        }
-        putchar(']');
-        jnum("h", KGL_DEMO_JAC_H);
-        jnum("fd_err", r.fd_err);
-        jnum("fd_bound", KGL_DEMO_JAC_FD_BOUND);
-        jnum("hand_err", r.hand_err);
-        jnum("backward_err", r.tape_err);
-        jarr("c", r.c, KGL_DEMO_JAC_SWEEP);
-        jarr("max_prob", r.max_prob, KGL_DEMO_JAC_SWEEP);
-        jarr("one_minus_max_prob", r.rest, KGL_DEMO_JAC_SWEEP);
-        jarr("fro", r.fro, KGL_DEMO_JAC_SWEEP);
-        jarr("max_jii", r.max_jii, KGL_DEMO_JAC_SWEEP);
+        jarr(c->out, "logits", r.z, N);
+        jarr(c->out, "p", r.p, N);
+        jmatrix(c->out, "J", r.J, N, N);
+        jnum(c->out, "h", KGL_DEMO_JAC_H);
+        jnum(c->out, "fd_err", r.fd_err);
+        jnum(c->out, "fd_bound", KGL_DEMO_JAC_FD_BOUND);
+        jnum(c->out, "hand_err", r.hand_err);
+        jnum(c->out, "backward_err", r.tape_err);
+        jarr(c->out, "c", r.c, KGL_DEMO_JAC_SWEEP);
+        jarr(c->out, "max_prob", r.max_prob, KGL_DEMO_JAC_SWEEP);
+        jarr(c->out, "one_minus_max_prob", r.rest, KGL_DEMO_JAC_SWEEP);
+        jarr(c->out, "fro", r.fro, KGL_DEMO_JAC_SWEEP);
+        jarr(c->out, "max_jii", r.max_jii, KGL_DEMO_JAC_SWEEP);
         return r.pass;
     }
     printf("    %d seeded N(0, 1) logits (those of kgl gradcheck's Jacobian check):\n      z = ", N);
@@ -301,24 +307,20 @@ static bool sec_lookup(const demo_ctx *c)
     kgl_demo_lookup r;
     kgl_demo_lookup_run(c->seed, &r);
     if (c->json) {
-        jkey("values");
-        for (int i = 0; i < 4; i++) {
-            putchar(i ? ',' : '[');
-            jarr(NULL, r.V + 4 * i, 4);
-        }
-        putchar(']');
-        jkey("queries");
+        jmatrix(c->out, "values", r.V, 4, 4);
+        jkey(c->out, "queries");
+        kgl_json_begin_array(c->out);
         for (int k = 0; k < 2; k++) {
-            printf("%s{\"c\":", k ? "," : "[");
-            kgl_json_number(stdout, r.c[k]);
-            jarr("weights", r.weight[k], 4);
-            jarr("output", r.out[k], 4);
-            jnum("p_slot2", r.p2[k]);
-            jnum("p_slot2_exact", r.p2_exact[k]);
-            jnum("cos", r.cos[k]);
-            putchar('}');
+            kgl_json_begin_object(c->out);
+            jnum(c->out, "c", r.c[k]);
+            jarr(c->out, "weights", r.weight[k], 4);
+            jarr(c->out, "output", r.out[k], 4);
+            jnum(c->out, "p_slot2", r.p2[k]);
+            jnum(c->out, "p_slot2_exact", r.p2_exact[k]);
+            jnum(c->out, "cos", r.cos[k]);
+            kgl_json_end_object(c->out);
         }
-        putchar(']');
+        kgl_json_end_array(c->out);
         return r.pass;
     }
     printf("    keys K = I₄ (slot j holds e_j), values V = 4 seeded N(0, 1) rows, query q = c·k₂;\n"
@@ -353,21 +355,24 @@ static bool sec_multihead(const demo_ctx *c)
     kgl_demo_multihead_run(w, c->query, c->seed, &r);
     static const char *const names[6] = {"X", "Q", "Q_h", "O_h", "concat", "output"};
     if (c->json) {
-        jkey("shapes");
-        for (int k = 0; k < 6; k++) printf("%s\"%s\":[%d,%d]", k ? "," : "{", names[k], r.shape[k][0], r.shape[k][1]);
-        putchar('}');
-        jstr("query", w->entity[r.query]);
-        jkey("top");
+        jkey(c->out, "shapes");
+        kgl_json_begin_object(c->out);
+        for (int k = 0; k < 6; k++) jints(c->out, names[k], r.shape[k], 2);
+        kgl_json_end_object(c->out);
+        jstr(c->out, "query", w->entity[r.query]);
+        jkey(c->out, "top");
+        kgl_json_begin_array(c->out);
         for (int h = 0; h < KGL_DEMO_HEADS; h++) {
-            printf("%s{\"head\":%d,\"entity\":", h ? "," : "[", h + 1);
-            kgl_json_string(stdout, w->entity[r.top[h]]);
-            jnum("weight", r.top_weight[h]);
-            putchar('}');
+            kgl_json_begin_object(c->out);
+            jint(c->out, "head", h + 1);
+            jstr(c->out, "entity", w->entity[r.top[h]]);
+            jnum(c->out, "weight", r.top_weight[h]);
+            kgl_json_end_object(c->out);
         }
-        putchar(']');
-        jnum("max_row_sum_err", r.max_row_sum_err);
-        jnum("split_err", r.split_err);
-        printf(",\"shapes_ok\":%s", r.shapes_ok ? "true" : "false");
+        kgl_json_end_array(c->out);
+        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
+        jnum(c->out, "split_err", r.split_err);
+        jbool(c->out, "shapes_ok", r.shapes_ok);
         return r.pass;
     }
     printf("    %d heads of dk = %d on the academic X; Wq, Wk, Wv, Wo (8 x 8) ~ N(0, 1/8);\n"
@@ -398,11 +403,12 @@ static bool sec_maxweight(const demo_ctx *c)
     kgl_demo_maxweight r;
     kgl_demo_maxweight_run(c->seed, &r);
     if (c->json) {
-        printf(",\"keys\":%d,\"draws\":%d", KGL_DEMO_MW_KEYS, KGL_DEMO_MW_DRAWS);
-        jints("d", r.d, KGL_DEMO_MW_DIMS);
-        jarr("unscaled", r.unscaled, KGL_DEMO_MW_DIMS);
-        jarr("scaled", r.scaled, KGL_DEMO_MW_DIMS);
-        jnum("uniform", 1.0 / KGL_DEMO_MW_KEYS);
+        jint(c->out, "keys", KGL_DEMO_MW_KEYS);
+        jint(c->out, "draws", KGL_DEMO_MW_DRAWS);
+        jints(c->out, "d", r.d, KGL_DEMO_MW_DIMS);
+        jarr(c->out, "unscaled", r.unscaled, KGL_DEMO_MW_DIMS);
+        jarr(c->out, "scaled", r.scaled, KGL_DEMO_MW_DIMS);
+        jnum(c->out, "uniform", 1.0 / KGL_DEMO_MW_KEYS);
         return r.pass;
     }
     printf("    one query, %d keys ~ N(0, I_d); the largest softmax weight, mean over %d draws\n"
@@ -449,32 +455,18 @@ static bool sec_mask(const demo_ctx *c)
     kgl_demo_mask r;
     kgl_demo_mask_run(&r);
     if (c->json) {
-        jkey("tokens");
-        for (int i = 0; i < T; i++) {
-            putchar(i ? ',' : '[');
-            kgl_json_string(stdout, r.token[i]);
-        }
-        putchar(']');
-        jkey("bidirectional");
-        for (int i = 0; i < T; i++) {
-            putchar(i ? ',' : '[');
-            jarr(NULL, r.bi + i * T, T);
-        }
-        putchar(']');
-        jkey("causal");
-        for (int i = 0; i < T; i++) {
-            putchar(i ? ',' : '[');
-            jarr(NULL, r.causal + i * T, T);
-        }
-        putchar(']');
-        jarr("max_weight_bidirectional", r.max_w[0], T);
-        jarr("max_weight_bidirectional_unscaled", r.max_w_unscaled[0], T);
-        jarr("max_weight_causal", r.max_w[1], T);
-        jarr("max_weight_causal_unscaled", r.max_w_unscaled[1], T);
-        jnum("above_diagonal", r.above_diag);
-        jnum("max_row_sum_err", r.max_row_sum_err);
-        printf(",\"sharper_rows\":%d,\"never_flatter\":%s,\"roles_ok\":%s", r.sharper_rows,
-               r.never_flatter ? "true" : "false", r.roles_ok ? "true" : "false");
+        jstrings(c->out, "tokens", r.token, T);
+        jmatrix(c->out, "bidirectional", r.bi, T, T);
+        jmatrix(c->out, "causal", r.causal, T, T);
+        jarr(c->out, "max_weight_bidirectional", r.max_w[0], T);
+        jarr(c->out, "max_weight_bidirectional_unscaled", r.max_w_unscaled[0], T);
+        jarr(c->out, "max_weight_causal", r.max_w[1], T);
+        jarr(c->out, "max_weight_causal_unscaled", r.max_w_unscaled[1], T);
+        jnum(c->out, "above_diagonal", r.above_diag);
+        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
+        jint(c->out, "sharper_rows", r.sharper_rows);
+        jbool(c->out, "never_flatter", r.never_flatter);
+        jbool(c->out, "roles_ok", r.roles_ok);
         return r.pass;
     }
     printf("    tokens and their one feature of (person, thing, time, action):\n      ");
@@ -506,10 +498,10 @@ static bool sec_permutation(const demo_ctx *c)
     kgl_demo_permutation r;
     kgl_demo_permutation_run(w, c->seed, &r);
     if (c->json) {
-        jints("perm", r.perm, r.n);
-        jnum("unmasked_err", r.free_err);
-        jnum("causal_err", r.causal_err);
-        printf(",\"causal_rows_differ\":%d", r.causal_rows_differ);
+        jints(c->out, "perm", r.perm, r.n);
+        jnum(c->out, "unmasked_err", r.free_err);
+        jnum(c->out, "causal_err", r.causal_err);
+        jint(c->out, "causal_rows_differ", r.causal_rows_differ);
         return r.pass;
     }
     printf("    the attention of section 1 (same X, Wq, Wk, Wv) on the rows of X in a seeded order P:\n      PX = ");
@@ -536,31 +528,28 @@ static bool sec_memo(const demo_ctx *c)
     kgl_demo_memo r;
     kgl_demo_memo_run(m, &r);
     if (c->json) {
-        jkey("targets");
+        jkey(c->out, "targets");
+        kgl_json_begin_array(c->out);
         for (int gi = 0; gi < m->n_groups; gi++) {
             const kgl_memo_group *g = &m->g[gi];
             const kgl_demo_memo_result *o = &r.g[gi];
-            printf("%s{\"document\":", gi ? "," : "[");
-            kgl_json_string(stdout, g->document);
-            jstr("target", g->target);
-            jkey("candidates");
-            for (int j = 0; j < g->n; j++) {
-                putchar(j ? ',' : '[');
-                kgl_json_string(stdout, g->token[j]);
-            }
-            putchar(']');
-            jarr("scores", g->score, g->n);
-            jarr("weights", o->weight, g->n);
-            jarr("baseline", o->baseline, KGL_MEMO_DIM);
-            jarr("representation", o->repr, KGL_MEMO_DIM);
-            jarr("shift", o->shift, KGL_MEMO_DIM);
-            jstr("top", g->token[o->top]);
-            jnum("missing_step_weight", o->step_weight);
-            putchar('}');
+            kgl_json_begin_object(c->out);
+            jstr(c->out, "document", g->document);
+            jstr(c->out, "target", g->target);
+            jstrings(c->out, "candidates", (const char *const *)g->token, g->n);
+            jarr(c->out, "scores", g->score, g->n);
+            jarr(c->out, "weights", o->weight, g->n);
+            jarr(c->out, "baseline", o->baseline, KGL_MEMO_DIM);
+            jarr(c->out, "representation", o->repr, KGL_MEMO_DIM);
+            jarr(c->out, "shift", o->shift, KGL_MEMO_DIM);
+            jstr(c->out, "top", g->token[o->top]);
+            jnum(c->out, "missing_step_weight", o->step_weight);
+            kgl_json_end_object(c->out);
         }
-        putchar(']');
-        jnum("max_row_sum_err", r.max_row_sum_err);
-        printf(",\"article_values\":%d,\"article_mismatches\":%d", r.article_values, r.article_mismatches);
+        kgl_json_end_array(c->out);
+        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
+        jint(c->out, "article_values", r.article_values);
+        jint(c->out, "article_mismatches", r.article_mismatches);
         return r.pass;
     }
     printf("    from %s; vectors are (pack, cap, action) evidence\n", c->memo_name);
@@ -701,23 +690,41 @@ int cmd_demo(int argc, char **argv)
 
     bool all_pass = true;
     int ran = 0, failed = 0;
-    if (c.json) printf("{\"seed\":%llu,\"sections\":[", (unsigned long long)c.seed);
-    else printf("kgl demo, seed %llu: the chapter on attention as relevance-based reasoning, re-derived by kgl's ops\n",
-                (unsigned long long)c.seed);
+    kgl_json_writer out;
+    kgl_json_writer_init(&out, stdout);
+    c.out = &out;
+    if (c.json) {
+        kgl_json_begin_object(&out);
+        kgl_json_key(&out, "seed");
+        kgl_json_put_uint(&out, c.seed);
+        kgl_json_key(&out, "sections");
+        kgl_json_begin_array(&out);
+    } else {
+        printf("kgl demo, seed %llu: the chapter on attention as relevance-based reasoning, re-derived by kgl's ops\n",
+               (unsigned long long)c.seed);
+    }
     for (int s = 0; s < N_SECTIONS; s++) {
         if (which && strcmp(which, sections[s].name) != 0) continue;
         if (c.json) {
-            printf("%s{\"name\":\"%s\"", ran ? "," : "", sections[s].name);
+            kgl_json_begin_object(&out);
+            kgl_json_field_string(&out, "name", sections[s].name);
         } else {
             printf("\n[%d] %s: %s\n", s + 1, sections[s].name, sections[s].title);
         }
         bool pass = sections[s].run(&c);
-        if (c.json) printf(",\"pass\":%s}", pass ? "true" : "false");
+        if (c.json) {
+            kgl_json_field_bool(&out, "pass", pass);
+            kgl_json_end_object(&out);
+        }
         ran++;
         if (!pass) failed++, all_pass = false;
     }
     if (c.json) {
-        printf("],\"pass\":%s}\n", all_pass ? "true" : "false");
+        kgl_json_end_array(&out);
+        kgl_json_field_bool(&out, "pass", all_pass);
+        kgl_json_end_object(&out);
+        kgl_json_newline(&out);
+        kgl_json_writer_finish(&out);
     } else {
         printf("\ndemo: %d section%s, %d passed, %d failed: %s\n", ran, ran == 1 ? "" : "s", ran - failed, failed,
                verdict(all_pass));

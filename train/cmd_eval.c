@@ -163,7 +163,15 @@ int cmd_eval(int argc, char **argv)
                    now_seconds());
     eval_progress ep = {&line, "kgl eval", NULL, 0};
     ev.progress = eval_progress_update, ev.progress_ctx = &ep;
-    if (json) printf("{\"step\":%ld,\"ensemble\":%d,\"metrics\":{", ms.ck[0].st.step, ms.n);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    if (json) {
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "step", ms.ck[0].st.step);
+        kgl_json_field_int(&w, "ensemble", ms.n);
+        kgl_json_key(&w, "metrics");
+        kgl_json_begin_object(&w);
+    }
     if (ms.n == 1 && !json)
         print_model_choice(&ms.choice, "ranking",
                            "Its ranks are its own; the ensemble's file without --member ranks by every model.");
@@ -173,21 +181,24 @@ int cmd_eval(int argc, char **argv)
                ms.m[k].cfg.layers > 1 ? ms.m[k].cfg.layers : 0, ms.m[k].cfg.layers > 1 ? " layers" : "");
     if (ms.n > 1 && !json)
         printf("an ensemble of %d models: each candidate ranked by the mean of their probabilities\n", ms.n);
-    bool first = true;
     for (int s = 0; s < 3; s++) {
         if (!ranked[s]) continue;
         ep.what = v.name[s];
         kgl_evaluate_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, &v.ds, v.split[s], v.n[s], &ev);
         progress_clear(&line); /* the table may go to the same terminal */
         if (json) {
-            printf("%s\"%s\":", first ? "" : ",", v.name[s]);
-            json_metrics(stdout, &v.ds, v.use_relation, &ev);
+            kgl_json_key(&w, v.name[s]);
+            json_metrics(&w, &v.ds, v.use_relation, &ev);
         } else {
             print_metrics_table(v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
         }
-        first = false;
     }
-    if (json) printf("}}\n");
+    if (json) {
+        kgl_json_end_object(&w); /* the metrics */
+        kgl_json_end_object(&w);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
+    }
     if (ranks && !write_ranks(ranks, &ms, &v, ranked, &ep)) st = EXIT_OUTPUT;
     progress_at at;
     /* on a terminal, whose line was erased for the tables: how long the ranking took, if long enough to say */

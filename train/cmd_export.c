@@ -82,17 +82,22 @@ int cmd_export(int argc, char **argv)
     } else {
         int n = m.cfg.n_entities, dim = m.cfg.dim, rows = kgl_config_relation_rows(&m.cfg);
         if (json) {
-            printf("{");
-            json_model_choice(&chosen);
-            printf("\"dir\":");
-            kgl_json_string(stdout, out);
-            printf(",\"entities\":%d,\"relation_rows\":%d,\"dim\":%d,\"step\":%ld,\"files\":[", n, rows, dim,
-                   ck.st.step);
-            for (int k = 0; k < N_FILES; k++) {
-                printf("%s", k ? "," : "");
-                kgl_json_string(stdout, files[k]);
-            }
-            printf("]}\n");
+            kgl_json_writer w;
+            kgl_json_writer_init(&w, stdout);
+            kgl_json_begin_object(&w);
+            json_model_choice(&w, &chosen);
+            kgl_json_field_string(&w, "dir", out);
+            kgl_json_field_int(&w, "entities", n);
+            kgl_json_field_int(&w, "relation_rows", rows);
+            kgl_json_field_int(&w, "dim", dim);
+            kgl_json_field_int(&w, "step", ck.st.step);
+            kgl_json_key(&w, "files");
+            kgl_json_begin_array(&w);
+            for (int k = 0; k < N_FILES; k++) kgl_json_put_string(&w, files[k]);
+            kgl_json_end_array(&w);
+            kgl_json_end_object(&w);
+            kgl_json_newline(&w);
+            kgl_json_writer_finish(&w);
         } else {
             print_model_choice(&chosen, "exporting",
                                "The models' vectors are separate spaces (each trained from its own seed, widths may "

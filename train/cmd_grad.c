@@ -137,24 +137,25 @@ static bool write_gradients(const char *out, const char *ckpt, long step, const 
 
 static void print_json(const model_choice *chosen, const kgl_params *params, const grad_losses *l)
 {
-    printf("{");
-    json_model_choice(chosen);
-    printf("\"loss\":");
-    kgl_json_number(stdout, l->loss);
-    printf(",\"main_loss\":");
-    kgl_json_number(stdout, l->main_loss);
-    printf(",\"aux_loss\":");
-    kgl_json_number(stdout, l->aux);
-    printf(",\"examples\":%d,\"grad_norm\":{", l->examples);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    kgl_json_begin_object(&w);
+    json_model_choice(&w, chosen);
+    kgl_json_field_number(&w, "loss", l->loss);
+    kgl_json_field_number(&w, "main_loss", l->main_loss);
+    kgl_json_field_number(&w, "aux_loss", l->aux);
+    kgl_json_field_int(&w, "examples", l->examples);
+    kgl_json_key(&w, "grad_norm");
+    kgl_json_begin_object(&w);
     for (int k = 0; k < params->n; k++) {
         double s = 0;
         for (size_t i = 0; i < kgl_numel(&params->p[k].t); i++) s += params->p[k].t.grad[i] * params->p[k].t.grad[i];
-        printf("%s", k ? "," : "");
-        kgl_json_string(stdout, params->p[k].name);
-        putchar(':');
-        kgl_json_number(stdout, sqrt(s));
+        kgl_json_field_number(&w, params->p[k].name, sqrt(s));
     }
-    printf("}}\n");
+    kgl_json_end_object(&w);
+    kgl_json_end_object(&w);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
 }
 
 static void print_text(const model_choice *chosen, const kgl_params *params, const grad_losses *l, const char *out)

@@ -38,23 +38,27 @@ static const char help[] =
     "exit status: 0 all pass, 1 a check failed, 2 usage error\n";
 
 
-static void json_result(const kgl_check_result *r, const char *config)
+static void json_result(kgl_json_writer *w, const kgl_check_result *r, const char *config)
 {
-    printf("{\"name\":");
-    kgl_json_string(stdout, r->name);
-    if (config) {
-        printf(",\"config\":");
-        kgl_json_string(stdout, config);
-    }
-    printf(",\"shapes\":");
-    kgl_json_string(stdout, r->shapes);
-    printf(",\"checks\":%ld,\"max_abs_err\":", r->checks);
-    kgl_json_number(stdout, r->max_abs_err);
-    printf(",\"max_rel_err\":");
-    kgl_json_number(stdout, r->max_rel_err);
-    printf(",\"tolerance\":");
-    kgl_json_number(stdout, r->rel_tol);
-    printf(",\"pass\":%s}", r->pass ? "true" : "false");
+    kgl_json_begin_object(w);
+    kgl_json_field_string(w, "name", r->name);
+    if (config) kgl_json_field_string(w, "config", config);
+    kgl_json_field_string(w, "shapes", r->shapes);
+    kgl_json_field_int(w, "checks", r->checks);
+    kgl_json_field_number(w, "max_abs_err", r->max_abs_err);
+    kgl_json_field_number(w, "max_rel_err", r->max_rel_err);
+    kgl_json_field_number(w, "tolerance", r->rel_tol);
+    kgl_json_field_bool(w, "pass", r->pass);
+    kgl_json_end_object(w);
+}
+
+/* The end of --json's object: "pass" and the line. */
+static void json_pass_and_end(kgl_json_writer *w, bool all_pass)
+{
+    kgl_json_field_bool(w, "pass", all_pass);
+    kgl_json_end_object(w);
+    kgl_json_newline(w);
+    kgl_json_writer_finish(w);
 }
 
 /* The parameter column holds a stack's longest name, layer1.attn.log_temperature. */
@@ -142,9 +146,17 @@ static int twin_check(uint64_t seed, const char *only, bool json)
     }
     bool all_pass = true;
     int n_ops = 0, failed = 0;
-    if (json) printf("{\"precision\":\"f32\",\"ops\":[");
-    else printf("float32 (kgl-f32) against float64, every op's output and input gradients on the same inputs\n"
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    if (json) {
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "precision", "f32");
+        kgl_json_key(&w, "ops");
+        kgl_json_begin_array(&w);
+    } else {
+        printf("float32 (kgl-f32) against float64, every op's output and input gradients on the same inputs\n"
                 "%-20s %7s  %11s  %11s  %7s  %s\n", "op", "values", "max abs err", "max rel err", "tol", "");
+    }
     char *p = out;
     for (int i = 0; i < kgl_op_registry_count; i++) {
         const kgl_op *op = kgl_op_registry[i];
@@ -164,8 +176,7 @@ static int twin_check(uint64_t seed, const char *only, bool json)
         kgl_twin_free(&f32);
         if (!r.pass) failed++, all_pass = false;
         if (json) {
-            if (n_ops) putchar(',');
-            json_result(&r, NULL);
+            json_result(&w, &r, NULL);
         } else {
             printf("%-20s %7ld  %11.2e  %11.2e  %7.0e  %s\n", r.name, r.checks, r.max_abs_err, r.max_rel_err, r.rel_tol,
                    r.pass ? "PASS" : "FAIL");
@@ -174,8 +185,12 @@ static int twin_check(uint64_t seed, const char *only, bool json)
         n_ops++;
     }
     free(out);
-    if (json) printf("],\"pass\":%s}\n", all_pass ? "true" : "false");
-    else printf("\n%d ops compared, %d failed\ngradcheck --precision f32: %s\n", n_ops, failed, all_pass ? "PASS" : "FAIL");
+    if (json) {
+        kgl_json_end_array(&w);
+        json_pass_and_end(&w, all_pass);
+    } else {
+        printf("\n%d ops compared, %d failed\ngradcheck --precision f32: %s\n", n_ops, failed, all_pass ? "PASS" : "FAIL");
+    }
     return all_pass ? 0 : 1;
 }
 
@@ -237,9 +252,16 @@ int cmd_gradcheck(int argc, char **argv)
 
     bool all_pass = true;
     int failed_ops = 0, n_ops = 0;
-    if (json) printf("{\"ops\":[");
-    else printf("%-20s %7s  %11s  %11s  %7s  %s  %s\n", "op", "checks", "max abs err", "max rel err", "tol", "    ",
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    if (json) {
+        kgl_json_begin_object(&w);
+        kgl_json_key(&w, "ops");
+        kgl_json_begin_array(&w);
+    } else {
+        printf("%-20s %7s  %11s  %11s  %7s  %s  %s\n", "op", "checks", "max abs err", "max rel err", "tol", "    ",
                 "shapes");
+    }
     for (int i = 0; i < kgl_op_registry_count; i++) {
         const kgl_op *op = kgl_op_registry[i];
         if (only && strcmp(op->name, only) != 0) continue;
@@ -247,36 +269,33 @@ int cmd_gradcheck(int argc, char **argv)
         kgl_gradcheck_op(op, seed, &r);
         if (!r.pass) failed_ops++, all_pass = false;
         if (json) {
-            if (n_ops) putchar(',');
-            json_result(&r, NULL);
+            json_result(&w, &r, NULL);
         } else {
             row(&r, NULL);
         }
         n_ops++;
     }
-    if (json) printf("]");
+    if (json) kgl_json_end_array(&w);
 
     int failed_layer = 0;
     double jac_err = 0;
     bool jac_pass = true;
     if (!only) {
-        if (json) printf(",\"layer\":[");
-        else printf("\nwhole layer (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
+        if (json) {
+            kgl_json_key(&w, "layer");
+            kgl_json_begin_array(&w);
+        } else {
+            printf("\nwhole layer (n=13, d=8, H=2, 5 relations + reciprocals), parameter by parameter\n"
                     "%-34s %-27s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
                     "max rel err", "tol", "    ", "shape");
-        bool first = true;
-        for (int w = 0; w < KGL_LAYER_CHECKS; w++) {
+        }
+        for (int c = 0; c < KGL_LAYER_CHECKS; c++) {
             kgl_check_result res[KGL_MAX_PARAMS];
-            int n = kgl_layer_check(w, seed, res);
+            int n = kgl_layer_check(c, seed, res);
             for (int k = 0; k < n; k++) {
                 if (!res[k].pass) failed_layer++, all_pass = false;
-                if (json) {
-                    if (!first) putchar(',');
-                    json_result(&res[k], kgl_layer_check_name(w));
-                } else {
-                    row(&res[k], kgl_layer_check_name(w));
-                }
-                first = false;
+                if (json) json_result(&w, &res[k], kgl_layer_check_name(c));
+                else row(&res[k], kgl_layer_check_name(c));
             }
         }
         double z[5], J[25], J_fd[25];
@@ -284,14 +303,23 @@ int cmd_gradcheck(int argc, char **argv)
         jac_pass = jac_err <= JACOBIAN_BOUND;
         if (!jac_pass) all_pass = false;
         if (json) {
-            printf("],\"jacobian\":{\"logits\":[");
-            for (int i = 0; i < 5; i++) {
-                if (i) putchar(',');
-                kgl_json_number(stdout, z[i]);
-            }
-            printf("],\"h\":1e-05,\"max_abs_err\":");
-            kgl_json_number(stdout, jac_err);
-            printf(",\"bound\":1e-09,\"pass\":%s}", jac_pass ? "true" : "false");
+            kgl_json_end_array(&w); /* the layer */
+            kgl_json_key(&w, "jacobian");
+            kgl_json_begin_object(&w);
+            kgl_json_key(&w, "logits");
+            kgl_json_begin_array(&w);
+            for (int i = 0; i < 5; i++) kgl_json_put_number(&w, z[i]);
+            kgl_json_end_array(&w);
+            char h[32], bound[32]; /* the constants as short as they are written: 1e-05, not 1.0000000000000001e-05 */
+            snprintf(h, sizeof h, "%g", JACOBIAN_H);
+            snprintf(bound, sizeof bound, "%g", JACOBIAN_BOUND);
+            kgl_json_key(&w, "h");
+            kgl_json_put_number_text(&w, h);
+            kgl_json_field_number(&w, "max_abs_err", jac_err);
+            kgl_json_key(&w, "bound");
+            kgl_json_put_number_text(&w, bound);
+            kgl_json_field_bool(&w, "pass", jac_pass);
+            kgl_json_end_object(&w);
         } else {
             printf("\nsoftmax Jacobian J = diag(p) - p p^T of 5 seeded logits vs central differences (h = 1e-5):\n"
                    "  max |J - J_fd| = %.3e  (bound 1e-9; the chapter: 3.65e-12)  %s\n",
@@ -299,7 +327,7 @@ int cmd_gradcheck(int argc, char **argv)
         }
     }
     if (json) {
-        printf(",\"pass\":%s}\n", all_pass ? "true" : "false");
+        json_pass_and_end(&w, all_pass);
     } else {
         printf("\n%d ops checked, %d failed", n_ops, failed_ops);
         if (!only) printf("; whole layer: %d parameter checks failed; Jacobian: %s", failed_layer, jac_pass ? "PASS" : "FAIL");

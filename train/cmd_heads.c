@@ -112,35 +112,54 @@ static void measure(const kgl_tails *tl, kgl_tensor *const *attn, heads_report *
     }
 }
 
+/* n numbers, x[0], x[stride], ... as a JSON array. */
+static void json_numbers(kgl_json_writer *w, const double *x, int n, int stride)
+{
+    kgl_json_begin_array(w);
+    for (int k = 0; k < n; k++) kgl_json_put_number(w, x[(size_t)k * stride]);
+    kgl_json_end_array(w);
+}
+
+/* One answer of the readout: {"rank","entity","score","prob","true_tail"}. */
+static void json_answer(kgl_json_writer *w, int rank, const char *entity, double score, double prob, bool true_tail)
+{
+    kgl_json_begin_object(w);
+    kgl_json_field_int(w, "rank", rank);
+    kgl_json_field_string(w, "entity", entity);
+    kgl_json_field_number(w, "score", score);
+    kgl_json_field_number(w, "prob", prob);
+    kgl_json_field_bool(w, "true_tail", true_tail);
+    kgl_json_end_object(w);
+}
+
+/* The opening of every kgl heads --json object: the model chosen, its step and heads. */
+static void json_heads_opening(kgl_json_writer *w, const model_choice *chosen, long step, int heads)
+{
+    kgl_json_writer_init(w, stdout);
+    kgl_json_begin_object(w);
+    json_model_choice(w, chosen);
+    kgl_json_field_int(w, "step", step);
+    kgl_json_field_int(w, "heads", heads);
+}
+
+/* The closing: the object ends, then its line. */
+static void json_heads_closing(kgl_json_writer *w)
+{
+    kgl_json_end_object(w);
+    kgl_json_newline(w);
+    kgl_json_writer_finish(w);
+}
+
 /* A stack's deeper layers (full context): spec[h][r] of each layer l ≥ 1,
    where head h of layer l, at entity i's state, puts its weight over the
    entities' states, against the same baseline (layer 0's table is above). */
 static void print_deeper_layers(const kgl_tails *tl, const kgl_forward *f, const data_view *v, int layers, int H,
-                                const heads_report *rep, int w, bool json)
+                                const heads_report *rep, int w)
 {
     int nr = v->ds.n_relations;
     double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    if (json) printf(",\"deeper_layers\":[");
     for (int l = 1; l < layers; l++) {
         kgl_specialisation(tl, H, f->layer_attn[l], spec);
-        if (json) {
-            printf("%s{\"layer\":%d,\"spec\":{", l > 1 ? "," : "", l);
-            bool first = true;
-            for (int r = 0; r < nr; r++) {
-                if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-                printf("%s", first ? "" : ",");
-                first = false;
-                kgl_json_string(stdout, v->ds.relation_names[r]);
-                printf(":[");
-                for (int h = 0; h < H; h++) {
-                    printf("%s", h ? "," : "");
-                    kgl_json_number(stdout, spec[h * nr + r]);
-                }
-                printf("]");
-            }
-            printf("}}");
-            continue;
-        }
         printf("\nlayer %d (over the states of layer %d): specialisation\n%-*s %8s", l, l - 1, w, "relation", "baseline");
         for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
         printf("\n");
@@ -152,7 +171,32 @@ static void print_deeper_layers(const kgl_tails *tl, const kgl_forward *f, const
             printf("\n");
         }
     }
-    if (json) printf("]");
+    free(spec);
+}
+
+/* The same for --json: "deeper_layers":[{"layer":1,"spec":{REL:[...]}},...]. */
+static void json_deeper_layers(kgl_json_writer *w, const kgl_tails *tl, const kgl_forward *f, const data_view *v,
+                               int layers, int H, const heads_report *rep)
+{
+    int nr = v->ds.n_relations;
+    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    kgl_json_key(w, "deeper_layers");
+    kgl_json_begin_array(w);
+    for (int l = 1; l < layers; l++) {
+        kgl_specialisation(tl, H, f->layer_attn[l], spec);
+        kgl_json_begin_object(w);
+        kgl_json_field_int(w, "layer", l);
+        kgl_json_key(w, "spec");
+        kgl_json_begin_object(w);
+        for (int r = 0; r < nr; r++) {
+            if (!v->use_relation[r] || !rep->with_tails[r]) continue;
+            kgl_json_key(w, v->ds.relation_names[r]);
+            json_numbers(w, spec + r, H, nr);
+        }
+        kgl_json_end_object(w);
+        kgl_json_end_object(w);
+    }
+    kgl_json_end_array(w);
     free(spec);
 }
 
@@ -329,41 +373,40 @@ static int graph_heads(const model_choice *chosen, const char *query, int top, b
     bool drawn = pic->dir && relations_svg(pic, v, H, spec, uniform);
     if (pic->dir && !drawn) st = EXIT_OUTPUT;
     if (json) {
-        printf("{");
-        json_model_choice(chosen);
-        printf("\"step\":%ld,\"heads\":%d,\"context\":\"graph\",\"neighbours\":%d,\"relations\":{", ck->st.step, H,
-               m->cfg.neighbours);
-        bool first = true;
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, ck->st.step, H);
+        kgl_json_field_string(&w, "context", "graph");
+        kgl_json_field_int(&w, "neighbours", m->cfg.neighbours);
+        kgl_json_key(&w, "relations");
+        kgl_json_begin_object(&w);
         for (int r = 0; r < nr; r++) {
             if (!v->use_relation[r] || isnan(uniform[r])) continue;
-            printf("%s", first ? "" : ",");
-            first = false;
-            kgl_json_string(stdout, v->ds.relation_names[r]);
-            printf(":{\"uniform\":");
-            kgl_json_number(stdout, uniform[r]);
-            printf(",\"mass\":[");
-            for (int h = 0; h < H; h++) {
-                printf("%s", h ? "," : "");
-                kgl_json_number(stdout, spec[h * nr + r]);
-            }
-            printf("]}");
+            kgl_json_key(&w, v->ds.relation_names[r]);
+            kgl_json_begin_object(&w);
+            kgl_json_field_number(&w, "uniform", uniform[r]);
+            kgl_json_key(&w, "mass");
+            json_numbers(&w, spec + r, H, nr);
+            kgl_json_end_object(&w);
         }
-        printf("},\"self\":[");
+        kgl_json_end_object(&w);
+        kgl_json_key(&w, "self");
+        json_numbers(&w, self, H, 1);
+        kgl_json_key(&w, "ablation");
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "triples", n_abl);
+        kgl_json_field_number(&w, "mrr", base);
+        kgl_json_key(&w, "heads");
+        kgl_json_begin_array(&w);
         for (int h = 0; h < H; h++) {
-            printf("%s", h ? "," : "");
-            kgl_json_number(stdout, self[h]);
+            kgl_json_begin_object(&w);
+            kgl_json_field_int(&w, "head", h);
+            kgl_json_field_number(&w, "mrr", ablated[h]);
+            kgl_json_field_number(&w, "drop", base - ablated[h]);
+            kgl_json_end_object(&w);
         }
-        printf("],\"ablation\":{\"triples\":%d,\"mrr\":", n_abl);
-        kgl_json_number(stdout, base);
-        printf(",\"heads\":[");
-        for (int h = 0; h < H; h++) {
-            printf("%s{\"head\":%d,\"mrr\":", h ? "," : "", h);
-            kgl_json_number(stdout, ablated[h]);
-            printf(",\"drop\":");
-            kgl_json_number(stdout, base - ablated[h]);
-            putchar('}');
-        }
-        printf("]}}\n");
+        kgl_json_end_array(&w);
+        kgl_json_end_object(&w);
+        json_heads_closing(&w);
     } else {
         int w = 8;
         for (int r = 0; r < nr; r++)
@@ -684,47 +727,50 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
     free(rows);
 }
 
+/* "query":{"head":HEAD,"relation":REL} */
+static void json_query(kgl_json_writer *w, const char *head, const char *relation)
+{
+    kgl_json_key(w, "query");
+    kgl_json_begin_object(w);
+    kgl_json_field_string(w, "head", head);
+    kgl_json_field_string(w, "relation", relation);
+    kgl_json_end_object(w);
+}
+
 static void query_print_json(const model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
-    printf("{");
-    json_model_choice(chosen);
-    printf("\"step\":%ld,\"heads\":%d,\"query\":{\"head\":", step, q->H);
-    kgl_json_string(stdout, names[q->entity]);
-    printf(",\"relation\":");
-    kgl_json_string(stdout, q->rel_name);
-    printf("},\"true_tails\":[");
-    for (int k = 0; k < q->n_true; k++) {
-        printf("%s", k ? "," : "");
-        kgl_json_string(stdout, names[q->truth[k]]);
-    }
-    printf("],\"attention\":[");
+    kgl_json_writer w;
+    json_heads_opening(&w, chosen, step, q->H);
+    json_query(&w, names[q->entity], q->rel_name);
+    kgl_json_key(&w, "true_tails");
+    kgl_json_begin_array(&w);
+    for (int k = 0; k < q->n_true; k++) kgl_json_put_string(&w, names[q->truth[k]]);
+    kgl_json_end_array(&w);
+    kgl_json_key(&w, "attention");
+    kgl_json_begin_array(&w);
     for (int r = 0; r < q->n; r++) {
         int j = q->by_attn[r];
-        printf("%s{\"entity\":", r ? "," : "");
-        kgl_json_string(stdout, names[j]);
-        printf(",\"true_tail\":%s,\"heads\":[", q->is_true[j] ? "true" : "false");
-        for (int h = 0; h < q->H; h++) {
-            printf("%s", h ? "," : "");
-            kgl_json_number(stdout, q->attn[(size_t)h * q->n + j]);
-        }
-        printf("],\"mean\":");
-        kgl_json_number(stdout, q->mean[j]);
-        putchar('}');
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "entity", names[j]);
+        kgl_json_field_bool(&w, "true_tail", q->is_true[j]);
+        kgl_json_key(&w, "heads");
+        kgl_json_begin_array(&w);
+        for (int h = 0; h < q->H; h++) kgl_json_put_number(&w, q->attn[(size_t)h * q->n + j]);
+        kgl_json_end_array(&w);
+        kgl_json_field_number(&w, "mean", q->mean[j]);
+        kgl_json_end_object(&w);
     }
-    printf("],\"answers\":[");
+    kgl_json_end_array(&w);
+    kgl_json_key(&w, "answers");
+    kgl_json_begin_array(&w);
     int n_ans = q->top < q->n ? q->top : q->n;
     for (int k = 0; k < n_ans; k++) {
         int j = q->by_score[k];
-        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
-        kgl_json_string(stdout, names[j]);
-        printf(",\"score\":");
-        kgl_json_number(stdout, q->scores[j]);
-        printf(",\"prob\":");
-        kgl_json_number(stdout, q->probs[j]);
-        printf(",\"true_tail\":%s}", q->is_true[j] ? "true" : "false");
+        json_answer(&w, k + 1, names[j], q->scores[j], q->probs[j], q->is_true[j]);
     }
-    printf("]}\n");
+    kgl_json_end_array(&w);
+    json_heads_closing(&w);
 }
 
 /* ---- --query on a neighbourhood model ------------------------------------------
@@ -798,46 +844,37 @@ static void graph_query_json(const model_choice *chosen, long step, const data_v
     char *const *names = v->ds.entity_names;
     int T = sv->n_tokens, H = sv->heads;
     char rel[600];
-    printf("{");
-    json_model_choice(chosen);
-    printf("\"step\":%ld,\"heads\":%d,\"layers\":%d,\"context\":\"graph\",\"query\":{\"head\":", step, H, sv->layers);
-    kgl_json_string(stdout, names[q->entity]);
-    printf(",\"relation\":");
-    kgl_json_string(stdout, q->rel_name);
-    printf("},\"uniform\":");
-    kgl_json_number(stdout, 1.0 / T);
-    printf(",\"tokens\":[");
+    kgl_json_writer w;
+    json_heads_opening(&w, chosen, step, H);
+    kgl_json_field_int(&w, "layers", sv->layers);
+    kgl_json_field_string(&w, "context", "graph");
+    json_query(&w, names[q->entity], q->rel_name);
+    kgl_json_field_number(&w, "uniform", 1.0 / T);
+    kgl_json_key(&w, "tokens");
+    kgl_json_begin_array(&w);
     for (int t = 0; t < T; t++) {
-        printf("%s{\"entity\":", t ? "," : "");
-        kgl_json_string(stdout, names[sv->entity[t]]);
-        printf(",\"relation\":");
-        if (t == 0) printf("null");
-        else {
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
+        if (t == 0) { /* the question's own entity: no edge led to it */
+            kgl_json_field_null(&w, "relation");
+        } else {
             kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
-            kgl_json_string(stdout, rel);
+            kgl_json_field_string(&w, "relation", rel);
         }
-        printf(",\"true_answer\":%s,\"layers\":[", q->is_true[sv->entity[t]] ? "true" : "false");
-        for (int l = 0; l < sv->layers; l++) {
-            printf("%s[", l ? "," : "");
-            for (int h = 0; h < H; h++) {
-                printf("%s", h ? "," : "");
-                kgl_json_number(stdout, sv->weight[((size_t)l * T + t) * H + h]);
-            }
-            printf("]");
-        }
-        printf("]}");
+        kgl_json_field_bool(&w, "true_answer", q->is_true[sv->entity[t]]);
+        kgl_json_key(&w, "layers");
+        kgl_json_begin_array(&w);
+        for (int l = 0; l < sv->layers; l++) json_numbers(&w, sv->weight + ((size_t)l * T + t) * H, H, 1);
+        kgl_json_end_array(&w);
+        kgl_json_end_object(&w);
     }
-    printf("],\"answers\":[");
-    for (int k = 0; k < n_ans; k++) {
-        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
-        kgl_json_string(stdout, names[ans[k].entity]);
-        printf(",\"score\":");
-        kgl_json_number(stdout, ans[k].score);
-        printf(",\"prob\":");
-        kgl_json_number(stdout, ans[k].prob);
-        printf(",\"true_tail\":%s}", q->is_true[ans[k].entity] ? "true" : "false");
-    }
-    printf("]}\n");
+    kgl_json_end_array(&w);
+    kgl_json_key(&w, "answers");
+    kgl_json_begin_array(&w);
+    for (int k = 0; k < n_ans; k++)
+        json_answer(&w, k + 1, names[ans[k].entity], ans[k].score, ans[k].prob, q->is_true[ans[k].entity]);
+    kgl_json_end_array(&w);
+    json_heads_closing(&w);
 }
 
 #define QUERY_COLUMNS 48 /* entities (or tokens) query.svg draws at most: cells of 16 px, every name readable */
@@ -1164,63 +1201,60 @@ static void full_heads_json(const model_choice *chosen, long step, const data_vi
 {
     int H = rep->H, n = rep->n, nr = rep->m;
     char **names = v->ds.entity_names;
-    printf("{");
-    json_model_choice(chosen);
-    printf("\"step\":%ld,\"heads\":%d,\"relations\":{", step, H);
-    bool first = true;
+    kgl_json_writer w;
+    json_heads_opening(&w, chosen, step, H);
+    kgl_json_key(&w, "relations");
+    kgl_json_begin_object(&w);
     for (int r = 0; r < nr; r++) {
         if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-        printf("%s", first ? "" : ",");
-        first = false;
-        kgl_json_string(stdout, v->ds.relation_names[r]);
-        printf(":{\"entities\":%d,\"baseline\":", rep->with_tails[r]);
-        kgl_json_number(stdout, rep->baseline[r]);
-        printf(",\"spec\":[");
-        for (int h = 0; h < H; h++) {
-            printf("%s", h ? "," : "");
-            kgl_json_number(stdout, rep->spec[h * nr + r]);
-        }
-        printf("],\"argmax_precision\":[");
-        for (int h = 0; h < H; h++) {
-            printf("%s", h ? "," : "");
-            kgl_json_number(stdout, rep->precision[h * nr + r]);
-        }
-        printf("]}");
+        kgl_json_key(&w, v->ds.relation_names[r]);
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "entities", rep->with_tails[r]);
+        kgl_json_field_number(&w, "baseline", rep->baseline[r]);
+        kgl_json_key(&w, "spec");
+        json_numbers(&w, rep->spec + r, H, nr);
+        kgl_json_key(&w, "argmax_precision");
+        json_numbers(&w, rep->precision + r, H, nr);
+        kgl_json_end_object(&w);
     }
-    printf("}");
-    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, 0, true);
-    printf(",\"top3\":[");
+    kgl_json_end_object(&w);
+    if (m->cfg.layers > 1) json_deeper_layers(&w, tl, f, v, m->cfg.layers, H, rep);
+    kgl_json_key(&w, "top3");
+    kgl_json_begin_array(&w);
     for (int h = 0; h < H; h++) {
-        printf("%s{", h ? "," : "");
-        for (int i = 0; i < n; i++) {
+        kgl_json_begin_object(&w);
+        for (int i = 0; i < n; i++) { /* each entity: [[name, weight], ...] of its three most attended */
             int idx[3];
             const kgl_real *row = f->attn[h]->data + (size_t)i * n;
             top3(row, n, idx);
-            printf("%s", i ? "," : "");
-            kgl_json_string(stdout, names[i]);
-            printf(":[");
+            kgl_json_key(&w, names[i]);
+            kgl_json_begin_array(&w);
             for (int k = 0; k < 3 && idx[k] >= 0; k++) {
-                printf("%s[", k ? "," : "");
-                kgl_json_string(stdout, names[idx[k]]);
-                putchar(',');
-                kgl_json_number(stdout, row[idx[k]]);
-                putchar(']');
+                kgl_json_begin_array(&w);
+                kgl_json_put_string(&w, names[idx[k]]);
+                kgl_json_put_number(&w, row[idx[k]]);
+                kgl_json_end_array(&w);
             }
-            putchar(']');
+            kgl_json_end_array(&w);
         }
-        putchar('}');
+        kgl_json_end_object(&w);
     }
-    printf("],\"ablation\":{\"mrr\":");
-    kgl_json_number(stdout, rep->base_mrr);
-    printf(",\"heads\":[");
+    kgl_json_end_array(&w);
+    kgl_json_key(&w, "ablation");
+    kgl_json_begin_object(&w);
+    kgl_json_field_number(&w, "mrr", rep->base_mrr);
+    kgl_json_key(&w, "heads");
+    kgl_json_begin_array(&w);
     for (int h = 0; h < H; h++) {
-        printf("%s{\"head\":%d,\"mrr\":", h ? "," : "", h);
-        kgl_json_number(stdout, rep->ablated_mrr[h]);
-        printf(",\"drop\":");
-        kgl_json_number(stdout, rep->base_mrr - rep->ablated_mrr[h]);
-        putchar('}');
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "head", h);
+        kgl_json_field_number(&w, "mrr", rep->ablated_mrr[h]);
+        kgl_json_field_number(&w, "drop", rep->base_mrr - rep->ablated_mrr[h]);
+        kgl_json_end_object(&w);
     }
-    printf("]}}\n");
+    kgl_json_end_array(&w);
+    kgl_json_end_object(&w);
+    json_heads_closing(&w);
 }
 
 /* kgl heads of a full-context model, as tables: spec and precision by
@@ -1253,7 +1287,7 @@ static void full_heads_text(const model_choice *chosen, long step, const data_vi
         for (int h = 0; h < H; h++) printf("  %8.3f", rep->precision[h * nr + r]);
         printf("\n");
     }
-    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, w, false);
+    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, w);
     int nw = 5;
     for (int i = 0; i < n; i++)
         if (text_width(names[i]) > nw) nw = text_width(names[i]);

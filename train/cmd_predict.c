@@ -232,32 +232,53 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     }
 }
 
+/* "query":{"head":…,"relation":…,"tail":…}, null for the one asked. */
+static void json_query(kgl_json_writer *w, const char *head, const char *relation, const char *tail)
+{
+    kgl_json_key(w, "query");
+    kgl_json_begin_object(w);
+    if (head) kgl_json_field_string(w, "head", head);
+    else kgl_json_field_null(w, "head");
+    kgl_json_field_string(w, "relation", relation);
+    if (tail) kgl_json_field_string(w, "tail", tail);
+    else kgl_json_field_null(w, "tail");
+    kgl_json_end_object(w);
+}
+
+/* The end of a question's object, and its line. */
+static void json_end_line(kgl_json_writer *w)
+{
+    kgl_json_end_object(w);
+    kgl_json_newline(w);
+    kgl_json_writer_finish(w);
+}
+
 static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, bool have_known,
                        bool filter, int n_left_out)
 {
-    printf("{\"query\":{\"head\":");
-    if (q->ask_head) printf("null");
-    else kgl_json_string(stdout, ds->entity_names[q->entity]);
-    printf(",\"relation\":");
-    kgl_json_string(stdout, ds->relation_names[q->relation]);
-    printf(",\"tail\":");
-    if (q->ask_head) kgl_json_string(stdout, ds->entity_names[q->entity]);
-    else printf("null");
-    printf("},\"direction\":\"%s\",\"filter\":%s,\"known_left_out\":", q->ask_head ? "head" : "tail",
-           filter ? "true" : "false");
-    if (have_known) printf("%d", n_left_out);
-    else printf("null");
-    printf(",\"answers\":[");
+    const char *asked_of = ds->entity_names[q->entity];
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    kgl_json_begin_object(&w);
+    json_query(&w, q->ask_head ? NULL : asked_of, ds->relation_names[q->relation], q->ask_head ? asked_of : NULL);
+    kgl_json_field_string(&w, "direction", q->ask_head ? "head" : "tail");
+    kgl_json_field_bool(&w, "filter", filter);
+    if (have_known) kgl_json_field_int(&w, "known_left_out", n_left_out);
+    else kgl_json_field_null(&w, "known_left_out");
+    kgl_json_key(&w, "answers");
+    kgl_json_begin_array(&w);
     for (int k = 0; k < count; k++) {
-        printf("%s{\"rank\":%d,\"entity\":", k ? "," : "", k + 1);
-        kgl_json_string(stdout, ds->entity_names[a[k].entity]);
-        printf(",\"score\":");
-        kgl_json_number(stdout, a[k].score);
-        printf(",\"prob\":");
-        kgl_json_number(stdout, a[k].prob);
-        printf(",\"known\":%s}", have_known ? (a[k].known ? "true" : "false") : "null");
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "rank", k + 1);
+        kgl_json_field_string(&w, "entity", ds->entity_names[a[k].entity]);
+        kgl_json_field_number(&w, "score", a[k].score);
+        kgl_json_field_number(&w, "prob", a[k].prob);
+        if (have_known) kgl_json_field_bool(&w, "known", a[k].known);
+        else kgl_json_field_null(&w, "known");
+        kgl_json_end_object(&w);
     }
-    printf("]}\n");
+    kgl_json_end_array(&w);
+    json_end_line(&w);
 }
 
 /* A rank: whole, or half way between two (ties count as the mean of the
@@ -295,29 +316,26 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
 
 static void print_triple_json(const kgl_dataset *ds, const query *q, const kgl_ranked *r, int known, bool filter)
 {
-    printf("{\"query\":{\"head\":");
-    kgl_json_string(stdout, ds->entity_names[q->entity]);
-    printf(",\"relation\":");
-    kgl_json_string(stdout, ds->relation_names[q->relation]);
-    printf(",\"tail\":");
-    kgl_json_string(stdout, ds->entity_names[q->tail]);
-    printf("},\"direction\":\"triple\",\"filter\":%s,\"known\":%s", filter ? "true" : "false",
-           known < 0 ? "null" : known ? "true" : "false");
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    kgl_json_begin_object(&w);
+    json_query(&w, ds->entity_names[q->entity], ds->relation_names[q->relation], ds->entity_names[q->tail]);
+    kgl_json_field_string(&w, "direction", "triple");
+    kgl_json_field_bool(&w, "filter", filter);
+    if (known < 0) kgl_json_field_null(&w, "known"); /* no triples given */
+    else kgl_json_field_bool(&w, "known", known);
     for (int dir = 0; dir < 2; dir++) {
-        printf(",\"%s\":{\"rank\":", dir ? "head" : "tail");
-        kgl_json_number(stdout, r[dir].rank);
-        printf(",\"score\":");
-        kgl_json_number(stdout, r[dir].score);
-        printf(",\"prob\":");
-        kgl_json_number(stdout, r[dir].prob);
-        printf(",\"top_other\":");
-        if (r[dir].top_wrong >= 0) kgl_json_string(stdout, ds->entity_names[r[dir].top_wrong]);
-        else printf("null");
-        printf(",\"top_other_score\":");
-        kgl_json_number(stdout, r[dir].top_wrong_score);
-        putchar('}');
+        kgl_json_key(&w, dir ? "head" : "tail");
+        kgl_json_begin_object(&w);
+        kgl_json_field_number(&w, "rank", r[dir].rank);
+        kgl_json_field_number(&w, "score", r[dir].score);
+        kgl_json_field_number(&w, "prob", r[dir].prob);
+        if (r[dir].top_wrong >= 0) kgl_json_field_string(&w, "top_other", ds->entity_names[r[dir].top_wrong]);
+        else kgl_json_field_null(&w, "top_other");
+        kgl_json_field_number(&w, "top_other_score", r[dir].top_wrong_score);
+        kgl_json_end_object(&w);
     }
-    printf("}\n");
+    json_end_line(&w);
 }
 
 /* What the command line asks for. */

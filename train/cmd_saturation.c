@@ -115,101 +115,90 @@ static void show_progress(const kgl_saturation_progress *at, void *ctx)
 }
 
 /* {"min":…,"q1":…,"median":…,"q3":…,"max":…,"mean":…} */
-static void json_spread(const kgl_spread *sp)
+static void json_spread(kgl_json_writer *w, const kgl_spread *sp)
 {
     const double v[6] = {sp->min, sp->q1, sp->median, sp->q3, sp->max, sp->mean};
     static const char *const k[6] = {"min", "q1", "median", "q3", "max", "mean"};
-    putchar('{');
-    for (int q = 0; q < 6; q++) {
-        printf("%s\"%s\":", q ? "," : "", k[q]);
-        kgl_json_number(stdout, v[q]);
-    }
-    putchar('}');
+    kgl_json_begin_object(w);
+    for (int q = 0; q < 6; q++) kgl_json_field_number(w, k[q], v[q]);
+    kgl_json_end_object(w);
 }
 
 /* The over-seeds part of a configuration's JSON: floor, frozen fraction,
    "spread" (quantiles of every final metric) and "per_seed" (each run's end). */
-static void json_over_seeds(const kgl_saturation *s, int c, const kgl_saturation_summary *sm)
+static void json_over_seeds(kgl_json_writer *w, const kgl_saturation *s, int c, const kgl_saturation_summary *sm)
 {
-    printf(",\"heads\":%d,\"aux_floor\":", s->configs[c].heads);
-    kgl_json_number(stdout, sm->aux_floor);
-    printf(",\"frozen_multiple\":");
-    kgl_json_number(stdout, s->frozen_multiple);
-    printf(",\"frozen_seeds\":%d,\"finished_seeds\":%d,\"frozen_fraction\":", sm->frozen_seeds,
-           sm->finished_seeds);
-    kgl_json_number(stdout, sm->frozen_fraction);
-    printf(",\"spread\":{");
+    kgl_json_field_int(w, "heads", s->configs[c].heads);
+    kgl_json_field_number(w, "aux_floor", sm->aux_floor);
+    kgl_json_field_number(w, "frozen_multiple", s->frozen_multiple);
+    kgl_json_field_int(w, "frozen_seeds", sm->frozen_seeds);
+    kgl_json_field_int(w, "finished_seeds", sm->finished_seeds);
+    kgl_json_field_number(w, "frozen_fraction", sm->frozen_fraction);
+    kgl_json_key(w, "spread");
+    kgl_json_begin_object(w);
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-        printf("%s\"%s\":", k ? "," : "", kgl_saturation_metric_names[k]);
-        json_spread(&sm->spread[k]);
+        kgl_json_key(w, kgl_saturation_metric_names[k]);
+        json_spread(w, &sm->spread[k]);
     }
-    printf("},\"per_seed\":[");
+    kgl_json_end_object(w);
+    kgl_json_key(w, "per_seed");
+    kgl_json_begin_array(w);
     for (int q = 0; q < s->seeds; q++) {
         int run = c * s->seeds + q;
         kgl_saturation_run_end e;
         kgl_saturation_run_summary(s, run, &e);
-        printf("%s{\"seed\":%d,\"steps_done\":%d,\"fit_step\":", q ? "," : "", s->runs[run].seed,
-               s->runs[run].steps_done);
-        kgl_json_number(stdout, s->runs[run].fit_step >= 0 ? (double)s->runs[run].fit_step : NAN);
-        printf(",\"frozen\":%s,\"aux_mean\":", e.frozen ? "true" : "false");
-        kgl_json_number(stdout, e.aux_mean);
-        printf(",\"aux_sign_changes\":");
-        kgl_json_number(stdout, e.aux_sign_changes >= 0 ? e.aux_sign_changes : NAN);
-        printf(",\"aux_window_min\":");
-        kgl_json_number(stdout, e.aux_window_min);
-        printf(",\"aux_window_max\":");
-        kgl_json_number(stdout, e.aux_window_max);
-        printf(",\"final\":{");
-        for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-            printf("%s\"%s\":", k ? "," : "", kgl_saturation_metric_names[k]);
-            kgl_json_number(stdout, e.final[k]);
-        }
-        printf("}}");
+        kgl_json_begin_object(w);
+        kgl_json_field_int(w, "seed", s->runs[run].seed);
+        kgl_json_field_int(w, "steps_done", s->runs[run].steps_done);
+        kgl_json_field_number(w, "fit_step", s->runs[run].fit_step >= 0 ? (double)s->runs[run].fit_step : NAN);
+        kgl_json_field_bool(w, "frozen", e.frozen);
+        kgl_json_field_number(w, "aux_mean", e.aux_mean);
+        kgl_json_field_number(w, "aux_sign_changes", e.aux_sign_changes >= 0 ? e.aux_sign_changes : NAN);
+        kgl_json_field_number(w, "aux_window_min", e.aux_window_min);
+        kgl_json_field_number(w, "aux_window_max", e.aux_window_max);
+        kgl_json_key(w, "final");
+        kgl_json_begin_object(w);
+        for (int k = 0; k < KGL_SAT_N_METRICS; k++) kgl_json_field_number(w, kgl_saturation_metric_names[k], e.final[k]);
+        kgl_json_end_object(w);
+        kgl_json_end_object(w);
     }
-    putchar(']');
+    kgl_json_end_array(w);
 }
 
-/* One configuration's summary as a JSON object (with its seed when there is one). */
-static void json_config(const kgl_saturation_config *c, const kgl_saturation_summary *sm, int seed)
+/* One configuration's summary: the fields of its JSON object up to the
+   over-seeds part (with its seed when there is one). */
+static void json_config(kgl_json_writer *w, const kgl_saturation_config *c, const kgl_saturation_summary *sm, int seed)
 {
-    printf("{\"label\":");
-    kgl_json_string(stdout, c->label);
-    printf(",\"dk\":%d,\"scale\":", c->dk);
-    if (c->scale == KGL_SCALE_SQRT) printf("\"sqrt\"");
-    else if (c->scale == KGL_SCALE_NONE) printf("\"none\"");
-    else kgl_json_number(stdout, c->scale_value);
-    printf(",\"init_scale\":");
-    kgl_json_number(stdout, c->init_scale);
-    printf(",\"optimizer\":\"%s\",\"lr\":", c->optimizer == KGL_OPT_SGD ? "sgd" : "adam");
-    kgl_json_number(stdout, c->lr);
-    printf(",\"supervise\":\"%s\",\"remedy\":\"%s\"", kgl_saturation_supervise_names[c->supervise],
-           kgl_saturation_remedy_names[c->remedy]);
-    if (seed > 0) printf(",\"seed\":%d", seed);
+    kgl_json_field_string(w, "label", c->label);
+    kgl_json_field_int(w, "dk", c->dk);
+    if (c->scale == KGL_SCALE_SQRT) kgl_json_field_string(w, "scale", "sqrt");
+    else if (c->scale == KGL_SCALE_NONE) kgl_json_field_string(w, "scale", "none");
+    else kgl_json_field_number(w, "scale", c->scale_value);
+    kgl_json_field_number(w, "init_scale", c->init_scale);
+    kgl_json_field_string(w, "optimizer", c->optimizer == KGL_OPT_SGD ? "sgd" : "adam");
+    kgl_json_field_number(w, "lr", c->lr);
+    kgl_json_field_string(w, "supervise", kgl_saturation_supervise_names[c->supervise]);
+    kgl_json_field_string(w, "remedy", kgl_saturation_remedy_names[c->remedy]);
+    if (seed > 0) kgl_json_field_int(w, "seed", seed);
     static const int init_keys[] = {KGL_SAT_MAX_PROB, KGL_SAT_ENTROPY, KGL_SAT_JAC_FRO, KGL_SAT_GRAD_LOGITS,
                                     KGL_SAT_GRAD_WQ};
     static const char *const init_names[] = {"max_prob", "entropy", "jac_fro", "grad_logits", "grad_wq"};
-    printf(",\"init\":{");
-    for (int k = 0; k < 5; k++) {
-        printf("%s\"%s\":", k ? "," : "", init_names[k]);
-        kgl_json_number(stdout, sm->init[init_keys[k]]);
-    }
+    kgl_json_key(w, "init");
+    kgl_json_begin_object(w);
+    for (int k = 0; k < 5; k++) kgl_json_field_number(w, init_names[k], sm->init[init_keys[k]]);
+    kgl_json_end_object(w);
     static const int final_keys[] = {KGL_SAT_MAX_PROB,  KGL_SAT_ENTROPY, KGL_SAT_JAC_FRO,
                                      KGL_SAT_GRAD_LOGITS, KGL_SAT_GRAD_WQ, KGL_SAT_ATTN_TV,
                                      KGL_SAT_WQ_MOVE,   KGL_SAT_LOSS,    KGL_SAT_AUX_LOSS};
     static const char *const final_names[] = {"max_prob",    "entropy", "jac_fro", "grad_logits", "grad_wq",
                                               "attn_change", "wq_move", "loss",    "aux_loss"};
-    printf("},\"final\":{");
-    for (int k = 0; k < 9; k++) {
-        printf("%s\"%s\":", k ? "," : "", final_names[k]);
-        kgl_json_number(stdout, sm->final[final_keys[k]]);
-    }
-    printf(",\"aux_loss_mean\":");
-    kgl_json_number(stdout, sm->aux_mean);
-    printf(",\"fit_step\":");
-    kgl_json_number(stdout, sm->fit_step);
-    printf(",\"spec\":");
-    kgl_json_number(stdout, sm->final[KGL_SAT_SPEC_ADVISES]);
-    printf("}");
+    kgl_json_key(w, "final"); /* the last step's metrics, with the run's aux mean, fit step and spec */
+    kgl_json_begin_object(w);
+    for (int k = 0; k < 9; k++) kgl_json_field_number(w, final_names[k], sm->final[final_keys[k]]);
+    kgl_json_field_number(w, "aux_loss_mean", sm->aux_mean);
+    kgl_json_field_number(w, "fit_step", sm->fit_step);
+    kgl_json_field_number(w, "spec", sm->final[KGL_SAT_SPEC_ADVISES]);
+    kgl_json_end_object(w);
 }
 
 /* The summary table: one row per configuration, at init and final. */
@@ -465,20 +454,27 @@ int cmd_saturation(int argc, char **argv)
         status = EXIT_OUTPUT;
     }
     if (json) {
-        printf("{\"steps\":%d,\"seeds\":%d,\"frozen_multiple\":", s.steps, s.seeds);
-        kgl_json_number(stdout, s.frozen_multiple);
-        printf(",\"seconds\":");
-        kgl_json_number(stdout, s.seconds);
-        printf(",\"configs\":[");
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, stdout);
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "steps", s.steps);
+        kgl_json_field_int(&w, "seeds", s.seeds);
+        kgl_json_field_number(&w, "frozen_multiple", s.frozen_multiple);
+        kgl_json_field_number(&w, "seconds", s.seconds);
+        kgl_json_key(&w, "configs");
+        kgl_json_begin_array(&w);
         for (int k = 0; k < s.n_configs; k++) {
             kgl_saturation_summary sm;
             kgl_saturation_summarise(&s, k, &sm);
-            if (k) putchar(',');
-            json_config(&s.configs[k], &sm, s.seeds == 1 ? s.runs[k].seed : 0);
-            json_over_seeds(&s, k, &sm);
-            putchar('}');
+            kgl_json_begin_object(&w);
+            json_config(&w, &s.configs[k], &sm, s.seeds == 1 ? s.runs[k].seed : 0);
+            json_over_seeds(&w, &s, k, &sm);
+            kgl_json_end_object(&w);
         }
-        printf("]}\n");
+        kgl_json_end_array(&w);
+        kgl_json_end_object(&w);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         print_table(&s);
         print_spread_tables(&s);

@@ -120,29 +120,47 @@ static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, cons
 static void print_json(const kgl_dataset *ds, const kgl_split_plan *plan, const char *input, const double *fraction,
                        unsigned long long seed, char paths[3][4200])
 {
-    printf("{\"input\":");
-    kgl_json_string(stdout, input);
-    printf(",\"triples\":%d,\"entities\":%d,\"relations\":%d,\"seed\":%llu,\"duplicates\":%d,\"kept\":%d,\"files\":{",
-           plan->n, ds->n_entities, ds->n_relations, seed, ds->splits[0].n_duplicates, plan->kept);
-    bool first = true;
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    kgl_json_begin_object(&w);
+    kgl_json_field_string(&w, "input", input);
+    kgl_json_field_int(&w, "triples", plan->n);
+    kgl_json_field_int(&w, "entities", ds->n_entities);
+    kgl_json_field_int(&w, "relations", ds->n_relations);
+    kgl_json_key(&w, "seed");
+    kgl_json_put_uint(&w, seed);
+    kgl_json_field_int(&w, "duplicates", ds->splits[0].n_duplicates);
+    kgl_json_field_int(&w, "kept", plan->kept);
+    kgl_json_key(&w, "files");
+    kgl_json_begin_object(&w);
     for (int p = 0; p < 3; p++) {
         if (!*paths[p]) continue;
-        printf("%s\"%s\":{\"path\":", first ? "" : ",", part_name[p]);
-        kgl_json_string(stdout, paths[p]);
-        printf(",\"triples\":%d,\"asked\":%d,\"fraction\":", plan->count[p], plan->asked[p]);
-        kgl_json_number(stdout, p == KGL_PART_TRAIN ? 1 - fraction[1] - fraction[2] : fraction[p]);
-        putchar('}');
-        first = false;
+        kgl_json_key(&w, part_name[p]);
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "path", paths[p]);
+        kgl_json_field_int(&w, "triples", plan->count[p]);
+        kgl_json_field_int(&w, "asked", plan->asked[p]);
+        kgl_json_field_number(&w, "fraction", p == KGL_PART_TRAIN ? 1 - fraction[1] - fraction[2] : fraction[p]);
+        kgl_json_end_object(&w);
     }
-    printf("},\"per_relation\":{");
+    kgl_json_end_object(&w);
+    kgl_json_key(&w, "per_relation");
+    kgl_json_begin_object(&w);
     for (int r = 0; r < ds->n_relations; r++) {
         const int *c = plan->rel_count + 3 * r;
-        printf("%s", r ? "," : "");
-        kgl_json_string(stdout, ds->relation_names[r]);
-        printf(":{\"triples\":%d,\"train\":%d,\"valid\":%d,\"test\":%d,\"kept\":%d}", c[0] + c[1] + c[2], c[0], c[1],
-               c[2], plan->rel_kept[r]);
+        kgl_json_key(&w, ds->relation_names[r]);
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "triples", c[0] + c[1] + c[2]);
+        kgl_json_field_int(&w, "train", c[0]);
+        kgl_json_field_int(&w, "valid", c[1]);
+        kgl_json_field_int(&w, "test", c[2]);
+        kgl_json_field_int(&w, "kept", plan->rel_kept[r]);
+        kgl_json_end_object(&w);
     }
-    printf("}}\n");
+    kgl_json_end_object(&w);
+    kgl_json_end_object(&w);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
 }
 
 /* The three files, as one set: each written whole to a temporary beside

@@ -216,20 +216,18 @@ static bool same_value(const kgl_option *row, const void *a, const void *b)
 }
 
 /* The options --json reports (KGL_OPTION_ECHO), each under its key:
-   ,"context":"graph". */
-static void json_options(train_opts *o)
+   "context":"graph"; a number as it was given. */
+static void json_options(kgl_json_writer *w, train_opts *o)
 {
     for (int k = 0; k < kgl_n_train_options; k++) {
         const kgl_option *row = &kgl_train_options[k];
         if (!(row->flags & KGL_OPTION_ECHO)) continue;
         char value[4096];
         kgl_option_format(row, kgl_option_value(row, &o->cfg, &o->st, &o->run), value, sizeof value);
-        printf(",");
-        kgl_json_string(stdout, row->key);
-        printf(":");
+        kgl_json_key(w, row->key);
         bool number = row->type == KGL_OPTION_WHOLE || row->type == KGL_OPTION_SEED || row->type == KGL_OPTION_REAL;
-        if (number) printf("%s", value);
-        else kgl_json_string(stdout, value);
+        if (number) kgl_json_put_number_text(w, value);
+        else kgl_json_put_string(w, value);
     }
 }
 
@@ -638,14 +636,15 @@ static bool on_stop(void *ctx)
 
 /* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
    evaluation ran (Ctrl-C before the first): the model is the last step's. */
-static void json_best(const kgl_run_member *m)
+static void json_best(kgl_json_writer *w, const kgl_run_member *m)
 {
     if (!m->evaluations) {
-        printf(",\"best_step\":null,\"best_valid_mrr\":null");
+        kgl_json_field_null(w, "best_step");
+        kgl_json_field_null(w, "best_valid_mrr");
         return;
     }
-    printf(",\"best_step\":%ld,\"best_valid_mrr\":", m->best_step);
-    kgl_json_number(stdout, m->best_mrr);
+    kgl_json_field_int(w, "best_step", m->best_step);
+    kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
 }
 
 /* Where member 0's heads look, by relation, into spec (f: its forward
@@ -709,54 +708,62 @@ static void print_selection(train_ctx *c, kgl_run *run, const kgl_model *const *
 }
 
 /* --json: each member of an ensemble alone, ranked on every split given. */
-static void json_members(train_ctx *c, kgl_run *run, const kgl_model *const *models, const kgl_real *const *states,
-                         progress *ranking, char *what, size_t what_cap)
+static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const kgl_model *const *models,
+                         const kgl_real *const *states, progress *ranking, char *what, size_t what_cap)
 {
     const data_view *v = c->v;
     kgl_run_member *m0 = &run->member[0];
-    printf(",\"members\":[");
+    kgl_json_key(w, "members");
+    kgl_json_begin_array(w);
     for (int k = 0; k < run->trained; k++) {
         const kgl_run_member *m = &run->member[k];
-        printf("%s{\"seed\":%llu,\"steps\":%ld,\"seconds\":", k ? "," : "", (unsigned long long)m->seed, m->steps_run);
-        kgl_json_number(stdout, m->seconds);
-        if (c->o->run.eval_every) json_best(m);
-        printf(",\"metrics\":{");
-        bool first = true;
+        kgl_json_begin_object(w);
+        kgl_json_key(w, "seed");
+        kgl_json_put_uint(w, m->seed);
+        kgl_json_field_int(w, "steps", m->steps_run);
+        kgl_json_field_number(w, "seconds", m->seconds);
+        if (c->o->run.eval_every) json_best(w, m);
+        kgl_json_key(w, "metrics");
+        kgl_json_begin_object(w);
         for (int s = 0; s < 3; s++) {
             if (!c->o->report[s]) continue;
             snprintf(what, what_cap, "%s for member %d", v->name[s], k);
             kgl_evaluate_ensemble(&models[k], &states[k], 1, &v->ds, v->split[s], v->n[s], &m0->ev);
             progress_clear(ranking);
-            printf("%s\"%s\":", first ? "" : ",", v->name[s]);
-            json_metrics(stdout, &v->ds, v->use_relation, &m0->ev);
-            first = false;
+            kgl_json_key(w, v->name[s]);
+            json_metrics(w, &v->ds, v->use_relation, &m0->ev);
         }
-        printf("}}");
+        kgl_json_end_object(w);
+        kgl_json_end_object(w);
     }
-    printf("]");
+    kgl_json_end_array(w);
 }
 
 /* --json's opening: the run, its options, and an ensemble's members. */
-static void json_run(train_ctx *c, kgl_run *run, size_t params, const kgl_model *const *models,
+static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, size_t params, const kgl_model *const *models,
                      const kgl_real *const *states, progress *ranking, char *what, size_t what_cap)
 {
     const kgl_run_member *m0 = &run->member[0];
-    printf("{\"steps\":%ld,\"final_loss\":", m0->steps_run);
-    kgl_json_number(stdout, m0->final_loss);
-    printf(",\"fit_step\":");
-    if (m0->fit_step >= 0) printf("%ld", m0->fit_step);
-    else printf("null");
-    printf(",\"seconds\":");
-    kgl_json_number(stdout, run->seconds);
-    printf(",\"precision\":\"%s\",\"interrupted\":%s", KGL_PRECISION, stop_signal ? "true" : "false");
+    kgl_json_begin_object(w);
+    kgl_json_field_int(w, "steps", m0->steps_run);
+    kgl_json_field_number(w, "final_loss", m0->final_loss);
+    if (m0->fit_step >= 0) kgl_json_field_int(w, "fit_step", m0->fit_step);
+    else kgl_json_field_null(w, "fit_step");
+    kgl_json_field_number(w, "seconds", run->seconds);
+    kgl_json_field_string(w, "precision", KGL_PRECISION);
+    kgl_json_field_bool(w, "interrupted", stop_signal != 0);
     if (c->o->run.eval_every) {
-        json_best(m0);
-        printf(",\"evaluations\":%ld,\"stopped_early\":%s", m0->evaluations, m0->stopped_early ? "true" : "false");
+        json_best(w, m0);
+        kgl_json_field_int(w, "evaluations", m0->evaluations);
+        kgl_json_field_bool(w, "stopped_early", m0->stopped_early);
     }
-    printf(",\"params\":%zu,\"ensemble\":%d", params, run->trained);
-    json_options(c->o);
-    if (run->trained > 1) json_members(c, run, models, states, ranking, what, what_cap);
-    printf(",\"metrics\":{");
+    kgl_json_key(w, "params");
+    kgl_json_put_uint(w, params);
+    kgl_json_field_int(w, "ensemble", run->trained);
+    json_options(w, c->o);
+    if (run->trained > 1) json_members(w, c, run, models, states, ranking, what, what_cap);
+    kgl_json_key(w, "metrics");
+    kgl_json_begin_object(w);
 }
 
 /* The metrics of the model (or of the ensemble of the members trained) on
@@ -793,8 +800,9 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     char what[64];
     eval_progress ep = {&ranking, "kgl train", what, 0};
     if (c->tl->on) m0->ev.progress = eval_progress_update, m0->ev.progress_ctx = &ep;
-    if (o->run.json) json_run(c, run, params, models, states, &ranking, what, sizeof what);
-    bool first = true;
+    kgl_json_writer json;
+    kgl_json_writer_init(&json, stdout);
+    if (o->run.json) json_run(&json, c, run, params, models, states, &ranking, what, sizeof what);
     for (int s = 0; s < 3; s++) {
         if (!o->report[s]) continue;
         snprintf(what, sizeof what, "%s for the report", v->name[s]);
@@ -802,18 +810,19 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
         progress_clear(&ranking);
         both[s] = m0->ev.both;
         if (o->run.json) {
-            if (!first) putchar(',');
-            printf("\"%s\":", v->name[s]);
-            json_metrics(stdout, ds, v->use_relation, &m0->ev);
+            kgl_json_key(&json, v->name[s]);
+            json_metrics(&json, ds, v->use_relation, &m0->ev);
         } else {
             print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
         }
-        first = false;
     }
     if (o->run.json) {
-        printf("},\"spec\":");
-        json_spec(stdout, ds, v->use_relation, heads, spec);
-        printf("}\n");
+        kgl_json_end_object(&json); /* the metrics */
+        kgl_json_key(&json, "spec");
+        json_spec(&json, ds, v->use_relation, heads, spec);
+        kgl_json_end_object(&json);
+        kgl_json_newline(&json);
+        kgl_json_writer_finish(&json);
     } else {
         const char *of = members > 1 ? " (member 0)" : "";
         if (m0->fit_step >= 0)

@@ -313,49 +313,50 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
            o->hits1, o->hits3, o->hits10, o->mr);
 }
 
-void json_metric(FILE *f, const kgl_metrics *m)
+void json_metric(kgl_json_writer *w, const kgl_metrics *m)
 {
-    fprintf(f, "{\"mrr\":");
-    kgl_json_number(f, m->mrr);
-    fprintf(f, ",\"hits1\":");
-    kgl_json_number(f, m->hits1);
-    fprintf(f, ",\"hits3\":");
-    kgl_json_number(f, m->hits3);
-    fprintf(f, ",\"hits10\":");
-    kgl_json_number(f, m->hits10);
-    fprintf(f, ",\"mr\":");
-    kgl_json_number(f, m->mr);
-    fprintf(f, ",\"n\":%ld}", m->n);
+    kgl_json_begin_object(w);
+    kgl_json_field_number(w, "mrr", m->mrr);
+    kgl_json_field_number(w, "hits1", m->hits1);
+    kgl_json_field_number(w, "hits3", m->hits3);
+    kgl_json_field_number(w, "hits10", m->hits10);
+    kgl_json_field_number(w, "mr", m->mr);
+    kgl_json_field_int(w, "n", m->n);
+    kgl_json_end_object(w);
 }
 
-void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
+/* The three directions of one ranking, each under its key. */
+static void json_directions(kgl_json_writer *w, const kgl_metrics *tail, const kgl_metrics *head,
+                            const kgl_metrics *both)
 {
-    fprintf(f, "{\"tail\":");
-    json_metric(f, &e->tail);
-    fprintf(f, ",\"head\":");
-    json_metric(f, &e->head);
-    fprintf(f, ",\"both\":");
-    json_metric(f, &e->both);
-    fprintf(f, ",\"optimistic\":{\"tail\":");
-    json_metric(f, &e->tail_optimistic);
-    fprintf(f, ",\"head\":");
-    json_metric(f, &e->head_optimistic);
-    fprintf(f, ",\"both\":");
-    json_metric(f, &e->both_optimistic);
-    fprintf(f, "},\"per_relation\":{");
-    bool first = true;
+    kgl_json_key(w, "tail");
+    json_metric(w, tail);
+    kgl_json_key(w, "head");
+    json_metric(w, head);
+    if (!both) return;
+    kgl_json_key(w, "both");
+    json_metric(w, both);
+}
+
+void json_metrics(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
+{
+    kgl_json_begin_object(w);
+    json_directions(w, &e->tail, &e->head, &e->both);
+    kgl_json_key(w, "optimistic");
+    kgl_json_begin_object(w);
+    json_directions(w, &e->tail_optimistic, &e->head_optimistic, &e->both_optimistic);
+    kgl_json_end_object(w);
+    kgl_json_key(w, "per_relation");
+    kgl_json_begin_object(w);
     for (int r = 0; r < ds->n_relations; r++) {
         if (!use[r] || e->rel_tail[r].n == 0) continue;
-        if (!first) fputc(',', f);
-        first = false;
-        kgl_json_string(f, ds->relation_names[r]);
-        fprintf(f, ":{\"tail\":");
-        json_metric(f, &e->rel_tail[r]);
-        fprintf(f, ",\"head\":");
-        json_metric(f, &e->rel_head[r]);
-        fputc('}', f);
+        kgl_json_key(w, ds->relation_names[r]);
+        kgl_json_begin_object(w);
+        json_directions(w, &e->rel_tail[r], &e->rel_head[r], NULL);
+        kgl_json_end_object(w);
     }
-    fprintf(f, "}}");
+    kgl_json_end_object(w);
+    kgl_json_end_object(w);
 }
 
 static int spec_column_width(const char *relation)
@@ -402,25 +403,18 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     }
 }
 
-void json_spec(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const double *spec)
+void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec)
 {
     int m = ds->n_relations;
-    fputc('{', f);
-    bool first = true;
+    kgl_json_begin_object(w);
     for (int r = 0; r < m; r++) {
         if (!use[r]) continue;
-        if (!first) fputc(',', f);
-        first = false;
-        kgl_json_string(f, ds->relation_names[r]);
-        fputc(':', f);
-        fputc('[', f);
-        for (int h = 0; h < heads; h++) {
-            if (h) fputc(',', f);
-            kgl_json_number(f, spec[h * m + r]);
-        }
-        fputc(']', f);
+        kgl_json_key(w, ds->relation_names[r]);
+        kgl_json_begin_array(w);
+        for (int h = 0; h < heads; h++) kgl_json_put_number(w, spec[h * m + r]);
+        kgl_json_end_array(w);
     }
-    fputc('}', f);
+    kgl_json_end_object(w);
 }
 
 /* max |T[i, c]| over the rows, and with `pair` also over column c + stride */
@@ -929,7 +923,8 @@ void print_model_choice(const model_choice *c, const char *what, const char *why
     printf("%s\n", why);
 }
 
-void json_model_choice(const model_choice *c)
+void json_model_choice(kgl_json_writer *w, const model_choice *c)
 {
-    printf("\"ensemble\":%d,\"member\":%d,", c->members, c->member);
+    kgl_json_field_int(w, "ensemble", c->members);
+    kgl_json_field_int(w, "member", c->member);
 }

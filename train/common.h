@@ -48,11 +48,11 @@ bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds,
 void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use_relation,
                          const kgl_eval *e);
 /* JSON: {"tail":{...},"head":{...},"both":{...},"per_relation":{...}} */
-void json_metrics(FILE *f, const kgl_dataset *ds, const bool *use_relation, const kgl_eval *e);
-void json_metric(FILE *f, const kgl_metrics *m);
+void json_metrics(kgl_json_writer *w, const kgl_dataset *ds, const bool *use_relation, const kgl_eval *e);
+void json_metric(kgl_json_writer *w, const kgl_metrics *m);
 /* The spec matrix as an aligned table (heads as rows) and as JSON {REL:[…]}. */
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
-void json_spec(FILE *f, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
+void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
 /* A CSV or TSV field that pandas reads back unchanged: written as it is, or,
  * when it holds any byte of `specials`, in double quotes with its quotes
@@ -99,8 +99,8 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
  * line of its own (why one member, or what the ensemble would mean).
  * Nothing for a model of its own. */
 void print_model_choice(const model_choice *c, const char *what, const char *why);
-/* The same for --json: "\"ensemble\":10,\"member\":0," (1 and 0 for a model of its own). */
-void json_model_choice(const model_choice *c);
+/* The same for --json: the fields "ensemble":10,"member":0 (1 and 0 for a model of its own). */
+void json_model_choice(kgl_json_writer *w, const model_choice *c);
 
 /* The models a --checkpoint names: one file, with the other members of its
  * ensemble when its metadata lists them (kgl train --ensemble writes that

@@ -14,10 +14,63 @@
 #include "kgl/engine.h"
 
 /* ----------------------------------------------------------------- json --
- * Writing: a string with escapes; a number with 17 significant digits (a
- * double survives the round trip), null for NaN or infinity. */
-void kgl_json_string(FILE *f, const char *s);
-void kgl_json_number(FILE *f, double v);
+ * The one way kgl writes JSON (the --json outputs, results.json, safetensors
+ * headers): a writer over a FILE* that tracks the nesting and writes every
+ * comma, colon, quote and brace itself.
+ *
+ *   kgl_json_writer w;
+ *   kgl_json_writer_init(&w, stdout);
+ *   kgl_json_begin_object(&w);
+ *   kgl_json_key(&w, "mrr"); kgl_json_put_number(&w, 0.5);
+ *   kgl_json_field_int(&w, "n", 12);        -- a key and its value at once
+ *   kgl_json_end_object(&w);
+ *   kgl_json_newline(&w);                   -- {"mrr":0.5,"n":12} and "\n"
+ *
+ * A number has 17 significant digits (a double survives the round trip), null
+ * for NaN or infinity (JSON has neither); a string has its quote, backslash
+ * and control characters escaped. No whitespace is written but by
+ * kgl_json_newline, which writes "\n" where it is called, or, inside a
+ * container, just after the comma before the next member. A misuse (a value
+ * in an object without its key, a key outside an object or where a value was
+ * due, an end that does not match its begin, nesting past KGL_JSON_MAX_DEPTH,
+ * a container left open at kgl_json_writer_finish) is a programming error:
+ * kgl_die says what, and aborts. Several values may follow one another at the
+ * top (a line each, with kgl_json_newline between). */
+#define KGL_JSON_MAX_DEPTH 64 /* containers inside one another, written or read */
+typedef struct kgl_json_writer {
+    FILE *f;
+    int depth;                        /* open containers */
+    char open[KGL_JSON_MAX_DEPTH];    /* '{' or '[' for each open container */
+    long members[KGL_JSON_MAX_DEPTH]; /* values written in each open container */
+    bool after_key;                   /* a key was written; its value is next */
+    bool newline_pending;             /* write "\n" after the next comma */
+} kgl_json_writer;
+
+void kgl_json_writer_init(kgl_json_writer *w, FILE *f);
+void kgl_json_begin_object(kgl_json_writer *w);
+void kgl_json_end_object(kgl_json_writer *w);
+void kgl_json_begin_array(kgl_json_writer *w);
+void kgl_json_end_array(kgl_json_writer *w);
+void kgl_json_key(kgl_json_writer *w, const char *key);
+void kgl_json_put_string(kgl_json_writer *w, const char *s);
+void kgl_json_put_number(kgl_json_writer *w, double v);
+void kgl_json_put_int(kgl_json_writer *w, long long v);
+void kgl_json_put_uint(kgl_json_writer *w, unsigned long long v);
+void kgl_json_put_bool(kgl_json_writer *w, bool v);
+void kgl_json_put_null(kgl_json_writer *w);
+/* A number already formatted elsewhere (an option's value as
+ * kgl_option_format writes it; a constant as %g writes it, 1e-05 rather than
+ * 1.0000000000000001e-05): text that is not one JSON number is a misuse. */
+void kgl_json_put_number_text(kgl_json_writer *w, const char *text);
+void kgl_json_newline(kgl_json_writer *w);
+/* A key and its value in one call. */
+void kgl_json_field_string(kgl_json_writer *w, const char *key, const char *s);
+void kgl_json_field_number(kgl_json_writer *w, const char *key, double v);
+void kgl_json_field_int(kgl_json_writer *w, const char *key, long long v);
+void kgl_json_field_bool(kgl_json_writer *w, const char *key, bool v);
+void kgl_json_field_null(kgl_json_writer *w, const char *key);
+/* Dies unless every container begun has ended (the end of a writer's use). */
+void kgl_json_writer_finish(kgl_json_writer *w);
 
 /* ----------------------------------------------------------- text input --
  * The one way kgl reads text files (triples, types, CSV): the whole file is
@@ -186,7 +239,6 @@ void kgl_types_free(kgl_types *ty);
  *   const kgl_json *v = kgl_json_get(doc.root, "shape");
  *   for (size_t i = 0; v && v->type == KGL_JSON_ARRAY && i < v->len; i++) ... v->child[i]
  *   kgl_json_free(&doc);                                                     */
-#define KGL_JSON_MAX_DEPTH 64
 
 typedef enum kgl_json_type {
     KGL_JSON_NULL,

@@ -1,5 +1,6 @@
-/* json.c — writing JSON values (the --json outputs and checkpoint headers)
- * and parsing JSON text (safetensors headers, our own JSON files). */
+/* json.c — the one JSON writer (every --json output, results.json and
+ * checkpoint headers go through it) and parsing JSON text (safetensors
+ * headers, our own JSON files). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +11,7 @@
 #include "engine/internal.h"
 #include "io/internal.h"
 
-void kgl_json_string(FILE *f, const char *s)
+static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -30,12 +31,192 @@ void kgl_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void kgl_json_number(FILE *f, double v)
+static void json_number(FILE *f, double v)
 {
     if (isfinite(v))
         fprintf(f, "%.17g", v);
     else
         fputs("null", f); /* JSON has no NaN or infinity */
+}
+
+/* ------------------------------------------------------------- the writer --
+ * The writer keeps, for each open container, its kind and how many values it
+ * holds so far: that decides the comma. A key leaves `after_key` set so the
+ * value that follows writes no comma of its own. */
+
+void kgl_json_writer_init(kgl_json_writer *w, FILE *f)
+{
+    memset(w, 0, sizeof *w);
+    w->f = f;
+}
+
+static const char *container_name(char open) { return open == '{' ? "an object" : "an array"; }
+
+/* Before any value: the comma (and a pending newline) inside an array, the
+ * key's check inside an object. */
+static void before_value(kgl_json_writer *w, const char *what)
+{
+    if (w->depth == 0) return; /* a top-level value */
+    int d = w->depth - 1;
+    if (w->open[d] == '{') {
+        if (!w->after_key) kgl_die("JSON writer: %s in an object without its key (a bug in kgl)", what);
+        w->after_key = false;
+    } else {
+        if (w->members[d] > 0) fputc(',', w->f);
+        if (w->members[d] > 0 && w->newline_pending) fputc('\n', w->f);
+        w->newline_pending = false;
+    }
+    w->members[d]++;
+}
+
+void kgl_json_key(kgl_json_writer *w, const char *key)
+{
+    if (w->depth == 0 || w->open[w->depth - 1] != '{')
+        kgl_die("JSON writer: the key \"%s\" outside an object (a bug in kgl)", key);
+    if (w->after_key) kgl_die("JSON writer: the key \"%s\" where a value was due (a bug in kgl)", key);
+    if (w->members[w->depth - 1] > 0) fputc(',', w->f);
+    if (w->members[w->depth - 1] > 0 && w->newline_pending) fputc('\n', w->f);
+    w->newline_pending = false;
+    json_string(w->f, key);
+    fputc(':', w->f);
+    w->after_key = true;
+}
+
+static void begin(kgl_json_writer *w, char open)
+{
+    before_value(w, container_name(open));
+    if (w->depth == KGL_JSON_MAX_DEPTH)
+        kgl_die("JSON writer: nesting deeper than %d containers (a bug in kgl)", KGL_JSON_MAX_DEPTH);
+    w->open[w->depth] = open;
+    w->members[w->depth] = 0;
+    w->depth++;
+    fputc(open, w->f);
+}
+
+static void end(kgl_json_writer *w, char open, char close)
+{
+    if (w->depth == 0 || w->open[w->depth - 1] != open)
+        kgl_die("JSON writer: the end of %s where %s is open (a bug in kgl)", container_name(open),
+                w->depth == 0 ? "nothing" : container_name(w->open[w->depth - 1]));
+    if (w->after_key) kgl_die("JSON writer: the end of an object where a key's value was due (a bug in kgl)");
+    w->depth--;
+    w->newline_pending = false;
+    fputc(close, w->f);
+}
+
+void kgl_json_begin_object(kgl_json_writer *w) { begin(w, '{'); }
+void kgl_json_end_object(kgl_json_writer *w) { end(w, '{', '}'); }
+void kgl_json_begin_array(kgl_json_writer *w) { begin(w, '['); }
+void kgl_json_end_array(kgl_json_writer *w) { end(w, '[', ']'); }
+
+void kgl_json_put_string(kgl_json_writer *w, const char *s)
+{
+    before_value(w, "a string");
+    json_string(w->f, s);
+}
+
+void kgl_json_put_number(kgl_json_writer *w, double v)
+{
+    before_value(w, "a number");
+    json_number(w->f, v);
+}
+
+void kgl_json_put_int(kgl_json_writer *w, long long v)
+{
+    before_value(w, "a number");
+    fprintf(w->f, "%lld", v);
+}
+
+void kgl_json_put_uint(kgl_json_writer *w, unsigned long long v)
+{
+    before_value(w, "a number");
+    fprintf(w->f, "%llu", v);
+}
+
+void kgl_json_put_bool(kgl_json_writer *w, bool v)
+{
+    before_value(w, "a boolean");
+    fputs(v ? "true" : "false", w->f);
+}
+
+void kgl_json_put_null(kgl_json_writer *w)
+{
+    before_value(w, "null");
+    fputs("null", w->f);
+}
+
+/* Whether text is one JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool is_json_number(const char *text)
+{
+    const char *p = text;
+    if (*p == '-') p++;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') while (*p >= '0' && *p <= '9') p++;
+    else return false;
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (!(*p >= '0' && *p <= '9')) return false;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return *p == 0;
+}
+
+void kgl_json_put_number_text(kgl_json_writer *w, const char *text)
+{
+    if (!is_json_number(text)) kgl_die("JSON writer: \"%s\" is not a JSON number (a bug in kgl)", text);
+    before_value(w, "a number");
+    fputs(text, w->f);
+}
+
+/* At the top, or right after a container opened, the newline is written at
+ * once; between members it waits for the comma, so that it ends the line. */
+void kgl_json_newline(kgl_json_writer *w)
+{
+    if (w->depth == 0 || w->members[w->depth - 1] == 0 || w->after_key)
+        fputc('\n', w->f);
+    else
+        w->newline_pending = true;
+}
+
+void kgl_json_field_string(kgl_json_writer *w, const char *key, const char *s)
+{
+    kgl_json_key(w, key);
+    kgl_json_put_string(w, s);
+}
+
+void kgl_json_field_number(kgl_json_writer *w, const char *key, double v)
+{
+    kgl_json_key(w, key);
+    kgl_json_put_number(w, v);
+}
+
+void kgl_json_field_int(kgl_json_writer *w, const char *key, long long v)
+{
+    kgl_json_key(w, key);
+    kgl_json_put_int(w, v);
+}
+
+void kgl_json_field_bool(kgl_json_writer *w, const char *key, bool v)
+{
+    kgl_json_key(w, key);
+    kgl_json_put_bool(w, v);
+}
+
+void kgl_json_field_null(kgl_json_writer *w, const char *key)
+{
+    kgl_json_key(w, key);
+    kgl_json_put_null(w);
+}
+
+void kgl_json_writer_finish(kgl_json_writer *w)
+{
+    if (w->depth > 0) kgl_die("JSON writer: %s left open (a bug in kgl)", container_name(w->open[w->depth - 1]));
 }
 
 /* ------------------------------------------------------------- parsing --

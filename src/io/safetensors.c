@@ -153,27 +153,34 @@ static char *build_header(const kgl_st_entry *t, int n, const char *const *meta_
     size_t size = 0;
     FILE *h = open_memstream(&buf, &size);
     if (!h) kgl_out_of_memory("a safetensors header", 0);
-    fputc('{', h);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, h);
+    kgl_json_begin_object(&w);
     if (n_meta > 0) {
-        fputs("\"__metadata__\":{", h);
-        for (int i = 0; i < n_meta; i++) {
-            if (i) fputc(',', h);
-            kgl_json_string(h, meta_kv[2 * i]);
-            fputc(':', h);
-            kgl_json_string(h, meta_kv[2 * i + 1]);
-        }
-        fputc('}', h);
+        kgl_json_key(&w, "__metadata__");
+        kgl_json_begin_object(&w);
+        for (int i = 0; i < n_meta; i++) kgl_json_field_string(&w, meta_kv[2 * i], meta_kv[2 * i + 1]);
+        kgl_json_end_object(&w);
     }
     uint64_t offset = 0;
     for (int i = 0; i < n; i++) {
-        if (i || n_meta > 0) fputc(',', h);
-        kgl_json_string(h, t[i].name);
-        fputs(":{\"dtype\":\"" KGL_ST_DTYPE "\",\"shape\":[", h);
-        for (int d = 0; d < t[i].ndim; d++) fprintf(h, "%s%" PRId64, d ? "," : "", t[i].shape[d]);
-        fprintf(h, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", offset, offset + bytes[i]);
+        kgl_json_key(&w, t[i].name);
+        kgl_json_begin_object(&w);
+        kgl_json_field_string(&w, "dtype", KGL_ST_DTYPE);
+        kgl_json_key(&w, "shape");
+        kgl_json_begin_array(&w);
+        for (int d = 0; d < t[i].ndim; d++) kgl_json_put_int(&w, t[i].shape[d]);
+        kgl_json_end_array(&w);
+        kgl_json_key(&w, "data_offsets");
+        kgl_json_begin_array(&w);
+        kgl_json_put_uint(&w, offset);
+        kgl_json_put_uint(&w, offset + bytes[i]);
+        kgl_json_end_array(&w);
+        kgl_json_end_object(&w);
         offset += bytes[i];
     }
-    fputc('}', h);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
     while (ftell(h) % 8 != 0) fputc(' ', h);
     if (ferror(h) || fclose(h) != 0) kgl_out_of_memory("a safetensors header", size);
     *len = size;

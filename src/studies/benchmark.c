@@ -266,125 +266,133 @@ double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int me
 /* ---- results.json ------------------------------------------------------------ */
 
 /* "tail":{…},"head":{…},"both":{…} of one rank kind (o: optimistic) */
-static void json_dirs(FILE *f, const kgl_benchmark_run *runs, int n, int s, int o, bool sd)
+static void json_dirs(kgl_json_writer *w, const kgl_benchmark_run *runs, int n, int s, int o, bool sd)
 {
     for (int d = 0; d < 3; d++) {
-        fprintf(f, "%s\"%s\":{", d ? "," : "", kgl_benchmark_directions[d]);
+        kgl_json_key(w, kgl_benchmark_directions[d]);
+        kgl_json_begin_object(w);
         for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
             double mean, dev;
             kgl_benchmark_mean_std(runs, n, s, o, d, k, &mean, &dev);
-            fprintf(f, "%s\"%s\":", k ? "," : "", kgl_benchmark_metrics[k]);
-            kgl_json_number(f, sd ? dev : mean);
+            kgl_json_field_number(w, kgl_benchmark_metrics[k], sd ? dev : mean);
         }
-        fputc('}', f);
+        kgl_json_end_object(w);
     }
 }
 
 /* {"tail","head","both"} with the realistic rank, and "optimistic":{…} */
-static void json_split(FILE *f, const kgl_benchmark_run *runs, int n, int s, bool sd)
+static void json_split(kgl_json_writer *w, const kgl_benchmark_run *runs, int n, int s, bool sd)
 {
-    fputc('{', f);
-    json_dirs(f, runs, n, s, 0, sd);
-    fprintf(f, ",\"optimistic\":{");
-    json_dirs(f, runs, n, s, 1, sd);
-    fprintf(f, "}}");
+    kgl_json_begin_object(w);
+    json_dirs(w, runs, n, s, 0, sd);
+    kgl_json_key(w, "optimistic");
+    kgl_json_begin_object(w);
+    json_dirs(w, runs, n, s, 1, sd);
+    kgl_json_end_object(w);
+    kgl_json_end_object(w);
 }
 
-/* "valid":…,"test":…,"seconds":…,"params":…,"ensemble":…, of a dataset's
+/* "valid":…,"test":…,"seconds":…,"params":…,"ensemble":… of a dataset's
    runs (its layer's or its baseline's), up to its "config" */
-static void json_runs_means(FILE *f, const kgl_benchmark_run *runs, int n)
+static void json_runs_means(kgl_json_writer *w, const kgl_benchmark_run *runs, int n)
 {
     double secs = 0;
     for (int i = 0; i < n; i++) secs += runs[i].seconds;
     for (int s = 0; s < 2; s++) {
-        fprintf(f, "\"%s\":", kgl_benchmark_splits[s]);
-        json_split(f, runs, n, s, false);
-        fputc(',', f);
+        kgl_json_key(w, kgl_benchmark_splits[s]);
+        json_split(w, runs, n, s, false);
     }
-    fprintf(f, "\"seconds\":");
-    kgl_json_number(f, secs / n);
-    fprintf(f, ",\"params\":%ld,\"ensemble\":%ld,", runs[0].params, runs[0].ensemble);
+    kgl_json_field_number(w, "seconds", secs / n);
+    kgl_json_field_int(w, "params", runs[0].params);
+    kgl_json_field_int(w, "ensemble", runs[0].ensemble);
 }
 
-/* ,"seeds":[…],"std":{…},"runs":[…] of a dataset's runs */
-static void json_runs_each(FILE *f, const kgl_benchmark_run *runs, int n)
+/* "seeds":[…],"std":{…},"runs":[…] of a dataset's runs */
+static void json_runs_each(kgl_json_writer *w, const kgl_benchmark_run *runs, int n)
 {
-    fprintf(f, ",\"seeds\":[");
-    for (int i = 0; i < n; i++) fprintf(f, "%s%llu", i ? "," : "", runs[i].seed);
-    fprintf(f, "],\"std\":{");
+    kgl_json_key(w, "seeds");
+    kgl_json_begin_array(w);
+    for (int i = 0; i < n; i++) kgl_json_put_uint(w, runs[i].seed);
+    kgl_json_end_array(w);
+    kgl_json_key(w, "std");
+    kgl_json_begin_object(w);
     for (int s = 0; s < 2; s++) {
-        fprintf(f, "%s\"%s\":", s ? "," : "", kgl_benchmark_splits[s]);
-        json_split(f, runs, n, s, true);
+        kgl_json_key(w, kgl_benchmark_splits[s]);
+        json_split(w, runs, n, s, true);
     }
-    fprintf(f, "},\"runs\":[");
+    kgl_json_end_object(w);
+    kgl_json_key(w, "runs");
+    kgl_json_begin_array(w);
     for (int i = 0; i < n; i++) {
-        fprintf(f, "%s{\"seed\":%llu,\"best_step\":%ld,\"member_best_steps\":[", i ? "," : "", runs[i].seed,
-                runs[i].best_step);
-        for (int k = 0; k < runs[i].n_members; k++) fprintf(f, "%s%ld", k ? "," : "", runs[i].member_best_step[k]);
-        fprintf(f, "],\"steps\":%ld,\"seconds\":", runs[i].steps);
-        kgl_json_number(f, runs[i].seconds);
-        fprintf(f, ",\"train_seconds\":");
-        kgl_json_number(f, runs[i].train_seconds);
+        kgl_json_begin_object(w);
+        kgl_json_key(w, "seed");
+        kgl_json_put_uint(w, runs[i].seed);
+        kgl_json_field_int(w, "best_step", runs[i].best_step);
+        kgl_json_key(w, "member_best_steps");
+        kgl_json_begin_array(w);
+        for (int k = 0; k < runs[i].n_members; k++) kgl_json_put_int(w, runs[i].member_best_step[k]);
+        kgl_json_end_array(w);
+        kgl_json_field_int(w, "steps", runs[i].steps);
+        kgl_json_field_number(w, "seconds", runs[i].seconds);
+        kgl_json_field_number(w, "train_seconds", runs[i].train_seconds);
         for (int s = 0; s < 2; s++) {
-            fprintf(f, ",\"%s\":", kgl_benchmark_splits[s]);
-            json_split(f, &runs[i], 1, s, false);
+            kgl_json_key(w, kgl_benchmark_splits[s]);
+            json_split(w, &runs[i], 1, s, false);
         }
-        fputc('}', f);
+        kgl_json_end_object(w);
     }
-    fputc(']', f);
+    kgl_json_end_array(w);
 }
 
-/* ,"baseline":{…}: the runs with --context none, then the layer's test
+/* "baseline":{…}: the runs with --context none, then the layer's test
    means less theirs in MRR and Hits@1 and whether they are ≥ 0 */
-static void json_baseline(FILE *f, const kgl_benchmark_dataset *d)
+static void json_baseline(kgl_json_writer *w, const kgl_benchmark_dataset *d)
 {
     static const int compared[2] = {0, 1}; /* mrr, hits1 in kgl_benchmark_metrics */
-    fprintf(f, ",\"baseline\":{");
-    json_runs_means(f, d->baseline_runs, d->n_runs);
+    kgl_json_key(w, "baseline");
+    kgl_json_begin_object(w);
+    json_runs_means(w, d->baseline_runs, d->n_runs);
     char config[sizeof d->args_text + 32];
     snprintf(config, sizeof config, "%s --context none", d->args_text);
-    fprintf(f, "\"config\":");
-    kgl_json_string(f, config);
-    json_runs_each(f, d->baseline_runs, d->n_runs);
+    kgl_json_field_string(w, "config", config);
+    json_runs_each(w, d->baseline_runs, d->n_runs);
     for (int at_least = 0; at_least < 2; at_least++) {
-        fprintf(f, ",\"%s\":{", at_least ? "layer_at_least_baseline" : "layer_minus_baseline");
+        kgl_json_key(w, at_least ? "layer_at_least_baseline" : "layer_minus_baseline");
+        kgl_json_begin_object(w);
         for (int c = 0; c < 2; c++) {
             double diff = kgl_benchmark_layer_minus_baseline(d, compared[c]);
-            fprintf(f, "%s\"%s\":", c ? "," : "", kgl_benchmark_metrics[compared[c]]);
-            if (at_least) fputs(diff >= 0 ? "true" : "false", f); /* NaN: false */
-            else kgl_json_number(f, diff);
+            const char *metric = kgl_benchmark_metrics[compared[c]];
+            if (at_least) kgl_json_field_bool(w, metric, diff >= 0); /* NaN: false */
+            else kgl_json_field_number(w, metric, diff);
         }
-        fputc('}', f);
+        kgl_json_end_object(w);
     }
-    fputc('}', f);
+    kgl_json_end_object(w);
 }
 
-/* One dataset's object of results.json. */
-static void json_dataset(FILE *f, const kgl_benchmark_dataset *d)
+/* One dataset's member of results.json. */
+static void json_dataset(kgl_json_writer *w, const kgl_benchmark_dataset *d)
 {
-    fprintf(f, "\"%s\":{", d->name);
-    json_runs_means(f, d->runs, d->n_runs);
-    fprintf(f, "\"config\":");
-    kgl_json_string(f, d->args_text);
-    fprintf(f, ",\"config_file\":");
-    kgl_json_string(f, d->config_path);
-    json_runs_each(f, d->runs, d->n_runs);
-    fprintf(f, ",\"published\":{");
-    bool first = true;
+    kgl_json_key(w, d->name);
+    kgl_json_begin_object(w);
+    json_runs_means(w, d->runs, d->n_runs);
+    kgl_json_field_string(w, "config", d->args_text);
+    kgl_json_field_string(w, "config_file", d->config_path);
+    json_runs_each(w, d->runs, d->n_runs);
+    kgl_json_key(w, "published");
+    kgl_json_begin_object(w);
     for (int p = 0; p < kgl_benchmark_n_published; p++) {
         const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
         if (strcmp(pub->dataset, d->name) != 0) continue;
-        fprintf(f, "%s\"%s\":{", first ? "" : ",", pub->model);
-        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) { /* null where not reported */
-            fprintf(f, "%s\"%s\":", k ? "," : "", kgl_benchmark_metrics[k]);
-            kgl_json_number(f, pub->v[k]);
-        }
-        fputc('}', f);
-        first = false;
+        kgl_json_key(w, pub->model);
+        kgl_json_begin_object(w);
+        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) /* null where not reported */
+            kgl_json_field_number(w, kgl_benchmark_metrics[k], pub->v[k]);
+        kgl_json_end_object(w);
     }
-    fputc('}', f);
-    if (d->baseline) json_baseline(f, d);
-    fputc('}', f);
+    kgl_json_end_object(w);
+    if (d->baseline) json_baseline(w, d);
+    kgl_json_end_object(w);
 }
 
 bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *d, int n_datasets, char *err,
@@ -392,12 +400,12 @@ bool kgl_benchmark_write_results(const char *path, const kgl_benchmark_dataset *
 {
     kgl_outfile o;
     if (!kgl_outfile_open(&o, path, err, cap)) return false;
-    FILE *f = o.f;
-    fputc('{', f);
-    for (int j = 0; j < n_datasets; j++) {
-        if (j) fputc(',', f);
-        json_dataset(f, &d[j]);
-    }
-    fprintf(f, "}\n");
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, o.f);
+    kgl_json_begin_object(&w);
+    for (int j = 0; j < n_datasets; j++) json_dataset(&w, &d[j]);
+    kgl_json_end_object(&w);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
     return kgl_outfile_commit(&o, err, cap);
 }
