@@ -374,32 +374,24 @@ TEST(json_writer_newlines)
     CHECK(strcmp(written(write_lines), "{\n\"a\":1,\n\"b\":[2,\n3]}\n[]\n") == 0);
 }
 
-/* Runs fn in a child process with stderr captured into err; returns whether
- * it died of SIGABRT (kgl_die's end). */
+/* fn given a writer on /dev/null, in a child process (test_dies): whether it
+ * died of SIGABRT (kgl_die's end), its stderr in err. */
+typedef struct writer_call {
+    void (*fn)(kgl_json_writer *);
+} writer_call;
+
+static void call_writer(void *ctx)
+{
+    FILE *sink = fopen("/dev/null", "w");
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, sink);
+    ((writer_call *)ctx)->fn(&w);
+}
+
 static bool writer_dies(void (*fn)(kgl_json_writer *), char *err, size_t cap)
 {
-    int fd[2];
-    if (pipe(fd) != 0) return false;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 2);
-        FILE *sink = fopen("/dev/null", "w");
-        kgl_json_writer w;
-        kgl_json_writer_init(&w, sink);
-        fn(&w);
-        _exit(0);
-    }
-    close(fd[1]);
-    size_t used = 0;
-    ssize_t got;
-    while (used + 1 < cap && (got = read(fd[0], err + used, cap - 1 - used)) > 0) used += (size_t)got;
-    err[used] = 0;
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+    writer_call call = {fn};
+    return test_dies(call_writer, &call, err, cap);
 }
 
 static void end_array_in_object(kgl_json_writer *w)

@@ -110,6 +110,31 @@ int run_kgl(test_ctx *T, const char *args, char *out, size_t out_cap, char *err,
     return run_sh(T, cmd, out, out_cap, err, err_cap);
 }
 
+/* Runs fn(ctx) in a child process with its stderr captured into err (cap
+ * bytes, terminated); returns whether it died of SIGABRT, kgl_die's end. */
+bool test_dies(void (*fn)(void *), void *ctx, char *err, size_t cap)
+{
+    int fd[2];
+    if (pipe(fd) != 0) return false;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        dup2(fd[1], 2);
+        fn(ctx);
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t used = 0;
+    ssize_t got;
+    while (used + 1 < cap && (got = read(fd[0], err + used, cap - 1 - used)) > 0) used += (size_t)got;
+    err[used] = 0;
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
 bool test_same_file(const char *a, const char *b)
 {
     size_t na = 0, nb = 0;

@@ -115,30 +115,6 @@ TEST(layer_forward_is_the_one_forward_of_training_and_evaluation)
     kgl_dataset_free(&ds);
 }
 
-/* Runs fn(ctx) in a child process with stderr captured into err; returns
-   whether it died of SIGABRT (kgl_die's end). */
-static bool dies(void (*fn)(void *), void *ctx, char *err, size_t cap)
-{
-    int fd[2];
-    if (pipe(fd) != 0) return false;
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fd[0]);
-        dup2(fd[1], 2);
-        fn(ctx);
-        _exit(0);
-    }
-    close(fd[1]);
-    size_t used = 0;
-    ssize_t got;
-    while (used + 1 < cap && (got = read(fd[0], err + used, cap - 1 - used)) > 0) used += (size_t)got;
-    err[used] = 0;
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
-}
-
 typedef struct {
     kgl_model *m;
     kgl_regularisers *reg;
@@ -170,10 +146,10 @@ TEST(layer_forward_says_when_it_cannot_honour_the_regularisers)
     kgl_regularisers reg = {.dropout = 0.5, .rng = &rng};
     forward_call call = {&m, &reg};
     char err[1024];
-    CHECK(dies(every_entity_forward, &call, err, sizeof err));
+    CHECK(test_dies(every_entity_forward, &call, err, sizeof err));
     if (!CHECK(strstr(err, "kgl_layer_forward") && strstr(err, "regularisers"))) printf("    stderr: %s\n", err);
     reg.rng = NULL;
-    CHECK(!dies(every_entity_forward, &call, err, sizeof err));
+    CHECK(!test_dies(every_entity_forward, &call, err, sizeof err));
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
@@ -196,7 +172,7 @@ TEST(neighbourhood_refuses_more_segments_than_its_room)
     kgl_model m;
     academic_model(&m, &ds, KGL_CONTEXT_GRAPH, false);
     char err[1024];
-    CHECK(dies(overfill, &m, err, sizeof err));
+    CHECK(test_dies(overfill, &m, err, sizeof err));
     if (!CHECK(strstr(err, "3 segments in room for 2") != NULL)) printf("    stderr: %s\n", err);
     kgl_model_free(&m);
     kgl_dataset_free(&ds);

@@ -60,6 +60,8 @@ const char *write_tmp(test_ctx *T, int slot, const char *name, const char *text,
 char *test_slurp(const char *path, size_t *len);
 /* Whether files a and b both exist and hold the same bytes. */
 bool test_same_file(const char *a, const char *b);
+/* Runs fn(ctx) in a child process, its stderr into err; whether it died of SIGABRT (kgl_die). */
+bool test_dies(void (*fn)(void *), void *ctx, char *err, size_t cap);
 /* The examples of ds's first split as one batch, the odd ones reversed
  * through their inverse relation (row m + r); free with test_batch_free. */
 kgl_batch test_alternating_batch(const kgl_dataset *ds);
