@@ -205,6 +205,44 @@ static int unknown_op(const cli_args *a, const char *name)
                            cli_did_you_mean(name, names, n, hint, sizeof hint), cli_word_list(names, n, list, sizeof list));
 }
 
+/* Every whole-layer configuration, parameter by parameter: a row each (or,
+   with w, a JSON object each); returns how many checks failed. */
+static int check_whole_layer(uint64_t seed, kgl_json_writer *w)
+{
+    int failed = 0;
+    for (int c = 0; c < KGL_LAYER_CHECKS; c++) {
+        kgl_check_result res[KGL_MAX_PARAMS];
+        int n = kgl_layer_check(c, seed, res);
+        for (int k = 0; k < n; k++) {
+            failed += !res[k].pass;
+            if (w) json_result(w, &res[k], kgl_layer_check_name(c));
+            else row(&res[k], kgl_layer_check_name(c));
+        }
+    }
+    return failed;
+}
+
+/* --json's "jacobian": the logits, h, the error, its bound, pass */
+static void json_jacobian(kgl_json_writer *w, const double *z, double jac_err, bool jac_pass)
+{
+    kgl_json_key(w, "jacobian");
+    kgl_json_begin_object(w);
+    kgl_json_key(w, "logits");
+    kgl_json_begin_array(w);
+    for (int i = 0; i < 5; i++) kgl_json_put_number(w, z[i]);
+    kgl_json_end_array(w);
+    char h[32], bound[32]; /* the constants as short as they are written: 1e-05, not 1.0000000000000001e-05 */
+    snprintf(h, sizeof h, "%g", JACOBIAN_H);
+    snprintf(bound, sizeof bound, "%g", JACOBIAN_BOUND);
+    kgl_json_key(w, "h");
+    kgl_json_put_number_text(w, h);
+    kgl_json_field_number(w, "max_abs_err", jac_err);
+    kgl_json_key(w, "bound");
+    kgl_json_put_number_text(w, bound);
+    kgl_json_field_bool(w, "pass", jac_pass);
+    kgl_json_end_object(w);
+}
+
 int cmd_gradcheck(int argc, char **argv)
 {
     cli_args a;
@@ -289,37 +327,15 @@ int cmd_gradcheck(int argc, char **argv)
                     "%-34s %-27s %7s  %11s  %11s  %7s  %s  %s\n", "config", "parameter", "checks", "max abs err",
                     "max rel err", "tol", "    ", "shape");
         }
-        for (int c = 0; c < KGL_LAYER_CHECKS; c++) {
-            kgl_check_result res[KGL_MAX_PARAMS];
-            int n = kgl_layer_check(c, seed, res);
-            for (int k = 0; k < n; k++) {
-                if (!res[k].pass) failed_layer++, all_pass = false;
-                if (json) json_result(&w, &res[k], kgl_layer_check_name(c));
-                else row(&res[k], kgl_layer_check_name(c));
-            }
-        }
+        failed_layer = check_whole_layer(seed, json ? &w : NULL);
+        if (failed_layer) all_pass = false;
         double z[5], J[25], J_fd[25];
         jac_err = kgl_softmax_jacobian_experiment(seed, JACOBIAN_H, z, J, J_fd);
         jac_pass = jac_err <= JACOBIAN_BOUND;
         if (!jac_pass) all_pass = false;
         if (json) {
             kgl_json_end_array(&w); /* the layer */
-            kgl_json_key(&w, "jacobian");
-            kgl_json_begin_object(&w);
-            kgl_json_key(&w, "logits");
-            kgl_json_begin_array(&w);
-            for (int i = 0; i < 5; i++) kgl_json_put_number(&w, z[i]);
-            kgl_json_end_array(&w);
-            char h[32], bound[32]; /* the constants as short as they are written: 1e-05, not 1.0000000000000001e-05 */
-            snprintf(h, sizeof h, "%g", JACOBIAN_H);
-            snprintf(bound, sizeof bound, "%g", JACOBIAN_BOUND);
-            kgl_json_key(&w, "h");
-            kgl_json_put_number_text(&w, h);
-            kgl_json_field_number(&w, "max_abs_err", jac_err);
-            kgl_json_key(&w, "bound");
-            kgl_json_put_number_text(&w, bound);
-            kgl_json_field_bool(&w, "pass", jac_pass);
-            kgl_json_end_object(&w);
+            json_jacobian(&w, z, jac_err, jac_pass);
         } else {
             printf("\nsoftmax Jacobian J = diag(p) - p p^T of 5 seeded logits vs central differences (h = 1e-5):\n"
                    "  max |J - J_fd| = %.3e  (bound 1e-9; the chapter: 3.65e-12)  %s\n",
