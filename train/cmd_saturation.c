@@ -362,6 +362,32 @@ static void print_spread_tables(const kgl_saturation *s)
     }
 }
 
+/* --json: the grid's settings and every configuration's summary */
+static void print_json(const kgl_saturation *s)
+{
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, stdout);
+    kgl_json_begin_object(&w);
+    kgl_json_field_int(&w, "steps", s->steps);
+    kgl_json_field_int(&w, "seeds", s->seeds);
+    kgl_json_field_number(&w, "frozen_multiple", s->frozen_multiple);
+    kgl_json_field_number(&w, "seconds", s->seconds);
+    kgl_json_key(&w, "configs");
+    kgl_json_begin_array(&w);
+    for (int k = 0; k < s->n_configs; k++) {
+        kgl_saturation_summary sm;
+        kgl_saturation_summarise(s, k, &sm);
+        kgl_json_begin_object(&w);
+        json_config(&w, &s->configs[k], &sm, s->seeds == 1 ? s->runs[k].seed : 0);
+        json_over_seeds(&w, s, k, &sm);
+        kgl_json_end_object(&w);
+    }
+    kgl_json_end_array(&w);
+    kgl_json_end_object(&w);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
+}
+
 int cmd_saturation(int argc, char **argv)
 {
     cli_args a;
@@ -454,27 +480,7 @@ int cmd_saturation(int argc, char **argv)
         status = EXIT_OUTPUT;
     }
     if (json) {
-        kgl_json_writer w;
-        kgl_json_writer_init(&w, stdout);
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "steps", s.steps);
-        kgl_json_field_int(&w, "seeds", s.seeds);
-        kgl_json_field_number(&w, "frozen_multiple", s.frozen_multiple);
-        kgl_json_field_number(&w, "seconds", s.seconds);
-        kgl_json_key(&w, "configs");
-        kgl_json_begin_array(&w);
-        for (int k = 0; k < s.n_configs; k++) {
-            kgl_saturation_summary sm;
-            kgl_saturation_summarise(&s, k, &sm);
-            kgl_json_begin_object(&w);
-            json_config(&w, &s.configs[k], &sm, s.seeds == 1 ? s.runs[k].seed : 0);
-            json_over_seeds(&w, &s, k, &sm);
-            kgl_json_end_object(&w);
-        }
-        kgl_json_end_array(&w);
-        kgl_json_end_object(&w);
-        kgl_json_newline(&w);
-        kgl_json_writer_finish(&w);
+        print_json(&s);
     } else {
         print_table(&s);
         print_spread_tables(&s);
