@@ -950,19 +950,19 @@ typedef struct layernorm_job {
    elements in column order, so every number is the one-row loop's. */
 #define LN_ROWS 4
 
-static void layernorm_forward_group(const layernorm_job *J, int i)
+static inline void layernorm_forward_group(const layernorm_job *J, int i, int rows)
 {
     int d = J->d;
     const kgl_real *gamma = J->gamma->data, *beta = J->beta->data;
     const kgl_real *x[LN_ROWS];
     double mu[LN_ROWS] = {0}, var[LN_ROWS] = {0}, r[LN_ROWS];
-    for (int k = 0; k < LN_ROWS; k++) x[k] = J->X->data + (size_t)(i + k) * d;
+    for (int k = 0; k < rows; k++) x[k] = J->X->data + (size_t)(i + k) * d;
     for (int j = 0; j < d; j++)
-        for (int k = 0; k < LN_ROWS; k++) mu[k] += x[k][j];
-    for (int k = 0; k < LN_ROWS; k++) mu[k] /= d;
+        for (int k = 0; k < rows; k++) mu[k] += x[k][j];
+    for (int k = 0; k < rows; k++) mu[k] /= d;
     for (int j = 0; j < d; j++)
-        for (int k = 0; k < LN_ROWS; k++) var[k] += (x[k][j] - mu[k]) * (x[k][j] - mu[k]);
-    for (int k = 0; k < LN_ROWS; k++) {
+        for (int k = 0; k < rows; k++) var[k] += (x[k][j] - mu[k]) * (x[k][j] - mu[k]);
+    for (int k = 0; k < rows; k++) {
         var[k] /= d;
         r[k] = 1.0 / sqrt(var[k] + KGL_LN_EPS);
         kgl_real *y = J->Y->data + (size_t)(i + k) * d;
@@ -976,45 +976,31 @@ static void layernorm_forward_rows(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
-    int d = J->d, i1 = (int)span_end((size_t)task * J->rows_per_task, (size_t)J->rows_per_task, (size_t)J->rows);
-    const kgl_real *gamma = J->gamma->data, *beta = J->beta->data;
-    int i0 = task * J->rows_per_task;
-    for (; i0 + LN_ROWS <= i1; i0 += LN_ROWS) layernorm_forward_group(J, i0);
-    for (int i = i0; i < i1; i++) { /* the rows left over, one at a time */
-        const kgl_real *x = J->X->data + (size_t)i * d;
-        kgl_real *y = J->Y->data + (size_t)i * d;
-        double mu = 0, var = 0;
-        for (int j = 0; j < d; j++) mu += x[j];
-        mu /= d;
-        for (int j = 0; j < d; j++) var += (x[j] - mu) * (x[j] - mu);
-        var /= d;
-        double r = 1.0 / sqrt(var + KGL_LN_EPS);
-        for (int j = 0; j < d; j++) y[j] = gamma[j] * ((x[j] - mu) * r) + beta[j];
-        J->stats[2 * i] = mu;
-        J->stats[2 * i + 1] = r;
-    }
+    int i = task * J->rows_per_task, i1 = (int)span_end((size_t)i, (size_t)J->rows_per_task, (size_t)J->rows);
+    for (; i + LN_ROWS <= i1; i += LN_ROWS) layernorm_forward_group(J, i, LN_ROWS);
+    for (; i < i1; i++) layernorm_forward_group(J, i, 1); /* the rows left over */
 }
 
-/* dx of LN_ROWS rows, their sums as independent chains (as the forward's) */
-static void layernorm_backward_group(const layernorm_job *J, int i)
+/* dx of `rows` (at most LN_ROWS) rows, their sums as independent chains (as the forward's) */
+static inline void layernorm_backward_group(const layernorm_job *J, int i, int rows)
 {
     int d = J->d;
     const kgl_real *gamma = J->gamma->data;
     const kgl_real *x[LN_ROWS], *g[LN_ROWS];
     double mu[LN_ROWS], r[LN_ROWS], mean_gh[LN_ROWS] = {0}, mean_gh_xh[LN_ROWS] = {0};
-    for (int k = 0; k < LN_ROWS; k++) {
+    for (int k = 0; k < rows; k++) {
         x[k] = J->X->data + (size_t)(i + k) * d;
         g[k] = J->Y->grad + (size_t)(i + k) * d;
         mu[k] = J->stats[2 * (i + k)];
         r[k] = J->stats[2 * (i + k) + 1];
     }
     for (int j = 0; j < d; j++)
-        for (int k = 0; k < LN_ROWS; k++) {
+        for (int k = 0; k < rows; k++) {
             double xh = (x[k][j] - mu[k]) * r[k], gh = g[k][j] * gamma[j];
             mean_gh[k] += gh;
             mean_gh_xh[k] += gh * xh;
         }
-    for (int k = 0; k < LN_ROWS; k++) {
+    for (int k = 0; k < rows; k++) {
         mean_gh[k] /= d;
         mean_gh_xh[k] /= d;
         kgl_real *dx = J->X->grad + (size_t)(i + k) * d;
@@ -1030,27 +1016,9 @@ static void layernorm_backward_rows(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
-    int d = J->d, i1 = (int)span_end((size_t)task * J->rows_per_task, (size_t)J->rows_per_task, (size_t)J->rows);
-    const kgl_real *gamma = J->gamma->data;
-    int i0 = task * J->rows_per_task;
-    for (; i0 + LN_ROWS <= i1; i0 += LN_ROWS) layernorm_backward_group(J, i0);
-    for (int i = i0; i < i1; i++) { /* the rows left over, one at a time */
-        const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
-        double mu = J->stats[2 * i], r = J->stats[2 * i + 1]; /* the forward's, in double */
-        double mean_gh = 0, mean_gh_xh = 0;
-        for (int j = 0; j < d; j++) {
-            double xh = (x[j] - mu) * r, gh = g[j] * gamma[j];
-            mean_gh += gh;
-            mean_gh_xh += gh * xh;
-        }
-        mean_gh /= d;
-        mean_gh_xh /= d;
-        kgl_real *dx = J->X->grad + (size_t)i * d;
-        for (int j = 0; j < d; j++) {
-            double xh = (x[j] - mu) * r, gh = g[j] * gamma[j];
-            dx[j] += r * (gh - mean_gh - xh * mean_gh_xh);
-        }
-    }
+    int i = task * J->rows_per_task, i1 = (int)span_end((size_t)i, (size_t)J->rows_per_task, (size_t)J->rows);
+    for (; i + LN_ROWS <= i1; i += LN_ROWS) layernorm_backward_group(J, i, LN_ROWS);
+    for (; i < i1; i++) layernorm_backward_group(J, i, 1); /* the rows left over */
 }
 
 /* dγ and dβ of a block of columns, each summed over the rows in order */
