@@ -286,3 +286,31 @@ TEST(pandas_round_trip_reads_the_log_exactly)
     CHECK(wrong_round_trip == 0);
     CHECK(wrong_default > 0); /* else the documents' warning is stale */
 }
+
+/* tests/mutate.py --check (CI runs it) refuses a mutation whose `tests:`
+ * names no test: the runner exits 1 on such a filter before running
+ * anything, which the mutation run used to count as a kill. A mutation that
+ * names a real test (here: this one) passes the same check. */
+TEST(mutate_check_refuses_a_tests_filter_that_names_no_test)
+{
+    char out[4096], err[2048];
+    if (run_sh(T, "command -v python3", out, sizeof out, err, sizeof err) != 0) {
+        test_skip(T, "python3 is not installed");
+        return;
+    }
+    const char *entry = "id: probe\nfile: tests/layout_docs.c\nfind: mutate_check_refuses\nreplace: x\nbreaks: nothing\n"
+                        "tests: %s\n";
+    char text[512], cmd[1024];
+    snprintf(text, sizeof text, entry, "mutate_check_refuses_a_tests_filter");
+    const char *good = write_tmp(T, 0, "good.txt", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "python3 tests/mutate.py --check --list '%s'", good);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s%s", out, err);
+    CHECK(strstr(out, "1 of 1 mutations apply") != NULL);
+
+    snprintf(text, sizeof text, entry, "mutate_check_refuses_a_tests_filter no_test_is_named_so");
+    const char *bad = write_tmp(T, 1, "bad.txt", text, strlen(text));
+    snprintf(cmd, sizeof cmd, "python3 tests/mutate.py --check --list '%s'", bad);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 1);
+    CHECK(strstr(out, "stale: probe: no test name contains 'no_test_is_named_so'") != NULL);
+    CHECK(strstr(out, "0 of 1 mutations apply") != NULL);
+}

@@ -9,7 +9,8 @@ fails only by timing under load is reported as flaky and the suite rerun). Print
 score is below --min (default 95) or a survivor has no reason in the list.
 
   tests/mutate.py [--worktree] [--jobs N] [--min PCT] [--only SUBSTRING] [--keep]
-  tests/mutate.py --check     every mutation still finds its text (no build; .ci/run runs it)
+  tests/mutate.py --check     every mutation still finds its text, and each test-name substring of its
+                              `tests:` names a TEST of tests/ (no build; .ci/run runs it)
 
 --worktree copies the working tree's tracked files (with uncommitted edits);
 the default is the last commit (git archive HEAD), so others' edits in
@@ -30,6 +31,7 @@ and replace is a newline (every other character, backslashes too, is literal).
 import argparse
 import concurrent.futures
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -171,16 +173,38 @@ def locate(root, m):
     return orig, at
 
 
+def test_names(root):
+    """Every TEST(name) of the suites' sources under root/tests."""
+    names = set()
+    for folder, _, files in os.walk(os.path.join(root, "tests")):
+        for f in files:
+            if f.endswith(".c"):
+                with open(os.path.join(folder, f), encoding="utf-8") as src:
+                    names.update(re.findall(r"^TEST\((\w+)\)", src.read(), re.M))
+    return names
+
+
+def unmatched_tests(m, names):
+    """The substrings of m's `tests:` that no test name contains (the runner would refuse them)."""
+    return [f for f in (m.get("tests") or "").split() if not any(f in n for n in names)]
+
+
 def check(muts):
-    """--check: every mutation still finds its text in this tree (no build, no run): CI runs it."""
+    """--check: every mutation still finds its text in this tree and names tests that exist (no build, no
+    run): CI runs it."""
     stale = []
+    names = test_names(ROOT)
     for m in muts:
         orig, at = locate(ROOT, m)
         if orig is None:
             stale.append(f"{m['id']}: {at}")
+        missing = unmatched_tests(m, names)
+        if missing:
+            stale.append(f"{m['id']}: no test name contains {', '.join(repr(f) for f in missing)} (its tests:)")
     for line in stale:
         print(f"stale: {line}")
-    print(f"{len(muts) - len(stale)} of {len(muts)} mutations apply")
+    n_stale = len({line.split(":")[0] for line in stale})
+    print(f"{len(muts) - n_stale} of {len(muts)} mutations apply")
     return 1 if stale else 0
 
 
@@ -189,6 +213,10 @@ def apply_one(copy, m):
     orig, at = locate(copy.path, m)
     if orig is None:
         return "stale", at
+    # a filter that matches no test makes the runner exit 1 before running anything: not a kill
+    missing = unmatched_tests(m, test_names(copy.path))
+    if missing:
+        return "stale", f"no test name contains {', '.join(repr(f) for f in missing)} (its tests:)"
     mutated = orig[:at] + m["replace"] + orig[at + len(m["find"]):]
     try:
         with open(path, "w", encoding="utf-8") as f:
