@@ -412,7 +412,12 @@ TEST(trainer_plan_holds_the_arenas)
         double states = (double)t.eval_tape.arena.high_water;
         CHECK(p.parameters == 4 * w * (double)t.model.params.total);
         CHECK(p.snapshot == 3 * w * (double)t.model.params.total);
-        bool step_ok = step <= p.step && p.step <= 1.3 * step;
+        /* with qk-norm the graph context normalises each distinct (entity,
+           relation) token's key once, and the plan counts every token as
+           distinct, the worst case (a batch's share of distinct tokens is its
+           graph's: 12% here, 17% on CoDEx-S, 53% on FB15k-237): up to 2x there */
+        double over = cases[k].context == KGL_CONTEXT_GRAPH && cases[k].qk_norm ? 2.0 : 1.3;
+        bool step_ok = step <= p.step && p.step <= over * step;
         bool states_ok = states <= p.states && p.states <= 1.3 * states + 1e5; /* none: no states at all */
         if (!CHECK(step_ok && states_ok) || getenv("KGL_TEST_TABLE"))
             printf("    case %zu: step %.2f MB, planned %.2f (%.2f times); states %.2f MB, planned %.2f\n", k, step / 1e6,

@@ -24,6 +24,24 @@ static bool has_triple(const kgl_triple *tr, int n, int h, int r, int t)
     return false;
 }
 
+/* The distinct (slot, relation) pairs of nb: each token's pair is its own
+   slot and relation, no two pairs are the same, and pair p first appears
+   before pair p + 1 (their order is the tokens'). */
+static bool pairs_are_the_distinct_tokens(const kgl_neighbourhood *nb)
+{
+    int T = nb->offsets[nb->n], next = 0;
+    for (int t = 0; t < T; t++) {
+        int p = nb->token_pair[t];
+        if (p < 0 || p >= nb->n_pairs || p > next) return false;
+        if (p == next) next++;
+        if (nb->pair_slot[p] != nb->slot[t] || nb->pair_relation[p] != nb->relation[t]) return false;
+    }
+    for (int p = 0; p < nb->n_pairs; p++)
+        for (int q = p + 1; q < nb->n_pairs; q++)
+            if (nb->pair_slot[p] == nb->pair_slot[q] && nb->pair_relation[p] == nb->pair_relation[q]) return false;
+    return next == nb->n_pairs;
+}
+
 /* Every token of every segment, read back against the triples themselves
    (not the graph): the first token is the query entity (relation row 2m);
    each other token (r', j) is a training edge of the query entity, never
@@ -31,6 +49,7 @@ static bool has_triple(const kgl_triple *tr, int n, int h, int r, int t)
 static void check_segments(test_ctx *T, const kgl_triple *tr, int n_tr, int m, const kgl_neighbourhood *nb,
                            const int *head, const int *rel, const int *tail, int K)
 {
+    CHECK(pairs_are_the_distinct_tokens(nb));
     for (int b = 0; b < nb->n; b++) {
         int lo = nb->offsets[b], hi = nb->offsets[b + 1], h = head[b];
         if (!CHECK(hi - lo >= 1 && hi - lo <= K + 1)) return;
@@ -269,6 +288,7 @@ TEST(graph_context_source_dropout_is_its_definition)
             for (int t = lo + 1; t < nb->offsets[b + 1]; t++) wrong += nb->slot[t] != plain->slot[t];
         }
         wrong += nb->zero_slot != (any ? nb->n_unique : -1) || memcmp(&replay, &draw, sizeof draw) != 0;
+        wrong += !pairs_are_the_distinct_tokens(nb); /* masked first tokens: pairs of the zero slot */
     }
     CHECK(wrong == 0);
     /* 0.3 within 0.03: 8 standard deviations of a binomial over 300 · 32 segments */
@@ -306,6 +326,90 @@ TEST(graph_context_source_dropout_is_its_definition)
     }
     CHECK(compared >= 5);
     if (!CHECK(worst <= 1e-12)) printf("    a masked state differs from the zero-row state by %.3g\n", worst);
+    kgl_tape_free(&tape);
+    kgl_arena_free(&arena);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* With --qk-norm the layer normalises the key of each distinct (entity,
+   relation) token once and copies it to the token's repeats. Against the
+   same neighbourhood with every token its own pair (the layer then
+   normalises token by token, as the specification reads): the loss is the
+   same bits (the forward computes the same numbers), and every gradient
+   agrees to round-off (the repeats' gradients are added before the norm's
+   backward, which is linear in them, instead of after). Sources masked
+   too, and two layers: each asks the same pairs. */
+TEST(graph_context_keys_once_per_distinct_token_are_the_tokens_keys)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *tr = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, K = 4;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities;
+    cfg.n_relations = ds.n_relations;
+    cfg.context = KGL_CONTEXT_GRAPH;
+    cfg.neighbours = K;
+    cfg.query_relation = cfg.qk_norm = cfg.learn_temperature = true;
+    cfg.layers = 2;
+    kgl_model m;
+    kgl_model_create(&m, &cfg);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 5);
+    kgl_model_init(&m, &rng);
+    kgl_model_set_graph(&m, tr, n_tr);
+    int head[128], rel[128], tail[128];
+    if (!CHECK(2 * n_tr <= 128)) return;
+    for (int k = 0; k < n_tr; k++) { /* each triple and its reciprocal: entities repeat */
+        head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
+        head[n_tr + k] = tr[k].tail, rel[n_tr + k] = tr[k].rel + cfg.n_relations, tail[n_tr + k] = tr[k].head;
+    }
+    int n = 2 * n_tr;
+    kgl_arena arena = {0};
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n, K);
+    kgl_neighbourhood_fixed(nb, head, rel, tail, n, false);
+    kgl_rng mask;
+    kgl_rng_seed(&mask, 3);
+    kgl_neighbourhood_mask_sources(nb, 0.3, &mask);
+    int tokens = nb->offsets[n];
+    CHECK(pairs_are_the_distinct_tokens(nb));
+    if (!CHECK(nb->n_pairs < tokens)) printf("    %d pairs of %d tokens: nothing repeats\n", nb->n_pairs, tokens);
+    kgl_tape tape;
+    kgl_tape_init(&tape);
+    kgl_batch b = {n, head, rel, tail, nb};
+    double loss[2];
+    kgl_real *grad[2];
+    for (int way = 0; way < 2; way++) {
+        if (way == 1) { /* every token its own pair */
+            for (int t = 0; t < tokens; t++) {
+                nb->pair_slot[t] = nb->slot[t], nb->pair_relation[t] = nb->relation[t];
+                nb->token_pair[t] = t;
+            }
+            nb->n_pairs = tokens;
+        }
+        kgl_params_zero_grad(&m.params);
+        kgl_tape_reset(&tape);
+        kgl_forward f;
+        kgl_model_loss(&m, &tape, &b, NULL, &f);
+        loss[way] = f.loss->data[0];
+        kgl_backward(&tape, f.loss);
+        grad[way] = malloc(m.params.total * sizeof(kgl_real));
+        memcpy(grad[way], m.params.block + m.params.total, m.params.total * sizeof(kgl_real));
+    }
+    if (!CHECK(loss[0] == loss[1])) printf("    loss %.17g, token by token %.17g\n", loss[0], loss[1]);
+    double worst = 0, scale = 0;
+    for (size_t k = 0; k < m.params.total; k++) {
+        worst = fmax(worst, fabs((double)grad[0][k] - (double)grad[1][k]));
+        scale = fmax(scale, fabs((double)grad[1][k]));
+    }
+    /* round-off of sums of O(10) terms: 1e-12 of the largest gradient in
+       binary64, 1e-4 in binary32 (its epsilon is 1.2e-7) */
+    double tol = sizeof(kgl_real) == 8 ? 1e-12 : 1e-4;
+    if (!CHECK(scale > 0 && worst <= tol * scale)) printf("    gradients differ by %.3g (largest %.3g)\n", worst, scale);
+    free(grad[0]);
+    free(grad[1]);
     kgl_tape_free(&tape);
     kgl_arena_free(&arena);
     kgl_model_free(&m);

@@ -89,6 +89,14 @@ typedef struct kgl_neighbourhood {
     int *query_slot;      /* [n]: slot of segment b's first token */
     int zero_slot;        /* -1, or the slot n_unique that kgl_neighbourhood_mask_sources
                              points masked segments' first tokens at: a row of zeros */
+    /* the distinct tokens (slot, relation), in order of first appearance:
+       token t is pair token_pair[t]; a token's key is a function of its
+       pair alone, so with --qk-norm the layer normalises each pair's key
+       once (in a batch many tokens repeat: an entity's edge to a hub) */
+    int n_pairs;
+    int *pair_slot, *pair_relation; /* [n (K + 1)] at most */
+    int *token_pair;                /* [n (K + 1)] at most */
+    int *pair_table, table_size;    /* the open-addressing table that finds them: [table_size], a power of 2 */
     int *scratch;         /* the sampler's: [max_degree + n_entities + 1] */
 } kgl_neighbourhood;
 /* Room in arena `a` for the neighbourhoods of up to n questions in graph g,
@@ -210,7 +218,8 @@ typedef struct kgl_forward {
     const kgl_neighbourhood *neighbourhood;
     kgl_tensor *segment_logits, *segment_attn;
     kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
-    kgl_tensor *q, *k;                  /* Q, K [n, d] */
+    kgl_tensor *q, *k;                  /* Q, K [n, d] (graph context with qk-norm: K of the
+                                           neighbourhood's distinct pairs, before the norm) */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */

@@ -112,9 +112,38 @@ kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int
     nb->unique = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->slot = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->query_slot = kgl_arena_alloc(a, (size_t)n * sizeof(int));
+    nb->pair_slot = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->pair_relation = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->token_pair = kgl_arena_alloc(a, tokens * sizeof(int));
+    nb->table_size = 2;
+    while ((size_t)nb->table_size < 2 * tokens) nb->table_size *= 2; /* at most half full */
+    nb->pair_table = kgl_arena_alloc(a, (size_t)nb->table_size * sizeof(int));
     /* the sampler's: an entity's candidate edges, then each entity's slot */
     nb->scratch = kgl_arena_alloc(a, ((size_t)g->max_degree + (size_t)g->n_entities + 1) * sizeof(int));
     return nb;
+}
+
+/* The distinct (slot, relation) tokens of nb, in order of first appearance
+   (kgl_neighbourhood): open addressing, linear probing, on a table at most
+   half full. */
+static void find_pairs(kgl_neighbourhood *nb)
+{
+    int T = nb->offsets[nb->n], mask = nb->table_size - 1;
+    for (int k = 0; k < nb->table_size; k++) nb->pair_table[k] = -1;
+    nb->n_pairs = 0;
+    for (int t = 0; t < T; t++) {
+        int s = nb->slot[t], r = nb->relation[t];
+        uint64_t key = ((uint64_t)(uint32_t)s << 32 | (uint32_t)r) * 0x9e3779b97f4a7c15ULL; /* Fibonacci hashing */
+        int at = (int)(key >> 32) & mask, p;
+        while ((p = nb->pair_table[at]) >= 0 && !(nb->pair_slot[p] == s && nb->pair_relation[p] == r))
+            at = (at + 1) & mask;
+        if (p < 0) { /* a new pair */
+            p = nb->pair_table[at] = nb->n_pairs++;
+            nb->pair_slot[p] = s;
+            nb->pair_relation[p] = r;
+        }
+        nb->token_pair[t] = p;
+    }
 }
 
 /* The segments of n questions: head[b] itself, then at most K of its edges,
@@ -173,6 +202,7 @@ static void fill(kgl_neighbourhood *out, const int *head, const int *rel, const 
     }
     for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
     out->zero_slot = -1;
+    find_pairs(out);
 }
 
 void kgl_neighbourhood_sample(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
@@ -197,4 +227,5 @@ void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rn
             nb->zero_slot = nb->n_unique;
             nb->slot[nb->offsets[b]] = nb->query_slot[b] = nb->n_unique;
         }
+    if (nb->zero_slot >= 0) find_pairs(nb); /* masked first tokens are pairs of the zero slot now */
 }
