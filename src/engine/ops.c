@@ -388,15 +388,44 @@ static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEF
  * ======================================================================== */
 static const kgl_op op_gather_rows;
 
+/* Forward in blocks of rows; backward in slabs of columns, one a thread: two
+   copies may add into one row of T, so the rows cannot be split, but within
+   a column slab every element still adds its copies in order b = 0, 1, …
+   (the same bits for any number of threads). */
+#define GATHER_BLOCK 64
+typedef struct gather_rows_job {
+    const kgl_tensor *T, *Y;
+    const int *rows;
+    int n, slab;
+} gather_rows_job;
+
+static void gather_rows_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gather_rows_job *J = ctx;
+    size_t d = (size_t)J->T->cols;
+    int b1 = (int)span_end((size_t)task * GATHER_BLOCK, GATHER_BLOCK, (size_t)J->n);
+    for (int b = task * GATHER_BLOCK; b < b1; b++)
+        memcpy(J->Y->data + (size_t)b * d, J->T->data + (size_t)J->rows[b] * d, d * sizeof(kgl_real));
+}
+
+static void gather_rows_backward_cols(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const gather_rows_job *J = ctx;
+    int d = J->T->cols, c0 = task * J->slab, c1 = (int)span_end((size_t)c0, (size_t)J->slab, (size_t)d);
+    for (int b = 0; b < J->n; b++) {
+        kgl_real *dst = J->T->grad + (size_t)J->rows[b] * d;
+        const kgl_real *g = J->Y->grad + (size_t)b * d;
+        for (int c = c0; c < c1; c++) dst[c] += g[c];
+    }
+}
+
 static void gather_rows_backward(kgl_node *nd)
 {
-    kgl_tensor *T = nd->in[0], *Y = nd->out;
-    int d = T->cols;
-    for (int b = 0; b < nd->n_idx; b++) {
-        kgl_real *dst = T->grad + (size_t)nd->idx0[b] * d;
-        const kgl_real *g = Y->grad + (size_t)b * d;
-        for (int c = 0; c < d; c++) dst[c] += g[c];
-    }
+    int d = nd->in[0]->cols, threads = kgl_pool_threads(nd->pool), per = (d + threads - 1) / threads;
+    gather_rows_job J = {nd->in[0], nd->out, nd->idx0, nd->n_idx, (per + 15) / 16 * 16};
+    kgl_parallel(nd->pool, (d + J.slab - 1) / J.slab, 1.0 * J.n * d, gather_rows_backward_cols, &J);
 }
 
 kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
@@ -404,8 +433,8 @@ kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
     for (int b = 0; b < n; b++)
         if (rows[b] < 0 || rows[b] >= T->rows) kgl_die("gather_rows: index %d outside 0..%d", rows[b], T->rows - 1);
     kgl_tensor *Y = kgl_op_output(t, n, T->cols, 1, &T);
-    for (int b = 0; b < n; b++)
-        memcpy(Y->data + (size_t)b * T->cols, T->data + (size_t)rows[b] * T->cols, (size_t)T->cols * sizeof(kgl_real));
+    gather_rows_job J = {T, Y, rows, n, 0};
+    kgl_parallel(t->pool, (n + GATHER_BLOCK - 1) / GATHER_BLOCK, 1.0 * n * T->cols, gather_rows_block, &J);
     kgl_node *nd = kgl_record(t, &op_gather_rows, Y, 1, &T);
     if (nd) {
         nd->idx0 = rows;
