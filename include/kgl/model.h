@@ -449,10 +449,25 @@ typedef struct kgl_tails {
 } kgl_tails;
 void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n);
 void kgl_tails_free(kgl_tails *tl);
+
+/* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
+ * fixed rule (the first K edges, none left out) into states [n, d]. With
+ * --query-relation each depends on its relation (rel NULL: none asked, as
+ * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
+void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
+                            kgl_real *states);
+
+/* ---------------------------------------------------------------- heads --
+ * What a head looks at, measured on a forward pass (src/model/heads.c): the
+ * primitives the training log, kgl train's report and the heads study
+ * (kgl/studies.h, src/studies/heads.c) all read attention through. */
 /* spec[h][r] (README, "The model, exactly"): mean over entities i with at least
  * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
  * NAN for a relation without tails. */
 void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+/* rows[h * n + j] = A_h[entity, j]: where every head of a full-context
+ * model looks from `entity` (one forward pass, not recorded). */
+void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows);
 /* The same question in a neighbourhood context (the weights A [tokens, H] of
  * the segments of nb): spec[h][r] is the mean over the segments with at
  * least one edge of original relation r (either direction: rows r and m + r)
@@ -487,12 +502,6 @@ typedef struct kgl_segment_view {
 } kgl_segment_view;
 void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out);
 void kgl_segment_view_free(kgl_segment_view *v);
-/* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
- * fixed rule (the first K edges, none left out) into states [n, d]. With
- * --query-relation each depends on its relation (rel NULL: none asked, as
- * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
-void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
-                            kgl_real *states);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
  * update t is lr · f(t) with
@@ -1120,8 +1129,6 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
 /* "NAME" or "NAME^-1" to a row; -1 if unknown (or an inverse without
  * reciprocal rows). */
 int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name);
-/* rows[h * n + j] = A_h[entity, j]: where every head looks from `entity`. */
-void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows);
 /* states[i * d + c] = C[i, c], the layer's output (the readout's head side). */
 void kgl_context_states(const kgl_model *m, kgl_real *states);
 /* The softmax of n scores (the probabilities the cross-entropy trains). */
