@@ -647,25 +647,6 @@ static void json_best(kgl_json_writer *w, const kgl_run_member *m)
     kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
 }
 
-/* Where member 0's heads look, by relation, into spec (f: its forward
-   pass, for the full context's weights; NAN without a layer). */
-static void member0_spec(kgl_run_member *m, const kgl_forward *f, double *spec)
-{
-    kgl_trainer *tr = &m->tr;
-    switch (tr->model.cfg.context) {
-    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f->attn, spec); break;
-    case KGL_CONTEXT_GRAPH:
-        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
-                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
-                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
-                                     spec, NULL, NULL);
-        break;
-    case KGL_CONTEXT_NONE:
-        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) spec[k] = NAN;
-        break;
-    }
-}
-
 /* The report's model selection: an ensemble's members alone (each ranked on
    every split given, under the ranking's progress line, what says which),
    or the one model's chosen step. */
@@ -786,7 +767,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     }
     int heads = m0->tr.model.cfg.heads;
     double *spec = kgl_xmalloc((size_t)heads * (size_t)ds->n_relations * sizeof(double));
-    member0_spec(m0, &f, spec);
+    kgl_heads_spec(&m0->tr, &f, spec); /* where member 0's heads look, by relation (f: its forward pass) */
     size_t params = 0;
     for (int k = 0; k < members; k++) params += run->member[k].tr.model.params.total;
     /* Its rankings take minutes on a graph of real size (each split, and
