@@ -210,11 +210,16 @@ typedef struct kgl_forward {
     const kgl_neighbourhood *neighbourhood;
     kgl_tensor *segment_logits, *segment_attn;
     kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
+    kgl_tensor *layer_segment_logits[KGL_MAX_LAYERS]; /* and its scores [tokens, H] (layer 0's: segment_logits) */
     kgl_tensor *q, *k;                  /* Q, K [n, d] */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
     kgl_tensor *layer_attn[KGL_MAX_LAYERS][KGL_MAX_HEADS]; /* a stack's A_h of every layer (layer 0's: attn) */
+    /* and, for the log's diagnostics of every layer, its S_h (layer 0's:
+       logits_attn) or the fused attention's measurements (layer 0's: attn_stats) */
+    kgl_tensor *layer_logits_attn[KGL_MAX_LAYERS][KGL_MAX_HEADS];
+    double *layer_attn_stats[KGL_MAX_LAYERS];
     kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
     kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
     kgl_tensor *main_loss, *aux_loss;   /* aux NULL when nothing was supervised */
@@ -890,14 +895,23 @@ typedef struct kgl_head_diag {
     double attn_tv;                     /* mean over rows of ½ Σ_j |A − A₀| */
 } kgl_head_diag;
 
+/* Every layer of a stack is measured as the first: its own weights (a
+ * deeper layer's over the states of the layer below; in a graph context, of
+ * the layer's question over the same tokens), its own Wq, Wk. */
 typedef struct kgl_diag {
-    int heads, n, d, m;
+    int heads, n, d, m, layers;
     kgl_context_kind context;      /* graph: measured over the step's segments; none: NaN */
-    kgl_real *attn0;               /* [H n n] attention at the reference point */
-    kgl_real *wq0, *wk0;           /* [d d] */
-    kgl_head_diag head[KGL_MAX_HEADS];
-    double *spec;                  /* [H m] */
+    kgl_real *attn0;               /* [layers H n n] attention at the reference point */
+    kgl_real *wq0, *wk0;           /* [layers d d] */
+    kgl_head_diag head[KGL_MAX_HEADS];                       /* layer 0's */
+    kgl_head_diag deeper[KGL_MAX_LAYERS - 1][KGL_MAX_HEADS]; /* layer l ≥ 1's at deeper[l - 1] */
+    double *spec;                  /* [layers H m]: layer l's spec[h][r] at (l H + h) m + r */
 } kgl_diag;
+/* Head h of layer l's measurements. */
+static inline const kgl_head_diag *kgl_diag_head(const kgl_diag *dg, int l, int h)
+{
+    return l == 0 ? &dg->head[h] : &dg->deeper[l - 1][h];
+}
 
 /* Takes the trainer's current parameters as step 0 (W₀, A₀). */
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);

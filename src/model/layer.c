@@ -92,7 +92,9 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
    layer_l(C⁽ˡ⁾), C = C⁽ᴸ⁾. What `out` records of the attention (Q, K, the
    weights and logits, the head outputs) is the first layer's: it looks at the
    entities themselves, which is what head supervision reads; every layer's
-   weights are in layer_attn (kgl heads shows each layer's specialisation). */
+   weights are in layer_attn (kgl heads shows each layer's specialisation),
+   its logits or the fused attention's measurements in layer_logits_attn and
+   layer_attn_stats (the log's diagnostics of each layer). */
 static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                                 kgl_forward *out)
 {
@@ -106,9 +108,11 @@ static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regul
         return;
     }
     for (int l = 0; l < m->cfg.layers; l++) {
-        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        kgl_forward deeper = {0}; /* a deeper layer's records: its weights, logits and measurements kept below */
         X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
         memcpy(out->layer_attn[l], l == 0 ? out->attn : deeper.attn, sizeof out->attn);
+        memcpy(out->layer_logits_attn[l], l == 0 ? out->logits_attn : deeper.logits_attn, sizeof out->logits_attn);
+        out->layer_attn_stats[l] = l == 0 ? out->attn_stats : deeper.attn_stats;
     }
     out->context = X;
 }
@@ -135,7 +139,7 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
         bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
         kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
-                                      l == 0 && m->measure_attention ? &out->attn_stats : NULL);
+                                      m->measure_attention ? &out->attn_stats : NULL);
         for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
         return finish_layer(m, L, t, X, O, p, rng);
     }
@@ -229,9 +233,10 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
         Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
     kgl_tensor *C = Xq;
     for (int l = 0; l < c->layers; l++) {
-        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        kgl_forward deeper = {0}; /* a deeper layer's records: its weights and scores kept below */
         C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
         out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
+        out->layer_segment_logits[l] = l == 0 ? out->segment_logits : deeper.segment_logits;
     }
     out->context = C;
 }
