@@ -256,3 +256,88 @@ TEST(heads_shows_every_layer_of_a_stack)
     }
     kgl_json_free(&d);
 }
+
+/* The header and the last row of a kgl train --log (no field holds a comma:
+   the academic world's names); an empty field is NaN. Returns the columns. */
+static int read_log(const char *path, char names[][64], double *last, int cap)
+{
+    size_t len;
+    char *text = test_slurp(path, &len);
+    if (!text) return 0;
+    while (len > 0 && text[len - 1] == '\n') text[--len] = 0;
+    char *header = text, *first_nl = strchr(text, '\n'), *last_nl = strrchr(text, '\n');
+    if (!first_nl) {
+        free(text);
+        return 0;
+    }
+    char *row = last_nl + 1;
+    *first_nl = 0;
+    int n = 0;
+    for (char *f = header, *g = row; f && n < cap; n++) {
+        char *comma = strchr(f, ','), *gcomma = g ? strchr(g, ',') : NULL;
+        snprintf(names[n], 64, "%.*s", comma ? (int)(comma - f) : (int)strlen(f), f);
+        last[n] = g && g != gcomma && *g ? strtod(g, NULL) : NAN;
+        f = comma ? comma + 1 : NULL;
+        g = gcomma ? gcomma + 1 : NULL;
+    }
+    free(text);
+    return n;
+}
+
+static int column(char names[][64], int n, const char *name)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(names[k], name) == 0) return k;
+    return -1;
+}
+
+/* The log of a stack measures every layer: after layer 0's head columns
+   (their names as a single layer's) come layer 1's, "l1_h<k>_...", each
+   finite where layer 0's is (attn_tv has no reference in a graph context:
+   empty in both), and of layer 1's own weights: not layer 0's numbers again.
+   One layer: no "l1_" column at all. */
+TEST(log_measures_every_layer_of_a_stack)
+{
+    static char names[512][64];
+    static double last[512];
+    const char *contexts[] = {"full", "graph"};
+    for (int c = 0; c < 2; c++) {
+        char cmd[1024], path[512];
+        snprintf(path, sizeof path, "%s/%s.csv", T->tmp, contexts[c]);
+        snprintf(cmd, sizeof cmd, "train --context %s --layers 2 --steps 20 --log-every 10 --log %s --quiet",
+                 contexts[c], path);
+        if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) continue;
+        int n = read_log(path, names, last, 512), layer1 = 0, differ = 0;
+        if (!CHECK(n > 6)) continue;
+        for (int k = 6; k < n; k++) {
+            if (names[k][0] != 'h') continue; /* layer 0's, and its twin in layer 1 */
+            char twin[80];
+            snprintf(twin, sizeof twin, "l1_%s", names[k]);
+            int j = column(names, n, twin);
+            if (!CHECK(j > k)) continue;
+            layer1++;
+            CHECK(isfinite(last[j]) == isfinite(last[k]));
+            differ += isfinite(last[j]) && last[j] != last[k];
+        }
+        CHECK(layer1 == 2 * (11 + 5)); /* 2 heads, 11 measures and 5 relations' spec each */
+        CHECK(differ >= layer1 / 2);
+        CHECK(column(names, n, "l1_h1_entropy") >= 0 && column(names, n, "l2_h0_entropy") < 0);
+        for (int h = 0; h < 2; h++) { /* where layer 1's heads look is their own */
+            const char *measures[] = {"max_prob_mean", "entropy", "jac_fro"};
+            for (int k = 0; k < 3; k++) {
+                char name[64], twin[80];
+                snprintf(name, sizeof name, "h%d_%s", h, measures[k]);
+                snprintf(twin, sizeof twin, "l1_%s", name);
+                int a = column(names, n, name), b = column(names, n, twin);
+                CHECK(a >= 0 && b >= 0 && isfinite(last[b]) && last[a] != last[b]);
+            }
+        }
+    }
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/one.csv", T->tmp);
+    snprintf(cmd, sizeof cmd, "train --steps 10 --log-every 10 --log %s --quiet", path);
+    if (CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) {
+        int n = read_log(path, names, last, 512);
+        CHECK(column(names, n, "h1_entropy") >= 0 && column(names, n, "l1_h0_entropy") < 0);
+    }
+}

@@ -1,5 +1,7 @@
 /* cmd_heads.c — `kgl heads`: what each attention head of a saved model looks
- * at, measured against the training triples, and pictures of it. */
+ * at, measured against the training triples, and pictures of it. The heads
+ * study (src/studies/heads.c) measures; this file parses the options, prints
+ * the tables and the JSON, and draws the SVG. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -63,55 +65,6 @@ static void say_which_model(const model_choice *chosen)
                        "so their answers can differ from these.");
 }
 
-typedef struct heads_report {
-    int H, n, m;
-    double *spec, *precision, *baseline; /* [H m], [H m], [m] */
-    int *with_tails;                     /* [m] entities with r-tails */
-    double base_mrr, *ablated_mrr;       /* [H] */
-} heads_report;
-
-static bool is_tail(const kgl_tails *tl, int r, int i, int j)
-{
-    size_t key = (size_t)r * tl->n_entities + i;
-    for (int k = tl->offsets[key]; k < tl->offsets[key + 1]; k++)
-        if (tl->tails[k] == j) return true;
-    return false;
-}
-
-static int argmax_row(const kgl_real *a, int n)
-{
-    int best = 0;
-    for (int j = 1; j < n; j++)
-        if (a[j] > a[best]) best = j;
-    return best;
-}
-
-static void measure(const kgl_tails *tl, kgl_tensor *const *attn, heads_report *rep)
-{
-    int n = rep->n, m = rep->m;
-    kgl_specialisation(tl, rep->H, attn, rep->spec);
-    for (int r = 0; r < m; r++) {
-        int count = 0;
-        double frac = 0;
-        for (int i = 0; i < n; i++) {
-            size_t key = (size_t)r * n + i;
-            int k = tl->offsets[key + 1] - tl->offsets[key];
-            if (k) count++, frac += (double)k / n;
-        }
-        rep->with_tails[r] = count;
-        rep->baseline[r] = count ? frac / count : NAN;
-        for (int h = 0; h < rep->H; h++) {
-            int hits = 0;
-            for (int i = 0; i < n; i++) {
-                size_t key = (size_t)r * n + i;
-                if (tl->offsets[key] == tl->offsets[key + 1]) continue;
-                hits += is_tail(tl, r, i, argmax_row(attn[h]->data + (size_t)i * n, n));
-            }
-            rep->precision[h * m + r] = count ? (double)hits / count : NAN;
-        }
-    }
-}
-
 /* n numbers, x[0], x[stride], ... as a JSON array. */
 static void json_numbers(kgl_json_writer *w, const double *x, int n, int stride)
 {
@@ -153,13 +106,11 @@ static void json_heads_closing(kgl_json_writer *w)
 /* A stack's deeper layers (full context): spec[h][r] of each layer l ≥ 1,
    where head h of layer l, at entity i's state, puts its weight over the
    entities' states, against the same baseline (layer 0's table is above). */
-static void print_deeper_layers(const kgl_tails *tl, const kgl_forward *f, const data_view *v, int layers, int H,
-                                const heads_report *rep, int w)
+static void print_deeper_layers(const data_view *v, const kgl_heads_full *rep, int w)
 {
-    int nr = v->ds.n_relations;
-    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    for (int l = 1; l < layers; l++) {
-        kgl_specialisation(tl, H, f->layer_attn[l], spec);
+    int H = rep->heads, nr = rep->m;
+    for (int l = 1; l < rep->layers; l++) {
+        const double *spec = rep->spec + (size_t)l * H * nr;
         printf("\nlayer %d (over the states of layer %d): specialisation\n%-*s %8s", l, l - 1, w, "relation", "baseline");
         for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
         printf("\n");
@@ -171,19 +122,16 @@ static void print_deeper_layers(const kgl_tails *tl, const kgl_forward *f, const
             printf("\n");
         }
     }
-    free(spec);
 }
 
 /* The same for --json: "deeper_layers":[{"layer":1,"spec":{REL:[...]}},...]. */
-static void json_deeper_layers(kgl_json_writer *w, const kgl_tails *tl, const kgl_forward *f, const data_view *v,
-                               int layers, int H, const heads_report *rep)
+static void json_deeper_layers(kgl_json_writer *w, const data_view *v, const kgl_heads_full *rep)
 {
-    int nr = v->ds.n_relations;
-    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
+    int H = rep->heads, nr = rep->m;
     kgl_json_key(w, "deeper_layers");
     kgl_json_begin_array(w);
-    for (int l = 1; l < layers; l++) {
-        kgl_specialisation(tl, H, f->layer_attn[l], spec);
+    for (int l = 1; l < rep->layers; l++) {
+        const double *spec = rep->spec + (size_t)l * H * nr;
         kgl_json_begin_object(w);
         kgl_json_field_int(w, "layer", l);
         kgl_json_key(w, "spec");
@@ -197,32 +145,6 @@ static void json_deeper_layers(kgl_json_writer *w, const kgl_tails *tl, const kg
         kgl_json_end_object(w);
     }
     kgl_json_end_array(w);
-    free(spec);
-}
-
-/* The three most-attended entities of row i (ties: lower id first). */
-static void top3(const kgl_real *a, int n, int *idx)
-{
-    for (int k = 0; k < 3; k++) idx[k] = -1;
-    for (int j = 0; j < n; j++)
-        for (int k = 0; k < 3 && k < n; k++)
-            if (idx[k] < 0 || a[j] > a[idx[k]]) {
-                for (int q = 2; q > k; q--) idx[q] = idx[q - 1];
-                idx[k] = j;
-                break;
-            }
-}
-
-static double train_mrr(kgl_model *m, const data_view *v, kgl_eval *ev)
-{
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    kgl_forward f;
-    kgl_model_context(m, &t, &f);
-    kgl_evaluate(m, f.context, &v->ds, v->split[0], v->n[0], ev);
-    kgl_tape_free(&t);
-    return ev->both.mrr;
 }
 
 /* What --svg asks for: the folder and the colour scale. */
@@ -316,8 +238,8 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weight goes, by the relation of the attended edge, over every entity's
  * evaluation neighbourhood (kgl_model_relation_attention), beside what uniform
  * weights would put there; the weight a head keeps on the entity itself; and
- * head ablation on (at most 2,000 of) the training triples. */
-#define GRAPH_ABLATION_TRIPLES 2000
+ * head ablation on (at most KGL_HEADS_ABLATION_TRIPLES of) the training
+ * triples (kgl_heads_graph_measure). */
 
 /* DIR/relations.svg: heads x relations, each cell's weight over uniform's
    (> 1 where a head favours the relation). False after saying what failed. */
@@ -343,112 +265,104 @@ static bool relations_svg(const pictures *pic, const data_view *v, int H, const 
     return ok;
 }
 
-static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
-                       const data_view *v, kgl_model *m, long step);
-
-static int graph_heads(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
-                       data_view *v, kgl_model *m, kgl_checkpoint *ck)
+/* kgl heads --json of a graph model: the weight by relation, on the entity
+   itself, ablation. */
+static void graph_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+                             const kgl_heads_graph *g)
 {
-    const char *ckpt = chosen->path;
-    if (query) return graph_query(chosen, query, top, json, pic, v, m, ck->st.step);
-    int H = m->cfg.heads, nr = v->ds.n_relations;
-    double *spec = kgl_xmalloc((size_t)H * nr * sizeof(double)), *uniform = kgl_xmalloc((size_t)nr * sizeof(double));
-    double self[KGL_MAX_HEADS], ablated[KGL_MAX_HEADS];
-    kgl_model_relation_attention(m, NULL, v->split[0],
-                                 v->n[0] < KGL_RELATION_ATTENTION_TRIPLES ? v->n[0] : KGL_RELATION_ATTENTION_TRIPLES, spec,
-                                 self, uniform);
-    int n_abl = v->n[0] < GRAPH_ABLATION_TRIPLES ? v->n[0] : GRAPH_ABLATION_TRIPLES;
-    kgl_eval ev;
-    kgl_eval_init(&ev, v->ds.n_entities, nr);
-    data_view part = *v;
-    part.n[0] = n_abl; /* the first triples of the file */
-    double base = train_mrr(m, &part, &ev);
+    int H = g->heads, nr = g->m;
+    kgl_json_writer w;
+    json_heads_opening(&w, chosen, step, H);
+    kgl_json_field_string(&w, "context", "graph");
+    kgl_json_field_int(&w, "neighbours", m->cfg.neighbours);
+    kgl_json_key(&w, "relations");
+    kgl_json_begin_object(&w);
+    for (int r = 0; r < nr; r++) {
+        if (!v->use_relation[r] || isnan(g->uniform[r])) continue;
+        kgl_json_key(&w, v->ds.relation_names[r]);
+        kgl_json_begin_object(&w);
+        kgl_json_field_number(&w, "uniform", g->uniform[r]);
+        kgl_json_key(&w, "mass");
+        json_numbers(&w, g->mass + r, H, nr);
+        kgl_json_end_object(&w);
+    }
+    kgl_json_end_object(&w);
+    kgl_json_key(&w, "self");
+    json_numbers(&w, g->self, H, 1);
+    kgl_json_key(&w, "ablation");
+    kgl_json_begin_object(&w);
+    kgl_json_field_int(&w, "triples", g->ablation_triples);
+    kgl_json_field_number(&w, "mrr", g->mrr);
+    kgl_json_key(&w, "heads");
+    kgl_json_begin_array(&w);
     for (int h = 0; h < H; h++) {
-        m->ablate[h] = true;
-        ablated[h] = train_mrr(m, &part, &ev);
-        m->ablate[h] = false;
+        kgl_json_begin_object(&w);
+        kgl_json_field_int(&w, "head", h);
+        kgl_json_field_number(&w, "mrr", g->ablated_mrr[h]);
+        kgl_json_field_number(&w, "drop", g->mrr - g->ablated_mrr[h]);
+        kgl_json_end_object(&w);
     }
-    kgl_eval_free(&ev);
-    int st = 0; /* the picture before the tables: a reader of stdout that stops reading never costs it */
-    bool drawn = pic->dir && relations_svg(pic, v, H, spec, uniform);
-    if (pic->dir && !drawn) st = EXIT_OUTPUT;
-    if (json) {
-        kgl_json_writer w;
-        json_heads_opening(&w, chosen, ck->st.step, H);
-        kgl_json_field_string(&w, "context", "graph");
-        kgl_json_field_int(&w, "neighbours", m->cfg.neighbours);
-        kgl_json_key(&w, "relations");
-        kgl_json_begin_object(&w);
-        for (int r = 0; r < nr; r++) {
-            if (!v->use_relation[r] || isnan(uniform[r])) continue;
-            kgl_json_key(&w, v->ds.relation_names[r]);
-            kgl_json_begin_object(&w);
-            kgl_json_field_number(&w, "uniform", uniform[r]);
-            kgl_json_key(&w, "mass");
-            json_numbers(&w, spec + r, H, nr);
-            kgl_json_end_object(&w);
-        }
-        kgl_json_end_object(&w);
-        kgl_json_key(&w, "self");
-        json_numbers(&w, self, H, 1);
-        kgl_json_key(&w, "ablation");
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "triples", n_abl);
-        kgl_json_field_number(&w, "mrr", base);
-        kgl_json_key(&w, "heads");
-        kgl_json_begin_array(&w);
-        for (int h = 0; h < H; h++) {
-            kgl_json_begin_object(&w);
-            kgl_json_field_int(&w, "head", h);
-            kgl_json_field_number(&w, "mrr", ablated[h]);
-            kgl_json_field_number(&w, "drop", base - ablated[h]);
-            kgl_json_end_object(&w);
-        }
-        kgl_json_end_array(&w);
-        kgl_json_end_object(&w);
-        json_heads_closing(&w);
-    } else {
-        int w = 8;
-        for (int r = 0; r < nr; r++)
-            if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
-        if (w > 40) w = 40;
-        say_which_model(chosen);
-        printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n", ckpt,
-               ck->st.step, H, m->cfg.dim, m->cfg.neighbours, v->n[0]);
-        printf("where each head's weight goes, by the relation of the attended edge (either direction): the mean\n"
-               "over the entities whose neighbourhood has such an edge of the weight on those edges; uniform =\n"
-               "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
-        printf("%-*s %8s", w, "relation", "uniform");
-        for (int h = 0; h < H; h++) {
-            char col[24];
-            snprintf(col, sizeof col, "head %d", h);
-            printf("  %8s", col);
-        }
+    kgl_json_end_array(&w);
+    kgl_json_end_object(&w);
+    json_heads_closing(&w);
+}
+
+/* kgl heads of a graph model, as tables. */
+static void graph_heads_text(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+                             const kgl_heads_graph *g)
+{
+    int H = g->heads, nr = g->m;
+    int w = 8;
+    for (int r = 0; r < nr; r++)
+        if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
+    if (w > 40) w = 40;
+    say_which_model(chosen);
+    printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n",
+           chosen->path, step, H, m->cfg.dim, m->cfg.neighbours, v->n[0]);
+    printf("where each head's weight goes, by the relation of the attended edge (either direction): the mean\n"
+           "over the entities whose neighbourhood has such an edge of the weight on those edges; uniform =\n"
+           "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
+    printf("%-*s %8s", w, "relation", "uniform");
+    for (int h = 0; h < H; h++) {
+        char col[24];
+        snprintf(col, sizeof col, "head %d", h);
+        printf("  %8s", col);
+    }
+    printf("\n");
+    for (int r = 0; r < nr; r++) {
+        if (!v->use_relation[r] || isnan(g->uniform[r])) continue;
+        print_cell(stdout, v->ds.relation_names[r], -w);
+        printf(" %8.3f", g->uniform[r]);
+        for (int h = 0; h < H; h++) printf("  %8.3f", g->mass[h * nr + r]);
         printf("\n");
-        for (int r = 0; r < nr; r++) {
-            if (!v->use_relation[r] || isnan(uniform[r])) continue;
-            print_cell(stdout, v->ds.relation_names[r], -w);
-            printf(" %8.3f", uniform[r]);
-            for (int h = 0; h < H; h++) printf("  %8.3f", spec[h * nr + r]);
-            printf("\n");
-        }
-        printf("%-*s %8s", w, "(itself)", "");
-        for (int h = 0; h < H; h++) printf("  %8.3f", self[h]);
-        printf("\n\nhead ablation: MRR (both directions) on the first %d training triples with every head %.4f\n"
-               "%-6s %12s %8s\n", n_abl, base, "head", "MRR without", "drop");
-        for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, ablated[h], base - ablated[h]);
     }
+    printf("%-*s %8s", w, "(itself)", "");
+    for (int h = 0; h < H; h++) printf("  %8.3f", g->self[h]);
+    printf("\n\nhead ablation: MRR (both directions) on the first %d training triples with every head %.4f\n"
+           "%-6s %12s %8s\n", g->ablation_triples, g->mrr, "head", "MRR without", "drop");
+    for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, g->ablated_mrr[h], g->mrr - g->ablated_mrr[h]);
+}
+
+static int graph_heads(const model_choice *chosen, bool json, const pictures *pic, data_view *v, kgl_model *m,
+                       const kgl_checkpoint *ck)
+{
+    kgl_heads_graph g;
+    kgl_heads_graph_measure(&g, m, &v->ds, v->split[0], v->n[0]);
+    int st = 0; /* the picture before the tables: a reader of stdout that stops reading never costs it */
+    bool drawn = pic->dir && relations_svg(pic, v, g.heads, g.mass, g.uniform);
+    if (pic->dir && !drawn) st = EXIT_OUTPUT;
+    if (json) graph_heads_json(chosen, ck->st.step, v, m, &g);
+    else graph_heads_text(chosen, ck->st.step, v, m, &g);
     if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
-    free(spec);
-    free(uniform);
+    kgl_heads_graph_free(&g);
     return st;
 }
 
-static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *const *attn, const kgl_tails *tl,
-                       const heads_report *rep, char *err, size_t cap)
+static bool write_svgs(const pictures *pic, const data_view *v, const kgl_heads_full *rep, char *err, size_t cap)
 {
     const char *dir = pic->dir;
-    int n = rep->n, m = rep->m, H = rep->H;
+    int n = rep->n, m = rep->m, H = rep->heads;
+    kgl_tensor *const *attn = rep->fwd.attn;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
         snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
         return false;
@@ -472,7 +386,7 @@ static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *cons
         unsigned char *o = outline + (size_t)h * n * n;
         if (best >= 0)
             for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++) o[(size_t)i * n + j] = is_tail(tl, best, i, j);
+                for (int j = 0; j < n; j++) o[(size_t)i * n + j] = kgl_heads_is_tail(&rep->tails, best, i, j);
         double sb = best >= 0 ? rep->spec[h * m + best] : 0;
         if (best >= 0) /* two decimals, or two digits of a small spec (0.0016, not 0.00) */
             snprintf(titles[h], sizeof titles[h], sb < 0.01 ? "head %d: best relation %s (spec %.2g)" :
@@ -519,32 +433,13 @@ static bool write_svgs(const pictures *pic, const data_view *v, kgl_tensor *cons
 
 /* ----------------------------------------------------------- --query -- */
 
+/* A question: what --query names (parsed here) and what the heads study
+   measures of it (kgl_heads_question_measure). */
 typedef struct query_view {
-    int entity, row, H, n, top;
+    int entity, row, top;
     char rel_name[600];
-    kgl_real *attn; /* [H n] A_h[entity, :] */
-    double *mean;   /* [n] mean over heads */
-    double *scores, *probs; /* [n] readout */
-    int *by_attn;   /* entities sorted by mean attention */
-    int *by_score;  /* entities sorted by score */
-    bool *is_true;  /* [n] true answers in the training triples */
-    int *truth, n_true;
+    kgl_heads_question a;
 } query_view;
-
-static const double *sort_key;
-static int by_key_desc(const void *a, const void *b)
-{
-    int i = *(const int *)a, j = *(const int *)b;
-    if (sort_key[i] != sort_key[j]) return sort_key[i] > sort_key[j] ? -1 : 1;
-    return i - j; /* ties: by id, so the order is deterministic */
-}
-
-static void sort_desc(int *idx, int n, const double *key)
-{
-    for (int j = 0; j < n; j++) idx[j] = j;
-    sort_key = key;
-    qsort(idx, (size_t)n, sizeof *idx, by_key_desc);
-}
 
 /* "kgl heads: unknown entity 'x' in --query; did you mean 'y'?" and exit 2. */
 static int unknown_name(const char *what, const char *name, const char *const *cands, int n_cands)
@@ -600,62 +495,14 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     return 0;
 }
 
-static void query_compute(const kgl_model *m, const data_view *v, query_view *q)
-{
-    int n = q->n = m->cfg.n_entities, H = q->H = m->cfg.heads, d = m->cfg.dim;
-    q->attn = kgl_xmalloc((size_t)H * n * sizeof(kgl_real));
-    q->mean = kgl_xcalloc((size_t)n, sizeof(double));
-    q->scores = kgl_xmalloc((size_t)n * sizeof(double));
-    q->probs = kgl_xmalloc((size_t)n * sizeof(double));
-    q->by_attn = kgl_xmalloc((size_t)n * sizeof(int));
-    q->by_score = kgl_xmalloc((size_t)n * sizeof(int));
-    q->is_true = kgl_xcalloc((size_t)n, sizeof(bool));
-    q->truth = kgl_xmalloc((size_t)n * sizeof(int));
-    kgl_attention_rows(m, q->entity, q->attn);
-    for (int h = 0; h < H; h++)
-        for (int j = 0; j < n; j++) q->mean[j] += q->attn[(size_t)h * n + j] / H;
-    /* the readout's answers, every entity ranked (kgl_predict: the scores
-       kgl eval ranks with, the probabilities of the unfiltered softmax) */
-    kgl_real *states = kgl_xmalloc((size_t)n * d * sizeof(kgl_real));
-    kgl_context_states(m, states);
-    kgl_answer *ans = kgl_xmalloc((size_t)n * sizeof *ans);
-    int got = kgl_predict(m, states, NULL, q->entity, q->row, n, false, ans);
-    if (got != n) { /* a broken invariant: an unfiltered query answers every entity */
-        fprintf(stderr, "kgl: kgl_predict answered %d of %d entities\n", got, n);
-        abort();
-    }
-    for (int k = 0; k < n; k++) {
-        q->by_score[k] = ans[k].entity;
-        q->scores[ans[k].entity] = ans[k].score;
-        q->probs[ans[k].entity] = ans[k].prob;
-    }
-    free(ans);
-    free(states);
-    sort_desc(q->by_attn, n, q->mean);
-    q->n_true = kgl_true_answers(v->split[0], v->n[0], v->ds.n_relations, q->entity, q->row, q->truth, n);
-    for (int k = 0; k < q->n_true; k++) q->is_true[q->truth[k]] = true;
-}
-
-static void query_free(query_view *q)
-{
-    free(q->attn);
-    free(q->mean);
-    free(q->scores);
-    free(q->probs);
-    free(q->by_attn);
-    free(q->by_score);
-    free(q->is_true);
-    free(q->truth);
-}
-
 /* The entities the attention table shows: the `top` most attended, then
  * every true answer that is not among them (so a true tail is never hidden). */
 static int attention_rows_shown(const query_view *q, int *rows)
 {
     int k = 0;
-    for (int r = 0; r < q->n; r++) {
-        int j = q->by_attn[r];
-        if (r < q->top || q->is_true[j]) rows[k++] = j;
+    for (int r = 0; r < q->a.n; r++) {
+        int j = q->a.by_attn[r];
+        if (r < q->top || q->a.is_true[j]) rows[k++] = j;
     }
     return k;
 }
@@ -665,25 +512,25 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
     char *const *names = v->ds.entity_names;
     const char *head = names[q->entity];
     say_which_model(chosen);
-    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", chosen->path, step, q->H, head, q->rel_name);
+    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", chosen->path, step, q->a.heads, head, q->rel_name);
     printf("true answers of (%s, %s, ?) in the training triples (marked *): ", head, q->rel_name);
-    if (!q->n_true) printf("none");
-    for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
+    if (!q->a.n_true) printf("none");
+    for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
     printf("\n\n");
 
-    int *rows = kgl_xmalloc((size_t)q->n * sizeof(int));
-    int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->n ? q->top : q->n;
+    int *rows = kgl_xmalloc((size_t)q->a.n * sizeof(int));
+    int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->a.n ? q->top : q->a.n;
     /* column widths from the names shown, so the two tables line up */
     int ew = 6, aw = 6;
     for (int k = 0; k < n_rows; k++) ew = fmax(ew, text_width(names[rows[k]]) + 2);
-    for (int k = 0; k < n_ans; k++) aw = fmax(aw, text_width(names[q->by_score[k]]) + 2);
+    for (int k = 0; k < n_ans; k++) aw = fmax(aw, text_width(names[q->a.by_score[k]]) + 2);
     if (ew > 34) ew = 34;
     if (aw > 34) aw = 34;
-    int left_w = ew + q->H * 9 + 8; /* entity, a column of 9 per head, mean */
+    int left_w = ew + q->a.heads * 9 + 8; /* entity, a column of 9 per head, mean */
     /* short captions (the query is named above), so they stay over their columns */
     printf("%-*s    %s\n", left_w, "A_h[i, j]: where each head looks", "the readout's top answers");
     printf("%-*s", ew, "entity");
-    for (int h = 0; h < q->H; h++) {
+    for (int h = 0; h < q->a.heads; h++) {
         char col[32];
         snprintf(col, sizeof col, "head %d", h);
         printf("  %7s", col);
@@ -695,32 +542,32 @@ static void query_print_text(const model_choice *chosen, long step, const data_v
         if (k < n_rows) {
             int j = rows[k];
             snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)ew - 2, SIZE_MAX), names[j],
-                     q->is_true[j] ? " *" : "");
+                     q->a.is_true[j] ? " *" : "");
             print_cell(stdout, cell, -ew);
-            for (int h = 0; h < q->H; h++) printf("  %7.3f", q->attn[(size_t)h * q->n + j]);
-            printf("%8.3f", q->mean[j]);
+            for (int h = 0; h < q->a.heads; h++) printf("  %7.3f", q->a.attn[(size_t)h * q->a.n + j]);
+            printf("%8.3f", q->a.mean[j]);
         } else {
             printf("%*s", left_w, "");
         }
         if (k < n_ans) {
-            int j = q->by_score[k];
+            int j = q->a.by_score[k];
             snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)aw - 2, SIZE_MAX), names[j],
-                     q->is_true[j] ? " *" : "");
+                     q->a.is_true[j] ? " *" : "");
             printf("    %4d  ", k + 1);
             print_cell(stdout, cell, -aw);
-            printf(" %10.4f %8.4f", q->scores[j], q->probs[j]);
+            printf(" %10.4f %8.4f", q->a.scores[j], q->a.probs[j]);
         }
         printf("\n");
     }
-    if (n_rows < q->n) {
+    if (n_rows < q->a.n) {
         double rest_max = 0;
-        for (int r = 0; r < q->n; r++) {
-            int j = q->by_attn[r];
+        for (int r = 0; r < q->a.n; r++) {
+            int j = q->a.by_attn[r];
             bool shown = false;
             for (int k = 0; k < n_rows; k++) shown |= rows[k] == j;
-            if (!shown) rest_max = fmax(rest_max, q->mean[j]);
+            if (!shown) rest_max = fmax(rest_max, q->a.mean[j]);
         }
-        int more = q->n - n_rows;
+        int more = q->a.n - n_rows;
         printf("(%d more %s, each with mean attention at most %.3f; --top N shows more, --json lists all)\n", more,
                more == 1 ? "entity" : "entities", rest_max);
     }
@@ -741,33 +588,33 @@ static void query_print_json(const model_choice *chosen, long step, const data_v
 {
     char *const *names = v->ds.entity_names;
     kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, q->H);
+    json_heads_opening(&w, chosen, step, q->a.heads);
     json_query(&w, names[q->entity], q->rel_name);
     kgl_json_key(&w, "true_tails");
     kgl_json_begin_array(&w);
-    for (int k = 0; k < q->n_true; k++) kgl_json_put_string(&w, names[q->truth[k]]);
+    for (int k = 0; k < q->a.n_true; k++) kgl_json_put_string(&w, names[q->a.truth[k]]);
     kgl_json_end_array(&w);
     kgl_json_key(&w, "attention");
     kgl_json_begin_array(&w);
-    for (int r = 0; r < q->n; r++) {
-        int j = q->by_attn[r];
+    for (int r = 0; r < q->a.n; r++) {
+        int j = q->a.by_attn[r];
         kgl_json_begin_object(&w);
         kgl_json_field_string(&w, "entity", names[j]);
-        kgl_json_field_bool(&w, "true_tail", q->is_true[j]);
+        kgl_json_field_bool(&w, "true_tail", q->a.is_true[j]);
         kgl_json_key(&w, "heads");
         kgl_json_begin_array(&w);
-        for (int h = 0; h < q->H; h++) kgl_json_put_number(&w, q->attn[(size_t)h * q->n + j]);
+        for (int h = 0; h < q->a.heads; h++) kgl_json_put_number(&w, q->a.attn[(size_t)h * q->a.n + j]);
         kgl_json_end_array(&w);
-        kgl_json_field_number(&w, "mean", q->mean[j]);
+        kgl_json_field_number(&w, "mean", q->a.mean[j]);
         kgl_json_end_object(&w);
     }
     kgl_json_end_array(&w);
     kgl_json_key(&w, "answers");
     kgl_json_begin_array(&w);
-    int n_ans = q->top < q->n ? q->top : q->n;
+    int n_ans = q->top < q->a.n ? q->top : q->a.n;
     for (int k = 0; k < n_ans; k++) {
-        int j = q->by_score[k];
-        json_answer(&w, k + 1, names[j], q->scores[j], q->probs[j], q->is_true[j]);
+        int j = q->a.by_score[k];
+        json_answer(&w, k + 1, names[j], q->a.scores[j], q->a.probs[j], q->a.is_true[j]);
     }
     kgl_json_end_array(&w);
     json_heads_closing(&w);
@@ -789,8 +636,8 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
            "edges)\n", chosen->path, step, H, sv->layers, sv->layers == 1 ? "" : "s", names[q->entity], q->rel_name, T,
            T - 1);
     printf("true answers in the training triples (marked *): ");
-    if (!q->n_true) printf("none");
-    for (int k = 0; k < q->n_true; k++) printf("%s%s", k ? ", " : "", names[q->truth[k]]);
+    if (!q->a.n_true) printf("none");
+    for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
     printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
     char label[1300], cell[200]; /* cell: 40 characters of at most 4 bytes, and " *" */
     int *order = kgl_xmalloc((size_t)T * sizeof(int));
@@ -801,7 +648,7 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
             mean[t] = 0;
             for (int h = 0; h < H; h++) mean[t] += w[(size_t)t * H + h] / H;
         }
-        sort_desc(order, T, mean);
+        kgl_heads_order(mean, T, order);
         printf("\nlayer %d: where each head looks (the %d most weighted of %d tokens)\n%-40s", l, top, T, "token");
         for (int h = 0; h < H; h++) {
             snprintf(cell, sizeof cell, "head %d", h);
@@ -817,8 +664,8 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
                 snprintf(label, sizeof label, "%s %s", rel, names[e]);
             }
             /* 40 characters: the label cut between characters (38 before " *" on a true answer) */
-            int keep = (int)kgl_utf8_prefix(label, q->is_true[e] ? 38 : 40, strlen(label));
-            snprintf(cell, sizeof cell, "%.*s%s", keep, label, q->is_true[e] ? " *" : "");
+            int keep = (int)kgl_utf8_prefix(label, q->a.is_true[e] ? 38 : 40, strlen(label));
+            snprintf(cell, sizeof cell, "%.*s%s", keep, label, q->a.is_true[e] ? " *" : "");
             print_cell(stdout, cell, -40);
             for (int h = 0; h < H; h++) printf("  %7.3f", w[(size_t)t * H + h]);
             printf("  %7.3f  %9.2f\n", mean[t], mean[t] * T);
@@ -827,7 +674,7 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
     printf("\nthe readout's top answers\n%4s  %-34s %10s %8s\n", "rank", "answer", "score", "prob");
     for (int k = 0; k < n_ans; k++) {
         const char *name = names[ans[k].entity];
-        bool truth = q->is_true[ans[k].entity];
+        bool truth = q->a.is_true[ans[k].entity];
         int keep = (int)kgl_utf8_prefix(name, truth ? 32 : 34, strlen(name));
         snprintf(cell, sizeof cell, "%.*s%s", keep, name, truth ? " *" : "");
         printf("%4d  ", k + 1);
@@ -861,7 +708,7 @@ static void graph_query_json(const model_choice *chosen, long step, const data_v
             kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
             kgl_json_field_string(&w, "relation", rel);
         }
-        kgl_json_field_bool(&w, "true_answer", q->is_true[sv->entity[t]]);
+        kgl_json_field_bool(&w, "true_answer", q->a.is_true[sv->entity[t]]);
         kgl_json_key(&w, "layers");
         kgl_json_begin_array(&w);
         for (int l = 0; l < sv->layers; l++) json_numbers(&w, sv->weight + ((size_t)l * T + t) * H, H, 1);
@@ -872,7 +719,7 @@ static void graph_query_json(const model_choice *chosen, long step, const data_v
     kgl_json_key(&w, "answers");
     kgl_json_begin_array(&w);
     for (int k = 0; k < n_ans; k++)
-        json_answer(&w, k + 1, names[ans[k].entity], ans[k].score, ans[k].prob, q->is_true[ans[k].entity]);
+        json_answer(&w, k + 1, names[ans[k].entity], ans[k].score, ans[k].prob, q->a.is_true[ans[k].entity]);
     kgl_json_end_array(&w);
     json_heads_closing(&w);
 }
@@ -891,7 +738,7 @@ static int answer_notes(const data_view *v, const query_view *q, const kgl_answe
     for (int k = 0; k < n_ans; k++) {
         int j = ans[k].entity;
         snprintf(lines[k + 1], sizeof lines[k + 1], "%d. %s %.3f%s", k + 1, v->ds.entity_names[j], ans[k].prob,
-                 q->is_true[j] ? " (true tail)" : "");
+                 q->a.is_true[j] ? " (true tail)" : "");
         notes[k + 1] = lines[k + 1];
     }
     return n_ans + 1;
@@ -932,7 +779,7 @@ static int graph_query_columns(const query_view *q, const kgl_segment_view *sv, 
     int T = sv->n_tokens, picked = 0, true_picked = 0, nc = 0;
     bool *pick = kgl_xcalloc((size_t)T, sizeof(bool));
     for (int k = 0; k < T && true_picked < QUERY_TRUE && picked < max_cols; k++)
-        if (q->is_true[sv->entity[order[k]]]) pick[order[k]] = true, picked++, true_picked++;
+        if (q->a.is_true[sv->entity[order[k]]]) pick[order[k]] = true, picked++, true_picked++;
     for (int k = 0; k < T && picked < max_cols; k++)
         if (!pick[order[k]]) pick[order[k]] = true, picked++;
     for (int k = 0; k < T; k++)
@@ -956,10 +803,10 @@ static bool graph_query_svg(const pictures *pic, const data_view *v, const query
     int *order = kgl_xmalloc((size_t)T * sizeof(int)), *cols = kgl_xmalloc((size_t)T * sizeof(int));
     for (int t = 0; t < T; t++)
         for (int r = 0; r < R; r++) mean[t] += sv->weight[((size_t)(r / H) * T + t) * H + r % H] / R;
-    sort_desc(order, T, mean);
+    kgl_heads_order(mean, T, order);
     int nc = graph_query_columns(q, sv, order, max_cols, cols), true_all = 0, true_drawn = 0;
     double rest = 0; /* the largest mean weight left out */
-    for (int t = 0; t < T; t++) true_all += q->is_true[sv->entity[t]];
+    for (int t = 0; t < T; t++) true_all += q->a.is_true[sv->entity[t]];
     double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
     unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
     char(*col_names)[1300] = kgl_xmalloc((size_t)nc * sizeof *col_names);
@@ -977,10 +824,10 @@ static bool graph_query_svg(const pictures *pic, const data_view *v, const query
             snprintf(col_names[c], sizeof col_names[c], "%s %s", rel, v->ds.entity_names[e]);
         }
         col_labels[c] = col_names[c];
-        true_drawn += q->is_true[e];
+        true_drawn += q->a.is_true[e];
         for (int r = 0; r < R; r++) {
             vals[(size_t)r * nc + c] = sv->weight[((size_t)(r / H) * T + t) * H + r % H] * T; /* a multiple of uniform */
-            outline[(size_t)r * nc + c] = q->is_true[e];
+            outline[(size_t)r * nc + c] = q->a.is_true[e];
         }
     }
     for (int t = 0; t < T; t++)
@@ -1020,40 +867,6 @@ static bool graph_query_svg(const pictures *pic, const data_view *v, const query
     return ok;
 }
 
-static int graph_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
-                       const data_view *v, kgl_model *m, long step)
-{
-    query_view q = {0};
-    q.top = top;
-    int st = parse_query(query, v, m, &q);
-    if (st) return st;
-    int n = m->cfg.n_entities, n_ans = top < n ? top : n;
-    q.is_true = kgl_xcalloc((size_t)n, sizeof(bool));
-    q.truth = kgl_xmalloc((size_t)n * sizeof(int));
-    q.n_true = kgl_true_answers(v->split[0], v->n[0], v->ds.n_relations, q.entity, q.row, q.truth, n);
-    for (int k = 0; k < q.n_true; k++) q.is_true[q.truth[k]] = true;
-    kgl_segment_view sv;
-    kgl_model_question_segment(m, q.entity, q.row, &sv);
-    kgl_answer *ans = kgl_xmalloc((size_t)n_ans * sizeof *ans);
-    n_ans = kgl_predict(m, NULL, NULL, q.entity, q.row, n_ans, false, ans);
-    bool drawn = false; /* the picture before the tables, as kgl heads draws its own */
-    if (pic->dir) {
-        char err[1024];
-        if (!(drawn = graph_query_svg(pic, v, &q, &sv, ans, n_ans, err, sizeof err))) {
-            fprintf(stderr, "kgl heads: %s\n", err);
-            st = EXIT_OUTPUT;
-        }
-    }
-    if (json) graph_query_json(chosen, step, v, &q, &sv, ans, n_ans);
-    else graph_query_text(chosen, step, v, &q, &sv, ans, n_ans);
-    if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
-    free(ans);
-    kgl_segment_view_free(&sv);
-    free(q.is_true);
-    free(q.truth);
-    return st;
-}
-
 /* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
  * readout's probabilities, over at most QUERY_COLUMNS entities in attention
  * order: the top answers, then true answers, then the most attended; the
@@ -1061,29 +874,29 @@ static int graph_query(const model_choice *chosen, const char *query, int top, b
  * answers listed under the legend. */
 static bool query_svg(const pictures *pic, const data_view *v, const query_view *q, char *err, size_t cap)
 {
-    int n = q->n, H = q->H, n_ans = q->top < n ? q->top : n;
+    int n = q->a.n, H = q->a.heads, n_ans = q->top < n ? q->top : n;
     if (n_ans > 10) n_ans = 10;
     int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0, picked = 0, true_picked = 0;
     bool *pick = kgl_xcalloc((size_t)n, sizeof(bool));
-    for (int k = 0; k < n_ans; k++) pick[q->by_score[k]] = true, picked++;
+    for (int k = 0; k < n_ans; k++) pick[q->a.by_score[k]] = true, picked++;
     for (int k = 0; k < n && true_picked < QUERY_TRUE && picked < QUERY_COLUMNS; k++) {
-        int j = q->by_score[k];
-        if (!q->is_true[j]) continue;
+        int j = q->a.by_score[k];
+        if (!q->a.is_true[j]) continue;
         true_picked++;
         if (!pick[j]) pick[j] = true, picked++;
     }
     for (int r = 0; r < n && picked < QUERY_COLUMNS; r++)
-        if (!pick[q->by_attn[r]]) pick[q->by_attn[r]] = true, picked++;
+        if (!pick[q->a.by_attn[r]]) pick[q->a.by_attn[r]] = true, picked++;
     double rest_attn = 0, rest_p = 0;
     int true_drawn = 0;
     for (int r = 0; r < n; r++) {
-        int j = q->by_attn[r];
+        int j = q->a.by_attn[r];
         if (pick[j]) {
             cols[nc++] = j;
-            true_drawn += q->is_true[j];
+            true_drawn += q->a.is_true[j];
         } else {
-            rest_attn = fmax(rest_attn, q->mean[j]);
-            rest_p = fmax(rest_p, q->probs[j]);
+            rest_attn = fmax(rest_attn, q->a.mean[j]);
+            rest_p = fmax(rest_p, q->a.probs[j]);
         }
     }
     int R = H + 1;
@@ -1096,9 +909,9 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
         int j = cols[c];
         col_labels[c] = v->ds.entity_names[j];
         /* multiples of uniform (1/n): the heads' weights and the readout's probability alike */
-        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = (double)q->attn[(size_t)h * n + j] * n;
-        vals[(size_t)H * nc + c] = q->probs[j] * n;
-        for (int r = 0; r < R; r++) outline[(size_t)r * nc + c] = q->is_true[j];
+        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = (double)q->a.attn[(size_t)h * n + j] * n;
+        vals[(size_t)H * nc + c] = q->a.probs[j] * n;
+        for (int r = 0; r < R; r++) outline[(size_t)r * nc + c] = q->a.is_true[j];
     }
     for (int h = 0; h < H; h++) snprintf(row_names[h], sizeof row_names[h], "head %d", h);
     snprintf(row_names[H], sizeof row_names[H], "readout p(j)");
@@ -1112,7 +925,7 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
              q->rel_name);
     if (nc < n) {
         char trues[64] = "";
-        if (q->n_true) snprintf(trues, sizeof trues, ", %d of the %d true answers", true_drawn, q->n_true);
+        if (q->a.n_true) snprintf(trues, sizeof trues, ", %d of the %d true answers", true_drawn, q->a.n_true);
         snprintf(col_axis, sizeof col_axis,
                  "entity j, by mean attention over the heads: %d of %d (the top %d answers%s and the most attended); "
                  "the other %d have mean attention \xe2\x89\xa4 %.2g and p \xe2\x89\xa4 %.2g",
@@ -1122,12 +935,12 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     }
     snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
     kgl_answer ans[10]; /* the top answers, listed under the legend */
-    for (int k = 0; k < n_ans; k++) ans[k] = (kgl_answer){.entity = q->by_score[k], .prob = q->probs[q->by_score[k]]};
+    for (int k = 0; k < n_ans; k++) ans[k] = (kgl_answer){.entity = q->a.by_score[k], .prob = q->a.probs[q->a.by_score[k]]};
     /* its rows are distributions of different things (each head's weights,
        the readout's probabilities), each drawn against its uniform 1/n: one
        scale centred on 1 compares them */
     kgl_heatmap hm = {.title = title, .rows = R, .cols = nc, .values = vals, .row_labels = row_labels,
-                      .col_labels = col_labels, .col_axis = col_axis, .outline = q->n_true ? outline : NULL,
+                      .col_labels = col_labels, .col_axis = col_axis, .outline = q->a.n_true ? outline : NULL,
                       .outline_label = outline_label, .value_label = value_label};
     bool ok = write_query_map(pic, &hm, v, q, ans, n_ans, err, cap);
     free(cols);
@@ -1140,28 +953,35 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
     return ok;
 }
 
+/* kgl heads --query HEAD,REL of a model with attention: where each head
+   looks from HEAD (a graph model: in the question's neighbourhood, layer by
+   layer) and the readout's answers; the picture first, then the tables. */
 static int run_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
-                     const data_view *v, const kgl_model *m, const kgl_checkpoint *ck)
+                     const data_view *v, const kgl_model *m, long step)
 {
     query_view q = {0};
     q.top = top;
     int st = parse_query(query, v, m, &q);
     if (st) return st;
-    query_compute(m, v, &q);
+    kgl_heads_question_measure(&q.a, m, v->split[0], v->n[0], v->ds.n_relations, q.entity, q.row, top);
+    bool graph = m->cfg.context == KGL_CONTEXT_GRAPH;
+    const kgl_segment_view *sv = &q.a.segment;
     bool drawn = false; /* the picture before the tables, as kgl heads draws its own */
     if (pic->dir) {
         char err[1024];
-        if (!(drawn = query_svg(pic, v, &q, err, sizeof err))) {
+        drawn = graph ? graph_query_svg(pic, v, &q, sv, q.a.answers, q.a.n_answers, err, sizeof err)
+                      : query_svg(pic, v, &q, err, sizeof err);
+        if (!drawn) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
         }
     }
-    if (json)
-        query_print_json(chosen, ck->st.step, v, &q);
-    else
-        query_print_text(chosen, ck->st.step, v, &q);
+    if (graph && json) graph_query_json(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
+    else if (graph) graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
+    else if (json) query_print_json(chosen, step, v, &q);
+    else query_print_text(chosen, step, v, &q);
     if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
-    query_free(&q);
+    kgl_heads_question_free(&q.a);
     return st;
 }
 
@@ -1196,10 +1016,9 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
 }
 
 /* kgl heads --json of a full-context model: spec, precision, deeper layers, top-3, ablation. */
-static void full_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                                const heads_report *rep, const kgl_tails *tl, const kgl_forward *f)
+static void full_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_heads_full *rep)
 {
-    int H = rep->H, n = rep->n, nr = rep->m;
+    int H = rep->heads, n = rep->n, nr = rep->m;
     char **names = v->ds.entity_names;
     kgl_json_writer w;
     json_heads_opening(&w, chosen, step, H);
@@ -1218,21 +1037,20 @@ static void full_heads_json(const model_choice *chosen, long step, const data_vi
         kgl_json_end_object(&w);
     }
     kgl_json_end_object(&w);
-    if (m->cfg.layers > 1) json_deeper_layers(&w, tl, f, v, m->cfg.layers, H, rep);
+    if (rep->layers > 1) json_deeper_layers(&w, v, rep);
     kgl_json_key(&w, "top3");
     kgl_json_begin_array(&w);
     for (int h = 0; h < H; h++) {
         kgl_json_begin_object(&w);
         for (int i = 0; i < n; i++) { /* each entity: [[name, weight], ...] of its three most attended */
-            int idx[3];
-            const kgl_real *row = f->attn[h]->data + (size_t)i * n;
-            top3(row, n, idx);
+            const int *idx = rep->top3 + ((size_t)h * n + i) * 3;
+            const double *weight = rep->top3_weight + ((size_t)h * n + i) * 3;
             kgl_json_key(&w, names[i]);
             kgl_json_begin_array(&w);
             for (int k = 0; k < 3 && idx[k] >= 0; k++) {
                 kgl_json_begin_array(&w);
                 kgl_json_put_string(&w, names[idx[k]]);
-                kgl_json_put_number(&w, row[idx[k]]);
+                kgl_json_put_number(&w, weight[k]);
                 kgl_json_end_array(&w);
             }
             kgl_json_end_array(&w);
@@ -1242,14 +1060,14 @@ static void full_heads_json(const model_choice *chosen, long step, const data_vi
     kgl_json_end_array(&w);
     kgl_json_key(&w, "ablation");
     kgl_json_begin_object(&w);
-    kgl_json_field_number(&w, "mrr", rep->base_mrr);
+    kgl_json_field_number(&w, "mrr", rep->mrr);
     kgl_json_key(&w, "heads");
     kgl_json_begin_array(&w);
     for (int h = 0; h < H; h++) {
         kgl_json_begin_object(&w);
         kgl_json_field_int(&w, "head", h);
         kgl_json_field_number(&w, "mrr", rep->ablated_mrr[h]);
-        kgl_json_field_number(&w, "drop", rep->base_mrr - rep->ablated_mrr[h]);
+        kgl_json_field_number(&w, "drop", rep->mrr - rep->ablated_mrr[h]);
         kgl_json_end_object(&w);
     }
     kgl_json_end_array(&w);
@@ -1260,9 +1078,9 @@ static void full_heads_json(const model_choice *chosen, long step, const data_vi
 /* kgl heads of a full-context model, as tables: spec and precision by
    relation (and each deeper layer's spec), each entity's top 3, ablation. */
 static void full_heads_text(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                                const heads_report *rep, const kgl_tails *tl, const kgl_forward *f)
+                            const kgl_heads_full *rep)
 {
-    int H = rep->H, n = rep->n, nr = rep->m;
+    int H = rep->heads, n = rep->n, nr = rep->m;
     char **names = v->ds.entity_names;
     int w = 8;
     for (int r = 0; r < nr; r++)
@@ -1287,7 +1105,7 @@ static void full_heads_text(const model_choice *chosen, long step, const data_vi
         for (int h = 0; h < H; h++) printf("  %8.3f", rep->precision[h * nr + r]);
         printf("\n");
     }
-    if (m->cfg.layers > 1) print_deeper_layers(tl, f, v, m->cfg.layers, H, rep, w);
+    if (rep->layers > 1) print_deeper_layers(v, rep, w);
     int nw = 5;
     for (int i = 0; i < n; i++)
         if (text_width(names[i]) > nw) nw = text_width(names[i]);
@@ -1295,21 +1113,19 @@ static void full_heads_text(const model_choice *chosen, long step, const data_vi
     for (int h = 0; h < H; h++) {
         printf("\nhead %d: each entity's top-3 attended entities\n", h);
         for (int i = 0; i < n; i++) {
-            int idx[3];
-            const kgl_real *row = f->attn[h]->data + (size_t)i * n;
-            top3(row, n, idx);
+            const int *idx = rep->top3 + ((size_t)h * n + i) * 3;
+            const double *weight = rep->top3_weight + ((size_t)h * n + i) * 3;
             printf("  ");
             print_cell(stdout, names[i], -nw);
             printf(" ->");
-            for (int k = 0; k < 3 && idx[k] >= 0; k++)
-                printf("%s %s %.3f", k ? "," : "", names[idx[k]], row[idx[k]]);
+            for (int k = 0; k < 3 && idx[k] >= 0; k++) printf("%s %s %.3f", k ? "," : "", names[idx[k]], weight[k]);
             printf("\n");
         }
     }
-    printf("\nhead ablation: train MRR (both directions) with every head %.4f\n%-6s %12s %8s\n", rep->base_mrr,
+    printf("\nhead ablation: train MRR (both directions) with every head %.4f\n%-6s %12s %8s\n", rep->mrr,
            "head", "MRR without", "drop");
     for (int h = 0; h < H; h++)
-        printf("%-6d %12.4f %8.4f\n", h, rep->ablated_mrr[h], rep->base_mrr - rep->ablated_mrr[h]);
+        printf("%-6d %12.4f %8.4f\n", h, rep->ablated_mrr[h], rep->mrr - rep->ablated_mrr[h]);
 }
 
 /* kgl heads of a full-context model (no --query): where each head's weight
@@ -1319,54 +1135,24 @@ static int full_heads(const model_choice *chosen, bool json, const pictures *pic
                       const kgl_checkpoint *ck)
 {
     int st = 0;
-    heads_report rep = {m->cfg.heads, v->ds.n_entities, v->ds.n_relations, NULL, NULL, NULL, NULL, 0, NULL};
-    int H = rep.H, n = rep.n, nr = rep.m;
-    rep.spec = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    rep.precision = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    rep.baseline = kgl_xmalloc((size_t)nr * sizeof(double));
-    rep.with_tails = kgl_xmalloc((size_t)nr * sizeof(int));
-    rep.ablated_mrr = kgl_xmalloc((size_t)H * sizeof(double));
-    kgl_tails tl;
-    kgl_tails_build(&tl, n, nr, v->split[0], v->n[0]);
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    kgl_forward f;
-    kgl_model_context(m, &t, &f);
-    measure(&tl, f.attn, &rep);
-
-    kgl_eval ev;
-    kgl_eval_init(&ev, n, nr);
-    rep.base_mrr = train_mrr(m, v, &ev);
-    for (int h = 0; h < H; h++) {
-        m->ablate[h] = true;
-        rep.ablated_mrr[h] = train_mrr(m, v, &ev);
-        m->ablate[h] = false;
-    }
-
+    kgl_heads_full rep;
+    kgl_heads_full_measure(&rep, m, &v->ds, v->split[0], v->n[0]);
     /* the pictures before the tables: a reader of stdout that stops
        reading (`| head`) never costs them */
     bool drawn = false;
     if (pic->dir) {
         char err[1024];
-        if (!(drawn = write_svgs(pic, v, f.attn, &tl, &rep, err, sizeof err))) {
+        if (!(drawn = write_svgs(pic, v, &rep, err, sizeof err))) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
         }
     }
-    if (json) full_heads_json(chosen, ck->st.step, v, m, &rep, &tl, &f);
-    else full_heads_text(chosen, ck->st.step, v, m, &rep, &tl, &f);
+    if (json) full_heads_json(chosen, ck->st.step, v, &rep);
+    else full_heads_text(chosen, ck->st.step, v, m, &rep);
     if (drawn && !json)
-        printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, H - 1, pic->dir,
+        printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, rep.heads - 1, pic->dir,
                pic->dir);
-    kgl_eval_free(&ev);
-    kgl_tape_free(&t);
-    kgl_tails_free(&tl);
-    free(rep.spec);
-    free(rep.precision);
-    free(rep.baseline);
-    free(rep.with_tails);
-    free(rep.ablated_mrr);
+    kgl_heads_full_free(&rep);
     return st;
 }
 
@@ -1419,12 +1205,12 @@ int cmd_heads(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    if (m.cfg.context == KGL_CONTEXT_GRAPH) st = graph_heads(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
-    else if (m.cfg.context == KGL_CONTEXT_NONE)
+    if (m.cfg.context == KGL_CONTEXT_NONE)
         st = (fprintf(stderr, "kgl heads: %s has no attention (--context none): its states are the entity embeddings\n",
                       chosen.path),
               EXIT_USAGE);
-    else if (query) st = run_query(&chosen, query, (int)top, json, &pic, &v, &m, &ck);
+    else if (query) st = run_query(&chosen, query, (int)top, json, &pic, &v, &m, ck.st.step);
+    else if (m.cfg.context == KGL_CONTEXT_GRAPH) st = graph_heads(&chosen, json, &pic, &v, &m, &ck);
     else st = full_heads(&chosen, json, &pic, &v, &m, &ck);
     kgl_model_free(&m);
     kgl_checkpoint_close(&ck);

@@ -370,20 +370,27 @@ static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "ent
                                            "wq_move",       "wk_move",      "attn_tv"};
 #define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
 
+/* The header: layer 0's head columns "h<k>_...", then a stack's deeper
+   layers' the same, each prefixed "l<l>_" (l1_h0_entropy, ...). */
 static void log_header(const train_ctx *c, const kgl_run_member *m)
 {
     FILE *log = c->out[m->index].log;
     fprintf(log, "step,loss,main_loss,aux_loss,lr,seconds");
     bool selecting = c->o->run.eval_every > 0;
     const kgl_dataset *ds = &c->v->ds;
-    for (int h = 0; h < m->tr.model.cfg.heads; h++) {
-        for (int k = 0; k < N_HEAD_COLUMNS; k++) fprintf(log, ",h%d_%s", h, head_columns[k]);
-        for (int r = 0; r < ds->n_relations; r++) {
-            if (!c->v->use_relation[r]) continue;
-            char name[600];
-            snprintf(name, sizeof name, "h%d_spec_%s", h, ds->relation_names[r]);
-            fputc(',', log);
-            write_field(log, name, ",\"\r\n");
+    const kgl_config *cfg = &m->tr.model.cfg;
+    for (int l = 0; l < cfg->layers; l++) {
+        char layer[16] = "";
+        if (l > 0) snprintf(layer, sizeof layer, "l%d_", l);
+        for (int h = 0; h < cfg->heads; h++) {
+            for (int k = 0; k < N_HEAD_COLUMNS; k++) fprintf(log, ",%sh%d_%s", layer, h, head_columns[k]);
+            for (int r = 0; r < ds->n_relations; r++) {
+                if (!c->v->use_relation[r]) continue;
+                char name[600];
+                snprintf(name, sizeof name, "%sh%d_spec_%s", layer, h, ds->relation_names[r]);
+                fputc(',', log);
+                write_field(log, name, ",\"\r\n");
+            }
         }
     }
     if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", log);
@@ -411,15 +418,17 @@ static void log_row(const train_ctx *c, const kgl_run_member *m, long step, doub
     const kgl_diag *dg = &out->diag;
     /* a step Ctrl-C stopped at was not measured: its head columns are empty, not the last measurement's */
     bool measured = m->diag_step == step;
-    for (int h = 0; h < dg->heads; h++) {
-        const kgl_head_diag *hd = &dg->head[h];
-        double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
-                                    hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
-                                    hd->wq_move,       hd->wk_move,      hd->attn_tv};
-        for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, measured ? v[k] : NAN);
-        for (int r = 0; r < dg->m; r++)
-            if (c->v->use_relation[r]) log_number(log, measured ? dg->spec[h * dg->m + r] : NAN);
-    }
+    for (int l = 0; l < dg->layers; l++)
+        for (int h = 0; h < dg->heads; h++) {
+            const kgl_head_diag *hd = kgl_diag_head(dg, l, h);
+            double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
+                                        hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
+                                        hd->wq_move,       hd->wk_move,      hd->attn_tv};
+            const double *spec = dg->spec + ((size_t)l * dg->heads + h) * dg->m;
+            for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, measured ? v[k] : NAN);
+            for (int r = 0; r < dg->m; r++)
+                if (c->v->use_relation[r]) log_number(log, measured ? spec[r] : NAN);
+        }
     if (c->o->run.eval_every) { /* of the parameters after this step's update */
         const kgl_metrics *b = &m->valid_ev.both;
         log_number(log, evaluated ? b->mrr : NAN);
@@ -647,25 +656,6 @@ static void json_best(kgl_json_writer *w, const kgl_run_member *m)
     kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
 }
 
-/* Where member 0's heads look, by relation, into spec (f: its forward
-   pass, for the full context's weights; NAN without a layer). */
-static void member0_spec(kgl_run_member *m, const kgl_forward *f, double *spec)
-{
-    kgl_trainer *tr = &m->tr;
-    switch (tr->model.cfg.context) {
-    case KGL_CONTEXT_FULL: kgl_specialisation(&tr->tails, tr->model.cfg.heads, f->attn, spec); break;
-    case KGL_CONTEXT_GRAPH:
-        kgl_model_relation_attention(&tr->model, tr->eval_tape.pool, tr->train,
-                                     tr->n_train < KGL_RELATION_ATTENTION_TRIPLES ? tr->n_train
-                                                                                  : KGL_RELATION_ATTENTION_TRIPLES,
-                                     spec, NULL, NULL);
-        break;
-    case KGL_CONTEXT_NONE:
-        for (int k = 0; k < tr->model.cfg.heads * tr->model.cfg.n_relations; k++) spec[k] = NAN;
-        break;
-    }
-}
-
 /* The report's model selection: an ensemble's members alone (each ranked on
    every split given, under the ranking's progress line, what says which),
    or the one model's chosen step. */
@@ -786,7 +776,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     }
     int heads = m0->tr.model.cfg.heads;
     double *spec = kgl_xmalloc((size_t)heads * (size_t)ds->n_relations * sizeof(double));
-    member0_spec(m0, &f, spec);
+    kgl_heads_spec(&m0->tr, &f, spec); /* where member 0's heads look, by relation (f: its forward pass) */
     size_t params = 0;
     for (int k = 0; k < members; k++) params += run->member[k].tr.model.params.total;
     /* Its rankings take minutes on a graph of real size (each split, and

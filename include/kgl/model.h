@@ -218,12 +218,17 @@ typedef struct kgl_forward {
     const kgl_neighbourhood *neighbourhood;
     kgl_tensor *segment_logits, *segment_attn;
     kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
+    kgl_tensor *layer_segment_logits[KGL_MAX_LAYERS]; /* and its scores [tokens, H] (layer 0's: segment_logits) */
     kgl_tensor *q, *k;                  /* Q, K [n, d] (graph context with qk-norm: K of the
                                            neighbourhood's distinct pairs, before the norm) */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */
     kgl_tensor *layer_attn[KGL_MAX_LAYERS][KGL_MAX_HEADS]; /* a stack's A_h of every layer (layer 0's: attn) */
+    /* and, for the log's diagnostics of every layer, its S_h (layer 0's:
+       logits_attn) or the fused attention's measurements (layer 0's: attn_stats) */
+    kgl_tensor *layer_logits_attn[KGL_MAX_LAYERS][KGL_MAX_HEADS];
+    double *layer_attn_stats[KGL_MAX_LAYERS];
     kgl_tensor *head_out[KGL_MAX_HEADS]; /* A_h V_h [n, dk] */
     kgl_tensor *scores;                 /* readout logits [B, n] (loss only) */
     kgl_tensor *main_loss, *aux_loss;   /* aux NULL when nothing was supervised */
@@ -458,10 +463,25 @@ typedef struct kgl_tails {
 } kgl_tails;
 void kgl_tails_build(kgl_tails *tl, int n_entities, int n_relations, const kgl_triple *tr, int n);
 void kgl_tails_free(kgl_tails *tl);
+
+/* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
+ * fixed rule (the first K edges, none left out) into states [n, d]. With
+ * --query-relation each depends on its relation (rel NULL: none asked, as
+ * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
+void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
+                            kgl_real *states);
+
+/* ---------------------------------------------------------------- heads --
+ * What a head looks at, measured on a forward pass (src/model/heads.c): the
+ * primitives the training log, kgl train's report and the heads study
+ * (kgl/studies.h, src/studies/heads.c) all read attention through. */
 /* spec[h][r] (README, "The model, exactly"): mean over entities i with at least
  * one r-tail of Σ_{t ∈ tails_r(i)} A_h[i, t]; written to spec[h * m + r],
  * NAN for a relation without tails. */
 void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec);
+/* rows[h * n + j] = A_h[entity, j]: where every head of a full-context
+ * model looks from `entity` (one forward pass, not recorded). */
+void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows);
 /* The same question in a neighbourhood context (the weights A [tokens, H] of
  * the segments of nb): spec[h][r] is the mean over the segments with at
  * least one edge of original relation r (either direction: rows r and m + r)
@@ -496,12 +516,6 @@ typedef struct kgl_segment_view {
 } kgl_segment_view;
 void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out);
 void kgl_segment_view_free(kgl_segment_view *v);
-/* --context graph: the states of n queries (entity[k], rel[k]) by evaluation's
- * fixed rule (the first K edges, none left out) into states [n, d]. With
- * --query-relation each depends on its relation (rel NULL: none asked, as
- * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
-void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
-                            kgl_real *states);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of
  * update t is lr · f(t) with
@@ -890,14 +904,23 @@ typedef struct kgl_head_diag {
     double attn_tv;                     /* mean over rows of ½ Σ_j |A − A₀| */
 } kgl_head_diag;
 
+/* Every layer of a stack is measured as the first: its own weights (a
+ * deeper layer's over the states of the layer below; in a graph context, of
+ * the layer's question over the same tokens), its own Wq, Wk. */
 typedef struct kgl_diag {
-    int heads, n, d, m;
+    int heads, n, d, m, layers;
     kgl_context_kind context;      /* graph: measured over the step's segments; none: NaN */
-    kgl_real *attn0;               /* [H n n] attention at the reference point */
-    kgl_real *wq0, *wk0;           /* [d d] */
-    kgl_head_diag head[KGL_MAX_HEADS];
-    double *spec;                  /* [H m] */
+    kgl_real *attn0;               /* [layers H n n] attention at the reference point */
+    kgl_real *wq0, *wk0;           /* [layers d d] */
+    kgl_head_diag head[KGL_MAX_HEADS];                       /* layer 0's */
+    kgl_head_diag deeper[KGL_MAX_LAYERS - 1][KGL_MAX_HEADS]; /* layer l ≥ 1's at deeper[l - 1] */
+    double *spec;                  /* [layers H m]: layer l's spec[h][r] at (l H + h) m + r */
 } kgl_diag;
+/* Head h of layer l's measurements. */
+static inline const kgl_head_diag *kgl_diag_head(const kgl_diag *dg, int l, int h)
+{
+    return l == 0 ? &dg->head[h] : &dg->deeper[l - 1][h];
+}
 
 /* Takes the trainer's current parameters as step 0 (W₀, A₀). */
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr);
@@ -1129,8 +1152,6 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
 /* "NAME" or "NAME^-1" to a row; -1 if unknown (or an inverse without
  * reciprocal rows). */
 int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name);
-/* rows[h * n + j] = A_h[entity, j]: where every head looks from `entity`. */
-void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows);
 /* states[i * d + c] = C[i, c], the layer's output (the readout's head side). */
 void kgl_context_states(const kgl_model *m, kgl_real *states);
 /* The softmax of n scores (the probabilities the cross-entropy trains). */

@@ -1,7 +1,8 @@
 /* kgl/studies.h — the experiments behind `kgl demo` (the chapter on attention
  * re-derived with the engine's ops), the memo example, the embedded academic
- * world, the softmax-saturation study (`kgl saturation`) and the pieces of
- * the public benchmarks (`kgl benchmark`). Built on the layers below. */
+ * world, the heads study (`kgl heads`), the softmax-saturation study (`kgl
+ * saturation`) and the pieces of the public benchmarks (`kgl benchmark`).
+ * Built on the layers below. */
 #ifndef KGL_STUDIES_H
 #define KGL_STUDIES_H
 
@@ -221,6 +222,92 @@ typedef struct kgl_demo_memo {
     bool pass;
 } kgl_demo_memo;
 bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
+
+/* ---------------------------------------------------------------- heads --
+ * What each attention head of a trained model looks at, measured against
+ * its training triples (src/studies/heads.c; `kgl heads`, kgl train's
+ * report), built on the primitives of kgl/model.h's heads section (which
+ * the training log reads too). Results only: printing and pictures are the
+ * program's. */
+
+/* Head ablation: the filtered MRR (both directions) of m on tr[0..n) with
+ * every head, into *mrr, and with head h of the first layer switched off
+ * (its output zeroed, m->ablate[h]; restored after), into ablated_mrr[h]. */
+void kgl_heads_ablation(kgl_model *m, const kgl_dataset *ds, const kgl_triple *tr, int n, double *mrr,
+                        double *ablated_mrr);
+/* Whether j is a true r-tail of i. */
+bool kgl_heads_is_tail(const kgl_tails *tl, int r, int i, int j);
+/* idx[0..n) = 0..n-1 sorted by key descending, equal keys by index (a
+ * deterministic order). */
+void kgl_heads_order(const double *key, int n, int *idx);
+
+/* A full-context model against its training triples (ds's names, the
+ * triples train[0..n_train)). */
+typedef struct kgl_heads_full {
+    int heads, layers, n, m; /* n entities, m relations */
+    kgl_tails tails;         /* of the training triples */
+    /* spec[h][r] of layer l at spec[(l · heads + h) · m + r] (kgl_specialisation;
+       a deeper layer's heads weigh the states of the layer below) */
+    double *spec;
+    double *precision;  /* [heads m] layer 0: how often head h's most attended entity is a true r-tail */
+    double *baseline;   /* [m] the same as spec for uniform attention: mean |tails_r(i)| / n */
+    int *with_tails;    /* [m] the entities with r-tails (the means' count) */
+    int *top3;          /* [heads n 3] each entity's three most attended (layer 0; ties: lower id; -1: none) */
+    double *top3_weight; /* [heads n 3] their weights */
+    double mrr, ablated_mrr[KGL_MAX_HEADS]; /* kgl_heads_ablation on every training triple */
+    kgl_tape tape;      /* the forward pass measured: fwd.attn[h] is layer 0's A_h [n, n] */
+    kgl_forward fwd;
+} kgl_heads_full;
+void kgl_heads_full_measure(kgl_heads_full *r, kgl_model *m, const kgl_dataset *ds, const kgl_triple *train,
+                            int n_train);
+void kgl_heads_full_free(kgl_heads_full *r);
+
+/* The training triples a graph model's ablation ranks (the first of the
+   file): enough for a mean, bounded in cost. */
+#define KGL_HEADS_ABLATION_TRIPLES 2000
+/* A --context graph model: where each head's weight goes, by the relation
+ * of the attended edge, over the evaluation neighbourhoods
+ * (kgl_model_relation_attention, over the first KGL_RELATION_ATTENTION_TRIPLES
+ * training triples' questions with --query-relation). */
+typedef struct kgl_heads_graph {
+    int heads, m;
+    double *mass;                /* [heads m] the weight head h puts on r's edges (NaN: r in no neighbourhood) */
+    double *uniform;             /* [m] what uniform weights would put there */
+    double self[KGL_MAX_HEADS];  /* the weight on the entity itself */
+    int ablation_triples;        /* kgl_heads_ablation on the first this many training triples */
+    double mrr, ablated_mrr[KGL_MAX_HEADS];
+} kgl_heads_graph;
+void kgl_heads_graph_measure(kgl_heads_graph *r, kgl_model *m, const kgl_dataset *ds, const kgl_triple *train,
+                             int n_train);
+void kgl_heads_graph_free(kgl_heads_graph *r);
+
+/* Where a trainer's heads look, by relation, into spec [heads m] (kgl
+ * train's report): a full context's specialisation of f's attention (f: its
+ * forward pass), a graph context's weight by relation over the evaluation
+ * neighbourhoods (kgl_heads_graph's mass), NaN without a layer. */
+void kgl_heads_spec(const kgl_trainer *tr, const kgl_forward *f, double *spec);
+
+/* One question (entity, row, ?) of a model with attention: its true answers
+ * among the training triples and where each head looks from it, beside the
+ * readout's answers. */
+typedef struct kgl_heads_question {
+    int entity, row, heads, n; /* n entities */
+    bool *is_true;             /* [n] a true answer in the training triples */
+    int *truth, n_true;        /* they, in the triples' order */
+    /* full context: */
+    kgl_real *attn;            /* [heads n] A_h[entity, :] */
+    double *mean;              /* [n] the mean over the heads */
+    double *scores, *probs;    /* [n] the readout's, every entity */
+    int *by_attn, *by_score;   /* [n] the entities by mean attention, by score (best first) */
+    /* graph context: */
+    kgl_segment_view segment;  /* the question's neighbourhood, each layer's weights on it */
+    kgl_answer *answers;       /* the readout's top n_answers */
+    int n_answers;
+} kgl_heads_question;
+/* top: the answers a graph model's question keeps (a full one ranks all). */
+void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
+                                int n_relations, int entity, int row, int top);
+void kgl_heads_question_free(kgl_heads_question *q);
 
 /* ----------------------------------------------------------- saturation --
  * The softmax-saturation study (`kgl saturation`, src/studies/saturation.c).

@@ -8,11 +8,6 @@
 #include "kgl/model.h"
 #include "engine/internal.h"
 
-static kgl_real *copy_of(const kgl_real *src, size_t n)
-{
-    return memcpy(kgl_xmalloc(n * sizeof(kgl_real)), src, n * sizeof(kgl_real));
-}
-
 void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
 {
     tr->model.measure_attention = true; /* the fused attention's max |S_h| and ‖∂L/∂S_h‖ */
@@ -22,18 +17,26 @@ void kgl_diag_init(kgl_diag *dg, kgl_trainer *tr)
     dg->n = c->n_entities;
     dg->d = c->dim;
     dg->m = c->n_relations;
+    dg->layers = c->layers;
+    int L = dg->layers;
     size_t nn = (size_t)dg->n * dg->n, dd = (size_t)dg->d * dg->d;
-    dg->spec = kgl_xmalloc((size_t)dg->heads * dg->m * sizeof(double));
+    dg->spec = kgl_xmalloc((size_t)L * dg->heads * dg->m * sizeof(double));
     dg->context = c->context;
     if (c->context == KGL_CONTEXT_NONE) return; /* no attention to measure */
-    if (c->context == KGL_CONTEXT_FULL) { /* A₀, n × n a head: the reference of attn_tv */
-        dg->attn0 = kgl_xmalloc((size_t)dg->heads * nn * sizeof(kgl_real));
+    if (c->context == KGL_CONTEXT_FULL) { /* A₀, n × n a head and layer: the reference of attn_tv */
+        dg->attn0 = kgl_xmalloc((size_t)L * dg->heads * nn * sizeof(kgl_real));
         kgl_forward f;
         kgl_trainer_context(tr, &f);
-        for (int h = 0; h < dg->heads; h++) memcpy(dg->attn0 + h * nn, f.attn[h]->data, nn * sizeof(kgl_real));
+        for (int l = 0; l < L; l++)
+            for (int h = 0; h < dg->heads; h++)
+                memcpy(dg->attn0 + ((size_t)l * dg->heads + h) * nn, f.layer_attn[l][h]->data, nn * sizeof(kgl_real));
     }
-    dg->wq0 = copy_of(tr->model.layer[0].wq->data, dd);
-    dg->wk0 = copy_of(tr->model.layer[0].wk->data, dd);
+    dg->wq0 = kgl_xmalloc((size_t)L * dd * sizeof(kgl_real));
+    dg->wk0 = kgl_xmalloc((size_t)L * dd * sizeof(kgl_real));
+    for (int l = 0; l < L; l++) {
+        memcpy(dg->wq0 + l * dd, tr->model.layer[l].wq->data, dd * sizeof(kgl_real));
+        memcpy(dg->wk0 + l * dd, tr->model.layer[l].wk->data, dd * sizeof(kgl_real));
+    }
 }
 
 void kgl_diag_free(kgl_diag *dg)
@@ -44,6 +47,9 @@ void kgl_diag_free(kgl_diag *dg)
     free(dg->spec);
     memset(dg, 0, sizeof *dg);
 }
+
+/* Head h of layer l's measurements, to be written. */
+static kgl_head_diag *head_diag(kgl_diag *dg, int l, int h) { return l == 0 ? &dg->head[h] : &dg->deeper[l - 1][h]; }
 
 static double frobenius(const kgl_real *x, size_t n)
 {
@@ -70,17 +76,34 @@ static double block_move(const kgl_real *x, const kgl_real *x0, int d, int c0, i
     return base > 0 ? sqrt(s) / base : NAN;
 }
 
+/* Layer l's Wq, Wk per head: the gradient over the head's columns and how
+   far they moved from W₀. */
+static void measure_weights(kgl_diag *dg, const kgl_trainer *tr, int l)
+{
+    const kgl_block *B = &tr->model.layer[l];
+    int d = dg->d, dk = d / dg->heads;
+    size_t dd = (size_t)d * d;
+    for (int h = 0; h < dg->heads; h++) {
+        kgl_head_diag *hd = head_diag(dg, l, h);
+        hd->grad_wq = block_norm(B->wq->grad, d, h * dk, dk);
+        hd->grad_wk = block_norm(B->wk->grad, d, h * dk, dk);
+        hd->wq_move = block_move(B->wq->data, dg->wq0 + l * dd, d, h * dk, dk);
+        hd->wk_move = block_move(B->wk->data, dg->wk0 + l * dd, d, h * dk, dk);
+    }
+}
+
 /* --context graph: the same measures over the segments of the step's batch
-   (a row is a segment: the query entity's weights over its tokens); attn_tv
-   has no fixed reference (the neighbourhoods change every step): NaN. */
-static void measure_segments(kgl_diag *dg, const kgl_trainer *tr)
+   (a row is a segment: the query entity's weights over its tokens), layer
+   l's weights and scores; attn_tv has no fixed reference (the
+   neighbourhoods change every step): NaN. */
+static void measure_segments(kgl_diag *dg, const kgl_trainer *tr, int l)
 {
     const kgl_neighbourhood *nb = tr->fwd.neighbourhood;
-    const kgl_tensor *A = tr->fwd.segment_attn, *S = tr->fwd.segment_logits;
+    const kgl_tensor *A = tr->fwd.layer_segment_attn[l], *S = tr->fwd.layer_segment_logits[l];
     int H = dg->heads, B = nb->n;
     kgl_real p[KGL_MAX_NEIGHBOURS + 1];
     for (int h = 0; h < H; h++) {
-        kgl_head_diag *hd = &dg->head[h];
+        kgl_head_diag *hd = head_diag(dg, l, h);
         double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, max_logit = 0, grad2 = 0;
         for (int b = 0; b < B; b++) {
             int lo = nb->offsets[b], len = nb->offsets[b + 1] - lo;
@@ -105,41 +128,21 @@ static void measure_segments(kgl_diag *dg, const kgl_trainer *tr)
         hd->max_abs_logit = max_logit;
         hd->grad_logits = S->grad ? sqrt(grad2) : NAN;
     }
-    kgl_relation_attention(nb, A, H, tr->model.cfg.n_relations, dg->spec);
+    kgl_relation_attention(nb, A, H, tr->model.cfg.n_relations, dg->spec + (size_t)l * H * dg->m);
 }
 
-void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
+/* --context full: over the n rows of each head's A_h of layer l. */
+static void measure_full(kgl_diag *dg, const kgl_trainer *tr, int l)
 {
-    if (dg->context == KGL_CONTEXT_NONE) {
-        for (int h = 0; h < dg->heads; h++) {
-            double *x = &dg->head[h].max_prob_mean;
-            for (size_t k = 0; k < sizeof dg->head[h] / sizeof(double); k++) x[k] = NAN;
-        }
-        for (int k = 0; k < dg->heads * dg->m; k++) dg->spec[k] = NAN;
-        return;
-    }
-    if (dg->context == KGL_CONTEXT_GRAPH) {
-        measure_segments(dg, tr);
-        const kgl_model *m = &tr->model;
-        int d = dg->d, dk = d / dg->heads;
-        for (int h = 0; h < dg->heads; h++) {
-            kgl_head_diag *hd = &dg->head[h];
-            hd->grad_wq = block_norm(m->layer[0].wq->grad, d, h * dk, dk);
-            hd->grad_wk = block_norm(m->layer[0].wk->grad, d, h * dk, dk);
-            hd->wq_move = block_move(m->layer[0].wq->data, dg->wq0, d, h * dk, dk);
-            hd->wk_move = block_move(m->layer[0].wk->data, dg->wk0, d, h * dk, dk);
-        }
-        return;
-    }
-    int n = dg->n, d = dg->d, dk = d / dg->heads;
+    int n = dg->n, H = dg->heads;
     size_t nn = (size_t)n * n;
-    const kgl_model *m = &tr->model;
-    for (int h = 0; h < dg->heads; h++) {
-        kgl_head_diag *hd = &dg->head[h];
-        const kgl_tensor *A = tr->fwd.attn[h], *S = tr->fwd.logits_attn[h];
+    for (int h = 0; h < H; h++) {
+        kgl_head_diag *hd = head_diag(dg, l, h);
+        const kgl_tensor *A = tr->fwd.layer_attn[l][h], *S = tr->fwd.layer_logits_attn[l][h];
+        const kgl_real *A0 = dg->attn0 + ((size_t)l * H + h) * nn;
         double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, tv = 0, max_logit = 0;
         for (int i = 0; i < n; i++) {
-            const kgl_real *a = A->data + (size_t)i * n, *a0 = dg->attn0 + h * nn + (size_t)i * n;
+            const kgl_real *a = A->data + (size_t)i * n, *a0 = A0 + (size_t)i * n;
             double mp = 0, row_tv = 0;
             for (int j = 0; j < n; j++) {
                 if (a[j] > mp) mp = a[j];
@@ -161,15 +164,28 @@ void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
         hd->jac_fro = jac / n;
         hd->attn_tv = tv / n;
         /* the fused attention measured these itself (it keeps no S_h) */
-        const double *st = tr->fwd.attn_stats;
+        const double *st = tr->fwd.layer_attn_stats[l];
         hd->max_abs_logit = S ? max_logit : st ? st[h] : NAN;
-        hd->grad_logits = S ? (S->grad ? frobenius(S->grad, nn) : NAN) : st ? st[dg->heads + h] : NAN;
-        hd->grad_wq = block_norm(m->layer[0].wq->grad, d, h * dk, dk);
-        hd->grad_wk = block_norm(m->layer[0].wk->grad, d, h * dk, dk);
-        hd->wq_move = block_move(m->layer[0].wq->data, dg->wq0, d, h * dk, dk);
-        hd->wk_move = block_move(m->layer[0].wk->data, dg->wk0, d, h * dk, dk);
+        hd->grad_logits = S ? (S->grad ? frobenius(S->grad, nn) : NAN) : st ? st[H + h] : NAN;
     }
-    kgl_specialisation(&tr->tails, dg->heads, (kgl_tensor *const *)tr->fwd.attn, dg->spec);
+    kgl_specialisation(&tr->tails, H, (kgl_tensor *const *)tr->fwd.layer_attn[l], dg->spec + (size_t)l * H * dg->m);
+}
+
+void kgl_diag_measure(kgl_diag *dg, const kgl_trainer *tr)
+{
+    for (int l = 0; l < dg->layers; l++) {
+        if (dg->context == KGL_CONTEXT_NONE) {
+            for (int h = 0; h < dg->heads; h++) {
+                double *x = &head_diag(dg, l, h)->max_prob_mean;
+                for (size_t k = 0; k < sizeof(kgl_head_diag) / sizeof(double); k++) x[k] = NAN;
+            }
+            for (int k = 0; k < dg->heads * dg->m; k++) dg->spec[(size_t)l * dg->heads * dg->m + k] = NAN;
+            continue;
+        }
+        if (dg->context == KGL_CONTEXT_GRAPH) measure_segments(dg, tr, l);
+        else measure_full(dg, tr, l);
+        measure_weights(dg, tr, l);
+    }
 }
 
 /* ---- head supervision, measured --------------------------------------------- */

@@ -44,17 +44,6 @@ static void forward(const kgl_model *m, kgl_tape *t, kgl_forward *f)
     kgl_model_context(m, t, f);
 }
 
-void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows)
-{
-    int n = m->cfg.n_entities, H = m->cfg.heads;
-    if (entity < 0 || entity >= n) kgl_die("kgl_attention_rows: entity %d out of range (%d entities)", entity, n);
-    kgl_tape t;
-    kgl_forward f;
-    forward(m, &t, &f);
-    for (int h = 0; h < H; h++) memcpy(rows + (size_t)h * n, f.attn[h]->data + (size_t)entity * n, n * sizeof(kgl_real));
-    kgl_tape_free(&t);
-}
-
 void kgl_context_states(const kgl_model *m, kgl_real *states)
 {
     kgl_tape t;

@@ -18,6 +18,7 @@
 
 #include "kgl/model.h"
 #include "engine/internal.h"
+#include "internal.h"
 
 static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                                 kgl_forward *out);
@@ -25,7 +26,6 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
                                  const kgl_neighbourhood *nb, const int *asked, kgl_forward *out);
 static void every_entity_graph_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
                                       kgl_forward *out);
-static const kgl_graph *model_graph(const kgl_model *m);
 
 /* ---- the one entry point ------------------------------------------------------ */
 
@@ -43,7 +43,7 @@ void kgl_layer_forward(const kgl_model *m, kgl_tape *t, const kgl_questions *q, 
     }
     const kgl_neighbourhood *nb = q->neighbourhood;
     if (!nb) { /* the fixed rule, leaving out what each question must not see */
-        kgl_neighbourhood *fixed = kgl_neighbourhood_alloc(&t->arena, model_graph(m), q->n, m->cfg.neighbours);
+        kgl_neighbourhood *fixed = kgl_neighbourhood_alloc(&t->arena, kgl_model_graph(m), q->n, m->cfg.neighbours);
         kgl_neighbourhood_fixed(fixed, q->entity, q->rel, q->tail, q->n, q->all_answers);
         nb = fixed;
     }
@@ -92,7 +92,9 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
    layer_l(C⁽ˡ⁾), C = C⁽ᴸ⁾. What `out` records of the attention (Q, K, the
    weights and logits, the head outputs) is the first layer's: it looks at the
    entities themselves, which is what head supervision reads; every layer's
-   weights are in layer_attn (kgl heads shows each layer's specialisation). */
+   weights are in layer_attn (kgl heads shows each layer's specialisation),
+   its logits or the fused attention's measurements in layer_logits_attn and
+   layer_attn_stats (the log's diagnostics of each layer). */
 static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
                                 kgl_forward *out)
 {
@@ -106,9 +108,11 @@ static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regul
         return;
     }
     for (int l = 0; l < m->cfg.layers; l++) {
-        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        kgl_forward deeper = {0}; /* a deeper layer's records: its weights, logits and measurements kept below */
         X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
         memcpy(out->layer_attn[l], l == 0 ? out->attn : deeper.attn, sizeof out->attn);
+        memcpy(out->layer_logits_attn[l], l == 0 ? out->logits_attn : deeper.logits_attn, sizeof out->logits_attn);
+        out->layer_attn_stats[l] = l == 0 ? out->attn_stats : deeper.attn_stats;
     }
     out->context = X;
 }
@@ -135,7 +139,7 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
         bool keep = t->recording || t->keep_attention; /* a training step keeps them for its diagnostics */
         kgl_tensor *views = keep ? kgl_arena_alloc(&t->arena, (size_t)H * sizeof *views) : NULL;
         kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
-                                      l == 0 && m->measure_attention ? &out->attn_stats : NULL);
+                                      m->measure_attention ? &out->attn_stats : NULL);
         for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
         return finish_layer(m, L, t, X, O, p, rng);
     }
@@ -229,9 +233,10 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
         Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
     kgl_tensor *C = Xq;
     for (int l = 0; l < c->layers; l++) {
-        kgl_forward deeper; /* what a deeper layer's attention records is not kept */
+        kgl_forward deeper = {0}; /* a deeper layer's records: its weights and scores kept below */
         C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
         out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
+        out->layer_segment_logits[l] = l == 0 ? out->segment_logits : deeper.segment_logits;
     }
     out->context = C;
 }
@@ -286,7 +291,7 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
     return finish_layer(m, L, t, C, O, p, rng);
 }
 
-static const kgl_graph *model_graph(const kgl_model *m)
+const kgl_graph *kgl_model_graph(const kgl_model *m)
 {
     if (!m->graph) kgl_die("--context graph: the model has no graph (kgl_model_set_graph)");
     return m->graph;
@@ -295,10 +300,9 @@ static const kgl_graph *model_graph(const kgl_model *m)
 /* Evaluation's states: every entity i attends over itself and the first K of
    its edges in the graph's fixed order (no edge left out: the triples asked
    about in evaluation are not training triples), computed in blocks of
-   entities on a tape of its own, so memory stays O(block · K · d). */
+   entities on a tape of its own, so memory stays O(block · K · d)
+   (kgl_layer_in_blocks). */
 #define STATE_BLOCK 256
-static void states_in_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
-                         kgl_real *states, double *mass, double *count, double *self);
 
 static void every_entity_graph_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
                                       kgl_forward *out)
@@ -308,124 +312,22 @@ static void every_entity_graph_states(const kgl_model *m, kgl_tape *t, const kgl
                 "without regularisers; ask questions (a batch) to train with them");
     memset(out, 0, sizeof *out);
     out->context = kgl_tensor_new(t, m->cfg.n_entities, m->cfg.dim, false);
-    states_in_blocks(m, t->pool, NULL, NULL, m->cfg.n_entities, out->context->data, NULL, NULL, NULL);
+    kgl_layer_in_blocks(m, t->pool, NULL, NULL, m->cfg.n_entities, out->context->data, NULL, NULL);
 }
 
 void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
                             kgl_real *states)
 {
     if (m->cfg.context != KGL_CONTEXT_GRAPH) kgl_die("kgl_model_query_states: defined for --context graph");
-    states_in_blocks(m, pool, entity, rel, n, states, NULL, NULL, NULL);
+    kgl_layer_in_blocks(m, pool, entity, rel, n, states, NULL, NULL);
 }
 
-void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
-                                  double *self, double *uniform)
+/* The states of n queries (entity[k], asked[k]), STATE_BLOCK at a time
+   (internal.h). */
+void kgl_layer_in_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
+                         kgl_real *states, void (*each_block)(const kgl_forward *f, void *ctx), void *ctx)
 {
-    int H = m->cfg.heads, rels = m->cfg.n_relations;
-    size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
-    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
-    memset(mass, 0, 2 * cells * sizeof(double));
-    int n = m->cfg.n_entities, *entity = NULL, *asked = NULL;
-    if (m->cfg.query_relation) { /* the questions of tr: (h, r, ?) and (t, r⁻¹, ?) */
-        n = 2 * n_tr;
-        entity = kgl_xmalloc(((size_t)2 * n + 1) * sizeof(int));
-        asked = entity + n;
-        for (int k = 0; k < n_tr; k++) {
-            entity[k] = tr[k].head, asked[k] = tr[k].rel;
-            entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
-        }
-    }
-    states_in_blocks(m, pool, entity, asked, n, NULL, mass, count, self_sum); /* the weights only */
-    free(entity);
-    for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
-    if (self)
-        for (int h = 0; h < H; h++) self[h] = n ? self_sum[h] / n : NAN;
-    if (uniform)
-        for (int r = 0; r < rels; r++) {
-            size_t k = (size_t)H * (size_t)rels + (size_t)r;
-            uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
-        }
-    free(mass);
-}
-
-void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out)
-{
-    model_graph(m); /* no graph: a clear death before any block */
-    int H = m->cfg.heads, L = m->cfg.layers;
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    /* as evaluation asks the question: the fixed rule, without row's edges under --hide-asked-relation */
-    kgl_questions q = {.n = 1, .entity = &entity, .rel = &row, .all_answers = m->cfg.hide_asked};
-    kgl_forward f;
-    kgl_layer_forward(m, &t, &q, NULL, &f);
-    const kgl_neighbourhood *nb = f.neighbourhood;
-    int T = nb->offsets[1];
-    *out = (kgl_segment_view){T, L, H, kgl_xmalloc((size_t)T * sizeof(int)), kgl_xmalloc((size_t)T * sizeof(int)),
-                              kgl_xmalloc((size_t)L * T * H * sizeof(double))};
-    memcpy(out->entity, nb->entity, (size_t)T * sizeof(int));
-    memcpy(out->relation, nb->relation, (size_t)T * sizeof(int));
-    for (int l = 0; l < L; l++)
-        for (size_t k = 0; k < (size_t)T * H; k++) out->weight[(size_t)l * T * H + k] = f.layer_segment_attn[l]->data[k];
-    kgl_tape_free(&t);
-}
-
-void kgl_segment_view_free(kgl_segment_view *v)
-{
-    free(v->entity);
-    free(v->relation);
-    free(v->weight);
-    memset(v, 0, sizeof *v);
-}
-
-/* Σ over the segments of nb of what kgl_relation_attention averages: the
-   weight on each relation's edges (mass) and the segments having one (count),
-   [H m] each, and the weight on the entity's own token (self, [H]). */
-static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
-                                   double *count, double *self, bool with_uniform)
-{
-    double seg_mass[KGL_MAX_HEADS + 1];
-    int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
-    for (int b = 0; b < nb->n; b++) {
-        int lo = nb->offsets[b], hi = nb->offsets[b + 1];
-        if (self)
-            for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
-        for (int t0 = lo + 1; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
-            int r = nb->relation[t0] % m;
-            bool first = true;
-            for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
-            if (!first) continue;
-            for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
-            for (int u = t0; u < hi; u++)
-                if (nb->relation[u] % m == r) {
-                    for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
-                    seg_mass[H] += 1.0 / (hi - lo);
-                }
-            for (int h = 0; h < H_all; h++) {
-                mass[h * m + r] += seg_mass[h];
-                count[h * m + r] += 1;
-            }
-        }
-    }
-}
-
-void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
-{
-    size_t cells = (size_t)heads * (size_t)m;
-    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
-    memset(mass, 0, 2 * cells * sizeof(double));
-    add_relation_attention(nb, A, heads, m, mass, count, NULL, false);
-    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
-    free(mass);
-}
-
-/* The states of n queries (entity[k], asked[k]) into states [n, d] (entity
-   NULL: entity k; asked NULL: no relation asked; states NULL: not kept),
-   STATE_BLOCK at a time. */
-static void states_in_blocks(const kgl_model *m, kgl_pool *pool, const int *entity, const int *asked, int n,
-                         kgl_real *states, double *mass, double *count, double *self)
-{
-    model_graph(m); /* no graph: a clear death before any block */
+    kgl_model_graph(m); /* no graph: a clear death before any block */
     int d = m->cfg.dim;
     kgl_tape blk;
     kgl_tape_init(&blk);
@@ -441,9 +343,7 @@ static void states_in_blocks(const kgl_model *m, kgl_pool *pool, const int *enti
         kgl_forward f; /* the block's fixed neighbourhoods are drawn on its tape */
         kgl_layer_forward(m, &blk, &q, NULL, &f);
         if (states) memcpy(states + (size_t)lo * d, f.context->data, (size_t)rows * d * sizeof(kgl_real));
-        if (mass)
-            add_relation_attention(f.neighbourhood, f.segment_attn, m->cfg.heads, m->cfg.n_relations, mass, count,
-                                   self, true);
+        if (each_block) each_block(&f, ctx);
     }
     free(ids);
     kgl_tape_free(&blk);

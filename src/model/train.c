@@ -340,25 +340,6 @@ void kgl_tails_free(kgl_tails *tl)
     memset(tl, 0, sizeof *tl);
 }
 
-void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec)
-{
-    int n = tl->n_entities, m = tl->n_relations;
-    for (int h = 0; h < heads; h++)
-        for (int r = 0; r < m; r++) {
-            double total = 0;
-            int entities = 0;
-            for (int i = 0; i < n; i++) {
-                size_t key = (size_t)r * n + i;
-                int lo = tl->offsets[key], hi = tl->offsets[key + 1];
-                if (lo == hi) continue;
-                const kgl_real *a = attn[h]->data + (size_t)i * n;
-                for (int k = lo; k < hi; k++) total += a[tl->tails[k]];
-                entities++;
-            }
-            spec[h * m + r] = entities ? total / entities : NAN;
-        }
-}
-
 /* ---- the trainer ------------------------------------------------------------- */
 
 /* --lookup: each row of relation_emb constant within every head's block of

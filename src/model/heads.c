@@ -1,0 +1,186 @@
+/* heads.c — what a head looks at, measured on a forward pass: the one place
+ * the layer's attention is read for people (the log's columns, kgl train's
+ * report, kgl heads).
+ *
+ * Where the heads live, and why here: the training log measures these at
+ * its logged steps from inside the run (run.c, through kgl_diag_measure in
+ * diagnostics.c), and the model layer never calls into the studies above
+ * it, so what a head looks at in one forward pass is a primitive of the
+ * model layer: here. The study built on them (precision, top 3, ablation,
+ * one question's attention and answers, a report of a saved or a trained
+ * model) is src/studies/heads.c; kgl heads and kgl train print it.
+ *
+ *   full context   spec[h][r]: the mass head h, standing at i, puts on i's
+ *                  true r-tails, averaged over the entities with r-tails
+ *                  (kgl_specialisation; any layer's A_h)
+ *   graph context  the weight head h puts on the edges of relation r in a
+ *                  neighbourhood, averaged over the neighbourhoods with such
+ *                  edges: one batch's segments (kgl_relation_attention) or a
+ *                  model's evaluation neighbourhoods
+ *                  (kgl_model_relation_attention)
+ *   one question   the rows A_h[entity, :] (kgl_attention_rows), or the
+ *                  question's neighbourhood and each layer's weights on it
+ *                  (kgl_model_question_segment)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kgl/model.h"
+#include "engine/internal.h"
+#include "internal.h"
+
+/* ---- the full context ---------------------------------------------------------- */
+
+void kgl_specialisation(const kgl_tails *tl, int heads, kgl_tensor *const *attn, double *spec)
+{
+    int n = tl->n_entities, m = tl->n_relations;
+    for (int h = 0; h < heads; h++)
+        for (int r = 0; r < m; r++) {
+            double total = 0;
+            int entities = 0;
+            for (int i = 0; i < n; i++) {
+                size_t key = (size_t)r * n + i;
+                int lo = tl->offsets[key], hi = tl->offsets[key + 1];
+                if (lo == hi) continue;
+                const kgl_real *a = attn[h]->data + (size_t)i * n;
+                for (int k = lo; k < hi; k++) total += a[tl->tails[k]];
+                entities++;
+            }
+            spec[h * m + r] = entities ? total / entities : NAN;
+        }
+}
+
+void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows)
+{
+    int n = m->cfg.n_entities, H = m->cfg.heads;
+    if (entity < 0 || entity >= n) kgl_die("kgl_attention_rows: entity %d out of range (%d entities)", entity, n);
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(m, &t, &f);
+    for (int h = 0; h < H; h++) memcpy(rows + (size_t)h * n, f.attn[h]->data + (size_t)entity * n, n * sizeof(kgl_real));
+    kgl_tape_free(&t);
+}
+
+/* ---- the neighbourhood context --------------------------------------------------- */
+
+/* Σ over the segments of nb of what kgl_relation_attention averages: the
+   weight on each relation's edges (mass) and the segments having one (count),
+   [H m] each, and the weight on the entity's own token (self, [H]). */
+static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
+                                   double *count, double *self, bool with_uniform)
+{
+    double seg_mass[KGL_MAX_HEADS + 1];
+    int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
+    for (int b = 0; b < nb->n; b++) {
+        int lo = nb->offsets[b], hi = nb->offsets[b + 1];
+        if (self)
+            for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
+        for (int t0 = lo + 1; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
+            int r = nb->relation[t0] % m;
+            bool first = true;
+            for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
+            if (!first) continue;
+            for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
+            for (int u = t0; u < hi; u++)
+                if (nb->relation[u] % m == r) {
+                    for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
+                    seg_mass[H] += 1.0 / (hi - lo);
+                }
+            for (int h = 0; h < H_all; h++) {
+                mass[h * m + r] += seg_mass[h];
+                count[h * m + r] += 1;
+            }
+        }
+    }
+}
+
+void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
+{
+    size_t cells = (size_t)heads * (size_t)m;
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
+    memset(mass, 0, 2 * cells * sizeof(double));
+    add_relation_attention(nb, A, heads, m, mass, count, NULL, false);
+    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    free(mass);
+}
+
+
+/* What kgl_model_relation_attention sums over the blocks of evaluation's
+   neighbourhoods: add_relation_attention's mass, count and self. */
+typedef struct relation_sums {
+    int heads, relations;
+    double *mass, *count, *self;
+} relation_sums;
+
+static void add_block(const kgl_forward *f, void *ctx)
+{
+    relation_sums *s = ctx;
+    add_relation_attention(f->neighbourhood, f->segment_attn, s->heads, s->relations, s->mass, s->count, s->self,
+                           true);
+}
+
+void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
+                                  double *self, double *uniform)
+{
+    int H = m->cfg.heads, rels = m->cfg.n_relations;
+    size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
+    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
+    memset(mass, 0, 2 * cells * sizeof(double));
+    int n = m->cfg.n_entities, *entity = NULL, *asked = NULL;
+    if (m->cfg.query_relation) { /* the questions of tr: (h, r, ?) and (t, r⁻¹, ?) */
+        n = 2 * n_tr;
+        entity = kgl_xmalloc(((size_t)2 * n + 1) * sizeof(int));
+        asked = entity + n;
+        for (int k = 0; k < n_tr; k++) {
+            entity[k] = tr[k].head, asked[k] = tr[k].rel;
+            entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
+        }
+    }
+    relation_sums sums = {H, rels, mass, count, self_sum};
+    kgl_layer_in_blocks(m, pool, entity, asked, n, NULL, add_block, &sums); /* the weights only */
+    free(entity);
+    for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    if (self)
+        for (int h = 0; h < H; h++) self[h] = n ? self_sum[h] / n : NAN;
+    if (uniform)
+        for (int r = 0; r < rels; r++) {
+            size_t k = (size_t)H * (size_t)rels + (size_t)r;
+            uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
+        }
+    free(mass);
+}
+
+/* ---- one question of a graph model ------------------------------------------------ */
+
+void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out)
+{
+    kgl_model_graph(m); /* no graph: a clear death before any block */
+    int H = m->cfg.heads, L = m->cfg.layers;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    /* as evaluation asks the question: the fixed rule, without row's edges under --hide-asked-relation */
+    kgl_questions q = {.n = 1, .entity = &entity, .rel = &row, .all_answers = m->cfg.hide_asked};
+    kgl_forward f;
+    kgl_layer_forward(m, &t, &q, NULL, &f);
+    const kgl_neighbourhood *nb = f.neighbourhood;
+    int T = nb->offsets[1];
+    *out = (kgl_segment_view){T, L, H, kgl_xmalloc((size_t)T * sizeof(int)), kgl_xmalloc((size_t)T * sizeof(int)),
+                              kgl_xmalloc((size_t)L * T * H * sizeof(double))};
+    memcpy(out->entity, nb->entity, (size_t)T * sizeof(int));
+    memcpy(out->relation, nb->relation, (size_t)T * sizeof(int));
+    for (int l = 0; l < L; l++)
+        for (size_t k = 0; k < (size_t)T * H; k++) out->weight[(size_t)l * T * H + k] = f.layer_segment_attn[l]->data[k];
+    kgl_tape_free(&t);
+}
+
+void kgl_segment_view_free(kgl_segment_view *v)
+{
+    free(v->entity);
+    free(v->relation);
+    free(v->weight);
+    memset(v, 0, sizeof *v);
+}

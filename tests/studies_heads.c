@@ -1,0 +1,113 @@
+/* studies_heads.c — what a head looks at (src/model/heads.c) and the heads
+ * study on top of it (src/studies/heads.c), on numbers small enough to
+ * work out by hand. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test.h"
+
+/* Sums of three or four products of short decimals: exact to a few ulps. */
+#define EXACT 1e-12
+
+/* spec[h][r]: the mass head h, at i, puts on i's true r-tails, averaged
+   over the entities that have r-tails (not over all n). Three entities,
+   r0: 0 -> {1, 2}, 1 -> {2}; r1: 2 -> {0}. */
+TEST(heads_spec_is_the_mass_on_true_tails_over_entities_with_tails)
+{
+    const kgl_triple tr[] = {{0, 0, 1}, {0, 0, 2}, {1, 0, 2}, {2, 1, 0}};
+    kgl_tails tl;
+    kgl_tails_build(&tl, 3, 2, tr, 4);
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_tensor *A = kgl_tensor_new(&t, 3, 3, false);
+    const kgl_real rows[9] = {0.2, 0.3, 0.5, 0.1, 0.5, 0.4, 0.6, 0.3, 0.1};
+    for (int k = 0; k < 9; k++) A->data[k] = rows[k];
+    kgl_tensor *attn[1] = {A};
+    double spec[2];
+    kgl_specialisation(&tl, 1, attn, spec);
+    CHECK_NEAR(spec[0], ((0.3 + 0.5) + 0.4) / 2, EXACT); /* entities 0 and 1 */
+    CHECK_NEAR(spec[1], 0.6, EXACT);                       /* entity 2 alone */
+    kgl_tape_free(&t);
+    kgl_tails_free(&tl);
+}
+
+/* The weight by relation in a neighbourhood: per segment, the weight on the
+   edges of relation r in either direction (rows r and m + r) summed, then
+   averaged over the segments that have such an edge. m = 2, one head;
+   segment 0: itself, r0, r0, r1^-1; segment 1: itself, r1. */
+TEST(heads_relation_attention_is_the_weight_on_each_relations_edges)
+{
+    int offsets[] = {0, 4, 6}, entity[] = {0, 1, 2, 3, 1, 0}, relation[] = {4, 0, 0, 3, 4, 1};
+    kgl_neighbourhood nb = {.n = 2, .offsets = offsets, .entity = entity, .relation = relation};
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_tensor *A = kgl_tensor_new(&t, 6, 1, false);
+    const kgl_real w[6] = {0.1, 0.2, 0.3, 0.4, 0.25, 0.75};
+    for (int k = 0; k < 6; k++) A->data[k] = w[k];
+    double spec[2];
+    kgl_relation_attention(&nb, A, 1, 2, spec);
+    CHECK_NEAR(spec[0], 0.2 + 0.3, EXACT);          /* segment 0 alone has r0's edges */
+    CHECK_NEAR(spec[1], (0.4 + 0.75) / 2, EXACT);   /* both have r1's (segment 0 through its inverse) */
+    kgl_tape_free(&t);
+}
+
+static double mrr_without(kgl_model *m, const kgl_dataset *ds, int head)
+{
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds->n_entities, ds->n_relations);
+    if (head >= 0) m->ablate[head] = true;
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    kgl_forward f;
+    kgl_model_context(m, &t, &f);
+    kgl_evaluate(m, f.context, ds, ds->splits[0].triples, ds->splits[0].n, &ev);
+    double mrr = ev.both.mrr;
+    kgl_tape_free(&t);
+    if (head >= 0) m->ablate[head] = false;
+    kgl_eval_free(&ev);
+    return mrr;
+}
+
+/* The full study of a trained model: layer 0's spec is kgl_specialisation's
+   of the model's attention; ablation switches exactly one head off at a
+   time (the MRR of the model with that head, and only it, off) and leaves
+   every head on after; the top 3 are each row's largest weights. */
+TEST(heads_full_study_ablates_one_head_at_a_time)
+{
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[512];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.heads = 2;
+    kgl_train_config tc = {.batch = 1024, .seed = 1};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer tr;
+    kgl_trainer_init(&tr, &ds, ds.splits[0].triples, ds.splits[0].n, &cfg, &tc);
+    for (int s = 0; s < 60; s++) kgl_trainer_step(&tr);
+    kgl_model *m = &tr.model;
+    kgl_heads_full r;
+    kgl_heads_full_measure(&r, m, &ds, ds.splits[0].triples, ds.splits[0].n);
+    double spec[KGL_MAX_HEADS * 8];
+    kgl_specialisation(&r.tails, 2, r.fwd.attn, spec);
+    for (int k = 0; k < 2 * ds.n_relations; k++) CHECK(spec[k] == r.spec[k] || (isnan(spec[k]) && isnan(r.spec[k])));
+    CHECK(!m->ablate[0] && !m->ablate[1]);
+    CHECK(r.mrr == mrr_without(m, &ds, -1));
+    for (int h = 0; h < 2; h++) CHECK(r.ablated_mrr[h] == mrr_without(m, &ds, h));
+    CHECK(r.ablated_mrr[0] != r.ablated_mrr[1]); /* two heads, two different models without one */
+    int n = ds.n_entities;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < n; i++) {
+            const int *idx = r.top3 + ((size_t)h * n + i) * 3;
+            const kgl_real *row = r.fwd.attn[h]->data + (size_t)i * n;
+            int above = 0; /* entities weighed more than the third */
+            for (int j = 0; j < n; j++) above += row[j] > row[idx[2]];
+            CHECK(above <= 2 && row[idx[0]] >= row[idx[1]] && row[idx[1]] >= row[idx[2]]);
+            CHECK(r.top3_weight[((size_t)h * n + i) * 3] == row[idx[0]]);
+        }
+    kgl_heads_full_free(&r);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
