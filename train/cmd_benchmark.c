@@ -6,7 +6,17 @@
  * list of runs); this command starts them, reads their --json output back
  * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
  * results.json (kgl_benchmark_write_results). The configurations, the
- * published rows and the aggregation are the library's (src/studies/benchmark.c). */
+ * published rows and the aggregation are the library's (src/studies/benchmark.c).
+ *
+ * The runs are jobs of the one runner (kgl_jobs_run: --jobs at a time, no
+ * start after a failure or a signal), each job a process it starts and
+ * waits for, not kgl_run_train in this process, because a run must fail
+ * alone: kgl_die (out of memory, bad input) exits the whole process and
+ * would take the other runs and the report down with it, a run's stderr
+ * is its own .err file that users read, and a run with --precision f32 is
+ * the other binary. What the runner needs of a process it gets through
+ * channels meant for it: the steps down a pipe (KGL_PROGRESS_FD,
+ * progress_send_steps), the exit status, the --json on stdout. */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
