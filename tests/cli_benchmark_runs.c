@@ -141,6 +141,47 @@ TEST(benchmark_passes_sigterm_on_to_its_runs)
     CHECK(temporaries(T, path) == 0);
 }
 
+/* With --jobs 2 the runs are started by two workers of the runner
+   (kgl_jobs_run), one of them a thread of its own: SIGTERM reaches both
+   runs going, each once (a second would stop it at once, without its
+   step's row), and the benchmark waits for both and exits 130. */
+TEST(benchmark_passes_sigterm_on_to_runs_of_two_workers)
+{
+    if (!academic_dataset(T, "--dim 8 --steps 3000000 --eval-every 1000000")) return;
+    char cmd[16384], cwd[4096], kgl[8400];
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    if (T->kgl[0] == '/') snprintf(kgl, sizeof kgl, "%s", T->kgl);
+    else snprintf(kgl, sizeof kgl, "%s/%s", cwd, T->kgl);
+    /* SIGTERM once both runs train (their logs' temporaries exist); the
+       runs' pids are read from every thread's children */
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' || exit 1; '%s' benchmark --data kg --configs cfg --datasets acad --seeds 1,2,3 --jobs 2 "
+             "--out bout 2> b.err & b=$!; "
+             "for i in $(seq 200); do ls bout/acad-seed1.csv.*.tmp bout/acad-seed2.csv.*.tmp >/dev/null 2>&1 && break; "
+             "sleep 0.05; done; runs=$(cat /proc/$b/task/*/children); kill -TERM $b; wait $b; st=$?; "
+             "for run in $runs; do if kill -0 $run 2>/dev/null; then echo \"alive\"; kill -KILL $run; "
+             "else echo \"gone\"; fi; done; echo status $st",
+             T->tmp, kgl);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    if (!CHECK(strcmp(out, "gone\ngone\nstatus 130\n") == 0)) printf("    %s", out);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/b.err", T->tmp);
+    char *said = test_slurp(path, NULL);
+    if (!CHECK(said && strstr(said, "kgl benchmark: interrupted (SIGTERM): 0 of 3 runs finished") &&
+               strstr(said, "acad seed 1 (") && strstr(said, "acad seed 2 (") && strstr(said, "; 1 not started;")))
+        printf("    %s\n", said ? said : "(no stderr)");
+    free(said);
+    for (int seed = 1; seed <= 2; seed++) { /* each stopped after its step, once: not "at once" */
+        snprintf(path, sizeof path, "%s/bout/acad-seed%d.err", T->tmp, seed);
+        char *run = test_slurp(path, NULL);
+        if (!CHECK(run && strstr(run, "kgl train: interrupted (SIGTERM) after step ")))
+            printf("    seed %d: %s\n", seed, run ? run : "(none)");
+        free(run);
+    }
+    snprintf(path, sizeof path, "%s/bout", T->tmp);
+    CHECK(temporaries(T, path) == 0);
+}
+
 /* Found before anything starts: a recipe option kgl train does not know
    (it was found when the dataset's first run failed, after the datasets
    before it had trained), and an --out that is a file ("cannot start

@@ -353,6 +353,58 @@ TEST(benchmark_overall_progress_line)
     free(run);
 }
 
+/* kgl train's steps for the program that started it (progress_send_steps):
+   with KGL_PROGRESS_FD=3 naming a pipe, lines "DONE TOTAL" on it, --quiet
+   too, never decreasing, the last one all the steps (an ensemble's members'
+   together); on a descriptor that is no pipe, nothing, and the run is the
+   same. */
+TEST(train_sends_its_steps_down_kgl_progress_fd)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "(KGL_PROGRESS_FD=3 '%s' train --train data/academic.tsv --dim 8 --steps 300 --ensemble 2 --quiet "
+             "3>&1 1>/dev/null 2>/dev/null) | cat", T->kgl);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    char *text = out, *line;
+    long last_done = -1, last_total = -1;
+    int lines = 0;
+    while ((line = next_line(&text))) {
+        long done, total;
+        if (!CHECK(sscanf(line, "%ld %ld", &done, &total) == 2 && done >= last_done && done <= total)) {
+            printf("    %s\n", line);
+            continue;
+        }
+        last_done = done, last_total = total, lines++;
+    }
+    CHECK(lines >= 2 && last_done == 600 && last_total == 600);
+    /* descriptor 3 a file, not a pipe: nothing is written there */
+    snprintf(cmd, sizeof cmd,
+             "KGL_PROGRESS_FD=3 '%s' train --train data/academic.tsv --dim 8 --steps 30 --quiet 3>'%s/steps.txt' "
+             ">/dev/null && wc -c < '%s/steps.txt'", T->kgl, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0 && atoi(out) == 0);
+}
+
+/* kgl benchmark's line takes each run's steps from the run's pipe, not
+   from the text of its .err file: with OUT/acad-seed1.err a FIFO (read
+   by a `cat` of the test's), which the benchmark cannot read back, the
+   line still counts the run's 20 steps (it used to say none). */
+TEST(benchmark_steps_come_down_a_pipe_not_out_of_the_err_text)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/kg/acad %s/cfg %s/bout && grep -v '^#' data/academic.tsv > %s/kg/acad/train.txt && "
+             "printf 'carol\\tadvises\\tdave\\n' > %s/kg/acad/valid.txt && "
+             "printf 'dave\\tabout\\tnesy\\n' > %s/kg/acad/test.txt && "
+             "printf -- '--dim 8 --steps 20 --eval-every 10\\n' > %s/cfg/acad.args && mkfifo %s/bout/acad-seed1.err && "
+             "{ cat %s/bout/acad-seed1.err > %s/run.err & } && "
+             "KGL_PROGRESS_SECONDS=0.01 '%s' benchmark --data %s/kg --configs %s/cfg --datasets acad --seeds 1 --out %s/bout",
+             T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->tmp, T->kgl, T->tmp, T->tmp,
+             T->tmp);
+    if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("%s\n", err);
+    if (!CHECK(strstr(err, "kgl benchmark: 20/20 steps, ") && strstr(err, "; 1 of 1 runs done\n")))
+        printf("    %s\n", err);
+}
+
 /* kgl saturation: the steps of every run of the grid, in a log too. */
 TEST(saturation_progress_line)
 {

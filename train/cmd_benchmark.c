@@ -6,11 +6,23 @@
  * list of runs); this command starts them, reads their --json output back
  * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
  * results.json (kgl_benchmark_write_results). The configurations, the
- * published rows and the aggregation are the library's (src/studies/benchmark.c). */
+ * published rows and the aggregation are the library's (src/studies/benchmark.c).
+ *
+ * The runs are jobs of the one runner (kgl_jobs_run: --jobs at a time, no
+ * start after a failure or a signal), each job a process it starts and
+ * waits for, not kgl_run_train in this process, because a run must fail
+ * alone: kgl_die (out of memory, bad input) exits the whole process and
+ * would take the other runs and the report down with it, a run's stderr
+ * is its own .err file that users read, and a run with --precision f32 is
+ * the other binary. What the runner needs of a process it gets through
+ * channels meant for it: the steps down a pipe (KGL_PROGRESS_FD,
+ * progress_send_steps), the exit status, the --json on stdout. */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,13 +90,6 @@ static bool file_readable(const char *path)
     if (!f) return false;
     fclose(f);
     return true;
-}
-
-static double real_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* What runs train: a dataset's options, or (--baseline) the same options
@@ -156,35 +161,40 @@ static char **run_argv(const char *self, const run_spec *spec, const char *data,
    group of its own, so that a terminal's Ctrl-C does not reach the runs
    twice, from the terminal and passed on): the handler passes each one on
    to the runs going, which stop after their current step as kgl train does
-   (a second signal: at once); the main loop then starts nothing more,
-   waits for them and exits 130. The list of runs going changes only with
-   the two signals blocked, so the handler never sees it half-written. */
+   (a second signal: at once); the runner then starts nothing more, waits
+   for them and exits 130. The runs going are one slot per worker of the
+   runner (check_options uses slot 0 before it starts), lock-free atomics
+   the handler may read from any thread. Each signal reaches each run
+   once: the handler and a worker that has just started its run both
+   catch the run up to the signals counted, and a compare-and-swap on the
+   count it has had decides who sends each. */
 #define MAX_CHILDREN 64
-static pid_t children[MAX_CHILDREN];
-static volatile sig_atomic_t n_children, stop_signal;
+static _Atomic pid_t child_of_slot[MAX_CHILDREN];
+static atomic_int signals_had[MAX_CHILDREN]; /* the signals passed on to the slot's run */
+static atomic_int stop_signal, signals_seen;
+
+/* Passes the signals seen and not yet passed on to the run in `slot`. */
+static void catch_up(int slot)
+{
+    pid_t pid = atomic_load(&child_of_slot[slot]);
+    int seen = atomic_load(&signals_seen), had = atomic_load(&signals_had[slot]);
+    while (pid > 0 && had < seen)
+        if (atomic_compare_exchange_weak(&signals_had[slot], &had, had + 1)) kill(pid, atomic_load(&stop_signal)), had++;
+}
 
 static void pass_on_signal(int sig)
 {
-    stop_signal = sig;
-    for (int k = 0; k < n_children; k++) kill(children[k], sig);
-}
-
-/* Blocks the two signals (saving the mask in *was), or puts *was back. */
-static void block_signals(bool block, sigset_t *was)
-{
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    if (block) sigprocmask(SIG_BLOCK, &set, was);
-    else sigprocmask(SIG_SETMASK, was, NULL);
+    atomic_store(&stop_signal, sig);
+    atomic_fetch_add(&signals_seen, 1);
+    for (int k = 0; k < MAX_CHILDREN; k++) catch_up(k);
 }
 
 /* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
-   on out_fd and err_fd, in a process group of its own and in the list the
-   signals are passed on to. The pid; 0 when a signal came first (nothing
-   started); -1 with errno when it cannot start. */
-static pid_t spawn_child(char **argv, int out_fd, int err_fd)
+   on out_fd and err_fd, the environment `envp`, `steps_fd` (unless -1) as
+   its descriptor 3, in a process group of its own and in slot `slot` of
+   the runs the signals are passed on to. The pid; 0 when a signal came
+   first (nothing started); -1 with errno when it cannot start. */
+static pid_t spawn_child(char **argv, int out_fd, int err_fd, int steps_fd, char **envp, int slot)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -194,19 +204,21 @@ static pid_t spawn_child(char **argv, int out_fd, int err_fd)
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
     posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+    if (steps_fd >= 0) posix_spawn_file_actions_adddup2(&fa, steps_fd, 3);
     posix_spawnattr_init(&attr);
     posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none); /* not this process's mask, blocked below */
+    posix_spawnattr_setsigmask(&attr, &none); /* not this thread's mask */
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     pid_t pid = 0;
-    int e = 0;
-    sigset_t was;
-    block_signals(true, &was);
-    if (!stop_signal && n_children < MAX_CHILDREN) {
-        e = posix_spawn(&pid, argv[0], &fa, &attr, argv, environ);
-        if (!e) children[n_children] = pid, n_children = n_children + 1;
+    int seen = atomic_load(&signals_seen), e = 0; /* before the check: a signal after it is caught up below */
+    if (!atomic_load(&stop_signal)) {
+        e = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
+        if (!e) {
+            atomic_store(&signals_had[slot], seen);
+            atomic_store(&child_of_slot[slot], pid);
+            catch_up(slot); /* a signal the handler passed on before the slot held the run */
+        }
     }
-    block_signals(false, &was); /* a signal that came meanwhile is passed on now */
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&fa);
     if (e) {
@@ -216,26 +228,17 @@ static pid_t spawn_child(char **argv, int out_fd, int err_fd)
     return pid;
 }
 
-/* A child that has ended leaves the list. */
-static void forget_child(pid_t pid)
+/* Waits for the run in `slot` to end, through signals; it leaves the slot
+   before it is reaped (its pid cannot be another process's while the
+   handler may still send to it). Its status. */
+static int wait_child(int slot)
 {
-    sigset_t was;
-    block_signals(true, &was);
-    for (int k = 0; k < n_children; k++)
-        if (children[k] == pid) {
-            children[k] = children[n_children - 1];
-            n_children = n_children - 1;
-            break;
-        }
-    block_signals(false, &was);
-}
-
-/* Waits for pid, through signals; its status. */
-static int wait_child(pid_t pid)
-{
+    pid_t pid = atomic_load(&child_of_slot[slot]);
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {}
+    atomic_store(&child_of_slot[slot], 0);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    forget_child(pid);
     return status;
 }
 
@@ -258,7 +261,7 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
         }
         fcntl(fd[0], F_SETFD, FD_CLOEXEC);
         fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-        pid_t pid = spawn_child(run_argv(self, &specs[j], data, out, seed, threads, true), devnull, fd[1]);
+        pid_t pid = spawn_child(run_argv(self, &specs[j], data, out, seed, threads, true), devnull, fd[1], -1, environ, 0);
         int spawn_errno = errno;
         close(devnull);
         close(fd[1]);
@@ -271,7 +274,7 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
         }
         said[len] = 0;
         close(fd[0]);
-        int status = pid > 0 ? wait_child(pid) : 0;
+        int status = pid > 0 ? wait_child(0) : 0;
         if (stop_signal) {
             fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
                     stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -290,21 +293,32 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
     return st;
 }
 
-/* One run going: its process, and its stdout (the --json result) and
-   stderr (its progress lines and messages) as kgl_outfile temporaries,
-   created exclusively like every output (never through a link placed at
-   OUT/<dataset>-seed<S>.json), renamed into place once it has ended. */
+/* One run going: its process (in its worker's slot), its stdout (the
+   --json result) and stderr (its progress lines and messages) as
+   kgl_outfile temporaries, created exclusively like every output (never
+   through a link placed at OUT/<dataset>-seed<S>.json), renamed into place
+   once it has ended, and the pipe its steps come down
+   (progress_send_steps: kgl train's counts, not its text). */
 typedef struct run_proc {
     pid_t pid;
-    int run;                      /* spec j, seed s: j * n_seeds + s */
+    int run;          /* spec j, seed s: j * n_seeds + s */
+    int slot;         /* its worker's */
     kgl_outfile json, err;
-    double started, started_real; /* now_seconds(), real_seconds() */
+    int steps_fd;     /* the pipe's end it is read from */
+    double started;   /* now_seconds() */
 } run_proc;
 
-/* Starts run r->run; false after reporting (or, when a signal came first,
-   without a word: nothing started). */
+/* The pipes and the processes are made one at a time, so that no run
+   started by another worker meanwhile inherits this run's pipe (which
+   would then not end with this run): its ends are close-on-exec before
+   any other start. */
+static pthread_mutex_t spawning = PTHREAD_MUTEX_INITIALIZER;
+
+/* Starts run r->run with its steps' pipe on descriptor 3 and
+   KGL_PROGRESS_FD=3 in `envp`; false after reporting (or, when a signal
+   came first, without a word: nothing started). */
 static bool start_run(run_proc *r, const char *self, const run_spec *spec, const char *data, const char *out,
-                      unsigned long long seed, int threads, progress *line)
+                      unsigned long long seed, int threads, char **envp, progress *line)
 {
     char json_path[1200], err_path[1200], why[2800], label[160];
     kgl_benchmark_run_path(json_path, sizeof json_path, out, spec->job->name, seed, spec->baseline, "json");
@@ -318,19 +332,31 @@ static bool start_run(run_proc *r, const char *self, const run_spec *spec, const
         progress_print(line, "kgl benchmark: %s", why);
         return false;
     }
-    char **argv = run_argv(self, spec, data, out, seed, threads, false);
-    r->pid = spawn_child(argv, fileno(r->json.f), fileno(r->err.f));
+    int fd[2] = {-1, -1};
+    pthread_mutex_lock(&spawning); /* run_argv's buffers too */
+    char **argv = run_argv(self, spec, data, out, seed, threads, false), command[8192];
+    size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
+    for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
+    if (pipe(fd) == 0) {
+        fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+        fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+        fcntl(fd[1], F_SETFL, O_NONBLOCK); /* a run never waits for the benchmark to read its steps */
+        r->pid = spawn_child(argv, fileno(r->json.f), fileno(r->err.f), fd[1], envp, r->slot);
+        close(fd[1]);
+    } else {
+        r->pid = -1;
+    }
+    int spawn_errno = errno;
+    pthread_mutex_unlock(&spawning);
+    r->steps_fd = fd[0];
     if (r->pid <= 0) {
-        if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(errno));
+        if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(spawn_errno));
+        if (fd[0] >= 0) close(fd[0]);
         kgl_outfile_discard(&r->json);
         kgl_outfile_discard(&r->err);
         return false;
     }
     r->started = now_seconds();
-    r->started_real = real_seconds();
-    char command[8192];
-    size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
-    for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
     progress_print(line, "kgl benchmark: %s: %s", run_label(label, sizeof label, spec, seed), command);
     return true;
 }
@@ -367,105 +393,37 @@ static bool keep_run_files(run_proc *r, int status, progress *line)
     return ok;
 }
 
-/* Where a run is, from the last progress line of its .err file (kgl
-   train's: "step N/M, ..." for a model, "... N/M steps, ..." for an
-   ensemble, its members' steps together) and when that file last changed
-   (the real-time clock); false before its first line. `fd` is the file
-   being written: the temporary, until the run ends. */
-static bool run_position(int fd, double *done, double *total, double *written)
+/* Follows run r (job `job` of the runner) to its end: each line of its
+   steps' pipe, "DONE TOTAL", is the runner's count of the job; at the end
+   of the pipe (the run has exited) its steps are what its last line said,
+   all it did (fewer than planned if it stopped early). Then waits for it;
+   its status. */
+static int follow_run(run_proc *r, kgl_jobs *jobs, int job)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false; /* a device or a pipe: nothing to read back */
-    char buf[8192];
-    off_t from = st.st_size > (off_t)sizeof buf - 1 ? st.st_size - (off_t)(sizeof buf - 1) : 0;
-    ssize_t n = pread(fd, buf, sizeof buf - 1, from);
-    if (n < 0) return false;
-    buf[n] = 0;
-    bool found = false;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        long a, b;
-        const char *p = strstr(line, " steps, "); /* an ensemble's "N/M steps, " */
-        while (p && p > line && p[-1] != ' ') p--;
-        bool model = sscanf(line, "step %ld/%ld", &a, &b) == 2;
-        if ((model || (p && sscanf(p, "%ld/%ld steps", &a, &b) == 2)) && a >= 0 && b >= a)
-            *done = (double)a, *total = (double)b, found = true;
-    }
-    *written = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
-    return found;
-}
-
-/* What the overall line knows of each run (index j * seeds + s, spec j): its steps
-   done and to do (all members'), and whether its total is known (from its
-   own line) or guessed (from another run of the dataset, else the mean). */
-typedef struct run_steps {
-    double done, total;
-    bool known;
-} run_steps;
-
-/* A run's steps from its .err file: a finished run's are what its last
-   line says, all it did (fewer than planned if it stopped early); a running
-   run's are carried from its last line to now at its own pace (its lines
-   come at each tenth of its work: without this the ETA would climb between
-   two of them). */
-static void read_steps(int err_fd, double started_real, bool finished, run_steps *r)
-{
-    double done, total, written;
-    if (!run_position(err_fd, &done, &total, &written)) return;
-    double now = real_seconds();
-    if (finished) total = done;
-    else if (written > started_real + 1 && now > written) done *= (now - started_real) / (written - started_real);
-    r->done = done < total ? done : total;
-    r->total = total;
-    r->known = true;
-}
-
-/* One line for the whole benchmark: the steps of every run (done, and to
-   do: a run not started yet counted as another of its dataset, else as
-   the mean run), elapsed time and the ETA from the pace of all of it, then
-   the runs done and those running, with their steps. The runs are every
-   spec's: a baseline's count as the layer's do. */
-static void overall_progress(progress *line, run_steps *runs, double *shown_done, double *shown_total,
-                             const run_spec *specs, int n_seeds, int total, int done, int running,
-                             const run_proc *procs)
-{
-    double sum_known = 0, d = 0, t = 0;
-    int known = 0;
-    for (int r = 0; r < total; r++)
-        if (runs[r].known) sum_known += runs[r].total, known++;
-    bool guessed = false;
-    for (int r = 0; r < total; r++) {
-        if (!runs[r].known) {
-            double guess = known ? sum_known / known : 0;
-            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
-                if (runs[q].known) guess = runs[q].total;
-            runs[r].total = guess;
-            guessed = true;
+    char buf[4096];
+    size_t used = 0;
+    long done = -1, total = -1;
+    for (;;) {
+        ssize_t got = read(r->steps_fd, buf + used, sizeof buf - 1 - used);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;
+        used += (size_t)got;
+        buf[used] = 0;
+        char *line = buf, *nl;
+        for (; (nl = strchr(line, '\n')); line = nl + 1) {
+            long d, t;
+            if (sscanf(line, "%ld %ld", &d, &t) == 2 && d >= 0 && t >= 0) {
+                done = d < t ? d : t, total = t;
+                kgl_jobs_report(jobs, job, done, total);
+            }
         }
-        d += runs[r].done, t += runs[r].total;
+        used = strlen(line); /* a line not yet whole waits for its end */
+        memmove(buf, line, used);
+        if (used == sizeof buf - 1) used = 0; /* not a line of steps */
     }
-    progress_at at;
-    bool due = progress_due(line, d - *shown_done, t - *shown_total, done == total, now_seconds(), &at);
-    *shown_done = d, *shown_total = t;
-    if (!due) return;
-    char text[PROGRESS_LINE_MAX], times[128];
-    size_t n = 0, cap = sizeof text;
-    progress_times(&at, times, sizeof times);
-    if (known)
-        n += (size_t)snprintf(text, cap, "kgl benchmark: %.0f/%s%.0f steps, %s; %d of %d runs done", d,
-                              guessed ? "~" : "", t, times, done, total);
-    else /* no run has said its steps yet */
-        n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, done, total);
-    for (int k = 0; k < running && n < cap; k++) {
-        int r = procs[k].run;
-        char label[160];
-        const run_spec *spec = &specs[r / n_seeds];
-        n += (size_t)snprintf(text + n, cap - n, "%s %s", k ? "," : ", running",
-                              run_label(label, sizeof label, spec, spec_runs(spec)[r % n_seeds].seed));
-        if (n < cap && runs[r].known)
-            n += (size_t)snprintf(text + n, cap - n, " (%.0f/%.0f)", runs[r].done, runs[r].total);
-    }
-    progress_show(line, text);
+    close(r->steps_fd);
+    if (done >= 0) kgl_jobs_report(jobs, job, done, done);
+    return wait_child(r->slot);
 }
 
 /* The threads of a run: the cores shared by the runs at the same time. */
@@ -757,71 +715,154 @@ static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *
     return 0;
 }
 
-/* The runs, `jobs` at a time, each timed from start to exit, then the
-   report. Returns the exit status: 0, 1 a run failed, 2 a run refused its
-   input, 130 interrupted (the runs going stopped after their step). */
+/* What the runs share while the runner has them (the jobs' context). */
+typedef struct bench_runs {
+    const char *self, *data, *out;
+    const run_spec *specs;
+    const unsigned long long *seeds;
+    int n_seeds, jobs;
+    char **envp;                      /* the environment with KGL_PROGRESS_FD=3 */
+    progress line;
+    double shown_done, shown_total;   /* what the line counted last (under the runner's lock) */
+    atomic_int spawned, results;      /* runs started; runs with a result */
+    atomic_int failed;                /* the status of the first run to fail, in time (0: none) */
+    pthread_mutex_t stopped_lock;
+    char stopped[4096];               /* the runs a signal stopped, for the last message */
+} bench_runs;
+
+/* The runner's progress callback: one line for the whole benchmark, the
+   steps of every run (done, and to do: a run that has not said its steps
+   counted as another of its dataset, else as the mean run), elapsed time
+   and the ETA from the pace of all of it, then the runs done and those
+   running, with their steps. The runs are every spec's: a baseline's count
+   as the layer's do. */
+static void overall_progress(const kgl_jobs_progress *at, void *ctx)
+{
+    bench_runs *b = ctx;
+    double sum_known = 0, d = 0, t = 0;
+    int known = 0, n_seeds = b->n_seeds;
+    for (int r = 0; r < at->jobs; r++)
+        if (at->job[r].reported) sum_known += (double)at->job[r].total, known++;
+    bool guessed = false;
+    for (int r = 0; r < at->jobs; r++) {
+        double total = (double)at->job[r].total;
+        if (!at->job[r].reported) {
+            total = known ? sum_known / known : 0;
+            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
+                if (at->job[q].reported) total = (double)at->job[q].total;
+            guessed = true;
+        }
+        d += (double)at->job[r].done, t += total;
+    }
+    progress_at pa;
+    bool due = progress_due(&b->line, d - b->shown_done, t - b->shown_total, at->jobs_done == at->jobs,
+                            now_seconds(), &pa);
+    b->shown_done = d, b->shown_total = t;
+    if (!due) return;
+    char text[PROGRESS_LINE_MAX], times[128];
+    size_t n = 0, cap = sizeof text;
+    progress_times(&pa, times, sizeof times);
+    if (known)
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %.0f/%s%.0f steps, %s; %d of %d runs done", d,
+                              guessed ? "~" : "", t, times, at->jobs_done, at->jobs);
+    else /* no run has said its steps yet */
+        n += (size_t)snprintf(text, cap, "kgl benchmark: %s; %d of %d runs done", times, at->jobs_done, at->jobs);
+    for (int r = 0, shown = 0; r < at->jobs && n < cap; r++) {
+        if (!at->job[r].running) continue;
+        char label[160];
+        const run_spec *spec = &b->specs[r / n_seeds];
+        n += (size_t)snprintf(text + n, cap - n, "%s %s", shown++ ? "," : ", running",
+                              run_label(label, sizeof label, spec, spec_runs(spec)[r % n_seeds].seed));
+        if (n < cap && at->job[r].reported)
+            n += (size_t)snprintf(text + n, cap - n, " (%ld/%ld)", at->job[r].done, at->job[r].total);
+    }
+    progress_show(&b->line, text);
+}
+
+/* The runner's job: run `run` as a `kgl train` process in its worker's
+   slot, followed to its end, its result read. 0, or the exit status it
+   makes (1 a run failed, 2 it refused its input): the runner then starts
+   no more. A run stopped by a signal is not a failure; the stop does it. */
+static int bench_job(kgl_jobs *jobs, int run, int worker, void *ctx)
+{
+    bench_runs *b = ctx;
+    run_proc r = {.run = run, .slot = worker};
+    const run_spec *spec = &b->specs[run / b->n_seeds];
+    if (!start_run(&r, b->self, spec, b->data, b->out, b->seeds[run % b->n_seeds], run_threads(b->jobs), b->envp,
+                   &b->line)) {
+        if (atomic_load(&stop_signal)) return 0; /* nothing started */
+        int none = 0;
+        atomic_compare_exchange_strong(&b->failed, &none, 1);
+        return 1;
+    }
+    atomic_fetch_add(&b->spawned, 1);
+    int status = follow_run(&r, jobs, run);
+    pthread_mutex_lock(&b->stopped_lock); /* the list of runs stopped */
+    int st = end_run(&r, status, b->specs, b->n_seeds, b->out, &b->line, b->stopped, sizeof b->stopped);
+    pthread_mutex_unlock(&b->stopped_lock);
+    int none = 0;
+    if (st > 0) atomic_compare_exchange_strong(&b->failed, &none, st);
+    if (st == 0) atomic_fetch_add(&b->results, 1);
+    return st > 0 ? st : 0;
+}
+
+static bool bench_stop(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&stop_signal) != 0;
+}
+
+/* The environment of a run: this one's, with KGL_PROGRESS_FD=3 (its
+   steps' pipe, progress_send_steps) in place of any it had. Freed by the
+   caller (the array; its strings are the environment's, or static). */
+static char **run_environment(void)
+{
+    int n = 0;
+    while (environ[n]) n++;
+    char **envp = kgl_xcalloc((size_t)n + 2, sizeof *envp);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(environ[i], "KGL_PROGRESS_FD=", 16) != 0) envp[k++] = environ[i];
+    envp[k++] = "KGL_PROGRESS_FD=3";
+    envp[k] = NULL;
+    return envp;
+}
+
+/* The runs, `jobs` at a time (the runner, kgl_jobs_run), each timed from
+   start to exit, then the report. Returns the exit status: 0, 1 a run
+   failed, 2 a run refused its input, 130 interrupted (the runs going
+   stopped after their step). */
 static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_benchmark_dataset *job, int n_jobs,
                    const unsigned long long *seeds, int n_seeds, const char *data, const char *out, int jobs)
 {
-    int total = n_specs * n_seeds, next = 0, running = 0, failed = 0, finished = 0, results = 0;
-    /* The overall line (progress.h): in place on a terminal, redrawn every
-       second; elsewhere at each tenth of all the steps and at least every
-       KGL_PROGRESS_SECONDS (60 by default). The runs' own lines (every
-       --progress line of kgl train) are in their .err files. */
-    progress line;
-    progress_start(&line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
-    double every = progress_every(), poll = every < 1 ? every : 1, shown_done = 0, shown_total = 0;
-    run_steps *steps = kgl_xcalloc((size_t)total, sizeof *steps);
-    run_proc procs[64];
-    char stopped[4096] = "";
+    int total = n_specs * n_seeds;
+    static bench_runs b; /* one per process */
+    b = (bench_runs){.self = self, .data = data, .out = out, .specs = specs, .seeds = seeds, .n_seeds = n_seeds,
+                     .jobs = jobs, .envp = run_environment()};
+    pthread_mutex_init(&b.stopped_lock, NULL);
     for (int k = 0; k < total; k++) spec_runs(&specs[k / n_seeds])[k % n_seeds].seed = seeds[k % n_seeds];
-    while (next < total || running > 0) {
-        while (running < jobs && next < total && !failed && !stop_signal) {
-            procs[running].run = next;
-            if (!start_run(&procs[running], self, &specs[next / n_seeds], data, out, seeds[next % n_seeds],
-                           run_threads(jobs), &line)) {
-                if (!stop_signal) failed = 1;
-                break;
-            }
-            running++, next++;
-        }
-        if (running == 0) break;
-        int status;
-        pid_t done = waitpid(-1, &status, WNOHANG);
-        if (done == 0) { /* all still running */
-            nanosleep(&(struct timespec){(time_t)poll, (long)((poll - (time_t)poll) * 1e9)}, NULL);
-            for (int k = 0; k < running; k++)
-                read_steps(fileno(procs[k].err.f), procs[k].started_real, false, &steps[procs[k].run]);
-            overall_progress(&line, steps, &shown_done, &shown_total, specs, n_seeds, total, finished, running, procs);
-            continue;
-        }
-        if (done < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        int k = 0;
-        while (k < running && procs[k].pid != done) k++;
-        if (k == running) continue; /* not a run */
-        forget_child(done);
-        finished++;
-        read_steps(fileno(procs[k].err.f), procs[k].started_real, true, &steps[procs[k].run]);
-        int st = end_run(&procs[k], status, specs, n_seeds, out, &line, stopped, sizeof stopped);
-        results += st == 0;
-        if (st > 0 && !failed) failed = st;
-        procs[k] = procs[--running];
-        overall_progress(&line, steps, &shown_done, &shown_total, specs, n_seeds, total, finished, running, procs);
-    }
-    progress_stop(&line);
-    free(steps);
-    if (stop_signal) {
+    /* The overall line (progress.h): in place on a terminal; elsewhere at
+       each tenth of all the steps and at least every KGL_PROGRESS_SECONDS
+       (60 by default). The runs' own lines (every --progress line of kgl
+       train) are in their .err files. */
+    progress_start(&b.line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
+    kgl_jobs_spec runner = {.n = total, .at_most = jobs, .run = bench_job, .stop = bench_stop,
+                            .progress = overall_progress, .ctx = &b};
+    kgl_jobs_run(&runner);
+    progress_stop(&b.line);
+    free(b.envp);
+    pthread_mutex_destroy(&b.stopped_lock);
+    int sig = atomic_load(&stop_signal), results = atomic_load(&b.results), spawned = atomic_load(&b.spawned);
+    if (sig) {
         fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s",
-                stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
-        if (*stopped)
+                sig == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
+        if (*b.stopped)
             fprintf(stderr, "; stopped after their current step: %s (each one's .err says where; no .json: a stopped "
-                            "run's results are not a finished run's)", stopped);
-        fprintf(stderr, "; %d not started; no tables and no results.json\n", total - next);
+                            "run's results are not a finished run's)", b.stopped);
+        fprintf(stderr, "; %d not started; no tables and no results.json\n", total - spawned);
         return EXIT_INTERRUPTED;
     }
+    int failed = atomic_load(&b.failed);
     return failed ? failed : report_all(job, n_jobs, out, jobs, n_specs > n_jobs);
 }
 

@@ -448,9 +448,10 @@ static void log_row(const train_ctx *c, const kgl_run_member *m, long step, doub
 static void show_progress(train_ctx *c, kgl_run_member *m, long work, long more, bool force)
 {
     train_line *tl = c->tl;
-    if (!tl->on) return;
     progress_at at;
-    if (!progress_due(&tl->line, (double)work, (double)more, force, now_seconds(), &at)) return;
+    /* counted (and sent to kgl benchmark, progress_send_steps) with no line shown too */
+    bool due = progress_due(&tl->line, (double)work, (double)more, force, now_seconds(), &at);
+    if (!tl->on || !due) return;
     char text[PROGRESS_LINE_MAX], times[128];
     size_t n = 0, cap = sizeof text;
 #define APPEND(...) (n += (size_t)snprintf(text + n, n < cap ? cap - n : 0, __VA_ARGS__), n = n < cap ? n : cap - 1)
@@ -1097,6 +1098,7 @@ static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int jo
     tl.members = members, tl.jobs = jobs;
     atomic_init(&tl.finished, 0);
     progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o->run.steps, 0, now_seconds());
+    progress_send_steps(&tl.line); /* when kgl benchmark asks */
     c->tl = &tl;
     c->out = kgl_xcalloc((size_t)members, sizeof *c->out);
     for (int k = 0; k < members; k++) {

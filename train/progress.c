@@ -3,11 +3,14 @@
 
 #include "kgl.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,7 +72,32 @@ void progress_start(progress *p, FILE *f, bool tty, double total, double delay, 
     p->t0 = now;
     p->shown_at = now - 1;
     p->total = total;
+    p->steps_fd = -1;
     pthread_mutex_init(&p->lock, NULL);
+}
+
+void progress_send_steps(progress *p)
+{
+    const char *text = getenv("KGL_PROGRESS_FD");
+    char *end;
+    long fd = text ? strtol(text, &end, 10) : -1;
+    struct stat st;
+    if (!text || *end || fd < 3 || fd > INT_MAX || fstat((int)fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
+    p->steps_fd = (int)fd;
+    p->sent_at = p->t0 - 1, p->sent_done = p->sent_total = -1;
+}
+
+/* The counts down the pipe (under the lock): at most every
+   PROGRESS_TTY_SECONDS unless the work is done or it is the `last`. */
+static void send_steps(progress *p, double now, bool last)
+{
+    if (p->steps_fd < 0 || (p->done == p->sent_done && p->total == p->sent_total)) return;
+    if (!last && p->done < p->total && now - p->sent_at < PROGRESS_TTY_SECONDS) return;
+    char text[64];
+    int n = snprintf(text, sizeof text, "%.0f %.0f\n", p->done, p->total);
+    if (write(p->steps_fd, text, (size_t)n) < 0 && errno != EAGAIN && errno != EINTR)
+        p->steps_fd = -1; /* the reader is gone (EPIPE: SIGPIPE is ignored) */
+    p->sent_at = now, p->sent_done = p->done, p->sent_total = p->total;
 }
 
 bool progress_due(progress *p, double work, double more, bool force, double now, progress_at *at)
@@ -77,6 +105,7 @@ bool progress_due(progress *p, double work, double more, bool force, double now,
     pthread_mutex_lock(&p->lock);
     p->done += work;
     p->total += more;
+    send_steps(p, now, false);
     double elapsed = now - p->t0;
     bool shown = p->shown_at >= p->t0;
     int tenths = p->total > 0 ? (int)floor(10 * p->done / p->total) : 0;
@@ -164,6 +193,7 @@ void progress_clear(progress *p)
 void progress_stop(progress *p)
 {
     pthread_mutex_lock(&p->lock);
+    send_steps(p, now_seconds(), true);
     if (p->tty && p->width > 0) fputc('\n', p->f);
     p->width = 0;
     pthread_mutex_unlock(&p->lock);

@@ -30,6 +30,8 @@ typedef struct progress {
     int tenths;          /* plain lines: the tenths of the work shown */
     int width;           /* the line in place: its columns on screen (0: none) */
     char line[PROGRESS_LINE_MAX]; /* the line in place, redrawn below a line of its own */
+    int steps_fd;        /* progress_send_steps's pipe (-1: none) */
+    double sent_at, sent_done, sent_total; /* what went down it last, and when */
     pthread_mutex_t lock;
 } progress;
 
@@ -46,6 +48,15 @@ void progress_start(progress *p, FILE *f, bool tty, double total, double delay, 
  * work took `delay`); then *at holds the counts for the caller's line,
  * which it passes to progress_show. */
 bool progress_due(progress *p, double work, double more, bool force, double now, progress_at *at);
+/* The counts, done and total, also go down a pipe to the program that
+ * started this one, when it asked: KGL_PROGRESS_FD=N in the environment
+ * names the pipe's end, an open FIFO N >= 3 (kgl benchmark asks it of its
+ * `kgl train` runs: their steps, for its own line, never read back from
+ * the text of their .err files). Each is one line "DONE TOTAL\n" (whole
+ * numbers), sent at most ten times a second, at once when the work is
+ * done, and at progress_stop; a full pipe drops a line (the next one says
+ * it again), a reader gone ends them. Without KGL_PROGRESS_FD, nothing. */
+void progress_send_steps(progress *p);
 /* The line, in place on a terminal (cut to its width), else a plain line. */
 void progress_show(progress *p, const char *line);
 /* A line of its own: above the line in place, which is drawn again below it. */

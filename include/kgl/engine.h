@@ -141,6 +141,63 @@ void kgl_pool_run(kgl_pool *p, int n_tasks, void (*fn)(void *ctx, int task, int 
  * lower it). */
 const char *kgl_kernels_isa(void);
 
+/* ----------------------------------------------------------------- jobs --
+ * Several trainings at once, the one way (src/engine/jobs.c): an
+ * ensemble's members, the saturation grid's runs and kgl benchmark's
+ * `kgl train` processes are jobs of this runner. Jobs 0 … n − 1 start in
+ * that order, at most `at_most` at a time, each run by
+ * run(jobs, job, worker, ctx) on a worker in [0, workers) (the calling
+ * thread is worker 0). A job that returns non-zero has failed: no job
+ * starts after it, and kgl_jobs_halted() turns true for the ones running,
+ * which poll it. Progress is counters, never text: a job says its steps
+ * done and to do (kgl_jobs_report) and the callback reads the sums and
+ * each job's own. */
+typedef struct kgl_jobs kgl_jobs;
+
+typedef struct kgl_job_steps {
+    long done, total; /* its steps done and to do (total: the plan, job_steps, until it says) */
+    bool reported;    /* it has said its steps */
+    bool running, ended;
+} kgl_job_steps;
+
+typedef struct kgl_jobs_progress {
+    long steps_done, steps; /* every job's, summed */
+    int jobs_done, jobs, running;
+    const kgl_job_steps *job; /* [jobs]: each job's */
+} kgl_jobs_progress;
+
+typedef struct kgl_jobs_spec {
+    int n;          /* jobs 0 … n − 1 */
+    int at_most;    /* at a time (< 1: 1; at most n) */
+    long job_steps; /* each job's steps planned, its total until it reports (0: not known) */
+    /* runs job `job` on worker `worker`: 0 done, else a failure (its status) */
+    int (*run)(kgl_jobs *jobs, int job, int worker, void *ctx);
+    /* NULL, or asked before each job starts: true starts no more */
+    bool (*stop)(void *ctx);
+    /* NULL, or called after each report and each job's end, from any
+       worker, one call at a time (under the runner's lock: it must not
+       call kgl_jobs_report) */
+    void (*progress)(const kgl_jobs_progress *at, void *ctx);
+    void *ctx;
+} kgl_jobs_spec;
+
+typedef struct kgl_jobs_result {
+    int status;     /* 0, or the status of the failed job first in job order */
+    int failed;     /* that job (-1: none failed) */
+    int started;    /* jobs 0 … started − 1 ran; the rest did not start (a failure, or stop) */
+    double seconds; /* wall time */
+} kgl_jobs_result;
+
+/* Runs the jobs and returns when every job started has returned. */
+kgl_jobs_result kgl_jobs_run(const kgl_jobs_spec *spec);
+/* The workers kgl_jobs_run will use: at_most, within 1 … max(n, 1). */
+int kgl_jobs_workers(const kgl_jobs_spec *spec);
+/* Whether a job has failed: a job running stops at its next poll. */
+bool kgl_jobs_halted(const kgl_jobs *jobs);
+/* Job `job` has done `done` of `total` steps (total may shrink: steps it
+   will not take); then the progress callback. */
+void kgl_jobs_report(kgl_jobs *jobs, int job, long done, long total);
+
 /* ----------------------------------------------------------------- tape --
  * Ops append a node to the tape as they compute their output. kgl_backward
  * walks the nodes newest to oldest and each node's backward adds its

@@ -1071,7 +1071,7 @@ struct kgl_run_member {
     bool saved;                   /* kgl_run_save wrote it */
     kgl_snapshot best;            /* (private) the best model so far */
     const kgl_run_spec *spec;     /* (private) */
-    struct kgl_run_queue *queue;  /* (private) the members' queue, while it runs */
+    kgl_jobs *jobs;               /* (private) the runner training it, while it trains */
 };
 
 typedef struct kgl_run {

@@ -4,8 +4,6 @@
  * progress line, a log, messages) goes through the callbacks. */
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +27,12 @@ void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_
 }
 
 /* The members of an ensemble are independent until the report, so J of
-   them train at once, each on its own pool of threads: J workers take the
-   members in order, and since every member's result is the same bits for
-   any number of threads, the ensemble is the one trained one member after
-   another. No member starts after a stop or a failure; a failure also
-   stops the others (`halt`). */
-typedef struct kgl_run_queue {
-    pthread_mutex_t lock;
-    kgl_run *run;
-    int next; /* members 0..next-1 have started */
-    atomic_int halt;
-} kgl_run_queue;
-
+   them train at once, each a job of the one runner (kgl_jobs_run) on a
+   pool of threads of its worker's: the members start in order, and since
+   every member's result is the same bits for any number of threads, the
+   ensemble is the one trained one member after another. No member starts
+   after a stop or a failure; a failure also stops the others (the
+   runner's halt, polled at each step). */
 static bool stop_requested(const kgl_run_spec *spec) { return spec->cb.stop && spec->cb.stop(spec->cb.ctx); }
 
 /* Ranks the valid triples with the current parameters; keeps a snapshot of
@@ -133,7 +125,7 @@ static void member_steps(kgl_run_member *m)
     long first = m->first_step, last = m->last_step;
     double loss = NAN;
     for (long step = first; step <= last; step++) {
-        if (m->queue && atomic_load(&m->queue->halt)) { /* its results will not be reported */
+        if (m->jobs && kgl_jobs_halted(m->jobs)) { /* its results will not be reported */
             m->halted = true;
             break;
         }
@@ -201,31 +193,18 @@ static void train_member(kgl_run_member *m, kgl_pool *pool)
     if (spec->cb.end) spec->cb.end(spec->cb.ctx, m);
 }
 
-typedef struct run_worker {
-    kgl_run_queue *q;
-    kgl_pool *pool;
-    pthread_t thread;
-    bool started; /* a thread of its own (worker 0 is the calling thread) */
-} run_worker;
-
-static void *train_members(void *arg)
+/* The runner's job: member k on worker w's pool. */
+static int train_member_job(kgl_jobs *jobs, int k, int w, void *ctx)
 {
-    run_worker *w = arg;
-    kgl_run_queue *q = w->q;
-    kgl_run *run = q->run;
-    for (;;) {
-        pthread_mutex_lock(&q->lock);
-        int k = run->status == 0 && !stop_requested(&run->spec) && q->next < run->spec.members ? q->next++ : -1;
-        pthread_mutex_unlock(&q->lock);
-        if (k < 0) return NULL;
-        kgl_run_member *m = &run->member[k];
-        train_member(m, w->pool);
-        pthread_mutex_lock(&q->lock);
-        if (m->status && (run->status == 0 || k < run->failed)) run->status = m->status, run->failed = k;
-        if (m->status) atomic_store(&q->halt, 1);
-        pthread_mutex_unlock(&q->lock);
-    }
+    kgl_run *run = ctx;
+    kgl_run_member *m = &run->member[k];
+    m->jobs = jobs;
+    train_member(m, run->pools[w]);
+    m->jobs = NULL; /* the runner ends with the run */
+    return m->status;
 }
+
+static bool run_stop(void *ctx) { return stop_requested(&((kgl_run *)ctx)->spec); }
 
 int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
 {
@@ -233,37 +212,24 @@ int kgl_run_train(kgl_run *run, const kgl_run_spec *spec)
     run->spec = *spec;
     if (!spec->resume && spec->st.sched.total == 0) run->spec.st.sched.total = spec->steps; /* a decay spans the run */
     int members = spec->members < 1 ? 1 : spec->members;
-    int jobs = spec->jobs < 1 ? 1 : spec->jobs > members ? members : spec->jobs;
+    kgl_jobs_spec js = {.n = members, .at_most = spec->jobs, .run = train_member_job, .stop = run_stop, .ctx = run};
+    int jobs = kgl_jobs_workers(&js);
     run->spec.members = members, run->spec.jobs = jobs;
     run->spec.job_threads = spec->job_threads < 1 ? 1 : spec->job_threads;
     run->member = kgl_xcalloc((size_t)members, sizeof *run->member);
-    kgl_run_queue q = {.run = run};
-    pthread_mutex_init(&q.lock, NULL);
-    atomic_init(&q.halt, 0);
     for (int k = 0; k < members; k++) {
         kgl_run_member *m = &run->member[k];
         m->index = k;
         m->seed = spec->st.seed + 1000ull * (uint64_t)k;
         m->spec = &run->spec;
-        m->queue = &q;
     }
     run->pools = kgl_xcalloc((size_t)jobs, sizeof *run->pools);
-    run_worker *workers = kgl_xcalloc((size_t)jobs, sizeof *workers);
-    for (int j = 0; j < jobs; j++) {
-        workers[j].q = &q;
-        workers[j].pool = run->pools[j] = kgl_pool_create(run->spec.job_threads);
-    }
-    double t0 = kgl_seconds();
-    for (int j = 1; j < jobs; j++) /* a thread that cannot start leaves its members to the others */
-        workers[j].started = pthread_create(&workers[j].thread, NULL, train_members, &workers[j]) == 0;
-    train_members(&workers[0]); /* this thread is worker 0 */
-    for (int j = 1; j < jobs; j++)
-        if (workers[j].started) pthread_join(workers[j].thread, NULL);
-    pthread_mutex_destroy(&q.lock);
-    free(workers);
-    run->trained = q.next; /* the members started make the ensemble (all of them, unless stopped) */
-    for (int k = 0; k < members; k++) run->member[k].queue = NULL; /* the queue ends here */
-    run->seconds = kgl_seconds() - t0;
+    for (int j = 0; j < jobs; j++) run->pools[j] = kgl_pool_create(run->spec.job_threads);
+    kgl_jobs_result r = kgl_jobs_run(&js);
+    run->trained = r.started; /* the members started make the ensemble (all of them, unless stopped) */
+    run->status = r.status;
+    run->failed = r.failed < 0 ? 0 : r.failed;
+    run->seconds = r.seconds;
     return run->status;
 }
 

@@ -7,7 +7,6 @@
  * whose supervised head is still frozen at the end. */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -223,7 +222,7 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
 
 /* ---- the runs ---------------------------------------------------------------- */
 
-/* What the workers share: the data, the spec, and the next run to take. */
+/* What the runs share: the data, the spec, the results. */
 typedef struct study {
     const kgl_saturation_spec *spec;
     const kgl_dataset *ds;
@@ -231,9 +230,7 @@ typedef struct study {
     int n_train;
     int advises, authored; /* relation ids (authored -1 when the data has none) */
     kgl_saturation *res;
-    int next; /* next run to take (under lock) */
-    kgl_saturation_progress at; /* under lock */
-    pthread_mutex_t lock;
+    int order_step;        /* the grid's order: configuration k·order_step mod n (see run_job) */
 } study;
 
 /* head_of[r] for a supervision (all -1 when off); returns whether any is set. */
@@ -247,23 +244,12 @@ static bool supervised_heads(const study *st, kgl_saturation_supervise sup, int 
     return true;
 }
 
-/* `steps` more done, `more` more to do, `runs` more finished (under the
-   lock), then the callback. */
-static void step_done(study *st, long steps, long more, int runs)
-{
-    pthread_mutex_lock(&st->lock);
-    st->at.steps_done += steps;
-    st->at.steps += more;
-    st->at.runs_done += runs;
-    if (st->spec->progress) st->spec->progress(&st->at, st->spec->progress_ctx);
-    pthread_mutex_unlock(&st->lock);
-}
-
 /* Trains one run, recording the diagnostics of every step into its rows.
    The same run as `kgl train --dim <heads·dk> --heads <heads> --scale …
    --init-scale … --seed S` with the supervision's --supervise-heads: the same
-   trainer, full batch, no schedule, no regularisers (a test compares). */
-static void run_one(study *st, kgl_saturation_trace *run)
+   trainer, full batch, no schedule, no regularisers (a test compares).
+   Its steps are job `job`'s of the runner. */
+static void run_one(study *st, kgl_saturation_trace *run, kgl_jobs *jobs, int job)
 {
     const kgl_saturation_config *c = run->config;
     const kgl_dataset *ds = st->ds;
@@ -314,9 +300,10 @@ static void run_one(study *st, kgl_saturation_trace *run)
         row[KGL_SAT_WK_STEP] = sd.wk_step;
         run->steps_done = step;
         if (run->fit_step < 0 && kgl_trainer_fits(&tr, &ev)) run->fit_step = step;
-        step_done(st, 1, 0, 0);
+        kgl_jobs_report(jobs, job, step, st->spec->steps);
     }
-    step_done(st, 0, run->steps_done - st->spec->steps, 1); /* less the steps a non-finite loss left undone */
+    if (run->steps_done < st->spec->steps) /* less the steps a non-finite loss left undone */
+        kgl_jobs_report(jobs, job, run->steps_done, run->steps_done);
     kgl_eval_free(&ev);
     kgl_sup_diag_free(&sd);
     kgl_diag_free(&dg);
@@ -326,28 +313,35 @@ static void run_one(study *st, kgl_saturation_trace *run)
 
 static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
 
-/* Takes runs until none is left: seed 1 of every configuration, then seed
-   2, ..., and within a seed the configurations in the order c = k·p mod n
-   (p coprime to n, near n/φ: a golden-ratio sequence), so that the work
-   done at any time mixes the grid's cheap and dear configurations (a run at
-   dk 256 costs 16 at dk 4, and dk is the grid's slowest axis) and the pace
-   of the steps done so far predicts the rest. Each run's result is its
-   own, whatever the order. */
-static void *worker(void *arg)
+/* The runs are the runner's jobs, taken in order: job k is seed k / n of
+   configuration k·p mod n (p coprime to n, near n/φ: a golden-ratio
+   sequence), so seed 1 of every configuration comes first, then seed 2,
+   ..., and the work done at any time mixes the grid's cheap and dear
+   configurations (a run at dk 256 costs 16 at dk 4, and dk is the grid's
+   slowest axis): the pace of the steps done so far predicts the rest.
+   Each run's result is its own, whatever the order. */
+static int grid_order_step(int n)
 {
-    study *st = arg;
-    kgl_saturation *res = st->res;
-    int seeds = st->spec->seeds, n = res->n_configs, p = (int)(0.618 * n + 0.5);
+    int p = (int)(0.618 * n + 0.5);
     while (p > 1 && gcd(p, n) != 1) p--;
-    p = p < 1 ? 1 : p;
-    for (;;) {
-        pthread_mutex_lock(&st->lock);
-        int k = st->next < res->n_runs ? st->next++ : -1;
-        pthread_mutex_unlock(&st->lock);
-        if (k < 0) return NULL;
-        int config = (int)((long)(k % n) * p % n), seed = k / n;
-        run_one(st, &res->runs[config * seeds + seed]);
-    }
+    return p < 1 ? 1 : p;
+}
+
+static int run_job(kgl_jobs *jobs, int k, int worker, void *ctx)
+{
+    (void)worker;
+    study *st = ctx;
+    int n = st->res->n_configs, config = (int)((long)(k % n) * st->order_step % n), seed = k / n;
+    run_one(st, &st->res->runs[config * st->spec->seeds + seed], jobs, k);
+    return 0; /* a non-finite loss ends its run, not the grid */
+}
+
+/* The runner's counts as the study's progress. */
+static void show_progress(const kgl_jobs_progress *at, void *ctx)
+{
+    const study *st = ctx;
+    kgl_saturation_progress p = {at->steps_done, at->steps, at->jobs_done, at->jobs};
+    st->spec->progress(&p, st->spec->progress_ctx);
 }
 
 bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, char *err, size_t err_cap)
@@ -356,7 +350,7 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
     if (!check_spec(spec, err, err_cap)) return false;
     kgl_dataset academic;
     memset(&academic, 0, sizeof academic);
-    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, -1, res, 0, {0}, PTHREAD_MUTEX_INITIALIZER};
+    study st = {spec, spec->dataset, spec->train, spec->n_train, -1, -1, res, 1};
     if (!spec->dataset) {
         kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
         if (!kgl_dataset_load(&academic, &src, 1, err, err_cap)) return false;
@@ -404,15 +398,10 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
         res->runs[k] = (kgl_saturation_trace){&res->configs[k / spec->seeds], 1 + k % spec->seeds, NULL, -1, 0};
         res->runs[k].rows = kgl_xmalloc((size_t)spec->steps * KGL_SAT_N_METRICS * sizeof(double));
     }
-    st.at = (kgl_saturation_progress){0, (long)res->n_runs * spec->steps, 0, res->n_runs};
-    double t0 = kgl_seconds();
-    pthread_t threads[64];
-    int n_threads = spec->jobs < res->n_runs ? spec->jobs : res->n_runs;
-    for (int k = 1; k < n_threads; k++) pthread_create(&threads[k], NULL, worker, &st);
-    worker(&st);
-    for (int k = 1; k < n_threads; k++) pthread_join(threads[k], NULL);
-    res->seconds = kgl_seconds() - t0;
-    pthread_mutex_destroy(&st.lock);
+    st.order_step = grid_order_step(res->n_configs);
+    kgl_jobs_spec js = {.n = res->n_runs, .at_most = spec->jobs, .job_steps = spec->steps, .run = run_job,
+                        .progress = spec->progress ? show_progress : NULL, .ctx = &st};
+    res->seconds = kgl_jobs_run(&js).seconds;
     kgl_dataset_free(&academic);
     return true;
 }
