@@ -74,57 +74,34 @@ int text_width(const char *s);
  * *member at -1 for none) and --json. Returns -1 if `a` is none of them,
  * 0 when it was parsed, or an exit status after reporting a usage error. */
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json);
-/* The one model of a --checkpoint that kgl heads, export and grad read
- * (open_model; kgl eval and predict with --member K, model_set_open), and
- * where it stands in its ensemble. */
-typedef struct model_choice {
-    char path[4096];     /* the file opened */
-    int member;          /* its index in the ensemble */
-    int members;         /* the ensemble's models (1: a model of its own) */
-    char ensemble[4096]; /* the ensemble as --checkpoint names it: member 0's file, or A,B,... */
-    bool alone;          /* a member's own file was given (F.m1, not F --member 1) */
-} model_choice;
 /* Loads the triples, then the checkpoint's model for them (the checkpoint
  * stays open until kgl_checkpoint_close): F itself, or with member K > 0 the
  * K-th file F's metadata lists (kgl train --ensemble), which must be of F's
  * save (the same run_id, or none in either); A,B,... is read as its model
  * K (0 without --member). *choice says which file was opened and which
- * member of how many it is. Returns 0, or an exit status after reporting;
- * on failure nothing needs freeing. */
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, model_choice *choice,
+ * member of how many it is (kgl_model_open_member). Returns 0, or an exit
+ * status after reporting; on failure nothing needs freeing. */
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, kgl_model_choice *choice,
                data_view *v, kgl_model *m, kgl_checkpoint *ck);
 /* One answer per question: a command that reads one model of an ensemble
  * says so on the first line of its output, "F is an ensemble of 10 models:
  * WHAT member 0 alone (--member K chooses another, 0 to 9)", then `why` on a
  * line of its own (why one member, or what the ensemble would mean).
  * Nothing for a model of its own. */
-void print_model_choice(const model_choice *c, const char *what, const char *why);
+void print_model_choice(const kgl_model_choice *c, const char *what, const char *why);
 /* The same for --json: the fields "ensemble":10,"member":0 (1 and 0 for a model of its own). */
-void json_model_choice(kgl_json_writer *w, const model_choice *c);
+void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c);
 
-/* The models a --checkpoint names: one file, with the other members of its
- * ensemble when its metadata lists them (kgl train --ensemble writes that
- * into member 0), or an explicit list A,B,... (no expansion). The members a
- * file lists must be of its save: the same run_id (none in either, for
- * files older than run ids), else the mix is refused, naming the file. */
-typedef struct model_set {
-    int n;
-    char *paths[KGL_MAX_ENSEMBLE];
-    kgl_model m[KGL_MAX_ENSEMBLE];
-    kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
-    kgl_real *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
-    const kgl_model *models[KGL_MAX_ENSEMBLE];
-    model_choice choice; /* with n 1: which model of its ensemble (members 1: none) */
-} model_set;
-/* Opens them (member >= 0: only model `member` of them, 0 for the file
+/* Opens the models a --checkpoint names (kgl_model_set_open, kgl/model.h:
+ * one file with the members its metadata lists, or A,B,...; one save's)
+ * (member >= 0: only model `member` of them, 0 for the file
  * named, k for the k-th it lists or the k-th of A,B,...; -1: all) for the
  * loaded triples v, or, with v NULL, with the names of
  * the first checkpoint (into *names, a dataset without triples; free it
- * with kgl_dataset_free after model_set_close). Returns 0, or an exit
+ * with kgl_dataset_free after kgl_model_set_close). Returns 0, or an exit
  * status after reporting (nothing left open). */
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
-                   model_set *ms);
-void model_set_close(model_set *ms);
+                   kgl_model_set *ms);
 
 /* Whether the n_out outputs (cli_file, output set) are files of their own:
  * none is a triples file d names, nor one of the n_models checkpoint files
