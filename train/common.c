@@ -559,7 +559,7 @@ static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoi
                                  long examples, kgl_model *m)
 {
     /* the model, its states and ranking, and (kgl grad) a step of 1024 examples */
-    memory_run run = {.cfg = ck->cfg, .tc = {.batch = 1024}, .members = 1, .jobs = 1, .threads = kgl_cores()};
+    kgl_memory_run run = {.cfg = ck->cfg, .tc = {.batch = 1024}, .members = 1, .jobs = 1, .threads = kgl_cores()};
     run.n_train = ck->cfg.reciprocal ? (examples + 1) / 2 : examples;
     for (int s = 0; v && s < 3; s++) {
         run.triples += v->n[s];

@@ -127,45 +127,8 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
  * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
 bool model_finite(const char *where, const kgl_model *m);
 
-/* Memory (memory.c): what this process may use, the least of what this
- * machine has available (MemAvailable), what its address-space limit leaves
- * (RLIMIT_AS, ulimit -v, less what it maps already: VmSize) and what the
- * limits of its memory cgroups leave (v2 memory.max − memory.current, v1
- * memory.limit_in_bytes − memory.usage_in_bytes, of its cgroup and each
- * ancestor, less the page cache the kernel can drop); *limit names the
- * limit that binds (NULL: the machine's memory). The environment variable
- * KGL_MEMORY_MB overrides it all. INFINITY when nothing is known. */
-double memory_available_bytes(const char **limit);
-double memory_rlimit_headroom(void);
-/* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;
- * tests give a fake tree); INFINITY when no limit is found. */
-double memory_cgroup_headroom(const char *root);
-/* A run as the memory estimate sees it: the model, its training options,
- * how many models train and how. */
-typedef struct memory_run {
-    kgl_config cfg;
-    kgl_train_config tc;  /* its batch and head supervision */
-    kgl_regularisers reg; /* the regularisers' rates (each adds tensors) */
-    long n_train;         /* training triples */
-    long ranked;          /* the most triples one evaluation ranks */
-    long triples;         /* of every split loaded */
-    int members;          /* models (--ensemble) */
-    int jobs;             /* of them training at once */
-    int threads;          /* in the process */
-    bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
-    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
-} memory_run;
-/* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
- * kgl_trainer_plan): once the process (the program, its threads, the
- * data), every model's parameters, states and ranking scratch, and a step's
- * tape and snapshot for each model that trains at once. */
-typedef struct memory_need {
-    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
-    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
-    double parameters;    /* of `resident`: the parameters with their optimiser state */
-    double attention;     /* of `resident`: the n x n attention weights */
-} memory_need;
-void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
+/* Memory (memory.c): the estimate of a run (kgl_memory_needed, kgl/model.h)
+ * against what this process may use (kgl_memory_available, kgl/engine.h). */
 /* Whether run `r` fits: if not, prints "kgl CMD: this run needs about X
  * ..., this machine has Y available" (or "this process has Y available
  * under LIMIT"; amounts in MB below a gigabyte) and, with r->options, what
@@ -176,7 +139,7 @@ void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
  * before it starts (kgl train without --quiet or --json): a wide readout
  * with the neighbourhood context on a dense graph takes gigabytes. */
 #define MEMORY_SAY_FROM 1e9
-bool memory_fits(const char *cmd, const memory_run *r, bool say);
+bool memory_fits(const char *cmd, const kgl_memory_run *r, bool say);
 /* The library's out-of-memory handler (main sets it): removes the temporary
  * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and
  * exits with status 2. Once, whichever thread comes first. */

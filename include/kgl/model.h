@@ -678,6 +678,33 @@ typedef struct kgl_memory_plan {
 } kgl_memory_plan;
 void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const kgl_regularisers *reg, long n_train,
                       long ranked, size_t value_bytes, kgl_memory_plan *plan);
+/* A whole run as kgl train's memory estimate sees it (src/model/train.c):
+ * the model, its training options, how many models train and how; the
+ * program compares the need with kgl_memory_available (kgl/engine.h). */
+typedef struct kgl_memory_run {
+    kgl_config cfg;
+    kgl_train_config tc;  /* its batch and head supervision */
+    kgl_regularisers reg; /* the regularisers' rates (each adds tensors) */
+    long n_train;         /* training triples */
+    long ranked;          /* the most triples one evaluation ranks */
+    long triples;         /* of every split loaded */
+    int members;          /* models (--ensemble) */
+    int jobs;             /* of them training at once */
+    int threads;          /* in the process */
+    bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
+    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
+} kgl_memory_run;
+/* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
+ * kgl_trainer_plan): once the process (the program, its threads, the
+ * data), every model's parameters, states and ranking scratch, and a step's
+ * tape and snapshot for each model that trains at once. */
+typedef struct kgl_memory_need {
+    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
+    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
+    double parameters;    /* of `resident`: the parameters with their optimiser state */
+    double attention;     /* of `resident`: the n x n attention weights */
+} kgl_memory_need;
+void kgl_memory_needed(const kgl_memory_run *r, size_t value_bytes, kgl_memory_need *need);
 
 /* 1-N / KvsAll targets (an extension of the specified layer, as ConvE trains; off by
  * default). Call right after kgl_trainer_init: the examples become the
