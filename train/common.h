@@ -122,9 +122,9 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck);
  * error and returns 2 on failure; the checkpoint stays open (for its state)
  * until kgl_checkpoint_close. */
 int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck);
-/* Runs the model's context once and checks that the attention (A_h), the
- * contextual states (C) and a bound on every readout score are finite;
- * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
+/* Whether the model's attention, states and readout scores are finite
+ * (kgl_model_finite, kgl/model.h); otherwise prints "WHERE: ... (tensor
+ * NAME) ..." and returns false. */
 bool model_finite(const char *where, const kgl_model *m);
 
 /* Memory (memory.c): the estimate of a run (kgl_memory_needed, kgl/model.h)
