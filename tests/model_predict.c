@@ -285,3 +285,23 @@ TEST(predict_and_top_wrong_break_ties_by_lower_id)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_model_finite: a trained model is finite; its entity embeddings made
+   1e300 times larger are finite numbers, but the layer's arithmetic on them
+   is not, and that is said with the tensor where it shows first. */
+TEST(model_finite_names_the_tensor_too_large_for_finite_arithmetic)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 5 --quiet", "finite.st", &ds, &m)) return;
+    char why[1024] = "";
+    CHECK(kgl_model_finite(&m, "finite.st", why, sizeof why) && why[0] == 0);
+    for (size_t k = 0; k < kgl_numel(m.entity_emb); k++) m.entity_emb->data[k] *= 1e300;
+    CHECK(!kgl_model_finite(&m, "huge.st", why, sizeof why));
+    if (!CHECK(strncmp(why, "huge.st: ", 9) == 0 && strstr(why, "(tensor ") &&
+               strstr(why, "too large for finite arithmetic")))
+        printf("    %s\n", why);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

@@ -704,3 +704,43 @@ TEST(checkpoint_without_shuffle_state_seeds_the_stream)
     }
     kgl_dataset_free(&ds);
 }
+
+/* kgl_memory_needed, the estimate kgl train checks before it allocates:
+   every model keeps its parameters (and ranking scratch) until the report,
+   but only the models training at once (jobs) hold a step's tape, and with
+   selection on valid a snapshot. So each job more adds the same amount, the
+   same whether 2 or 4 members share it, and selecting adds a snapshot per
+   job; the parameters and the attention are counted per member and per
+   job. The address space holds at least the resident set, and float32's
+   values take half the bytes. */
+TEST(memory_needed_counts_a_step_for_each_job_and_the_parameters_for_each_member)
+{
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = 500, cfg.n_relations = 10, cfg.dim = 32;
+    kgl_memory_run r = {.cfg = cfg, .tc = {.batch = 256}, .n_train = 5000, .ranked = 500, .triples = 6000,
+                        .members = 4, .jobs = 1, .threads = 2};
+    kgl_memory_plan p;
+    kgl_trainer_plan(&r.cfg, &r.tc, &r.reg, r.n_train, r.ranked, sizeof(kgl_real), &p);
+    kgl_memory_need one_job, four_jobs, two_one, two_two, selecting, f32;
+    kgl_memory_needed(&r, sizeof(kgl_real), &one_job);
+    r.jobs = 4;
+    kgl_memory_needed(&r, sizeof(kgl_real), &four_jobs);
+    r.selecting = true;
+    kgl_memory_needed(&r, sizeof(kgl_real), &selecting);
+    r.selecting = false, r.members = 2, r.jobs = 1;
+    kgl_memory_needed(&r, sizeof(kgl_real), &two_one);
+    r.jobs = 2;
+    kgl_memory_needed(&r, sizeof(kgl_real), &two_two);
+    kgl_memory_needed(&r, 4, &f32);
+    double per_job = two_two.resident - two_one.resident;
+    /* differences of sums of the same terms: equal to rounding (1e-9 of the whole) */
+    CHECK(per_job > 0.5 * p.step);
+    CHECK_NEAR(four_jobs.resident - one_job.resident, 3 * per_job, 1e-9 * four_jobs.resident);
+    /* 1.1: the slack the estimate gives malloc (MALLOC_SLACK, src/model/train.c) */
+    CHECK_NEAR(selecting.resident - four_jobs.resident, 4 * 1.1 * p.snapshot, 1e-9 * selecting.resident);
+    CHECK(one_job.parameters == 4 * p.parameters && two_one.parameters == 2 * p.parameters);
+    CHECK(one_job.attention == p.attention && four_jobs.attention == 4 * p.attention);
+    CHECK(four_jobs.address_space > four_jobs.resident && one_job.address_space > one_job.resident);
+    if (sizeof(kgl_real) == 8) CHECK(f32.resident < two_two.resident);
+}

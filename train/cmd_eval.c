@@ -42,7 +42,7 @@ static const char help[] =
 /* Every triple of every split present, ranked, to `path`: written to a
    temporary file beside it, then renamed over it, so a failure leaves no
    half-written file. Returns false after reporting. */
-static bool write_ranks(const char *path, const model_set *ms, const data_view *v, const bool *ranked,
+static bool write_ranks(const char *path, const kgl_model_set *ms, const data_view *v, const bool *ranked,
                         eval_progress *ep)
 {
     kgl_outfile o;
@@ -142,14 +142,14 @@ int cmd_eval(int argc, char **argv)
         data_free(&v);
         return EXIT_USAGE;
     }
-    static model_set ms; /* large; one per process */
+    static kgl_model_set ms; /* large; one per process */
     if ((st = model_set_open("eval", ckpt, (int)member, &v, NULL, &ms))) {
         data_free(&v);
         return st;
     }
     const cli_file output = {"--ranks", ranks, true, NULL};
     if (!outputs_distinct("eval", &d, ckpt, ms.paths, ms.n, &output, 1)) {
-        model_set_close(&ms);
+        kgl_model_set_close(&ms);
         data_free(&v);
         return EXIT_USAGE;
     }
@@ -209,7 +209,7 @@ int cmd_eval(int argc, char **argv)
     }
     progress_stop(&line);
     kgl_eval_free(&ev);
-    model_set_close(&ms);
+    kgl_model_set_close(&ms);
     data_free(&v);
     return st;
 }

@@ -60,7 +60,7 @@ int cmd_export(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model("export", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
     char paths[N_FILES][4200], *models[1] = {chosen.path};
     cli_file outputs[N_FILES];

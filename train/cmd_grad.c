@@ -71,7 +71,7 @@ static int parse_options(int argc, char **argv, grad_options *o)
    own; then o->ckpt names the model's file, and the head supervision and
    its weight default to the checkpoint's. 0, or an exit status after
    reporting (nothing left open). */
-static int open_model_for_grad(grad_options *o, model_choice *chosen, data_view *v, kgl_model *m, kgl_checkpoint *ck)
+static int open_model_for_grad(grad_options *o, kgl_model_choice *chosen, data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st;
     if ((st = open_model("grad", &o->d, o->ckpt, o->member, chosen, v, m, ck))) return st;
@@ -135,7 +135,7 @@ static bool write_gradients(const char *out, const char *ckpt, long step, const 
     return ok;
 }
 
-static void print_json(const model_choice *chosen, const kgl_params *params, const grad_losses *l)
+static void print_json(const kgl_model_choice *chosen, const kgl_params *params, const grad_losses *l)
 {
     kgl_json_writer w;
     kgl_json_writer_init(&w, stdout);
@@ -158,7 +158,7 @@ static void print_json(const model_choice *chosen, const kgl_params *params, con
     kgl_json_writer_finish(&w);
 }
 
-static void print_text(const model_choice *chosen, const kgl_params *params, const grad_losses *l, const char *out)
+static void print_text(const kgl_model_choice *chosen, const kgl_params *params, const grad_losses *l, const char *out)
 {
     print_model_choice(chosen, "gradients of",
                        "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
@@ -169,7 +169,7 @@ static void print_text(const model_choice *chosen, const kgl_params *params, con
 
 /* The loss over the full batch and every parameter's gradient, written to
    --out and printed. 0, or an exit status after reporting. */
-static int compute_gradients(const grad_options *o, const model_choice *chosen, const data_view *v, kgl_model *m,
+static int compute_gradients(const grad_options *o, const kgl_model_choice *chosen, const data_view *v, kgl_model *m,
                              const kgl_checkpoint *ck, const int *head_of)
 {
     kgl_batch b;
@@ -205,7 +205,7 @@ int cmd_grad(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model_for_grad(&o, &chosen, &v, &m, &ck))) return st;
     int *head_of = NULL;
     if (o.supervise) {

@@ -58,7 +58,7 @@ static const char help[] =
 
 /* The first line when the model is one of an ensemble: which one, and why
    only one (print_model_choice). */
-static void say_which_model(const model_choice *chosen)
+static void say_which_model(const kgl_model_choice *chosen)
 {
     print_model_choice(chosen, "showing",
                        "Each model has its own heads and answers; kgl predict and kgl eval ask the whole ensemble, "
@@ -86,7 +86,7 @@ static void json_answer(kgl_json_writer *w, int rank, const char *entity, double
 }
 
 /* The opening of every kgl heads --json object: the model chosen, its step and heads. */
-static void json_heads_opening(kgl_json_writer *w, const model_choice *chosen, long step, int heads)
+static void json_heads_opening(kgl_json_writer *w, const kgl_model_choice *chosen, long step, int heads)
 {
     kgl_json_writer_init(w, stdout);
     kgl_json_begin_object(w);
@@ -267,7 +267,7 @@ static bool relations_svg(const pictures *pic, const data_view *v, int H, const 
 
 /* kgl heads --json of a graph model: the weight by relation, on the entity
    itself, ablation. */
-static void graph_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+static void graph_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
                              const kgl_heads_graph *g)
 {
     int H = g->heads, nr = g->m;
@@ -308,7 +308,7 @@ static void graph_heads_json(const model_choice *chosen, long step, const data_v
 }
 
 /* kgl heads of a graph model, as tables. */
-static void graph_heads_text(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+static void graph_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
                              const kgl_heads_graph *g)
 {
     int H = g->heads, nr = g->m;
@@ -343,7 +343,7 @@ static void graph_heads_text(const model_choice *chosen, long step, const data_v
     for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, g->ablated_mrr[h], g->mrr - g->ablated_mrr[h]);
 }
 
-static int graph_heads(const model_choice *chosen, bool json, const pictures *pic, data_view *v, kgl_model *m,
+static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures *pic, data_view *v, kgl_model *m,
                        const kgl_checkpoint *ck)
 {
     kgl_heads_graph g;
@@ -507,7 +507,7 @@ static int attention_rows_shown(const query_view *q, int *rows)
     return k;
 }
 
-static void query_print_text(const model_choice *chosen, long step, const data_view *v, const query_view *q)
+static void query_print_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
     const char *head = names[q->entity];
@@ -584,7 +584,7 @@ static void json_query(kgl_json_writer *w, const char *head, const char *relatio
     kgl_json_end_object(w);
 }
 
-static void query_print_json(const model_choice *chosen, long step, const data_view *v, const query_view *q)
+static void query_print_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
     kgl_json_writer w;
@@ -626,7 +626,7 @@ static void query_print_json(const model_choice *chosen, long step, const data_v
  * each token beside uniform's 1/tokens, so that near-uniform attention is not
  * read as structure; tokens whose entity is a true answer in the training
  * triples marked '*'. Then the readout's top answers. */
-static void graph_query_text(const model_choice *chosen, long step, const data_view *v, const query_view *q,
+static void graph_query_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q,
                              const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
 {
     char *const *names = v->ds.entity_names;
@@ -685,7 +685,7 @@ static void graph_query_text(const model_choice *chosen, long step, const data_v
     free(mean);
 }
 
-static void graph_query_json(const model_choice *chosen, long step, const data_view *v, const query_view *q,
+static void graph_query_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q,
                              const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
 {
     char *const *names = v->ds.entity_names;
@@ -956,7 +956,7 @@ static bool query_svg(const pictures *pic, const data_view *v, const query_view 
 /* kgl heads --query HEAD,REL of a model with attention: where each head
    looks from HEAD (a graph model: in the question's neighbourhood, layer by
    layer) and the readout's answers; the picture first, then the tables. */
-static int run_query(const model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
+static int run_query(const kgl_model_choice *chosen, const char *query, int top, bool json, const pictures *pic,
                      const data_view *v, const kgl_model *m, long step)
 {
     query_view q = {0};
@@ -1016,7 +1016,7 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
 }
 
 /* kgl heads --json of a full-context model: spec, precision, deeper layers, top-3, ablation. */
-static void full_heads_json(const model_choice *chosen, long step, const data_view *v, const kgl_heads_full *rep)
+static void full_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_heads_full *rep)
 {
     int H = rep->heads, n = rep->n, nr = rep->m;
     char **names = v->ds.entity_names;
@@ -1077,7 +1077,7 @@ static void full_heads_json(const model_choice *chosen, long step, const data_vi
 
 /* kgl heads of a full-context model, as tables: spec and precision by
    relation (and each deeper layer's spec), each entity's top 3, ablation. */
-static void full_heads_text(const model_choice *chosen, long step, const data_view *v, const kgl_model *m,
+static void full_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
                             const kgl_heads_full *rep)
 {
     int H = rep->heads, n = rep->n, nr = rep->m;
@@ -1131,7 +1131,7 @@ static void full_heads_text(const model_choice *chosen, long step, const data_vi
 /* kgl heads of a full-context model (no --query): where each head's weight
    goes against the training triples, the pictures first (a reader of stdout
    that stops reading never costs them), then the report. */
-static int full_heads(const model_choice *chosen, bool json, const pictures *pic, const data_view *v, kgl_model *m,
+static int full_heads(const kgl_model_choice *chosen, bool json, const pictures *pic, const data_view *v, kgl_model *m,
                       const kgl_checkpoint *ck)
 {
     int st = 0;
@@ -1197,7 +1197,7 @@ int cmd_heads(int argc, char **argv)
     data_view v;
     kgl_model m;
     kgl_checkpoint ck;
-    static model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
+    static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model("heads", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
     if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, m.cfg.heads)) {
         kgl_model_free(&m);

@@ -426,7 +426,7 @@ static int read_questions(const predict_options *o, const kgl_dataset *ds, query
 
 /* The triples among the questions, ranked together as kgl eval ranks them:
    [tails, heads], n_triples of each (free the array). */
-static kgl_ranked *rank_triples(const kgl_dataset *ds, const model_set *ms, bool filtering, const query *qs, int n_q,
+static kgl_ranked *rank_triples(const kgl_dataset *ds, const kgl_model_set *ms, bool filtering, const query *qs, int n_q,
                                 int *n_triples)
 {
     int n_t = 0;
@@ -445,7 +445,7 @@ static kgl_ranked *rank_triples(const kgl_dataset *ds, const model_set *ms, bool
 
 /* Before the text answers: which models answer (an ensemble, or one member
    of it). */
-static void print_models_asked(const model_set *ms)
+static void print_models_asked(const kgl_model_set *ms)
 {
     if (ms->n > 1)
         printf("an ensemble of %d models (%s and its members): prob is the mean of their probabilities, "
@@ -480,7 +480,7 @@ static void print_scored_triple(const predict_options *o, const kgl_dataset *ds,
 
 /* One question's top k_top answers (into ans), printed; `first`: no blank
    line before it. */
-static void answer_question(const predict_options *o, const kgl_dataset *ds, const model_set *ms, const query *q,
+static void answer_question(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const query *q,
                             int k_top, kgl_answer *ans, bool first)
 {
     int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
@@ -498,7 +498,7 @@ static void answer_question(const predict_options *o, const kgl_dataset *ds, con
 
 /* Every question answered and every triple scored, in the order asked. 0,
    or an exit status after reporting. */
-static int answer_questions(const predict_options *o, const kgl_dataset *ds, const model_set *ms, const query *qs,
+static int answer_questions(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const query *qs,
                             int n_q)
 {
     int n = ds->n_entities, st = 0;
@@ -536,7 +536,7 @@ int cmd_predict(int argc, char **argv)
        (which the checkpoint must match), or the checkpoint's own. */
     data_view v;
     kgl_dataset names;
-    static model_set ms; /* large; one per process */
+    static kgl_model_set ms; /* large; one per process */
     if (o.have_known && (st = data_load("predict", &o.d, &v, false))) return st;
     if ((st = model_set_open("predict", o.ckpt, (int)o.member, o.have_known ? &v : NULL, &names, &ms))) {
         if (o.have_known) data_free(&v);
@@ -548,7 +548,7 @@ int cmd_predict(int argc, char **argv)
     st = read_questions(&o, ds, &one, &qs, &n_q);
     if (!st) st = answer_questions(&o, ds, &ms, qs, n_q);
     if (qs != &one) free(qs);
-    model_set_close(&ms);
+    kgl_model_set_close(&ms);
     if (o.have_known) data_free(&v);
     else kgl_dataset_free(&names);
     return st;

@@ -1128,7 +1128,7 @@ static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int jo
 static bool run_fits_memory(const train_opts *o, const data_view *v, int *head_of, int members, int jobs,
                             int job_threads)
 {
-    memory_run run = {.cfg = o->cfg, .tc = {.batch = (int)o->st.batch, .head_of = head_of}, .reg = o->st.reg,
+    kgl_memory_run run = {.cfg = o->cfg, .tc = {.batch = (int)o->st.batch, .head_of = head_of}, .reg = o->st.reg,
                       .n_train = v->n[0], .ranked = v->n[0] > v->n[1] ? v->n[0] : v->n[1], .members = members,
                       .jobs = jobs, .threads = jobs * job_threads, .selecting = o->run.eval_every > 0, .options = true};
     run.ranked = run.ranked > v->n[2] ? run.ranked : v->n[2];

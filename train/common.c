@@ -417,76 +417,6 @@ void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int h
     kgl_json_end_object(w);
 }
 
-/* max |T[i, c]| over the rows, and with `pair` also over column c + stride */
-static double max_abs_cols(const kgl_tensor *T, int c, int stride, bool pair)
-{
-    double mx = 0;
-    for (int i = 0; i < T->rows; i++) {
-        const kgl_real *row = T->data + (size_t)i * T->cols;
-        mx = fmax(mx, fabs(row[c]));
-        if (pair) mx = fmax(mx, fabs(row[c + stride]));
-    }
-    return mx;
-}
-
-/* The first non-finite value of n doubles, or -1. */
-static long first_nonfinite(const kgl_real *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return (long)i;
-    return -1;
-}
-
-bool model_finite(const char *where, const kgl_model *m)
-{
-    kgl_tape t;
-    kgl_tape_init(&t);
-    t.recording = false;
-    t.keep_attention = true;
-    kgl_forward f;
-    kgl_model_context(m, &t, &f);
-    bool ok = true;
-    int n = m->cfg.n_entities, d = m->cfg.dim;
-    for (int h = 0; h < m->cfg.heads && ok; h++) {
-        if (!f.attn[h]) continue;
-        long i = first_nonfinite(f.attn[h]->data, kgl_numel(f.attn[h]));
-        if (i >= 0) {
-            fprintf(stderr,
-                    "%s: the attention of head %d (tensor A_%d) is %g at [%ld, %ld]: the parameters are too large for "
-                    "finite arithmetic\n",
-                    where, h, h, f.attn[h]->data[i], i / n, i % n);
-            ok = false;
-        }
-    }
-    if (ok) {
-        long i = first_nonfinite(f.context->data, kgl_numel(f.context));
-        if (i >= 0) {
-            fprintf(stderr, "%s: the contextual states (tensor C) are %g at [%ld, %ld]: the parameters are too large "
-                    "for finite arithmetic\n", where, f.context->data[i], i / d, i % d);
-            ok = false;
-        }
-    }
-    if (ok) {
-        /* every readout score is at most this bound in size: Σ_c max|C[·,c]| max|R[·,c]| max|E[·,c]|
-           feature by feature; with the complex readout a pair's v_re e_re + v_im e_im is four
-           products c r e, each at most the product of the pair's largest |C|, |R| and |E| */
-        const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
-        bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
-        int groups = complex ? d / 2 : d;
-        double bound = 0;
-        for (int c = 0; c < groups; c++)
-            bound += (complex ? 4 : 1) * max_abs_cols(C, c, groups, complex) * max_abs_cols(R, c, groups, complex) *
-                     max_abs_cols(E, c, groups, complex);
-        if (!(bound < 1e300)) {
-            fprintf(stderr, "%s: the readout scores (tensor scores, C[i].R[r].E[j]) can reach %g: the parameters are "
-                    "too large for finite arithmetic\n", where, bound);
-            ok = false;
-        }
-    }
-    kgl_tape_free(&t);
-    return ok;
-}
-
 /* Where the names joined by \n in a checkpoint's metadata first differ from
    `names`: -1 when they are the same list. *count is how many it lists, and
    its name at the difference (if it has one) goes to got. */
@@ -553,13 +483,21 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)
     return EXIT_USAGE;
 }
 
+bool model_finite(const char *where, const kgl_model *m)
+{
+    char err[1024];
+    if (kgl_model_finite(m, where, err, sizeof err)) return true;
+    fprintf(stderr, "%s\n", err);
+    return false;
+}
+
 /* The model of an opened checkpoint, if it fits in memory (for `examples`
    training examples) and is finite; the checkpoint is closed on failure. */
 static int model_from_checkpoint(const char *cmd, const char *path, kgl_checkpoint *ck, const data_view *v,
                                  long examples, kgl_model *m)
 {
     /* the model, its states and ranking, and (kgl grad) a step of 1024 examples */
-    memory_run run = {.cfg = ck->cfg, .tc = {.batch = 1024}, .members = 1, .jobs = 1, .threads = kgl_cores()};
+    kgl_memory_run run = {.cfg = ck->cfg, .tc = {.batch = 1024}, .members = 1, .jobs = 1, .threads = kgl_cores()};
     run.n_train = ck->cfg.reciprocal ? (examples + 1) / 2 : examples;
     for (int s = 0; v && s < 3; s++) {
         run.triples += v->n[s];
@@ -596,260 +534,50 @@ int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoin
     return st ? st : model_from_checkpoint("model", path, ck, v, 2L * v->n[0], m);
 }
 
-/* The file a member's name in member 0's metadata means: relative to
-   member 0's folder (an absolute name as it is). */
-static void member_file(const char *member0, const char *name, char *path, size_t cap)
-{
-    const char *slash = strrchr(member0, '/');
-    int dir_len = slash ? (int)(slash - member0) + 1 : 0;
-    snprintf(path, cap, "%.*s%s", name[0] == '/' ? 0 : dir_len, member0, name);
-}
+/* The CLI's opener of one checkpoint of a set (kgl_model_set_spec.open):
+   for the loaded triples (model_load), or, without them, with the names of
+   the first checkpoint; its errors said here. */
+typedef struct set_opener {
+    const char *cmd;
+    const data_view *v;
+    kgl_dataset *names;
+} set_opener;
 
-/* --checkpoint names one file (which may list the other members of its
-   ensemble), or A,B,... */
-static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strchr(spec, ','); }
-
-/* The models an ensemble's member 0 lists, one name a line: 1 + the lines. */
-static int ensemble_size(const char *members)
+static bool open_for_set(void *ctx, const char *path, int k, kgl_checkpoint *ck, kgl_model *m, char *err, size_t cap)
 {
-    int models = 1;
-    for (const char *p = members; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) models++;
-    return models;
-}
-
-/* The file of model `member` (>= 0) of --checkpoint spec: one file F is
-   member 0 and lists the others in its metadata; A,B,... are members 0, 1,
-   ... in order. Only F's metadata is read, and not for member 0 of F
-   (*models is then 0: unknown until F is opened; otherwise how many models
-   spec names). When the file is one F lists, *listed is set and run_id
-   (sizeof kgl_train_state.run_id bytes) gets F's run id, for same_save.
-   Returns 0, or an exit status after reporting. */
-static int member_path(const char *cmd, const char *spec, long member, char *path, size_t cap, bool *listed,
-                       char *run_id, int *models)
-{
-    *listed = false;
-    *models = 0;
-    bool found = false;
-    if (!one_file(spec)) {
-        for (const char *p = spec; p; ++*models) {
-            const char *comma = strchr(p, ',');
-            int len = comma ? (int)(comma - p) : (int)strlen(p);
-            if (*models == member) {
-                snprintf(path, cap, "%.*s", len, p);
-                found = true;
-            }
-            p = comma ? comma + 1 : NULL;
-        }
-    } else if (member == 0) {
-        snprintf(path, cap, "%s", spec);
-        return 0;
-    } else {
-        kgl_st_file f;
-        char err[1024];
-        if (!kgl_st_read(spec, &f, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            return EXIT_USAGE;
-        }
-        const char *names = kgl_st_meta(&f, "ensemble_members"), *run = kgl_st_meta(&f, "run_id");
-        char list[sizeof ((kgl_train_state *)0)->members], why[600];
-        snprintf(list, sizeof list, "%s", names ? names : "");
-        snprintf(run_id, sizeof ((kgl_train_state *)0)->run_id, "%s", run ? run : "");
-        kgl_st_free(&f);
-        if (!kgl_ensemble_members_valid(list, why, sizeof why)) { /* as opening it whole says */
-            fprintf(stderr, "%s: metadata 'ensemble_members': %s; it lists each other member's file once, one a line\n",
-                    spec, why);
-            return EXIT_USAGE;
-        }
-        *models = ensemble_size(list);
-        int k = 1;
-        for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
-            if (k == member) {
-                member_file(spec, name, path, cap);
-                *listed = found = true;
-            }
+    (void)err, (void)cap;
+    const set_opener *o = ctx;
+    if (o->v) return model_load(path, o->v, m, ck) == 0;
+    char why[1024];
+    bool ok = k == 0 ? kgl_checkpoint_open_standalone(path, o->names, ck, why, sizeof why)
+                     : kgl_checkpoint_open(path, o->names, ck, why, sizeof why);
+    if (!ok) {
+        fprintf(stderr, "%s\n", why); /* the names are freed by a failed first open */
+        return false;
     }
-    if (found) return 0;
-    fprintf(stderr, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)\n", cmd, member, spec, *models,
-            *models == 1 ? "" : "s", *models - 1);
-    return EXIT_USAGE;
-}
-
-/* A member that member0's file lists is from the save that wrote member0:
-   the same run id (none in either, for files older than run ids). The
-   members are saved one by one, so a kill, a second Ctrl-C or a second run
-   saving to the same path can leave a mix; refused, naming the file. */
-static bool same_save(const char *cmd, const char *member0, const char *run0, const char *path, const char *run)
-{
-    if (strcmp(run0, run) == 0) return true;
-    fprintf(stderr,
-            "kgl %s: %s is not from the save that wrote %s (run id %s, not %s): the ensemble's files are a mix of two "
-            "saves; train and save the ensemble again\n",
-            cmd, path, member0, *run ? run : "none", *run0 ? run0 : "none");
-    return false;
-}
-
-void model_set_close(model_set *ms)
-{
-    for (int k = 0; k < ms->n; k++) {
-        free(ms->states[k]);
-        kgl_model_free(&ms->m[k]);
-        kgl_checkpoint_close(&ms->ck[k]);
-        free(ms->paths[k]);
-    }
-    ms->n = 0;
-}
-
-/* Member k of ms from path: checked against the triples (v) or the names. */
-static int model_set_add(const char *cmd, model_set *ms, const char *path, const data_view *v, kgl_dataset *names)
-{
-    int k = ms->n;
-    kgl_model *m = &ms->m[k];
-    kgl_checkpoint *ck = &ms->ck[k];
-    if (k == KGL_MAX_ENSEMBLE) {
-        fprintf(stderr, "kgl %s: --checkpoint: more than %d models\n", cmd, KGL_MAX_ENSEMBLE);
-        return EXIT_USAGE;
-    }
-    struct stat file, other;
-    for (int j = 0; j < k; j++) /* one model counted twice would outweigh the others */
-        if (stat(path, &file) == 0 && stat(ms->paths[j], &other) == 0 && file.st_dev == other.st_dev &&
-            file.st_ino == other.st_ino) {
-            fprintf(stderr, "kgl %s: %s is the same file as %s (member %d): an ensemble counts each model once\n", cmd,
-                    path, ms->paths[j], j);
-            return EXIT_USAGE;
-        }
-    if (v) {
-        int st = model_load(path, v, m, ck);
-        if (st) return st;
-    } else {
-        char err[1024];
-        bool ok = k == 0 ? kgl_checkpoint_open_standalone(path, names, ck, err, sizeof err)
-                         : kgl_checkpoint_open(path, names, ck, err, sizeof err);
-        if (!ok) {
-            fprintf(stderr, "%s\n", err); /* the names are freed by a failed first open */
-            return EXIT_USAGE;
-        }
-        int st = model_from_checkpoint(cmd, path, ck, v, 1, m);
-        if (st) return st;
-    }
-    const char *why = k > 0 ? kgl_ensemble_mismatch(&ms->m[0].cfg, &m->cfg) : NULL;
-    if (why) { /* with the triples given, only the reciprocal mode can differ */
-        fprintf(stderr, "kgl %s: %s has %s (%s): the members of an ensemble answer the same questions\n", cmd, path,
-                why, ms->paths[0]);
-        kgl_model_free(m);
-        kgl_checkpoint_close(ck);
-        return EXIT_USAGE;
-    }
-    size_t len = strlen(path) + 1;
-    ms->paths[k] = memcpy(kgl_xmalloc(len), path, len);
-    ms->states[k] = NULL; /* a --query-relation model answers from each question's own state: none read */
-    if (!m->cfg.query_relation) {
-        ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
-        kgl_context_states(m, ms->states[k]);
-    }
-    ms->models[k] = m;
-    ms->n = k + 1;
-    return 0;
-}
-
-/* The ensemble a file belongs to, when it is member k > 0 of one that kgl
-   train saved: X.m<k>.ext (or X.m<k>) listed as member k by X.ext (or X).
-   Returns k with X.ext in member0 and the ensemble's size in *models, or 0. */
-static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
-{
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
-    for (int with_ext = dot != NULL; with_ext >= 0; with_ext--) {
-        size_t stem_end = with_ext ? (size_t)(dot - path) : strlen(path), d = stem_end;
-        while (d > 0 && isdigit((unsigned char)path[d - 1])) d--;
-        if (d == stem_end || d < (size_t)(base - path) + 3 || path[d - 1] != 'm' || path[d - 2] != '.') continue;
-        long k = strtol(path + d, NULL, 10);
-        if (k < 1 || k >= KGL_MAX_ENSEMBLE) continue;
-        snprintf(member0, cap, "%.*s%s", (int)(d - 2), path, path + stem_end);
-        kgl_st_file f;
-        char err[1024];
-        if (!kgl_st_read(member0, &f, err, sizeof err)) continue;
-        const char *p = kgl_st_meta(&f, "ensemble_members"); /* member k is its k-th line */
-        char why[600];
-        bool valid = p && kgl_ensemble_members_valid(p, why, sizeof why); /* else opening it says what is wrong */
-        for (long j = 1; j < k && p; j++)
-            if ((p = strchr(p, '\n'))) p++;
-        bool listed = valid && p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
-        *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
-        kgl_st_free(&f);
-        if (listed) return (int)k;
-    }
-    return 0;
-}
-
-/* Where the model opened for --checkpoint spec stands (c->path is the
-   caller's): model `member` of spec's `models`, or, when models is 0 (F
-   itself, opened as member 0), of the members F lists (`listed`, F's
-   metadata), or, when F lists none, of the ensemble F is a member of. */
-static void describe_choice(model_choice *c, const char *spec, int member, int models, const char *listed)
-{
-    snprintf(c->ensemble, sizeof c->ensemble, "%s", spec);
-    c->member = member;
-    c->members = models ? models : ensemble_size(listed);
-    c->alone = false;
-    int k = c->members == 1 ? ensemble_of(spec, c->ensemble, sizeof c->ensemble, &c->members) : 0;
-    if (k) c->member = k, c->alone = true;
+    return model_from_checkpoint(o->cmd, path, ck, NULL, 1, m) == 0;
 }
 
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
-                   model_set *ms)
+                   kgl_model_set *ms)
 {
-    ms->n = 0;
     if (!v) memset(names, 0, sizeof *names);
-    int st = 0;
-    char path[4096];
-    if (member >= 0) { /* that one alone */
-        bool listed;
-        char run0[sizeof ms->ck[0].st.run_id];
-        int models;
-        if (!(st = member_path(cmd, spec, member, path, sizeof path, &listed, run0, &models)))
-            st = model_set_add(cmd, ms, path, v, names);
-        if (!st && listed && !same_save(cmd, spec, run0, path, ms->ck[0].st.run_id)) st = EXIT_USAGE;
-        if (!st) describe_choice(&ms->choice, spec, member, models, ms->ck[0].st.members);
-    } else if (one_file(spec)) { /* one file, and its members */
-        char list[sizeof ms->ck[0].st.members] = "";
-        if (!(st = model_set_add(cmd, ms, spec, v, names))) snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
-        for (char *name = strtok(list, "\n"); name && !st; name = strtok(NULL, "\n")) {
-            member_file(spec, name, path, sizeof path);
-            st = model_set_add(cmd, ms, path, v, names);
-            if (st) fprintf(stderr, "kgl %s: %s lists %s as a member of its ensemble\n", cmd, spec, path);
-            else if (!same_save(cmd, spec, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id)) st = EXIT_USAGE;
-        }
-        if (!st) describe_choice(&ms->choice, spec, 0, ms->n > 1 ? ms->n : 0, ms->ck[0].st.members);
-        const model_choice *c = &ms->choice;
-        if (!st && c->alone) /* one member opened alone, most likely by mistake */
-            fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
-                    "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, c->member, c->ensemble,
-                    c->ensemble, c->member, c->ensemble);
-    } else { /* A,B,...: exactly these */
-        size_t len = strlen(spec) + 1;
-        char *list = memcpy(kgl_xmalloc(len), spec, len), *p = list;
-        for (;;) {
-            char *comma = strchr(p, ',');
-            if (comma) *comma = 0;
-            if (!*p) {
-                fprintf(stderr, "kgl %s: --checkpoint: an empty name in the list '%s'\n", cmd, spec);
-                st = EXIT_USAGE;
-            } else {
-                st = model_set_add(cmd, ms, p, v, names);
-            }
-            if (st || !comma) break;
-            p = comma + 1;
-        }
-        free(list);
-        if (!st) describe_choice(&ms->choice, spec, 0, ms->n, NULL);
-    }
-    if (!st) snprintf(ms->choice.path, sizeof ms->choice.path, "%s", ms->paths[0]);
-    if (st) {
-        model_set_close(ms);
+    set_opener opener = {cmd, v, names};
+    kgl_model_set_spec set = {.cmd = cmd, .checkpoint = spec, .member = member, .open = open_for_set, .ctx = &opener};
+    char err[8192];
+    if (!kgl_model_set_open(ms, &set, err, sizeof err)) {
+        if (err[0]) fprintf(stderr, "%s\n", err);
         /* opened with the first checkpoint, even when its model was then
            refused (not finite, too large): ms->n does not count that one */
         if (!v) kgl_dataset_free(names);
+        return EXIT_USAGE;
     }
-    return st;
+    const kgl_model_choice *c = &ms->choice;
+    if (member < 0 && c->alone) /* one member opened alone, most likely by mistake */
+        fprintf(stderr, "kgl %s: note: %s is member %d of the ensemble %s and is used alone here (as --checkpoint %s "
+                "--member %d); --checkpoint %s uses the whole ensemble\n", cmd, spec, c->member, c->ensemble,
+                c->ensemble, c->member, c->ensemble);
+    return 0;
 }
 
 bool outputs_distinct(const char *cmd, const data_args *d, const char *spec, char *const *models, int n_models,
@@ -882,32 +610,24 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *m
     return -1;
 }
 
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, model_choice *c,
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, kgl_model_choice *c,
                data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {
     int st = data_load(cmd, d, v, false);
     if (st) return st;
-    bool listed = false;
-    char run0[sizeof ck->st.run_id];
-    c->member = member > 0 ? (int)member : 0;
-    if ((st = member_path(cmd, checkpoint, c->member, c->path, sizeof c->path, &listed, run0, &c->members))) {
+    set_opener opener = {cmd, v, NULL};
+    kgl_model_set_spec set = {.cmd = cmd, .checkpoint = checkpoint, .member = (int)member, .open = open_for_set,
+                              .ctx = &opener};
+    char err[8192];
+    if (!kgl_model_open_member(&set, m, ck, c, err, sizeof err)) {
+        if (err[0]) fprintf(stderr, "%s\n", err);
         data_free(v);
-        return st;
+        return EXIT_USAGE;
     }
-    if ((st = model_load(c->path, v, m, ck))) {
-        data_free(v);
-    } else if (listed && !same_save(cmd, checkpoint, run0, c->path, ck->st.run_id)) {
-        kgl_model_free(m);
-        kgl_checkpoint_close(ck);
-        data_free(v);
-        st = EXIT_USAGE;
-    } else {
-        describe_choice(c, checkpoint, c->member, c->members, ck->st.members);
-    }
-    return st;
+    return 0;
 }
 
-void print_model_choice(const model_choice *c, const char *what, const char *why)
+void print_model_choice(const kgl_model_choice *c, const char *what, const char *why)
 {
     if (c->members <= 1) return;
     if (c->alone)
@@ -923,7 +643,7 @@ void print_model_choice(const model_choice *c, const char *what, const char *why
     printf("%s\n", why);
 }
 
-void json_model_choice(kgl_json_writer *w, const model_choice *c)
+void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c)
 {
     kgl_json_field_int(w, "ensemble", c->members);
     kgl_json_field_int(w, "member", c->member);

@@ -74,57 +74,34 @@ int text_width(const char *s);
  * *member at -1 for none) and --json. Returns -1 if `a` is none of them,
  * 0 when it was parsed, or an exit status after reporting a usage error. */
 int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *member, bool *json);
-/* The one model of a --checkpoint that kgl heads, export and grad read
- * (open_model; kgl eval and predict with --member K, model_set_open), and
- * where it stands in its ensemble. */
-typedef struct model_choice {
-    char path[4096];     /* the file opened */
-    int member;          /* its index in the ensemble */
-    int members;         /* the ensemble's models (1: a model of its own) */
-    char ensemble[4096]; /* the ensemble as --checkpoint names it: member 0's file, or A,B,... */
-    bool alone;          /* a member's own file was given (F.m1, not F --member 1) */
-} model_choice;
 /* Loads the triples, then the checkpoint's model for them (the checkpoint
  * stays open until kgl_checkpoint_close): F itself, or with member K > 0 the
  * K-th file F's metadata lists (kgl train --ensemble), which must be of F's
  * save (the same run_id, or none in either); A,B,... is read as its model
  * K (0 without --member). *choice says which file was opened and which
- * member of how many it is. Returns 0, or an exit status after reporting;
- * on failure nothing needs freeing. */
-int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, model_choice *choice,
+ * member of how many it is (kgl_model_open_member). Returns 0, or an exit
+ * status after reporting; on failure nothing needs freeing. */
+int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, kgl_model_choice *choice,
                data_view *v, kgl_model *m, kgl_checkpoint *ck);
 /* One answer per question: a command that reads one model of an ensemble
  * says so on the first line of its output, "F is an ensemble of 10 models:
  * WHAT member 0 alone (--member K chooses another, 0 to 9)", then `why` on a
  * line of its own (why one member, or what the ensemble would mean).
  * Nothing for a model of its own. */
-void print_model_choice(const model_choice *c, const char *what, const char *why);
+void print_model_choice(const kgl_model_choice *c, const char *what, const char *why);
 /* The same for --json: the fields "ensemble":10,"member":0 (1 and 0 for a model of its own). */
-void json_model_choice(kgl_json_writer *w, const model_choice *c);
+void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c);
 
-/* The models a --checkpoint names: one file, with the other members of its
- * ensemble when its metadata lists them (kgl train --ensemble writes that
- * into member 0), or an explicit list A,B,... (no expansion). The members a
- * file lists must be of its save: the same run_id (none in either, for
- * files older than run ids), else the mix is refused, naming the file. */
-typedef struct model_set {
-    int n;
-    char *paths[KGL_MAX_ENSEMBLE];
-    kgl_model m[KGL_MAX_ENSEMBLE];
-    kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
-    kgl_real *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each */
-    const kgl_model *models[KGL_MAX_ENSEMBLE];
-    model_choice choice; /* with n 1: which model of its ensemble (members 1: none) */
-} model_set;
-/* Opens them (member >= 0: only model `member` of them, 0 for the file
+/* Opens the models a --checkpoint names (kgl_model_set_open, kgl/model.h:
+ * one file with the members its metadata lists, or A,B,...; one save's)
+ * (member >= 0: only model `member` of them, 0 for the file
  * named, k for the k-th it lists or the k-th of A,B,...; -1: all) for the
  * loaded triples v, or, with v NULL, with the names of
  * the first checkpoint (into *names, a dataset without triples; free it
- * with kgl_dataset_free after model_set_close). Returns 0, or an exit
+ * with kgl_dataset_free after kgl_model_set_close). Returns 0, or an exit
  * status after reporting (nothing left open). */
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
-                   model_set *ms);
-void model_set_close(model_set *ms);
+                   kgl_model_set *ms);
 
 /* Whether the n_out outputs (cli_file, output set) are files of their own:
  * none is a triples file d names, nor one of the n_models checkpoint files
@@ -145,50 +122,13 @@ int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck);
  * error and returns 2 on failure; the checkpoint stays open (for its state)
  * until kgl_checkpoint_close. */
 int model_load(const char *path, const data_view *v, kgl_model *m, kgl_checkpoint *ck);
-/* Runs the model's context once and checks that the attention (A_h), the
- * contextual states (C) and a bound on every readout score are finite;
- * otherwise prints "WHERE: ... (tensor NAME) ..." and returns false. */
+/* Whether the model's attention, states and readout scores are finite
+ * (kgl_model_finite, kgl/model.h); otherwise prints "WHERE: ... (tensor
+ * NAME) ..." and returns false. */
 bool model_finite(const char *where, const kgl_model *m);
 
-/* Memory (memory.c): what this process may use, the least of what this
- * machine has available (MemAvailable), what its address-space limit leaves
- * (RLIMIT_AS, ulimit -v, less what it maps already: VmSize) and what the
- * limits of its memory cgroups leave (v2 memory.max − memory.current, v1
- * memory.limit_in_bytes − memory.usage_in_bytes, of its cgroup and each
- * ancestor, less the page cache the kernel can drop); *limit names the
- * limit that binds (NULL: the machine's memory). The environment variable
- * KGL_MEMORY_MB overrides it all. INFINITY when nothing is known. */
-double memory_available_bytes(const char **limit);
-double memory_rlimit_headroom(void);
-/* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;
- * tests give a fake tree); INFINITY when no limit is found. */
-double memory_cgroup_headroom(const char *root);
-/* A run as the memory estimate sees it: the model, its training options,
- * how many models train and how. */
-typedef struct memory_run {
-    kgl_config cfg;
-    kgl_train_config tc;  /* its batch and head supervision */
-    kgl_regularisers reg; /* the regularisers' rates (each adds tensors) */
-    long n_train;         /* training triples */
-    long ranked;          /* the most triples one evaluation ranks */
-    long triples;         /* of every split loaded */
-    int members;          /* models (--ensemble) */
-    int jobs;             /* of them training at once */
-    int threads;          /* in the process */
-    bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
-    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
-} memory_run;
-/* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
- * kgl_trainer_plan): once the process (the program, its threads, the
- * data), every model's parameters, states and ranking scratch, and a step's
- * tape and snapshot for each model that trains at once. */
-typedef struct memory_need {
-    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
-    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
-    double parameters;    /* of `resident`: the parameters with their optimiser state */
-    double attention;     /* of `resident`: the n x n attention weights */
-} memory_need;
-void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
+/* Memory (memory.c): the estimate of a run (kgl_memory_needed, kgl/model.h)
+ * against what this process may use (kgl_memory_available, kgl/engine.h). */
 /* Whether run `r` fits: if not, prints "kgl CMD: this run needs about X
  * ..., this machine has Y available" (or "this process has Y available
  * under LIMIT"; amounts in MB below a gigabyte) and, with r->options, what
@@ -199,7 +139,7 @@ void memory_needed(const memory_run *r, size_t value_bytes, memory_need *need);
  * before it starts (kgl train without --quiet or --json): a wide readout
  * with the neighbourhood context on a dense graph takes gigabytes. */
 #define MEMORY_SAY_FROM 1e9
-bool memory_fits(const char *cmd, const memory_run *r, bool say);
+bool memory_fits(const char *cmd, const kgl_memory_run *r, bool say);
 /* The library's out-of-memory handler (main sets it): removes the temporary
  * files being written, prints "kgl: out of memory: WHAT (N bytes); ..." and
  * exits with status 2. Once, whichever thread comes first. */

@@ -117,6 +117,26 @@ static inline void kgl_keep_max(double *m, double v)
 void kgl_real_from_double(kgl_real *dst, const double *src, size_t n);
 void kgl_real_to_double(double *dst, const kgl_real *src, size_t n);
 
+/* -------------------------------------------------------------- machine --
+ * What this process may use of the machine's memory (src/engine/machine.c),
+ * read before a run allocates: the least of what this machine has
+ * available (MemAvailable), what its address-space limit leaves (RLIMIT_AS,
+ * ulimit -v, less what it maps already: VmSize) and what the limits of its
+ * memory cgroups leave (v2 memory.max − memory.current, v1
+ * memory.limit_in_bytes − memory.usage_in_bytes, of its cgroup and each
+ * ancestor, less the page cache the kernel can drop); *limit names the
+ * limit that binds ("its address-space limit (ulimit -v)", "its cgroup's
+ * memory limit"; NULL: the machine's memory). The environment variable
+ * KGL_MEMORY_MB overrides it all. INFINITY when nothing is known. */
+double kgl_memory_available(const char **limit);
+/* KGL_MEMORY_MB in bytes, or -1 when it is not set (or not a number above 0). */
+double kgl_memory_override(void);
+/* What RLIMIT_AS leaves beside what the process maps (INFINITY: no limit). */
+double kgl_memory_rlimit_headroom(void);
+/* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;
+ * tests give a fake tree); INFINITY when no limit is found. */
+double kgl_memory_cgroup_headroom(const char *root);
+
 /* -------------------------------------------------------------- threads --
  * A persistent pool of threads (src/engine/pool.c): the caller plus
  * threads − 1 pthread workers, created once. Kernels split their work into

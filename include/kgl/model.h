@@ -678,6 +678,33 @@ typedef struct kgl_memory_plan {
 } kgl_memory_plan;
 void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const kgl_regularisers *reg, long n_train,
                       long ranked, size_t value_bytes, kgl_memory_plan *plan);
+/* A whole run as kgl train's memory estimate sees it (src/model/train.c):
+ * the model, its training options, how many models train and how; the
+ * program compares the need with kgl_memory_available (kgl/engine.h). */
+typedef struct kgl_memory_run {
+    kgl_config cfg;
+    kgl_train_config tc;  /* its batch and head supervision */
+    kgl_regularisers reg; /* the regularisers' rates (each adds tensors) */
+    long n_train;         /* training triples */
+    long ranked;          /* the most triples one evaluation ranks */
+    long triples;         /* of every split loaded */
+    int members;          /* models (--ensemble) */
+    int jobs;             /* of them training at once */
+    int threads;          /* in the process */
+    bool selecting;       /* --eval-every: a model keeps a snapshot of its best parameters while it trains */
+    bool options;         /* its model's options can change (kgl train): a refusal names those that fit */
+} kgl_memory_run;
+/* What run `r` needs, in bytes, with values of `value_bytes` each (8 or 4;
+ * kgl_trainer_plan): once the process (the program, its threads, the
+ * data), every model's parameters, states and ranking scratch, and a step's
+ * tape and snapshot for each model that trains at once. */
+typedef struct kgl_memory_need {
+    double resident;      /* at its peak (what MemAvailable and a cgroup's limit bound) */
+    double address_space; /* mapped (what ulimit -v bounds): also the threads' stacks and malloc arenas */
+    double parameters;    /* of `resident`: the parameters with their optimiser state */
+    double attention;     /* of `resident`: the n x n attention weights */
+} kgl_memory_need;
+void kgl_memory_needed(const kgl_memory_run *r, size_t value_bytes, kgl_memory_need *need);
 
 /* 1-N / KvsAll targets (an extension of the specified layer, as ConvE trains; off by
  * default). Call right after kgl_trainer_init: the examples become the
@@ -1102,6 +1129,65 @@ char *kgl_member_path(const char *path, int k);
  * false when any failed. m->saved says which were written. */
 bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
 
+/* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
+ * export, grad): what --checkpoint names is one file F, with the other
+ * members of its ensemble when its metadata lists them, or an explicit
+ * list A,B,... (no expansion). The members a file lists must be of its
+ * save: the same run_id (none in either, for files older than run ids),
+ * else the mix is refused, naming the file. A model may be opened alone:
+ * member 0 is the file named, k the k-th it lists or the k-th of A,B,...
+ *
+ *   static kgl_model_set ms;                               // large: KGL_MAX_ENSEMBLE models
+ *   kgl_model_set_spec spec = {.cmd = "mine", .checkpoint = "e.st", .member = -1, .ds = &ds};
+ *   char err[2048];
+ *   if (!kgl_model_set_open(&ms, &spec, err, sizeof err)) fprintf(stderr, "%s\n", err);
+ *   else kgl_predict_ensemble(ms.models, (const kgl_real *const *)ms.states, ms.n, ...), kgl_model_set_close(&ms);
+ */
+typedef struct kgl_model_set_spec {
+    const char *cmd;              /* names the command in messages: "kgl CMD: --member 3: ..." */
+    const char *checkpoint;       /* F or A,B,... (--checkpoint) */
+    int member;                   /* -1: every model; k >= 0: model k alone (--member) */
+    /* Without `open`: each file is opened for ds (kgl_checkpoint_open), its
+       model built, and a graph context given the training graph graph[0..n_graph) */
+    const kgl_dataset *ds;
+    const kgl_triple *graph;
+    int n_graph;
+    /* The program's own opener of the file `path` (model k of the set):
+       the checkpoint into ck and its model into m, or false with why in err
+       (or said already, err left as it is); ck is closed on failure. */
+    bool (*open)(void *ctx, const char *path, int k, kgl_checkpoint *ck, kgl_model *m, char *err, size_t cap);
+    void *ctx;
+} kgl_model_set_spec;
+/* Which model of its ensemble was opened, for a command that reads one. */
+typedef struct kgl_model_choice {
+    char path[4096];     /* the file opened */
+    int member;          /* its index in the ensemble */
+    int members;         /* the ensemble's models (1: a model of its own) */
+    char ensemble[4096]; /* the ensemble as --checkpoint names it: member 0's file, or A,B,... */
+    bool alone;          /* a member's own file was given (F.m1, not F --member 1) */
+} kgl_model_choice;
+typedef struct kgl_model_set {
+    int n;
+    char *paths[KGL_MAX_ENSEMBLE];
+    kgl_model m[KGL_MAX_ENSEMBLE];
+    kgl_checkpoint ck[KGL_MAX_ENSEMBLE];
+    kgl_real *states[KGL_MAX_ENSEMBLE]; /* C [n_entities, d] of each (NULL: a --query-relation model) */
+    const kgl_model *models[KGL_MAX_ENSEMBLE];
+    kgl_model_choice choice; /* with n 1: which model of its ensemble (members 1: none) */
+} kgl_model_set;
+/* Opens the models spec names, every model the same configuration
+ * (kgl_ensemble_mismatch) and no file twice, with their states. False with
+ * why in err, one line after another (the opener's first), and nothing left
+ * open. choice.alone after opening every model of F (member -1): F is a
+ * member k > 0 of an ensemble (X.m<k>.st, which X.st lists), opened alone. */
+bool kgl_model_set_open(kgl_model_set *ms, const kgl_model_set_spec *spec, char *err, size_t cap);
+void kgl_model_set_close(kgl_model_set *ms);
+/* The one model spec->member (-1 as 0) of the set, into m and ck (open
+ * until kgl_checkpoint_close), without its states; *c says which file it
+ * is and where it stands in its ensemble. False with why in err. */
+bool kgl_model_open_member(const kgl_model_set_spec *spec, kgl_model *m, kgl_checkpoint *ck, kgl_model_choice *c,
+                           char *err, size_t cap);
+
 /* ---------------------------------------------------------------- bench --
  * `kgl bench` (src/model/bench.c): steady-state training steps of the
  * trainer on the first `batch` examples in file order, one filtered
@@ -1170,6 +1256,11 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
  * Each file is written atomically (a temporary file, then rename). False
  * with "path: why" in err when a file cannot be written. */
 bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap);
+/* Runs the model's context once and checks that the attention (A_h), the
+ * contextual states (C) and a bound on every readout score are finite: a
+ * checkpoint's parameters may be finite and still too large for finite
+ * arithmetic. False with "WHERE: ... (tensor NAME) ..." in err otherwise. */
+bool kgl_model_finite(const kgl_model *m, const char *where, char *err, size_t cap);
 
 /* -------------------------------------------------------------- predict --
  * Asking a trained layer questions (src/model/predict.c, `kgl predict`).

@@ -1,8 +1,8 @@
 /* inspect.c — what a trained layer does for one query: where every head
  * looks from an entity, the readout's scores for (entity, relation, ?), the
  * contextual states C, and the names of the relation rows (a relation and,
- * in reciprocal mode, its inverse "NAME^-1"). Read-only: nothing here
- * changes the model. */
+ * in reciprocal mode, its inverse "NAME^-1"), and whether a loaded model's
+ * numbers are finite. Read-only: nothing here changes the model. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -144,5 +144,75 @@ bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, 
     for (int r = 0; r < rows; r++) free(rel_names[r]);
     free(rel_names);
     free(C);
+    return ok;
+}
+
+/* max |T[i, c]| over the rows, and with `pair` also over column c + stride */
+static double max_abs_cols(const kgl_tensor *T, int c, int stride, bool pair)
+{
+    double mx = 0;
+    for (int i = 0; i < T->rows; i++) {
+        const kgl_real *row = T->data + (size_t)i * T->cols;
+        mx = fmax(mx, fabs(row[c]));
+        if (pair) mx = fmax(mx, fabs(row[c + stride]));
+    }
+    return mx;
+}
+
+/* The first non-finite value of n doubles, or -1. */
+static long first_nonfinite(const kgl_real *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return (long)i;
+    return -1;
+}
+
+bool kgl_model_finite(const kgl_model *m, const char *where, char *err, size_t cap)
+{
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.recording = false;
+    t.keep_attention = true;
+    kgl_forward f;
+    kgl_model_context(m, &t, &f);
+    bool ok = true;
+    int n = m->cfg.n_entities, d = m->cfg.dim;
+    for (int h = 0; h < m->cfg.heads && ok; h++) {
+        if (!f.attn[h]) continue;
+        long i = first_nonfinite(f.attn[h]->data, kgl_numel(f.attn[h]));
+        if (i >= 0) {
+            snprintf(err, cap,
+                     "%s: the attention of head %d (tensor A_%d) is %g at [%ld, %ld]: the parameters are too large "
+                     "for finite arithmetic",
+                     where, h, h, f.attn[h]->data[i], i / n, i % n);
+            ok = false;
+        }
+    }
+    if (ok) {
+        long i = first_nonfinite(f.context->data, kgl_numel(f.context));
+        if (i >= 0) {
+            snprintf(err, cap, "%s: the contextual states (tensor C) are %g at [%ld, %ld]: the parameters are too "
+                     "large for finite arithmetic", where, f.context->data[i], i / d, i % d);
+            ok = false;
+        }
+    }
+    if (ok) {
+        /* every readout score is at most this bound in size: Σ_c max|C[·,c]| max|R[·,c]| max|E[·,c]|
+           feature by feature; with the complex readout a pair's v_re e_re + v_im e_im is four
+           products c r e, each at most the product of the pair's largest |C|, |R| and |E| */
+        const kgl_tensor *C = f.context, *R = m->relation_emb, *E = m->entity_emb;
+        bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
+        int groups = complex ? d / 2 : d;
+        double bound = 0;
+        for (int c = 0; c < groups; c++)
+            bound += (complex ? 4 : 1) * max_abs_cols(C, c, groups, complex) * max_abs_cols(R, c, groups, complex) *
+                     max_abs_cols(E, c, groups, complex);
+        if (!(bound < 1e300)) {
+            snprintf(err, cap, "%s: the readout scores (tensor scores, C[i].R[r].E[j]) can reach %g: the parameters "
+                     "are too large for finite arithmetic", where, bound);
+            ok = false;
+        }
+    }
+    kgl_tape_free(&t);
     return ok;
 }

@@ -1,12 +1,18 @@
 /* run.c — a training run as `kgl train` makes it: the steps, selection on
  * valid with patience, the fit step, and ensembles trained J at a time on
  * threads (kgl/model.h, section "run"). What a program shows of it (a
- * progress line, a log, messages) goes through the callbacks. */
+ * progress line, a log, messages) goes through the callbacks. An
+ * ensemble's checkpoint set is saved here, and opened again: which files
+ * --checkpoint names, that they are of one save, the models and their states. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kgl/model.h"
 #include "engine/internal.h"
@@ -313,4 +319,309 @@ bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int 
         free(member_path);
     }
     return ok;
+}
+
+/* ---- an ensemble's checkpoint set, opened again ---------------------------- */
+
+/* Adds a line to err (after the lines it holds already): the opener may
+   have said why first. */
+static void say(char *err, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *err, size_t cap, const char *fmt, ...)
+{
+    if (!err || cap == 0) return;
+    size_t used = strnlen(err, cap);
+    if (used && used + 1 < cap) err[used++] = '\n', err[used] = 0;
+    if (used + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + used, cap - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The file a member's name in member 0's metadata means: relative to
+   member 0's folder (an absolute name as it is). */
+static void member_file(const char *member0, const char *name, char *path, size_t cap)
+{
+    const char *slash = strrchr(member0, '/');
+    int dir_len = slash ? (int)(slash - member0) + 1 : 0;
+    snprintf(path, cap, "%.*s%s", name[0] == '/' ? 0 : dir_len, member0, name);
+}
+
+/* --checkpoint names one file (which may list the other members of its
+   ensemble), or A,B,... */
+static bool one_file(const char *spec) { return access(spec, F_OK) == 0 || !strchr(spec, ','); }
+
+/* The models an ensemble's member 0 lists, one name a line: 1 + the lines. */
+static int ensemble_size(const char *members)
+{
+    int models = 1;
+    for (const char *p = members; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) models++;
+    return models;
+}
+
+/* The file of model `member` (>= 0) of --checkpoint spec: one file F is
+   member 0 and lists the others in its metadata; A,B,... are members 0, 1,
+   ... in order. Only F's metadata is read, and not for member 0 of F
+   (*models is then 0: unknown until F is opened; otherwise how many models
+   spec names). When the file is one F lists, *listed is set and run_id
+   (sizeof kgl_train_state.run_id bytes) gets F's run id, for same_save.
+   False with the reason in err. */
+static bool member_path(const char *cmd, const char *spec, long member, char *path, size_t cap, bool *listed,
+                        char *run_id, int *models, char *err, size_t err_cap)
+{
+    *listed = false;
+    *models = 0;
+    bool found = false;
+    if (!one_file(spec)) {
+        for (const char *p = spec; p; ++*models) {
+            const char *comma = strchr(p, ',');
+            int len = comma ? (int)(comma - p) : (int)strlen(p);
+            if (*models == member) {
+                snprintf(path, cap, "%.*s", len, p);
+                found = true;
+            }
+            p = comma ? comma + 1 : NULL;
+        }
+    } else if (member == 0) {
+        snprintf(path, cap, "%s", spec);
+        return true;
+    } else {
+        kgl_st_file f;
+        char why[1024];
+        if (!kgl_st_read(spec, &f, why, sizeof why)) {
+            say(err, err_cap, "%s", why);
+            return false;
+        }
+        const char *names = kgl_st_meta(&f, "ensemble_members"), *run = kgl_st_meta(&f, "run_id");
+        char list[sizeof((kgl_train_state *)0)->members];
+        snprintf(list, sizeof list, "%s", names ? names : "");
+        snprintf(run_id, sizeof((kgl_train_state *)0)->run_id, "%s", run ? run : "");
+        kgl_st_free(&f);
+        if (!kgl_ensemble_members_valid(list, why, sizeof why)) { /* as opening it whole says */
+            say(err, err_cap, "%s: metadata 'ensemble_members': %s; it lists each other member's file once, one a line",
+                spec, why);
+            return false;
+        }
+        *models = ensemble_size(list);
+        int k = 1;
+        for (char *name = strtok(list, "\n"); name && !found; name = strtok(NULL, "\n"), k++)
+            if (k == member) {
+                member_file(spec, name, path, cap);
+                *listed = found = true;
+            }
+    }
+    if (found) return true;
+    say(err, err_cap, "kgl %s: --member %ld: %s is %d model%s (members 0 to %d)", cmd, member, spec, *models,
+        *models == 1 ? "" : "s", *models - 1);
+    return false;
+}
+
+/* A member that member0's file lists is from the save that wrote member0:
+   the same run id (none in either, for files older than run ids). The
+   members are saved one by one, so a kill, a second Ctrl-C or a second run
+   saving to the same path can leave a mix; refused, naming the file. */
+static bool same_save(const char *cmd, const char *member0, const char *run0, const char *path, const char *run,
+                      char *err, size_t err_cap)
+{
+    if (strcmp(run0, run) == 0) return true;
+    say(err, err_cap,
+        "kgl %s: %s is not from the save that wrote %s (run id %s, not %s): the ensemble's files are a mix of two "
+        "saves; train and save the ensemble again",
+        cmd, path, member0, *run ? run : "none", *run0 ? run0 : "none");
+    return false;
+}
+
+/* The ensemble a file belongs to, when it is member k > 0 of one that kgl
+   train saved: X.m<k>.ext (or X.m<k>) listed as member k by X.ext (or X).
+   Returns k with X.ext in member0 and the ensemble's size in *models, or 0. */
+static int ensemble_of(const char *path, char *member0, size_t cap, int *models)
+{
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
+    for (int with_ext = dot != NULL; with_ext >= 0; with_ext--) {
+        size_t stem_end = with_ext ? (size_t)(dot - path) : strlen(path), d = stem_end;
+        while (d > 0 && isdigit((unsigned char)path[d - 1])) d--;
+        if (d == stem_end || d < (size_t)(base - path) + 3 || path[d - 1] != 'm' || path[d - 2] != '.') continue;
+        long k = strtol(path + d, NULL, 10);
+        if (k < 1 || k >= KGL_MAX_ENSEMBLE) continue;
+        snprintf(member0, cap, "%.*s%s", (int)(d - 2), path, path + stem_end);
+        kgl_st_file f;
+        char err[1024];
+        if (!kgl_st_read(member0, &f, err, sizeof err)) continue;
+        const char *p = kgl_st_meta(&f, "ensemble_members"); /* member k is its k-th line */
+        char why[600];
+        bool valid = p && kgl_ensemble_members_valid(p, why, sizeof why); /* else opening it says what is wrong */
+        for (long j = 1; j < k && p; j++)
+            if ((p = strchr(p, '\n'))) p++;
+        bool listed = valid && p && strcspn(p, "\n") == strlen(base) && strncmp(p, base, strlen(base)) == 0;
+        *models = ensemble_size(kgl_st_meta(&f, "ensemble_members"));
+        kgl_st_free(&f);
+        if (listed) return (int)k;
+    }
+    return 0;
+}
+
+/* Where the model opened for --checkpoint spec stands (c->path is the
+   caller's): model `member` of spec's `models`, or, when models is 0 (F
+   itself, opened as member 0), of the members F lists (`listed`, F's
+   metadata), or, when F lists none, of the ensemble F is a member of. */
+static void describe_choice(kgl_model_choice *c, const char *spec, int member, int models, const char *listed)
+{
+    snprintf(c->ensemble, sizeof c->ensemble, "%s", spec);
+    c->member = member;
+    c->members = models ? models : ensemble_size(listed);
+    c->alone = false;
+    int k = c->members == 1 ? ensemble_of(spec, c->ensemble, sizeof c->ensemble, &c->members) : 0;
+    if (k) c->member = k, c->alone = true;
+}
+
+/* Without an opener of the program's: the checkpoint for spec->ds, its
+   model, and a graph context's training graph. */
+static bool open_checkpoint(const kgl_model_set_spec *spec, const char *path, int k, kgl_checkpoint *ck,
+                            kgl_model *m, char *err, size_t cap)
+{
+    if (spec->open) return spec->open(spec->ctx, path, k, ck, m, err, cap);
+    if (!kgl_checkpoint_open(path, spec->ds, ck, err, cap)) return false;
+    kgl_model_create(m, &ck->cfg);
+    kgl_checkpoint_apply(ck, m);
+    if (spec->graph) kgl_model_set_graph(m, spec->graph, spec->n_graph);
+    return true;
+}
+
+void kgl_model_set_close(kgl_model_set *ms)
+{
+    for (int k = 0; k < ms->n; k++) {
+        free(ms->states[k]);
+        kgl_model_free(&ms->m[k]);
+        kgl_checkpoint_close(&ms->ck[k]);
+        free(ms->paths[k]);
+    }
+    ms->n = 0;
+}
+
+/* Member k of ms from path, opened as the spec says. */
+static bool model_set_add(kgl_model_set *ms, const kgl_model_set_spec *spec, const char *path, char *err, size_t cap)
+{
+    const char *cmd = spec->cmd;
+    int k = ms->n;
+    kgl_model *m = &ms->m[k];
+    kgl_checkpoint *ck = &ms->ck[k];
+    if (k == KGL_MAX_ENSEMBLE) {
+        say(err, cap, "kgl %s: --checkpoint: more than %d models", cmd, KGL_MAX_ENSEMBLE);
+        return false;
+    }
+    struct stat file, other;
+    for (int j = 0; j < k; j++) /* one model counted twice would outweigh the others */
+        if (stat(path, &file) == 0 && stat(ms->paths[j], &other) == 0 && file.st_dev == other.st_dev &&
+            file.st_ino == other.st_ino) {
+            say(err, cap, "kgl %s: %s is the same file as %s (member %d): an ensemble counts each model once", cmd,
+                path, ms->paths[j], j);
+            return false;
+        }
+    if (!open_checkpoint(spec, path, k, ck, m, err, cap)) return false;
+    const char *why = k > 0 ? kgl_ensemble_mismatch(&ms->m[0].cfg, &m->cfg) : NULL;
+    if (why) { /* with the triples given, only the reciprocal mode can differ */
+        say(err, cap, "kgl %s: %s has %s (%s): the members of an ensemble answer the same questions", cmd, path, why,
+            ms->paths[0]);
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        return false;
+    }
+    size_t len = strlen(path) + 1;
+    ms->paths[k] = memcpy(kgl_xmalloc(len), path, len);
+    ms->states[k] = NULL; /* a --query-relation model answers from each question's own state: none read */
+    if (!m->cfg.query_relation) {
+        ms->states[k] = kgl_xmalloc((size_t)m->cfg.n_entities * m->cfg.dim * sizeof(kgl_real));
+        kgl_context_states(m, ms->states[k]);
+    }
+    ms->models[k] = m;
+    ms->n = k + 1;
+    return true;
+}
+
+/* spec->member alone. */
+static bool open_one_member(kgl_model_set *ms, const kgl_model_set_spec *spec, char *err, size_t cap)
+{
+    bool listed;
+    char run0[sizeof ms->ck[0].st.run_id], path[4096];
+    int models;
+    if (!member_path(spec->cmd, spec->checkpoint, spec->member, path, sizeof path, &listed, run0, &models, err, cap) ||
+        !model_set_add(ms, spec, path, err, cap))
+        return false;
+    if (listed && !same_save(spec->cmd, spec->checkpoint, run0, path, ms->ck[0].st.run_id, err, cap)) return false;
+    describe_choice(&ms->choice, spec->checkpoint, spec->member, models, ms->ck[0].st.members);
+    return true;
+}
+
+/* One file, and the members it lists. */
+static bool open_listed_members(kgl_model_set *ms, const kgl_model_set_spec *spec, char *err, size_t cap)
+{
+    const char *cmd = spec->cmd, *file = spec->checkpoint;
+    char list[sizeof ms->ck[0].st.members] = "", path[4096];
+    if (!model_set_add(ms, spec, file, err, cap)) return false;
+    snprintf(list, sizeof list, "%s", ms->ck[0].st.members);
+    for (char *name = strtok(list, "\n"); name; name = strtok(NULL, "\n")) {
+        member_file(file, name, path, sizeof path);
+        if (!model_set_add(ms, spec, path, err, cap)) {
+            say(err, cap, "kgl %s: %s lists %s as a member of its ensemble", cmd, file, path);
+            return false;
+        }
+        if (!same_save(cmd, file, ms->ck[0].st.run_id, path, ms->ck[ms->n - 1].st.run_id, err, cap)) return false;
+    }
+    describe_choice(&ms->choice, file, 0, ms->n > 1 ? ms->n : 0, ms->ck[0].st.members);
+    return true;
+}
+
+/* A,B,...: exactly these. */
+static bool open_named_models(kgl_model_set *ms, const kgl_model_set_spec *spec, char *err, size_t cap)
+{
+    size_t len = strlen(spec->checkpoint) + 1;
+    char *list = memcpy(kgl_xmalloc(len), spec->checkpoint, len), *p = list;
+    bool ok;
+    for (;;) {
+        char *comma = strchr(p, ',');
+        if (comma) *comma = 0;
+        if (!*p) {
+            say(err, cap, "kgl %s: --checkpoint: an empty name in the list '%s'", spec->cmd, spec->checkpoint);
+            ok = false;
+        } else {
+            ok = model_set_add(ms, spec, p, err, cap);
+        }
+        if (!ok || !comma) break;
+        p = comma + 1;
+    }
+    free(list);
+    if (ok) describe_choice(&ms->choice, spec->checkpoint, 0, ms->n, NULL);
+    return ok;
+}
+
+bool kgl_model_set_open(kgl_model_set *ms, const kgl_model_set_spec *spec, char *err, size_t cap)
+{
+    ms->n = 0;
+    if (err && cap) err[0] = 0;
+    bool ok = spec->member >= 0            ? open_one_member(ms, spec, err, cap)
+              : one_file(spec->checkpoint) ? open_listed_members(ms, spec, err, cap)
+                                           : open_named_models(ms, spec, err, cap);
+    if (ok) snprintf(ms->choice.path, sizeof ms->choice.path, "%s", ms->paths[0]);
+    else kgl_model_set_close(ms);
+    return ok;
+}
+
+bool kgl_model_open_member(const kgl_model_set_spec *spec, kgl_model *m, kgl_checkpoint *ck, kgl_model_choice *c,
+                           char *err, size_t cap)
+{
+    if (err && cap) err[0] = 0;
+    bool listed = false;
+    char run0[sizeof ck->st.run_id];
+    c->member = spec->member > 0 ? spec->member : 0;
+    if (!member_path(spec->cmd, spec->checkpoint, c->member, c->path, sizeof c->path, &listed, run0, &c->members, err,
+                     cap) ||
+        !open_checkpoint(spec, c->path, 0, ck, m, err, cap))
+        return false;
+    if (listed && !same_save(spec->cmd, spec->checkpoint, run0, c->path, ck->st.run_id, err, cap)) {
+        kgl_model_free(m);
+        kgl_checkpoint_close(ck);
+        return false;
+    }
+    describe_choice(c, spec->checkpoint, c->member, c->members, ck->st.members);
+    return true;
 }

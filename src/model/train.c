@@ -808,3 +808,51 @@ bool kgl_trainer_fits(kgl_trainer *tr, kgl_eval *scratch)
     kgl_evaluate(&tr->model, C, tr->ds, tr->train, tr->n_train, scratch);
     return scratch->both.n > 0 && scratch->both.hits1 == 1.0;
 }
+
+/* ---- what a whole run needs (kgl train's check before it allocates) ---- */
+
+/* Once a process: the program, libc and the loaded data's names (kgl train
+   on the academic world peaks at 3.1 MB resident, kgl --help at 2.0); per
+   thread, its stack and malloc's arena (0.3 MB measured); per model, its
+   structures (the trainer, two evaluators, the run's state; 77 KB a model
+   measured with its small arrays, which are counted apart). */
+#define PROCESS_BYTES (3.0 * 1048576.0)
+#define THREAD_BYTES (0.375 * 1048576.0)
+#define MODEL_BYTES (48.0 * 1024.0)
+/* A step's tape is resident somewhat above its arena's high-water mark: a
+   step whose tensors change size (the neighbourhoods' tokens, a short last
+   batch) lands on pages another step left untouched. */
+#define STEP_SLACK 1.1
+/* What malloc keeps beside what it hands out: memory a finished model freed
+   is reused, not always returned, and blocks of other sizes land beside it
+   (measured: an ensemble of 4 on UMLS, 1.0 to 1.1 times the sum). */
+#define MALLOC_SLACK 1.1
+
+/* What the address space holds beyond the resident set (ulimit -v limits
+   the address space): each thread's stack and, for a thread that allocates,
+   malloc's arena of 64 MB reserved at once (glibc, 64-bit); and a tape's
+   blocks in full, the chain doubling, up to twice its high-water mark.
+   Measured: UMLS at width 1024 with --eval-every needs 310 MB resident and
+   runs under ulimit -v of 440 MB, not 400. */
+#define THREAD_ADDRESS_BYTES ((8.0 + 64.0) * 1048576.0)
+
+void kgl_memory_needed(const kgl_memory_run *r, size_t value_bytes, kgl_memory_need *need)
+{
+    kgl_memory_plan p;
+    kgl_trainer_plan(&r->cfg, &r->tc, &r->reg, r->n_train, r->ranked, value_bytes, &p);
+    double n = r->cfg.n_entities, m = r->cfg.n_relations;
+    /* the dataset: its triples, and the filter index of the known answers
+       per (entity, relation or inverse) */
+    double data = (2 * n * m + 1) * sizeof(int) + (double)r->triples * (sizeof(kgl_triple) + 2 * sizeof(int));
+    /* Every model keeps its parameters, states and ranking scratch until the
+       report; the models that train at once (jobs) each have a step's tape
+       and, with --eval-every, a snapshot, freed when the model is done. */
+    double model = MODEL_BYTES + p.parameters + p.states + 2 * p.ranking + p.examples;
+    double training = STEP_SLACK * p.step + (r->selecting ? p.snapshot : 0);
+    int jobs = r->jobs < r->members ? r->jobs : r->members;
+    double allocated = data + (r->members > 1 ? p.mixture : 0) + r->members * model + jobs * training;
+    need->resident = PROCESS_BYTES + r->threads * THREAD_BYTES + MALLOC_SLACK * allocated;
+    need->address_space = need->resident + (r->threads - 1) * THREAD_ADDRESS_BYTES + jobs * p.step;
+    need->parameters = r->members * p.parameters;
+    need->attention = jobs * p.attention;
+}
