@@ -1,7 +1,8 @@
 /* saturation.c — the softmax-saturation study (`kgl saturation`). For every
  * combination of the axes it trains the layer (one head, d = dk, on the
- * academic world; two heads of dk for both-two-heads) for each seed,
- * measures the attention diagnostics at every step, and writes CSVs (per
+ * academic world; two heads of dk for both-two-heads; a stack of them for
+ * the layers axis) for each seed, measures the attention diagnostics of
+ * every layer at every step, and writes CSVs (per
  * step, per seed, per configuration), SVG plots and a summary per
  * configuration: means, quantiles over the seeds, and the fraction of seeds
  * whose supervised head is still frozen at the end. */
