@@ -28,6 +28,10 @@ static const char help[] =
     "                         two heads of dk, so d = 2 dk)\n"
     "  --remedies             also run each configuration with --qk-norm and with a\n"
     "                         learned temperature (remedy: none, qk-norm, temperature)\n"
+    "  --layers 1             layers of the stack, 1 to 8 (e.g. 1,2); every layer is\n"
+    "                         measured: a row per layer in the tables and CSVs (column\n"
+    "                         layer), per_layer in the JSON; supervision acts on\n"
+    "                         layer 0 only\n"
     "other\n"
     "  --momentum M           SGD momentum (default 0)\n"
     "  --steps 300            steps per run\n"
@@ -50,9 +54,11 @@ static const char help[] =
 /* ---- the axes ---------------------------------------------------------------- */
 
 /* Parses "a,b,c" into an axis: each value a word of `words` (taking its
-   code) or a number in [lo, hi]; each keeps its text for the labels. */
+   code) or a number in [lo, hi] (`number_is` says which numbers, e.g. "a
+   whole number from 1 to 8", in the error; NULL: "a number in range"); each
+   keeps its text for the labels. */
 static bool parse_axis(cli_args *a, kgl_saturation_axis *ax, const char *const *words, const double *word_values,
-                       int n_words, double lo, double hi)
+                       int n_words, double lo, double hi, const char *number_is)
 {
     const char *opt = a->opt, *s = cli_value(a);
     if (!s) return false;
@@ -75,7 +81,7 @@ static bool parse_axis(cli_args *a, kgl_saturation_axis *ax, const char *const *
         double x = strtod(tok, &end);
         if (end == tok || *end || !isfinite(x) || x < lo || x > hi) {
             char list[512], hint[600];
-            if (n_words == 0) cli_usage_error(a, "%s: '%s' is not a number in range", opt, tok);
+            if (n_words == 0) cli_usage_error(a, "%s: '%s' is not %s", opt, tok, number_is ? number_is : "a number in range");
             else
                 cli_usage_error(a, "%s: '%s' is not %s%s%s", opt, tok, cli_word_list(words, n_words, list, sizeof list),
                                 lo <= hi ? " or a number" : "", cli_did_you_mean(tok, words, n_words, hint, sizeof hint));
@@ -146,7 +152,7 @@ static void json_over_seeds(kgl_json_writer *w, const kgl_saturation *s, int c, 
     for (int q = 0; q < s->seeds; q++) {
         int run = c * s->seeds + q;
         kgl_saturation_run_end e;
-        kgl_saturation_run_summary(s, run, &e);
+        kgl_saturation_run_summary(s, run, 0, &e);
         kgl_json_begin_object(w);
         kgl_json_field_int(w, "seed", s->runs[run].seed);
         kgl_json_field_int(w, "steps_done", s->runs[run].steps_done);
@@ -165,21 +171,10 @@ static void json_over_seeds(kgl_json_writer *w, const kgl_saturation *s, int c, 
     kgl_json_end_array(w);
 }
 
-/* One configuration's summary: the fields of its JSON object up to the
-   over-seeds part (with its seed when there is one). */
-static void json_config(kgl_json_writer *w, const kgl_saturation_config *c, const kgl_saturation_summary *sm, int seed)
+/* "init" and "final" of one layer's summary: the means at the first and the
+   last step. */
+static void json_init_final(kgl_json_writer *w, const kgl_saturation_summary *sm)
 {
-    kgl_json_field_string(w, "label", c->label);
-    kgl_json_field_int(w, "dk", c->dk);
-    if (c->scale == KGL_SCALE_SQRT) kgl_json_field_string(w, "scale", "sqrt");
-    else if (c->scale == KGL_SCALE_NONE) kgl_json_field_string(w, "scale", "none");
-    else kgl_json_field_number(w, "scale", c->scale_value);
-    kgl_json_field_number(w, "init_scale", c->init_scale);
-    kgl_json_field_string(w, "optimizer", c->optimizer == KGL_OPT_SGD ? "sgd" : "adam");
-    kgl_json_field_number(w, "lr", c->lr);
-    kgl_json_field_string(w, "supervise", kgl_saturation_supervise_names[c->supervise]);
-    kgl_json_field_string(w, "remedy", kgl_saturation_remedy_names[c->remedy]);
-    if (seed > 0) kgl_json_field_int(w, "seed", seed);
     static const int init_keys[] = {KGL_SAT_MAX_PROB, KGL_SAT_ENTROPY, KGL_SAT_JAC_FRO, KGL_SAT_GRAD_LOGITS,
                                     KGL_SAT_GRAD_WQ};
     static const char *const init_names[] = {"max_prob", "entropy", "jac_fro", "grad_logits", "grad_wq"};
@@ -201,7 +196,71 @@ static void json_config(kgl_json_writer *w, const kgl_saturation_config *c, cons
     kgl_json_end_object(w);
 }
 
-/* The summary table: one row per configuration, at init and final. */
+/* A stack's "per_layer": [{"layer", "init", "final", "spread"}, …], every
+   layer's summary (layer 0's is also the configuration's own). */
+static void json_per_layer(kgl_json_writer *w, const kgl_saturation *s, int c)
+{
+    kgl_json_key(w, "per_layer");
+    kgl_json_begin_array(w);
+    for (int l = 0; l < s->configs[c].layers; l++) {
+        kgl_saturation_summary sm;
+        kgl_saturation_summarise(s, c, l, &sm);
+        kgl_json_begin_object(w);
+        kgl_json_field_int(w, "layer", l);
+        json_init_final(w, &sm);
+        kgl_json_key(w, "spread");
+        kgl_json_begin_object(w);
+        for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+            kgl_json_key(w, kgl_saturation_metric_names[k]);
+            json_spread(w, &sm.spread[k]);
+        }
+        kgl_json_end_object(w);
+        kgl_json_end_object(w);
+    }
+    kgl_json_end_array(w);
+}
+
+/* One configuration's summary: the fields of its JSON object up to the
+   over-seeds part (with its seed when there is one; its layers in a grid
+   with a stack). */
+static void json_config(kgl_json_writer *w, const kgl_saturation *s, int config, const kgl_saturation_summary *sm,
+                        int seed)
+{
+    const kgl_saturation_config *c = &s->configs[config];
+    kgl_json_field_string(w, "label", c->label);
+    kgl_json_field_int(w, "dk", c->dk);
+    if (c->scale == KGL_SCALE_SQRT) kgl_json_field_string(w, "scale", "sqrt");
+    else if (c->scale == KGL_SCALE_NONE) kgl_json_field_string(w, "scale", "none");
+    else kgl_json_field_number(w, "scale", c->scale_value);
+    kgl_json_field_number(w, "init_scale", c->init_scale);
+    kgl_json_field_string(w, "optimizer", c->optimizer == KGL_OPT_SGD ? "sgd" : "adam");
+    kgl_json_field_number(w, "lr", c->lr);
+    kgl_json_field_string(w, "supervise", kgl_saturation_supervise_names[c->supervise]);
+    kgl_json_field_string(w, "remedy", kgl_saturation_remedy_names[c->remedy]);
+    if (s->stacked) kgl_json_field_int(w, "layers", c->layers);
+    if (seed > 0) kgl_json_field_int(w, "seed", seed);
+    json_init_final(w, sm);
+}
+
+/* The first columns of a table's row: the configuration, and in a grid with
+   a stack the layer (e.g. "0"; "layer" in the header). */
+static void print_row_name(const kgl_saturation *s, int w, const char *label, const char *layer)
+{
+    printf("%-*s", w, label);
+    if (s->stacked) printf(" %5s", layer);
+}
+
+/* Whether a supervised configuration has layers ≥ 1 (whose rows supervision
+   does not reach: it acts on layer 0). */
+static bool supervised_stack(const kgl_saturation *s)
+{
+    for (int c = 0; c < s->n_configs; c++)
+        if (s->configs[c].supervise && s->configs[c].layers > 1) return true;
+    return false;
+}
+
+/* The summary table: one row per configuration (and layer, in a stack), at
+   init and final. */
 static void print_table(const kgl_saturation *s)
 {
     int w = 10, n_seeds = s->seeds;
@@ -211,24 +270,41 @@ static void print_table(const kgl_saturation *s)
            "mean of %d seed%s\n"
            "(init = the forward pass of step 1; final = of step %d; TV = mean total variation of\n"
            " the attention rows from step 0; aux mean = the supervision loss averaged over all\n"
-           " steps; fit = mean step at which every triple ranks first, or how many seeds fit)\n\n",
+           " steps; fit = mean step at which every triple ranks first, or how many seeds fit)\n",
            s->steps, n_seeds, n_seeds == 1 ? "" : "s", s->steps);
-    printf("%-*s | %-38s | %s\n", w, "", "at init", "final");
-    printf("%-*s | %8s %8s %9s %9s | %8s %8s %9s %9s %6s %8s %8s %8s %6s\n", w, "configuration", "max_prob", "|J|_F",
-           "|dL/dS|", "|dL/dWq|", "max_prob", "|J|_F", "|dL/dS|", "|dL/dWq|", "TV", "loss", "aux", "aux mean", "fit");
-    for (int c = 0; c < s->n_configs; c++) {
-        kgl_saturation_summary sm;
-        kgl_saturation_summarise(s, c, &sm);
-        printf("%-*s | %8.3f %8.3f %9.2e %9.2e | %8.3f %8.3f %9.2e %9.2e %6.3f %8.3f ", w, s->configs[c].label,
-               sm.init[KGL_SAT_MAX_PROB], sm.init[KGL_SAT_JAC_FRO], sm.init[KGL_SAT_GRAD_LOGITS],
-               sm.init[KGL_SAT_GRAD_WQ], sm.final[KGL_SAT_MAX_PROB], sm.final[KGL_SAT_JAC_FRO],
-               sm.final[KGL_SAT_GRAD_LOGITS], sm.final[KGL_SAT_GRAD_WQ], sm.final[KGL_SAT_ATTN_TV],
-               sm.final[KGL_SAT_LOSS]);
-        if (isnan(sm.final[KGL_SAT_AUX_LOSS])) printf("%8s %8s ", "-", "-");
-        else printf("%8.3f %8.3f ", sm.final[KGL_SAT_AUX_LOSS], sm.aux_mean);
-        if (isnan(sm.fit_step)) printf("%3d/%d\n", sm.fit_seeds, n_seeds);
-        else printf("%6.0f\n", sm.fit_step);
-    }
+    if (s->stacked)
+        printf("(a row per layer of the stack, L its layers: layer l's attention, over the states of the layer\n"
+               " below; loss, aux, aux mean and fit are the run's, on its layer 0 row)\n");
+    if (supervised_stack(s))
+        printf("(supervision acts on layer 0 only (README: supervision reads the first layer); the\n"
+               " supervised rows' tables below are layer 0's)\n");
+    putchar('\n');
+    print_row_name(s, w, "", "");
+    printf(" | %-38s | %s\n", "at init", "final");
+    print_row_name(s, w, "configuration", "layer");
+    printf(" | %8s %8s %9s %9s | %8s %8s %9s %9s %6s %8s %8s %8s %6s\n", "max_prob", "|J|_F", "|dL/dS|", "|dL/dWq|",
+           "max_prob", "|J|_F", "|dL/dS|", "|dL/dWq|", "TV", "loss", "aux", "aux mean", "fit");
+    for (int c = 0; c < s->n_configs; c++)
+        for (int l = 0; l < s->configs[c].layers; l++) {
+            kgl_saturation_summary sm;
+            kgl_saturation_summarise(s, c, l, &sm);
+            char layer[16];
+            snprintf(layer, sizeof layer, "%d", l);
+            print_row_name(s, w, s->configs[c].label, layer);
+            printf(" | %8.3f %8.3f %9.2e %9.2e | %8.3f %8.3f %9.2e %9.2e %6.3f", sm.init[KGL_SAT_MAX_PROB],
+                   sm.init[KGL_SAT_JAC_FRO], sm.init[KGL_SAT_GRAD_LOGITS], sm.init[KGL_SAT_GRAD_WQ],
+                   sm.final[KGL_SAT_MAX_PROB], sm.final[KGL_SAT_JAC_FRO], sm.final[KGL_SAT_GRAD_LOGITS],
+                   sm.final[KGL_SAT_GRAD_WQ], sm.final[KGL_SAT_ATTN_TV]);
+            if (l > 0) { /* the run's columns: on layer 0's row */
+                printf("\n");
+                continue;
+            }
+            printf(" %8.3f ", sm.final[KGL_SAT_LOSS]);
+            if (isnan(sm.final[KGL_SAT_AUX_LOSS])) printf("%8s %8s ", "-", "-");
+            else printf("%8.3f %8.3f ", sm.final[KGL_SAT_AUX_LOSS], sm.aux_mean);
+            if (isnan(sm.fit_step)) printf("%3d/%d\n", sm.fit_seeds, n_seeds);
+            else printf("%6.0f\n", sm.fit_step);
+        }
 }
 
 /* A value of the spread tables: 3 decimals below 10 (0.770 against 0.775),
@@ -263,7 +339,7 @@ static void print_mechanism_table(const kgl_saturation *s, int w)
             int n = 0;
             for (int q = 0; q < n_seeds; q++) {
                 kgl_saturation_run_end e;
-                kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+                kgl_saturation_run_summary(s, c * n_seeds + q, 0, &e);
                 if (isnan(e.final[KGL_SAT_AUX_LOSS]) || e.frozen != (group == 1)) continue;
                 for (int k = 0; k < 5; k++) v[k * n_seeds + n] = e.window_median[keys[k]];
                 v[5 * n_seeds + n] = e.aux_sign_changes;
@@ -299,24 +375,29 @@ static void print_spread_tables(const kgl_saturation *s)
     printf("\nover the %d seeds, at step %d: min, quartiles (q1, median, q3) and max\n\n", n_seeds, s->steps);
     static const int keys[3] = {KGL_SAT_MAX_PROB, KGL_SAT_GRAD_LOGITS, KGL_SAT_LOSS};
     static const char *const names[3] = {"max_prob", "|dL/dS|", "loss"};
-    printf("%-*s", w, "");
+    print_row_name(s, w, "", "");
     for (int k = 0; k < 3; k++) printf(" | %-49s", names[k]);
-    printf("\n%-*s", w, "configuration");
+    putchar('\n');
+    print_row_name(s, w, "configuration", "layer");
     for (int k = 0; k < 3; k++) printf(" | %9s %9s %9s %9s %9s", "min", "q1", "median", "q3", "max");
     putchar('\n');
-    for (int c = 0; c < s->n_configs; c++) {
-        kgl_saturation_summary sm;
-        kgl_saturation_summarise(s, c, &sm);
-        printf("%-*s", w, s->configs[c].label);
-        for (int k = 0; k < 3; k++) {
-            const kgl_spread *sp = &sm.spread[keys[k]];
-            printf(" |");
-            put_value(sp->min, 9), put_value(sp->q1, 9), put_value(sp->median, 9), put_value(sp->q3, 9);
-            put_value(sp->max, 9);
+    for (int c = 0; c < s->n_configs; c++)
+        for (int l = 0; l < s->configs[c].layers; l++) {
+            kgl_saturation_summary sm;
+            kgl_saturation_summarise(s, c, l, &sm);
+            char layer[16];
+            snprintf(layer, sizeof layer, "%d", l);
+            print_row_name(s, w, s->configs[c].label, layer);
+            for (int k = 0; k < 3 && (l == 0 || keys[k] != KGL_SAT_LOSS); k++) { /* the loss: on layer 0's row */
+                const kgl_spread *sp = &sm.spread[keys[k]];
+                printf(" |");
+                put_value(sp->min, 9), put_value(sp->q1, 9), put_value(sp->median, 9), put_value(sp->q3, 9);
+                put_value(sp->max, 9);
+            }
+            putchar('\n');
         }
-        putchar('\n');
-    }
     if (!any_sup) return;
+    if (supervised_stack(s)) printf("\n(supervision acts on layer 0 only: these are layer 0's supervised rows)\n");
     printf("\nsupervision loss at step %d against its floor (the least any attention can reach on these\n"
            "triples); frozen = above %g x floor; mass = attention on the targets (median); flips = sign\n"
            "changes of the step-to-step change over the last %d steps (median)\n\n",
@@ -327,12 +408,12 @@ static void print_spread_tables(const kgl_saturation *s)
         const kgl_saturation_config *x = &s->configs[c];
         if (!x->supervise) continue;
         kgl_saturation_summary sm;
-        kgl_saturation_summarise(s, c, &sm);
+        kgl_saturation_summarise(s, c, 0, &sm);
         const kgl_spread *a = &sm.spread[KGL_SAT_AUX_LOSS];
         double *flips = kgl_xmalloc((size_t)n_seeds * sizeof *flips);
         for (int q = 0; q < n_seeds; q++) {
             kgl_saturation_run_end e;
-            kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+            kgl_saturation_run_summary(s, c * n_seeds + q, 0, &e);
             flips[q] = e.aux_sign_changes >= 0 ? e.aux_sign_changes : NAN;
         }
         kgl_spread fl = kgl_spread_of(flips, n_seeds);
@@ -353,7 +434,7 @@ static void print_spread_tables(const kgl_saturation *s)
         printf("%-*s", w, s->configs[c].label);
         for (int q = 0; q < n_seeds; q++) {
             kgl_saturation_run_end e;
-            kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+            kgl_saturation_run_summary(s, c * n_seeds + q, 0, &e);
             double x = e.final[KGL_SAT_AUX_LOSS];
             if (isnan(x)) printf(" %7s ", "-");
             else printf(x < 100 ? " %7.3f%c" : " %7.1f%c", x, e.frozen ? '*' : ' ');
@@ -376,10 +457,11 @@ static void print_json(const kgl_saturation *s)
     kgl_json_begin_array(&w);
     for (int k = 0; k < s->n_configs; k++) {
         kgl_saturation_summary sm;
-        kgl_saturation_summarise(s, k, &sm);
+        kgl_saturation_summarise(s, k, 0, &sm);
         kgl_json_begin_object(&w);
-        json_config(&w, &s->configs[k], &sm, s->seeds == 1 ? s->runs[k].seed : 0);
+        json_config(&w, s, k, &sm, s->seeds == 1 ? s->runs[k].seed : 0);
         json_over_seeds(&w, s, k, &sm);
+        if (s->stacked) json_per_layer(&w, s, k);
         kgl_json_end_object(&w);
     }
     kgl_json_end_array(&w);
@@ -410,20 +492,27 @@ int cmd_saturation(int argc, char **argv)
             fputs(help, stdout);
             return 0;
         } else if (cli_is(&a, "--dk")) {
-            if (!parse_axis(&a, &spec.dk, NULL, NULL, 0, 1, 4096)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.dk, NULL, NULL, 0, 1, 4096, NULL)) return EXIT_USAGE;
             for (int k = 0; k < spec.dk.n; k++)
                 if (spec.dk.value[k] != floor(spec.dk.value[k]))
                     return cli_usage_error(&a, "--dk: '%s' is not a whole number", spec.dk.text[k]);
         } else if (cli_is(&a, "--scale")) {
-            if (!parse_axis(&a, &spec.scale, scale_words, scale_codes, 2, 1e-300, 1e300)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.scale, scale_words, scale_codes, 2, 1e-300, 1e300, NULL)) return EXIT_USAGE;
         } else if (cli_is(&a, "--init-scale")) {
-            if (!parse_axis(&a, &spec.init_scale, NULL, NULL, 0, 0, 1e6)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.init_scale, NULL, NULL, 0, 0, 1e6, NULL)) return EXIT_USAGE;
         } else if (cli_is(&a, "--optimizer")) {
-            if (!parse_axis(&a, &spec.optimizer, opt_words, opt_codes, 2, 1, 0)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.optimizer, opt_words, opt_codes, 2, 1, 0, NULL)) return EXIT_USAGE;
         } else if (cli_is(&a, "--lr")) {
-            if (!parse_axis(&a, &spec.lr, NULL, NULL, 0, 0, 1e6)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.lr, NULL, NULL, 0, 0, 1e6, NULL)) return EXIT_USAGE;
         } else if (cli_is(&a, "--supervise")) {
-            if (!parse_axis(&a, &spec.supervise, sup_words, sup_codes, 5, 1, 0)) return EXIT_USAGE;
+            if (!parse_axis(&a, &spec.supervise, sup_words, sup_codes, 5, 1, 0, NULL)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--layers")) {
+            char layers_are[64];
+            snprintf(layers_are, sizeof layers_are, "a whole number of layers from 1 to %d", KGL_MAX_LAYERS);
+            if (!parse_axis(&a, &spec.layers, NULL, NULL, 0, 1, KGL_MAX_LAYERS, layers_are)) return EXIT_USAGE;
+            for (int k = 0; k < spec.layers.n; k++)
+                if (spec.layers.value[k] != floor(spec.layers.value[k]))
+                    return cli_usage_error(&a, "--layers: '%s' is not %s", spec.layers.text[k], layers_are);
         } else if (cli_is(&a, "--frozen-multiple")) {
             if (!cli_double(&a, 1.000001, 1e6, &spec.frozen_multiple)) return EXIT_USAGE;
         } else if (cli_is(&a, "--remedies")) {

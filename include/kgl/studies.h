@@ -320,6 +320,13 @@ void kgl_heads_question_free(kgl_heads_question *q);
  * step k (the parameters after k-1 updates); "init" is step 1, "final" the
  * last step. The head diagnostics are head 0's.
  *
+ * A stack (the layers axis, --layers L): every layer of a run is measured
+ * as the first (kgl_diag), a row per step and layer. In layer l's rows the
+ * head diagnostics and spec_* are that layer's; loss, main_loss and aux_loss
+ * are the run's (the same in every layer's row); the supervised rows'
+ * metrics (target_mass … wk_step) are NaN in layers ≥ 1, since supervision
+ * acts on layer 0 only (README, "supervision ... read the first layer").
+ *
  * Use: kgl_saturation_spec_defaults, change axes, kgl_saturation_run, then
  * kgl_saturation_summarise per configuration and kgl_saturation_write for the
  * CSV and the plots; kgl_saturation_free. */
@@ -404,6 +411,7 @@ typedef struct kgl_saturation_spec {
     kgl_saturation_axis optimizer;  /* KGL_OPT_ADAM, KGL_OPT_SGD */
     kgl_saturation_axis lr;         /* learning rates ≥ 0 */
     kgl_saturation_axis supervise;  /* kgl_saturation_supervise codes */
+    kgl_saturation_axis layers;     /* layers of the stack, 1..KGL_MAX_LAYERS (the outermost axis) */
     bool remedies;   /* also run each configuration with qk-norm and with a learned temperature */
     double momentum; /* SGD momentum, in [0, 1] */
     int steps;       /* steps per run */
@@ -423,12 +431,13 @@ typedef struct kgl_saturation_spec {
     void *progress_ctx;
 } kgl_saturation_spec;
 /* The defaults of `kgl saturation`: dk 4,64,256; scale sqrt,none; init-scale
- * 1,3; adam; lr 0.01; supervise off; no remedies; momentum 0; 300 steps;
+ * 1,3; adam; lr 0.01; supervise off; layers 1; no remedies; momentum 0; 300 steps;
  * 10 seeds; 2 jobs; frozen multiple 2; the academic world; no progress. */
 void kgl_saturation_spec_defaults(kgl_saturation_spec *spec);
 
 /* One point of the grid, with the label its rows and plot series carry
- * ("dk=4 sqrt s=1", then optimizer, lr, sup and remedy where they vary). */
+ * ("dk=4 sqrt s=1", then L (layers), optimizer, lr, sup and remedy where they
+ * vary; L also where it is not 1). */
 typedef struct kgl_saturation_config {
     int dk;
     kgl_scale_kind scale;
@@ -439,6 +448,7 @@ typedef struct kgl_saturation_config {
     kgl_saturation_supervise supervise; /* KGL_SAT_SUP_OFF (0) when not supervised */
     kgl_saturation_remedy remedy;
     int heads, dim;     /* heads of dk each; dim = heads × dk */
+    int layers;         /* layers of the stack (1: the layer alone) */
     double aux_floor;   /* kgl_supervision_floor of the supervised examples; NaN when off */
     char label[96];
     char short_label[96]; /* the label without scale and init-scale (the plots' panels say those) */
@@ -448,14 +458,20 @@ typedef struct kgl_saturation_config {
 typedef struct kgl_saturation_trace {
     const kgl_saturation_config *config;
     int seed;
-    double *rows;   /* steps x KGL_SAT_N_METRICS; row k-1 is step k */
+    double *rows;   /* steps x layers x KGL_SAT_N_METRICS: kgl_saturation_row */
     long fit_step;  /* first step after whose update every training triple ranks first; -1 if never */
     int steps_done; /* fewer than steps if the loss became non-finite (at step steps_done + 1) */
 } kgl_saturation_trace;
+/* The metrics of a run at `step` (1-based) in `layer` (0-based). */
+static inline double *kgl_saturation_row(const kgl_saturation_trace *r, int step, int layer)
+{
+    return r->rows + ((size_t)(step - 1) * (size_t)r->config->layers + (size_t)layer) * KGL_SAT_N_METRICS;
+}
 
 typedef struct kgl_saturation {
     int steps, seeds;
     double frozen_multiple;         /* from the spec */
+    bool stacked;                   /* some configuration has layers ≠ 1: the files carry layers and layer */
     kgl_saturation_config *configs; /* the grid, the axes nested in the spec's order, remedy innermost */
     int n_configs;
     kgl_saturation_trace *runs;     /* run k: configs[k / seeds], seed 1 + k % seeds */
@@ -469,9 +485,10 @@ typedef struct kgl_saturation {
 bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *result, char *err, size_t err_cap);
 void kgl_saturation_free(kgl_saturation *s);
 
-/* Mean of `metric` at `step` (1-based) over the seeds of configuration
- * `config` whose run reached that step and measured a number; NaN if none. */
-double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, kgl_saturation_metric metric);
+/* Mean of `metric` of `layer` (0-based) at `step` (1-based) over the seeds
+ * of configuration `config` whose run reached that step and measured a
+ * number; NaN if none. */
+double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int layer, int step, kgl_saturation_metric metric);
 
 /* Quantiles of a sample: min, quartiles, median, max, as numpy's and
  * pandas' default (linear interpolation between the order statistics: the
@@ -508,7 +525,8 @@ typedef struct kgl_saturation_run_end {
     double aux_window_min, aux_window_max; /* its range over those steps */
     double window_median[KGL_SAT_N_METRICS]; /* each metric's median over those steps */
 } kgl_saturation_run_end;
-void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation_run_end *e);
+/* Of layer `layer`'s rows (the aux loss, and so frozen, is the run's in every layer). */
+void kgl_saturation_run_summary(const kgl_saturation *s, int run, int layer, kgl_saturation_run_end *e);
 
 /* The summary of one configuration over its seeds. */
 typedef struct kgl_saturation_summary {
@@ -521,12 +539,16 @@ typedef struct kgl_saturation_summary {
     int frozen_seeds, finished_seeds; /* frozen at the last step, of the seeds that reached it */
     double frozen_fraction; /* frozen / finished; NaN when not supervised */
 } kgl_saturation_summary;
-void kgl_saturation_summarise(const kgl_saturation *s, int config, kgl_saturation_summary *sm);
+/* Of layer `layer`'s rows (0-based, below the configuration's layers). */
+void kgl_saturation_summarise(const kgl_saturation *s, int config, int layer, kgl_saturation_summary *sm);
 
 /* One row per run and step: config,dk,scale,init_scale,optimizer,lr,
  * supervise,remedy,seed,step and the metrics (empty for NaN). Written to a
  * temporary beside path, then renamed (kgl_outfile). False with the reason
- * in err. */
+ * in err. When s->stacked, every file of the study carries the column
+ * `layers` after `remedy` and `layer` (0-based) after the row's other keys
+ * (here after `step`), with a row per layer (long format); otherwise the
+ * files are as a study without the layers axis wrote them. */
 bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
 /* One row per run (configuration and seed): the configuration's columns,
  * heads, seed, aux_floor, frozen (0/1), aux_mean, aux_sign_changes,
@@ -538,7 +560,8 @@ bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, c
  * <metric>_{min,q1,median,q3,max,mean} of the final values over the seeds. */
 bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path, char *err, size_t err_cap);
 /* DIR/<metric>.svg for the plotted metrics (seed means against the step, a
- * panel per scale and init-scale, a series per other configuration),
+ * panel per scale and init-scale, a series per other configuration and, for
+ * a head diagnostic of a stack, per layer ≥ 1 too: "<label> layer l"),
  * DIR/saturation.svg with all of them, and for every supervised
  * configuration DIR/seeds_<k>.svg (k its index): the supervised rows'
  * diagnostics of every seed against the step, a curve per seed. */

@@ -1,7 +1,8 @@
 /* saturation.c — the softmax-saturation study (`kgl saturation`). For every
  * combination of the axes it trains the layer (one head, d = dk, on the
- * academic world; two heads of dk for both-two-heads) for each seed,
- * measures the attention diagnostics at every step, and writes CSVs (per
+ * academic world; two heads of dk for both-two-heads; a stack of them for
+ * the layers axis) for each seed, measures the attention diagnostics of
+ * every layer at every step, and writes CSVs (per
  * step, per seed, per configuration), SVG plots and a summary per
  * configuration: means, quantiles over the seeds, and the fraction of seeds
  * whose supervised head is still frozen at the end. */
@@ -60,6 +61,7 @@ void kgl_saturation_spec_defaults(kgl_saturation_spec *spec)
     set_axis(&spec->optimizer, 1, (const double[]){KGL_OPT_ADAM});
     set_axis(&spec->lr, 1, (const double[]){0.01});
     set_axis(&spec->supervise, 1, (const double[]){0});
+    set_axis(&spec->layers, 1, (const double[]){1});
     spec->momentum = 0;
     spec->steps = 300;
     spec->seeds = 10;
@@ -83,6 +85,8 @@ static bool check_axis(const kgl_saturation_axis *ax, const char *name, char *er
             ok = x == KGL_SAT_SCALE_SQRT || x == KGL_SAT_SCALE_NONE || (x > 0 && isfinite(x)),
             what = "sqrt, none or a positive number";
         else if (strcmp(name, "optimizer") == 0) ok = x == KGL_OPT_ADAM || x == KGL_OPT_SGD, what = "adam or sgd";
+        else if (strcmp(name, "layers") == 0)
+            ok = x >= 1 && x <= KGL_MAX_LAYERS && x == floor(x), what = "a whole number of layers in 1..8";
         else if (strcmp(name, "supervise") == 0)
             ok = x >= 0 && x < KGL_SAT_N_SUPERVISE && x == floor(x),
             what = "off, advises, both-one-head or both-two-heads";
@@ -100,7 +104,8 @@ static bool check_spec(const kgl_saturation_spec *sp, char *err, size_t cap)
 {
     if (!check_axis(&sp->dk, "dk", err, cap) || !check_axis(&sp->scale, "scale", err, cap) ||
         !check_axis(&sp->init_scale, "init-scale", err, cap) || !check_axis(&sp->optimizer, "optimizer", err, cap) ||
-        !check_axis(&sp->lr, "lr", err, cap) || !check_axis(&sp->supervise, "supervise", err, cap))
+        !check_axis(&sp->lr, "lr", err, cap) || !check_axis(&sp->supervise, "supervise", err, cap) ||
+        !check_axis(&sp->layers, "layers", err, cap))
         return false;
     if (sp->steps < 1 || sp->seeds < 1 || sp->jobs < 1 || sp->jobs > 64) {
         snprintf(err, cap, "steps and seeds must be ≥ 1, jobs in 1..64 (got %d, %d, %d)", sp->steps, sp->seeds,
@@ -143,14 +148,19 @@ static void label_add(char *label, size_t cap, size_t *len, const char *fmt, con
     *len = n < 0 ? *len : *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
-/* Every combination of the axes with its label, the first axis outermost and
-   the remedy innermost; returns how many. */
+/* Whether the grid has a stack: a layers axis other than the single value 1
+   (then the labels say L and the files carry the layers and layer columns). */
+static bool grid_is_stacked(const kgl_saturation_spec *sp) { return sp->layers.n > 1 || sp->layers.value[0] != 1; }
+
+/* Every combination of the axes with its label, the layers outermost, then
+   the first axis, the remedy innermost; returns how many. */
 static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **out)
 {
     const kgl_saturation_axis *dk = &sp->dk, *scale = &sp->scale, *init = &sp->init_scale, *opt = &sp->optimizer,
-                              *lr = &sp->lr, *sup = &sp->supervise;
+                              *lr = &sp->lr, *sup = &sp->supervise, *layers = &sp->layers;
     int n_rem = sp->remedies ? KGL_SAT_N_REMEDIES : 1;
-    int n_cfg = dk->n * scale->n * init->n * opt->n * lr->n * sup->n * n_rem;
+    int n_cfg = layers->n * dk->n * scale->n * init->n * opt->n * lr->n * sup->n * n_rem;
+    bool stacked = grid_is_stacked(sp);
     kgl_saturation_config *cfgs = kgl_xmalloc((size_t)n_cfg * sizeof *cfgs);
     memset(cfgs, 0, (size_t)n_cfg * sizeof *cfgs);
     for (int c = 0; c < n_cfg; c++) {
@@ -166,7 +176,9 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
         int i_init = rest % init->n;
         rest /= init->n;
         int i_scale = rest % scale->n;
-        int i_dk = rest / scale->n;
+        rest /= scale->n;
+        int i_dk = rest % dk->n;
+        int i_layers = rest / dk->n;
         kgl_saturation_config *x = &cfgs[c];
         double sv = scale->value[i_scale];
         x->dk = (int)dk->value[i_dk];
@@ -181,13 +193,16 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
         x->remedy = (kgl_saturation_remedy)i_rem;
         x->heads = kgl_saturation_heads(x->supervise);
         x->dim = x->heads * x->dk;
+        x->layers = (int)layers->value[i_layers];
         x->aux_floor = NAN;
-        char b0[32], b1[32], b2[32], b3[32]; /* for values given without text */
+        char b0[32], b1[32], b2[32], b3[32], b4[32]; /* for values given without text */
         const char *scale_word = x->scale == KGL_SCALE_SQRT ? "sqrt" : x->scale == KGL_SCALE_NONE ? "none" : NULL;
         size_t len = 0;
         label_add(x->label, sizeof x->label, &len, "dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
         label_add(x->label, sizeof x->label, &len, " %s", axis_text(scale, i_scale, scale_word, b1, sizeof b1));
         label_add(x->label, sizeof x->label, &len, " s=%s", axis_text(init, i_init, NULL, b2, sizeof b2));
+        if (stacked)
+            label_add(x->label, sizeof x->label, &len, " L=%s", axis_text(layers, i_layers, NULL, b4, sizeof b4));
         if (opt->n > 1 || x->optimizer != KGL_OPT_ADAM)
             label_add(x->label, sizeof x->label, &len, " %s",
                       axis_text(opt, i_opt, x->optimizer == KGL_OPT_SGD ? "sgd" : "adam", NULL, 0));
@@ -201,6 +216,8 @@ static int expand_grid(const kgl_saturation_spec *sp, kgl_saturation_config **ou
         size_t sl = 0;
         char *sh = x->short_label;
         if (dk->n > 1) label_add(sh, sizeof x->short_label, &sl, " dk=%s", axis_text(dk, i_dk, NULL, b0, sizeof b0));
+        if (layers->n > 1)
+            label_add(sh, sizeof x->short_label, &sl, " L=%s", axis_text(layers, i_layers, NULL, b4, sizeof b4));
         if (opt->n > 1)
             label_add(sh, sizeof x->short_label, &sl, " %s",
                       axis_text(opt, i_opt, x->optimizer == KGL_OPT_SGD ? "sgd" : "adam", NULL, 0));
@@ -257,6 +274,7 @@ static void run_one(study *st, kgl_saturation_trace *run, kgl_jobs *jobs, int jo
     kgl_config_defaults(&cfg);
     cfg.dim = c->dim;
     cfg.heads = c->heads;
+    cfg.layers = c->layers;
     cfg.scale = c->scale;
     cfg.scale_value = c->scale_value;
     cfg.init_scale = c->init_scale;
@@ -285,17 +303,22 @@ static void run_one(study *st, kgl_saturation_trace *run, kgl_jobs *jobs, int jo
         if (!isfinite(loss)) break;
         kgl_diag_measure(&dg, &tr);
         kgl_sup_diag_measure(&sd, &tr);
-        const kgl_head_diag *h = &dg.head[0];
-        double *row = run->rows + (size_t)(step - 1) * KGL_SAT_N_METRICS;
-        double values[KGL_SAT_N_METRICS] = {
-            loss,          tr.last_main,     tr.last_aux,   h->max_prob_mean, h->max_prob_min,
-            h->entropy,    h->max_abs_logit, h->jac_fro,    h->grad_logits,   h->grad_wq,
-            h->grad_wk,    h->wq_move,       h->wk_move,    h->attn_tv,       dg.spec[st->advises],
-            sd.target_mass, sd.grad_logits,  sd.logit_step, NAN,              NAN,
-            st->authored >= 0 ? dg.spec[authored_head * dg.m + st->authored] : NAN};
-        memcpy(row, values, sizeof values);
+        for (int l = 0; l < c->layers; l++) { /* every layer's head 0; the loss is the run's */
+            const kgl_head_diag *h = kgl_diag_head(&dg, l, 0);
+            const double *spec = dg.spec + (size_t)l * dg.heads * dg.m;
+            bool supervised = l == 0; /* supervision reads the first layer only */
+            double values[KGL_SAT_N_METRICS] = {
+                loss,           tr.last_main,     tr.last_aux,   h->max_prob_mean, h->max_prob_min,
+                h->entropy,     h->max_abs_logit, h->jac_fro,    h->grad_logits,   h->grad_wq,
+                h->grad_wk,     h->wq_move,       h->wk_move,    h->attn_tv,       spec[st->advises],
+                supervised ? sd.target_mass : NAN, supervised ? sd.grad_logits : NAN,
+                supervised ? sd.logit_step : NAN,  NAN,           NAN,
+                st->authored >= 0 ? spec[authored_head * dg.m + st->authored] : NAN};
+            memcpy(kgl_saturation_row(run, step, l), values, sizeof values);
+        }
         kgl_trainer_update(&tr);
         kgl_sup_diag_after_update(&sd, &tr);
+        double *row = kgl_saturation_row(run, step, 0);
         row[KGL_SAT_WQ_STEP] = sd.wq_step; /* the update this step's gradient made */
         row[KGL_SAT_WK_STEP] = sd.wk_step;
         run->steps_done = step;
@@ -379,6 +402,7 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
     res->steps = spec->steps;
     res->seeds = spec->seeds;
     res->frozen_multiple = spec->frozen_multiple;
+    res->stacked = grid_is_stacked(spec);
     res->n_configs = expand_grid(spec, &res->configs);
     { /* each configuration's floor, from the same tails the trainer builds */
         kgl_tails tl;
@@ -396,7 +420,8 @@ bool kgl_saturation_run(const kgl_saturation_spec *spec, kgl_saturation *res, ch
     res->runs = kgl_xmalloc((size_t)res->n_runs * sizeof *res->runs);
     for (int k = 0; k < res->n_runs; k++) {
         res->runs[k] = (kgl_saturation_trace){&res->configs[k / spec->seeds], 1 + k % spec->seeds, NULL, -1, 0};
-        res->runs[k].rows = kgl_xmalloc((size_t)spec->steps * KGL_SAT_N_METRICS * sizeof(double));
+        res->runs[k].rows = kgl_xmalloc((size_t)spec->steps * res->runs[k].config->layers * KGL_SAT_N_METRICS *
+                                        sizeof(double));
     }
     st.order_step = grid_order_step(res->n_configs);
     kgl_jobs_spec js = {.n = res->n_runs, .at_most = spec->jobs, .job_steps = spec->steps, .run = run_job,
@@ -418,14 +443,14 @@ void kgl_saturation_free(kgl_saturation *s)
 
 /* Mean over the seeds of configuration `config` of metric `k` at step `step`
    (1-based), over the seeds whose run reached that step; NaN if none did. */
-double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int step, kgl_saturation_metric k)
+double kgl_saturation_seed_mean(const kgl_saturation *s, int config, int layer, int step, kgl_saturation_metric k)
 {
     double sum = 0;
     int n = 0;
     for (int q = 0; q < s->seeds; q++) {
         const kgl_saturation_trace *r = &s->runs[config * s->seeds + q];
         if (step > r->steps_done) continue;
-        double x = r->rows[(size_t)(step - 1) * KGL_SAT_N_METRICS + k];
+        double x = kgl_saturation_row(r, step, layer)[k];
         if (isnan(x)) continue;
         sum += x;
         n++;
@@ -493,7 +518,7 @@ int kgl_sign_changes(const double *x, int n)
     return changes;
 }
 
-void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation_run_end *e)
+void kgl_saturation_run_summary(const kgl_saturation *s, int run, int layer, kgl_saturation_run_end *e)
 {
     const kgl_saturation_trace *r = &s->runs[run];
     int S = s->steps;
@@ -502,17 +527,17 @@ void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation
     e->frozen = false;
     e->aux_sign_changes = -1;
     if (r->steps_done < S) return;
-    memcpy(e->final, r->rows + (size_t)(S - 1) * KGL_SAT_N_METRICS, sizeof e->final);
+    memcpy(e->final, kgl_saturation_row(r, S, layer), sizeof e->final);
     double sum = 0, aux[KGL_SAT_WINDOW];
     int w0 = S > KGL_SAT_WINDOW ? S - KGL_SAT_WINDOW : 0, nw = S - w0;
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-        for (int q = 0; q < nw; q++) aux[q] = r->rows[(size_t)(w0 + q) * KGL_SAT_N_METRICS + k];
+        for (int q = 0; q < nw; q++) aux[q] = kgl_saturation_row(r, w0 + q + 1, layer)[k];
         e->window_median[k] = kgl_spread_of(aux, nw).median;
     }
-    for (int step = 0; step < S; step++) sum += r->rows[(size_t)step * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS];
+    for (int step = 1; step <= S; step++) sum += kgl_saturation_row(r, step, layer)[KGL_SAT_AUX_LOSS];
     if (isnan(sum)) return; /* not supervised */
     e->aux_mean = sum / S;
-    for (int k = 0; k < nw; k++) aux[k] = r->rows[(size_t)(w0 + k) * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS];
+    for (int k = 0; k < nw; k++) aux[k] = kgl_saturation_row(r, w0 + k + 1, layer)[KGL_SAT_AUX_LOSS];
     kgl_spread w = kgl_spread_of(aux, nw);
     e->aux_window_min = w.min;
     e->aux_window_max = w.max;
@@ -520,17 +545,17 @@ void kgl_saturation_run_summary(const kgl_saturation *s, int run, kgl_saturation
     e->frozen = kgl_saturation_is_frozen(e->final[KGL_SAT_AUX_LOSS], r->config->aux_floor, s->frozen_multiple);
 }
 
-void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_summary *sm)
+void kgl_saturation_summarise(const kgl_saturation *s, int c, int layer, kgl_saturation_summary *sm)
 {
     int last = s->steps, n_seeds = s->seeds;
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-        sm->init[k] = kgl_saturation_seed_mean(s, c, 1, (kgl_saturation_metric)k);
-        sm->final[k] = kgl_saturation_seed_mean(s, c, last, (kgl_saturation_metric)k);
+        sm->init[k] = kgl_saturation_seed_mean(s, c, layer, 1, (kgl_saturation_metric)k);
+        sm->final[k] = kgl_saturation_seed_mean(s, c, layer, last, (kgl_saturation_metric)k);
     }
     double aux_total = 0;
     int aux_n = 0;
     for (int step = 1; step <= last; step++) {
-        double x = kgl_saturation_seed_mean(s, c, step, KGL_SAT_AUX_LOSS);
+        double x = kgl_saturation_seed_mean(s, c, layer, step, KGL_SAT_AUX_LOSS);
         if (!isnan(x)) aux_total += x, aux_n++;
     }
     sm->aux_mean = aux_n ? aux_total / aux_n : NAN;
@@ -546,7 +571,7 @@ void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_sum
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
         for (int q = 0; q < n_seeds; q++) {
             const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
-            v[q] = r->steps_done == last ? r->rows[(size_t)(last - 1) * KGL_SAT_N_METRICS + k] : NAN;
+            v[q] = r->steps_done == last ? kgl_saturation_row(r, last, layer)[k] : NAN;
         }
         sm->spread[k] = kgl_spread_of(v, n_seeds);
     }
@@ -555,7 +580,7 @@ void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_sum
     for (int q = 0; q < n_seeds; q++) {
         const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
         sm->finished_seeds += r->steps_done == last;
-        v[q] = r->steps_done == last ? r->rows[(size_t)(last - 1) * KGL_SAT_N_METRICS + KGL_SAT_AUX_LOSS] : NAN;
+        v[q] = r->steps_done == last ? kgl_saturation_row(r, last, layer)[KGL_SAT_AUX_LOSS] : NAN;
     }
     int counted;
     sm->frozen_fraction = kgl_saturation_frozen_fraction(v, n_seeds, sm->aux_floor, s->frozen_multiple,
@@ -566,9 +591,14 @@ void kgl_saturation_summarise(const kgl_saturation *s, int c, kgl_saturation_sum
 
 /* ---- files ------------------------------------------------------------------- */
 
-/* The configuration's columns: config,dk,scale,init_scale,optimizer,lr,supervise,remedy. */
+/* The configuration's columns: config,dk,scale,init_scale,optimizer,lr,supervise,remedy
+   and, in a grid with a stack, layers. */
 #define CONFIG_COLUMNS "config,dk,scale,init_scale,optimizer,lr,supervise,remedy"
-static void config_columns(FILE *f, const kgl_saturation_config *c)
+static void config_header(FILE *f, const kgl_saturation *s)
+{
+    fputs(s->stacked ? CONFIG_COLUMNS ",layers" : CONFIG_COLUMNS, f);
+}
+static void config_columns(FILE *f, const kgl_saturation *s, const kgl_saturation_config *c)
 {
     char scale[32];
     if (c->scale == KGL_SCALE_SQRT) snprintf(scale, sizeof scale, "sqrt");
@@ -577,6 +607,13 @@ static void config_columns(FILE *f, const kgl_saturation_config *c)
     fprintf(f, "\"%s\",%d,%s,%.17g,%s,%.17g,%s,%s", c->label, c->dk, scale, c->init_scale,
             c->optimizer == KGL_OPT_SGD ? "sgd" : "adam", c->lr, kgl_saturation_supervise_names[c->supervise],
             kgl_saturation_remedy_names[c->remedy]);
+    if (s->stacked) fprintf(f, ",%d", c->layers);
+}
+
+/* ",<layer>" in a grid with a stack; nothing otherwise. */
+static void layer_column(FILE *f, const kgl_saturation *s, int layer)
+{
+    if (s->stacked) fprintf(f, ",%d", layer);
 }
 
 /* ",x" with 17 significant digits, or "," for NaN (pandas reads NaN). */
@@ -591,17 +628,20 @@ bool kgl_saturation_write_csv(const kgl_saturation *s, const char *path, char *e
     kgl_outfile o;
     if (!kgl_outfile_open(&o, path, err, cap)) return false;
     FILE *f = o.f;
-    fprintf(f, CONFIG_COLUMNS ",seed,step");
+    config_header(f, s);
+    fputs(s->stacked ? ",seed,step,layer" : ",seed,step", f);
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
     fputc('\n', f);
     for (int i = 0; i < s->n_runs; i++) {
         const kgl_saturation_trace *r = &s->runs[i];
-        for (int step = 1; step <= r->steps_done; step++) {
-            config_columns(f, r->config);
-            fprintf(f, ",%d,%d", r->seed, step);
-            for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, r->rows[(size_t)(step - 1) * KGL_SAT_N_METRICS + k]);
-            fputc('\n', f);
-        }
+        for (int step = 1; step <= r->steps_done; step++)
+            for (int l = 0; l < r->config->layers; l++) {
+                config_columns(f, s, r->config);
+                fprintf(f, ",%d,%d", r->seed, step);
+                layer_column(f, s, l);
+                for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, kgl_saturation_row(r, step, l)[k]);
+                fputc('\n', f);
+            }
     }
     return kgl_outfile_commit(&o, err, cap);
 }
@@ -611,30 +651,33 @@ bool kgl_saturation_write_seeds_csv(const kgl_saturation *s, const char *path, c
     kgl_outfile o;
     if (!kgl_outfile_open(&o, path, err, cap)) return false;
     FILE *f = o.f;
-    fprintf(f, CONFIG_COLUMNS ",heads,seed,aux_floor,frozen,aux_mean,aux_sign_changes,aux_window_min,"
-               "aux_window_max,fit_step,steps_done");
+    config_header(f, s);
+    fputs(s->stacked ? ",heads,seed,layer" : ",heads,seed", f);
+    fputs(",aux_floor,frozen,aux_mean,aux_sign_changes,aux_window_min,aux_window_max,fit_step,steps_done", f);
     for (int k = 0; k < KGL_SAT_N_METRICS; k++) fprintf(f, ",%s", kgl_saturation_metric_names[k]);
     fputc('\n', f);
-    for (int i = 0; i < s->n_runs; i++) {
-        const kgl_saturation_trace *r = &s->runs[i];
-        kgl_saturation_run_end e;
-        kgl_saturation_run_summary(s, i, &e);
-        config_columns(f, r->config);
-        fprintf(f, ",%d,%d", r->config->heads, r->seed);
-        csv_number(f, r->config->aux_floor);
-        if (r->config->supervise && r->steps_done == s->steps) fprintf(f, ",%d", e.frozen ? 1 : 0);
-        else fputc(',', f);
-        csv_number(f, e.aux_mean);
-        if (e.aux_sign_changes >= 0) fprintf(f, ",%d", e.aux_sign_changes);
-        else fputc(',', f);
-        csv_number(f, e.aux_window_min);
-        csv_number(f, e.aux_window_max);
-        if (r->fit_step >= 0) fprintf(f, ",%ld", r->fit_step);
-        else fputc(',', f);
-        fprintf(f, ",%d", r->steps_done);
-        for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, e.final[k]);
-        fputc('\n', f);
-    }
+    for (int i = 0; i < s->n_runs; i++)
+        for (int l = 0; l < s->runs[i].config->layers; l++) {
+            const kgl_saturation_trace *r = &s->runs[i];
+            kgl_saturation_run_end e;
+            kgl_saturation_run_summary(s, i, l, &e);
+            config_columns(f, s, r->config);
+            fprintf(f, ",%d,%d", r->config->heads, r->seed);
+            layer_column(f, s, l);
+            csv_number(f, r->config->aux_floor);
+            if (r->config->supervise && r->steps_done == s->steps) fprintf(f, ",%d", e.frozen ? 1 : 0);
+            else fputc(',', f);
+            csv_number(f, e.aux_mean);
+            if (e.aux_sign_changes >= 0) fprintf(f, ",%d", e.aux_sign_changes);
+            else fputc(',', f);
+            csv_number(f, e.aux_window_min);
+            csv_number(f, e.aux_window_max);
+            if (r->fit_step >= 0) fprintf(f, ",%ld", r->fit_step);
+            else fputc(',', f);
+            fprintf(f, ",%d", r->steps_done);
+            for (int k = 0; k < KGL_SAT_N_METRICS; k++) csv_number(f, e.final[k]);
+            fputc('\n', f);
+        }
     return kgl_outfile_commit(&o, err, cap);
 }
 
@@ -644,47 +687,54 @@ bool kgl_saturation_write_summary_csv(const kgl_saturation *s, const char *path,
     kgl_outfile o;
     if (!kgl_outfile_open(&o, path, err, cap)) return false;
     FILE *f = o.f;
-    fprintf(f, CONFIG_COLUMNS ",heads,seeds,finished_seeds,aux_floor,frozen_seeds,frozen_fraction,fit_seeds");
+    config_header(f, s);
+    if (s->stacked) fputs(",layer", f);
+    fputs(",heads,seeds,finished_seeds,aux_floor,frozen_seeds,frozen_fraction,fit_seeds", f);
     for (int k = 0; k < KGL_SAT_N_METRICS; k++)
         for (int q = 0; q < 6; q++) fprintf(f, ",%s_%s", kgl_saturation_metric_names[k], stat[q]);
     fputc('\n', f);
-    for (int c = 0; c < s->n_configs; c++) {
-        kgl_saturation_summary sm;
-        kgl_saturation_summarise(s, c, &sm);
-        config_columns(f, &s->configs[c]);
-        fprintf(f, ",%d,%d,%d", s->configs[c].heads, s->seeds, sm.finished_seeds);
-        csv_number(f, sm.aux_floor);
-        if (s->configs[c].supervise) fprintf(f, ",%d", sm.frozen_seeds);
-        else fputc(',', f);
-        csv_number(f, sm.frozen_fraction);
-        fprintf(f, ",%d", sm.fit_seeds);
-        for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
-            const kgl_spread *sp = &sm.spread[k];
-            double v[6] = {sp->min, sp->q1, sp->median, sp->q3, sp->max, sp->mean};
-            for (int q = 0; q < 6; q++) csv_number(f, v[q]);
+    for (int c = 0; c < s->n_configs; c++)
+        for (int l = 0; l < s->configs[c].layers; l++) {
+            kgl_saturation_summary sm;
+            kgl_saturation_summarise(s, c, l, &sm);
+            config_columns(f, s, &s->configs[c]);
+            layer_column(f, s, l);
+            fprintf(f, ",%d,%d,%d", s->configs[c].heads, s->seeds, sm.finished_seeds);
+            csv_number(f, sm.aux_floor);
+            if (s->configs[c].supervise) fprintf(f, ",%d", sm.frozen_seeds);
+            else fputc(',', f);
+            csv_number(f, sm.frozen_fraction);
+            fprintf(f, ",%d", sm.fit_seeds);
+            for (int k = 0; k < KGL_SAT_N_METRICS; k++) {
+                const kgl_spread *sp = &sm.spread[k];
+                double v[6] = {sp->min, sp->q1, sp->median, sp->q3, sp->max, sp->mean};
+                for (int q = 0; q < 6; q++) csv_number(f, v[q]);
+            }
+            fputc('\n', f);
         }
-        fputc('\n', f);
-    }
     return kgl_outfile_commit(&o, err, cap);
 }
 
-/* One plotted metric: its title and axis, and whether only supervised runs have it. */
+/* One plotted metric: its title and axis, whether only supervised runs have
+   it, and whether each layer of a stack has its own (the head diagnostics;
+   the losses are the run's). */
 typedef struct plot_spec {
     kgl_saturation_metric metric;
     const char *title, *y_label;
-    bool log_y, supervised_only;
+    bool log_y, supervised_only, per_layer;
 } plot_spec;
 
 static const plot_spec plots[] = {
-    {KGL_SAT_MAX_PROB, "mean max_prob (largest attention weight per row)", "max_prob", false, false},
-    {KGL_SAT_ENTROPY, "mean attention entropy", "entropy (nats)", false, false},
-    {KGL_SAT_JAC_FRO, "mean softmax Jacobian norm ‖diag(a) − a aᵀ‖_F", "‖J‖_F", true, false},
-    {KGL_SAT_GRAD_LOGITS, "gradient reaching the attention logits ‖∂L/∂S‖", "‖∂L/∂S‖", true, false},
-    {KGL_SAT_GRAD_WQ, "gradient of the query weights ‖∂L/∂Wq‖", "‖∂L/∂Wq‖", true, false},
-    {KGL_SAT_ATTN_TV, "attention movement: mean total variation from step 0", "TV distance", false, false},
-    {KGL_SAT_LOSS, "loss (main + aux)", "loss", true, false},
-    {KGL_SAT_AUX_LOSS, "head-supervision loss: mean −log A_h[i, t] over the supervised (i, r, t)", "aux loss", true, true},
-    {KGL_SAT_SPEC_ADVISES, "spec[0][advises]: attention mass on the advisees", "spec", false, false},
+    {KGL_SAT_MAX_PROB, "mean max_prob (largest attention weight per row)", "max_prob", false, false, true},
+    {KGL_SAT_ENTROPY, "mean attention entropy", "entropy (nats)", false, false, true},
+    {KGL_SAT_JAC_FRO, "mean softmax Jacobian norm ‖diag(a) − a aᵀ‖_F", "‖J‖_F", true, false, true},
+    {KGL_SAT_GRAD_LOGITS, "gradient reaching the attention logits ‖∂L/∂S‖", "‖∂L/∂S‖", true, false, true},
+    {KGL_SAT_GRAD_WQ, "gradient of the query weights ‖∂L/∂Wq‖", "‖∂L/∂Wq‖", true, false, true},
+    {KGL_SAT_ATTN_TV, "attention movement: mean total variation from step 0", "TV distance", false, false, true},
+    {KGL_SAT_LOSS, "loss (main + aux)", "loss", true, false, false},
+    {KGL_SAT_AUX_LOSS, "head-supervision loss: mean −log A_h[i, t] over the supervised (i, r, t)", "aux loss", true, true,
+     false},
+    {KGL_SAT_SPEC_ADVISES, "spec[0][advises]: attention mass on the advisees", "spec", false, false, true},
 };
 #define N_PLOTS (int)(sizeof plots / sizeof plots[0])
 
@@ -732,7 +782,7 @@ static bool write_seed_plots(const kgl_saturation *s, int c, const char *path, c
     int n_frozen = 0;
     for (int q = 0; q < n_seeds; q++) {
         kgl_saturation_run_end e;
-        kgl_saturation_run_summary(s, c * n_seeds + q, &e);
+        kgl_saturation_run_summary(s, c * n_seeds + q, 0, &e);
         is_frozen[q] = e.frozen;
         n_frozen += e.frozen;
         snprintf(names[q], sizeof names[q], "seed %d", s->runs[c * n_seeds + q].seed);
@@ -751,8 +801,7 @@ static bool write_seed_plots(const kgl_saturation *s, int c, const char *path, c
                 const kgl_saturation_trace *r = &s->runs[c * n_seeds + q];
                 double *yy = y + (size_t)used * S;
                 for (int step = 0; step < S; step++)
-                    yy[step] = step < r->steps_done ? r->rows[(size_t)step * KGL_SAT_N_METRICS + seed_plots[p].metric]
-                                                    : NAN;
+                    yy[step] = step < r->steps_done ? kgl_saturation_row(r, step + 1, 0)[seed_plots[p].metric] : NAN;
                 if (seed_plots[p].metric == KGL_SAT_LOGIT_STEP && S > 1) /* from step 2: a move needs a step before */
                     sp[n++] = (kgl_series){names[q], S - 1, x + 1, yy + 1};
                 else sp[n++] = (kgl_series){names[q], S, x, yy};
@@ -783,14 +832,53 @@ static bool write_seed_plots(const kgl_saturation *s, int c, const char *path, c
     return ok;
 }
 
+/* The curves the per-metric plots can draw: one per configuration and
+   layer, named by its configuration ("<label> layer l" in a stack of more
+   than one layer, so that a one-layer grid's names are its labels). */
+typedef struct plot_line {
+    int config, layer;
+    char label[128], short_label[128];
+} plot_line;
+
+static plot_line *plot_lines(const kgl_saturation *s, int *n_lines)
+{
+    int n = 0;
+    for (int c = 0; c < s->n_configs; c++) n += s->configs[c].layers;
+    plot_line *lines = kgl_xmalloc((size_t)n * sizeof *lines);
+    n = 0;
+    for (int c = 0; c < s->n_configs; c++)
+        for (int l = 0; l < s->configs[c].layers; l++) {
+            plot_line *x = &lines[n++];
+            const kgl_saturation_config *cfg = &s->configs[c];
+            x->config = c, x->layer = l;
+            if (cfg->layers == 1) {
+                snprintf(x->label, sizeof x->label, "%s", cfg->label);
+                snprintf(x->short_label, sizeof x->short_label, "%s", cfg->short_label);
+            } else {
+                snprintf(x->label, sizeof x->label, "%s layer %d", cfg->label, l);
+                snprintf(x->short_label, sizeof x->short_label, "%s layer %d", cfg->short_label, l);
+            }
+        }
+    *n_lines = n;
+    return lines;
+}
+
+/* Whether plot p draws line x: its layer (0 unless the metric is per layer)
+   and its configuration (a supervised one for the supervised metrics). */
+static bool plot_draws(const kgl_saturation *s, int p, const plot_line *x)
+{
+    return (plots[p].per_layer || x->layer == 0) && (!plots[p].supervised_only || s->configs[x->config].supervise);
+}
+
 bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *err, size_t cap)
 {
-    int S = s->steps, n_cfg = s->n_configs, n_seeds = s->seeds;
+    int S = s->steps, n_cfg = s->n_configs, n_seeds = s->seeds, n_lines;
     const kgl_saturation_config *cfgs = s->configs;
+    plot_line *lines = plot_lines(s, &n_lines);
     double *x = kgl_xmalloc((size_t)S * sizeof(double));
-    double *y = kgl_xmalloc((size_t)N_PLOTS * n_cfg * S * sizeof(double));
-    kgl_series *series = kgl_xmalloc((size_t)N_PLOTS * n_cfg * sizeof *series);
-    kgl_series *by_panel = kgl_xmalloc((size_t)n_cfg * sizeof *by_panel);
+    double *y = kgl_xmalloc((size_t)N_PLOTS * n_lines * S * sizeof(double));
+    kgl_series *series = kgl_xmalloc((size_t)N_PLOTS * n_lines * sizeof *series);
+    kgl_series *by_panel = kgl_xmalloc((size_t)n_lines * sizeof *by_panel);
     kgl_lineplot *panels = kgl_xmalloc((size_t)n_cfg * sizeof *panels);
     char(*panel_titles)[96] = kgl_xmalloc((size_t)n_cfg * sizeof *panel_titles);
     kgl_lineplot lp[N_PLOTS];
@@ -811,24 +899,25 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
     char path[2048], title[256];
     for (int p = 0; p < N_PLOTS && ok; p++) {
         int n = 0;
-        for (int c = 0; c < n_cfg; c++) {
-            if (plots[p].supervised_only && !cfgs[c].supervise) continue;
-            double *yy = y + ((size_t)p * n_cfg + c) * S;
-            for (int step = 1; step <= S; step++) yy[step - 1] = kgl_saturation_seed_mean(s, c, step, plots[p].metric);
-            series[p * n_cfg + n] = (kgl_series){cfgs[c].label, S, x, yy};
+        for (int i = 0; i < n_lines; i++) {
+            if (!plot_draws(s, p, &lines[i])) continue;
+            double *yy = y + ((size_t)p * n_lines + i) * S;
+            for (int step = 1; step <= S; step++)
+                yy[step - 1] = kgl_saturation_seed_mean(s, lines[i].config, lines[i].layer, step, plots[p].metric);
+            series[p * n_lines + n] = (kgl_series){lines[i].label, S, x, yy};
             n++;
         }
-        lp[p] = (kgl_lineplot){plots[p].title, "step", plots[p].y_label, plots[p].log_y, false, series + p * n_cfg, n};
+        lp[p] = (kgl_lineplot){plots[p].title, "step", plots[p].y_label, plots[p].log_y, false, series + p * n_lines, n};
         if (n == 0) continue;
         /* the metric's own picture: a panel per scale and init-scale, so the
            curves of one panel differ only in what its legend names */
         int used = 0, n_shown = 0;
         for (int k = 0; k < n_panels; k++) {
             int m = 0;
-            for (int c = 0; c < n_cfg; c++) {
-                if (panel_of[c] != k || (plots[p].supervised_only && !cfgs[c].supervise)) continue;
-                double *yy = y + ((size_t)p * n_cfg + c) * S;
-                by_panel[used + m++] = (kgl_series){cfgs[c].short_label, S, x, yy};
+            for (int i = 0; i < n_lines; i++) {
+                if (panel_of[lines[i].config] != k || !plot_draws(s, p, &lines[i])) continue;
+                double *yy = y + ((size_t)p * n_lines + i) * S;
+                by_panel[used + m++] = (kgl_series){lines[i].short_label, S, x, yy};
             }
             if (m == 0) continue;
             panel_name(&cfgs[first[k]], panel_titles[n_shown], sizeof panel_titles[n_shown]);
@@ -857,6 +946,7 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
         snprintf(path, sizeof path, "%s/seeds_%d.svg", dir, c);
         ok = write_seed_plots(s, c, path, err, cap);
     }
+    free(lines);
     free(x);
     free(y);
     free(series);

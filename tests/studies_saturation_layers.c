@@ -1,0 +1,230 @@
+/* studies_saturation_layers.c — the saturation study per layer (issue 48,
+ * item 1): `kgl saturation --layers` parsed and refused with a message, a
+ * stack's files and JSON with a row (an entry) per layer whose deeper
+ * layer is measured on its own, and a one-layer grid's numbers unchanged by
+ * the axis (the same configuration's rows in a grid with a stack). */
+#include <stdlib.h>
+
+#include "test.h"
+
+static char out[1 << 20], err[1 << 14];
+
+/* Field `col` (0-based) of a CSV line (no field holds a comma), into buf. */
+static const char *field(const char *line, int col, char *buf, size_t cap)
+{
+    for (int k = 0; k < col && line; k++) {
+        line = strpbrk(line, ",\n");
+        if (line && *line == ',') line++;
+        else line = NULL;
+    }
+    size_t n = line ? strcspn(line, ",\n") : 0;
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, line ? line : "", n);
+    buf[n] = 0;
+    return buf;
+}
+
+/* The index of column `name` in the header line of csv; -1 if absent. */
+static int column(const char *csv, const char *name)
+{
+    size_t len = strlen(name);
+    int k = 0;
+    for (const char *p = csv; *p && *p != '\n'; k++) {
+        size_t n = strcspn(p, ",\n");
+        if (n == len && strncmp(p, name, len) == 0) return k;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return -1;
+}
+
+/* The line after the `row`-th newline (row 1: the first data row), or NULL. */
+static const char *line_at(const char *csv, int row)
+{
+    const char *p = csv;
+    for (int k = 0; k < row && p; k++) {
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return p && *p ? p : NULL;
+}
+
+/* Field `col` as a number; NaN for an empty field (the files' NaN). */
+static double num(const char *line, int col)
+{
+    char buf[64];
+    field(line, col, buf, sizeof buf);
+    return buf[0] ? strtod(buf, NULL) : NAN;
+}
+
+/* The number after "key": in a JSON text (the first occurrence after `from`). */
+static double json_num(const char *from, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = from ? strstr(from, pat) : NULL;
+    return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+TEST(saturation_layers_option)
+{
+    static const char *const bad[] = {"0", "9", "x", "1.5", "1,9"};
+    for (int k = 0; k < 5; k++) {
+        char cmd[256], want[128];
+        snprintf(cmd, sizeof cmd, "saturation --layers %s --out %s/never", bad[k], T->tmp);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+        snprintf(want, sizeof want, "kgl saturation: --layers: '%s' is not a whole number of layers from 1 to 8",
+                 k == 4 ? "9" : bad[k]);
+        if (!CHECK(strstr(err, want) != NULL)) printf("    %s\n", err);
+        CHECK(out[0] == 0); /* refused before any run */
+    }
+    /* the library refuses what the command line would: with what is wrong */
+    kgl_saturation_spec spec;
+    kgl_saturation_spec_defaults(&spec);
+    spec.layers.value[0] = KGL_MAX_LAYERS + 1;
+    kgl_saturation s;
+    char e[256];
+    CHECK(!kgl_saturation_run(&spec, &s, e, sizeof e));
+    CHECK(strstr(e, "layers: 9 is not a whole number of layers in 1..8") != NULL);
+    CHECK(run_kgl(T, "saturation --help", out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "--layers 1") != NULL && strstr(out, "supervision acts on\n") != NULL);
+    /* one value other than 1 is a stack too: the files say which layer a row is */
+    char cmd[512], path[600];
+    snprintf(cmd, sizeof cmd, "saturation --layers 2 --dk 4 --scale sqrt --init-scale 1 --steps 2 --seeds 1 --quiet "
+                              "--out %s/two", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    static char csv[1 << 16];
+    snprintf(path, sizeof path, "%s/two/saturation.csv", T->tmp);
+    if (CHECK(test_read_all(path, csv, sizeof csv))) {
+        static const char header[] = "config,dk,scale,init_scale,optimizer,lr,supervise,remedy,layers,seed,step,layer,loss,";
+        CHECK(strncmp(csv, header, strlen(header)) == 0);
+        CHECK(test_count(csv, "\n") == 1 + 2 * 2); /* 2 steps, 2 layers */
+    }
+}
+
+/* A grid of one and two layers, supervised and not: every file has a row
+   per layer; layer 1's head diagnostics are there, finite and its own (not
+   layer 0's); the loss is the run's in both; the supervised rows' metrics
+   are layer 0's only; the JSON's per_layer summaries are the CSV's means. */
+TEST(saturation_layers_rows_per_layer)
+{
+    char cmd[1024], path[1024];
+    snprintf(cmd, sizeof cmd,
+             "saturation --layers 1,2 --dk 4 --scale sqrt --init-scale 3 --supervise off,advises --steps 20 --seeds 2 "
+             "--json --out %s/st",
+             T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static char steps_csv[1 << 21], seeds_csv[1 << 16], summary_csv[1 << 18];
+    snprintf(path, sizeof path, "%s/st/saturation.csv", T->tmp);
+    bool have = CHECK(test_read_all(path, steps_csv, sizeof steps_csv));
+    snprintf(path, sizeof path, "%s/st/saturation_seeds.csv", T->tmp);
+    have = CHECK(test_read_all(path, seeds_csv, sizeof seeds_csv)) && have;
+    snprintf(path, sizeof path, "%s/st/saturation_summary.csv", T->tmp);
+    have = CHECK(test_read_all(path, summary_csv, sizeof summary_csv)) && have;
+    if (!have) return;
+    /* 2 configurations of each depth, 2 seeds, 20 steps: L = 1 first (the outermost axis) */
+    CHECK(test_count(steps_csv, "\n") == 1 + 2 * 2 * 20 * 1 + 2 * 2 * 20 * 2);
+    CHECK(test_count(seeds_csv, "\n") == 1 + 2 * 2 * 1 + 2 * 2 * 2);
+    CHECK(test_count(summary_csv, "\n") == 1 + 2 * 1 + 2 * 2);
+    static const char *const own[] = {"max_prob", "entropy", "jac_fro", "grad_logits", "grad_wq", "spec_advises"};
+    int c_layers = column(steps_csv, "layers"), c_layer = column(steps_csv, "layer"), c_step = column(steps_csv, "step"),
+        c_loss = column(steps_csv, "loss"), c_mass = column(steps_csv, "target_mass"), c_sup = column(steps_csv, "supervise");
+    int c_own[6];
+    bool cols = c_layers >= 0 && c_layer >= 0 && c_step >= 0 && c_loss >= 0 && c_mass >= 0 && c_sup >= 0;
+    for (int k = 0; k < 6; k++) cols = (c_own[k] = column(steps_csv, own[k])) >= 0 && cols;
+    if (!CHECK(cols)) return;
+    int pairs = 0, differing[6] = {0};
+    for (int r = 1 + 2 * 2 * 20; r < 1 + 2 * 2 * 20 * 3; r += 2) { /* the stack's rows: layer 0, then layer 1 */
+        const char *l0 = line_at(steps_csv, r), *l1 = line_at(steps_csv, r + 1);
+        if (!CHECK(l0 && l1)) return;
+        CHECK(num(l0, c_layers) == 2 && num(l0, c_layer) == 0 && num(l1, c_layer) == 1);
+        CHECK(num(l0, c_step) == num(l1, c_step));
+        CHECK(num(l0, c_loss) == num(l1, c_loss)); /* the run's loss, in every layer's row (NaN fails) */
+        for (int k = 0; k < 6; k++) {
+            double a = num(l0, c_own[k]), b = num(l1, c_own[k]);
+            CHECK(isfinite(a) && isfinite(b));
+            differing[k] += a != b;
+        }
+        char sup[16];
+        bool supervised = strcmp(field(l0, c_sup, sup, sizeof sup), "advises") == 0;
+        CHECK(supervised ? isfinite(num(l0, c_mass)) : isnan(num(l0, c_mass)));
+        CHECK(isnan(num(l1, c_mass))); /* supervision acts on layer 0 only */
+        pairs++;
+    }
+    CHECK(pairs == 2 * 2 * 20);
+    for (int k = 0; k < 6; k++) /* layer 1's own numbers: different from layer 0's at every step */
+        if (!CHECK(differing[k] == pairs)) printf("    %s: layer 1 differs from layer 0 in %d of %d rows\n", own[k],
+                                                      differing[k], pairs);
+    /* the JSON: a stack's configurations carry layers and per_layer, layer 0's the configuration's own */
+    CHECK(test_count(out, "\"layers\":1,") == 2 && test_count(out, "\"layers\":2,") == 2);
+    CHECK(test_count(out, "\"per_layer\":[{\"layer\":0,") == 4 && test_count(out, "{\"layer\":1,") == 2);
+    const char *stack = strstr(out, "\"label\":\"dk=4 sqrt s=3 L=2 sup=off\"");
+    const char *layer1 = stack ? strstr(stack, "{\"layer\":1,") : NULL;
+    const char *layer0 = stack ? strstr(stack, "{\"layer\":0,") : NULL;
+    if (!CHECK(layer0 && layer1)) return;
+    CHECK(json_num(strstr(stack, "\"final\""), "max_prob") == json_num(strstr(layer0, "\"final\""), "max_prob"));
+    /* layer 1's final max_prob: the mean of its two seeds' last rows (lines 80 + 40 and 80 + 80 of the CSV) */
+    const char *s1 = line_at(steps_csv, 1 + 80 + 39), *s2 = line_at(steps_csv, 1 + 80 + 79);
+    if (!CHECK(s1 && s2)) return;
+    CHECK(num(s1, c_layer) == 1 && num(s1, c_step) == 20 && num(s2, c_layer) == 1 && num(s2, c_step) == 20);
+    double mean = (num(s1, c_own[0]) + num(s2, c_own[0])) / 2, got = json_num(strstr(layer1, "\"final\""), "max_prob");
+    CHECK_NEAR(got, mean, 1e-15); /* the same two doubles summed and halved: at most round-off apart */
+    CHECK(got != json_num(strstr(layer0, "\"final\""), "max_prob"));
+    /* the per-seed and summary files: layer after seed, after layers */
+    CHECK(strstr(seeds_csv, ",remedy,layers,heads,seed,layer,aux_floor,") != NULL);
+    CHECK(strstr(summary_csv, ",remedy,layers,layer,heads,seeds,") != NULL);
+    /* the table: a row per layer, and where supervision does not reach */
+    snprintf(cmd, sizeof cmd,
+             "saturation --layers 1,2 --dk 4 --scale sqrt --init-scale 3 --supervise off,advises --steps 20 --seeds 2 "
+             "--quiet --out %s/st",
+             T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(out, "supervision acts on layer 0 only") != NULL);
+    CHECK(test_count(out, "dk=4 sqrt s=3 L=2 sup=advises     1 |") == 2); /* the means, the spread */
+    CHECK(test_count(out, "dk=4 sqrt s=3 L=1 sup=advises     0 |") == 2);
+    /* the head diagnostics' pictures draw every layer; the loss is the run's */
+    static char svg[1 << 21];
+    snprintf(path, sizeof path, "%s/st/max_prob.svg", T->tmp);
+    if (CHECK(test_read_all(path, svg, sizeof svg))) CHECK(strstr(svg, "L=2 sup=off layer 1") != NULL);
+    snprintf(path, sizeof path, "%s/st/loss.svg", T->tmp);
+    if (CHECK(test_read_all(path, svg, sizeof svg))) CHECK(strstr(svg, "layer 1") == NULL);
+}
+
+/* The layers axis leaves a one-layer grid as it was: its files carry no
+   layer column, and its rows in a grid with a stack (L=1, every metric,
+   every step, every seed) are the same numbers to the last digit. */
+TEST(saturation_one_layer_unchanged_by_the_layers_axis)
+{
+    static const char grid[] = "--dk 4 --scale sqrt,none --init-scale 3 --supervise advises --steps 30 --seeds 2 --quiet";
+    char cmd[1024], path[1024];
+    snprintf(cmd, sizeof cmd, "saturation %s --out %s/one", grid, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    CHECK(strstr(out, " layer ") == NULL && strstr(out, "L=1") == NULL);
+    snprintf(cmd, sizeof cmd, "saturation %s --layers 1,2 --out %s/both", grid, T->tmp);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    static char one[1 << 20], both[1 << 21];
+    snprintf(path, sizeof path, "%s/one/saturation.csv", T->tmp);
+    bool have = CHECK(test_read_all(path, one, sizeof one));
+    snprintf(path, sizeof path, "%s/both/saturation.csv", T->tmp);
+    if (!(CHECK(test_read_all(path, both, sizeof both)) && have)) return;
+    static const char header[] = "config,dk,scale,init_scale,optimizer,lr,supervise,remedy,seed,step,loss,";
+    CHECK(strncmp(one, header, strlen(header)) == 0); /* as before the layers axis */
+    CHECK(column(one, "layer") < 0 && column(one, "layers") < 0);
+    int rows = test_count(one, "\n") - 1, metrics = KGL_SAT_N_METRICS;
+    CHECK(rows == 2 * 2 * 30);
+    int first_one = column(one, "loss"), first_both = column(both, "loss"), c_layers = column(both, "layers");
+    if (!CHECK(first_one >= 0 && first_both >= 0 && c_layers >= 0)) return;
+    int same = 0;
+    for (int r = 1; r <= rows; r++) { /* the L=1 configurations come first in the grid with a stack */
+        const char *a = line_at(one, r), *b = line_at(both, r);
+        if (!CHECK(a && b && num(b, c_layers) == 1)) return;
+        bool row_same = true;
+        char x[64], y[64];
+        for (int k = 0; k < metrics; k++) /* as text: every digit of %.17g, and NaN as the same empty field */
+            row_same = strcmp(field(a, first_one + k, x, sizeof x), field(b, first_both + k, y, sizeof y)) == 0 && row_same;
+        for (int k = 1; k < 10; k++) /* dk .. remedy, then seed and step (after the stack's layers column) */
+            row_same = strcmp(field(a, k, x, sizeof x), field(b, k < 8 ? k : k + 1, y, sizeof y)) == 0 && row_same;
+        same += row_same;
+    }
+    CHECK(same == rows);
+}
