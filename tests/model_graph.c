@@ -49,7 +49,7 @@ static bool pairs_are_the_distinct_tokens(const kgl_neighbourhood *nb)
 static void check_segments(test_ctx *T, const kgl_triple *tr, int n_tr, int m, const kgl_neighbourhood *nb,
                            const int *head, const int *rel, const int *tail, int K)
 {
-    CHECK(pairs_are_the_distinct_tokens(nb));
+    CHECK(!nb->pair_table || pairs_are_the_distinct_tokens(nb));
     for (int b = 0; b < nb->n; b++) {
         int lo = nb->offsets[b], hi = nb->offsets[b + 1], h = head[b];
         if (!CHECK(hi - lo >= 1 && hi - lo <= K + 1)) return;
@@ -99,6 +99,7 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
     kgl_arena arena = {0}; /* the neighbourhoods' room */
     for (int K = 1; K <= 6; K += 5) {
         kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_ex, K);
+        kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
         kgl_rng rng;
         kgl_rng_seed(&rng, 11);
         for (int rep = 0; rep < 20; rep++) { /* sampled */
@@ -188,6 +189,7 @@ TEST(graph_context_edge_dropout_is_its_definition)
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
     kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, K);
+    kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
     kgl_neighbourhood *all = kgl_neighbourhood_alloc(&arena, &g, n_tr, g.max_degree);
     kgl_neighbourhood_fixed(all, head, rel, tail, n_tr, false);
     const double rates[] = {0.4, 0}; /* 0: no uniform is drawn, every chosen edge stays */
@@ -268,6 +270,7 @@ TEST(graph_context_source_dropout_is_its_definition)
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
     kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
+    kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
     kgl_neighbourhood *plain = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
     kgl_neighbourhood_fixed(plain, head, rel, tail, n_tr, false);
     /* the draws: replayed over 300 rounds at p 0.3 */
@@ -369,6 +372,7 @@ TEST(graph_context_keys_once_per_distinct_token_are_the_tokens_keys)
     int n = 2 * n_tr;
     kgl_arena arena = {0};
     kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n, K);
+    kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
     kgl_neighbourhood_fixed(nb, head, rel, tail, n, false);
     kgl_rng mask;
     kgl_rng_seed(&mask, 3);

@@ -86,6 +86,7 @@ TEST(layer_forward_is_the_one_forward_of_training_and_evaluation)
         if (graph) { /* the fixed rule's neighbourhoods, drawn by graph.c and passed in */
             kgl_arena room = {0};
             kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&room, m.graph, b.n, m.cfg.neighbours);
+            if (m.cfg.qk_norm) kgl_neighbourhood_find_distinct(nb, &room);
             kgl_neighbourhood_fixed(nb, head, rel, tail, b.n, false);
             kgl_batch given = b;
             given.context = nb;

@@ -89,10 +89,11 @@ typedef struct kgl_neighbourhood {
     int *query_slot;      /* [n]: slot of segment b's first token */
     int zero_slot;        /* -1, or the slot n_unique that kgl_neighbourhood_mask_sources
                              points masked segments' first tokens at: a row of zeros */
-    /* the distinct tokens (slot, relation), in order of first appearance:
-       token t is pair token_pair[t]; a token's key is a function of its
-       pair alone, so with --qk-norm the layer normalises each pair's key
-       once (in a batch many tokens repeat: an entity's edge to a hub) */
+    /* after kgl_neighbourhood_find_distinct (else NULL): the distinct tokens
+       (slot, relation), in order of first appearance: token t is pair
+       token_pair[t]; a token's key is a function of its pair alone, so with
+       --qk-norm the layer normalises each pair's key once (in a batch many
+       tokens repeat: an entity's edge to a hub) */
     int n_pairs;
     int *pair_slot, *pair_relation; /* [n (K + 1)] at most */
     int *token_pair;                /* [n (K + 1)] at most */
@@ -103,6 +104,10 @@ typedef struct kgl_neighbourhood {
  * each keeping at most K edges, with the sampler's scratch: the one
  * allocation of neighbourhoods (a trainer's once, evaluation's on its tape). */
 kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K);
+/* Room in arena `a` for nb's distinct tokens, found from then on by every
+ * draw (now too, if nb holds segments): what the layer with --qk-norm reads
+ * (about 7 ints a token more; a model without qk-norm does not need it). */
+void kgl_neighbourhood_find_distinct(kgl_neighbourhood *nb, kgl_arena *a);
 /* Training's draw (one per step): segment b is head[b] itself, then at most K
  * of its edges, never those of the triple example b asks about: (rel[b],
  * tail[b]), and with tail[b] = head[b] the same triple read backwards; with

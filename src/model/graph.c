@@ -112,15 +112,23 @@ kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int
     nb->unique = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->slot = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->query_slot = kgl_arena_alloc(a, (size_t)n * sizeof(int));
+    /* the sampler's: an entity's candidate edges, then each entity's slot */
+    nb->scratch = kgl_arena_alloc(a, ((size_t)g->max_degree + (size_t)g->n_entities + 1) * sizeof(int));
+    return nb;
+}
+
+static void find_pairs(kgl_neighbourhood *nb);
+
+void kgl_neighbourhood_find_distinct(kgl_neighbourhood *nb, kgl_arena *a)
+{
+    size_t tokens = (size_t)nb->capacity * (size_t)(nb->K + 1);
     nb->pair_slot = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->pair_relation = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->token_pair = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->table_size = 2;
     while ((size_t)nb->table_size < 2 * tokens) nb->table_size *= 2; /* at most half full */
     nb->pair_table = kgl_arena_alloc(a, (size_t)nb->table_size * sizeof(int));
-    /* the sampler's: an entity's candidate edges, then each entity's slot */
-    nb->scratch = kgl_arena_alloc(a, ((size_t)g->max_degree + (size_t)g->n_entities + 1) * sizeof(int));
-    return nb;
+    if (nb->n > 0) find_pairs(nb); /* already filled */
 }
 
 /* The distinct (slot, relation) tokens of nb, in order of first appearance
@@ -202,7 +210,7 @@ static void fill(kgl_neighbourhood *out, const int *head, const int *rel, const 
     }
     for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
     out->zero_slot = -1;
-    find_pairs(out);
+    if (out->pair_table) find_pairs(out);
 }
 
 void kgl_neighbourhood_sample(kgl_neighbourhood *nb, const int *head, const int *rel, const int *tail, int n,
@@ -227,5 +235,5 @@ void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rn
             nb->zero_slot = nb->n_unique;
             nb->slot[nb->offsets[b]] = nb->query_slot[b] = nb->n_unique;
         }
-    if (nb->zero_slot >= 0) find_pairs(nb); /* masked first tokens are pairs of the zero slot now */
+    if (nb->zero_slot >= 0 && nb->pair_table) find_pairs(nb); /* masked first tokens are pairs of the zero slot now */
 }

@@ -44,6 +44,7 @@ void kgl_layer_forward(const kgl_model *m, kgl_tape *t, const kgl_questions *q, 
     const kgl_neighbourhood *nb = q->neighbourhood;
     if (!nb) { /* the fixed rule, leaving out what each question must not see */
         kgl_neighbourhood *fixed = kgl_neighbourhood_alloc(&t->arena, kgl_model_graph(m), q->n, m->cfg.neighbours);
+        if (m->cfg.qk_norm) kgl_neighbourhood_find_distinct(fixed, &t->arena);
         kgl_neighbourhood_fixed(fixed, q->entity, q->rel, q->tail, q->n, q->all_answers);
         nb = fixed;
     }
@@ -253,11 +254,12 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
     const kgl_config *c = &m->cfg;
     const kgl_block *L = &m->layer[l];
     int H = c->heads, B = nb->n, T = nb->offsets[B];
-    kgl_tensor *Q = kgl_matmul(t, C, L->wq);
-    kgl_tensor *Ku = kgl_matmul(t, Xu, L->wk), *Kp = kgl_matmul(t, P, L->wk), *K;
-    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wv), nb->slot, kgl_matmul(t, P, L->wv), nb->relation, T);
+    kgl_tensor *Q = kgl_matmul(t, C, L->wq), *K;
     out->q = Q;
     if (c->qk_norm) {
+        if (!nb->pair_table)
+            kgl_die("--qk-norm in the graph context: a neighbourhood made without room for its distinct tokens "
+                    "(kgl_neighbourhood_find_distinct)");
         /* A token's key is a function of its (entity, relation) pair alone,
            so each distinct pair's key is summed and normalised once, then
            copied to its tokens: the same numbers as token by token (on
@@ -265,14 +267,16 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
            layer norm was a quarter of CoDEx-S's step). Backward, the copies'
            gradients add up per pair before the norm's backward, which is
            linear in them: the same gradient, summed in another order. */
-        kgl_tensor *K_pairs = kgl_gather_sum_rows(t, Ku, nb->pair_slot, Kp, nb->pair_relation, nb->n_pairs);
+        kgl_tensor *K_pairs = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->pair_slot, kgl_matmul(t, P, L->wk),
+                                                  nb->pair_relation, nb->n_pairs);
         out->k = K_pairs;
         K = kgl_gather_rows(t, normalise_heads(m, t, K_pairs, L->kn_gamma, L->kn_beta), nb->token_pair, T);
-        Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
     } else {
-        K = kgl_gather_sum_rows(t, Ku, nb->slot, Kp, nb->relation, T);
+        K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->slot, kgl_matmul(t, P, L->wk), nb->relation, T);
         out->k = K;
     }
+    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wv), nb->slot, kgl_matmul(t, P, L->wv), nb->relation, T);
+    if (c->qk_norm) Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
     kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
                                        c->learn_temperature ? L->log_temperature : NULL);
     kgl_tensor *A = kgl_segment_softmax(t, S, nb->offsets, B);

@@ -470,6 +470,7 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     if (cfg.context == KGL_CONTEXT_GRAPH) {
         kgl_model_set_graph(&tr->model, train, n_train);
         tr->neighbourhood = kgl_neighbourhood_alloc(&tr->arena, tr->model.graph, B, cfg.neighbours);
+        if (cfg.qk_norm) kgl_neighbourhood_find_distinct(tr->neighbourhood, &tr->arena);
     }
     kgl_tape_init(&tr->tape);
     kgl_tape_init(&tr->eval_tape);
@@ -771,9 +772,11 @@ void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const k
     plan->mixture = rows * n * w;
     /* the tails per (relation, entity), the examples (head, relation, tail,
        their order), a batch's; the graph's edges and a batch's
-       neighbourhoods (seven ints a token, and the pairs' table: at most four) */
+       neighbourhoods (four ints a token; with qk-norm three more and the
+       distinct tokens' table, at most four) */
     plan->examples = (n * m + 1 + n_train + 4 * examples + 3 * batch) * I;
-    if (cfg->context == KGL_CONTEXT_GRAPH) plan->examples += (6.0 * n_train + 2 * n + 11 * batch * (K + 1)) * I;
+    if (cfg->context == KGL_CONTEXT_GRAPH)
+        plan->examples += (6.0 * n_train + 2 * n + (cfg->qk_norm ? 11 : 4) * batch * (K + 1)) * I;
 }
 
 double kgl_trainer_step(kgl_trainer *tr)
