@@ -18,18 +18,8 @@
 /* AddressSanitizer reserves terabytes of address space at start, so it
    cannot run under a small RLIMIT_AS, and it aborts on an allocation too
    large for it instead of returning NULL: the tests below that need either
-   skip under it (make sanitize). The test binary and kgl are built with the
-   same flags. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+   skip under it (make sanitize; UNDER_ASAN, test.h). The test binary and
+   kgl are built with the same flags. */
 
 static char out[65536], err[65536];
 

@@ -11,17 +11,7 @@
 
 /* AddressSanitizer reserves terabytes of address space at start, so it
    cannot run under a small RLIMIT_AS (make sanitize): the rlimit test skips
-   under it. */
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
+   under it (UNDER_ASAN, test.h). */
 
 /* "KEY: N kB" of a /proc file, in bytes; -1 when absent. */
 static double proc_kb(const char *path, const char *key)

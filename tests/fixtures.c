@@ -33,3 +33,49 @@ double test_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_
     kgl_model_loss_reg(m, t, b, NULL, reg, f);
     return f->loss->data[0];
 }
+
+/* ---- CSV files as the studies write them (no field holds a comma) ------------ */
+
+const char *test_csv_field(const char *line, int col, char *buf, size_t cap)
+{
+    for (int k = 0; k < col && line; k++) {
+        line = strpbrk(line, ",\n");
+        if (line && *line == ',') line++;
+        else line = NULL;
+    }
+    size_t n = line ? strcspn(line, ",\n") : 0;
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, line ? line : "", n);
+    buf[n] = 0;
+    return buf;
+}
+
+int test_csv_column(const char *csv, const char *name)
+{
+    size_t len = strlen(name);
+    int k = 0;
+    for (const char *p = csv; *p && *p != '\n'; k++) {
+        size_t n = strcspn(p, ",\n");
+        if (n == len && strncmp(p, name, len) == 0) return k;
+        p += n;
+        if (*p == ',') p++;
+    }
+    return -1;
+}
+
+const char *test_csv_line(const char *csv, int row)
+{
+    const char *p = csv;
+    for (int k = 0; k < row && p; k++) {
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return p && *p ? p : NULL;
+}
+
+double test_csv_num(const char *line, int col)
+{
+    char buf[64];
+    test_csv_field(line, col, buf, sizeof buf);
+    return buf[0] ? strtod(buf, NULL) : NAN;
+}

@@ -9,54 +9,6 @@
 
 static char out[1 << 20], err[1 << 14];
 
-/* Field `col` (0-based) of a CSV line (no field holds a comma), into buf. */
-static const char *field(const char *line, int col, char *buf, size_t cap)
-{
-    for (int k = 0; k < col && line; k++) {
-        line = strpbrk(line, ",\n");
-        if (line && *line == ',') line++;
-        else line = NULL;
-    }
-    size_t n = line ? strcspn(line, ",\n") : 0;
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, line ? line : "", n);
-    buf[n] = 0;
-    return buf;
-}
-
-/* The index of column `name` in the header line of csv; -1 if absent. */
-static int column(const char *csv, const char *name)
-{
-    size_t len = strlen(name);
-    int k = 0;
-    for (const char *p = csv; *p && *p != '\n'; k++) {
-        size_t n = strcspn(p, ",\n");
-        if (n == len && strncmp(p, name, len) == 0) return k;
-        p += n;
-        if (*p == ',') p++;
-    }
-    return -1;
-}
-
-/* The line after the `row`-th newline (row 1: the first data row), or NULL. */
-static const char *line_at(const char *csv, int row)
-{
-    const char *p = csv;
-    for (int k = 0; k < row && p; k++) {
-        p = strchr(p, '\n');
-        if (p) p++;
-    }
-    return p && *p ? p : NULL;
-}
-
-/* Field `col` as a number; NaN for an empty field (the files' NaN). */
-static double num(const char *line, int col)
-{
-    char buf[64];
-    field(line, col, buf, sizeof buf);
-    return buf[0] ? strtod(buf, NULL) : NAN;
-}
-
 /* The number after "key": in a JSON text (the first occurrence after `from`). */
 static double json_num(const char *from, const char *key)
 {
@@ -127,28 +79,28 @@ TEST(saturation_layers_rows_per_layer)
     CHECK(test_count(seeds_csv, "\n") == 1 + 2 * 2 * 1 + 2 * 2 * 2);
     CHECK(test_count(summary_csv, "\n") == 1 + 2 * 1 + 2 * 2);
     static const char *const own[] = {"max_prob", "entropy", "jac_fro", "grad_logits", "grad_wq", "spec_advises"};
-    int c_layers = column(steps_csv, "layers"), c_layer = column(steps_csv, "layer"), c_step = column(steps_csv, "step"),
-        c_loss = column(steps_csv, "loss"), c_mass = column(steps_csv, "target_mass"), c_sup = column(steps_csv, "supervise");
+    int c_layers = test_csv_column(steps_csv, "layers"), c_layer = test_csv_column(steps_csv, "layer"), c_step = test_csv_column(steps_csv, "step"),
+        c_loss = test_csv_column(steps_csv, "loss"), c_mass = test_csv_column(steps_csv, "target_mass"), c_sup = test_csv_column(steps_csv, "supervise");
     int c_own[6];
     bool cols = c_layers >= 0 && c_layer >= 0 && c_step >= 0 && c_loss >= 0 && c_mass >= 0 && c_sup >= 0;
-    for (int k = 0; k < 6; k++) cols = (c_own[k] = column(steps_csv, own[k])) >= 0 && cols;
+    for (int k = 0; k < 6; k++) cols = (c_own[k] = test_csv_column(steps_csv, own[k])) >= 0 && cols;
     if (!CHECK(cols)) return;
     int pairs = 0, differing[6] = {0};
     for (int r = 1 + 2 * 2 * 20; r < 1 + 2 * 2 * 20 * 3; r += 2) { /* the stack's rows: layer 0, then layer 1 */
-        const char *l0 = line_at(steps_csv, r), *l1 = line_at(steps_csv, r + 1);
+        const char *l0 = test_csv_line(steps_csv, r), *l1 = test_csv_line(steps_csv, r + 1);
         if (!CHECK(l0 && l1)) return;
-        CHECK(num(l0, c_layers) == 2 && num(l0, c_layer) == 0 && num(l1, c_layer) == 1);
-        CHECK(num(l0, c_step) == num(l1, c_step));
-        CHECK(num(l0, c_loss) == num(l1, c_loss)); /* the run's loss, in every layer's row (NaN fails) */
+        CHECK(test_csv_num(l0, c_layers) == 2 && test_csv_num(l0, c_layer) == 0 && test_csv_num(l1, c_layer) == 1);
+        CHECK(test_csv_num(l0, c_step) == test_csv_num(l1, c_step));
+        CHECK(test_csv_num(l0, c_loss) == test_csv_num(l1, c_loss)); /* the run's loss, in every layer's row (NaN fails) */
         for (int k = 0; k < 6; k++) {
-            double a = num(l0, c_own[k]), b = num(l1, c_own[k]);
+            double a = test_csv_num(l0, c_own[k]), b = test_csv_num(l1, c_own[k]);
             CHECK(isfinite(a) && isfinite(b));
             differing[k] += a != b;
         }
         char sup[16];
-        bool supervised = strcmp(field(l0, c_sup, sup, sizeof sup), "advises") == 0;
-        CHECK(supervised ? isfinite(num(l0, c_mass)) : isnan(num(l0, c_mass)));
-        CHECK(isnan(num(l1, c_mass))); /* supervision acts on layer 0 only */
+        bool supervised = strcmp(test_csv_field(l0, c_sup, sup, sizeof sup), "advises") == 0;
+        CHECK(supervised ? isfinite(test_csv_num(l0, c_mass)) : isnan(test_csv_num(l0, c_mass)));
+        CHECK(isnan(test_csv_num(l1, c_mass))); /* supervision acts on layer 0 only */
         pairs++;
     }
     CHECK(pairs == 2 * 2 * 20);
@@ -164,10 +116,10 @@ TEST(saturation_layers_rows_per_layer)
     if (!CHECK(layer0 && layer1)) return;
     CHECK(json_num(strstr(stack, "\"final\""), "max_prob") == json_num(strstr(layer0, "\"final\""), "max_prob"));
     /* layer 1's final max_prob: the mean of its two seeds' last rows (lines 80 + 40 and 80 + 80 of the CSV) */
-    const char *s1 = line_at(steps_csv, 1 + 80 + 39), *s2 = line_at(steps_csv, 1 + 80 + 79);
+    const char *s1 = test_csv_line(steps_csv, 1 + 80 + 39), *s2 = test_csv_line(steps_csv, 1 + 80 + 79);
     if (!CHECK(s1 && s2)) return;
-    CHECK(num(s1, c_layer) == 1 && num(s1, c_step) == 20 && num(s2, c_layer) == 1 && num(s2, c_step) == 20);
-    double mean = (num(s1, c_own[0]) + num(s2, c_own[0])) / 2, got = json_num(strstr(layer1, "\"final\""), "max_prob");
+    CHECK(test_csv_num(s1, c_layer) == 1 && test_csv_num(s1, c_step) == 20 && test_csv_num(s2, c_layer) == 1 && test_csv_num(s2, c_step) == 20);
+    double mean = (test_csv_num(s1, c_own[0]) + test_csv_num(s2, c_own[0])) / 2, got = json_num(strstr(layer1, "\"final\""), "max_prob");
     CHECK_NEAR(got, mean, 1e-15); /* the same two doubles summed and halved: at most round-off apart */
     CHECK(got != json_num(strstr(layer0, "\"final\""), "max_prob"));
     /* the per-seed and summary files: layer after seed, after layers */
@@ -209,21 +161,21 @@ TEST(saturation_one_layer_unchanged_by_the_layers_axis)
     if (!(CHECK(test_read_all(path, both, sizeof both)) && have)) return;
     static const char header[] = "config,dk,scale,init_scale,optimizer,lr,supervise,remedy,seed,step,loss,";
     CHECK(strncmp(one, header, strlen(header)) == 0); /* as before the layers axis */
-    CHECK(column(one, "layer") < 0 && column(one, "layers") < 0);
+    CHECK(test_csv_column(one, "layer") < 0 && test_csv_column(one, "layers") < 0);
     int rows = test_count(one, "\n") - 1, metrics = KGL_SAT_N_METRICS;
     CHECK(rows == 2 * 2 * 30);
-    int first_one = column(one, "loss"), first_both = column(both, "loss"), c_layers = column(both, "layers");
+    int first_one = test_csv_column(one, "loss"), first_both = test_csv_column(both, "loss"), c_layers = test_csv_column(both, "layers");
     if (!CHECK(first_one >= 0 && first_both >= 0 && c_layers >= 0)) return;
     int same = 0;
     for (int r = 1; r <= rows; r++) { /* the L=1 configurations come first in the grid with a stack */
-        const char *a = line_at(one, r), *b = line_at(both, r);
-        if (!CHECK(a && b && num(b, c_layers) == 1)) return;
+        const char *a = test_csv_line(one, r), *b = test_csv_line(both, r);
+        if (!CHECK(a && b && test_csv_num(b, c_layers) == 1)) return;
         bool row_same = true;
         char x[64], y[64];
         for (int k = 0; k < metrics; k++) /* as text: every digit of %.17g, and NaN as the same empty field */
-            row_same = strcmp(field(a, first_one + k, x, sizeof x), field(b, first_both + k, y, sizeof y)) == 0 && row_same;
+            row_same = strcmp(test_csv_field(a, first_one + k, x, sizeof x), test_csv_field(b, first_both + k, y, sizeof y)) == 0 && row_same;
         for (int k = 1; k < 10; k++) /* dk .. remedy, then seed and step (after the stack's layers column) */
-            row_same = strcmp(field(a, k, x, sizeof x), field(b, k < 8 ? k : k + 1, y, sizeof y)) == 0 && row_same;
+            row_same = strcmp(test_csv_field(a, k, x, sizeof x), test_csv_field(b, k < 8 ? k : k + 1, y, sizeof y)) == 0 && row_same;
         same += row_same;
     }
     CHECK(same == rows);

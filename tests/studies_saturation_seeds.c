@@ -9,53 +9,6 @@
 
 static char out[1 << 20], err[1 << 14];
 
-/* Field `col` (0-based) of a CSV line (no field holds a comma), into buf. */
-static const char *field(const char *line, int col, char *buf, size_t cap)
-{
-    for (int k = 0; k < col && line; k++) {
-        line = strpbrk(line, ",\n");
-        if (line && *line == ',') line++;
-        else line = NULL;
-    }
-    size_t n = line ? strcspn(line, ",\n") : 0;
-    if (n >= cap) n = cap - 1;
-    memcpy(buf, line ? line : "", n);
-    buf[n] = 0;
-    return buf;
-}
-
-/* The index of column `name` in the header line of csv; -1 if absent. */
-static int column(const char *csv, const char *name)
-{
-    size_t len = strlen(name);
-    int k = 0;
-    for (const char *p = csv; *p && *p != '\n'; k++) {
-        size_t n = strcspn(p, ",\n");
-        if (n == len && strncmp(p, name, len) == 0) return k;
-        p += n;
-        if (*p == ',') p++;
-    }
-    return -1;
-}
-
-/* The line after the `row`-th newline (row 1: the first data row), or NULL. */
-static const char *line_at(const char *csv, int row)
-{
-    const char *p = csv;
-    for (int k = 0; k < row && p; k++) {
-        p = strchr(p, '\n');
-        if (p) p++;
-    }
-    return p && *p ? p : NULL;
-}
-
-static double num(const char *line, int col)
-{
-    char buf[64];
-    field(line, col, buf, sizeof buf);
-    return buf[0] ? strtod(buf, NULL) : NAN;
-}
-
 /* Quantiles as numpy's and pandas' default, on a sample sorted by hand:
    1 1 2 3 4 5 6 9 (the NaN is left out), n = 8, h = p · 7. */
 TEST(saturation_spread_arithmetic)
@@ -183,37 +136,37 @@ TEST(saturation_per_seed_files)
     CHECK(test_count(steps_csv, "\n") == 1 + 4 * 2 * 30);
     CHECK(test_count(seeds_csv, "\n") == 1 + 4 * 2);
     CHECK(test_count(summary_csv, "\n") == 1 + 4);
-    int c_seed = column(seeds_csv, "seed"), c_aux = column(seeds_csv, "aux_loss"), c_floor = column(seeds_csv, "aux_floor"),
-        c_frozen = column(seeds_csv, "frozen"), c_sup = column(seeds_csv, "supervise");
-    int s_aux = column(steps_csv, "aux_loss"), s_step = column(steps_csv, "step");
+    int c_seed = test_csv_column(seeds_csv, "seed"), c_aux = test_csv_column(seeds_csv, "aux_loss"), c_floor = test_csv_column(seeds_csv, "aux_floor"),
+        c_frozen = test_csv_column(seeds_csv, "frozen"), c_sup = test_csv_column(seeds_csv, "supervise");
+    int s_aux = test_csv_column(steps_csv, "aux_loss"), s_step = test_csv_column(steps_csv, "step");
     if (!CHECK(c_seed >= 0 && c_aux >= 0 && c_floor >= 0 && c_frozen >= 0 && c_sup >= 0 && s_aux >= 0 && s_step >= 0))
         return;
     int frozen_of_config[4] = {0, 0, 0, 0};
     for (int r = 1; r <= 8; r++) {
-        const char *row = line_at(seeds_csv, r);
+        const char *row = test_csv_line(seeds_csv, r);
         if (!CHECK(row != NULL)) return;
-        CHECK(num(row, c_seed) == 1 + (r - 1) % 2);
+        CHECK(test_csv_num(row, c_seed) == 1 + (r - 1) % 2);
         char sup[32];
-        field(row, c_sup, sup, sizeof sup);
+        test_csv_field(row, c_sup, sup, sizeof sup);
         CHECK(strcmp(sup, (r - 1) / 2 % 2 ? "both-two-heads" : "both-one-head") == 0);
         /* the run's last step in the per-step file: row 30 · r of it */
-        const char *last = line_at(steps_csv, 30 * r);
-        CHECK(last && num(last, s_step) == 30);
-        double aux = num(row, c_aux), floor_value = num(row, c_floor);
-        CHECK(last && num(last, s_aux) == aux);
-        CHECK(num(row, c_frozen) == (aux > 2 * floor_value ? 1 : 0));
+        const char *last = test_csv_line(steps_csv, 30 * r);
+        CHECK(last && test_csv_num(last, s_step) == 30);
+        double aux = test_csv_num(row, c_aux), floor_value = test_csv_num(row, c_floor);
+        CHECK(last && test_csv_num(last, s_aux) == aux);
+        CHECK(test_csv_num(row, c_frozen) == (aux > 2 * floor_value ? 1 : 0));
         frozen_of_config[(r - 1) / 2] += aux > 2 * floor_value;
     }
-    int c_ff = column(summary_csv, "frozen_fraction"), c_med = column(summary_csv, "aux_loss_median"),
-        c_min = column(summary_csv, "aux_loss_min");
+    int c_ff = test_csv_column(summary_csv, "frozen_fraction"), c_med = test_csv_column(summary_csv, "aux_loss_median"),
+        c_min = test_csv_column(summary_csv, "aux_loss_min");
     for (int c = 0; c < 4 && c_ff >= 0 && c_med >= 0; c++) {
-        const char *row = line_at(summary_csv, 1 + c), *s1 = line_at(seeds_csv, 1 + 2 * c),
-                   *s2 = line_at(seeds_csv, 2 + 2 * c);
+        const char *row = test_csv_line(summary_csv, 1 + c), *s1 = test_csv_line(seeds_csv, 1 + 2 * c),
+                   *s2 = test_csv_line(seeds_csv, 2 + 2 * c);
         if (!CHECK(row && s1 && s2)) return;
-        CHECK(num(row, c_ff) == frozen_of_config[c] / 2.0);
-        double a = num(s1, c_aux), b = num(s2, c_aux);
-        CHECK_NEAR(num(row, c_med), (a + b) / 2, 1e-15 * (a + b)); /* the median of two: their mean (round-off) */
-        CHECK(num(row, c_min) == (a < b ? a : b));
+        CHECK(test_csv_num(row, c_ff) == frozen_of_config[c] / 2.0);
+        double a = test_csv_num(s1, c_aux), b = test_csv_num(s2, c_aux);
+        CHECK_NEAR(test_csv_num(row, c_med), (a + b) / 2, 1e-15 * (a + b)); /* the median of two: their mean (round-off) */
+        CHECK(test_csv_num(row, c_min) == (a < b ? a : b));
     }
     /* a picture per supervised configuration, a curve per seed */
     static char svg[1 << 21];
@@ -240,22 +193,22 @@ TEST(saturation_issue_grid_frozen_fraction)
     char path[1024];
     snprintf(path, sizeof path, "%s/ig/saturation_summary.csv", T->tmp);
     if (!CHECK(test_read_all(path, csv, sizeof csv))) return;
-    int c_ff = column(csv, "frozen_fraction"), c_floor = column(csv, "aux_floor");
-    const char *sqrt_row = line_at(csv, 1), *none_row = line_at(csv, 2);
+    int c_ff = test_csv_column(csv, "frozen_fraction"), c_floor = test_csv_column(csv, "aux_floor");
+    const char *sqrt_row = test_csv_line(csv, 1), *none_row = test_csv_line(csv, 2);
     if (!CHECK(c_ff >= 0 && c_floor >= 0 && sqrt_row && none_row)) return;
-    CHECK_NEAR(num(sqrt_row, c_floor), (4 * log(4.0) + 2 * log(2.0)) / 9, 1e-15); /* 0.770 */
-    CHECK(num(sqrt_row, c_ff) == 0);
-    CHECK(num(none_row, c_ff) >= 0.5);
+    CHECK_NEAR(test_csv_num(sqrt_row, c_floor), (4 * log(4.0) + 2 * log(2.0)) / 9, 1e-15); /* 0.770 */
+    CHECK(test_csv_num(sqrt_row, c_ff) == 0);
+    CHECK(test_csv_num(none_row, c_ff) >= 0.5);
     /* the same runs as kgl train: the last aux_loss of seeds 1 and 2 of the unscaled configuration */
     static char seeds[1 << 16], log_csv[1 << 20];
     snprintf(path, sizeof path, "%s/ig/saturation_seeds.csv", T->tmp);
     if (!CHECK(test_read_all(path, seeds, sizeof seeds))) return;
-    int c_aux = column(seeds, "aux_loss"), c_frozen = column(seeds, "frozen");
+    int c_aux = test_csv_column(seeds, "aux_loss"), c_frozen = test_csv_column(seeds, "frozen");
     int frozen_seen = 0, converged_seen = 0;
     for (int seed = 1; seed <= 10 && c_aux >= 0 && c_frozen >= 0; seed++) {
-        const char *row = line_at(seeds, 10 + seed);
+        const char *row = test_csv_line(seeds, 10 + seed);
         if (!CHECK(row != NULL)) return;
-        bool frozen = num(row, c_frozen) == 1;
+        bool frozen = test_csv_num(row, c_frozen) == 1;
         if (frozen ? frozen_seen : converged_seen) continue; /* one of each is enough */
         snprintf(cmd, sizeof cmd,
                  "train --dim 256 --heads 1 --scale none --init-scale 3 --supervise-heads advises=0,authored=0 "
@@ -264,11 +217,11 @@ TEST(saturation_issue_grid_frozen_fraction)
         if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
         snprintf(path, sizeof path, "%s/ig/train%d.csv", T->tmp, seed);
         if (!CHECK(test_read_all(path, log_csv, sizeof log_csv))) return;
-        const char *last = line_at(log_csv, test_count(log_csv, "\n") - 1);
-        int l_aux = column(log_csv, "aux_loss");
+        const char *last = test_csv_line(log_csv, test_count(log_csv, "\n") - 1);
+        int l_aux = test_csv_column(log_csv, "aux_loss");
         if (!CHECK(last && l_aux >= 0)) return;
-        if (!CHECK(num(last, l_aux) == num(row, c_aux))) printf("    seed %d: train %.17g, study %.17g\n", seed,
-                                                               num(last, l_aux), num(row, c_aux));
+        if (!CHECK(test_csv_num(last, l_aux) == test_csv_num(row, c_aux))) printf("    seed %d: train %.17g, study %.17g\n", seed,
+                                                               test_csv_num(last, l_aux), test_csv_num(row, c_aux));
         if (frozen) frozen_seen = seed;
         else converged_seen = seed;
     }

@@ -81,4 +81,27 @@ bool test_json_raw(const char *json, const char *key, char *buf, size_t cap);
 /* Number of malloc/calloc/realloc calls made so far (tests/alloc_count.c). */
 long test_alloc_count(void);
 
+/* CSV files as the studies write them (no field holds a comma): field `col`
+ * (0-based) of a line into buf; the index of column `name` in the header
+ * (-1 if absent); the line after the `row`-th newline (row 1: the first data
+ * row; NULL past the end); field `col` as a number (NaN when empty). */
+const char *test_csv_field(const char *line, int col, char *buf, size_t cap);
+int test_csv_column(const char *csv, const char *name);
+const char *test_csv_line(const char *csv, int row);
+double test_csv_num(const char *line, int col);
+
+/* Whether the suite is built with AddressSanitizer (make sanitize), which
+ * reserves terabytes of address space and counts its shadow memory as
+ * resident: memory-limit tests skip under it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 #endif
