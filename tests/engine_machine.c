@@ -13,20 +13,6 @@
    cannot run under a small RLIMIT_AS (make sanitize): the rlimit test skips
    under it (UNDER_ASAN, test.h). */
 
-/* "KEY: N kB" of a /proc file, in bytes; -1 when absent. */
-static double proc_kb(const char *path, const char *key)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return -1;
-    char line[256];
-    size_t len = strlen(key);
-    double kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, len) == 0 && line[len] == ':' && sscanf(line + len + 1, "%lf kB", &kb) == 1) break;
-    fclose(f);
-    return kb >= 0 ? kb * 1024.0 : -1;
-}
-
 /* Writes `text` to root/rel, creating its folders. */
 static bool put(const char *root, const char *rel, const char *text)
 {
@@ -103,7 +89,7 @@ TEST(memory_rlimit_counts_in_what_is_available)
     unsetenv("KGL_MEMORY_MB");
     struct rlimit old, r;
     CHECK(getrlimit(RLIMIT_AS, &old) == 0);
-    double mapped = proc_kb("/proc/self/status", "VmSize");
+    double mapped = kgl_proc_bytes("/proc/self/status", "VmSize");
     CHECK(mapped > 0);
     r = old;
     r.rlim_cur = (rlim_t)mapped + 1000000000;
@@ -120,4 +106,18 @@ TEST(memory_rlimit_counts_in_what_is_available)
     CHECK_NEAR(headroom, 1e9, 1e6);
     CHECK(have <= headroom);
     if (have == headroom) CHECK(limit && strstr(limit, "ulimit -v"));
+}
+
+/* kgl_proc_bytes reads "KEY: N kB" lines: the whole key only (a prefix of
+   another key is not it), kB to bytes, -1 for a missing key or file. */
+TEST(proc_bytes_reads_a_kb_line)
+{
+    const char text[] = "MemTotal:       4096 kB\nMemAvailable:   1024 kB\nHugePages_Total:   0\n";
+    const char *path = write_tmp(T, 0, "meminfo", text, sizeof text - 1);
+    CHECK(kgl_proc_bytes(path, "MemAvailable") == 1024.0 * 1024.0);
+    CHECK(kgl_proc_bytes(path, "MemTotal") == 4096.0 * 1024.0);
+    CHECK(kgl_proc_bytes(path, "Mem") == -1);             /* a prefix of two keys */
+    CHECK(kgl_proc_bytes(path, "HugePages_Total") == -1); /* no kB */
+    CHECK(kgl_proc_bytes(path, "SwapFree") == -1);
+    CHECK(kgl_proc_bytes("/nonexistent/meminfo", "MemAvailable") == -1);
 }

@@ -131,6 +131,9 @@ void kgl_real_to_double(double *dst, const kgl_real *src, size_t n);
 double kgl_memory_available(const char **limit);
 /* KGL_MEMORY_MB in bytes, or -1 when it is not set (or not a number above 0). */
 double kgl_memory_override(void);
+/* The "KEY: N kB" line of a /proc file (/proc/meminfo, /proc/self/status), in
+ * bytes; -1 when the file or the key is absent. */
+double kgl_proc_bytes(const char *path, const char *key);
 /* What RLIMIT_AS leaves beside what the process maps (INFINITY: no limit). */
 double kgl_memory_rlimit_headroom(void);
 /* `root` prefixes /proc/self/cgroup and /sys/fs/cgroup ("" on a real system;

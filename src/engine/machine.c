@@ -14,16 +14,22 @@
 
 #include "kgl/engine.h"
 
-/* "KEY: N kB" of a /proc file, in bytes; -1 when absent. */
-static double proc_kb(const char *path, const char *key)
+double kgl_proc_bytes(const char *path, const char *key)
 {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[256];
     size_t len = strlen(key);
-    double kb = -1;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, len) == 0 && line[len] == ':' && sscanf(line + len + 1, "%lf kB", &kb) == 1) break;
+    double kb = -1, value;
+    int end; /* set only when " kB" follows the number */
+    while (fgets(line, sizeof line, f)) {
+        end = 0;
+        if (strncmp(line, key, len) == 0 && line[len] == ':' &&
+            sscanf(line + len + 1, "%lf kB%n", &value, &end) == 1 && end > 0) {
+            kb = value;
+            break;
+        }
+    }
     fclose(f);
     return kb >= 0 ? kb * 1024.0 : -1;
 }
@@ -32,7 +38,7 @@ double kgl_memory_rlimit_headroom(void)
 {
     struct rlimit r;
     if (getrlimit(RLIMIT_AS, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return INFINITY;
-    double mapped = proc_kb("/proc/self/status", "VmSize");
+    double mapped = kgl_proc_bytes("/proc/self/status", "VmSize");
     double left = (double)r.rlim_cur - (mapped > 0 ? mapped : 0);
     return left > 0 ? left : 0;
 }
@@ -136,7 +142,7 @@ double kgl_memory_available(const char **limit)
     *limit = NULL;
     double set = kgl_memory_override();
     if (set > 0) return set;
-    double have = proc_kb("/proc/meminfo", "MemAvailable");
+    double have = kgl_proc_bytes("/proc/meminfo", "MemAvailable");
     if (have <= 0) {
         long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         have = pages > 0 && page > 0 ? (double)pages * (double)page : INFINITY;
