@@ -85,8 +85,7 @@ TEST(layer_forward_is_the_one_forward_of_training_and_evaluation)
         CHECK(parts.state_row != NULL && parts.state_row[5] == (graph ? 5 : head[5]));
         if (graph) { /* the fixed rule's neighbourhoods, drawn by graph.c and passed in */
             kgl_arena room = {0};
-            kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&room, m.graph, b.n, m.cfg.neighbours);
-            if (m.cfg.qk_norm) kgl_neighbourhood_find_distinct(nb, &room);
+            kgl_neighbourhood *nb = kgl_model_neighbourhood_alloc(&m, &room, b.n);
             kgl_neighbourhood_fixed(nb, head, rel, tail, b.n, false);
             kgl_batch given = b;
             given.context = nb;

@@ -196,6 +196,10 @@ void kgl_model_free(kgl_model *m);
  * attends over (kept by the model until kgl_model_free). Other contexts:
  * nothing. */
 void kgl_model_set_graph(kgl_model *m, const kgl_triple *train, int n_train);
+/* Room in `a` for the neighbourhoods of up to n questions of model m (its
+ * graph, its K), with what its layer reads: the distinct tokens when it has
+ * --qk-norm. The one way the trainer, evaluation and the checks make it. */
+kgl_neighbourhood *kgl_model_neighbourhood_alloc(const kgl_model *m, kgl_arena *a, int n);
 
 /* A batch of examples (head i, relation r, tail t); relation ids < m are
  * forward, m + k the inverse of k. The arrays are borrowed. */

@@ -43,8 +43,7 @@ void kgl_layer_forward(const kgl_model *m, kgl_tape *t, const kgl_questions *q, 
     }
     const kgl_neighbourhood *nb = q->neighbourhood;
     if (!nb) { /* the fixed rule, leaving out what each question must not see */
-        kgl_neighbourhood *fixed = kgl_neighbourhood_alloc(&t->arena, kgl_model_graph(m), q->n, m->cfg.neighbours);
-        if (m->cfg.qk_norm) kgl_neighbourhood_find_distinct(fixed, &t->arena);
+        kgl_neighbourhood *fixed = kgl_model_neighbourhood_alloc(m, &t->arena, q->n);
         kgl_neighbourhood_fixed(fixed, q->entity, q->rel, q->tail, q->n, q->all_answers);
         nb = fixed;
     }
@@ -259,7 +258,7 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
     if (c->qk_norm) {
         if (!nb->pair_table)
             kgl_die("--qk-norm in the graph context: a neighbourhood made without room for its distinct tokens "
-                    "(kgl_neighbourhood_find_distinct)");
+                    "(kgl_model_neighbourhood_alloc)");
         /* A token's key is a function of its (entity, relation) pair alone,
            so each distinct pair's key is summed and normalised once, then
            copied to its tokens: the same numbers as token by token (on
@@ -299,6 +298,13 @@ const kgl_graph *kgl_model_graph(const kgl_model *m)
 {
     if (!m->graph) kgl_die("--context graph: the model has no graph (kgl_model_set_graph)");
     return m->graph;
+}
+
+kgl_neighbourhood *kgl_model_neighbourhood_alloc(const kgl_model *m, kgl_arena *a, int n)
+{
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(a, kgl_model_graph(m), n, m->cfg.neighbours);
+    if (m->cfg.qk_norm) kgl_neighbourhood_find_distinct(nb, a); /* the keys, once per distinct token */
+    return nb;
 }
 
 /* Evaluation's states: every entity i attends over itself and the first K of

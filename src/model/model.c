@@ -378,8 +378,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_model_set_graph(&m, triples, T); /* the graph context's: the batch's own triples */
     kgl_arena segments = {0};
     if (which == 7) { /* the fixed rule's segments, half of them without their entity (--source-dropout) */
-        kgl_neighbourhood *masked = kgl_neighbourhood_alloc(&segments, m.graph, b.n, cfg.neighbours);
-        if (cfg.qk_norm) kgl_neighbourhood_find_distinct(masked, &segments);
+        kgl_neighbourhood *masked = kgl_model_neighbourhood_alloc(&m, &segments, b.n);
         kgl_neighbourhood_fixed(masked, head, rel, tail, b.n, false);
         kgl_rng mask_rng;
         kgl_rng_seed(&mask_rng, seed + 7);

@@ -469,8 +469,7 @@ void kgl_trainer_init(kgl_trainer *tr, const kgl_dataset *ds, const kgl_triple *
     }
     if (cfg.context == KGL_CONTEXT_GRAPH) {
         kgl_model_set_graph(&tr->model, train, n_train);
-        tr->neighbourhood = kgl_neighbourhood_alloc(&tr->arena, tr->model.graph, B, cfg.neighbours);
-        if (cfg.qk_norm) kgl_neighbourhood_find_distinct(tr->neighbourhood, &tr->arena);
+        tr->neighbourhood = kgl_model_neighbourhood_alloc(&tr->model, &tr->arena, B);
     }
     kgl_tape_init(&tr->tape);
     kgl_tape_init(&tr->eval_tape);
