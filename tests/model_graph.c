@@ -16,6 +16,28 @@ static bool load_academic(kgl_dataset *ds)
     return kgl_dataset_load(ds, &src, 1, e, sizeof e);
 }
 
+/* The graph context's configuration for ds with K edges a segment. */
+static kgl_config graph_config(const kgl_dataset *ds, int K)
+{
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds->n_entities;
+    cfg.n_relations = ds->n_relations;
+    cfg.context = KGL_CONTEXT_GRAPH;
+    cfg.neighbours = K;
+    return cfg;
+}
+
+/* A model of cfg, initialised from seed, attending over ds's training triples. */
+static void graph_model(kgl_model *m, const kgl_config *cfg, uint64_t seed, const kgl_dataset *ds)
+{
+    kgl_model_create(m, cfg);
+    kgl_rng rng;
+    kgl_rng_seed(&rng, seed);
+    kgl_model_init(m, &rng);
+    kgl_model_set_graph(m, ds->splits[0].triples, ds->splits[0].n);
+}
+
 /* Whether training triple (h, r, t) of tr[0..n) exists, by a plain scan. */
 static bool has_triple(const kgl_triple *tr, int n, int h, int r, int t)
 {
@@ -253,19 +275,10 @@ TEST(graph_context_source_dropout_is_its_definition)
     if (!CHECK(load_academic(&ds))) return;
     const kgl_triple *tr = ds.splits[0].triples;
     int n_tr = ds.splits[0].n, K = 3;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.n_entities = ds.n_entities;
-    cfg.n_relations = ds.n_relations;
-    cfg.context = KGL_CONTEXT_GRAPH;
-    cfg.neighbours = K;
+    kgl_config cfg = graph_config(&ds, K);
     cfg.query_relation = true;
     kgl_model m;
-    kgl_model_create(&m, &cfg);
-    kgl_rng rng;
-    kgl_rng_seed(&rng, 8);
-    kgl_model_init(&m, &rng);
-    kgl_model_set_graph(&m, tr, n_tr);
+    graph_model(&m, &cfg, 8, &ds);
     int head[64], rel[64], tail[64], d = cfg.dim;
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
@@ -349,20 +362,11 @@ TEST(graph_context_keys_once_per_distinct_token_are_the_tokens_keys)
     if (!CHECK(load_academic(&ds))) return;
     const kgl_triple *tr = ds.splits[0].triples;
     int n_tr = ds.splits[0].n, K = 4;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
-    cfg.n_entities = ds.n_entities;
-    cfg.n_relations = ds.n_relations;
-    cfg.context = KGL_CONTEXT_GRAPH;
-    cfg.neighbours = K;
+    kgl_config cfg = graph_config(&ds, K);
     cfg.query_relation = cfg.qk_norm = cfg.learn_temperature = true;
     cfg.layers = 2;
     kgl_model m;
-    kgl_model_create(&m, &cfg);
-    kgl_rng rng;
-    kgl_rng_seed(&rng, 5);
-    kgl_model_init(&m, &rng);
-    kgl_model_set_graph(&m, tr, n_tr);
+    graph_model(&m, &cfg, 5, &ds);
     int head[128], rel[128], tail[128];
     if (!CHECK(2 * n_tr <= 128)) return;
     for (int k = 0; k < n_tr; k++) { /* each triple and its reciprocal: entities repeat */
