@@ -250,6 +250,15 @@ static void print_row_name(const kgl_saturation *s, int w, const char *label, co
     if (s->stacked) printf(" %5s", layer);
 }
 
+/* Configuration c's layer l summarised into sm, and its row's name printed. */
+static void summary_row(const kgl_saturation *s, int w, int c, int l, kgl_saturation_summary *sm)
+{
+    kgl_saturation_summarise(s, c, l, sm);
+    char layer[16];
+    snprintf(layer, sizeof layer, "%d", l);
+    print_row_name(s, w, s->configs[c].label, layer);
+}
+
 /* Whether a supervised configuration has layers ≥ 1 (whose rows supervision
    does not reach: it acts on layer 0). */
 static bool supervised_stack(const kgl_saturation *s)
@@ -287,10 +296,7 @@ static void print_table(const kgl_saturation *s)
     for (int c = 0; c < s->n_configs; c++)
         for (int l = 0; l < s->configs[c].layers; l++) {
             kgl_saturation_summary sm;
-            kgl_saturation_summarise(s, c, l, &sm);
-            char layer[16];
-            snprintf(layer, sizeof layer, "%d", l);
-            print_row_name(s, w, s->configs[c].label, layer);
+            summary_row(s, w, c, l, &sm);
             printf(" | %8.3f %8.3f %9.2e %9.2e | %8.3f %8.3f %9.2e %9.2e %6.3f", sm.init[KGL_SAT_MAX_PROB],
                    sm.init[KGL_SAT_JAC_FRO], sm.init[KGL_SAT_GRAD_LOGITS], sm.init[KGL_SAT_GRAD_WQ],
                    sm.final[KGL_SAT_MAX_PROB], sm.final[KGL_SAT_JAC_FRO], sm.final[KGL_SAT_GRAD_LOGITS],
@@ -384,10 +390,7 @@ static void print_spread_tables(const kgl_saturation *s)
     for (int c = 0; c < s->n_configs; c++)
         for (int l = 0; l < s->configs[c].layers; l++) {
             kgl_saturation_summary sm;
-            kgl_saturation_summarise(s, c, l, &sm);
-            char layer[16];
-            snprintf(layer, sizeof layer, "%d", l);
-            print_row_name(s, w, s->configs[c].label, layer);
+            summary_row(s, w, c, l, &sm);
             for (int k = 0; k < 3 && (l == 0 || keys[k] != KGL_SAT_LOSS); k++) { /* the loss: on layer 0's row */
                 const kgl_spread *sp = &sm.spread[keys[k]];
                 printf(" |");
