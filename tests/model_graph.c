@@ -73,11 +73,14 @@ static void check_segments(test_ctx *T, const kgl_triple *tr, int n_tr, int m, c
 {
     CHECK(!nb->pair_table || pairs_are_the_distinct_tokens(nb));
     for (int b = 0; b < nb->n; b++) {
-        int lo = nb->offsets[b], hi = nb->offsets[b + 1], h = head[b];
-        if (!CHECK(hi - lo >= 1 && hi - lo <= K + 1)) return;
+        int lo = nb->offsets[b], hi = nb->offsets[b + 1], h = head[b], asked_token = nb->asked_row >= 0;
+        if (!CHECK(hi - lo >= 1 + asked_token && hi - lo <= K + 1 + asked_token)) return;
         CHECK(nb->entity[lo] == h && nb->relation[lo] == 2 * m);
         CHECK(nb->unique[nb->query_slot[b]] == h);
-        for (int t = lo + 1; t < hi; t++) {
+        if (asked_token) /* --relation-token: the asked relation second, a token of no entity: the zero slot */
+            CHECK(nb->entity[lo + 1] == -1 && nb->relation[lo + 1] == 2 * m + 1 + rel[b] &&
+                  nb->slot[lo + 1] == nb->zero_slot && nb->zero_slot == nb->n_unique);
+        for (int t = lo + 1 + asked_token; t < hi; t++) {
             int r2 = nb->relation[t], j = nb->entity[t];
             CHECK(nb->unique[nb->slot[t]] == j);
             /* (h, r2, j) read from the triples: r2 < m forward, else (j, r2 − m, h) */
@@ -120,7 +123,7 @@ TEST(graph_context_never_shows_an_example_its_own_triple)
     }
     kgl_arena arena = {0}; /* the neighbourhoods' room */
     for (int K = 1; K <= 6; K += 5) {
-        kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_ex, K);
+        kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_ex, K, false);
         kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
         kgl_rng rng;
         kgl_rng_seed(&rng, 11);
@@ -161,7 +164,7 @@ TEST(graph_context_sampler_draws_every_candidate_edge)
     int head[64], rel[64], tail[64];
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, 1);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, 1, false);
     kgl_rng rng;
     kgl_rng_seed(&rng, 5);
     static int seen[64][16]; /* example b's distinct tokens, as relation * n + entity */
@@ -210,9 +213,9 @@ TEST(graph_context_edge_dropout_is_its_definition)
     int head[64], rel[64], tail[64];
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, K);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n_tr, K, false);
     kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
-    kgl_neighbourhood *all = kgl_neighbourhood_alloc(&arena, &g, n_tr, g.max_degree);
+    kgl_neighbourhood *all = kgl_neighbourhood_alloc(&arena, &g, n_tr, g.max_degree, false);
     kgl_neighbourhood_fixed(all, head, rel, tail, n_tr, false);
     const double rates[] = {0.4, 0}; /* 0: no uniform is drawn, every chosen edge stays */
     for (int pk = 0; pk < 2; pk++) {
@@ -282,9 +285,9 @@ TEST(graph_context_source_dropout_is_its_definition)
     int head[64], rel[64], tail[64], d = cfg.dim;
     for (int k = 0; k < n_tr; k++) head[k] = tr[k].head, rel[k] = tr[k].rel, tail[k] = tr[k].tail;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K, false);
     kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
-    kgl_neighbourhood *plain = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K);
+    kgl_neighbourhood *plain = kgl_neighbourhood_alloc(&arena, m.graph, n_tr, K, false);
     kgl_neighbourhood_fixed(plain, head, rel, tail, n_tr, false);
     /* the draws: replayed over 300 rounds at p 0.3 */
     long masked = 0, segments = 0, wrong = 0;
@@ -375,7 +378,7 @@ TEST(graph_context_keys_once_per_distinct_token_are_the_tokens_keys)
     }
     int n = 2 * n_tr;
     kgl_arena arena = {0};
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n, K);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, m.graph, n, K, false);
     kgl_neighbourhood_find_distinct(nb, &arena); /* and its distinct tokens, checked too */
     kgl_neighbourhood_fixed(nb, head, rel, tail, n, false);
     kgl_rng mask;
@@ -437,7 +440,7 @@ TEST(graph_context_evaluation_takes_the_first_edges_by_key)
     int K = 3, ids[64];
     for (int i = 0; i < n; i++) ids[i] = i;
     kgl_arena arena = {0}; /* the neighbourhoods' room */
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n, K);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&arena, &g, n, K, false);
     kgl_neighbourhood_fixed(nb, ids, NULL, NULL, n, false);
     for (int i = 0; i < n; i++) {
         /* every edge of i with its key, the smallest K by a selection here */
@@ -848,6 +851,141 @@ TEST(graph_hide_asked_relation_in_training_and_evaluation)
         kgl_trainer_free(&tr);
     }
     kgl_dataset_free(&ds);
+}
+
+/* --relation-token: every training segment holds the asked relation as its
+   second token (check_segments), and a question's state is the layer over
+   it: with K = 0 the segment is the entity and the relation alone, and the
+   state is recomputed here by hand from "The model, exactly" (two tokens,
+   H heads, LN): x_b = E[i] + P[2m] + Pq[r], tokens x_0 = E[i] + P[2m] and
+   x_1 = P[2m + 1 + r]. With K = 3 the state depends on P[2m + 1 + r] and on
+   no other relation's token row. */
+TEST(graph_relation_token_is_a_token_of_the_question)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *trip = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    for (int K = 0; K <= 3; K += 3) {
+        kgl_config cfg;
+        kgl_config_defaults(&cfg);
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = K;
+        cfg.query_relation = cfg.relation_token = true;
+        kgl_train_config tc = {.batch = 8, .seed = 5, .optim = {0}};
+        kgl_optim_defaults(&tc.optim);
+        kgl_trainer tr;
+        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
+        CHECK(tr.model.context_relation_emb->rows == 4 * m + 1);
+        for (int step = 0; step < 10; step++) {
+            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+            check_segments(T, trip, n_tr, m, tr.neighbourhood, tr.b_head, tr.b_rel, tr.b_tail, K);
+        }
+        const kgl_model *md = &tr.model;
+        int d = cfg.dim, H = cfg.heads, dk = d / H, i = trip[0].head, r = trip[0].rel;
+        kgl_real state[64], moved[64];
+        if (!CHECK(d <= 64)) break;
+        kgl_model_query_states(md, NULL, &i, &r, 1, state);
+        kgl_real *P = md->context_relation_emb->data;
+        if (K == 0) { /* by hand */
+            const kgl_block *L = &md->layer[0];
+            double xb[64], x[2][64], q[64], k[2][64], v[2][64], o[64] = {0}, u[64];
+            for (int c = 0; c < d; c++) {
+                x[0][c] = md->entity_emb->data[(size_t)i * d + c] + P[(size_t)2 * m * d + c];
+                x[1][c] = P[(size_t)(2 * m + 1 + r) * d + c];
+                xb[c] = x[0][c] + md->context_query_emb->data[(size_t)r * d + c];
+            }
+            for (int c = 0; c < d; c++) {
+                q[c] = k[0][c] = k[1][c] = v[0][c] = v[1][c] = 0;
+                for (int a = 0; a < d; a++) {
+                    q[c] += xb[a] * L->wq->data[a * d + c];
+                    for (int t = 0; t < 2; t++) {
+                        k[t][c] += x[t][a] * L->wk->data[a * d + c];
+                        v[t][c] += x[t][a] * L->wv->data[a * d + c];
+                    }
+                }
+            }
+            for (int h = 0; h < H; h++) {
+                double s[2];
+                for (int t = 0; t < 2; t++) {
+                    s[t] = 0;
+                    for (int c = h * dk; c < (h + 1) * dk; c++) s[t] += q[c] * k[t][c];
+                    s[t] /= sqrt(dk);
+                }
+                double mx = fmax(s[0], s[1]), e0 = exp(s[0] - mx), e1 = exp(s[1] - mx);
+                for (int c = h * dk; c < (h + 1) * dk; c++) o[c] = (e0 * v[0][c] + e1 * v[1][c]) / (e0 + e1);
+            }
+            double mu = 0, var = 0;
+            for (int c = 0; c < d; c++) {
+                u[c] = xb[c];
+                for (int a = 0; a < d; a++) u[c] += o[a] * L->wo->data[a * d + c];
+                mu += u[c] / d;
+            }
+            for (int c = 0; c < d; c++) var += (u[c] - mu) * (u[c] - mu) / d;
+            double worst = 0;
+            for (int c = 0; c < d; c++) {
+                double want = L->ln1_gamma->data[c] * (u[c] - mu) / sqrt(var + 1e-5) + L->ln1_beta->data[c];
+                worst = fmax(worst, fabs(state[c] - want));
+            }
+            /* the same sums in another order: round-off of O(1) values, 1e-12 has room */
+            CHECK(worst < 1e-12);
+            /* no edges: the weight by relation is undefined everywhere (the asked token is no edge) */
+            double spec[2 * 8 * 8];
+            if (!CHECK(H * m <= 2 * 8 * 8)) break;
+            kgl_model_relation_attention(md, NULL, trip, n_tr, spec, NULL, NULL);
+            bool none = true;
+            for (int k = 0; k < H * m; k++) none &= isnan(spec[k]);
+            CHECK(none);
+        }
+        /* the asked relation's token row moves the state; another relation's does not */
+        int other = (r + 1) % m;
+        P[(size_t)(2 * m + 1 + other) * d] += 0.5;
+        kgl_model_query_states(md, NULL, &i, &r, 1, moved);
+        CHECK(memcmp(state, moved, (size_t)d * sizeof(kgl_real)) == 0);
+        P[(size_t)(2 * m + 1 + r) * d] += 0.5;
+        kgl_model_query_states(md, NULL, &i, &r, 1, moved);
+        CHECK(memcmp(state, moved, (size_t)d * sizeof(kgl_real)) != 0);
+        kgl_trainer_free(&tr);
+    }
+    kgl_dataset_free(&ds);
+}
+
+/* --relation-token on the command line: needs --query-relation, allows
+   --neighbours 0 (which needs it), is remembered by the checkpoint and
+   resumes, evaluates and answers. */
+TEST(graph_relation_token_command_line)
+{
+    char cmd[1024];
+    CHECK(run_kgl(T, "train --context graph --relation-token", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--relation-token needs --query-relation") != NULL);
+    CHECK(run_kgl(T, "train --context graph --query-relation --neighbours 0", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--neighbours must be between 1 and 4096 (0 with --relation-token") != NULL);
+    for (int K = 0; K <= 3; K += 3) {
+        snprintf(cmd, sizeof cmd,
+                 "train --context graph --query-relation --relation-token --neighbours %d --steps 30 --save %s/t%d.st "
+                 "--quiet", K, T->tmp, K);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        snprintf(cmd, sizeof cmd, "%s/t%d.st", T->tmp, K);
+        size_t len = 0;
+        char *st = test_slurp(cmd, &len);
+        CHECK(st && len > 8 && strstr(st + 8, "\"relation_token\":\"1\""));
+        free(st);
+        snprintf(cmd, sizeof cmd, "eval --checkpoint %s/t%d.st", T->tmp, K);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        CHECK(strstr(out, "both directions: MRR") != NULL);
+        snprintf(cmd, sizeof cmd, "train --resume %s/t%d.st --steps 5 --quiet", T->tmp, K);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        snprintf(cmd, sizeof cmd, "predict --checkpoint %s/t%d.st --train data/academic.tsv --head alice --relation advises",
+                 T->tmp, K);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    }
+    /* a model trained without it cannot be resumed with it */
+    snprintf(cmd, sizeof cmd, "train --context graph --query-relation --neighbours 3 --steps 5 --save %s/q.st --quiet",
+             T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train --resume %s/q.st --relation-token --steps 5 --quiet", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--relation-token differs from the checkpoint") != NULL);
 }
 
 /* --query-relation on the command line: needs the graph context, trains,

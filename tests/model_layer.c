@@ -158,7 +158,7 @@ static void overfill(void *ctx)
 {
     kgl_model *m = ctx;
     kgl_arena room = {0};
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&room, m->graph, 2, m->cfg.neighbours);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(&room, m->graph, 2, m->cfg.neighbours, false);
     int entity[3] = {0, 1, 2};
     kgl_neighbourhood_fixed(nb, entity, NULL, NULL, 3, false);
 }

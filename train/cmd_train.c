@@ -929,6 +929,7 @@ static void warn_no_layer(train_opts *o)
                 {given(o, "--neighbours"), "--neighbours"},
                 {o->cfg.query_relation, "--query-relation"},
                 {o->cfg.hide_asked, "--hide-asked-relation"},
+                {o->cfg.relation_token, "--relation-token"},
                 {o->st.reg.edge_dropout > 0, "--edge-dropout"},
                 {o->st.reg.source_dropout > 0, "--source-dropout"}};
     char list[256] = "";
@@ -940,7 +941,7 @@ static void warn_no_layer(train_opts *o)
         }
     if (n) fprintf(stderr, "kgl train: warning: --context none has no layer, so%s %s nothing\n", list,
                    n > 1 ? "change" : "changes");
-    o->cfg.query_relation = o->cfg.hide_asked = false;
+    o->cfg.query_relation = o->cfg.hide_asked = o->cfg.relation_token = false;
     o->cfg.layers = 1;
     o->st.reg.edge_dropout = o->st.reg.source_dropout = 0;
 }

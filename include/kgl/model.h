@@ -48,6 +48,8 @@ typedef struct kgl_config {
     bool query_relation;      /* --query-relation: the query token also sees the asked relation */
     bool hide_asked;          /* --hide-asked-relation: a question (i, r) never sees i's edges of
                                  relation r, in training and in evaluation alike */
+    bool relation_token;      /* --relation-token: the asked relation is a token of the question's
+                                 segment too (context.relation_emb's rows 2m + 1 + r) */
     int layers;               /* --layers L: the layer applied L times, each with its own weights (default 1) */
 } kgl_config;
 
@@ -71,39 +73,44 @@ uint64_t kgl_edge_key(int entity, int rel, int neighbour);
 
 /* The neighbourhoods of a batch: segment b is the tokens offsets[b] …
  * offsets[b+1] − 1, each an entity and the relation row of its edge; the
- * first token of a segment is the query entity itself, with relation row 2m.
+ * first token of a segment is the query entity itself, with relation row 2m;
+ * with --relation-token the second is the asked relation r, a token of no
+ * entity (entity −1, the zero slot) with relation row asked_row + r.
  * Everything about them is src/model/graph.c's: the edges above, the
  * sampler of training, the fixed rule of evaluation, and their room, in an
  * arena (kgl_neighbourhood_alloc). */
 typedef struct kgl_neighbourhood {
     const kgl_graph *graph; /* whose edges the segments take */
     int K;                  /* a segment keeps at most K edges */
+    int asked_row;          /* 2m + 1 with --relation-token (the asked relation's token), else -1 */
     int capacity;           /* room for this many segments */
     int n;
     int *offsets;         /* [n + 1] */
-    int *entity, *relation; /* [n (K + 1)] at most */
+    int *entity, *relation; /* [n (K + 2)] at most (K + 1 without the asked token) */
     /* the distinct entities of the tokens, in order of first appearance
        (the layer projects each once): token t is unique[slot[t]] */
     int n_unique;
-    int *unique, *slot;   /* [n (K + 1)] at most */
+    int *unique, *slot;   /* a token each at most */
     int *query_slot;      /* [n]: slot of segment b's first token */
-    int zero_slot;        /* -1, or the slot n_unique that kgl_neighbourhood_mask_sources
-                             points masked segments' first tokens at: a row of zeros */
+    int zero_slot;        /* -1, or the slot n_unique, a row of zeros: what the asked
+                             relations' tokens read, and the first tokens that
+                             kgl_neighbourhood_mask_sources masks */
     /* after kgl_neighbourhood_find_distinct (else NULL): the distinct tokens
        (slot, relation), in order of first appearance: token t is pair
        token_pair[t]; a token's key is a function of its pair alone, so with
        --qk-norm the layer normalises each pair's key once (in a batch many
        tokens repeat: an entity's edge to a hub) */
     int n_pairs;
-    int *pair_slot, *pair_relation; /* [n (K + 1)] at most */
-    int *token_pair;                /* [n (K + 1)] at most */
+    int *pair_slot, *pair_relation; /* a token each at most */
+    int *token_pair;                /* a token each */
     int *pair_table, table_size;    /* the open-addressing table that finds them: [table_size], a power of 2 */
     int *scratch;         /* the sampler's: [max_degree + n_entities + 1] */
 } kgl_neighbourhood;
 /* Room in arena `a` for the neighbourhoods of up to n questions in graph g,
- * each keeping at most K edges, with the sampler's scratch: the one
+ * each keeping at most K edges (and, with asked_token, the asked relation's
+ * token: --relation-token), with the sampler's scratch: the one
  * allocation of neighbourhoods (a trainer's once, evaluation's on its tape). */
-kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K);
+kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K, bool asked_token);
 /* Room in arena `a` for nb's distinct tokens, found from then on by every
  * draw (now too, if nb holds segments): what the layer with --qk-norm reads
  * (about 7 ints a token more; a model without qk-norm does not need it). */
@@ -179,6 +186,9 @@ extern const char *const kgl_readout_names[2];
 /* kgl_context_names[context] ("?" for a value out of range). */
 const char *kgl_context_name(kgl_context_kind context);
 double kgl_config_tau(const kgl_config *cfg);
+/* The most tokens a question's segment holds in the graph context: the
+ * entity, the asked relation with --relation-token, K edges. */
+int kgl_config_segment_tokens(const kgl_config *cfg);
 
 /* Declares and allocates the parameters (all zero); then either initialise
  * them (kgl_model_init) or load them. The config must be valid. */
@@ -340,8 +350,10 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * graph context (K 2) whose query token carries the asked relation; and two
  * stacks of two layers (--layers 2): the full context with the FFN, the
  * remedies and every regulariser, and the graph context asking the relation
- * with the same. */
-#define KGL_LAYER_CHECKS 10
+ * with the same; the asked relation as a token (--relation-token): with K 2,
+ * qk-norm and half the segments' entities masked, and alone (K 0) in a stack
+ * of two. */
+#define KGL_LAYER_CHECKS 12
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------ splitting --

@@ -353,6 +353,8 @@ static bool read_options(const kgl_st_file *f, kgl_config *c, kgl_train_state *s
     if (c->context == KGL_CONTEXT_GRAPH && !need_meta(f, "neighbours", path, err, cap)) return false;
     if (c->hide_asked && !c->query_relation)
         return fail(err, cap, path, "metadata 'asked_edges' is 'hidden' but 'query' is not 'relation'");
+    if (c->relation_token && !c->query_relation)
+        return fail(err, cap, path, "metadata 'relation_token' is '1' but 'query' is not 'relation'");
     return true;
 }
 

@@ -98,13 +98,18 @@ static bool asked_edge(const kgl_graph *g, int k, int h, int r, int t, bool all_
     return (g->rel[k] == r && g->nb[k] == t) || (t == h && g->rel[k] == inv && g->nb[k] == h);
 }
 
-kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K)
+/* The most tokens a segment holds: the entity itself, the asked relation's
+   token when there is one, at most K edges. */
+static size_t segment_room(const kgl_neighbourhood *nb) { return (size_t)nb->K + 1 + (nb->asked_row >= 0); }
+
+kgl_neighbourhood *kgl_neighbourhood_alloc(kgl_arena *a, const kgl_graph *g, int n, int K, bool asked_token)
 {
     kgl_neighbourhood *nb = kgl_arena_alloc(a, sizeof *nb);
-    size_t tokens = (size_t)n * (size_t)(K + 1);
     memset(nb, 0, sizeof *nb);
     nb->graph = g;
     nb->K = K;
+    nb->asked_row = asked_token ? 2 * g->n_relations + 1 : -1;
+    size_t tokens = (size_t)n * segment_room(nb);
     nb->capacity = n;
     nb->offsets = kgl_arena_alloc(a, ((size_t)n + 1) * sizeof(int));
     nb->entity = kgl_arena_alloc(a, tokens * sizeof(int));
@@ -121,7 +126,7 @@ static void find_pairs(kgl_neighbourhood *nb);
 
 void kgl_neighbourhood_find_distinct(kgl_neighbourhood *nb, kgl_arena *a)
 {
-    size_t tokens = (size_t)nb->capacity * (size_t)(nb->K + 1);
+    size_t tokens = (size_t)nb->capacity * segment_room(nb);
     nb->pair_slot = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->pair_relation = kgl_arena_alloc(a, tokens * sizeof(int));
     nb->token_pair = kgl_arena_alloc(a, tokens * sizeof(int));
@@ -154,7 +159,8 @@ static void find_pairs(kgl_neighbourhood *nb)
     }
 }
 
-/* The segments of n questions: head[b] itself, then at most K of its edges,
+/* The segments of n questions: head[b] itself, then (with an asked token and
+   rel) the asked relation rel[b] as a token of no entity, then at most K of its edges,
    leaving out the asked triple's (model.h, kgl_neighbourhood_sample); with
    rng, K drawn at random and each dropped with probability edge_dropout,
    without, the first K in the fixed order. */
@@ -174,6 +180,10 @@ static void fill(kgl_neighbourhood *out, const int *head, const int *rel, const 
         out->offsets[b] = used;
         out->entity[used] = h; /* the entity itself first */
         out->relation[used++] = self_rel;
+        if (rel && out->asked_row >= 0) { /* --relation-token: the question's relation, no entity */
+            out->entity[used] = -1;
+            out->relation[used++] = out->asked_row + rel[b];
+        }
         bool self_answer = false;
         if (leave_out && all_answers)
             for (int k = lo; k < hi && !self_answer; k++) self_answer = g->rel[k] == rel[b] && g->nb[k] == h;
@@ -200,16 +210,23 @@ static void fill(kgl_neighbourhood *out, const int *head, const int *rel, const 
     }
     out->offsets[n] = used;
     out->n_unique = 0;
+    bool entityless = false; /* an asked relation's token: it reads the zero slot, after the entities */
     for (int t = 0; t < used; t++) {
         int e = out->entity[t];
+        if (e < 0) {
+            entityless = true;
+            continue;
+        }
         if (slot_of[e] < 0) {
             slot_of[e] = out->n_unique;
             out->unique[out->n_unique++] = e;
         }
         out->slot[t] = slot_of[e];
     }
+    out->zero_slot = entityless ? out->n_unique : -1;
+    for (int t = 0; entityless && t < used; t++)
+        if (out->entity[t] < 0) out->slot[t] = out->zero_slot;
     for (int b = 0; b < n; b++) out->query_slot[b] = out->slot[out->offsets[b]];
-    out->zero_slot = -1;
     if (out->pair_table) find_pairs(out);
 }
 
@@ -228,12 +245,13 @@ void kgl_neighbourhood_fixed(kgl_neighbourhood *nb, const int *head, const int *
 
 void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng)
 {
-    nb->zero_slot = -1;
     if (!(p > 0)) return;
+    bool masked = false;
     for (int b = 0; b < nb->n; b++)
         if (kgl_rng_uniform(rng) < p) {
-            nb->zero_slot = nb->n_unique;
+            masked = true;
+            nb->zero_slot = nb->n_unique; /* the asked relations' tokens may read it already */
             nb->slot[nb->offsets[b]] = nb->query_slot[b] = nb->n_unique;
         }
-    if (nb->zero_slot >= 0 && nb->pair_table) find_pairs(nb); /* masked first tokens are pairs of the zero slot now */
+    if (masked && nb->pair_table) find_pairs(nb); /* masked first tokens are pairs of the zero slot now */
 }

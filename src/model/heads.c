@@ -78,10 +78,11 @@ static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor
         int lo = nb->offsets[b], hi = nb->offsets[b + 1];
         if (self)
             for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
-        for (int t0 = lo + 1; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
+        int edges = lo + 1 + (lo + 1 < hi && nb->relation[lo + 1] > 2 * m); /* after the asked relation's token */
+        for (int t0 = edges; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
             int r = nb->relation[t0] % m;
             bool first = true;
-            for (int u = lo + 1; u < t0 && first; u++) first = nb->relation[u] % m != r;
+            for (int u = edges; u < t0 && first; u++) first = nb->relation[u] % m != r;
             if (!first) continue;
             for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
             for (int u = t0; u < hi; u++)

@@ -197,6 +197,11 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
  *   x_b = E[i] + P[2m] + Pq[r_b]
  * so that which edges the query attends to, and the state, depend on the
  * question; a state is then one per (entity, relation) query, not per entity.
+ * With --relation-token the asked relation is also a token of the segment,
+ * after the entity's own: x = P[2m + 1 + r_b] (no entity: the zero slot),
+ * so the question can attend to what it asks, its value added to o_b (the
+ * sequence (h, r) CoKE reads, with the edges HittER adds; --neighbours 0
+ * leaves it alone with the entity).
  * (qk-norm per head as in the full context.) Each distinct entity of the
  * batch is projected once and each relation row once, then gathered per
  * token: the same sums, in O(U d²) for U distinct entities instead of
@@ -217,7 +222,8 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
     kgl_rng *rng = reg ? reg->rng : NULL;
     double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
     kgl_tensor *Xu = kgl_dropout(t, kgl_gather_rows(t, m->entity_emb, nb->unique, nb->n_unique), p, rng);
-    if (nb->zero_slot >= 0) { /* --source-dropout: one more row, of zeros, for the masked first tokens */
+    if (nb->zero_slot >= 0) { /* one more row, of zeros: the asked relations' tokens, and the first tokens
+                                 --source-dropout masked */
         int *rows = kgl_arena_alloc(&t->arena, ((size_t)nb->n_unique + 1) * sizeof(int));
         for (int u = 0; u <= nb->n_unique; u++) rows[u] = u < nb->n_unique ? u : 0;
         kgl_tensor *keep = kgl_tensor_new(t, nb->n_unique + 1, c->dim, false);
@@ -227,7 +233,7 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
     }
     kgl_tensor *P = m->context_relation_emb;
     int *self_row = kgl_arena_alloc(&t->arena, sizeof(int));
-    *self_row = P->rows - 1;
+    *self_row = 2 * c->n_relations;
     kgl_tensor *Xq = kgl_add(t, kgl_gather_rows(t, Xu, nb->query_slot, B), kgl_gather_rows(t, P, self_row, 1));
     if (c->query_relation && asked) /* without: the entity's state asked no question (kgl_model_context) */
         Xq = kgl_add(t, Xq, kgl_gather_rows(t, m->context_query_emb, asked, B));
@@ -302,7 +308,7 @@ const kgl_graph *kgl_model_graph(const kgl_model *m)
 
 kgl_neighbourhood *kgl_model_neighbourhood_alloc(const kgl_model *m, kgl_arena *a, int n)
 {
-    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(a, kgl_model_graph(m), n, m->cfg.neighbours);
+    kgl_neighbourhood *nb = kgl_neighbourhood_alloc(a, kgl_model_graph(m), n, m->cfg.neighbours, m->cfg.relation_token);
     if (m->cfg.qk_norm) kgl_neighbourhood_find_distinct(nb, a); /* the keys, once per distinct token */
     return nb;
 }

@@ -32,11 +32,12 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--scale must be a finite number", "--init-scale must be a finite number >= 0",
         "--readout complex needs an even --dim (d/2 complex numbers)",
         "--readout complex needs the reciprocal relations (not --no-reciprocal)",
-        "--neighbours must be between 1 and 4096",
+        "--neighbours must be between 1 and 4096 (0 with --relation-token: the question alone)",
         "--query-relation needs --context graph",
         "--query-relation needs the reciprocal relations (not --no-reciprocal)",
         "--hide-asked-relation needs --query-relation (a state per question)",
         "--layers must be between 1 and 8",
+        "--relation-token needs --query-relation (a state per question)",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -48,12 +49,14 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (!(cfg->init_scale >= 0) || !isfinite(cfg->init_scale)) return msgs[7];
     if (cfg->readout == KGL_READOUT_COMPLEX && cfg->dim % 2) return msgs[8];
     if (cfg->readout == KGL_READOUT_COMPLEX && !cfg->reciprocal) return msgs[9];
-    if (cfg->context == KGL_CONTEXT_GRAPH && (cfg->neighbours < 1 || cfg->neighbours > KGL_MAX_NEIGHBOURS))
+    if (cfg->context == KGL_CONTEXT_GRAPH &&
+        (cfg->neighbours < (cfg->relation_token ? 0 : 1) || cfg->neighbours > KGL_MAX_NEIGHBOURS))
         return msgs[10];
     if (cfg->query_relation && cfg->context != KGL_CONTEXT_GRAPH) return msgs[11];
     if (cfg->query_relation && !cfg->reciprocal) return msgs[12];
     if (cfg->hide_asked && !cfg->query_relation) return msgs[13];
     if (cfg->layers < 1 || cfg->layers > KGL_MAX_LAYERS) return msgs[14];
+    if (cfg->relation_token && !cfg->query_relation) return msgs[15];
     return NULL;
 }
 
@@ -66,6 +69,8 @@ const char *kgl_context_name(kgl_context_kind context)
 }
 
 int kgl_config_relation_rows(const kgl_config *cfg) { return cfg->reciprocal ? 2 * cfg->n_relations : cfg->n_relations; }
+
+int kgl_config_segment_tokens(const kgl_config *cfg) { return cfg->neighbours + 1 + cfg->relation_token; }
 
 double kgl_config_tau(const kgl_config *cfg)
 {
@@ -131,7 +136,8 @@ static void declare_parameters(kgl_model *m, const kgl_config *cfg)
     if (cfg->context == KGL_CONTEXT_NONE) return;
     declare_block(m, 0);
     if (cfg->context == KGL_CONTEXT_GRAPH)
-        m->context_relation_emb = kgl_params_add(ps, "context.relation_emb", 2 * cfg->n_relations + 1, d);
+        m->context_relation_emb = kgl_params_add(ps, "context.relation_emb",
+                                                 2 * cfg->n_relations + 1 + (cfg->relation_token ? 2 * cfg->n_relations : 0), d);
     if (cfg->query_relation) m->context_query_emb = kgl_params_add(ps, "context.query_emb", 2 * cfg->n_relations, d);
     for (int l = 1; l < cfg->layers; l++) declare_block(m, l); /* after: one layer's file is unchanged */
 }
@@ -318,7 +324,9 @@ const char *kgl_layer_check_name(int which)
                                                          "no context (DistMult)",
                                                          "graph, K 2, asks relation, masked",
                                                          "2 layers, FFN 16, qk-norm, dropout",
-                                                         "graph, K 2, 2 layers, asks relation"};
+                                                         "graph, K 2, 2 layers, asks relation",
+                                                         "graph, K 2, relation token, qk-norm, masked",
+                                                         "graph, K 0, relation token, 2 layers"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -348,10 +356,15 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
         cfg.ffn = 16;
         cfg.qk_norm = cfg.learn_temperature = true;
     }
-    if (which == 9) {
+    if (which == 9 || which == 10 || which == 11) {
         cfg.context = KGL_CONTEXT_GRAPH;
-        cfg.neighbours = 2;
+        cfg.neighbours = which == 11 ? 0 : 2;
         cfg.query_relation = true;
+    }
+    if (which == 10 || which == 11) { /* the asked relation a token: its row of P gets its gradient */
+        cfg.relation_token = true;
+        cfg.qk_norm = cfg.learn_temperature = true; /* the distinct tokens' keys, the entityless one among them */
+        cfg.layers = which == 11 ? 2 : 1;
     }
     kgl_model m;
     kgl_model_create(&m, &cfg);
@@ -377,7 +390,7 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     for (int e = 0; e < T; e++) triples[e] = (kgl_triple){head[e], rel[e], tail[e]};
     kgl_model_set_graph(&m, triples, T); /* the graph context's: the batch's own triples */
     kgl_arena segments = {0};
-    if (which == 7) { /* the fixed rule's segments, half of them without their entity (--source-dropout) */
+    if (which == 7 || which == 10) { /* the fixed rule's segments, half of them without their entity (--source-dropout) */
         kgl_neighbourhood *masked = kgl_model_neighbourhood_alloc(&m, &segments, b.n);
         kgl_neighbourhood_fixed(masked, head, rel, tail, b.n, false);
         kgl_rng mask_rng;

@@ -81,13 +81,18 @@ const kgl_option kgl_train_options[] = {
              "n x n per head), graph (itself and at most --neighbours of\n"
              "its edges in the training graph; scales to large graphs), or\n"
              "none (no layer: the readout on the embeddings, a baseline)"},
-    {.name = "--neighbours", .arg = "K", .type = KGL_OPTION_WHOLE, MODEL(neighbours), .lo = 1,
+    {.name = "--neighbours", .arg = "K", .type = KGL_OPTION_WHOLE, MODEL(neighbours), .lo = 0,
      .hi = KGL_MAX_NEIGHBOURS, .key = "neighbours",
      .help = "the edges a graph context keeps (default 50): sampled per\n"
              "step in training, the first K in a fixed order in evaluation"},
     {.name = "--query-relation", .type = KGL_OPTION_FLAG, MODEL(query_relation), WORDS(queries), .key = "query",
      .help = "a graph context's query token also sees the asked relation:\n"
              "a state per (entity, relation) question, not per entity"},
+    {.name = "--relation-token", .type = KGL_OPTION_FLAG, MODEL(relation_token), WORDS(zero_one),
+     .key = "relation_token",
+     .help = "with --query-relation: the asked relation is also a token of\n"
+             "the question's segment, which the question attends to\n"
+             "(--neighbours 0: the entity and the relation alone)"},
     {.name = "--hide-asked-relation", .type = KGL_OPTION_FLAG, MODEL(hide_asked), WORDS(asked_edges),
      .key = "asked_edges",
      .help = "with --query-relation: a question (i, r) never sees i's\n"

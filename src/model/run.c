@@ -112,8 +112,8 @@ static void plan_fit_checks(kgl_run_member *m)
     const kgl_run_spec *spec = m->spec;
     const kgl_config *cfg = &spec->cfg;
     double fit_cost = (double)spec->n_train * spec->ds->n_entities * cfg->dim;
-    /* with query_relation each of the 2 n questions has a state of its own: its K + 1 tokens' projections */
-    if (cfg->query_relation) fit_cost += 2.0 * spec->n_train * (cfg->neighbours + 1.0) * cfg->dim * cfg->dim;
+    /* with query_relation each of the 2 n questions has a state of its own: its tokens' projections */
+    if (cfg->query_relation) fit_cost += 2.0 * spec->n_train * kgl_config_segment_tokens(cfg) * cfg->dim * cfg->dim;
     m->track_fit = spec->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
        ranking of the training triples costs a minute: the fit is not checked

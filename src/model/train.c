@@ -716,13 +716,13 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
         return readout + c->layers * layer + *attention;
     }
     case KGL_CONTEXT_GRAPH: {
-        /* B (K + 1) tokens (K counted where an entity has fewer edges): the
+        /* B (K + 1) tokens (K + 2 with the asked relation's; K counted where an entity has fewer edges): the
            gathered keys and values with their gradients, the segment's
            weights per head, indices; with qk-norm the distinct pairs' keys
            and their norm, with gradients, counted as if every token were
            distinct (a batch's share of distinct tokens is the graph's: 17%
            on CoDEx-S, 53% on FB15k-237) */
-        double tokens = B * (c->neighbours + 1.0);
+        double tokens = B * (double)kgl_config_segment_tokens(c);
         double layer = tokens * (4.25 * d + 4 * H + 16 + (c->qk_norm ? 4 * d : 0)) + 8.5 * B * d;
         if (f > 0) layer += 7 * B * f + 8 * B * d;
         if (c->query_relation) layer += 4 * B * d;
@@ -751,7 +751,7 @@ void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const k
                       long ranked, size_t value_bytes, kgl_memory_plan *plan)
 {
     const double w = (double)value_bytes, I = sizeof(int);
-    double n = cfg->n_entities, d = cfg->dim, m = cfg->n_relations, K = cfg->neighbours;
+    double n = cfg->n_entities, d = cfg->dim, m = cfg->n_relations, tokens = kgl_config_segment_tokens(cfg);
     double examples = cfg->reciprocal ? 2.0 * n_train : (double)n_train;
     double batch = tc && tc->batch > 0 && tc->batch < examples ? tc->batch : examples;
     double P = (double)kgl_config_parameters(cfg);
@@ -775,7 +775,7 @@ void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const k
        distinct tokens' table, at most four) */
     plan->examples = (n * m + 1 + n_train + 4 * examples + 3 * batch) * I;
     if (cfg->context == KGL_CONTEXT_GRAPH)
-        plan->examples += (6.0 * n_train + 2 * n + (cfg->qk_norm ? 11 : 4) * batch * (K + 1)) * I;
+        plan->examples += (6.0 * n_train + 2 * n + (cfg->qk_norm ? 11 : 4) * batch * tokens) * I;
 }
 
 double kgl_trainer_step(kgl_trainer *tr)
