@@ -213,7 +213,8 @@ TEST(heads_svg_question_draws_attention_and_answers_against_uniform)
                 for (int l = 0; l < sv->layers; l++)
                     for (int h = 0; h < sv->heads; h++) {
                         snprintf(row, sizeof row, "layer %d, head %d", l, h);
-                        wrong += !four_digits(cell(svg, row, col), sv->weight[((size_t)l * Tk + t) * sv->heads + h] * Tk);
+                        double weight = sv->weight[((size_t)l * Tk + t) * sv->heads + h];
+                        wrong += !four_digits(cell(svg, row, col), weight * Tk);
                     }
                 outlined_want += sv->layers * sv->heads * q.is_true[sv->entity[t]];
             }
@@ -221,7 +222,8 @@ TEST(heads_svg_question_draws_attention_and_answers_against_uniform)
             snprintf(listed, sizeof listed, "1. %s ", ds.entity_names[q.answers[0].entity]);
             CHECK(strstr(svg, listed) != NULL);
         }
-        if (!CHECK(wrong == 0)) printf("    %s model: %d cells are not multiples of uniform\n", graph ? "graph" : "full", wrong);
+        if (!CHECK(wrong == 0))
+            printf("    %s model: %d cells are not multiples of uniform\n", graph ? "graph" : "full", wrong);
         if (!CHECK(outlined_want > 0 && test_count(svg, "class=\"cell outlined\"") == outlined_want))
             printf("    %s model: %d outlined, want %d\n", graph ? "graph" : "full",
                    test_count(svg, "class=\"cell outlined\""), outlined_want);
