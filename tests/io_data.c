@@ -166,6 +166,41 @@ TEST(known_index_filters_both_directions)
     kgl_dataset_free(&ds);
 }
 
+/* kgl_dataset_is_known: (e, r, j) for every entity, relation row and
+   candidate against a scan of the triples (both directions: row m + r asks
+   whether (j, r, e) is a triple), and a triple of a later split known too. */
+TEST(known_triple_is_a_triple_of_some_split)
+{
+    kgl_dataset ds;
+    char err[512];
+    CHECK(load_academic(&ds, err, sizeof err));
+    int m = ds.n_relations, mismatches = 0, known = 0;
+    for (int e = 0; e < ds.n_entities; e++)
+        for (int r = 0; r < 2 * m; r++)
+            for (int j = 0; j < ds.n_entities; j++) {
+                bool is = false;
+                for (int i = 0; i < ds.splits[0].n; i++) {
+                    kgl_triple t = ds.splits[0].triples[i];
+                    is |= r < m ? t.head == e && t.rel == r && t.tail == j
+                                : t.tail == e && t.rel == r - m && t.head == j;
+                }
+                mismatches += kgl_dataset_is_known(&ds, e, r, j) != is;
+                known += is;
+            }
+    CHECK(mismatches == 0 && known == 42); /* 21 triples, each in both directions */
+    kgl_dataset_free(&ds);
+
+    const char train[] = "a\tr\tb\n";
+    const char test[] = "a\tr\tc\n";
+    kgl_source src[2] = {{"train.tsv", train, sizeof train - 1}, {"test.tsv", test, sizeof test - 1}};
+    if (!CHECK(kgl_dataset_load(&ds, src, 2, err, sizeof err))) return;
+    int a = kgl_dataset_entity_id(&ds, "a"), b = kgl_dataset_entity_id(&ds, "b"), c = kgl_dataset_entity_id(&ds, "c");
+    CHECK(kgl_dataset_is_known(&ds, a, 0, b) && kgl_dataset_is_known(&ds, a, 0, c));
+    CHECK(!kgl_dataset_is_known(&ds, b, 0, c));
+    CHECK(kgl_dataset_is_known(&ds, c, 1, a) && !kgl_dataset_is_known(&ds, a, 1, c)); /* (?, r, c): a */
+    kgl_dataset_free(&ds);
+}
+
 TEST(duplicates_kept_once_and_counted)
 {
     const char text[] = "# header\n"

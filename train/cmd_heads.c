@@ -1,12 +1,10 @@
 /* cmd_heads.c — `kgl heads`: what each attention head of a saved model looks
  * at, measured against the training triples, and pictures of it. The heads
- * study (src/studies/heads.c) measures; this file parses the options, prints
- * the tables and the JSON, and draws the SVG. */
-#include <errno.h>
+ * study (src/studies/heads.c) measures and draws (heads_svg.c); this file
+ * parses the options and prints the tables and the JSON. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "common.h"
 
@@ -153,86 +151,6 @@ typedef struct pictures {
     kgl_colour_scale scale;
 } pictures;
 
-/* The colour scale of a picture of attention (or of the readout's
-   probabilities) drawn as a multiple of uniform, weight x n: --colour-scale
-   auto centres it on 1 (kgl_svg's ratio scale), so attention near uniform is
-   drawn near the neutral colour, never as structure; linear, log and row
-   draw the same multiples on those scales. */
-static kgl_colour_scale against_uniform(const pictures *pic)
-{
-    return pic->scale == KGL_COLOUR_AUTO ? KGL_COLOUR_RATIO : pic->scale;
-}
-
-/* Each picture draws at most this many entities (or relations) on an axis:
-   up to 4,096 cells, every label readable, whatever the size of the graph
-   (kgl_heatmap's max_rows and max_cols choose them by attention mass). */
-#define MAP_MAX 64
-/* heads.svg's panels share that budget: at most 32 a side, fewer when more
-   than 4 heads (64 heads: 8 x 8 each). */
-static int grid_side(int H)
-{
-    int side = (int)floor(sqrt(MAP_MAX * MAP_MAX / (double)H));
-    return side > 32 ? 32 : side < 1 ? 1 : side;
-}
-
-/* A heads x relations picture (the specialisation, or a graph model's
-   weight by relation): one column per relation r with keep[r], the values
-   val[h * m + r]; with many relations, one row each instead, so their names
-   read level (at most MAP_MAX of them: those with the largest totals). The
-   colour scale fits the data. */
-static bool heads_by_relation_svg(const char *path, const char *title, const char *value_label, const data_view *v,
-                                  int H, const bool *keep, const double *val, kgl_colour_scale scale, char *err,
-                                  size_t cap)
-{
-    int m = v->ds.n_relations, used = 0;
-    for (int r = 0; r < m; r++) used += keep[r];
-    double *vals = kgl_xmalloc((size_t)H * (used ? used : 1) * sizeof(double));
-    const char **cols = kgl_xmalloc((size_t)(used ? used : 1) * sizeof *cols);
-    char(*rows)[32] = kgl_xmalloc((size_t)H * sizeof *rows);
-    const char **row_labels = kgl_xmalloc((size_t)H * sizeof *row_labels);
-    for (int h = 0; h < H; h++) {
-        snprintf(rows[h], sizeof rows[h], "head %d", h);
-        row_labels[h] = rows[h];
-        int c = 0;
-        for (int r = 0; r < m; r++)
-            if (keep[r]) {
-                cols[c] = v->ds.relation_names[r];
-                vals[h * used + c++] = val[h * m + r];
-            }
-    }
-    kgl_heatmap sp = {0};
-    sp.title = title;
-    sp.rows = H;
-    sp.cols = used;
-    sp.values = vals;
-    sp.row_labels = row_labels;
-    sp.col_labels = cols;
-    sp.row_axis = "head";
-    sp.col_axis = "relation";
-    double *transposed = NULL;
-    if (used > 12 && used > H) { /* many relations: one row each, their names read level */
-        transposed = kgl_xmalloc((size_t)H * used * sizeof(double));
-        for (int h = 0; h < H; h++)
-            for (int c = 0; c < used; c++) transposed[(size_t)c * H + h] = vals[(size_t)h * used + c];
-        sp.rows = used, sp.cols = H;
-        sp.values = transposed;
-        sp.row_labels = cols, sp.col_labels = row_labels;
-        sp.row_axis = "relation", sp.col_axis = "head";
-    }
-    sp.vmin = sp.vmax = NAN;
-    sp.scale = scale;
-    sp.max_rows = sp.max_cols = MAP_MAX;
-    sp.value_label = value_label;
-    sp.annotate = true;
-    bool ok = kgl_svg_heatmap(path, &sp, err, cap);
-    free(transposed);
-    free(vals);
-    free(cols);
-    free(rows);
-    free(row_labels);
-    return ok;
-}
-
 /* ---- the neighbourhood context -------------------------------------------------
  * A graph model's heads look at edges, not at all entities: where each head's
  * weight goes, by the relation of the attended edge, over every entity's
@@ -240,30 +158,6 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most KGL_HEADS_ABLATION_TRIPLES of) the training
  * triples (kgl_heads_graph_measure). */
-
-/* DIR/relations.svg: heads x relations, each cell's weight over uniform's
-   (> 1 where a head favours the relation). False after saying what failed. */
-static bool relations_svg(const pictures *pic, const data_view *v, int H, const double *spec, const double *uniform)
-{
-    int nr = v->ds.n_relations;
-    bool *keep = kgl_xmalloc((size_t)nr * sizeof *keep);
-    double *ratio = kgl_xmalloc((size_t)H * nr * sizeof(double));
-    for (int r = 0; r < nr; r++) keep[r] = v->use_relation[r] && !isnan(uniform[r]);
-    for (int k = 0; k < H * nr; k++) ratio[k] = spec[k] / uniform[k % nr];
-    char path[4096], err[1024];
-    bool ok = false;
-    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "kgl heads: %s: cannot create the folder: %s\n", pic->dir, strerror(errno));
-    } else {
-        snprintf(path, sizeof path, "%s/relations.svg", pic->dir);
-        ok = heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
-                                   "weight / uniform", v, H, keep, ratio, against_uniform(pic), err, sizeof err);
-        if (!ok) fprintf(stderr, "kgl heads: %s\n", err);
-    }
-    free(keep);
-    free(ratio);
-    return ok;
-}
 
 /* kgl heads --json of a graph model: the weight by relation, on the entity
    itself, ablation. */
@@ -349,86 +243,19 @@ static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures
     kgl_heads_graph g;
     kgl_heads_graph_measure(&g, m, &v->ds, v->split[0], v->n[0]);
     int st = 0; /* the picture before the tables: a reader of stdout that stops reading never costs it */
-    bool drawn = pic->dir && relations_svg(pic, v, g.heads, g.mass, g.uniform);
-    if (pic->dir && !drawn) st = EXIT_OUTPUT;
+    bool drawn = false;
+    if (pic->dir) {
+        char err[1024];
+        if (!(drawn = kgl_heads_graph_svg(&g, &v->ds, v->use_relation, pic->dir, pic->scale, err, sizeof err))) {
+            fprintf(stderr, "kgl heads: %s\n", err);
+            st = EXIT_OUTPUT;
+        }
+    }
     if (json) graph_heads_json(chosen, ck->st.step, v, m, &g);
     else graph_heads_text(chosen, ck->st.step, v, m, &g);
     if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
     kgl_heads_graph_free(&g);
     return st;
-}
-
-static bool write_svgs(const pictures *pic, const data_view *v, const kgl_heads_full *rep, char *err, size_t cap)
-{
-    const char *dir = pic->dir;
-    int n = rep->n, m = rep->m, H = rep->heads;
-    kgl_tensor *const *attn = rep->fwd.attn;
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, cap, "%s: cannot create the folder: %s", dir, strerror(errno));
-        return false;
-    }
-    const char *const *names = (const char *const *)v->ds.entity_names;
-    kgl_heatmap *panels = kgl_xcalloc((size_t)H, sizeof *panels);
-    double *weights = kgl_xmalloc((size_t)H * n * n * sizeof(double)); /* the heatmaps read doubles */
-    unsigned char *outline = kgl_xcalloc((size_t)H * n * n, 1);
-    char(*titles)[256] = kgl_xcalloc((size_t)H, sizeof *titles);
-    char(*labels)[256] = kgl_xcalloc((size_t)H, sizeof *labels);
-    char path[4096], value_label[128];
-    snprintf(value_label, sizeof value_label, "attention weight \xc3\x97 %d entities (1: uniform, 1/%d = %.3g)", n, n,
-             1.0 / n);
-    bool ok = true;
-    for (int h = 0; h < H && ok; h++) {
-        /* the head's best relation: the highest spec among the trained ones */
-        int best = -1;
-        for (int r = 0; r < m; r++)
-            if (v->use_relation[r] && !isnan(rep->spec[h * m + r]) && (best < 0 || rep->spec[h * m + r] > rep->spec[h * m + best]))
-                best = r;
-        unsigned char *o = outline + (size_t)h * n * n;
-        if (best >= 0)
-            for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++) o[(size_t)i * n + j] = kgl_heads_is_tail(&rep->tails, best, i, j);
-        double sb = best >= 0 ? rep->spec[h * m + best] : 0;
-        if (best >= 0) /* two decimals, or two digits of a small spec (0.0016, not 0.00) */
-            snprintf(titles[h], sizeof titles[h], sb < 0.01 ? "head %d: best relation %s (spec %.2g)" :
-                     "head %d: best relation %s (spec %.2f)", h, v->ds.relation_names[best], sb);
-        else
-            snprintf(titles[h], sizeof titles[h], "head %d", h);
-        snprintf(labels[h], sizeof labels[h], "true tail (%s)", best >= 0 ? v->ds.relation_names[best] : "none");
-        kgl_heatmap *p = &panels[h];
-        p->title = titles[h];
-        p->rows = p->cols = n;
-        p->values = weights + (size_t)h * n * n;
-        kgl_real_to_double(weights + (size_t)h * n * n, attn[h]->data, (size_t)n * n);
-        for (size_t k = 0; k < (size_t)n * n; k++) weights[(size_t)h * n * n + k] *= n; /* a multiple of uniform */
-        p->row_labels = p->col_labels = names;
-        p->row_axis = "query entity i";
-        p->col_axis = "attended entity j";
-        p->vmin = p->vmax = NAN; /* the scale fits the data */
-        p->scale = against_uniform(pic);
-        p->max_rows = p->max_cols = MAP_MAX;
-        p->outline = best >= 0 ? o : NULL;
-        p->outline_label = labels[h];
-        p->value_label = value_label;
-        p->annotate = n <= 16;
-        snprintf(path, sizeof path, "%s/head%d.svg", dir, h);
-        ok = kgl_svg_heatmap(path, p, err, cap);
-    }
-    if (ok) {
-        snprintf(path, sizeof path, "%s/heads.svg", dir);
-        for (int h = 0; h < H; h++) panels[h].max_rows = panels[h].max_cols = grid_side(H);
-        ok = kgl_svg_heatmap_grid(path, "attention of every head as a multiple of uniform (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
-    }
-    if (ok) { /* the specialisation matrix: heads x trained relations */
-        snprintf(path, sizeof path, "%s/spec.svg", dir);
-        ok = heads_by_relation_svg(path, "specialisation spec[h][r]: attention mass on the true r-tails", "spec", v, H,
-                                   v->use_relation, rep->spec, pic->scale, err, cap);
-    }
-    free(panels);
-    free(weights);
-    free(outline);
-    free(titles);
-    free(labels);
-    return ok;
 }
 
 /* ----------------------------------------------------------- --query -- */
@@ -724,235 +551,6 @@ static void graph_query_json(const kgl_model_choice *chosen, long step, const da
     json_heads_closing(&w);
 }
 
-#define QUERY_COLUMNS 48 /* entities (or tokens) query.svg draws at most: cells of 16 px, every name readable */
-#define QUERY_TRUE 16    /* of which true answers at most (the readout's best first) */
-
-/* The answers query.svg lists under its legend: a heading, then at most
-   10 lines "k. NAME p" (lines[0 .. n], n of them answers). */
-static int answer_notes(const data_view *v, const query_view *q, const kgl_answer *ans, int n_ans, char (*lines)[700],
-                        const char **notes)
-{
-    if (n_ans > 10) n_ans = 10;
-    snprintf(lines[0], sizeof lines[0], "top answers (readout p):");
-    notes[0] = lines[0];
-    for (int k = 0; k < n_ans; k++) {
-        int j = ans[k].entity;
-        snprintf(lines[k + 1], sizeof lines[k + 1], "%d. %s %.3f%s", k + 1, v->ds.entity_names[j], ans[k].prob,
-                 q->a.is_true[j] ? " (true tail)" : "");
-        notes[k + 1] = lines[k + 1];
-    }
-    return n_ans + 1;
-}
-
-/* DIR/query.svg from a map whose values are multiples of uniform: the
-   scale fitted to the data and centred on 1, every cell annotated, the
-   readout's top answers listed under the legend. Both kinds of model draw
-   their question through it. */
-static bool write_query_map(const pictures *pic, kgl_heatmap *hm, const data_view *v, const query_view *q,
-                            const kgl_answer *ans, int n_ans, char *err, size_t cap)
-{
-    if (mkdir(pic->dir, 0777) != 0 && errno != EEXIST) {
-        snprintf(err, cap, "%s: cannot create the folder: %s", pic->dir, strerror(errno));
-        return false;
-    }
-    char(*lines)[700] = kgl_xmalloc(11 * sizeof *lines);
-    const char **notes = kgl_xmalloc(11 * sizeof *notes);
-    hm->vmin = hm->vmax = NAN;
-    hm->scale = against_uniform(pic);
-    hm->annotate = true;
-    hm->notes = notes;
-    hm->n_notes = answer_notes(v, q, ans, n_ans, lines, notes);
-    char path[4096];
-    snprintf(path, sizeof path, "%s/query.svg", pic->dir);
-    bool ok = kgl_svg_heatmap(path, hm, err, cap);
-    free(lines);
-    free(notes);
-    return ok;
-}
-
-/* The tokens a graph model's query.svg draws, in order of mean weight
-   (order): the true answers' tokens first (at most QUERY_TRUE), then the
-   most weighted, max_cols in all, listed in that order. Returns how many. */
-static int graph_query_columns(const query_view *q, const kgl_segment_view *sv, const int *order, int max_cols,
-                               int *cols)
-{
-    int T = sv->n_tokens, picked = 0, true_picked = 0, nc = 0;
-    bool *pick = kgl_xcalloc((size_t)T, sizeof(bool));
-    for (int k = 0; k < T && true_picked < QUERY_TRUE && picked < max_cols; k++)
-        if (q->a.is_true[sv->entity[order[k]]]) pick[order[k]] = true, picked++, true_picked++;
-    for (int k = 0; k < T && picked < max_cols; k++)
-        if (!pick[order[k]]) pick[order[k]] = true, picked++;
-    for (int k = 0; k < T; k++)
-        if (pick[order[k]]) cols[nc++] = order[k];
-    free(pick);
-    return nc;
-}
-
-/* DIR/query.svg of a graph model: one row per layer and head, one column
- * per token of the question's neighbourhood (at most QUERY_COLUMNS, and at
- * most MAP_MAX^2 cells), each cell the head's weight as a multiple of
- * uniform (weight x tokens) on one scale centred on 1; the tokens of true
- * answers outlined, the readout's top answers listed. */
-static bool graph_query_svg(const pictures *pic, const data_view *v, const query_view *q, const kgl_segment_view *sv,
-                            const kgl_answer *ans, int n_ans, char *err, size_t cap)
-{
-    int T = sv->n_tokens, H = sv->heads, R = sv->layers * H;
-    int max_cols = MAP_MAX * MAP_MAX / R < QUERY_COLUMNS ? MAP_MAX * MAP_MAX / R : QUERY_COLUMNS;
-    if (max_cols < 1) max_cols = 1;
-    double *mean = kgl_xcalloc((size_t)T, sizeof(double));
-    int *order = kgl_xmalloc((size_t)T * sizeof(int)), *cols = kgl_xmalloc((size_t)T * sizeof(int));
-    for (int t = 0; t < T; t++)
-        for (int r = 0; r < R; r++) mean[t] += sv->weight[((size_t)(r / H) * T + t) * H + r % H] / R;
-    kgl_heads_order(mean, T, order);
-    int nc = graph_query_columns(q, sv, order, max_cols, cols), true_all = 0, true_drawn = 0;
-    double rest = 0; /* the largest mean weight left out */
-    for (int t = 0; t < T; t++) true_all += q->a.is_true[sv->entity[t]];
-    double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
-    unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
-    char(*col_names)[1300] = kgl_xmalloc((size_t)nc * sizeof *col_names);
-    const char **col_labels = kgl_xmalloc((size_t)nc * sizeof *col_labels);
-    char(*row_names)[40] = kgl_xmalloc((size_t)R * sizeof *row_names);
-    const char **row_labels = kgl_xmalloc((size_t)R * sizeof *row_labels);
-    bool *drawn = kgl_xcalloc((size_t)T, sizeof(bool));
-    for (int c = 0; c < nc; c++) {
-        int t = cols[c], e = sv->entity[t];
-        drawn[t] = true;
-        if (t == 0) snprintf(col_names[c], sizeof col_names[c], "(itself) %s", v->ds.entity_names[e]);
-        else {
-            char rel[600];
-            kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
-            snprintf(col_names[c], sizeof col_names[c], "%s %s", rel, v->ds.entity_names[e]);
-        }
-        col_labels[c] = col_names[c];
-        true_drawn += q->a.is_true[e];
-        for (int r = 0; r < R; r++) {
-            vals[(size_t)r * nc + c] = sv->weight[((size_t)(r / H) * T + t) * H + r % H] * T; /* a multiple of uniform */
-            outline[(size_t)r * nc + c] = q->a.is_true[e];
-        }
-    }
-    for (int t = 0; t < T; t++)
-        if (!drawn[t]) rest = fmax(rest, mean[t]);
-    for (int r = 0; r < R; r++) {
-        snprintf(row_names[r], sizeof row_names[r], "layer %d, head %d", r / H, r % H);
-        row_labels[r] = row_names[r];
-    }
-    const char *head = v->ds.entity_names[q->entity];
-    char title[1400], col_axis[500], outline_label[700], value_label[160];
-    snprintf(title, sizeof title, "where each head looks in the neighbourhood of (%s, %s, ?), as a multiple of uniform",
-             head, q->rel_name);
-    if (nc < T)
-        snprintf(col_axis, sizeof col_axis,
-                 "token (relation and entity), by mean weight over the layers and heads: %d of %d tokens (%d of the "
-                 "%d true answers' and the most weighted); the other %d have mean weight \xe2\x89\xa4 %.2g "
-                 "\xc3\x97 uniform", nc, T, true_drawn, true_all, T - nc, rest * T);
-    else
-        snprintf(col_axis, sizeof col_axis, "token (relation and entity), by mean weight over the layers and heads: "
-                 "all %d", T);
-    snprintf(outline_label, sizeof outline_label, "tokens of the true answers of (%s, %s, ?)", head, q->rel_name);
-    snprintf(value_label, sizeof value_label, "weight \xc3\x97 %d tokens (1: uniform, 1/%d = %.3g)", T, T, 1.0 / T);
-    kgl_heatmap hm = {.title = title, .rows = R, .cols = nc, .values = vals, .row_labels = row_labels,
-                      .col_labels = col_labels, .col_axis = col_axis, .outline = true_drawn ? outline : NULL,
-                      .outline_label = outline_label, .value_label = value_label};
-    bool ok = write_query_map(pic, &hm, v, q, ans, n_ans, err, cap);
-    free(mean);
-    free(order);
-    free(cols);
-    free(drawn);
-    free(vals);
-    free(outline);
-    free(col_names);
-    free(col_labels);
-    free(row_names);
-    free(row_labels);
-    return ok;
-}
-
-/* DIR/query.svg: one heatmap row per head (A_h[HEAD, j]) and one of the
- * readout's probabilities, over at most QUERY_COLUMNS entities in attention
- * order: the top answers, then true answers, then the most attended; the
- * others summed up in the axis title. True answers outlined, the top
- * answers listed under the legend. */
-static bool query_svg(const pictures *pic, const data_view *v, const query_view *q, char *err, size_t cap)
-{
-    int n = q->a.n, H = q->a.heads, n_ans = q->top < n ? q->top : n;
-    if (n_ans > 10) n_ans = 10;
-    int *cols = kgl_xmalloc((size_t)n * sizeof(int)), nc = 0, picked = 0, true_picked = 0;
-    bool *pick = kgl_xcalloc((size_t)n, sizeof(bool));
-    for (int k = 0; k < n_ans; k++) pick[q->a.by_score[k]] = true, picked++;
-    for (int k = 0; k < n && true_picked < QUERY_TRUE && picked < QUERY_COLUMNS; k++) {
-        int j = q->a.by_score[k];
-        if (!q->a.is_true[j]) continue;
-        true_picked++;
-        if (!pick[j]) pick[j] = true, picked++;
-    }
-    for (int r = 0; r < n && picked < QUERY_COLUMNS; r++)
-        if (!pick[q->a.by_attn[r]]) pick[q->a.by_attn[r]] = true, picked++;
-    double rest_attn = 0, rest_p = 0;
-    int true_drawn = 0;
-    for (int r = 0; r < n; r++) {
-        int j = q->a.by_attn[r];
-        if (pick[j]) {
-            cols[nc++] = j;
-            true_drawn += q->a.is_true[j];
-        } else {
-            rest_attn = fmax(rest_attn, q->a.mean[j]);
-            rest_p = fmax(rest_p, q->a.probs[j]);
-        }
-    }
-    int R = H + 1;
-    double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
-    unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
-    const char **col_labels = kgl_xmalloc((size_t)nc * sizeof *col_labels);
-    char(*row_names)[32] = kgl_xmalloc((size_t)R * sizeof *row_names);
-    const char **row_labels = kgl_xmalloc((size_t)R * sizeof *row_labels);
-    for (int c = 0; c < nc; c++) {
-        int j = cols[c];
-        col_labels[c] = v->ds.entity_names[j];
-        /* multiples of uniform (1/n): the heads' weights and the readout's probability alike */
-        for (int h = 0; h < H; h++) vals[(size_t)h * nc + c] = (double)q->a.attn[(size_t)h * n + j] * n;
-        vals[(size_t)H * nc + c] = q->a.probs[j] * n;
-        for (int r = 0; r < R; r++) outline[(size_t)r * nc + c] = q->a.is_true[j];
-    }
-    for (int h = 0; h < H; h++) snprintf(row_names[h], sizeof row_names[h], "head %d", h);
-    snprintf(row_names[H], sizeof row_names[H], "readout p(j)");
-    for (int r = 0; r < R; r++) row_labels[r] = row_names[r];
-
-    const char *head = v->ds.entity_names[q->entity];
-    char title[1400], col_axis[400], outline_label[700], value_label[160];
-    snprintf(value_label, sizeof value_label,
-             "weight or probability \xc3\x97 %d entities (1: uniform, 1/%d = %.3g)", n, n, 1.0 / n);
-    snprintf(title, sizeof title, "where each head looks from %s, and the answers to (%s, %s, ?)", head, head,
-             q->rel_name);
-    if (nc < n) {
-        char trues[64] = "";
-        if (q->a.n_true) snprintf(trues, sizeof trues, ", %d of the %d true answers", true_drawn, q->a.n_true);
-        snprintf(col_axis, sizeof col_axis,
-                 "entity j, by mean attention over the heads: %d of %d (the top %d answers%s and the most attended); "
-                 "the other %d have mean attention \xe2\x89\xa4 %.2g and p \xe2\x89\xa4 %.2g",
-                 nc, n, n_ans, trues, n - nc, rest_attn, rest_p);
-    } else {
-        snprintf(col_axis, sizeof col_axis, "entity j, by mean attention over the heads");
-    }
-    snprintf(outline_label, sizeof outline_label, "cells of the true answers of (%s, %s, ?)", head, q->rel_name);
-    kgl_answer ans[10]; /* the top answers, listed under the legend */
-    for (int k = 0; k < n_ans; k++) ans[k] = (kgl_answer){.entity = q->a.by_score[k], .prob = q->a.probs[q->a.by_score[k]]};
-    /* its rows are distributions of different things (each head's weights,
-       the readout's probabilities), each drawn against its uniform 1/n: one
-       scale centred on 1 compares them */
-    kgl_heatmap hm = {.title = title, .rows = R, .cols = nc, .values = vals, .row_labels = row_labels,
-                      .col_labels = col_labels, .col_axis = col_axis, .outline = q->a.n_true ? outline : NULL,
-                      .outline_label = outline_label, .value_label = value_label};
-    bool ok = write_query_map(pic, &hm, v, q, ans, n_ans, err, cap);
-    free(cols);
-    free(pick);
-    free(vals);
-    free(outline);
-    free(col_labels);
-    free(row_names);
-    free(row_labels);
-    return ok;
-}
-
 /* kgl heads --query HEAD,REL of a model with attention: where each head
    looks from HEAD (a graph model: in the question's neighbourhood, layer by
    layer) and the readout's answers; the picture first, then the tables. */
@@ -969,8 +567,7 @@ static int run_query(const kgl_model_choice *chosen, const char *query, int top,
     bool drawn = false; /* the picture before the tables, as kgl heads draws its own */
     if (pic->dir) {
         char err[1024];
-        drawn = graph ? graph_query_svg(pic, v, &q, sv, q.a.answers, q.a.n_answers, err, sizeof err)
-                      : query_svg(pic, v, &q, err, sizeof err);
+        drawn = kgl_heads_question_svg(&q.a, &v->ds, top, pic->dir, pic->scale, err, sizeof err);
         if (!drawn) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
@@ -1142,7 +739,7 @@ static int full_heads(const kgl_model_choice *chosen, bool json, const pictures 
     bool drawn = false;
     if (pic->dir) {
         char err[1024];
-        if (!(drawn = write_svgs(pic, v, &rep, err, sizeof err))) {
+        if (!(drawn = kgl_heads_full_svg(&rep, &v->ds, v->use_relation, pic->dir, pic->scale, err, sizeof err))) {
             fprintf(stderr, "kgl heads: %s\n", err);
             st = EXIT_OUTPUT;
         }

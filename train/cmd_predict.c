@@ -463,13 +463,8 @@ static void print_models_asked(const kgl_model_set *ms)
 static void print_scored_triple(const predict_options *o, const kgl_dataset *ds, const query *q, const kgl_ranked *r,
                                 bool first)
 {
-    int known = -1; /* unknown: no triples given */
-    if (o->have_known) {
-        int n_known;
-        const int *tails = kgl_dataset_known(ds, q->entity, q->relation, &n_known);
-        known = 0;
-        for (int j = 0; j < n_known; j++) known |= tails[j] == q->tail;
-    }
+    /* -1: unknown, no triples given */
+    int known = o->have_known ? kgl_dataset_is_known(ds, q->entity, q->relation, q->tail) : -1;
     if (o->json) {
         print_triple_json(ds, q, r, known, o->filtering);
     } else {

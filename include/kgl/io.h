@@ -214,6 +214,10 @@ int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if u
  * lookup time (it is called during training-time evaluation). Each entity
  * appears once per key even when several splits hold the triple. */
 const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *count);
+/* Whether (head, rel, tail) is a known triple: tail is among
+ * kgl_dataset_known(ds, head, rel) (for rel = m + k: whether (tail, k, head)
+ * is a triple of some split). */
+bool kgl_dataset_is_known(const kgl_dataset *ds, int head, int rel, int tail);
 
 /* entity<TAB>type files (data/academic.types.tsv): names and types, in
  * file order; header_line as in kgl_split (a skipped column-name line). */

@@ -227,8 +227,8 @@ bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
  * What each attention head of a trained model looks at, measured against
  * its training triples (src/studies/heads.c; `kgl heads`, kgl train's
  * report), built on the primitives of kgl/model.h's heads section (which
- * the training log reads too). Results only: printing and pictures are the
- * program's. */
+ * the training log reads too). Results in plain structs, and their pictures
+ * (src/studies/heads_svg.c); printing them is the program's. */
 
 /* Head ablation: the filtered MRR (both directions) of m on tr[0..n) with
  * every head, into *mrr, and with head h of the first layer switched off
@@ -308,6 +308,37 @@ typedef struct kgl_heads_question {
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top);
 void kgl_heads_question_free(kgl_heads_question *q);
+
+/* The pictures of `kgl heads --svg DIR` (src/studies/heads_svg.c), each a
+ * self-contained SVG written into dir (created if missing; its parent must
+ * exist). ds: the names (the dataset the study measured against);
+ * use_relation [m]: the relations drawn (NULL: every one). Attention (and the
+ * readout's probabilities) is drawn as a multiple of uniform, weight x n (1:
+ * uniform): KGL_COLOUR_AUTO draws it on kgl_svg's ratio scale, centred on 1,
+ * so near-uniform attention is drawn near the neutral colour, never as
+ * structure; the other scales draw the same multiples. A map draws at most
+ * 64 entities a side (the most attended), heads.svg's panels fewer, and says
+ * what it leaves out. False with "what is wrong" in err (a folder that cannot
+ * be created, a file that cannot be written). */
+/* A full-context study: dir/head<h>.svg (head h's attention, the true tails
+ * of its best relation outlined), dir/heads.svg (every head on one colour
+ * scale) and dir/spec.svg (spec[h][r], its scale fitted to the data). */
+bool kgl_heads_full_svg(const kgl_heads_full *r, const kgl_dataset *ds, const bool *use_relation, const char *dir,
+                        kgl_colour_scale scale, char *err, size_t err_cap);
+/* A graph-context study: dir/relations.svg, heads x relations, each cell the
+ * head's weight on the relation's edges over uniform weights' (mass / uniform). */
+bool kgl_heads_graph_svg(const kgl_heads_graph *g, const kgl_dataset *ds, const bool *use_relation, const char *dir,
+                         kgl_colour_scale scale, char *err, size_t err_cap);
+/* One question: dir/query.svg. A full-context model: a row per head
+ * (A_h[entity, j] x n) and one of the readout's probabilities (p(j) x n), over
+ * at most 48 entities (the top min(top, 10) answers, then true answers, then
+ * the most attended), true answers outlined, those answers listed. A graph
+ * model: a row per layer and head, a column per token of the question's
+ * neighbourhood (at most 48: true answers' tokens, then the most weighted),
+ * each cell weight x tokens, true answers' tokens outlined, the first 10 of
+ * q->answers listed (top is not read). */
+bool kgl_heads_question_svg(const kgl_heads_question *q, const kgl_dataset *ds, int top, const char *dir,
+                            kgl_colour_scale scale, char *err, size_t err_cap);
 
 /* ----------------------------------------------------------- saturation --
  * The softmax-saturation study (`kgl saturation`, src/studies/saturation.c).

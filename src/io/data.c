@@ -474,6 +474,19 @@ const int *kgl_dataset_known(const kgl_dataset *ds, int head, int rel, int *coun
     return ds->known + a;
 }
 
+bool kgl_dataset_is_known(const kgl_dataset *ds, int head, int rel, int tail)
+{
+    int n;
+    const int *sorted = kgl_dataset_known(ds, head, rel, &n);
+    int lo = 0, hi = n; /* the first answer at or after tail, by bisection */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (sorted[mid] < tail) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && sorted[lo] == tail;
+}
+
 /* --------------------------------------------------------------- types -- */
 
 typedef struct line_entry {
