@@ -312,6 +312,40 @@ TEST(heads_query_on_a_graph_model_shows_its_neighbourhood)
     CHECK(strstr(out, "/pics/query.svg") != NULL);
 }
 
+/* --relation-token: the asked relation is a token of the neighbourhood, and
+   kgl heads --query names it in the text, the JSON and the picture (it died
+   on the relation row 2m + 1 + r, a row no relation has). */
+TEST(heads_query_names_the_asked_relation_token)
+{
+    char cmd[1024], e[512], ckpt[512], path[600];
+    snprintf(ckpt, sizeof ckpt, "%s/t.st", T->tmp);
+    snprintf(cmd, sizeof cmd,
+             "train --context graph --neighbours 3 --query-relation --relation-token --steps 30 --save %s --quiet", ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises", ckpt);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "(itself, the asked relation and 3 edges)") != NULL && strstr(out, "(asked) advises") != NULL);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --json", ckpt);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    kgl_json_doc q = {0};
+    if (!CHECK(kgl_json_parse(out, strlen(out), &q, e, sizeof e))) return;
+    const kgl_json *tokens = member(q.root, "tokens");
+    if (CHECK(tokens->type == KGL_JSON_ARRAY && tokens->len == 5)) {
+        const kgl_json *asked = &tokens->child[1];
+        CHECK(member(asked, "entity")->type == KGL_JSON_NULL && member(asked, "relation")->type == KGL_JSON_NULL);
+        CHECK(strcmp(member(asked, "asked_relation")->str, "advises") == 0);
+        CHECK(member(asked, "true_answer")->type == KGL_JSON_FALSE);
+    }
+    kgl_json_free(&q);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint %s --query alice,advises --svg %s/pics", ckpt, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(path, sizeof path, "%s/pics/query.svg", T->tmp);
+    size_t len = 0;
+    char *svg = test_slurp(path, &len);
+    CHECK(svg && strstr(svg, "(asked) advises") != NULL);
+    free(svg);
+}
+
 /* An entity's name is as long as a line allows: --query takes it whole (it
    was copied into 512 bytes, so a longer name was never found). */
 TEST(heads_query_takes_a_long_name_whole)

@@ -937,6 +937,24 @@ TEST(graph_relation_token_is_a_token_of_the_question)
             for (int k = 0; k < H * m; k++) none &= isnan(spec[k]);
             CHECK(none);
         }
+        /* the question's segment as kgl heads shows it: the asked relation second, named, no answer */
+        kgl_segment_view sv;
+        kgl_model_question_segment(md, i, r, &sv);
+        char name[700], want[700];
+        bool none[64] = {false}, every[64];
+        for (int k = 0; k < 64; k++) every[k] = true;
+        if (CHECK(sv.n_tokens >= 2 && ds.n_entities <= 64)) {
+            CHECK(sv.entity[1] == -1 && sv.relation[1] == 2 * m + 1 + r);
+            kgl_segment_token_name(&ds, &sv, 1, name, sizeof name);
+            snprintf(want, sizeof want, "(asked) %s", ds.relation_names[r]);
+            CHECK(strcmp(name, want) == 0);
+            kgl_segment_token_name(&ds, &sv, 0, name, sizeof name);
+            snprintf(want, sizeof want, "(itself) %s", ds.entity_names[i]);
+            CHECK(strcmp(name, want) == 0);
+            CHECK(!kgl_segment_token_is(&sv, 1, every) && kgl_segment_token_is(&sv, 0, every) &&
+                  !kgl_segment_token_is(&sv, 0, none));
+        }
+        kgl_segment_view_free(&sv);
         /* the asked relation's token row moves the state; another relation's does not */
         int other = (r + 1) % m;
         P[(size_t)(2 * m + 1 + other) * d] += 0.5;

@@ -459,9 +459,10 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
     char *const *names = v->ds.entity_names;
     int T = sv->n_tokens, H = sv->heads, top = q->top < T ? q->top : T;
     say_which_model(chosen);
-    printf("%s: step %ld, %d heads, %d layer%s; question (%s, %s, ?): a neighbourhood of %d tokens (itself and %d "
+    bool asked = T > 1 && sv->entity[1] < 0; /* --relation-token: the asked relation's token second */
+    printf("%s: step %ld, %d heads, %d layer%s; question (%s, %s, ?): a neighbourhood of %d tokens (itself%s and %d "
            "edges)\n", chosen->path, step, H, sv->layers, sv->layers == 1 ? "" : "s", names[q->entity], q->rel_name, T,
-           T - 1);
+           asked ? ", the asked relation" : "", T - 1 - asked);
     printf("true answers in the training triples (marked *): ");
     if (!q->a.n_true) printf("none");
     for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
@@ -483,16 +484,12 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
         }
         printf("  %7s  %s\n", "mean", "x uniform");
         for (int k = 0; k < top; k++) {
-            int t = order[k], e = sv->entity[t];
-            if (t == 0) snprintf(label, sizeof label, "(itself) %s", names[e]);
-            else {
-                char rel[600];
-                kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
-                snprintf(label, sizeof label, "%s %s", rel, names[e]);
-            }
+            int t = order[k];
+            bool answer = kgl_segment_token_is(sv, t, q->a.is_true);
+            kgl_segment_token_name(&v->ds, sv, t, label, sizeof label);
             /* 40 characters: the label cut between characters (38 before " *" on a true answer) */
-            int keep = (int)kgl_utf8_prefix(label, q->a.is_true[e] ? 38 : 40, strlen(label));
-            snprintf(cell, sizeof cell, "%.*s%s", keep, label, q->a.is_true[e] ? " *" : "");
+            int keep = (int)kgl_utf8_prefix(label, answer ? 38 : 40, strlen(label));
+            snprintf(cell, sizeof cell, "%.*s%s", keep, label, answer ? " *" : "");
             print_cell(stdout, cell, -40);
             for (int h = 0; h < H; h++) printf("  %7.3f", w[(size_t)t * H + h]);
             printf("  %7.3f  %9.2f\n", mean[t], mean[t] * T);
@@ -528,14 +525,20 @@ static void graph_query_json(const kgl_model_choice *chosen, long step, const da
     kgl_json_begin_array(&w);
     for (int t = 0; t < T; t++) {
         kgl_json_begin_object(&w);
-        kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
-        if (t == 0) { /* the question's own entity: no edge led to it */
+        if (sv->entity[t] < 0) { /* the asked relation's token (--relation-token): no entity */
+            kgl_json_field_null(&w, "entity");
+            kgl_relation_row_name(&v->ds, sv->relation[t] - 2 * v->ds.n_relations - 1, rel, sizeof rel);
+            kgl_json_field_string(&w, "asked_relation", rel);
+        } else {
+            kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
+        }
+        if (t == 0 || sv->entity[t] < 0) { /* the question's own entity, or its relation: no edge led to it */
             kgl_json_field_null(&w, "relation");
         } else {
             kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
             kgl_json_field_string(&w, "relation", rel);
         }
-        kgl_json_field_bool(&w, "true_answer", q->a.is_true[sv->entity[t]]);
+        kgl_json_field_bool(&w, "true_answer", kgl_segment_token_is(sv, t, q->a.is_true));
         kgl_json_key(&w, "layers");
         kgl_json_begin_array(&w);
         for (int l = 0; l < sv->layers; l++) json_numbers(&w, sv->weight + ((size_t)l * T + t) * H, H, 1);

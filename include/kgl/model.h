@@ -526,8 +526,9 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
  * it (`kgl heads --query` on a --context graph model): the segment that
  * evaluation builds for (entity, row, ?) (the entity itself, then the first
  * K of its edges in the fixed order; with --hide-asked-relation none of
- * row's), token t being the edge (relation[t], entity[t]) and token 0 the
- * entity itself (relation row 2m), and weight[(l · n_tokens + t) · heads + h]
+ * row's), token t being the edge (relation[t], entity[t]), token 0 the
+ * entity itself (relation row 2m) and, with --relation-token, token 1 the
+ * asked relation (entity −1, relation row 2m + 1 + row), and weight[(l · n_tokens + t) · heads + h]
  * the weight head h of layer l puts on token t. Free with
  * kgl_segment_view_free. */
 typedef struct kgl_segment_view {
@@ -536,6 +537,13 @@ typedef struct kgl_segment_view {
     double *weight;         /* [layers · n_tokens · heads] */
 } kgl_segment_view;
 void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_segment_view *out);
+/* Token t of a question's segment in words, into out: "(itself) NAME" for
+ * the entity itself, "(asked) RELATION" for the asked relation's token
+ * (--relation-token; entity −1), "RELATION NAME" for an edge. */
+void kgl_segment_token_name(const kgl_dataset *ds, const kgl_segment_view *sv, int t, char *out, size_t cap);
+/* Whether token t of sv stands for an entity marked in is_true[n] (the
+ * asked relation's token stands for none). */
+bool kgl_segment_token_is(const kgl_segment_view *sv, int t, const bool *is_true);
 void kgl_segment_view_free(kgl_segment_view *v);
 
 /* A learning-rate schedule over optimiser steps t = 1, 2, …: the rate of

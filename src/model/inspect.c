@@ -23,6 +23,26 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
         snprintf(out, cap, "%s" KGL_INVERSE_SUFFIX, ds->relation_names[row - m]);
 }
 
+void kgl_segment_token_name(const kgl_dataset *ds, const kgl_segment_view *sv, int t, char *out, size_t cap)
+{
+    int e = sv->entity[t], row = sv->relation[t], m = ds->n_relations;
+    char rel[600];
+    if (t == 0) { /* the question's own entity: no edge led to it */
+        snprintf(out, cap, "(itself) %s", ds->entity_names[e]);
+    } else if (e < 0) { /* the asked relation's token: rows 2m + 1 + r */
+        kgl_relation_row_name(ds, row - 2 * m - 1, rel, sizeof rel);
+        snprintf(out, cap, "(asked) %s", rel);
+    } else {
+        kgl_relation_row_name(ds, row, rel, sizeof rel);
+        snprintf(out, cap, "%s %s", rel, ds->entity_names[e]);
+    }
+}
+
+bool kgl_segment_token_is(const kgl_segment_view *sv, int t, const bool *is_true)
+{
+    return sv->entity[t] >= 0 && is_true[sv->entity[t]];
+}
+
 int kgl_relation_row_id(const kgl_dataset *ds, const kgl_config *cfg, const char *name)
 {
     if (kgl_inverse_name(name)) { /* no relation's own name ends so */

@@ -273,7 +273,7 @@ static int graph_query_columns(const kgl_heads_question *q, const kgl_segment_vi
     int T = sv->n_tokens, picked = 0, true_picked = 0, nc = 0;
     bool *pick = kgl_xcalloc((size_t)T, sizeof(bool));
     for (int k = 0; k < T && true_picked < QUERY_TRUE && picked < max_cols; k++)
-        if (q->is_true[sv->entity[order[k]]]) pick[order[k]] = true, picked++, true_picked++;
+        if (kgl_segment_token_is(sv, order[k], q->is_true)) pick[order[k]] = true, picked++, true_picked++;
     for (int k = 0; k < T && picked < max_cols; k++)
         if (!pick[order[k]]) pick[order[k]] = true, picked++;
     for (int k = 0; k < T; k++)
@@ -301,7 +301,7 @@ static bool graph_query_svg(const char *dir, kgl_colour_scale scale, const kgl_d
     kgl_heads_order(mean, T, order);
     int nc = graph_query_columns(q, sv, order, max_cols, cols), true_all = 0, true_drawn = 0;
     double rest = 0; /* the largest mean weight left out */
-    for (int t = 0; t < T; t++) true_all += q->is_true[sv->entity[t]];
+    for (int t = 0; t < T; t++) true_all += kgl_segment_token_is(sv, t, q->is_true);
     double *vals = kgl_xmalloc((size_t)R * nc * sizeof(double));
     unsigned char *outline = kgl_xcalloc((size_t)R * nc, 1);
     char(*col_names)[1300] = kgl_xmalloc((size_t)nc * sizeof *col_names);
@@ -310,19 +310,15 @@ static bool graph_query_svg(const char *dir, kgl_colour_scale scale, const kgl_d
     const char **row_labels = kgl_xmalloc((size_t)R * sizeof *row_labels);
     bool *drawn = kgl_xcalloc((size_t)T, sizeof(bool));
     for (int c = 0; c < nc; c++) {
-        int t = cols[c], e = sv->entity[t];
+        int t = cols[c];
+        bool answer = kgl_segment_token_is(sv, t, q->is_true);
         drawn[t] = true;
-        if (t == 0) snprintf(col_names[c], sizeof col_names[c], "(itself) %s", ds->entity_names[e]);
-        else {
-            char rel[600];
-            kgl_relation_row_name(ds, sv->relation[t], rel, sizeof rel);
-            snprintf(col_names[c], sizeof col_names[c], "%s %s", rel, ds->entity_names[e]);
-        }
+        kgl_segment_token_name(ds, sv, t, col_names[c], sizeof col_names[c]);
         col_labels[c] = col_names[c];
-        true_drawn += q->is_true[e];
+        true_drawn += answer;
         for (int r = 0; r < R; r++) {
             vals[(size_t)r * nc + c] = sv->weight[((size_t)(r / H) * T + t) * H + r % H] * T; /* a multiple of uniform */
-            outline[(size_t)r * nc + c] = q->is_true[e];
+            outline[(size_t)r * nc + c] = answer;
         }
     }
     for (int t = 0; t < T; t++)
