@@ -364,80 +364,6 @@ typedef struct train_ctx {
     member_out *out; /* [members] */
 } train_ctx;
 
-/* The per-head columns of the log, in this order, each prefixed "h<k>_". */
-static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "entropy", "max_abs_logit",
-                                           "jac_fro",       "grad_logits",  "grad_wq", "grad_wk",
-                                           "wq_move",       "wk_move",      "attn_tv"};
-#define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
-
-/* The header: layer 0's head columns "h<k>_...", then a stack's deeper
-   layers' the same, each prefixed "l<l>_" (l1_h0_entropy, ...). */
-static void log_header(const train_ctx *c, const kgl_run_member *m)
-{
-    FILE *log = c->out[m->index].log;
-    fprintf(log, "step,loss,main_loss,aux_loss,lr,seconds");
-    bool selecting = c->o->run.eval_every > 0;
-    const kgl_dataset *ds = &c->v->ds;
-    const kgl_config *cfg = &m->tr.model.cfg;
-    for (int l = 0; l < cfg->layers; l++) {
-        char layer[16] = "";
-        if (l > 0) snprintf(layer, sizeof layer, "l%d_", l);
-        for (int h = 0; h < cfg->heads; h++) {
-            for (int k = 0; k < N_HEAD_COLUMNS; k++) fprintf(log, ",%sh%d_%s", layer, h, head_columns[k]);
-            for (int r = 0; r < ds->n_relations; r++) {
-                if (!c->v->use_relation[r]) continue;
-                char name[600];
-                snprintf(name, sizeof name, "%sh%d_spec_%s", layer, h, ds->relation_names[r]);
-                fputc(',', log);
-                write_field(log, name, ",\"\r\n");
-            }
-        }
-    }
-    if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", log);
-    fputc('\n', log);
-}
-
-static void log_number(FILE *f, double v)
-{
-    fputc(',', f);
-    if (!isnan(v)) fprintf(f, "%.17g", v); /* empty: NaN in pandas */
-}
-
-/* One row: the losses of the step's forward pass and the diagnostics
-   measured between its backward and its update. */
-static void log_row(const train_ctx *c, const kgl_run_member *m, long step, double loss, bool evaluated)
-{
-    const member_out *out = &c->out[m->index];
-    FILE *log = out->log;
-    fprintf(log, "%ld", step);
-    log_number(log, loss);
-    log_number(log, m->tr.last_main);
-    log_number(log, m->tr.last_aux);
-    log_number(log, m->tr.optim.lr);
-    fprintf(log, ",%.6f", now_seconds() - out->t0);
-    const kgl_diag *dg = &out->diag;
-    /* a step Ctrl-C stopped at was not measured: its head columns are empty, not the last measurement's */
-    bool measured = m->diag_step == step;
-    for (int l = 0; l < dg->layers; l++)
-        for (int h = 0; h < dg->heads; h++) {
-            const kgl_head_diag *hd = kgl_diag_head(dg, l, h);
-            double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
-                                        hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
-                                        hd->wq_move,       hd->wk_move,      hd->attn_tv};
-            const double *spec = dg->spec + ((size_t)l * dg->heads + h) * dg->m;
-            for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, measured ? v[k] : NAN);
-            for (int r = 0; r < dg->m; r++)
-                if (c->v->use_relation[r]) log_number(log, measured ? spec[r] : NAN);
-        }
-    if (c->o->run.eval_every) { /* of the parameters after this step's update */
-        const kgl_metrics *b = &m->valid_ev.both;
-        log_number(log, evaluated ? b->mrr : NAN);
-        log_number(log, evaluated ? b->hits1 : NAN);
-        log_number(log, evaluated ? b->hits10 : NAN);
-    }
-    fputc('\n', log);
-}
-
 /* The run's line, with `work` more steps done and `more` more to do (a
    member that stops early takes back the steps it will not take); `force`:
    the last line. A model's: "step 108/300, 0.3s elapsed, ETA 0.6s; loss
@@ -518,7 +444,7 @@ static bool open_log(train_ctx *c, kgl_run_member *m)
     out->log = out->log_file.f;
     kgl_diag_init(&out->diag, &m->tr);
     m->diag = &out->diag; /* measured at the logged steps */
-    log_header(c, m);
+    kgl_run_log_header(out->log, m, c->v->use_relation);
     return true;
 }
 
@@ -558,8 +484,9 @@ static bool close_log(train_ctx *c, kgl_run_member *m)
 static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
 {
     train_ctx *c = ctx;
-    if (!c->out[m->index].log) return;
-    log_row(c, m, step, loss, evaluated);
+    member_out *out = &c->out[m->index];
+    if (!out->log) return;
+    kgl_run_log_row(out->log, m, &out->diag, c->v->use_relation, step, loss, evaluated, now_seconds() - out->t0);
     if (!stopping) log_flush(c, m, step);
 }
 

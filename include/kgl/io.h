@@ -72,6 +72,12 @@ void kgl_json_field_null(kgl_json_writer *w, const char *key);
 /* Dies unless every container begun has ended (the end of a writer's use). */
 void kgl_json_writer_finish(kgl_json_writer *w);
 
+/* ---------------------------------------------------------- text output --
+ * A CSV or TSV field that pandas reads back unchanged (src/io/text.c):
+ * written as it is, or, when it holds any byte of `specials`, in double
+ * quotes with its quotes doubled (RFC 4180). */
+void kgl_csv_field(FILE *f, const char *s, const char *specials);
+
 /* ----------------------------------------------------------- text input --
  * The one way kgl reads text files (triples, types, CSV): the whole file is
  * read at once, then iterated line by line. A UTF-8 byte-order mark at the

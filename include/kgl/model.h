@@ -1158,6 +1158,22 @@ char *kgl_member_path(const char *path, int k);
  * false when any failed. m->saved says which were written. */
 bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
 
+/* The training log (src/model/log.c), a CSV: `kgl train --log F` writes
+ * the header when a member starts and a row from each row callback. The
+ * columns: step, loss, main_loss, aux_loss, lr, seconds; for each layer l
+ * (prefix "l<l>_" from the second) and head k the diagnostics
+ * "h<k>_max_prob_mean", …, "h<k>_attn_tv" (kgl_diag's, in its order) and
+ * "h<k>_spec_<relation>" for each relation in use_relation; then
+ * valid_mrr, valid_hits1 and valid_hits10 when the run selects on valid.
+ * Numbers are written to 17 digits; a value not measured (a row whose step
+ * m->diag was not measured at, a step not evaluated) is an empty field. */
+void kgl_run_log_header(FILE *log, const kgl_run_member *m, const bool *use_relation);
+/* One row: the losses of the step's forward pass, `seconds` since the
+   member started, dg's diagnostics (the member's m->diag) and, when
+   `evaluated`, m->valid_ev's ranking of valid. */
+void kgl_run_log_row(FILE *log, const kgl_run_member *m, const kgl_diag *dg, const bool *use_relation, long step,
+                     double loss, bool evaluated, double seconds);
+
 /* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
  * export, grad): what --checkpoint names is one file F, with the other
  * members of its ensemble when its metadata lists them, or an explicit

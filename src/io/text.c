@@ -359,3 +359,17 @@ bool kgl_path_error(char *err, size_t cap, const char *path, const char *fmt, ..
     va_end(ap);
     return false;
 }
+
+void kgl_csv_field(FILE *f, const char *s, const char *specials)
+{
+    if (!strpbrk(s, specials)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
