@@ -522,3 +522,54 @@ TEST(benchmark_command_runs_tables_and_results_json)
     n = read_text(path, text, sizeof text);
     CHECK(n > 0 && strstr(text, "{\"steps\":17,") != NULL);
 }
+
+/* argv as one line, words separated by spaces. */
+static void join_words(char *const *argv, char *line, size_t cap)
+{
+    size_t n = 0;
+    line[0] = 0;
+    for (int k = 0; argv[k] && n < cap; k++) n += (size_t)snprintf(line + n, cap - n, "%s%s", k ? " " : "", argv[k]);
+}
+
+/* A run's command through the library, as a C program running the
+   benchmark would make it: the dataset's files, its options, the baseline's
+   --context none after them, the seed, the outputs in OUT (none with
+   --check), the threads and the channels kgl benchmark reads. */
+TEST(benchmark_run_argv_is_kgl_train_on_the_dataset_with_its_outputs)
+{
+    static kgl_benchmark_dataset d;
+    static kgl_benchmark_command cmd;
+    char e[1400], line[8192];
+    const char *options = "--dim 8 --context graph --eval-every 10\n";
+    write_tmp(T, 0, "cfg.args", options, strlen(options));
+    snprintf(line, sizeof line, "%s/cfg.args", T->tmp);
+    if (!CHECK(kgl_benchmark_load_recipe(&d, line, "umls", e, sizeof e) == KGL_BENCHMARK_CONFIG_OK)) {
+        printf("    %s\n", e);
+        return;
+    }
+    join_words(kgl_benchmark_run_argv(&cmd, "/bin/kgl", &d, true, "kg", "out", 3, 2, false), line, sizeof line);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "/bin/kgl train --train kg/umls/train.txt --valid kg/umls/valid.txt --test kg/umls/test.txt --recipe "
+             "%s/cfg.args --context none --seed 3 --save out/umls-seed3-none.safetensors --log out/umls-seed3-none.csv "
+             "--threads 2 --json --progress", T->tmp);
+    if (!CHECK(strcmp(line, want) == 0)) printf("    %s\n    %s\n", line, want);
+    join_words(kgl_benchmark_run_argv(&cmd, "/bin/kgl", &d, false, "kg", "out", 3, 1, true), line, sizeof line);
+    CHECK(strstr(line, " --seed 3 --check --threads 1 --json --progress") && !strstr(line, "--save") &&
+          !strstr(line, "--context none"));
+    kgl_benchmark_dataset_free(&d);
+}
+
+/* The last --context of a dataset's options, spaced or with '=', says
+   whether its runs are already the baseline. */
+TEST(benchmark_says_no_context_reads_the_last_context)
+{
+    static kgl_benchmark_dataset d;
+    static const char *const words[4] = {"--dim 8 --context none --context graph", "--context graph --context=none",
+                                         "--dim 8", "--context none --steps 5"};
+    static const bool none[4] = {false, true, false, true};
+    for (int k = 0; k < 4; k++) {
+        snprintf(d.args_text, sizeof d.args_text, "%s", words[k]);
+        if (!CHECK(kgl_benchmark_says_no_context(&d) == none[k])) printf("    '%s'\n", words[k]);
+    }
+}

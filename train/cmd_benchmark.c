@@ -115,50 +115,13 @@ static const char *run_label(char *buf, size_t cap, const run_spec *spec, unsign
     return buf;
 }
 
-/* The command of one run (spec, seed), argv[0] `self`: kgl train on the
-   dataset's three files with its options (and --context none after them
-   for a baseline, which kgl train lets win), the seed, its checkpoint and
-   log in OUT, --json (its result on stdout) and --progress (its lines on
-   stderr). With `check`, the same options with --check instead of the
-   outputs: kgl train stops where the run would start. In `cmd`'s buffers. */
-typedef struct run_command {
-    char paths[5][1200], seed_text[32], threads_text[32];
-    char *argv[KGL_BENCHMARK_MAX_ARGS];
-} run_command;
-
-static char **run_argv(run_command *cmd, const char *self, const run_spec *spec, const char *data, const char *out,
-                       unsigned long long seed, int threads, bool check)
+/* The command of one run (spec, seed), argv[0] `self`, in `cmd`
+   (kgl_benchmark_run_argv); with `check`, kgl train --check of the same
+   options. */
+static char **run_argv(kgl_benchmark_command *cmd, const char *self, const run_spec *spec, const char *data,
+                       const char *out, unsigned long long seed, int threads, bool check)
 {
-    char(*paths)[1200] = cmd->paths, *seed_text = cmd->seed_text, *threads_text = cmd->threads_text;
-    char **argv = cmd->argv;
-    const kgl_benchmark_dataset *job = spec->job;
-    int a = 0;
-    snprintf(paths[0], sizeof cmd->paths[0], "%s/%s/train.txt", data, job->name);
-    snprintf(paths[1], sizeof cmd->paths[1], "%s/%s/valid.txt", data, job->name);
-    snprintf(paths[2], sizeof cmd->paths[2], "%s/%s/test.txt", data, job->name);
-    kgl_benchmark_run_path(paths[3], sizeof cmd->paths[3], out, job->name, seed, spec->baseline, "safetensors");
-    kgl_benchmark_run_path(paths[4], sizeof cmd->paths[4], out, job->name, seed, spec->baseline, "csv");
-    snprintf(seed_text, sizeof cmd->seed_text, "%llu", seed);
-    argv[a++] = (char *)self;
-    argv[a++] = "train";
-    argv[a++] = "--train", argv[a++] = paths[0];
-    argv[a++] = "--valid", argv[a++] = paths[1];
-    argv[a++] = "--test", argv[a++] = paths[2];
-    for (int k = 0; k < job->argc; k++) argv[a++] = job->argv[k];
-    if (spec->baseline) argv[a++] = "--context", argv[a++] = "none";
-    argv[a++] = "--seed", argv[a++] = seed_text;
-    if (check) {
-        argv[a++] = "--check";
-    } else {
-        argv[a++] = "--save", argv[a++] = paths[3];
-        argv[a++] = "--log", argv[a++] = paths[4];
-    }
-    snprintf(threads_text, sizeof cmd->threads_text, "%d", threads);
-    argv[a++] = "--threads", argv[a++] = threads_text; /* the cores shared by the runs at the same time */
-    argv[a++] = "--json";
-    argv[a++] = "--progress"; /* to its .err file, which the overall progress line reads */
-    argv[a] = NULL;
-    return argv;
+    return kgl_benchmark_run_argv(cmd, self, spec->job, spec->baseline, data, out, seed, threads, check);
 }
 
 /* SIGINT and SIGTERM reach kgl benchmark alone (each run in a process
@@ -179,7 +142,7 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
 {
     int st = 0;
     for (int j = 0; j < n_specs && !st; j++) {
-        run_command cmd;
+        kgl_benchmark_command cmd;
         char *said;
         int status;
         kgl_child_outcome ran = kgl_child_capture(run_argv(&cmd, self, &specs[j], data, out, seed, threads, true),
@@ -214,7 +177,7 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
    once it has ended, and the pipe its steps come down
    (progress_send_steps: kgl train's counts, not its text). */
 typedef struct run_proc {
-    run_command cmd;  /* its command's words */
+    kgl_benchmark_command cmd; /* its command's words */
     pid_t pid;
     int run;          /* spec j, seed s: j * n_seeds + s */
     int slot;         /* its worker's */
@@ -455,23 +418,6 @@ static bool files_distinct(const run_spec *specs, int n_specs, const unsigned lo
     snprintf(paths[n], sizeof paths[n], "%s/results.json", out);
     files[n] = (cli_file){"--out", paths[n], true, NULL};
     return cli_files_distinct("benchmark", files, n + 1);
-}
-
-/* Whether a dataset's options end up at --context none (the last
-   --context wins in kgl train, spaced or as --context=none): with
-   --baseline, its runs would be their own baseline. Read from args_text,
-   the file's words (its argv is `--recipe FILE` by now). */
-static bool says_no_context(const kgl_benchmark_dataset *job)
-{
-    char words[sizeof job->args_text];
-    snprintf(words, sizeof words, "%s", job->args_text);
-    const char *context = NULL;
-    char *save = NULL;
-    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-        if (strcmp(w, "--context") == 0) context = strtok_r(NULL, " ", &save);
-        else if (strncmp(w, "--context=", 10) == 0) context = w + 10;
-    }
-    return context && strcmp(context, "none") == 0;
 }
 
 /* "1,2,3" → seeds */
@@ -736,7 +682,7 @@ static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const cha
     }
     job->n_runs = n_seeds;
     job->baseline = baseline;
-    if (baseline && says_no_context(job)) {
+    if (baseline && kgl_benchmark_says_no_context(job)) {
         fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
                         "baseline; leave out --baseline, or --context none\n", job->config_path);
         return false;
