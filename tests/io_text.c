@@ -123,3 +123,16 @@ TEST(csv_field_quotes_only_when_needed)
     if (!CHECK(text && strcmp(text, "plain|\"a,\"\"b\"\"\"|tab\there") == 0)) printf("    %s\n", text ? text : "");
     free(text);
 }
+
+/* Columns in a terminal: two for a Hangul syllable or a fullwidth form,
+   none for a combining accent, one for the rest (a table of kgl demo's
+   memo lines up by them). */
+TEST(utf8_columns_count_wide_and_combining_characters)
+{
+    CHECK(kgl_utf8_columns("") == 0);
+    CHECK(kgl_utf8_columns("bob") == 3);
+    CHECK(kgl_utf8_columns("\xed\x95\x9c\xea\xb5\xad") == 4);  /* 한국: two Hangul syllables */
+    CHECK(kgl_utf8_columns("e\xcc\x81t\xc3\xa9") == 3);        /* e + U+0301, t, é */
+    CHECK(kgl_utf8_columns("\xef\xbc\xa1x") == 3);             /* fullwidth A, x */
+    CHECK(kgl_utf8_columns("\xe2\x88\x9a") == 1);              /* √ */
+}

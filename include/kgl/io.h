@@ -129,6 +129,11 @@ bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
  * name, table cell and snippet kgl prints). */
 size_t kgl_utf8_chars(const char *s, size_t n);
 size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes);
+/* The columns the UTF-8 text s takes in a terminal, for tables of text
+ * that is not all names (kgl demo's Korean memo): Hangul, CJK and
+ * fullwidth forms take two, combining diacritics (U+0300–U+036F) none,
+ * everything else one. */
+int kgl_utf8_columns(const char *s);
 
 /* Near matches, for "unknown name" errors: writes into out (always
  * NUL-terminated) up to max_shown of the candidates closest to `word` by
