@@ -573,3 +573,25 @@ TEST(benchmark_says_no_context_reads_the_last_context)
         if (!CHECK(kgl_benchmark_says_no_context(&d) == none[k])) printf("    '%s'\n", words[k]);
     }
 }
+
+/* The benchmark's steps from the runner's counts: a run not yet heard from
+   counts as its dataset's run that was, else as the mean run heard from. */
+TEST(benchmark_steps_guess_a_silent_run_from_its_dataset_first)
+{
+    /* 3 datasets x 2 seeds: the first has one run that said its steps, the
+       second two, the third none */
+    kgl_job_steps job[6] = {{.done = 50, .total = 100, .reported = true}, {.total = 7},
+                            {.done = 10, .total = 50, .reported = true},  {.done = 30, .total = 30, .reported = true},
+                            {.total = 7},                                 {.total = 7}};
+    kgl_jobs_progress at = {.jobs = 6, .job = job};
+    kgl_benchmark_steps s = kgl_benchmark_steps_of(&at, 2);
+    /* 100 + 100 (its dataset's) + 50 + 30 + 60 + 60 (the mean of 100, 50 and 30) */
+    if (!CHECK(s.total == 400 && s.done == 90 && s.guessed && s.known == 3))
+        printf("    %g/%g guessed %d known %d\n", s.done, s.total, s.guessed, s.known);
+    for (int r = 0; r < 6; r++) job[r].reported = true, job[r].total = 10, job[r].done = 10;
+    s = kgl_benchmark_steps_of(&at, 2);
+    CHECK(s.total == 60 && s.done == 60 && !s.guessed && s.known == 6);
+    for (int r = 0; r < 6; r++) job[r].reported = false;
+    s = kgl_benchmark_steps_of(&at, 2);
+    CHECK(s.total == 0 && s.guessed && s.known == 0);
+}

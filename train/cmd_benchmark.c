@@ -548,21 +548,10 @@ typedef struct bench_runs {
 static void overall_progress(const kgl_jobs_progress *at, void *ctx)
 {
     bench_runs *b = ctx;
-    double sum_known = 0, d = 0, t = 0;
-    int known = 0, n_seeds = b->n_seeds;
-    for (int r = 0; r < at->jobs; r++)
-        if (at->job[r].reported) sum_known += (double)at->job[r].total, known++;
-    bool guessed = false;
-    for (int r = 0; r < at->jobs; r++) {
-        double total = (double)at->job[r].total;
-        if (!at->job[r].reported) {
-            total = known ? sum_known / known : 0;
-            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
-                if (at->job[q].reported) total = (double)at->job[q].total;
-            guessed = true;
-        }
-        d += (double)at->job[r].done, t += total;
-    }
+    int n_seeds = b->n_seeds;
+    kgl_benchmark_steps steps = kgl_benchmark_steps_of(at, n_seeds);
+    double d = steps.done, t = steps.total;
+    bool guessed = steps.guessed, known = steps.known > 0;
     progress_at pa;
     bool due = progress_due(&b->line, d - b->shown_done, t - b->shown_total, at->jobs_done == at->jobs,
                             now_seconds(), &pa);

@@ -706,6 +706,17 @@ char **kgl_benchmark_run_argv(kgl_benchmark_command *cmd, const char *program, c
  * args_text, the file's words: with --baseline, its runs would be their own
  * baseline. */
 bool kgl_benchmark_says_no_context(const kgl_benchmark_dataset *d);
+/* The steps of the benchmark's runs, done and to do, from the runner's
+ * counts (kgl_jobs_progress; run k is spec k / n_seeds's seed k % n_seeds,
+ * a spec's runs neighbours): a run that has not said its steps counts as
+ * another run of its spec that has, else as the mean run that has (0 when
+ * none has), and the total is then `guessed`. `known`: the runs that said. */
+typedef struct kgl_benchmark_steps {
+    double done, total;
+    bool guessed;
+    int known;
+} kgl_benchmark_steps;
+kgl_benchmark_steps kgl_benchmark_steps_of(const kgl_jobs_progress *at, int n_seeds);
 /* Reads a run's `kgl train --json` output into r (all but seed and seconds).
  * False with "what is wrong" in err. */
 bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, size_t err_cap);

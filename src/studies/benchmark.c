@@ -216,6 +216,25 @@ char **kgl_benchmark_run_argv(kgl_benchmark_command *cmd, const char *program, c
     return argv;
 }
 
+kgl_benchmark_steps kgl_benchmark_steps_of(const kgl_jobs_progress *at, int n_seeds)
+{
+    kgl_benchmark_steps steps = {0};
+    double sum_known = 0;
+    for (int r = 0; r < at->jobs; r++)
+        if (at->job[r].reported) sum_known += (double)at->job[r].total, steps.known++;
+    for (int r = 0; r < at->jobs; r++) {
+        double total = (double)at->job[r].total;
+        if (!at->job[r].reported) {
+            total = steps.known ? sum_known / steps.known : 0;
+            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
+                if (at->job[q].reported) total = (double)at->job[q].total;
+            steps.guessed = true;
+        }
+        steps.done += (double)at->job[r].done, steps.total += total;
+    }
+    return steps;
+}
+
 bool kgl_benchmark_says_no_context(const kgl_benchmark_dataset *d)
 {
     char words[sizeof d->args_text];
