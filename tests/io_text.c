@@ -1,4 +1,6 @@
 /* io_text.c — the line reader every input format goes through. */
+#include <stdlib.h>
+
 #include "test.h"
 
 static int next(kgl_text *t, char **f, int *nf, char *err)
@@ -102,4 +104,35 @@ TEST(near_matches_closest_first)
     char small[12];
     CHECK(kgl_near_matches("advise", names, 6, 2, small, sizeof small) == 1);
     CHECK(strcmp(small, "'advises'") == 0);
+}
+
+/* A CSV field is quoted only when it holds a special byte, its quotes
+   doubled: a relation named `a,"b"` reads back as one field. */
+TEST(csv_field_quotes_only_when_needed)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_csv_field(f, "plain", ",\"\r\n");
+    fputc('|', f);
+    kgl_csv_field(f, "a,\"b\"", ",\"\r\n");
+    fputc('|', f);
+    kgl_csv_field(f, "tab\there", "\"");
+    fclose(f);
+    if (!CHECK(text && strcmp(text, "plain|\"a,\"\"b\"\"\"|tab\there") == 0)) printf("    %s\n", text ? text : "");
+    free(text);
+}
+
+/* Columns in a terminal: two for a Hangul syllable or a fullwidth form,
+   none for a combining accent, one for the rest (a table of kgl demo's
+   memo lines up by them). */
+TEST(utf8_columns_count_wide_and_combining_characters)
+{
+    CHECK(kgl_utf8_columns("") == 0);
+    CHECK(kgl_utf8_columns("bob") == 3);
+    CHECK(kgl_utf8_columns("\xed\x95\x9c\xea\xb5\xad") == 4);  /* 한국: two Hangul syllables */
+    CHECK(kgl_utf8_columns("e\xcc\x81t\xc3\xa9") == 3);        /* e + U+0301, t, é */
+    CHECK(kgl_utf8_columns("\xef\xbc\xa1x") == 3);             /* fullwidth A, x */
+    CHECK(kgl_utf8_columns("\xe2\x88\x9a") == 1);              /* √ */
 }

@@ -522,3 +522,76 @@ TEST(benchmark_command_runs_tables_and_results_json)
     n = read_text(path, text, sizeof text);
     CHECK(n > 0 && strstr(text, "{\"steps\":17,") != NULL);
 }
+
+/* argv as one line, words separated by spaces. */
+static void join_words(char *const *argv, char *line, size_t cap)
+{
+    size_t n = 0;
+    line[0] = 0;
+    for (int k = 0; argv[k] && n < cap; k++) n += (size_t)snprintf(line + n, cap - n, "%s%s", k ? " " : "", argv[k]);
+}
+
+/* A run's command through the library, as a C program running the
+   benchmark would make it: the dataset's files, its options, the baseline's
+   --context none after them, the seed, the outputs in OUT (none with
+   --check), the threads and the channels kgl benchmark reads. */
+TEST(benchmark_run_argv_is_kgl_train_on_the_dataset_with_its_outputs)
+{
+    static kgl_benchmark_dataset d;
+    static kgl_benchmark_command cmd;
+    char e[1400], line[8192];
+    const char *options = "--dim 8 --context graph --eval-every 10\n";
+    write_tmp(T, 0, "cfg.args", options, strlen(options));
+    snprintf(line, sizeof line, "%s/cfg.args", T->tmp);
+    if (!CHECK(kgl_benchmark_load_recipe(&d, line, "umls", e, sizeof e) == KGL_BENCHMARK_CONFIG_OK)) {
+        printf("    %s\n", e);
+        return;
+    }
+    join_words(kgl_benchmark_run_argv(&cmd, "/bin/kgl", &d, true, "kg", "out", 3, 2, false), line, sizeof line);
+    char want[8192];
+    snprintf(want, sizeof want,
+             "/bin/kgl train --train kg/umls/train.txt --valid kg/umls/valid.txt --test kg/umls/test.txt --recipe "
+             "%s/cfg.args --context none --seed 3 --save out/umls-seed3-none.safetensors --log out/umls-seed3-none.csv "
+             "--threads 2 --json --progress", T->tmp);
+    if (!CHECK(strcmp(line, want) == 0)) printf("    %s\n    %s\n", line, want);
+    join_words(kgl_benchmark_run_argv(&cmd, "/bin/kgl", &d, false, "kg", "out", 3, 1, true), line, sizeof line);
+    CHECK(strstr(line, " --seed 3 --check --threads 1 --json --progress") && !strstr(line, "--save") &&
+          !strstr(line, "--context none"));
+    kgl_benchmark_dataset_free(&d);
+}
+
+/* The last --context of a dataset's options, spaced or with '=', says
+   whether its runs are already the baseline. */
+TEST(benchmark_says_no_context_reads_the_last_context)
+{
+    static kgl_benchmark_dataset d;
+    static const char *const words[4] = {"--dim 8 --context none --context graph", "--context graph --context=none",
+                                         "--dim 8", "--context none --steps 5"};
+    static const bool none[4] = {false, true, false, true};
+    for (int k = 0; k < 4; k++) {
+        snprintf(d.args_text, sizeof d.args_text, "%s", words[k]);
+        if (!CHECK(kgl_benchmark_says_no_context(&d) == none[k])) printf("    '%s'\n", words[k]);
+    }
+}
+
+/* The benchmark's steps from the runner's counts: a run not yet heard from
+   counts as its dataset's run that was, else as the mean run heard from. */
+TEST(benchmark_steps_guess_a_silent_run_from_its_dataset_first)
+{
+    /* 3 datasets x 2 seeds: the first has one run that said its steps, the
+       second two, the third none */
+    kgl_job_steps job[6] = {{.done = 50, .total = 100, .reported = true}, {.total = 7},
+                            {.done = 10, .total = 50, .reported = true},  {.done = 30, .total = 30, .reported = true},
+                            {.total = 7},                                 {.total = 7}};
+    kgl_jobs_progress at = {.jobs = 6, .job = job};
+    kgl_benchmark_steps s = kgl_benchmark_steps_of(&at, 2);
+    /* 100 + 100 (its dataset's) + 50 + 30 + 60 + 60 (the mean of 100, 50 and 30) */
+    if (!CHECK(s.total == 400 && s.done == 90 && s.guessed && s.known == 3))
+        printf("    %g/%g guessed %d known %d\n", s.done, s.total, s.guessed, s.known);
+    for (int r = 0; r < 6; r++) job[r].reported = true, job[r].total = 10, job[r].done = 10;
+    s = kgl_benchmark_steps_of(&at, 2);
+    CHECK(s.total == 60 && s.done == 60 && !s.guessed && s.known == 6);
+    for (int r = 0; r < 6; r++) job[r].reported = false;
+    s = kgl_benchmark_steps_of(&at, 2);
+    CHECK(s.total == 0 && s.guessed && s.known == 0);
+}

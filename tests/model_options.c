@@ -186,3 +186,132 @@ TEST(resume_takes_training_options_unless_given)
     CHECK(strcmp(meta(c, "base_lr"), "0.5") == 0 && strcmp(meta(c, "batch"), "11") == 0);
     CHECK(strcmp(meta(c, "momentum"), "0.5") == 0); /* not given: the checkpoint's */
 }
+
+/* given[] with the named options marked. */
+static void mark(bool *given, const char *const *names, int n)
+{
+    memset(given, 0, KGL_TRAIN_OPTIONS_MAX * sizeof *given);
+    for (int k = 0; k < n; k++) given[kgl_train_option_named(names[k], strlen(names[k])) - kgl_train_options] = true;
+}
+
+/* The merge through the library, as a C program resuming would call it: a
+   model option given must agree (the row that differs is returned, nothing
+   merged), a training option given wins, one not given is the
+   checkpoint's, the model is the checkpoint's, and Adam's constants follow
+   the checkpoint's optimiser only. */
+TEST(options_merge_checkpoint_keeps_given_training_options_and_refuses_another_model)
+{
+    static kgl_checkpoint ck;
+    kgl_config_defaults(&ck.cfg);
+    ck.cfg.dim = 16;
+    kgl_train_state_defaults(&ck.st);
+    ck.st.batch = 77, ck.st.base_lr = 0.25, ck.st.optim.beta2 = 0.5;
+    bool given[KGL_TRAIN_OPTIONS_MAX];
+    kgl_config cfg;
+    kgl_train_state st;
+    kgl_config_defaults(&cfg);
+    kgl_train_state_defaults(&st);
+    cfg.dim = 32;
+    mark(given, (const char *const[]){"--dim"}, 1);
+    const kgl_option *differs = kgl_options_merge_checkpoint(&cfg, &st, given, &ck);
+    CHECK(differs && strcmp(differs->name, "--dim") == 0);
+    CHECK(cfg.dim == 32 && st.batch != 77); /* nothing merged */
+
+    kgl_config_defaults(&cfg);
+    kgl_train_state_defaults(&st);
+    cfg.dim = 16, st.batch = 5;
+    mark(given, (const char *const[]){"--dim", "--batch"}, 2);
+    CHECK(kgl_options_merge_checkpoint(&cfg, &st, given, &ck) == NULL);
+    CHECK(st.batch == 5 && st.base_lr == 0.25 && cfg.dim == 16);
+    CHECK(st.optim.beta2 == 0.5); /* the same optimiser: the checkpoint's constant */
+
+    kgl_train_state_defaults(&st);
+    kgl_optim_select(&st.optim, KGL_OPT_SGD);
+    double own = st.optim.beta2;
+    mark(given, (const char *const[]){"--optimizer"}, 1);
+    st.optim.kind = KGL_OPT_SGD;
+    CHECK(kgl_options_merge_checkpoint(&cfg, &st, given, &ck) == NULL);
+    CHECK(st.optim.kind == KGL_OPT_SGD && st.optim.beta2 == own); /* another optimiser keeps its own */
+}
+
+/* Rules between options: the first broken one is said, none when they go
+   together; --supervise-heads counts as given even when empty. */
+TEST(options_conflict_names_the_rule_broken)
+{
+    bool given[KGL_TRAIN_OPTIONS_MAX];
+    kgl_config cfg;
+    kgl_train_state st;
+    kgl_config_defaults(&cfg);
+    kgl_train_state_defaults(&st);
+    mark(given, NULL, 0);
+    CHECK(kgl_options_conflict(&cfg, &st, given) == NULL);
+    st.lookup = true, cfg.readout = KGL_READOUT_COMPLEX;
+    const char *why = kgl_options_conflict(&cfg, &st, given);
+    CHECK(why && strcmp(why, "--lookup needs --readout diagonal") == 0);
+    kgl_train_state_defaults(&st);
+    cfg.readout = KGL_READOUT_DIAGONAL, cfg.context = KGL_CONTEXT_GRAPH;
+    mark(given, (const char *const[]){"--supervise-heads"}, 1);
+    why = kgl_options_conflict(&cfg, &st, given);
+    CHECK(why && strcmp(why, "--supervise-heads needs --context full") == 0);
+    mark(given, (const char *const[]){"--neighbours"}, 1);
+    CHECK(kgl_options_conflict(&cfg, &st, given) == NULL); /* the graph's own option */
+    cfg.context = KGL_CONTEXT_FULL;
+    why = kgl_options_conflict(&cfg, &st, given);
+    CHECK(why && strcmp(why, "--neighbours needs --context graph") == 0);
+}
+
+/* --context none: the moot options named, the neighbourhood's cleared. */
+TEST(options_without_layer_names_the_moot_and_clears_the_neighbourhood)
+{
+    bool given[KGL_TRAIN_OPTIONS_MAX];
+    kgl_config cfg;
+    kgl_train_state st;
+    kgl_config_defaults(&cfg);
+    kgl_train_state_defaults(&st);
+    mark(given, NULL, 0);
+    char list[256];
+    cfg.context = KGL_CONTEXT_NONE;
+    CHECK(kgl_options_without_layer(&cfg, &st, given, list, sizeof list) == 0 && list[0] == 0);
+    cfg.qk_norm = true, cfg.layers = 3, cfg.query_relation = true, cfg.relation_token = true;
+    st.reg.edge_dropout = 0.1;
+    int n = kgl_options_without_layer(&cfg, &st, given, list, sizeof list);
+    if (!CHECK(n == 5 && strcmp(list, " --qk-norm --layers --query-relation --relation-token --edge-dropout") == 0))
+        printf("    %d: '%s'\n", n, list);
+    CHECK(cfg.layers == 1 && !cfg.query_relation && !cfg.relation_token && st.reg.edge_dropout == 0 && cfg.qk_norm);
+}
+
+/* --json's echo: every option marked KGL_OPTION_ECHO under its key, a
+   number unquoted, a word quoted. */
+TEST(options_json_echoes_the_marked_options)
+{
+    kgl_config cfg;
+    kgl_train_state st;
+    kgl_run_options run;
+    kgl_config_defaults(&cfg);
+    kgl_train_state_defaults(&st);
+    kgl_run_options_defaults(&run);
+    cfg.context = KGL_CONTEXT_GRAPH;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_options_json(&w, &cfg, &st, &run);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    int echoed = 0, found = 0;
+    for (int k = 0; k < kgl_n_train_options; k++) {
+        const kgl_option *o = &kgl_train_options[k];
+        if (!(o->flags & KGL_OPTION_ECHO)) continue;
+        char key[200];
+        snprintf(key, sizeof key, "\"%s\":", o->key);
+        echoed++;
+        found += text && strstr(text, key) != NULL;
+    }
+    CHECK(echoed > 0 && found == echoed);
+    if (!CHECK(text && strstr(text, "\"context\":\"graph\""))) printf("    %s\n", text ? text : "");
+    free(text);
+}

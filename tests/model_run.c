@@ -273,3 +273,149 @@ TEST(run_without_log_every_or_members_writes_the_last_row_of_one_model)
     kgl_run_free(&run);
     kgl_dataset_free(&ds);
 }
+
+/* The log's callbacks as kgl train's: the header when a member starts, its
+   diagnostics measured at the rows, a row from each row callback. */
+typedef struct log_probe {
+    FILE *f;
+    kgl_diag diag;
+    bool use[64];
+    double loss[256]; /* the loss of each row's step, by row */
+    double mrr[256];  /* the valid MRR the run reports at an evaluated row (NaN elsewhere) */
+    int rows;
+    long steps; /* taken, for a stop */
+} log_probe;
+
+static int log_start(void *ctx, kgl_run_member *m)
+{
+    log_probe *p = ctx;
+    kgl_diag_init(&p->diag, &m->tr);
+    m->diag = &p->diag;
+    kgl_run_log_header(p->f, m, p->use);
+    return 0;
+}
+
+static void log_write_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    (void)stopping;
+    log_probe *p = ctx;
+    if (p->rows < 256) p->loss[p->rows] = loss, p->mrr[p->rows++] = evaluated ? m->valid_ev.both.mrr : NAN;
+    kgl_run_log_row(p->f, m, &p->diag, p->use, step, loss, evaluated, 1.5);
+}
+
+/* The fields of one CSV line (no quoted field in this log), cut in place. */
+static int csv_fields(char *line, char **field, int max)
+{
+    int n = 0;
+    for (char *f = line; n < max; f++) {
+        field[n++] = f;
+        f = strchr(f, ',');
+        if (!f) break;
+        *f = 0;
+    }
+    return n;
+}
+
+/* The header names every column (relations out of use_relation left out),
+   each row has as many fields, its loss the step's, its head columns
+   measured, and the valid columns only at an evaluated step, with the MRR
+   the run reported there. */
+TEST(run_log_has_a_column_a_value_and_valid_ranks_where_evaluated)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 10);
+    spec.log_every = 5;
+    static log_probe p;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.csv", T->tmp);
+    p.f = fopen(path, "w");
+    if (!CHECK(p.f && ds.n_relations <= 64)) return;
+    for (int r = 0; r < ds.n_relations; r++) p.use[r] = r != 0;
+    spec.cb = (kgl_run_callbacks){.ctx = &p, .start = log_start, .row = log_write_row};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    fclose(p.f);
+    kgl_diag_free(&p.diag);
+    char *text = test_slurp(path, NULL), *save = NULL, *field[4096];
+    if (!CHECK(text != NULL)) return;
+    int heads = 2, per_head = 11 + ds.n_relations - 1, width = 6 + heads * per_head + 3;
+    char *line = strtok_r(text, "\n", &save);
+    char spec0[600], spec1[600];
+    snprintf(spec0, sizeof spec0, ",h0_spec_%s,", ds.relation_names[0]);
+    snprintf(spec1, sizeof spec1, ",h1_spec_%s,", ds.relation_names[1]);
+    const char *first = "step,loss,main_loss,aux_loss,lr,seconds,h0_max_prob_mean,h0_max_prob_min,";
+    CHECK(strncmp(line, first, strlen(first)) == 0);
+    CHECK(!strstr(line, spec0) && strstr(line, spec1));
+    int n = csv_fields(line, field, 4096);
+    if (!CHECK(n == width)) printf("    %d columns, not %d\n", n, width);
+    CHECK(strcmp(field[n - 3], "valid_mrr") == 0 && strcmp(field[n - 1], "valid_hits10") == 0);
+    int rows = 0;
+    for (; (line = strtok_r(NULL, "\n", &save)); rows++) {
+        n = csv_fields(line, field, 4096);
+        long step = strtol(field[0], NULL, 10);
+        if (!CHECK(n == width && step == 5L * (rows + 1))) printf("    row %d: %d fields, step %ld\n", rows, n, step);
+        if (n != width) break;
+        CHECK(rows < p.rows && strtod(field[1], NULL) == p.loss[rows]); /* 17 digits read back exactly */
+        CHECK(strcmp(field[5], "1.500000") == 0);
+        double max_prob = strtod(field[6], NULL); /* a mean of softmax rows' largest weights */
+        CHECK(field[6][0] && max_prob > 0 && max_prob <= 1);
+        bool evaluated = step % 10 == 0;
+        CHECK(evaluated == (field[n - 3][0] != 0) && evaluated == (field[n - 1][0] != 0));
+        if (evaluated) CHECK(rows < p.rows && strtod(field[n - 3], NULL) == p.mrr[rows]);
+    }
+    CHECK(rows == 4);
+    const kgl_run_member *m = &run.member[0];
+    CHECK(m->best_step == 10 || m->best_step == 20);
+    free(text);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+static void log_count_steps(void *ctx, kgl_run_member *m, long work)
+{
+    (void)m;
+    ((log_probe *)ctx)->steps += work;
+}
+
+static bool log_stop_at_7(void *ctx) { return ((log_probe *)ctx)->steps >= 7; }
+
+/* A step the run stops at (Ctrl-C) gets its row, but its heads were not
+   measured: their columns are empty, not the last measurement's. */
+TEST(run_log_row_of_a_stopped_step_leaves_its_heads_empty)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 0);
+    spec.log_every = 5;
+    static log_probe p;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/stopped.csv", T->tmp);
+    p.f = fopen(path, "w");
+    if (!CHECK(p.f && ds.n_relations <= 64)) return;
+    for (int r = 0; r < ds.n_relations; r++) p.use[r] = true;
+    spec.cb = (kgl_run_callbacks){.ctx = &p, .start = log_start, .progress = log_count_steps, .row = log_write_row,
+                                  .stop = log_stop_at_7};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    fclose(p.f);
+    kgl_diag_free(&p.diag);
+    char *text = test_slurp(path, NULL), *save = NULL, *field[4096];
+    if (!CHECK(text != NULL)) return;
+    strtok_r(text, "\n", &save); /* the header */
+    long steps[2] = {5, 7};
+    for (int row = 0; row < 2; row++) {
+        char *line = strtok_r(NULL, "\n", &save);
+        if (!CHECK(line != NULL)) break;
+        int n = csv_fields(line, field, 4096);
+        CHECK(n > 7 && strtol(field[0], NULL, 10) == steps[row]);
+        CHECK(field[1][0] != 0);                          /* the loss, always */
+        CHECK((field[6][0] != 0) == (row == 0) && (field[n - 1][0] != 0) == (row == 0)); /* heads: measured at 5 only */
+    }
+    CHECK(strtok_r(NULL, "\n", &save) == NULL);
+    free(text);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}

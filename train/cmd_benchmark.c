@@ -15,15 +15,15 @@
  * would take the other runs and the report down with it, a run's stderr
  * is its own .err file that users read, and a run with --precision f32 is
  * the other binary. What the runner needs of a process it gets through
- * channels meant for it: the steps down a pipe (KGL_PROGRESS_FD,
- * progress_send_steps), the exit status, the --json on stdout. */
+ * channels meant for it (the library's children, kgl/engine.h: started,
+ * followed, passed Ctrl-C, waited for): the steps down a pipe
+ * (KGL_PROGRESS_FD, progress_send_steps), the exit status, the --json on
+ * stdout. */
 #include <errno.h>
 #include <math.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -115,132 +115,21 @@ static const char *run_label(char *buf, size_t cap, const run_spec *spec, unsign
     return buf;
 }
 
-/* The command of one run (spec, seed), argv[0] `self`: kgl train on the
-   dataset's three files with its options (and --context none after them
-   for a baseline, which kgl train lets win), the seed, its checkpoint and
-   log in OUT, --json (its result on stdout) and --progress (its lines on
-   stderr). With `check`, the same options with --check instead of the
-   outputs: kgl train stops where the run would start. Static buffers: one
-   command at a time. */
-static char **run_argv(const char *self, const run_spec *spec, const char *data, const char *out,
-                       unsigned long long seed, int threads, bool check)
+/* The command of one run (spec, seed), argv[0] `self`, in `cmd`
+   (kgl_benchmark_run_argv); with `check`, kgl train --check of the same
+   options. */
+static char **run_argv(kgl_benchmark_command *cmd, const char *self, const run_spec *spec, const char *data,
+                       const char *out, unsigned long long seed, int threads, bool check)
 {
-    static char paths[5][1200], seed_text[32], threads_text[32];
-    static char *argv[KGL_BENCHMARK_MAX_ARGS];
-    const kgl_benchmark_dataset *job = spec->job;
-    int a = 0;
-    snprintf(paths[0], sizeof paths[0], "%s/%s/train.txt", data, job->name);
-    snprintf(paths[1], sizeof paths[1], "%s/%s/valid.txt", data, job->name);
-    snprintf(paths[2], sizeof paths[2], "%s/%s/test.txt", data, job->name);
-    kgl_benchmark_run_path(paths[3], sizeof paths[3], out, job->name, seed, spec->baseline, "safetensors");
-    kgl_benchmark_run_path(paths[4], sizeof paths[4], out, job->name, seed, spec->baseline, "csv");
-    snprintf(seed_text, sizeof seed_text, "%llu", seed);
-    argv[a++] = (char *)self;
-    argv[a++] = "train";
-    argv[a++] = "--train", argv[a++] = paths[0];
-    argv[a++] = "--valid", argv[a++] = paths[1];
-    argv[a++] = "--test", argv[a++] = paths[2];
-    for (int k = 0; k < job->argc; k++) argv[a++] = job->argv[k];
-    if (spec->baseline) argv[a++] = "--context", argv[a++] = "none";
-    argv[a++] = "--seed", argv[a++] = seed_text;
-    if (check) {
-        argv[a++] = "--check";
-    } else {
-        argv[a++] = "--save", argv[a++] = paths[3];
-        argv[a++] = "--log", argv[a++] = paths[4];
-    }
-    snprintf(threads_text, sizeof threads_text, "%d", threads);
-    argv[a++] = "--threads", argv[a++] = threads_text; /* the cores shared by the runs at the same time */
-    argv[a++] = "--json";
-    argv[a++] = "--progress"; /* to its .err file, which the overall progress line reads */
-    argv[a] = NULL;
-    return argv;
+    return kgl_benchmark_run_argv(cmd, self, spec->job, spec->baseline, data, out, seed, threads, check);
 }
 
-/* SIGINT and SIGTERM reach kgl benchmark alone (each run is in a process
-   group of its own, so that a terminal's Ctrl-C does not reach the runs
-   twice, from the terminal and passed on): the handler passes each one on
-   to the runs going, which stop after their current step as kgl train does
-   (a second signal: at once); the runner then starts nothing more, waits
-   for them and exits 130. The runs going are one slot per worker of the
-   runner (check_options uses slot 0 before it starts), lock-free atomics
-   the handler may read from any thread. Each signal reaches each run
-   once: the handler and a worker that has just started its run both
-   catch the run up to the signals counted, and a compare-and-swap on the
-   count it has had decides who sends each. */
-#define MAX_CHILDREN 64
-static _Atomic pid_t child_of_slot[MAX_CHILDREN];
-static atomic_int signals_had[MAX_CHILDREN]; /* the signals passed on to the slot's run */
-static atomic_int stop_signal, signals_seen;
-
-/* Passes the signals seen and not yet passed on to the run in `slot`. */
-static void catch_up(int slot)
-{
-    pid_t pid = atomic_load(&child_of_slot[slot]);
-    int seen = atomic_load(&signals_seen), had = atomic_load(&signals_had[slot]);
-    while (pid > 0 && had < seen)
-        if (atomic_compare_exchange_weak(&signals_had[slot], &had, had + 1)) kill(pid, atomic_load(&stop_signal)), had++;
-}
-
-static void pass_on_signal(int sig)
-{
-    atomic_store(&stop_signal, sig);
-    atomic_fetch_add(&signals_seen, 1);
-    for (int k = 0; k < MAX_CHILDREN; k++) catch_up(k);
-}
-
-/* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
-   on out_fd and err_fd, the environment `envp`, `steps_fd` (unless -1) as
-   its descriptor 3, in a process group of its own and in slot `slot` of
-   the runs the signals are passed on to. The pid; 0 when a signal came
-   first (nothing started); -1 with errno when it cannot start. */
-static pid_t spawn_child(char **argv, int out_fd, int err_fd, int steps_fd, char **envp, int slot)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
-    posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
-    if (steps_fd >= 0) posix_spawn_file_actions_adddup2(&fa, steps_fd, 3);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setsigmask(&attr, &none); /* not this thread's mask */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
-    pid_t pid = 0;
-    int seen = atomic_load(&signals_seen), e = 0; /* before the check: a signal after it is caught up below */
-    if (!atomic_load(&stop_signal)) {
-        e = posix_spawn(&pid, argv[0], &fa, &attr, argv, envp);
-        if (!e) {
-            atomic_store(&signals_had[slot], seen);
-            atomic_store(&child_of_slot[slot], pid);
-            catch_up(slot); /* a signal the handler passed on before the slot held the run */
-        }
-    }
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    if (e) {
-        errno = e;
-        return -1;
-    }
-    return pid;
-}
-
-/* Waits for the run in `slot` to end, through signals; it leaves the slot
-   before it is reaped (its pid cannot be another process's while the
-   handler may still send to it). Its status. */
-static int wait_child(int slot)
-{
-    pid_t pid = atomic_load(&child_of_slot[slot]);
-    siginfo_t info;
-    while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR) {}
-    atomic_store(&child_of_slot[slot], 0);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return status;
-}
+/* SIGINT and SIGTERM reach kgl benchmark alone (each run in a process
+   group of its own): kgl_children_signal passes each one on to the runs
+   going, which stop after their current step as kgl train does (a second
+   signal: at once); the runner then starts nothing more, waits for them
+   and exits 130. The runs going are one slot per worker of the runner
+   (check_options uses slot 0 before it starts). */
 
 /* Every spec's options as its runs get them, through `kgl train --check`
    (kgl train's own parser: no second list of its options here), before any
@@ -253,33 +142,21 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
 {
     int st = 0;
     for (int j = 0; j < n_specs && !st; j++) {
-        int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC), fd[2] = {-1, -1};
-        if (devnull < 0 || pipe(fd) != 0) {
+        kgl_benchmark_command cmd;
+        char *said;
+        int status;
+        kgl_child_outcome ran = kgl_child_capture(run_argv(&cmd, self, &specs[j], data, out, seed, threads, true),
+                                                  environ, 0, &said, &status);
+        if (ran == KGL_CHILD_NO_PIPE) {
             fprintf(stderr, "kgl benchmark: cannot check the options: %s\n", strerror(errno));
-            if (devnull >= 0) close(devnull);
             return EXIT_USAGE;
         }
-        fcntl(fd[0], F_SETFD, FD_CLOEXEC);
-        fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-        pid_t pid = spawn_child(run_argv(self, &specs[j], data, out, seed, threads, true), devnull, fd[1], -1, environ, 0);
-        int spawn_errno = errno;
-        close(devnull);
-        close(fd[1]);
-        size_t len = 0, cap = 1 << 16;
-        char *said = kgl_xmalloc(cap);
-        for (ssize_t got; pid > 0 && (got = read(fd[0], said + len, cap - len - 1)) != 0;) {
-            if (got > 0) len += (size_t)got;
-            else if (errno != EINTR) break;
-            if (cap - len < 2) said = kgl_xrealloc_for(said, cap *= 2, "kgl train's messages");
-        }
-        said[len] = 0;
-        close(fd[0]);
-        int status = pid > 0 ? wait_child(0) : 0;
+        int spawn_errno = errno, stop_signal = kgl_children_stop_signal();
         if (stop_signal) {
             fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
                     stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
             st = EXIT_INTERRUPTED;
-        } else if (pid < 0) {
+        } else if (ran == KGL_CHILD_CANNOT_START) {
             fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(spawn_errno));
             st = EXIT_USAGE;
         } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -300,6 +177,7 @@ static int check_options(const char *self, const run_spec *specs, int n_specs, c
    once it has ended, and the pipe its steps come down
    (progress_send_steps: kgl train's counts, not its text). */
 typedef struct run_proc {
+    kgl_benchmark_command cmd; /* its command's words */
     pid_t pid;
     int run;          /* spec j, seed s: j * n_seeds + s */
     int slot;         /* its worker's */
@@ -307,12 +185,6 @@ typedef struct run_proc {
     int steps_fd;     /* the pipe's end it is read from */
     double started;   /* now_seconds() */
 } run_proc;
-
-/* The pipes and the processes are made one at a time, so that no run
-   started by another worker meanwhile inherits this run's pipe (which
-   would then not end with this run): its ends are close-on-exec before
-   any other start. */
-static pthread_mutex_t spawning = PTHREAD_MUTEX_INITIALIZER;
 
 /* Starts run r->run with its steps' pipe on descriptor 3 and
    KGL_PROGRESS_FD=3 in `envp`; false after reporting (or, when a signal
@@ -332,26 +204,13 @@ static bool start_run(run_proc *r, const char *self, const run_spec *spec, const
         progress_print(line, "kgl benchmark: %s", why);
         return false;
     }
-    int fd[2] = {-1, -1};
-    pthread_mutex_lock(&spawning); /* run_argv's buffers too */
-    char **argv = run_argv(self, spec, data, out, seed, threads, false), command[8192];
+    char **argv = run_argv(&r->cmd, self, spec, data, out, seed, threads, false), command[8192];
     size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
     for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
-    if (pipe(fd) == 0) {
-        fcntl(fd[0], F_SETFD, FD_CLOEXEC);
-        fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-        fcntl(fd[1], F_SETFL, O_NONBLOCK); /* a run never waits for the benchmark to read its steps */
-        r->pid = spawn_child(argv, fileno(r->json.f), fileno(r->err.f), fd[1], envp, r->slot);
-        close(fd[1]);
-    } else {
-        r->pid = -1;
-    }
+    r->pid = kgl_child_spawn_steps(argv, fileno(r->json.f), fileno(r->err.f), envp, r->slot, &r->steps_fd);
     int spawn_errno = errno;
-    pthread_mutex_unlock(&spawning);
-    r->steps_fd = fd[0];
     if (r->pid <= 0) {
         if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(spawn_errno));
-        if (fd[0] >= 0) close(fd[0]);
         kgl_outfile_discard(&r->json);
         kgl_outfile_discard(&r->err);
         return false;
@@ -391,39 +250,6 @@ static bool keep_run_files(run_proc *r, int status, progress *line)
         ok = false;
     }
     return ok;
-}
-
-/* Follows run r (job `job` of the runner) to its end: each line of its
-   steps' pipe, "DONE TOTAL", is the runner's count of the job; at the end
-   of the pipe (the run has exited) its steps are what its last line said,
-   all it did (fewer than planned if it stopped early). Then waits for it;
-   its status. */
-static int follow_run(run_proc *r, kgl_jobs *jobs, int job)
-{
-    char buf[4096];
-    size_t used = 0;
-    long done = -1, total = -1;
-    for (;;) {
-        ssize_t got = read(r->steps_fd, buf + used, sizeof buf - 1 - used);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) break;
-        used += (size_t)got;
-        buf[used] = 0;
-        char *line = buf, *nl;
-        for (; (nl = strchr(line, '\n')); line = nl + 1) {
-            long d, t;
-            if (sscanf(line, "%ld %ld", &d, &t) == 2 && d >= 0 && t >= 0) {
-                done = d < t ? d : t, total = t;
-                kgl_jobs_report(jobs, job, done, total);
-            }
-        }
-        used = strlen(line); /* a line not yet whole waits for its end */
-        memmove(buf, line, used);
-        if (used == sizeof buf - 1) used = 0; /* not a line of steps */
-    }
-    close(r->steps_fd);
-    if (done >= 0) kgl_jobs_report(jobs, job, done, done);
-    return wait_child(r->slot);
 }
 
 /* The threads of a run: the cores shared by the runs at the same time. */
@@ -594,23 +420,6 @@ static bool files_distinct(const run_spec *specs, int n_specs, const unsigned lo
     return cli_files_distinct("benchmark", files, n + 1);
 }
 
-/* Whether a dataset's options end up at --context none (the last
-   --context wins in kgl train, spaced or as --context=none): with
-   --baseline, its runs would be their own baseline. Read from args_text,
-   the file's words (its argv is `--recipe FILE` by now). */
-static bool says_no_context(const kgl_benchmark_dataset *job)
-{
-    char words[sizeof job->args_text];
-    snprintf(words, sizeof words, "%s", job->args_text);
-    const char *context = NULL;
-    char *save = NULL;
-    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
-        if (strcmp(w, "--context") == 0) context = strtok_r(NULL, " ", &save);
-        else if (strncmp(w, "--context=", 10) == 0) context = w + 10;
-    }
-    return context && strcmp(context, "none") == 0;
-}
-
 /* "1,2,3" → seeds */
 static int parse_seeds(cli_args *a, const char *text, unsigned long long *seeds)
 {
@@ -675,7 +484,7 @@ static int end_run(run_proc *r, int status, const run_spec *specs, int n_seeds, 
     run_label(label, sizeof label, spec, res->seed);
     snprintf(err_path, sizeof err_path, "%s", r->err.path); /* kept before the commit forgets it */
     bool kept = keep_run_files(r, status, line);
-    if (stop_signal && run_stopped(status)) {
+    if (kgl_children_stop_signal() && run_stopped(status)) {
         size_t used = strlen(stopped);
         snprintf(stopped + used, stopped_cap - used, "%s%s", used ? ", " : "", label);
         return -1;
@@ -739,21 +548,10 @@ typedef struct bench_runs {
 static void overall_progress(const kgl_jobs_progress *at, void *ctx)
 {
     bench_runs *b = ctx;
-    double sum_known = 0, d = 0, t = 0;
-    int known = 0, n_seeds = b->n_seeds;
-    for (int r = 0; r < at->jobs; r++)
-        if (at->job[r].reported) sum_known += (double)at->job[r].total, known++;
-    bool guessed = false;
-    for (int r = 0; r < at->jobs; r++) {
-        double total = (double)at->job[r].total;
-        if (!at->job[r].reported) {
-            total = known ? sum_known / known : 0;
-            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
-                if (at->job[q].reported) total = (double)at->job[q].total;
-            guessed = true;
-        }
-        d += (double)at->job[r].done, t += total;
-    }
+    int n_seeds = b->n_seeds;
+    kgl_benchmark_steps steps = kgl_benchmark_steps_of(at, n_seeds);
+    double d = steps.done, t = steps.total;
+    bool guessed = steps.guessed, known = steps.known > 0;
     progress_at pa;
     bool due = progress_due(&b->line, d - b->shown_done, t - b->shown_total, at->jobs_done == at->jobs,
                             now_seconds(), &pa);
@@ -790,13 +588,16 @@ static int bench_job(kgl_jobs *jobs, int run, int worker, void *ctx)
     const run_spec *spec = &b->specs[run / b->n_seeds];
     if (!start_run(&r, b->self, spec, b->data, b->out, b->seeds[run % b->n_seeds], run_threads(b->jobs), b->envp,
                    &b->line)) {
-        if (atomic_load(&stop_signal)) return 0; /* nothing started */
+        if (kgl_children_stop_signal()) return 0; /* nothing started */
         int none = 0;
         atomic_compare_exchange_strong(&b->failed, &none, 1);
         return 1;
     }
     atomic_fetch_add(&b->spawned, 1);
-    int status = follow_run(&r, jobs, run);
+    /* each line of its steps' pipe is the runner's count of the job; at
+       the end its steps are what its last line said, all it did (fewer
+       than planned if it stopped early) */
+    int status = kgl_child_follow(r.steps_fd, r.slot, jobs, run);
     pthread_mutex_lock(&b->stopped_lock); /* the list of runs stopped */
     int st = end_run(&r, status, b->specs, b->n_seeds, b->out, &b->line, b->stopped, sizeof b->stopped);
     pthread_mutex_unlock(&b->stopped_lock);
@@ -809,23 +610,7 @@ static int bench_job(kgl_jobs *jobs, int run, int worker, void *ctx)
 static bool bench_stop(void *ctx)
 {
     (void)ctx;
-    return atomic_load(&stop_signal) != 0;
-}
-
-/* The environment of a run: this one's, with KGL_PROGRESS_FD=3 (its
-   steps' pipe, progress_send_steps) in place of any it had. Freed by the
-   caller (the array; its strings are the environment's, or static). */
-static char **run_environment(void)
-{
-    int n = 0;
-    while (environ[n]) n++;
-    char **envp = kgl_xcalloc((size_t)n + 2, sizeof *envp);
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(environ[i], "KGL_PROGRESS_FD=", 16) != 0) envp[k++] = environ[i];
-    envp[k++] = "KGL_PROGRESS_FD=3";
-    envp[k] = NULL;
-    return envp;
+    return kgl_children_stop_signal() != 0;
 }
 
 /* The runs, `jobs` at a time (the runner, kgl_jobs_run), each timed from
@@ -838,7 +623,7 @@ static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_ben
     int total = n_specs * n_seeds;
     static bench_runs b; /* one per process */
     b = (bench_runs){.self = self, .data = data, .out = out, .specs = specs, .seeds = seeds, .n_seeds = n_seeds,
-                     .jobs = jobs, .envp = run_environment()};
+                     .jobs = jobs, .envp = kgl_environment_with("KGL_PROGRESS_FD=3")};
     pthread_mutex_init(&b.stopped_lock, NULL);
     for (int k = 0; k < total; k++) spec_runs(&specs[k / n_seeds])[k % n_seeds].seed = seeds[k % n_seeds];
     /* The overall line (progress.h): in place on a terminal; elsewhere at
@@ -852,7 +637,7 @@ static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_ben
     progress_stop(&b.line);
     free(b.envp);
     pthread_mutex_destroy(&b.stopped_lock);
-    int sig = atomic_load(&stop_signal), results = atomic_load(&b.results), spawned = atomic_load(&b.spawned);
+    int sig = kgl_children_stop_signal(), results = atomic_load(&b.results), spawned = atomic_load(&b.spawned);
     if (sig) {
         fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s",
                 sig == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
@@ -886,7 +671,7 @@ static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const cha
     }
     job->n_runs = n_seeds;
     job->baseline = baseline;
-    if (baseline && says_no_context(job)) {
+    if (baseline && kgl_benchmark_says_no_context(job)) {
         fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
                         "baseline; leave out --baseline, or --context none\n", job->config_path);
         return false;
@@ -982,7 +767,7 @@ int cmd_benchmark(int argc, char **argv)
     }
     if (!st) {
         self[n] = 0;
-        cli_on_stop_signals(pass_on_signal); /* from here on, its children get SIGINT and SIGTERM from it */
+        cli_on_stop_signals(kgl_children_signal); /* from here on, its children get SIGINT and SIGTERM from it */
         st = check_options(self, specs, n_specs, data, out, seeds[0], run_threads((int)jobs));
     }
     if (!st) {

@@ -46,39 +46,17 @@ typedef struct demo_ctx {
 
 /* ---- printing ----------------------------------------------------------------- */
 
-/* Columns a UTF-8 string takes in a terminal: Hangul, CJK and fullwidth
- * forms take two, combining marks none, everything else one. */
-static int display_width(const char *s)
-{
-    int w = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        unsigned cp = *p;
-        int len = cp < 0x80 ? 1 : cp < 0xe0 ? 2 : cp < 0xf0 ? 3 : 4;
-        if (len > 1) {
-            cp &= 0x3fu >> (len - 1);
-            for (int k = 1; k < len && p[k]; k++) cp = (cp << 6) | (p[k] & 0x3f);
-        }
-        for (int k = 0; k < len && *p; k++) p++;
-        if (cp >= 0x300 && cp <= 0x36f) continue;
-        bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
-                    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
-                    (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6);
-        w += wide ? 2 : 1;
-    }
-    return w;
-}
-
 /* s, left-aligned in `width` columns */
 static void cell(const char *s, int width)
 {
     fputs(s, stdout);
-    for (int k = display_width(s); k < width; k++) putchar(' ');
+    for (int k = kgl_utf8_columns(s); k < width; k++) putchar(' ');
 }
 
 /* s, right-aligned in `width` columns */
 static void rcell(const char *s, int width)
 {
-    for (int k = display_width(s); k < width; k++) putchar(' ');
+    for (int k = kgl_utf8_columns(s); k < width; k++) putchar(' ');
     fputs(s, stdout);
 }
 
@@ -171,8 +149,8 @@ static bool sec_attention(const demo_ctx *c)
     printf("    query %s: scores q·k against all %d keys, divided by √dk = 2, softmax:\n\n", q, w->n);
     int kw = 3, tw = 4;
     for (int j = 0; j < w->n; j++) {
-        if (display_width(w->entity[j]) > kw) kw = display_width(w->entity[j]);
-        if (display_width(w->type_name[w->type_of[j]]) > tw) tw = display_width(w->type_name[w->type_of[j]]);
+        if (kgl_utf8_columns(w->entity[j]) > kw) kw = kgl_utf8_columns(w->entity[j]);
+        if (kgl_utf8_columns(w->type_name[w->type_of[j]]) > tw) tw = kgl_utf8_columns(w->type_name[w->type_of[j]]);
     }
     printf("      ");
     cell("key", kw + 2);
@@ -556,8 +534,8 @@ static bool sec_memo(const demo_ctx *c)
     int tw = 9, rw = 4; /* one width for every table */
     for (int gi = 0; gi < m->n_groups; gi++)
         for (int j = 0; j < m->g[gi].n; j++) {
-            if (display_width(m->g[gi].token[j]) > tw) tw = display_width(m->g[gi].token[j]);
-            if (display_width(m->g[gi].role[j]) > rw) rw = display_width(m->g[gi].role[j]);
+            if (kgl_utf8_columns(m->g[gi].token[j]) > tw) tw = kgl_utf8_columns(m->g[gi].token[j]);
+            if (kgl_utf8_columns(m->g[gi].role[j]) > rw) rw = kgl_utf8_columns(m->g[gi].role[j]);
         }
     for (int gi = 0; gi < m->n_groups; gi++) {
         const kgl_memo_group *g = &m->g[gi];

@@ -79,15 +79,15 @@ static bool write_ranks(const char *path, const kgl_model_set *ms, const data_vi
                 const kgl_ranked *x = &r[k];
                 fprintf(f, "%s\t", v->name[s]);
                 /* names hold no tab or newline (the triples reader splits on them): only a quote needs quoting */
-                write_field(f, ent[t->head], "\"");
+                kgl_csv_field(f, ent[t->head], "\"");
                 fputc('\t', f);
-                write_field(f, ds->relation_names[t->rel], "\"");
+                kgl_csv_field(f, ds->relation_names[t->rel], "\"");
                 fputc('\t', f);
-                write_field(f, ent[t->tail], "\"");
+                kgl_csv_field(f, ent[t->tail], "\"");
                 /* 17 significant digits: each number reads back to the same double */
                 fprintf(f, "\t%s\t%.17g\t%.17g\t", k < n ? "tail" : "head", x->rank, x->score);
                 if (x->top_wrong >= 0) {
-                    write_field(f, ent[x->top_wrong], "\"");
+                    kgl_csv_field(f, ent[x->top_wrong], "\"");
                     fprintf(f, "\t%.17g\n", x->top_wrong_score);
                 } else {
                     fputs("\t\n", f);

@@ -200,61 +200,16 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
     return -1;
 }
 
-/* Whether two values of a model option are the same setting. */
-static bool same_value(const kgl_option *row, const void *a, const void *b)
-{
-    switch (row->type) {
-    case KGL_OPTION_REAL: return *(const double *)a == *(const double *)b;
-    case KGL_OPTION_WORD_OR_NUMBER: {
-        int k = *(const int *)a;
-        const double *x = (const double *)((const char *)a - row->offset + row->number_offset);
-        const double *y = (const double *)((const char *)b - row->offset + row->number_offset);
-        return k == *(const int *)b && (k < row->n_words || *x == *y);
-    }
-    default: return memcmp(a, b, row->size) == 0;
-    }
-}
-
-/* The options --json reports (KGL_OPTION_ECHO), each under its key:
-   "context":"graph"; a number as it was given. */
-static void json_options(kgl_json_writer *w, train_opts *o)
-{
-    for (int k = 0; k < kgl_n_train_options; k++) {
-        const kgl_option *row = &kgl_train_options[k];
-        if (!(row->flags & KGL_OPTION_ECHO)) continue;
-        char value[4096];
-        kgl_option_format(row, kgl_option_value(row, &o->cfg, &o->st, &o->run), value, sizeof value);
-        kgl_json_key(w, row->key);
-        bool number = row->type == KGL_OPTION_WHOLE || row->type == KGL_OPTION_SEED || row->type == KGL_OPTION_REAL;
-        if (number) kgl_json_put_number_text(w, value);
-        else kgl_json_put_string(w, value);
-    }
-}
-
 /* With --resume the model comes from the checkpoint: a model option given on
    the command line must agree with it; training options not given default
-   to the checkpoint's. */
+   to the checkpoint's (kgl_options_merge_checkpoint). */
 static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
 {
-    kgl_config saved_cfg = ck->cfg;
-    kgl_train_state saved = ck->st;
-    for (int k = 0; k < kgl_n_train_options; k++) {
-        const kgl_option *row = &kgl_train_options[k];
-        void *mine = kgl_option_value(row, &o->cfg, &o->st, &o->run);
-        const void *theirs = kgl_option_value(row, &saved_cfg, &saved, NULL);
-        if (row->kind == KGL_OPTION_MODEL && o->given[k] && !same_value(row, mine, theirs)) {
-            fprintf(stderr, "kgl train: %s differs from the checkpoint %s, whose model it resumes\n", row->name,
-                    o->run.resume_path);
-            return EXIT_USAGE;
-        }
-        if (row->kind == KGL_OPTION_TRAINING && !o->given[k]) memcpy(mine, theirs, row->size);
-    }
-    o->cfg = ck->cfg;
-    /* Adam's constants have no option: always the checkpoint's (another
-       optimiser than the checkpoint's starts afresh, with its own) */
-    const kgl_optim *s = &ck->st.optim;
-    if (o->st.optim.kind == s->kind) o->st.optim.beta1 = s->beta1, o->st.optim.beta2 = s->beta2, o->st.optim.eps = s->eps;
-    return -1;
+    const kgl_option *differs = kgl_options_merge_checkpoint(&o->cfg, &o->st, o->given, ck);
+    if (!differs) return -1;
+    fprintf(stderr, "kgl train: %s differs from the checkpoint %s, whose model it resumes\n", differs->name,
+            o->run.resume_path);
+    return EXIT_USAGE;
 }
 
 /* The number of words of the option at w[k]: 2 for "--name value", 1 for a
@@ -364,80 +319,6 @@ typedef struct train_ctx {
     member_out *out; /* [members] */
 } train_ctx;
 
-/* The per-head columns of the log, in this order, each prefixed "h<k>_". */
-static const char *const head_columns[] = {"max_prob_mean", "max_prob_min", "entropy", "max_abs_logit",
-                                           "jac_fro",       "grad_logits",  "grad_wq", "grad_wk",
-                                           "wq_move",       "wk_move",      "attn_tv"};
-#define N_HEAD_COLUMNS (int)(sizeof head_columns / sizeof head_columns[0])
-
-/* The header: layer 0's head columns "h<k>_...", then a stack's deeper
-   layers' the same, each prefixed "l<l>_" (l1_h0_entropy, ...). */
-static void log_header(const train_ctx *c, const kgl_run_member *m)
-{
-    FILE *log = c->out[m->index].log;
-    fprintf(log, "step,loss,main_loss,aux_loss,lr,seconds");
-    bool selecting = c->o->run.eval_every > 0;
-    const kgl_dataset *ds = &c->v->ds;
-    const kgl_config *cfg = &m->tr.model.cfg;
-    for (int l = 0; l < cfg->layers; l++) {
-        char layer[16] = "";
-        if (l > 0) snprintf(layer, sizeof layer, "l%d_", l);
-        for (int h = 0; h < cfg->heads; h++) {
-            for (int k = 0; k < N_HEAD_COLUMNS; k++) fprintf(log, ",%sh%d_%s", layer, h, head_columns[k]);
-            for (int r = 0; r < ds->n_relations; r++) {
-                if (!c->v->use_relation[r]) continue;
-                char name[600];
-                snprintf(name, sizeof name, "%sh%d_spec_%s", layer, h, ds->relation_names[r]);
-                fputc(',', log);
-                write_field(log, name, ",\"\r\n");
-            }
-        }
-    }
-    if (selecting) fputs(",valid_mrr,valid_hits1,valid_hits10", log);
-    fputc('\n', log);
-}
-
-static void log_number(FILE *f, double v)
-{
-    fputc(',', f);
-    if (!isnan(v)) fprintf(f, "%.17g", v); /* empty: NaN in pandas */
-}
-
-/* One row: the losses of the step's forward pass and the diagnostics
-   measured between its backward and its update. */
-static void log_row(const train_ctx *c, const kgl_run_member *m, long step, double loss, bool evaluated)
-{
-    const member_out *out = &c->out[m->index];
-    FILE *log = out->log;
-    fprintf(log, "%ld", step);
-    log_number(log, loss);
-    log_number(log, m->tr.last_main);
-    log_number(log, m->tr.last_aux);
-    log_number(log, m->tr.optim.lr);
-    fprintf(log, ",%.6f", now_seconds() - out->t0);
-    const kgl_diag *dg = &out->diag;
-    /* a step Ctrl-C stopped at was not measured: its head columns are empty, not the last measurement's */
-    bool measured = m->diag_step == step;
-    for (int l = 0; l < dg->layers; l++)
-        for (int h = 0; h < dg->heads; h++) {
-            const kgl_head_diag *hd = kgl_diag_head(dg, l, h);
-            double v[N_HEAD_COLUMNS] = {hd->max_prob_mean, hd->max_prob_min, hd->entropy, hd->max_abs_logit,
-                                        hd->jac_fro,       hd->grad_logits,  hd->grad_wq, hd->grad_wk,
-                                        hd->wq_move,       hd->wk_move,      hd->attn_tv};
-            const double *spec = dg->spec + ((size_t)l * dg->heads + h) * dg->m;
-            for (int k = 0; k < N_HEAD_COLUMNS; k++) log_number(log, measured ? v[k] : NAN);
-            for (int r = 0; r < dg->m; r++)
-                if (c->v->use_relation[r]) log_number(log, measured ? spec[r] : NAN);
-        }
-    if (c->o->run.eval_every) { /* of the parameters after this step's update */
-        const kgl_metrics *b = &m->valid_ev.both;
-        log_number(log, evaluated ? b->mrr : NAN);
-        log_number(log, evaluated ? b->hits1 : NAN);
-        log_number(log, evaluated ? b->hits10 : NAN);
-    }
-    fputc('\n', log);
-}
-
 /* The run's line, with `work` more steps done and `more` more to do (a
    member that stops early takes back the steps it will not take); `force`:
    the last line. A model's: "step 108/300, 0.3s elapsed, ETA 0.6s; loss
@@ -518,7 +399,7 @@ static bool open_log(train_ctx *c, kgl_run_member *m)
     out->log = out->log_file.f;
     kgl_diag_init(&out->diag, &m->tr);
     m->diag = &out->diag; /* measured at the logged steps */
-    log_header(c, m);
+    kgl_run_log_header(out->log, m, c->v->use_relation);
     return true;
 }
 
@@ -558,8 +439,9 @@ static bool close_log(train_ctx *c, kgl_run_member *m)
 static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
 {
     train_ctx *c = ctx;
-    if (!c->out[m->index].log) return;
-    log_row(c, m, step, loss, evaluated);
+    member_out *out = &c->out[m->index];
+    if (!out->log) return;
+    kgl_run_log_row(out->log, m, &out->diag, c->v->use_relation, step, loss, evaluated, now_seconds() - out->t0);
     if (!stopping) log_flush(c, m, step);
 }
 
@@ -751,7 +633,7 @@ static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, size_t para
     kgl_json_key(w, "params");
     kgl_json_put_uint(w, params);
     kgl_json_field_int(w, "ensemble", run->trained);
-    json_options(w, c->o);
+    kgl_options_json(w, &c->o->cfg, &c->o->st, &c->o->run);
     if (run->trained > 1) json_members(w, c, run, models, states, ranking, what, what_cap);
     kgl_json_key(w, "metrics");
     kgl_json_begin_object(w);
@@ -919,63 +801,10 @@ static bool train_outputs_distinct(const train_opts *o)
    are cleared so that nothing downstream reads them. */
 static void warn_no_layer(train_opts *o)
 {
-    struct {
-        bool set;
-        const char *name;
-    } moot[] = {{o->cfg.ffn > 0, "--ffn"},
-                {o->cfg.qk_norm, "--qk-norm"},
-                {o->cfg.learn_temperature, "--temperature learn"},
-                {o->cfg.layers > 1, "--layers"},
-                {given(o, "--neighbours"), "--neighbours"},
-                {o->cfg.query_relation, "--query-relation"},
-                {o->cfg.hide_asked, "--hide-asked-relation"},
-                {o->cfg.relation_token, "--relation-token"},
-                {o->st.reg.edge_dropout > 0, "--edge-dropout"},
-                {o->st.reg.source_dropout > 0, "--source-dropout"}};
-    char list[256] = "";
-    int n = 0;
-    for (size_t k = 0; k < sizeof moot / sizeof moot[0]; k++)
-        if (moot[k].set) {
-            snprintf(list + strlen(list), sizeof list - strlen(list), " %s", moot[k].name);
-            n++;
-        }
+    char list[256];
+    int n = kgl_options_without_layer(&o->cfg, &o->st, o->given, list, sizeof list);
     if (n) fprintf(stderr, "kgl train: warning: --context none has no layer, so%s %s nothing\n", list,
                    n > 1 ? "change" : "changes");
-    o->cfg.query_relation = o->cfg.hide_asked = o->cfg.relation_token = false;
-    o->cfg.layers = 1;
-    o->st.reg.edge_dropout = o->st.reg.source_dropout = 0;
-}
-
-/* Options that cannot go together, once the checkpoint's are merged: the
-   reason, or NULL. */
-static const char *option_conflict(const train_opts *o)
-{
-    bool complex = o->cfg.readout != KGL_READOUT_DIAGONAL;
-    const struct {
-        bool both;
-        const char *why;
-    } rules[] = {
-        /* a relation reads whole heads' columns */
-        {o->st.lookup && complex, "--lookup needs --readout diagonal"},
-        /* these are per (example, tail): 1-N examples have many tails */
-        {o->st.reg.n3 > 0 && o->st.kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
-        {o->st.reg.relation_loss > 0 && o->st.kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
-        {supervision(o) && o->st.kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
-        /* supervision and lookup read the n x n weights of the full context */
-        {supervision(o) && o->cfg.context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},
-        {o->st.lookup && o->cfg.context != KGL_CONTEXT_FULL, "--lookup needs --context full"},
-        /* (--context none warns instead: warn_no_layer) */
-        {o->st.lookup && o->cfg.layers > 1, "--lookup needs one layer (it fixes the first layer's values)"},
-        {given(o, "--neighbours") && o->cfg.context == KGL_CONTEXT_FULL, "--neighbours needs --context graph"},
-        {given(o, "--query-relation") && o->cfg.context == KGL_CONTEXT_FULL, "--query-relation needs --context graph"},
-        {o->st.reg.edge_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
-        {o->st.reg.source_dropout > 0 && o->cfg.context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
-        {given(o, "--hide-asked-relation") && !o->cfg.query_relation && o->cfg.context != KGL_CONTEXT_NONE,
-         "--hide-asked-relation needs --query-relation (a state per question)"},
-    };
-    for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
-        if (rules[k].both) return rules[k].why;
-    return NULL;
 }
 
 /* Formulas on the command line, as in a recipe: "--batch =ceil(n_train/5)".
@@ -1072,7 +901,7 @@ static bool model_options_valid(train_opts *o, const data_view *v, int **head_of
     o->cfg.n_relations = v->ds.n_relations;
     if (o->cfg.context == KGL_CONTEXT_NONE) warn_no_layer(o);
     const char *cfg_err = kgl_config_error(&o->cfg);
-    if (!cfg_err) cfg_err = option_conflict(o);
+    if (!cfg_err) cfg_err = kgl_options_conflict(&o->cfg, &o->st, o->given);
     if (cfg_err) {
         fprintf(stderr, "kgl train: %s\n", cfg_err);
         return false;

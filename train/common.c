@@ -10,20 +10,6 @@
 
 #include "common.h"
 
-void write_field(FILE *f, const char *s, const char *specials)
-{
-    if (!strpbrk(s, specials)) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void print_cell(FILE *f, const char *s, int width)
 {
     size_t w = (size_t)(width < 0 ? -(long)width : width);

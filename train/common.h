@@ -54,11 +54,6 @@ void json_metric(kgl_json_writer *w, const kgl_metrics *m);
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
 void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
-/* A CSV or TSV field that pandas reads back unchanged: written as it is, or,
- * when it holds any byte of `specials`, in double quotes with its quotes
- * doubled (RFC 4180). */
-void write_field(FILE *f, const char *s, const char *specials);
-
 /* s in a table column `width` characters wide (negative: left-aligned, as
  * printf's "%-*s"): cut to its first |width| characters, never part of one
  * (kgl_utf8_prefix), and padded by characters. printf's "%-*.*s" counts

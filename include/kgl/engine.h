@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #ifdef KGL_FLOAT32
 typedef float kgl_real;
@@ -220,6 +221,58 @@ bool kgl_jobs_halted(const kgl_jobs *jobs);
 /* Job `job` has done `done` of `total` steps (total may shrink: steps it
    will not take); then the progress callback. */
 void kgl_jobs_report(kgl_jobs *jobs, int job, long done, long total);
+
+/* ------------------------------------------------------------- children --
+ * Jobs that are other programs (src/engine/children.c): kgl benchmark's
+ * runs, each a `kgl train` process, which must fail alone (kgl_die exits
+ * the whole process). A child starts in a process group of its own, in a
+ * slot of the runner's (its worker's, 0 … KGL_CHILD_SLOTS − 1), and gets
+ * the stop signals through kgl_children_signal, never from the terminal
+ * twice; its steps come down a pipe as lines "DONE TOTAL" (the protocol
+ * KGL_PROGRESS_FD names, kgl train's progress_send_steps), never parsed
+ * out of its messages. */
+#define KGL_CHILD_SLOTS 64
+
+/* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
+   on out_fd and err_fd, the environment `envp`, `steps_fd` (unless -1) as
+   its descriptor 3, in a process group of its own and in slot `slot`. The
+   pid; 0 when a stop signal came first (nothing started); -1 with errno
+   when it cannot start. */
+pid_t kgl_child_spawn(char **argv, int out_fd, int err_fd, int steps_fd, char **envp, int slot);
+/* The same with a pipe for its steps on its descriptor 3 (made and started
+   one child at a time, so that no other child inherits it); *steps_fd is
+   the pipe's end to read (kgl_child_follow), -1 when nothing started. */
+pid_t kgl_child_spawn_steps(char **argv, int out_fd, int err_fd, char **envp, int slot, int *steps_fd);
+/* Reads the child's steps until its pipe ends (it has exited), each line
+   "DONE TOTAL" job `job`'s count (kgl_jobs_report; DONE above TOTAL is
+   TOTAL, other lines are skipped), then its steps are what its last line
+   said, all it did; closes steps_fd and waits for it (kgl_child_wait). */
+int kgl_child_follow(int steps_fd, int slot, kgl_jobs *jobs, int job);
+/* Waits for the child in `slot` to end, through signals; it leaves the
+   slot before it is reaped. Its status (waitpid's). */
+int kgl_child_wait(int slot);
+
+typedef enum kgl_child_outcome {
+    KGL_CHILD_ENDED,       /* it ran: *status is its status */
+    KGL_CHILD_NOT_STARTED, /* a stop signal came first */
+    KGL_CHILD_NO_PIPE,     /* no pipe (or /dev/null) for it: errno says why */
+    KGL_CHILD_CANNOT_START /* errno says why */
+} kgl_child_outcome;
+/* Runs argv in slot `slot` to its end, its stdout to /dev/null and what it
+   writes on stderr into *said (kgl_xmalloc'd, NUL-terminated; free it; NULL
+   for KGL_CHILD_NO_PIPE). */
+kgl_child_outcome kgl_child_capture(char **argv, char **envp, int slot, char **said, int *status);
+
+/* Passes `sig` on to every child going, and to any started after it
+   catches up; kgl_child_spawn starts nothing more. Async-signal-safe: a
+   SIGINT/SIGTERM handler. */
+void kgl_children_signal(int sig);
+/* The last signal kgl_children_signal passed on (0: none). */
+int kgl_children_stop_signal(void);
+/* This process's environment with `setting` ("NAME=VALUE") in place of any
+   NAME it had: an array to free (its strings are the environment's and
+   `setting`, which must outlive it). */
+char **kgl_environment_with(const char *setting);
 
 /* ----------------------------------------------------------------- tape --
  * Ops append a node to the tape as they compute their output. kgl_backward

@@ -72,6 +72,12 @@ void kgl_json_field_null(kgl_json_writer *w, const char *key);
 /* Dies unless every container begun has ended (the end of a writer's use). */
 void kgl_json_writer_finish(kgl_json_writer *w);
 
+/* ---------------------------------------------------------- text output --
+ * A CSV or TSV field that pandas reads back unchanged (src/io/text.c):
+ * written as it is, or, when it holds any byte of `specials`, in double
+ * quotes with its quotes doubled (RFC 4180). */
+void kgl_csv_field(FILE *f, const char *s, const char *specials);
+
 /* ----------------------------------------------------------- text input --
  * The one way kgl reads text files (triples, types, CSV): the whole file is
  * read at once, then iterated line by line. A UTF-8 byte-order mark at the
@@ -123,6 +129,11 @@ bool kgl_utf8_valid(const unsigned char *s, size_t n, size_t *bad_offset);
  * name, table cell and snippet kgl prints). */
 size_t kgl_utf8_chars(const char *s, size_t n);
 size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes);
+/* The columns the UTF-8 text s takes in a terminal, for tables of text
+ * that is not all names (kgl demo's Korean memo): Hangul, CJK and
+ * fullwidth forms take two, combining diacritics (U+0300–U+036F) none,
+ * everything else one. */
+int kgl_utf8_columns(const char *s);
 
 /* Near matches, for "unknown name" errors: writes into out (always
  * NUL-terminated) up to max_shown of the candidates closest to `word` by

@@ -946,6 +946,30 @@ void kgl_option_format(const kgl_option *o, const void *field, char *out, size_t
 void kgl_train_state_defaults(kgl_train_state *st);
 void kgl_run_options_defaults(kgl_run_options *run);
 
+/* What the options say together (src/model/option_rules.c), given[k]
+ * saying the option of row k was given (on the command line or in a
+ * recipe; the last value wins). */
+/* --context none has no layer: the layer's options, and the
+ * neighbourhood's that a recipe written for the graph context sets, change
+ * nothing. Names those set into `list` (" --ffn --qk-norm", for a warning)
+ * and returns how many; clears the neighbourhood's (query_relation,
+ * hide_asked, relation_token, the dropouts of edges and sources) and the
+ * stack (layers 1), so that nothing downstream reads them. */
+int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *given, char *list, size_t cap);
+/* Options that cannot go together ("--lookup needs --readout diagonal"),
+ * the first rule broken, or NULL. */
+const char *kgl_options_conflict(const kgl_config *cfg, const kgl_train_state *st, const bool *given);
+/* --resume: the model is the checkpoint's, and a model option given must
+ * agree with it (else its row is returned, nothing merged); a training
+ * option not given is the checkpoint's; Adam's constants, which have no
+ * option, are the checkpoint's when the optimiser is (another one starts
+ * afresh with its own). NULL when merged. */
+const kgl_option *kgl_options_merge_checkpoint(kgl_config *cfg, kgl_train_state *st, const bool *given,
+                                               const kgl_checkpoint *ck);
+/* --json's echo of the options marked KGL_OPTION_ECHO, each under its key
+ * in the object open ("context":"graph"; a number as it was given). */
+void kgl_options_json(kgl_json_writer *w, kgl_config *cfg, kgl_train_state *st, kgl_run_options *run);
+
 /* ---------------------------------------------------------- diagnostics --
  * What the saturation and specialisation studies measure (the README's model section,
  * "Diagnostics"), per head, at one training step. */
@@ -1157,6 +1181,22 @@ char *kgl_member_path(const char *path, int k);
  * members is too long for the metadata) and the others are still saved;
  * false when any failed. m->saved says which were written. */
 bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
+
+/* The training log (src/model/log.c), a CSV: `kgl train --log F` writes
+ * the header when a member starts and a row from each row callback. The
+ * columns: step, loss, main_loss, aux_loss, lr, seconds; for each layer l
+ * (prefix "l<l>_" from the second) and head k the diagnostics
+ * "h<k>_max_prob_mean", …, "h<k>_attn_tv" (kgl_diag's, in its order) and
+ * "h<k>_spec_<relation>" for each relation in use_relation; then
+ * valid_mrr, valid_hits1 and valid_hits10 when the run selects on valid.
+ * Numbers are written to 17 digits; a value not measured (a row whose step
+ * m->diag was not measured at, a step not evaluated) is an empty field. */
+void kgl_run_log_header(FILE *log, const kgl_run_member *m, const bool *use_relation);
+/* One row: the losses of the step's forward pass, `seconds` since the
+   member started, dg's diagnostics (the member's m->diag) and, when
+   `evaluated`, m->valid_ev's ranking of valid. */
+void kgl_run_log_row(FILE *log, const kgl_run_member *m, const kgl_diag *dg, const bool *use_relation, long step,
+                     double loss, bool evaluated, double seconds);
 
 /* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
  * export, grad): what --checkpoint names is one file F, with the other

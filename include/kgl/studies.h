@@ -606,8 +606,9 @@ bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, s
  * src/studies/benchmark.c): the published rows to compare with, a dataset's
  * configuration CONFIGS/<dataset>.args, a run's results (what `kgl train
  * --json` printed), their mean and standard deviation over seeds, and
- * results.json. Running the runs is the caller's (`kgl benchmark` starts one
- * `kgl train` process per dataset and seed). */
+ * results.json, and the command of each run. Running the runs is the
+ * caller's (`kgl benchmark` starts one `kgl train` process per dataset and
+ * seed, as children of kgl/engine.h). */
 #define KGL_BENCHMARK_MAX_SEEDS 16
 #define KGL_BENCHMARK_MAX_ARGS 128 /* argv slots; a configuration holds at most MAX_ARGS − 24 words */
 
@@ -686,6 +687,36 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
  * Returns what snprintf returns. */
 int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *dataset, unsigned long long seed,
                            bool baseline, const char *ext);
+/* The words of one run's command, into cmd's buffers: `program train` on
+ * DATA/<name>/{train,valid,test}.txt with the dataset's options (and, for
+ * its baseline, --context none after them, which kgl train lets win),
+ * --seed S, --save and --log OUT/<name>-seed<S>[-none].{safetensors,csv},
+ * --threads T, --json (its result on stdout) and --progress (its lines on
+ * stderr). With `check`, --check in place of --save and --log: kgl train
+ * stops where the run would start. cmd->argv, NULL-terminated. */
+typedef struct kgl_benchmark_command {
+    char paths[5][1200], seed[32], threads[32];
+    char *argv[KGL_BENCHMARK_MAX_ARGS];
+} kgl_benchmark_command;
+char **kgl_benchmark_run_argv(kgl_benchmark_command *cmd, const char *program, const kgl_benchmark_dataset *d,
+                              bool baseline, const char *data, const char *out, unsigned long long seed, int threads,
+                              bool check);
+/* Whether the dataset's options end up at --context none (the last
+ * --context wins in kgl train, spaced or as --context=none), read from
+ * args_text, the file's words: with --baseline, its runs would be their own
+ * baseline. */
+bool kgl_benchmark_says_no_context(const kgl_benchmark_dataset *d);
+/* The steps of the benchmark's runs, done and to do, from the runner's
+ * counts (kgl_jobs_progress; run k is spec k / n_seeds's seed k % n_seeds,
+ * a spec's runs neighbours): a run that has not said its steps counts as
+ * another run of its spec that has, else as the mean run that has (0 when
+ * none has), and the total is then `guessed`. `known`: the runs that said. */
+typedef struct kgl_benchmark_steps {
+    double done, total;
+    bool guessed;
+    int known;
+} kgl_benchmark_steps;
+kgl_benchmark_steps kgl_benchmark_steps_of(const kgl_jobs_progress *at, int n_seeds);
 /* Reads a run's `kgl train --json` output into r (all but seed and seconds).
  * False with "what is wrong" in err. */
 bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, size_t err_cap);

@@ -164,6 +164,26 @@ size_t kgl_utf8_chars(const char *s, size_t n)
     return chars;
 }
 
+int kgl_utf8_columns(const char *s)
+{
+    int w = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned cp = *p;
+        int len = cp < 0x80 ? 1 : cp < 0xe0 ? 2 : cp < 0xf0 ? 3 : 4;
+        if (len > 1) {
+            cp &= 0x3fu >> (len - 1);
+            for (int k = 1; k < len && p[k]; k++) cp = (cp << 6) | (p[k] & 0x3f);
+        }
+        for (int k = 0; k < len && *p; k++) p++;
+        if (cp >= 0x300 && cp <= 0x36f) continue;
+        bool wide = (cp >= 0x1100 && cp <= 0x115f) || (cp >= 0x2e80 && cp <= 0xa4cf) ||
+                    (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+                    (cp >= 0xff00 && cp <= 0xff60) || (cp >= 0xffe0 && cp <= 0xffe6);
+        w += wide ? 2 : 1;
+    }
+    return w;
+}
+
 size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes)
 {
     size_t end = 0, chars = 0;
@@ -358,4 +378,18 @@ bool kgl_path_error(char *err, size_t cap, const char *path, const char *fmt, ..
     vsnprintf(err + n, cap - (size_t)n, fmt, ap);
     va_end(ap);
     return false;
+}
+
+void kgl_csv_field(FILE *f, const char *s, const char *specials)
+{
+    if (!strpbrk(s, specials)) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
 }

@@ -182,6 +182,72 @@ int kgl_benchmark_run_path(char *buf, size_t cap, const char *out, const char *d
     return snprintf(buf, cap, "%s/%s-seed%llu%s.%s", out, dataset, seed, baseline ? "-none" : "", ext);
 }
 
+char **kgl_benchmark_run_argv(kgl_benchmark_command *cmd, const char *program, const kgl_benchmark_dataset *d,
+                              bool baseline, const char *data, const char *out, unsigned long long seed, int threads,
+                              bool check)
+{
+    char(*paths)[1200] = cmd->paths, **argv = cmd->argv;
+    int a = 0;
+    snprintf(paths[0], sizeof cmd->paths[0], "%s/%s/train.txt", data, d->name);
+    snprintf(paths[1], sizeof cmd->paths[1], "%s/%s/valid.txt", data, d->name);
+    snprintf(paths[2], sizeof cmd->paths[2], "%s/%s/test.txt", data, d->name);
+    kgl_benchmark_run_path(paths[3], sizeof cmd->paths[3], out, d->name, seed, baseline, "safetensors");
+    kgl_benchmark_run_path(paths[4], sizeof cmd->paths[4], out, d->name, seed, baseline, "csv");
+    snprintf(cmd->seed, sizeof cmd->seed, "%llu", seed);
+    argv[a++] = (char *)program;
+    argv[a++] = "train";
+    argv[a++] = "--train", argv[a++] = paths[0];
+    argv[a++] = "--valid", argv[a++] = paths[1];
+    argv[a++] = "--test", argv[a++] = paths[2];
+    for (int k = 0; k < d->argc; k++) argv[a++] = d->argv[k];
+    if (baseline) argv[a++] = "--context", argv[a++] = "none";
+    argv[a++] = "--seed", argv[a++] = cmd->seed;
+    if (check) {
+        argv[a++] = "--check";
+    } else {
+        argv[a++] = "--save", argv[a++] = paths[3];
+        argv[a++] = "--log", argv[a++] = paths[4];
+    }
+    snprintf(cmd->threads, sizeof cmd->threads, "%d", threads);
+    argv[a++] = "--threads", argv[a++] = cmd->threads; /* the cores shared by the runs at the same time */
+    argv[a++] = "--json";
+    argv[a++] = "--progress"; /* to its .err file */
+    argv[a] = NULL;
+    return argv;
+}
+
+kgl_benchmark_steps kgl_benchmark_steps_of(const kgl_jobs_progress *at, int n_seeds)
+{
+    kgl_benchmark_steps steps = {0};
+    double sum_known = 0;
+    for (int r = 0; r < at->jobs; r++)
+        if (at->job[r].reported) sum_known += (double)at->job[r].total, steps.known++;
+    for (int r = 0; r < at->jobs; r++) {
+        double total = (double)at->job[r].total;
+        if (!at->job[r].reported) {
+            total = steps.known ? sum_known / steps.known : 0;
+            for (int q = r - r % n_seeds; q < r - r % n_seeds + n_seeds; q++) /* its spec's */
+                if (at->job[q].reported) total = (double)at->job[q].total;
+            steps.guessed = true;
+        }
+        steps.done += (double)at->job[r].done, steps.total += total;
+    }
+    return steps;
+}
+
+bool kgl_benchmark_says_no_context(const kgl_benchmark_dataset *d)
+{
+    char words[sizeof d->args_text];
+    snprintf(words, sizeof words, "%s", d->args_text);
+    const char *context = NULL;
+    char *save = NULL;
+    for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        if (strcmp(w, "--context") == 0) context = strtok_r(NULL, " ", &save);
+        else if (strncmp(w, "--context=", 10) == 0) context = w + 10;
+    }
+    return context && strcmp(context, "none") == 0;
+}
+
 /* A number of `obj`, or NaN when it is missing or not one. */
 static double json_num(const kgl_json *obj, const char *key)
 {
