@@ -2,10 +2,14 @@
  * a child's steps come down its pipe into the runner's counts; what it
  * says on stderr is captured with its status; a stop signal reaches the
  * children going, in any slot, and starts no more; the environment a child
- * gets names the pipe once. Each test runs in a process of its own (the
+ * gets names the pipe once; the child's side finds its pipe and sends its
+ * steps down it. Each test runs in a process of its own (the
  * stop signal is process-wide). */
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -118,4 +122,41 @@ TEST(children_environment_names_the_pipe_once)
     }
     CHECK(fds == 1 && kept == 1);
     free(envp);
+}
+
+/* The child's side: KGL_PROGRESS_FD names a pipe of 3 or more, or there is
+   none (unset, not a number, below 3, a file that is not a pipe); a line
+   sent is "DONE TOTAL" whole numbers, what kgl_child_follow reads; and with
+   the reader gone the sender is told to stop. */
+TEST(children_send_steps_down_the_pipe_their_parent_named)
+{
+    int p[2];
+    if (!CHECK(pipe(p) == 0)) return;
+    int fd = p[1] >= 3 ? p[1] : fcntl(p[1], F_DUPFD, 3);
+    char text[32];
+    snprintf(text, sizeof text, "%d", fd);
+    CHECK(unsetenv("KGL_PROGRESS_FD") == 0 && kgl_child_steps_pipe() == -1);
+    setenv("KGL_PROGRESS_FD", text, 1);
+    CHECK(kgl_child_steps_pipe() == fd);
+    setenv("KGL_PROGRESS_FD", "2", 1); /* stderr: never a steps' pipe */
+    CHECK(kgl_child_steps_pipe() == -1);
+    snprintf(text, sizeof text, "%dx", fd);
+    setenv("KGL_PROGRESS_FD", text, 1);
+    CHECK(kgl_child_steps_pipe() == -1);
+    char path[600];
+    snprintf(path, sizeof path, "%s/not-a-pipe", T->tmp);
+    int file = open(path, O_CREAT | O_WRONLY, 0600);
+    snprintf(text, sizeof text, "%d", file);
+    setenv("KGL_PROGRESS_FD", text, 1);
+    CHECK(file >= 3 && kgl_child_steps_pipe() == -1);
+    close(file);
+    CHECK(kgl_child_send_steps(fd, 5, 12) && kgl_child_send_steps(fd, 12, 12));
+    char got[64] = "";
+    ssize_t n = read(p[0], got, sizeof got - 1);
+    CHECK(n > 0 && strcmp(got, "5 12\n12 12\n") == 0);
+    signal(SIGPIPE, SIG_IGN); /* as kgl train does: a write to a pipe without a reader fails with EPIPE */
+    close(p[0]);
+    CHECK(!kgl_child_send_steps(fd, 13, 12));
+    close(fd);
+    unsetenv("KGL_PROGRESS_FD");
 }

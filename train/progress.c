@@ -3,14 +3,11 @@
 
 #include "kgl.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,12 +75,7 @@ void progress_start(progress *p, FILE *f, bool tty, double total, double delay, 
 
 void progress_send_steps(progress *p)
 {
-    const char *text = getenv("KGL_PROGRESS_FD");
-    char *end;
-    long fd = text ? strtol(text, &end, 10) : -1;
-    struct stat st;
-    if (!text || *end || fd < 3 || fd > INT_MAX || fstat((int)fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return;
-    p->steps_fd = (int)fd;
+    p->steps_fd = kgl_child_steps_pipe();
     p->sent_at = p->t0 - 1, p->sent_done = p->sent_total = -1;
 }
 
@@ -93,10 +85,7 @@ static void send_steps(progress *p, double now, bool last)
 {
     if (p->steps_fd < 0 || (p->done == p->sent_done && p->total == p->sent_total)) return;
     if (!last && p->done < p->total && now - p->sent_at < PROGRESS_TTY_SECONDS) return;
-    char text[64];
-    int n = snprintf(text, sizeof text, "%.0f %.0f\n", p->done, p->total);
-    if (write(p->steps_fd, text, (size_t)n) < 0 && errno != EAGAIN && errno != EINTR)
-        p->steps_fd = -1; /* the reader is gone (EPIPE: SIGPIPE is ignored) */
+    if (!kgl_child_send_steps(p->steps_fd, p->done, p->total)) p->steps_fd = -1; /* the reader is gone */
     p->sent_at = now, p->sent_done = p->done, p->sent_total = p->total;
 }
 

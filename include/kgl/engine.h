@@ -229,8 +229,8 @@ void kgl_jobs_report(kgl_jobs *jobs, int job, long done, long total);
  * slot of the runner's (its worker's, 0 … KGL_CHILD_SLOTS − 1), and gets
  * the stop signals through kgl_children_signal, never from the terminal
  * twice; its steps come down a pipe as lines "DONE TOTAL" (the protocol
- * KGL_PROGRESS_FD names, kgl train's progress_send_steps), never parsed
- * out of its messages. */
+ * KGL_PROGRESS_FD names: kgl_child_send_steps writes them, kgl_child_follow
+ * reads them), never parsed out of its messages. */
 #define KGL_CHILD_SLOTS 64
 
 /* Starts argv (argv[0] a path) with stdin from /dev/null, stdout and stderr
@@ -269,6 +269,13 @@ kgl_child_outcome kgl_child_capture(char **argv, char **envp, int slot, char **s
 void kgl_children_signal(int sig);
 /* The last signal kgl_children_signal passed on (0: none). */
 int kgl_children_stop_signal(void);
+/* The child's side of the steps' pipe: the descriptor its parent named in
+   KGL_PROGRESS_FD (a number of 3 or more, open on a pipe), or -1 when none
+   was named (not a child of a runner, or not a pipe). */
+int kgl_child_steps_pipe(void);
+/* Sends "DONE TOTAL" down the steps' pipe fd; false when the reader is gone
+   (stop sending; a full pipe or an interrupted write only drops this line). */
+bool kgl_child_send_steps(int fd, double done, double total);
 /* This process's environment with `setting` ("NAME=VALUE") in place of any
    NAME it had: an array to free (its strings are the environment's and
    `setting`, which must outlive it). */

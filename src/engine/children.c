@@ -17,12 +17,15 @@
  * each. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,4 +202,23 @@ char **kgl_environment_with(const char *setting)
     envp[k++] = (char *)setting;
     envp[k] = NULL;
     return envp;
+}
+
+/* ---- the child's side of the steps' pipe ---------------------------------- */
+
+int kgl_child_steps_pipe(void)
+{
+    const char *text = getenv("KGL_PROGRESS_FD");
+    char *end;
+    long fd = text ? strtol(text, &end, 10) : -1;
+    struct stat st;
+    if (!text || *end || fd < 3 || fd > INT_MAX || fstat((int)fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return -1;
+    return (int)fd;
+}
+
+bool kgl_child_send_steps(int fd, double done, double total)
+{
+    char text[64];
+    int n = snprintf(text, sizeof text, "%.0f %.0f\n", done, total);
+    return write(fd, text, (size_t)n) >= 0 || errno == EAGAIN || errno == EINTR; /* EPIPE: SIGPIPE is ignored */
 }
