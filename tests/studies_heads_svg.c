@@ -147,7 +147,7 @@ TEST(heads_svg_graph_draws_the_weight_over_uniform)
             if (isnan(g.uniform[r])) continue;
             drawn++;
             for (int h = 0; h < g.heads; h++) {
-                char row[16];
+                char row[24];
                 snprintf(row, sizeof row, "head %d", h);
                 double got = cell(svg, row, ds.relation_names[r]), want = g.mass[h * g.m + r] / g.uniform[r];
                 if (!CHECK(four_digits(got, want)))
