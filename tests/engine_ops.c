@@ -314,6 +314,51 @@ TEST(gradcheck_catches_wrong_backwards)
     CHECK(!kgl_gradcheck_op(&bare, 1, &r));
 }
 
+static double constant_eval(void *ctx)
+{
+    (void)ctx;
+    return 0.25;
+}
+
+/* "All zero" means at most KGL_ZERO_FLOOR (1e-10), not exactly 0: partials of
+   round-off size (1e-17, what a parameter no path reaches shows in double
+   precision) are no gradient, and a check of them cannot fail by the
+   comparison alone (the finite difference is round-off too). One partial
+   above the floor is a gradient. */
+TEST(gradcheck_counts_round_off_as_zero)
+{
+    double x[2] = {1, 2}, round_off[2] = {1e-17, -3e-17};
+    kgl_fd_stats st = {0};
+    kgl_fd_compare(x, round_off, 2, 1e-5, 1e-6, constant_eval, NULL, &st);
+    CHECK(st.failures == 0 && !st.nonzero); /* the comparison passes; the gradient is none */
+    CHECK(st.max_abs_analytic == 3e-17 && st.max_abs_numeric == 0);
+    double above[2] = {1e-17, 2e-10};
+    kgl_fd_stats st2 = {0};
+    kgl_fd_compare(x, above, 2, 1e-5, 1e-6, constant_eval, NULL, &st2);
+    CHECK(st2.nonzero);
+}
+
+/* The keys' layer-norm shift β_k moves every score of a query by the same
+   q · β_k, which softmax ignores: its gradient is zero by the algebra, and
+   the whole-layer check says so (a pass with a note) instead of passing on
+   round-off; every other parameter passes without a note. */
+TEST(layer_gradcheck_k_norm_beta_is_zero_by_design)
+{
+    int seen = 0;
+    for (int w = 0; w < KGL_LAYER_CHECKS; w++) {
+        kgl_check_result res[KGL_MAX_PARAMS];
+        int n = kgl_layer_check(w, 1, res);
+        for (int k = 0; k < n; k++) {
+            bool beta_k = strstr(res[k].name, "attn.k_norm.beta") != NULL;
+            seen += beta_k;
+            CHECK(res[k].pass);
+            if (beta_k) CHECK(strstr(res[k].why, "zero by design") == res[k].why);
+            else if (!CHECK(res[k].why[0] == 0)) printf("    %s: %s\n", res[k].name, res[k].why);
+        }
+    }
+    CHECK(seen == 9); /* the qk-norm configurations, one per layer of a stack */
+}
+
 TEST(rel_error_definition)
 {
     CHECK(kgl_rel_error(1.0, 1.0) == 0.0);

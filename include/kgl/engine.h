@@ -489,6 +489,14 @@ const kgl_op *kgl_op_find(const char *name);
 #define KGL_REL_FLOOR 1e-3
 double kgl_rel_error(double analytic, double numeric);
 
+/* The largest partial that still counts as zero. The checks run in double
+ * precision on values of order one, where the round-off of a few hundred
+ * operations is about 1e-14; a gradient whose every element is below 1e-10
+ * carries nothing but round-off. "Nonzero" means above it: a backward that
+ * forgot to write, or a parameter that no path reaches, fails the "all zero"
+ * rule even when round-off makes its partials 1e-17 instead of 0. */
+#define KGL_ZERO_FLOOR 1e-10
+
 typedef struct kgl_check_result {
     char name[48];
     char shapes[256];
@@ -511,7 +519,8 @@ typedef struct kgl_fd_stats {
     long checks;
     double max_abs_err, max_rel_err;
     long failures;
-    bool nonzero;   /* some analytic partial was nonzero */
+    bool nonzero;   /* some analytic partial was above KGL_ZERO_FLOOR */
+    double max_abs_analytic, max_abs_numeric;
     long first_bad; /* index of the first failing element, or -1 */
     double first_bad_analytic, first_bad_numeric;
 } kgl_fd_stats;

@@ -9,7 +9,9 @@
  * x is restored bit for bit after each pair of evaluations. An element fails
  * unless its relative error is <= the op's tolerance (written !(err <= tol),
  * so a NaN fails), and an input whose analytic gradient is all zeros fails:
- * that is what a backward that forgot to write looks like. */
+ * that is what a backward that forgot to write looks like. "Zero" means
+ * below KGL_ZERO_FLOOR (1e-10), not exactly 0: round-off alone leaves
+ * partials of 1e-17 where the exact gradient is zero. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,9 @@ void kgl_fd_compare(kgl_real *x, const kgl_real *analytic, size_t n, double h, d
         st->checks++;
         kgl_keep_max(&st->max_abs_err, abs_err);
         kgl_keep_max(&st->max_rel_err, rel_err);
-        if (a != 0) st->nonzero = true;
+        kgl_keep_max(&st->max_abs_analytic, fabs(a));
+        kgl_keep_max(&st->max_abs_numeric, fabs(numeric));
+        if (fabs(a) > KGL_ZERO_FLOOR) st->nonzero = true;
         if (!(rel_err <= rel_tol)) {
             if (st->failures == 0) {
                 st->first_bad = (long)i;
