@@ -38,7 +38,7 @@ TEST(heads_spec_is_the_mass_on_true_tails_over_entities_with_tails)
 TEST(heads_relation_attention_is_the_weight_on_each_relations_edges)
 {
     int offsets[] = {0, 4, 6}, entity[] = {0, 1, 2, 3, 1, 0}, relation[] = {4, 0, 0, 3, 4, 1};
-    kgl_neighbourhood nb = {.n = 2, .offsets = offsets, .entity = entity, .relation = relation};
+    kgl_neighbourhood nb = {.n = 2, .asked_row = -1, .offsets = offsets, .entity = entity, .relation = relation};
     kgl_tape t;
     kgl_tape_init(&t);
     kgl_tensor *A = kgl_tensor_new(&t, 6, 1, false);
@@ -49,6 +49,23 @@ TEST(heads_relation_attention_is_the_weight_on_each_relations_edges)
     CHECK_NEAR(spec[0], 0.2 + 0.3, EXACT);          /* segment 0 alone has r0's edges */
     CHECK_NEAR(spec[1], (0.4 + 0.75) / 2, EXACT);   /* both have r1's (segment 0 through its inverse) */
     kgl_tape_free(&t);
+}
+
+/* A segment's first edge comes after the entity itself and, when the
+   segment holds it, the asked relation's token (rows 2m + 1 + r, here m = 2:
+   rows 5 and up). Segment 0: itself, the asked r1, an edge; segment 1:
+   itself alone; segment 2 (filled without the questions' relations): itself,
+   an edge. Without --relation-token (asked_row −1) a row above 2m is no
+   token of a question. */
+TEST(neighbourhood_first_edge_skips_the_asked_token)
+{
+    int offsets[] = {0, 3, 4, 6}, entity[] = {0, -1, 2, 1, 2, 0}, relation[] = {4, 6, 0, 4, 4, 1};
+    kgl_neighbourhood nb = {.n = 3, .asked_row = 5, .offsets = offsets, .entity = entity, .relation = relation};
+    CHECK(kgl_neighbourhood_first_edge(&nb, 0) == 2);
+    CHECK(kgl_neighbourhood_first_edge(&nb, 1) == 4); /* none: the segment's end */
+    CHECK(kgl_neighbourhood_first_edge(&nb, 2) == 5);
+    nb.asked_row = -1;
+    CHECK(kgl_neighbourhood_first_edge(&nb, 0) == 1);
 }
 
 static double mrr_without(kgl_model *m, const kgl_dataset *ds, int head)

@@ -459,7 +459,7 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
     char *const *names = v->ds.entity_names;
     int T = sv->n_tokens, H = sv->heads, top = q->top < T ? q->top : T;
     say_which_model(chosen);
-    bool asked = T > 1 && sv->entity[1] < 0; /* --relation-token: the asked relation's token second */
+    bool asked = T > 1 && kgl_segment_asked_relation(&v->ds, sv, 1) >= 0; /* --relation-token: its token second */
     printf("%s: step %ld, %d heads, %d layer%s; question (%s, %s, ?): a neighbourhood of %d tokens (itself%s and %d "
            "edges)\n", chosen->path, step, H, sv->layers, sv->layers == 1 ? "" : "s", names[q->entity], q->rel_name, T,
            asked ? ", the asked relation" : "", T - 1 - asked);
@@ -525,14 +525,15 @@ static void graph_query_json(const kgl_model_choice *chosen, long step, const da
     kgl_json_begin_array(&w);
     for (int t = 0; t < T; t++) {
         kgl_json_begin_object(&w);
-        if (sv->entity[t] < 0) { /* the asked relation's token (--relation-token): no entity */
+        int asked = kgl_segment_asked_relation(&v->ds, sv, t);
+        if (asked >= 0) { /* the asked relation's token (--relation-token): no entity */
             kgl_json_field_null(&w, "entity");
-            kgl_relation_row_name(&v->ds, sv->relation[t] - 2 * v->ds.n_relations - 1, rel, sizeof rel);
+            kgl_relation_row_name(&v->ds, asked, rel, sizeof rel);
             kgl_json_field_string(&w, "asked_relation", rel);
         } else {
             kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
         }
-        if (t == 0 || sv->entity[t] < 0) { /* the question's own entity, or its relation: no edge led to it */
+        if (t == 0 || asked >= 0) { /* the question's own entity, or its relation: no edge led to it */
             kgl_json_field_null(&w, "relation");
         } else {
             kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);

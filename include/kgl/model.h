@@ -142,6 +142,10 @@ void kgl_neighbourhood_fixed(kgl_neighbourhood *nb, const int *head, const int *
  * query token), which then reads the zero slot: the state must come from the
  * entity's edges (as HittER masks the source entity). Training only. */
 void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng);
+/* The index of segment b's first edge token: after the entity itself and,
+ * when the segment holds one (--relation-token, filled with the questions'
+ * relations), the asked relation's token. offsets[b + 1] when it has none. */
+int kgl_neighbourhood_first_edge(const kgl_neighbourhood *nb, int b);
 
 /* One layer's weights: attention, residual, layer norm, optional FFN. Layer 0's
  * tensors are named as in the README's table (attn.wq, ln1.gamma, …); layer
@@ -541,6 +545,9 @@ void kgl_model_question_segment(const kgl_model *m, int entity, int row, kgl_seg
  * the entity itself, "(asked) RELATION" for the asked relation's token
  * (--relation-token; entity −1), "RELATION NAME" for an edge. */
 void kgl_segment_token_name(const kgl_dataset *ds, const kgl_segment_view *sv, int t, char *out, size_t cap);
+/* The relation row (0 … 2m − 1) that token t of sv asks when it is the asked
+ * relation's token (--relation-token: entity −1, P's row 2m + 1 + row), else −1. */
+int kgl_segment_asked_relation(const kgl_dataset *ds, const kgl_segment_view *sv, int t);
 /* Whether token t of sv stands for an entity marked in is_true[n] (the
  * asked relation's token stands for none). */
 bool kgl_segment_token_is(const kgl_segment_view *sv, int t, const bool *is_true);

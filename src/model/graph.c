@@ -243,6 +243,13 @@ void kgl_neighbourhood_fixed(kgl_neighbourhood *nb, const int *head, const int *
     fill(nb, head, rel, tail, n, all_answers, NULL, 0);
 }
 
+int kgl_neighbourhood_first_edge(const kgl_neighbourhood *nb, int b)
+{
+    int lo = nb->offsets[b], hi = nb->offsets[b + 1];
+    bool asked = nb->asked_row >= 0 && lo + 1 < hi && nb->relation[lo + 1] >= nb->asked_row; /* rows 2m + 1 + r */
+    return lo + 1 + asked;
+}
+
 void kgl_neighbourhood_mask_sources(kgl_neighbourhood *nb, double p, kgl_rng *rng)
 {
     if (!(p > 0)) return;

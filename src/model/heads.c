@@ -78,7 +78,7 @@ static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor
         int lo = nb->offsets[b], hi = nb->offsets[b + 1];
         if (self)
             for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
-        int edges = lo + 1 + (lo + 1 < hi && nb->relation[lo + 1] > 2 * m); /* after the asked relation's token */
+        int edges = kgl_neighbourhood_first_edge(nb, b); /* after the asked relation's token, if any */
         for (int t0 = edges; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
             int r = nb->relation[t0] % m;
             bool first = true;

@@ -23,14 +23,20 @@ void kgl_relation_row_name(const kgl_dataset *ds, int row, char *out, size_t cap
         snprintf(out, cap, "%s" KGL_INVERSE_SUFFIX, ds->relation_names[row - m]);
 }
 
+int kgl_segment_asked_relation(const kgl_dataset *ds, const kgl_segment_view *sv, int t)
+{
+    int m = ds->n_relations;
+    return t > 0 && sv->entity[t] < 0 ? sv->relation[t] - 2 * m - 1 : -1; /* P's rows 2m + 1 + r */
+}
+
 void kgl_segment_token_name(const kgl_dataset *ds, const kgl_segment_view *sv, int t, char *out, size_t cap)
 {
-    int e = sv->entity[t], row = sv->relation[t], m = ds->n_relations;
+    int e = sv->entity[t], row = sv->relation[t], asked = kgl_segment_asked_relation(ds, sv, t);
     char rel[600];
     if (t == 0) { /* the question's own entity: no edge led to it */
         snprintf(out, cap, "(itself) %s", ds->entity_names[e]);
-    } else if (e < 0) { /* the asked relation's token: rows 2m + 1 + r */
-        kgl_relation_row_name(ds, row - 2 * m - 1, rel, sizeof rel);
+    } else if (asked >= 0) {
+        kgl_relation_row_name(ds, asked, rel, sizeof rel);
         snprintf(out, cap, "(asked) %s", rel);
     } else {
         kgl_relation_row_name(ds, row, rel, sizeof rel);
