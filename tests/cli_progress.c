@@ -225,8 +225,14 @@ TEST(ensemble_progress_is_one_line_with_a_sane_eta)
         final = elapsed;
     }
     CHECK(lines >= 11 && members == 4);
-    /* what a fifth of the work foretold against what it took, within a factor of two */
-    if (!CHECK(predicted > 0 && final > 0 && predicted >= final / 2 && predicted <= 2 * final))
+    /* What a fifth of the work foretold against what it took, within a factor
+       of three. The ETA this guards against counts the running member only:
+       at a fifth (1,200 of 6,000 steps, member 0 at 1,200 of its 1,500) it
+       foretells 1.25 × the elapsed time for a run of 5 ×, a factor of four
+       off. A factor of two failed once on a machine loaded to 9 on 2 cores
+       (0.5 s foretold, 1.1 s taken: the pace of a 1-second run moves that
+       much under load). */
+    if (!CHECK(predicted > 0 && final > 0 && predicted >= final / 3 && predicted <= 3 * final))
         printf("    predicted %.1f s, took %.1f s\n", predicted, final);
 }
 
