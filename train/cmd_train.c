@@ -212,42 +212,16 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     return EXIT_USAGE;
 }
 
-/* The number of words of the option at w[k]: 2 for "--name value", 1 for a
-   flag or "--name=value" (no value starts with "--"). */
-static int option_words(char *const *w, int n, int k)
-{
-    return strchr(w[k], '=') || k + 1 >= n || strncmp(w[k + 1], "--", 2) == 0 ? 1 : 2;
-}
-
-static bool same_option(const char *a, const char *b)
-{
-    size_t na = strcspn(a, "="), nb = strcspn(b, "=");
-    return na == nb && strncmp(a, b, na) == 0;
-}
-
 /* The recipe's options as the run uses them: one the command line gives too
    is shown with the command line's value (which wins, coming later) and
    named at the end. */
 static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int argc, char **argv)
 {
-    char line[8192], given[1024] = "";
-    size_t used = 0, n_given = 0;
-    for (int k = 0; k < r->argc; k += option_words(r->argv, r->argc, k)) {
-        char *const *w = r->argv + k;
-        int words = option_words(r->argv, r->argc, k);
-        bool overridden = false;
-        for (int j = 1; j < argc; j += option_words(argv, argc, j)) /* the last one wins */
-            if (same_option(argv[j], r->argv[k])) w = argv + j, words = option_words(argv, argc, j), overridden = true;
-        if (overridden)
-            n_given += (size_t)snprintf(given + n_given, n_given < sizeof given ? sizeof given - n_given : 0,
-                                        "%s%.*s", n_given ? ", " : "", (int)strcspn(w[0], "="), w[0]);
-        for (int q = 0; q < words; q++)
-            used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0, "%s%s",
-                                     used ? " " : "", w[q]);
-    }
+    char line[8192], given[1024];
+    kgl_recipe_as_run(r, argc, argv, line, sizeof line, given, sizeof given);
     fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s%s%s%s\n",
-            r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, n_given ? " (" : "",
-            n_given ? given : "", n_given ? " from the command line)" : "");
+            r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, given[0] ? " (" : "",
+            given, given[0] ? " from the command line)" : "");
 }
 
 /* --recipe: the file's options (formulas computed from the loaded triples)
@@ -266,12 +240,8 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
         fprintf(stderr, "kgl train: %s\n", err);
         return EXIT_USAGE;
     }
-    char **words = kgl_xmalloc((size_t)(argc + r.argc + 1) * sizeof *words);
-    int n = 0;
-    words[n++] = argv[0];
-    for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
-    for (int k = 1; k < argc; k++) words[n++] = argv[k];
-    words[n] = NULL;
+    int n;
+    char **words = kgl_recipe_command_line(&r, argc, argv, &n);
     int st = parse(n, words, o, &r); /* o points at the words themselves, which live in r for the whole run */
     free(words);
     if (st < 0 && strcmp(o->run.precision, KGL_PRECISION) != 0) {
@@ -807,87 +777,26 @@ static void warn_no_layer(train_opts *o)
                    n > 1 ? "change" : "changes");
 }
 
-/* Formulas on the command line, as in a recipe: "--batch =ceil(n_train/5)".
-   A formula needs the loaded triples, and the triples need the command line
-   parsed, so the first parse leaves out each formula with its option;
-   command_line_formulas then computes them and gives the command line with
-   their values, which is parsed again. The value of a file option (--train
-   ... --log) is a name, never a formula. */
-typedef struct cli_formulas {
-    int count;             /* formula words in argv */
-    char **first;          /* argv without them and their options (NULL: none) */
-    int first_argc;
-    char **words;          /* argv with their values, for the whole run */
-    char (*values)[32];
-} cli_formulas;
-
-static bool is_formula(char **argv, int k)
-{
-    if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
-    const kgl_option *option = kgl_train_option_named(argv[k - 1], strlen(argv[k - 1]));
-    return !(option && (option->flags & KGL_OPTION_FILE));
-}
-
-static void find_formulas(int argc, char **argv, cli_formulas *cf)
-{
-    memset(cf, 0, sizeof *cf);
-    for (int k = 1; k < argc; k++) cf->count += is_formula(argv, k);
-    if (!cf->count) return;
-    cf->first = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->first);
-    for (int k = 0; k < argc; k++) {
-        if (k + 1 < argc && is_formula(argv, k + 1)) k++; /* the option and its formula */
-        else cf->first[cf->first_argc++] = argv[k];
-    }
-    cf->first[cf->first_argc] = NULL;
-}
-
-static bool command_line_formulas(int argc, char **argv, cli_formulas *cf, const data_view *v)
-{
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
-    cf->words = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->words);
-    cf->values = kgl_xmalloc((size_t)argc * sizeof *cf->values);
-    for (int k = 0; k < argc; k++) {
-        cf->words[k] = argv[k];
-        if (!is_formula(argv, k)) continue;
-        double x;
-        char why[512];
-        if (!kgl_recipe_eval(argv[k] + 1, &vars, &x, why, sizeof why)) {
-            int keep = (int)kgl_utf8_prefix(argv[k], 60, SIZE_MAX); /* whole characters */
-            fprintf(stderr, "kgl train: %s %.*s%s: %s\n", argv[k - 1], keep, argv[k], argv[k][keep] ? "..." : "", why);
-            return false;
-        }
-        kgl_recipe_format(x, cf->values[k], sizeof cf->values[k]);
-        cf->words[k] = cf->values[k];
-    }
-    cf->words[argc] = NULL;
-    return true;
-}
-
 /* "kgl train: formulas (14 entities, 55 relations, 1592 training triples): --batch 228" */
-static void print_formulas(int argc, const cli_formulas *cf, const data_view *v)
+static void print_formulas(int argc, const kgl_formulas *cf, const data_view *v)
 {
     fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", (long)v->ds.n_entities,
             (long)v->ds.n_relations, (long)v->n[0]);
     for (int k = 1; k < argc; k++)
-        if (cf->words[k] == cf->values[k]) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
+        if (kgl_formulas_computed(cf, k)) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
     fputc('\n', stderr);
 }
 
-static void free_formulas(cli_formulas *cf)
-{
-    free(cf->first);
-    free(cf->words);
-    free(cf->values);
-}
-
-static int train_run(int argc, char **argv, cli_formulas *cf);
+static int train_run(int argc, char **argv, kgl_formulas *cf);
 
 int cmd_train(int argc, char **argv)
 {
-    cli_formulas cf;
-    find_formulas(argc, argv, &cf);
+    /* formulas need the triples loaded, and loading them the command line
+       parsed: it is parsed without them first (kgl_formulas, kgl/model.h) */
+    kgl_formulas cf;
+    kgl_formulas_find(&cf, argc, argv);
     int st = train_run(argc, argv, &cf);
-    free_formulas(&cf);
+    kgl_formulas_free(&cf);
     return st;
 }
 
@@ -1012,7 +921,7 @@ static void save_failed(void *ctx, int member, const char *why)
     else fprintf(stderr, "kgl train: %s\n", why);
 }
 
-static int train_run(int argc, char **argv, cli_formulas *cf)
+static int train_run(int argc, char **argv, kgl_formulas *cf)
 {
     train_opts o;
     int st = cf->count ? parse(cf->first_argc, cf->first, &o, NULL) : parse(argc, argv, &o, NULL);
@@ -1025,7 +934,14 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.run.quiet))) return st;
     if (cf->count) {
-        if (!command_line_formulas(argc, argv, cf, &v)) st = EXIT_USAGE;
+        kgl_recipe_vars vars = {v.ds.n_entities, v.ds.n_relations, v.n[0]};
+        size_t cap = 1024; /* and room for the option's name, however long */
+        for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
+        char *err = kgl_xmalloc(cap);
+        bool computed = kgl_formulas_compute(cf, argc, argv, &vars, err, cap);
+        if (!computed) fprintf(stderr, "kgl train: %s\n", err);
+        free(err);
+        if (!computed) st = EXIT_USAGE;
         else if (!o.run.recipe_path) {
             st = parse(argc, cf->words, &o, NULL);
             if (st < 0 && !o.run.quiet && !o.run.json) print_formulas(argc, cf, &v);

@@ -792,6 +792,45 @@ bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *hold
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
 void kgl_recipe_format(double x, char *out, size_t cap);
+/* The words kgl train parses with recipe r: argv[0], the recipe's words,
+ * then the command line's argv[1 .. argc) (coming later, they win); *n gets
+ * their count. Malloc'd and NULL-terminated (free it); the words themselves
+ * stay r's and argv's. */
+char **kgl_recipe_command_line(const kgl_recipe *r, int argc, char **argv, int *n);
+/* The recipe's options as the run uses them, for its report: into `line`
+ * its words joined by spaces, an option the command line argv[1 .. argc)
+ * gives too with the command line's value (its last); into `given` the
+ * names of those options, ", "-separated ("" when none). Both cut to
+ * their caps. E.g. "--dim 16 --steps 5" and "--steps". */
+void kgl_recipe_as_run(const kgl_recipe *r, int argc, char **argv, char *line, size_t line_cap, char *given,
+                       size_t given_cap);
+
+/* Formulas on kgl train's command line, as in a recipe: "--batch
+ * =ceil(n_train/5)". A formula needs the loaded triples, and the triples
+ * need the command line parsed: kgl_formulas_find gives the command line
+ * without each formula and its option (`first`) to parse first;
+ * kgl_formulas_compute then computes them for the triples and gives the
+ * whole command line with their values (`words`), which is parsed again.
+ * The value of a file option (KGL_OPTION_FILE: --train ... --log) is a
+ * name, never a formula. */
+typedef struct kgl_formulas {
+    int count;          /* formula words in argv */
+    char **first;       /* argv without them and their options, NULL-terminated (NULL: no formula) */
+    int first_argc;
+    char **words;       /* argv with their values, NULL-terminated (after kgl_formulas_compute) */
+    char (*values)[32]; /* values[k]: the value of the formula argv[k] */
+} kgl_formulas;
+/* Whether argv[k] is a formula: a word "=..." after an option "--name"
+ * (not "--name=x") that does not name a file. */
+bool kgl_formula_at(char *const *argv, int k);
+void kgl_formulas_find(kgl_formulas *f, int argc, char **argv);
+/* Computes every formula of argv for the counts v into f->words; false with
+ * "--steps =n_trian: unknown name 'n_trian'; ..." in err (a formula cut
+ * after 60 characters, "..." marking the cut). */
+bool kgl_formulas_compute(kgl_formulas *f, int argc, char **argv, const kgl_recipe_vars *v, char *err, size_t cap);
+/* Whether f->words[k] is a computed value (argv[k] was a formula). */
+bool kgl_formulas_computed(const kgl_formulas *f, int k);
+void kgl_formulas_free(kgl_formulas *f);
 
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (README, "The model, exactly"): the parameters by name,
