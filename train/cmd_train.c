@@ -574,7 +574,7 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
             kgl_evaluate_ensemble(&models[k], &states[k], 1, &v->ds, v->split[s], v->n[s], &m0->ev);
             progress_clear(ranking);
             kgl_json_key(w, v->name[s]);
-            json_metrics(w, &v->ds, v->use_relation, &m0->ev);
+            kgl_json_eval(w, &v->ds, v->use_relation, &m0->ev);
         }
         kgl_json_end_object(w);
         kgl_json_end_object(w);
@@ -654,7 +654,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
         both[s] = m0->ev.both;
         if (o->run.json) {
             kgl_json_key(&json, v->name[s]);
-            json_metrics(&json, ds, v->use_relation, &m0->ev);
+            kgl_json_eval(&json, ds, v->use_relation, &m0->ev);
         } else {
             print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
         }
@@ -662,7 +662,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     if (o->run.json) {
         kgl_json_end_object(&json); /* the metrics */
         kgl_json_key(&json, "spec");
-        json_spec(&json, ds, v->use_relation, heads, spec);
+        kgl_json_spec(&json, ds, v->use_relation, heads, spec);
         kgl_json_end_object(&json);
         kgl_json_newline(&json);
         kgl_json_writer_finish(&json);

@@ -299,52 +299,6 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
            o->hits1, o->hits3, o->hits10, o->mr);
 }
 
-void json_metric(kgl_json_writer *w, const kgl_metrics *m)
-{
-    kgl_json_begin_object(w);
-    kgl_json_field_number(w, "mrr", m->mrr);
-    kgl_json_field_number(w, "hits1", m->hits1);
-    kgl_json_field_number(w, "hits3", m->hits3);
-    kgl_json_field_number(w, "hits10", m->hits10);
-    kgl_json_field_number(w, "mr", m->mr);
-    kgl_json_field_int(w, "n", m->n);
-    kgl_json_end_object(w);
-}
-
-/* The three directions of one ranking, each under its key. */
-static void json_directions(kgl_json_writer *w, const kgl_metrics *tail, const kgl_metrics *head,
-                            const kgl_metrics *both)
-{
-    kgl_json_key(w, "tail");
-    json_metric(w, tail);
-    kgl_json_key(w, "head");
-    json_metric(w, head);
-    if (!both) return;
-    kgl_json_key(w, "both");
-    json_metric(w, both);
-}
-
-void json_metrics(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
-{
-    kgl_json_begin_object(w);
-    json_directions(w, &e->tail, &e->head, &e->both);
-    kgl_json_key(w, "optimistic");
-    kgl_json_begin_object(w);
-    json_directions(w, &e->tail_optimistic, &e->head_optimistic, &e->both_optimistic);
-    kgl_json_end_object(w);
-    kgl_json_key(w, "per_relation");
-    kgl_json_begin_object(w);
-    for (int r = 0; r < ds->n_relations; r++) {
-        if (!use[r] || e->rel_tail[r].n == 0) continue;
-        kgl_json_key(w, ds->relation_names[r]);
-        kgl_json_begin_object(w);
-        json_directions(w, &e->rel_tail[r], &e->rel_head[r], NULL);
-        kgl_json_end_object(w);
-    }
-    kgl_json_end_object(w);
-    kgl_json_end_object(w);
-}
-
 static int spec_column_width(const char *relation)
 {
     int w = text_width(relation);
@@ -387,20 +341,6 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
             if (use[r]) printf(" %*.3f", spec_column_width(ds->relation_names[r]), spec[h * m + r]);
         printf("\n");
     }
-}
-
-void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec)
-{
-    int m = ds->n_relations;
-    kgl_json_begin_object(w);
-    for (int r = 0; r < m; r++) {
-        if (!use[r]) continue;
-        kgl_json_key(w, ds->relation_names[r]);
-        kgl_json_begin_array(w);
-        for (int h = 0; h < heads; h++) kgl_json_put_number(w, spec[h * m + r]);
-        kgl_json_end_array(w);
-    }
-    kgl_json_end_object(w);
 }
 
 /* Where the names joined by \n in a checkpoint's metadata first differ from

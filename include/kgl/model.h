@@ -475,6 +475,17 @@ const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *oth
 void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix);
 void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
+/* A ranking's results as JSON (src/model/results.c), as kgl train --json and
+ * kgl eval --json write them. kgl_json_metric: {"mrr":..,"hits1":..,
+ * "hits3":..,"hits10":..,"mr":..,"n":..}. kgl_json_eval: the object
+ * {"tail":M,"head":M,"both":M,"optimistic":{"tail":M,"head":M,"both":M},
+ * "per_relation":{REL:{"tail":M,"head":M},...}} with a relation only when
+ * use[r] and ranked (its tail count is not 0). kgl_json_spec: {REL:[spec of
+ * head 0, head 1, ...],...} for the relations in use, spec [heads, m]
+ * (where head h looks by relation r: spec[h * m + r], kgl_heads_spec). */
+void kgl_json_metric(kgl_json_writer *w, const kgl_metrics *m);
+void kgl_json_eval(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e);
+void kgl_json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
 typedef struct kgl_tails {
