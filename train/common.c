@@ -34,51 +34,6 @@ bool data_option(cli_args *a, data_args *d, int *status)
     return true;
 }
 
-/* "kgl CMD: OPTION: no relation 'x' in the triples; did you mean 'y'? (they
-   have: a, b or c)" — the list only when it is short enough to read. */
-static void unknown_relation(const char *cmd, const char *option, const char *name, const kgl_dataset *ds)
-{
-    char buf[600], list[2048] = "";
-    const char *const *names = (const char *const *)ds->relation_names;
-    const char *hint = cli_did_you_mean(name, names, ds->n_relations, buf, sizeof buf); /* "" when none is near */
-    if (ds->n_relations <= 30) {
-        size_t used = (size_t)snprintf(list, sizeof list, " (they have:");
-        for (int k = 0; k < ds->n_relations && used < sizeof list; k++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
-        if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
-    }
-    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s%s\n", cmd, option, name, hint, list,
-            name[0] == '=' && strcmp(option, "--relations") == 0
-                ? "; --relations takes relation names, never a formula (it chooses the triples the formulas count)"
-                : "");
-}
-
-/* Splits "a,b,c" and marks each named relation; false on an unknown name. */
-static bool choose_relations(const char *cmd, const char *list, const kgl_dataset *ds, bool *use)
-{
-    for (int r = 0; r < ds->n_relations; r++) use[r] = list == NULL;
-    if (!list) return true;
-    char *copy = kgl_strdup(list);
-    bool ok = true;
-    int chosen = 0;
-    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
-        int r = kgl_dataset_relation_id(ds, tok);
-        if (r < 0) {
-            unknown_relation(cmd, "--relations", tok, ds);
-            ok = false;
-        } else {
-            chosen += !use[r];
-            use[r] = true;
-        }
-    }
-    free(copy);
-    if (ok && chosen == 0) {
-        fprintf(stderr, "kgl %s: --relations: the list is empty\n", cmd);
-        ok = false;
-    }
-    return ok;
-}
-
 /* "'a', 'b', 'c'" (and ", ..." when there are more than were kept). */
 static void print_names(char *const *names, const int *ids, int n)
 {
@@ -164,7 +119,12 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
         return EXIT_USAGE;
     }
     v->use_relation = kgl_xmalloc((size_t)v->ds.n_relations * sizeof(bool));
-    if (!choose_relations(cmd, d->relations, &v->ds, v->use_relation)) {
+    size_t cap = 4096 + (d->relations ? strlen(d->relations) : 0); /* room for a name, however long */
+    char *why = kgl_xmalloc(cap);
+    bool chosen = kgl_dataset_choose_relations(&v->ds, d->relations, v->use_relation, why, cap);
+    if (!chosen) fprintf(stderr, "kgl %s: %s\n", cmd, why);
+    free(why);
+    if (!chosen) {
         data_free(v);
         return EXIT_USAGE;
     }
@@ -209,41 +169,11 @@ void data_free(data_view *v)
 
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of)
 {
-    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
-    char *copy = kgl_strdup(spec);
-    bool ok = true;
-    int assigned = 0;
-    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
-        char *eq = strrchr(tok, '=');
-        if (!eq) {
-            fprintf(stderr, "kgl %s: --supervise-heads: '%s' is not RELATION=HEAD\n", cmd, tok);
-            ok = false;
-            break;
-        }
-        *eq = 0;
-        int r = kgl_dataset_relation_id(ds, tok);
-        char *end;
-        long h = strtol(eq + 1, &end, 10);
-        if (r < 0) {
-            unknown_relation(cmd, "--supervise-heads", tok, ds);
-            ok = false;
-        } else if (end == eq + 1 || *end || h < 0 || h >= heads) {
-            fprintf(stderr, "kgl %s: --supervise-heads: head '%s' for %s must be a number from 0 to %d\n", cmd, eq + 1,
-                    tok, heads - 1);
-            ok = false;
-        } else if (head_of[r] >= 0) {
-            fprintf(stderr, "kgl %s: --supervise-heads: relation '%s' is assigned twice\n", cmd, tok);
-            ok = false;
-        } else {
-            head_of[r] = (int)h;
-            assigned++;
-        }
-    }
-    free(copy);
-    if (ok && !assigned) {
-        fprintf(stderr, "kgl %s: --supervise-heads: the list is empty\n", cmd);
-        ok = false;
-    }
+    size_t cap = 4096 + strlen(spec); /* room for a name, however long */
+    char *why = kgl_xmalloc(cap);
+    bool ok = kgl_supervision_parse(spec, ds, heads, head_of, why, cap);
+    if (!ok) fprintf(stderr, "kgl %s: %s\n", cmd, why);
+    free(why);
     return ok;
 }
 

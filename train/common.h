@@ -40,8 +40,8 @@ bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, 
  * how they are ranked). data_load prints them always, --quiet or not. */
 void print_data_warnings(const kgl_dataset *ds);
 
-/* "advises=0,authored=1" → head_of[m] (-1 elsewhere). Returns false after
- * printing "kgl CMD: --supervise-heads: ...". */
+/* "advises=0,authored=1" → head_of[m] (-1 elsewhere; kgl_supervision_parse,
+ * kgl/model.h). Returns false after printing "kgl CMD: --supervise-heads: ...". */
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of);
 
 /* Prints the per-relation metrics table of one split. */

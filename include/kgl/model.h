@@ -228,6 +228,12 @@ typedef struct kgl_supervision {
     const int *head_of; /* [m] */
     double weight;      /* λ */
 } kgl_supervision;
+/* --supervise-heads "advises=0,authored=1" -> head_of[r] (ds->n_relations of
+ * them; -1 for a relation not named), each head below `heads`. False with
+ * "--supervise-heads: ..." in err: an item not RELATION=HEAD, an unknown
+ * relation (kgl_dataset_unknown_relation), a head out of range, a relation
+ * named twice, an empty list. */
+bool kgl_supervision_parse(const char *spec, const kgl_dataset *ds, int heads, int *head_of, char *err, size_t cap);
 
 typedef struct kgl_forward {
     kgl_tensor *context;                /* C [n, d]; with --context graph in a loss, [B, d]: example b's state */
