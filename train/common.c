@@ -273,62 +273,25 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     }
 }
 
-/* Where the names joined by \n in a checkpoint's metadata first differ from
-   `names`: -1 when they are the same list. *count is how many it lists, and
-   its name at the difference (if it has one) goes to got. */
-static int first_difference(const char *joined, char *const *names, int n, int *count, char *got, size_t cap)
-{
-    int at = -1;
-    *count = 0;
-    for (const char *p = joined;; (*count)++) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (at < 0 && (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0)) {
-            at = *count;
-            snprintf(got, cap, "%.*s", (int)len, p);
-        }
-        if (!nl) {
-            (*count)++;
-            break;
-        }
-        p = nl + 1;
-    }
-    return at >= 0 ? at : *count != n ? *count : -1;
-}
-
 /* A checkpoint that does not fit the embedded academic world was, most
    likely, trained on the user's own triples and opened without --train:
    say that, with what differs: the counts, or (when they are the same) the
-   first name. */
+   first name (kgl_checkpoint_names_differ). */
 static bool explain_other_data(const char *path, const data_view *v)
 {
-    kgl_st_file f;
-    char err[1024];
-    if (!kgl_st_read(path, &f, err, sizeof err)) return false;
-    const char *ents = kgl_st_meta(&f, "entities"), *rels = kgl_st_meta(&f, "relations");
-    bool other = false;
-    if (ents && rels) {
-        const kgl_dataset *ds = &v->ds;
-        char ent_got[256], rel_got[256];
-        int n_ents, n_rels;
-        int ent_at = first_difference(ents, ds->entity_names, ds->n_entities, &n_ents, ent_got, sizeof ent_got);
-        int rel_at = first_difference(rels, ds->relation_names, ds->n_relations, &n_rels, rel_got, sizeof rel_got);
-        other = ent_at >= 0 || rel_at >= 0;
-        bool is_ent = ent_at >= 0;
-        if (other && (n_ents != ds->n_entities || n_rels != ds->n_relations))
-            fprintf(stderr, "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded "
-                    "academic world (%d entities, %d relations)", path, n_ents, n_rels, ds->n_entities,
-                    ds->n_relations);
-        else if (other) /* the same counts: the first name that differs */
-            fprintf(stderr, "%s: this checkpoint was not trained on the embedded academic world: its %s %d is '%s', "
-                    "the academic world's is '%s'", path, is_ent ? "entity" : "relation", is_ent ? ent_at : rel_at,
-                    is_ent ? ent_got : rel_got, is_ent ? ds->entity_names[ent_at] : ds->relation_names[rel_at]);
-        if (other)
-            fprintf(stderr, "; give the triples files it was trained with (--train F, and --valid, --test if it had "
-                    "them)\n");
-    }
-    kgl_st_free(&f);
-    return other;
+    kgl_names_difference d;
+    if (!kgl_checkpoint_names_differ(path, &v->ds, &d)) return false;
+    const kgl_dataset *ds = &v->ds;
+    if (d.n_entities != ds->n_entities || d.n_relations != ds->n_relations)
+        fprintf(stderr, "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded "
+                "academic world (%d entities, %d relations)", path, d.n_entities, d.n_relations, ds->n_entities,
+                ds->n_relations);
+    else /* the same counts: the first name that differs */
+        fprintf(stderr, "%s: this checkpoint was not trained on the embedded academic world: its %s %d is '%s', "
+                "the academic world's is '%s'", path, d.entity ? "entity" : "relation", d.at, d.name,
+                d.entity ? ds->entity_names[d.at] : ds->relation_names[d.at]);
+    fprintf(stderr, "; give the triples files it was trained with (--train F, and --valid, --test if it had them)\n");
+    return true;
 }
 
 int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)

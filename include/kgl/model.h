@@ -907,6 +907,20 @@ bool kgl_checkpoint_precision(const char *path, char precision[4], char *err, si
  * with ck->cfg. */
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
 void kgl_checkpoint_close(kgl_checkpoint *ck);
+/* Whether the checkpoint at `path` names other entities or relations than
+ * ds does (its metadata's lists), and what differs first: *d gets its counts
+ * and, when a name differs, which (an entity's or a relation's, its id and
+ * the checkpoint's name there; "" past the end of the checkpoint's list).
+ * False when the names are ds's, or the file or its lists cannot be read
+ * (kgl_checkpoint_open says why). For a message that says which triples a
+ * checkpoint was trained on, not only that they differ. */
+typedef struct kgl_names_difference {
+    int n_entities, n_relations; /* the checkpoint's */
+    bool entity;                 /* the first difference is an entity's name (else a relation's) */
+    int at;                      /* the id where it is */
+    char name[256];              /* the checkpoint's name there, cut to 255 bytes */
+} kgl_names_difference;
+bool kgl_checkpoint_names_differ(const char *path, const kgl_dataset *ds, kgl_names_difference *d);
 /* Whether `members` (metadata ensemble_members) lists each other member's
  * file once, one a line: false, with why ("line 2 is blank", "line 3
  * repeats line 1 ('e.m1.st')"), for a blank line or a name given twice,
