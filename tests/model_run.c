@@ -5,6 +5,7 @@
  * S + 1000 k and the same bits with one job or two, and kgl_run_save writes
  * the set member 0 lists. */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "test.h"
 
@@ -416,6 +417,85 @@ TEST(run_log_row_of_a_stopped_step_leaves_its_heads_empty)
     }
     CHECK(strtok_r(NULL, "\n", &save) == NULL);
     free(text);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_run_log as a program uses it: opened when a member starts, a row
+   from each row callback, closed at its end. */
+typedef struct log_file_probe {
+    kgl_run_log log;
+    const char *path;
+    bool use[64];
+    int failures;          /* writes that returned false */
+    char first_error[512];
+    bool on_disk_before_close; /* the path existed before the close: not written whole */
+    bool closed;
+    char close_error[512];
+    bool diag_dropped;     /* m->diag was NULL after the failed write */
+} log_file_probe;
+
+static int log_file_start(void *ctx, kgl_run_member *m)
+{
+    log_file_probe *p = ctx;
+    char err[512];
+    return kgl_run_log_open(&p->log, p->path, m, p->use, err, sizeof err) ? 0 : 3;
+}
+
+static void log_file_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    log_file_probe *p = ctx;
+    char err[512];
+    if (!kgl_run_log_write(&p->log, m, p->use, step, loss, evaluated, stopping, 0.25, err, sizeof err)) {
+        if (p->failures++ == 0) snprintf(p->first_error, sizeof p->first_error, "%s", err);
+        p->diag_dropped = m->diag == NULL;
+    }
+}
+
+static void log_file_end(void *ctx, kgl_run_member *m)
+{
+    log_file_probe *p = ctx;
+    struct stat sb;
+    p->on_disk_before_close = stat(p->path, &sb) == 0 && S_ISREG(sb.st_mode);
+    p->closed = kgl_run_log_close(&p->log, m, p->close_error, sizeof p->close_error);
+}
+
+TEST(run_log_file_written_whole_or_dropped_once)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 0);
+    spec.log_every = 5;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/whole.csv", T->tmp);
+    static log_file_probe p;
+    memset(&p, 0, sizeof p);
+    p.path = path;
+    for (int r = 0; r < ds.n_relations && r < 64; r++) p.use[r] = true;
+    spec.cb = (kgl_run_callbacks){.ctx = &p, .start = log_file_start, .row = log_file_row, .end = log_file_end};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(p.failures == 0 && p.closed && !p.on_disk_before_close);
+    char *text = test_slurp(path, NULL);
+    if (CHECK(text != NULL)) {
+        int lines = 0;
+        for (const char *c = text; *c; c++) lines += *c == '\n';
+        CHECK(lines == 5 && strncmp(text, "step,loss,main_loss,", 20) == 0); /* the header, steps 5 to 20 */
+        CHECK(strstr(text, "\n20,") != NULL && strstr(text, ",0.250000,") != NULL);
+    }
+    free(text);
+    kgl_run_free(&run);
+
+    /* a full disk: the first flush fails, is reported once, and the run goes on without the log */
+    memset(&p, 0, sizeof p);
+    p.path = "/dev/full";
+    for (int r = 0; r < ds.n_relations && r < 64; r++) p.use[r] = true;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(p.failures == 1 && p.diag_dropped);
+    CHECK(strcmp(p.first_error, "cannot write the log /dev/full: No space left on device") == 0);
+    CHECK(!p.closed && p.close_error[0] == 0); /* failed before, said then */
+    CHECK(run.member[0].steps_run == 20);
     kgl_run_free(&run);
     kgl_dataset_free(&ds);
 }

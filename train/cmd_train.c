@@ -272,11 +272,8 @@ typedef struct train_line {
    its files and what it has shown. */
 typedef struct member_out {
     char *log_path, *save_path; /* this member's (NULL: none) */
-    FILE *log;                  /* log_file.f while the log is written, else NULL */
-    kgl_outfile log_file;
-    bool log_failed;            /* a write failed: reported, logging stopped */
+    kgl_run_log log;            /* its --log (kgl_run_log_open: not open without one) */
     bool output_failed;         /* its log could not be written */
-    kgl_diag diag;              /* the log's head columns */
     double t0;                  /* the log's clock */
     long shown_step;            /* the step of the model's last line shown */
 } member_out;
@@ -362,57 +359,31 @@ static bool open_log(train_ctx *c, kgl_run_member *m)
     member_out *out = &c->out[m->index];
     if (!out->log_path) return true;
     char err[4200];
-    if (!kgl_outfile_open(&out->log_file, out->log_path, err, sizeof err)) {
-        fprintf(stderr, "kgl train: the log %s\n", err);
-        return false;
-    }
-    out->log = out->log_file.f;
-    kgl_diag_init(&out->diag, &m->tr);
-    m->diag = &out->diag; /* measured at the logged steps */
-    kgl_run_log_header(out->log, m, c->v->use_relation);
-    return true;
+    if (kgl_run_log_open(&out->log, out->log_path, m, c->v->use_relation, err, sizeof err)) return true;
+    fprintf(stderr, "kgl train: the log %s\n", err);
+    return false;
 }
 
-/* After each row: a write error is reported at once, with its reason; the
-   log is dropped and training (and --save) go on. */
-static void log_flush(train_ctx *c, kgl_run_member *m, long step)
+/* kgl_run's row: into the log, flushed (the row of a step the run stops
+   at is written when the log is closed). A write error is reported at
+   once, with its reason; the log is dropped and training (and --save) go on. */
+static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
 {
+    train_ctx *c = ctx;
     member_out *out = &c->out[m->index];
-    if (!out->log) return;
-    if (fflush(out->log) == 0 && !ferror(out->log)) return;
-    int e = errno;
-    progress_print(&c->tl->line, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it",
-                   step, out->log_path, strerror(e ? e : EIO));
-    kgl_outfile_discard(&out->log_file);
-    m->diag = NULL;
-    kgl_diag_free(&out->diag);
-    out->log = NULL;
-    out->log_failed = true;
+    char err[4200];
+    if (!kgl_run_log_write(&out->log, m, c->v->use_relation, step, loss, evaluated, stopping,
+                           now_seconds() - out->t0, err, sizeof err))
+        progress_print(&c->tl->line, "kgl train: step %ld: %s; training goes on without it", step, err);
 }
 
 /* fflush, fsync, then rename over the log path (as a checkpoint is written). */
 static bool close_log(train_ctx *c, kgl_run_member *m)
 {
-    member_out *out = &c->out[m->index];
-    if (!out->log) return !out->log_failed;
-    m->diag = NULL;
-    kgl_diag_free(&out->diag);
     char err[4200];
-    bool ok = kgl_outfile_commit(&out->log_file, err, sizeof err);
-    if (!ok) fprintf(stderr, "kgl train: the log %s\n", err);
-    out->log = NULL;
+    bool ok = kgl_run_log_close(&c->out[m->index].log, m, err, sizeof err);
+    if (!ok && err[0]) fprintf(stderr, "kgl train: the log %s\n", err); /* "": a write failed, said then */
     return ok;
-}
-
-/* kgl_run's row: into the log, flushed (the row of a step the run stops
-   at is written when the log is closed). */
-static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
-{
-    train_ctx *c = ctx;
-    member_out *out = &c->out[m->index];
-    if (!out->log) return;
-    kgl_run_log_row(out->log, m, &out->diag, c->v->use_relation, step, loss, evaluated, now_seconds() - out->t0);
-    if (!stopping) log_flush(c, m, step);
 }
 
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an

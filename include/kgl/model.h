@@ -1267,6 +1267,26 @@ void kgl_run_log_header(FILE *log, const kgl_run_member *m, const bool *use_rela
    `evaluated`, m->valid_ev's ranking of valid. */
 void kgl_run_log_row(FILE *log, const kgl_run_member *m, const kgl_diag *dg, const bool *use_relation, long step,
                      double loss, bool evaluated, double seconds);
+/* The log as a file of its own, written whole or not at all (kgl_outfile:
+ * a temporary renamed over its path at the close). kgl_run_log_open writes
+ * the header and sets m->diag to the log's measurements; false with "PATH:
+ * why" in err. kgl_run_log_write writes a row and flushes it, unless
+ * `stopping` (the row of the step a run stops at: the close writes it); a
+ * write that fails returns false with "cannot write the log PATH: why" in
+ * err, once: the log is dropped (its temporary removed, m->diag NULL) and
+ * later rows are not written (true). kgl_run_log_close commits it; false
+ * with "PATH: why" in err, or with err "" when a write had failed before. */
+typedef struct kgl_run_log {
+    kgl_outfile file;
+    bool open;     /* being written */
+    bool failed;   /* a write failed: the log was dropped */
+    kgl_diag diag; /* its head columns, measured at the logged steps */
+} kgl_run_log;
+bool kgl_run_log_open(kgl_run_log *log, const char *path, kgl_run_member *m, const bool *use_relation, char *err,
+                      size_t cap);
+bool kgl_run_log_write(kgl_run_log *log, kgl_run_member *m, const bool *use_relation, long step, double loss,
+                       bool evaluated, bool stopping, double seconds, char *err, size_t cap);
+bool kgl_run_log_close(kgl_run_log *log, kgl_run_member *m, char *err, size_t cap);
 
 /* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
  * export, grad): what --checkpoint names is one file F, with the other
