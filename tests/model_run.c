@@ -499,3 +499,65 @@ TEST(run_log_file_written_whole_or_dropped_once)
     kgl_run_free(&run);
     kgl_dataset_free(&ds);
 }
+
+/* The fields kgl train --json opens with, written by the library from a
+   run: an ensemble of two selecting on valid, then one model that does not. */
+TEST(run_json_fields_of_a_run_and_its_members)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 10);
+    spec.members = 2;
+    kgl_run run;
+    if (!CHECK(kgl_run_train(&run, &spec) == 0)) return;
+    char *text = NULL, got[64];
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_run_json_fields(&w, &run, true);
+    kgl_json_key(&w, "member1");
+    kgl_json_begin_object(&w);
+    kgl_run_json_member_fields(&w, &run.member[1]);
+    kgl_json_end_object(&w);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    const kgl_run_member *m0 = &run.member[0], *m1 = &run.member[1];
+    char want[256];
+    CHECK(strncmp(text, "{\"steps\":20,\"final_loss\":", 25) == 0);
+    snprintf(want, sizeof want, "\"interrupted\":true,\"best_step\":%ld,\"best_valid_mrr\":", m0->best_step);
+    CHECK(strstr(text, want) != NULL);
+    snprintf(want, sizeof want, ",\"evaluations\":2,\"stopped_early\":false,\"params\":%zu,\"ensemble\":2,",
+             m0->tr.model.params.total + m1->tr.model.params.total);
+    CHECK(strstr(text, want) != NULL);
+    CHECK(test_json_raw(text, "final_loss", got, sizeof got) && strtod(got, NULL) == m0->final_loss);
+    CHECK(test_json_raw(text, "precision", got, sizeof got) && strcmp(got, "\"" KGL_PRECISION "\"") == 0);
+    snprintf(want, sizeof want, "\"member1\":{\"seed\":%llu,\"steps\":20,\"seconds\":", (unsigned long long)m1->seed);
+    CHECK(strstr(text, want) != NULL);
+    snprintf(want, sizeof want, ",\"best_step\":%ld,\"best_valid_mrr\":", m1->best_step);
+    CHECK(strstr(strstr(text, "\"member1\"") ? strstr(text, "\"member1\"") : text, want) != NULL);
+    free(text);
+    kgl_run_free(&run);
+
+    family_spec(&spec, &ds, 3, 0);
+    if (!CHECK(kgl_run_train(&run, &spec) == 0)) return;
+    f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_run_json_fields(&w, &run, false);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    CHECK(strstr(text, "\"interrupted\":false,\"params\":") != NULL); /* no selection: no best step */
+    CHECK(strstr(text, "best_step") == NULL && strstr(text, "\"ensemble\":1}") != NULL);
+    CHECK(test_json_raw(text, "fit_step", got, sizeof got) &&
+          (run.member[0].fit_step >= 0 ? strtol(got, NULL, 10) == run.member[0].fit_step : strcmp(got, "null") == 0));
+    free(text);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}

@@ -467,19 +467,6 @@ static bool on_stop(void *ctx)
     return stop_signal != 0;
 }
 
-/* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
-   evaluation ran (Ctrl-C before the first): the model is the last step's. */
-static void json_best(kgl_json_writer *w, const kgl_run_member *m)
-{
-    if (!m->evaluations) {
-        kgl_json_field_null(w, "best_step");
-        kgl_json_field_null(w, "best_valid_mrr");
-        return;
-    }
-    kgl_json_field_int(w, "best_step", m->best_step);
-    kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
-}
-
 /* The report's model selection: an ensemble's members alone (each ranked on
    every split given, under the ranking's progress line, what says which),
    or the one model's chosen step. */
@@ -532,11 +519,7 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
     for (int k = 0; k < run->trained; k++) {
         const kgl_run_member *m = &run->member[k];
         kgl_json_begin_object(w);
-        kgl_json_key(w, "seed");
-        kgl_json_put_uint(w, m->seed);
-        kgl_json_field_int(w, "steps", m->steps_run);
-        kgl_json_field_number(w, "seconds", m->seconds);
-        if (c->o->run.eval_every) json_best(w, m);
+        kgl_run_json_member_fields(w, m);
         kgl_json_key(w, "metrics");
         kgl_json_begin_object(w);
         for (int s = 0; s < 3; s++) {
@@ -553,27 +536,13 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
     kgl_json_end_array(w);
 }
 
-/* --json's opening: the run, its options, and an ensemble's members. */
-static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, size_t params, const kgl_model *const *models,
+/* --json's opening: the run (kgl_run_json_fields), its options, and an
+   ensemble's members. */
+static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, const kgl_model *const *models,
                      const kgl_real *const *states, progress *ranking, char *what, size_t what_cap)
 {
-    const kgl_run_member *m0 = &run->member[0];
     kgl_json_begin_object(w);
-    kgl_json_field_int(w, "steps", m0->steps_run);
-    kgl_json_field_number(w, "final_loss", m0->final_loss);
-    if (m0->fit_step >= 0) kgl_json_field_int(w, "fit_step", m0->fit_step);
-    else kgl_json_field_null(w, "fit_step");
-    kgl_json_field_number(w, "seconds", run->seconds);
-    kgl_json_field_string(w, "precision", KGL_PRECISION);
-    kgl_json_field_bool(w, "interrupted", stop_signal != 0);
-    if (c->o->run.eval_every) {
-        json_best(w, m0);
-        kgl_json_field_int(w, "evaluations", m0->evaluations);
-        kgl_json_field_bool(w, "stopped_early", m0->stopped_early);
-    }
-    kgl_json_key(w, "params");
-    kgl_json_put_uint(w, params);
-    kgl_json_field_int(w, "ensemble", run->trained);
+    kgl_run_json_fields(w, run, stop_signal != 0);
     kgl_options_json(w, &c->o->cfg, &c->o->st, &c->o->run);
     if (run->trained > 1) json_members(w, c, run, models, states, ranking, what, what_cap);
     kgl_json_key(w, "metrics");
@@ -601,8 +570,6 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     int heads = m0->tr.model.cfg.heads;
     double *spec = kgl_xmalloc((size_t)heads * (size_t)ds->n_relations * sizeof(double));
     kgl_heads_spec(&m0->tr, &f, spec); /* where member 0's heads look, by relation (f: its forward pass) */
-    size_t params = 0;
-    for (int k = 0; k < members; k++) params += run->member[k].tr.model.params.total;
     /* Its rankings take minutes on a graph of real size (each split, and
        each member's alone in an ensemble): a line while they run, erased
        before each table (stdout may be the same terminal). */
@@ -616,7 +583,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     if (c->tl->on) m0->ev.progress = eval_progress_update, m0->ev.progress_ctx = &ep;
     kgl_json_writer json;
     kgl_json_writer_init(&json, stdout);
-    if (o->run.json) json_run(&json, c, run, params, models, states, &ranking, what, sizeof what);
+    if (o->run.json) json_run(&json, c, run, models, states, &ranking, what, sizeof what);
     for (int s = 0; s < 3; s++) {
         if (!o->report[s]) continue;
         snprintf(what, sizeof what, "%s for the report", v->name[s]);

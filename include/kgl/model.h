@@ -1287,6 +1287,17 @@ bool kgl_run_log_open(kgl_run_log *log, const char *path, kgl_run_member *m, con
 bool kgl_run_log_write(kgl_run_log *log, kgl_run_member *m, const bool *use_relation, long step, double loss,
                        bool evaluated, bool stopping, double seconds, char *err, size_t cap);
 bool kgl_run_log_close(kgl_run_log *log, kgl_run_member *m, char *err, size_t cap);
+/* A run's results as JSON (src/model/results.c), the fields kgl train
+ * --json opens its object with: "steps" (member 0's), "final_loss",
+ * "fit_step" (null: not fit), "seconds" (the run's), "precision",
+ * "interrupted"; when the run selects on valid "best_step" and
+ * "best_valid_mrr" (null when no evaluation ran), "evaluations",
+ * "stopped_early"; "params" (of every member trained) and "ensemble" (the
+ * members trained). A member's alone (an ensemble's "members"): "seed",
+ * "steps", "seconds", and its best step and MRR when selecting. The caller
+ * writes the object around them and what follows (options, metrics). */
+void kgl_run_json_fields(kgl_json_writer *w, const kgl_run *run, bool interrupted);
+void kgl_run_json_member_fields(kgl_json_writer *w, const kgl_run_member *m);
 
 /* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
  * export, grad): what --checkpoint names is one file F, with the other

@@ -65,3 +65,47 @@ void kgl_json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, i
     }
     kgl_json_end_object(w);
 }
+
+/* "best_step" and "best_valid_mrr" of the selection on valid; null when no
+   evaluation ran (Ctrl-C before the first): the model is the last step's. */
+static void json_best(kgl_json_writer *w, const kgl_run_member *m)
+{
+    if (!m->evaluations) {
+        kgl_json_field_null(w, "best_step");
+        kgl_json_field_null(w, "best_valid_mrr");
+        return;
+    }
+    kgl_json_field_int(w, "best_step", m->best_step);
+    kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
+}
+
+void kgl_run_json_fields(kgl_json_writer *w, const kgl_run *run, bool interrupted)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    kgl_json_field_int(w, "steps", m0->steps_run);
+    kgl_json_field_number(w, "final_loss", m0->final_loss);
+    if (m0->fit_step >= 0) kgl_json_field_int(w, "fit_step", m0->fit_step);
+    else kgl_json_field_null(w, "fit_step");
+    kgl_json_field_number(w, "seconds", run->seconds);
+    kgl_json_field_string(w, "precision", KGL_PRECISION);
+    kgl_json_field_bool(w, "interrupted", interrupted);
+    if (run->spec.eval_every) {
+        json_best(w, m0);
+        kgl_json_field_int(w, "evaluations", m0->evaluations);
+        kgl_json_field_bool(w, "stopped_early", m0->stopped_early);
+    }
+    size_t params = 0;
+    for (int k = 0; k < run->trained; k++) params += run->member[k].tr.model.params.total;
+    kgl_json_key(w, "params");
+    kgl_json_put_uint(w, params);
+    kgl_json_field_int(w, "ensemble", run->trained);
+}
+
+void kgl_run_json_member_fields(kgl_json_writer *w, const kgl_run_member *m)
+{
+    kgl_json_key(w, "seed");
+    kgl_json_put_uint(w, m->seed);
+    kgl_json_field_int(w, "steps", m->steps_run);
+    kgl_json_field_number(w, "seconds", m->seconds);
+    if (m->spec->eval_every) json_best(w, m);
+}
