@@ -561,3 +561,39 @@ TEST(run_json_fields_of_a_run_and_its_members)
     kgl_run_free(&run);
     kgl_dataset_free(&ds);
 }
+
+/* kgl train's sharing of threads among the members that train at once,
+   and what a run of a spec asks of memory. */
+TEST(run_spec_threads_and_memory)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 10);
+    spec.members = 5;
+    kgl_run_spec_threads(&spec, 8, 0); /* one member a thread, at most the members */
+    CHECK(spec.jobs == 5 && spec.job_threads == 1);
+    kgl_run_spec_threads(&spec, 8, 2);
+    CHECK(spec.jobs == 2 && spec.job_threads == 4);
+    kgl_run_spec_threads(&spec, 3, 2);
+    CHECK(spec.jobs == 2 && spec.job_threads == 1);
+    kgl_run_spec_threads(&spec, 0, 1); /* every core, one member at a time */
+    CHECK(spec.jobs == 1 && spec.job_threads == kgl_cores());
+    spec.members = 1;
+    kgl_run_spec_threads(&spec, 4, 3);
+    CHECK(spec.jobs == 1 && spec.job_threads == 4);
+
+    spec.members = 3;
+    kgl_run_spec_threads(&spec, 4, 2);
+    spec.st.batch = 77;
+    int head_of[64] = {0};
+    spec.head_of = head_of;
+    kgl_memory_run r;
+    kgl_run_memory(&spec, 9999, &r);
+    CHECK(r.cfg.dim == 16 && r.tc.batch == 77 && r.tc.head_of == head_of && r.n_train == spec.n_train);
+    CHECK(r.ranked == 9999 && r.triples == (long)spec.n_train + spec.n_valid + 9999);
+    CHECK(r.members == 3 && r.jobs == 2 && r.threads == 4 && r.selecting && !r.options);
+    kgl_run_memory(&spec, 0, &r);
+    CHECK(r.ranked == (spec.n_train > spec.n_valid ? spec.n_train : spec.n_valid));
+    kgl_dataset_free(&ds);
+}

@@ -761,18 +761,45 @@ static bool model_options_valid(train_opts *o, const data_view *v, int **head_of
     return false;
 }
 
-/* Several trainings at once when the machine has the cores: --ensemble
-   members, `jobs` at a time, each job with job_threads threads
-   (kgl_run_train), under the run's one progress line, stopped by Ctrl-C;
-   c->out gets each member's files. Returns the run's status. */
-static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int job_threads, const int *head_of,
-                       const kgl_checkpoint *ck)
+/* The run the options ask (kgl_run_spec): the model, the training, the
+   selection on valid, the ensemble, and the threads shared among the
+   members that train at once. */
+static void run_spec(const train_opts *o, const data_view *v, const int *head_of, const kgl_checkpoint *ck,
+                     kgl_run_spec *spec)
+{
+    kgl_run_spec_defaults(spec, &v->ds, &o->cfg);
+    spec->train = v->split[0], spec->n_train = v->n[0];
+    spec->valid = v->split[1], spec->n_valid = v->n[1];
+    spec->st = o->st;
+    spec->head_of = head_of;
+    spec->resume = ck;
+    spec->steps = o->run.steps, spec->eval_every = o->run.eval_every, spec->patience = o->run.patience;
+    spec->log_every = o->run.log_every, spec->until_fit = o->run.until_fit;
+    spec->members = (int)o->run.ensemble;
+    kgl_run_spec_threads(spec, (int)o->run.threads, (int)o->run.ensemble_jobs);
+}
+
+/* kgl_trainer_plan's estimate of this run (kgl_run_memory) against the
+   memory there is (memory.c); false after saying what fits. */
+static bool run_fits_memory(const train_opts *o, const data_view *v, const kgl_run_spec *spec)
+{
+    kgl_memory_run run;
+    kgl_run_memory(spec, v->n[2], &run);
+    run.options = true; /* a refusal names the options that would fit */
+    return memory_fits("train", &run, !o->run.quiet && !o->run.json);
+}
+
+/* Several trainings at once when the machine has the cores: the spec's
+   members, its jobs at a time (kgl_run_train), under the run's one progress
+   line, stopped by Ctrl-C; c->out gets each member's files. Returns the
+   run's status. */
+static int run_members(train_ctx *c, kgl_run *run, kgl_run_spec *spec)
 {
     const train_opts *o = c->o;
-    const data_view *v = c->v;
+    int members = spec->members;
     static train_line tl; /* one per process */
     tl.on = !o->run.quiet && (!o->run.json || o->run.progress);
-    tl.members = members, tl.jobs = jobs;
+    tl.members = members, tl.jobs = spec->jobs;
     atomic_init(&tl.finished, 0);
     progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o->run.steps, 0, now_seconds());
     progress_send_steps(&tl.line); /* when kgl benchmark asks */
@@ -782,35 +809,12 @@ static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int jo
         c->out[k].log_path = kgl_member_path(o->run.log_path, k);
         c->out[k].save_path = kgl_member_path(o->run.save_path, k);
     }
-    kgl_run_spec spec;
-    kgl_run_spec_defaults(&spec, &v->ds, &o->cfg);
-    spec.train = v->split[0], spec.n_train = v->n[0];
-    spec.valid = v->split[1], spec.n_valid = v->n[1];
-    spec.st = o->st;
-    spec.head_of = head_of;
-    spec.resume = ck;
-    spec.steps = o->run.steps, spec.eval_every = o->run.eval_every, spec.patience = o->run.patience;
-    spec.log_every = o->run.log_every, spec.until_fit = o->run.until_fit;
-    spec.members = members, spec.jobs = jobs, spec.job_threads = job_threads;
-    spec.cb = (kgl_run_callbacks){c, on_start, on_progress, on_row, on_end, on_stop};
+    spec->cb = (kgl_run_callbacks){c, on_start, on_progress, on_row, on_end, on_stop};
     stop_signal = 0;
     cli_on_stop_signals(on_stop_signal);
-    int st = kgl_run_train(run, &spec);
+    int st = kgl_run_train(run, spec);
     progress_stop(&tl.line);
     return st;
-}
-
-/* kgl_trainer_plan's estimate of this run against the memory there is
-   (memory.c); false after saying what fits. */
-static bool run_fits_memory(const train_opts *o, const data_view *v, int *head_of, int members, int jobs,
-                            int job_threads)
-{
-    kgl_memory_run run = {.cfg = o->cfg, .tc = {.batch = (int)o->st.batch, .head_of = head_of}, .reg = o->st.reg,
-                      .n_train = v->n[0], .ranked = v->n[0] > v->n[1] ? v->n[0] : v->n[1], .members = members,
-                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o->run.eval_every > 0, .options = true};
-    run.ranked = run.ranked > v->n[2] ? run.ranked : v->n[2];
-    run.triples = (long)v->n[0] + v->n[1] + v->n[2];
-    return memory_fits("train", &run, !o->run.quiet && !o->run.json);
 }
 
 /* --resume of a checkpoint of the other precision, without --precision:
@@ -928,13 +932,10 @@ static int train_run(int argc, char **argv, kgl_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    int members = (int)o.run.ensemble;
-    /* the threads are shared among the members that train at once */
-    int threads = o.run.threads ? (int)o.run.threads : kgl_cores();
-    int jobs = o.run.ensemble_jobs ? (int)o.run.ensemble_jobs : threads;
-    jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
-    int job_threads = threads / jobs > 1 ? threads / jobs : 1;
-    if (!run_fits_memory(&o, &v, head_of, members, jobs, job_threads)) {
+    kgl_run_spec spec;
+    run_spec(&o, &v, head_of, resumed ? &ck : NULL, &spec);
+    int members = spec.members, jobs = spec.jobs;
+    if (!run_fits_memory(&o, &v, &spec)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;
@@ -946,7 +947,7 @@ static int train_run(int argc, char **argv, kgl_formulas *cf)
     }
     train_ctx c = {.o = &o, .v = &v};
     kgl_run run;
-    st = run_members(&c, &run, members, jobs, job_threads, head_of, resumed ? &ck : NULL);
+    st = run_members(&c, &run, &spec);
     free(head_of);
     if (resumed) {
         kgl_checkpoint_close(&ck);

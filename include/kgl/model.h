@@ -1190,6 +1190,17 @@ typedef struct kgl_run_spec {
  * 300 steps, a row every 10, one member, one job on one thread; cfg's
  * n_entities and n_relations set from ds. */
 void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_config *cfg);
+/* The threads shared among the members that train at once (kgl train's
+ * --threads and --ensemble-jobs): `jobs` members at once (0: one a thread),
+ * at most spec->members, each job threads / jobs threads (at least 1);
+ * `threads` 0: every core (kgl_cores). Sets spec->jobs and job_threads. */
+void kgl_run_spec_threads(kgl_run_spec *spec, int threads, int jobs);
+/* What a run of `spec` asks of memory, for kgl_memory_needed:
+ * its models, the jobs and threads at once, the most triples one ranking
+ * ranks (train, valid, or the n_test test triples the report ranks too) and
+ * the selection's snapshot. r->options is false: a program whose options
+ * can change sets it. */
+void kgl_run_memory(const kgl_run_spec *spec, long n_test, kgl_memory_run *r);
 
 struct kgl_run_member {
     int index;                    /* of the ensemble (0 without one) */
