@@ -769,3 +769,26 @@ TEST(supervision_parse_and_its_messages)
     CHECK(strcmp(e, "--supervise-heads: the list is empty") == 0);
     kgl_dataset_free(&ds);
 }
+
+/* The last batch of an epoch under an eighth of the others, and the batch
+   size that makes every batch of the epoch equal. */
+TEST(trainer_short_last_batch_rule)
+{
+    static kgl_trainer tr; /* the rule reads the examples and the batch size only */
+    long last = -1, equal = -1, batches = -1;
+    tr.n_examples = 10432, tr.cfg.batch = 5200; /* UMLS: 10432 = 2 x 5200 + 32 */
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    CHECK(last == 32 && batches == 3 && equal == 3478);
+    tr.cfg.batch = 1024; /* a last batch of 192: above an eighth (128) */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 42, tr.cfg.batch = 40; /* the academic world: 2 of 40 */
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches) && last == 2 && batches == 2 && equal == 21);
+    tr.n_examples = 40 + 5, tr.cfg.batch = 40; /* 5 is exactly an eighth: no warning */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 40 + 4;
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches) && last == 4);
+    tr.n_examples = 80; /* equal batches */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 30; /* one batch: the whole epoch */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+}

@@ -387,24 +387,17 @@ static bool close_log(train_ctx *c, kgl_run_member *m)
 }
 
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an
- * eighth of the others. Adam normalises each step by the gradient's running
- * scale, so a batch of a few examples takes a step as large as a full one on
- * a far noisier gradient, once an epoch: on UMLS a last batch of 2-4 of
- * 10,432 examples cost 0.11 valid MRR, while the last batches of umls.args
- * (192 of 1024) and nations.args (112 of 256) measured the same as equal
- * batches (data/report/manual.md, `kgl train`): hence an eighth. The model
- * is trained as asked; the warning names the equal-batch size. */
+ * eighth of the others (kgl_trainer_short_last_batch says why an eighth).
+ * The model is trained as asked; the warning names the equal-batch size. */
 static void warn_short_last_batch(const kgl_trainer *tr, progress *line)
 {
-    long n = tr->n_examples, b = tr->cfg.batch;
-    if (b <= 0 || b >= n) return;
-    long last = n % b;
-    if (last == 0 || 8 * last >= b) return;
-    long batches = (n + b - 1) / b, equal = (n + batches - 1) / batches;
+    long last, equal, batches;
+    if (!kgl_trainer_short_last_batch(tr, &last, &equal, &batches)) return;
     progress_print(line,
                    "kgl train: warning: each epoch of %ld %s ends with a batch of %ld (the others %ld), which takes "
                    "a full Adam step on a far noisier gradient; --batch %ld makes the %ld batches equal",
-                   n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
+                   (long)tr->n_examples, tr->kvsall ? "queries" : "examples", last, (long)tr->cfg.batch, equal,
+                   batches);
 }
 
 /* kgl_run's start: a member's model is ready. Warnings and notes on what

@@ -660,6 +660,11 @@ void kgl_trainer_update(kgl_trainer *tr);
 /* Entity states C of the current parameters (on eval_tape, no gradients),
  * with the attention on the way in f. */
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
+/* Whether an epoch ends with a batch under an eighth of the others (*last
+ * examples or queries; the others tr->cfg.batch), which takes a full Adam
+ * step on a far noisier gradient; *equal is the batch size that makes its
+ * *batches batches equal. kgl train warns of it. */
+bool kgl_trainer_short_last_batch(const kgl_trainer *tr, long *last, long *equal, long *batches);
 /* The same states without the attention weights: what evaluation needs, in
  * far less memory (H n² doubles fewer). NULL for a --query-relation model:
  * its evaluation computes each question's own state, and reads none of these
