@@ -856,6 +856,26 @@ static void save_failed(void *ctx, int member, const char *why)
     else fprintf(stderr, "kgl train: %s\n", why);
 }
 
+/* The command line's formulas computed for the loaded triples
+   (kgl_formulas_compute) and the command line parsed again with their
+   values, which a line shows (a recipe's line, when there is one). Returns
+   -1 to go on with cf->words, or an exit status. */
+static int apply_formulas(int argc, char **argv, kgl_formulas *cf, train_opts *o, const data_view *v)
+{
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    size_t cap = 1024; /* and room for the option's name, however long */
+    for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
+    char *err = kgl_xmalloc(cap);
+    bool computed = kgl_formulas_compute(cf, argc, argv, &vars, err, cap);
+    if (!computed) fprintf(stderr, "kgl train: %s\n", err);
+    free(err);
+    if (!computed) return EXIT_USAGE;
+    if (o->run.recipe_path) return -1; /* the recipe's line shows them */
+    int st = parse(argc, cf->words, o, NULL);
+    if (st < 0 && !o->run.quiet && !o->run.json) print_formulas(argc, cf, v);
+    return st;
+}
+
 static int train_run(int argc, char **argv, kgl_formulas *cf)
 {
     train_opts o;
@@ -869,21 +889,7 @@ static int train_run(int argc, char **argv, kgl_formulas *cf)
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.run.quiet))) return st;
     if (cf->count) {
-        kgl_recipe_vars vars = {v.ds.n_entities, v.ds.n_relations, v.n[0]};
-        size_t cap = 1024; /* and room for the option's name, however long */
-        for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
-        char *err = kgl_xmalloc(cap);
-        bool computed = kgl_formulas_compute(cf, argc, argv, &vars, err, cap);
-        if (!computed) fprintf(stderr, "kgl train: %s\n", err);
-        free(err);
-        if (!computed) st = EXIT_USAGE;
-        else if (!o.run.recipe_path) {
-            st = parse(argc, cf->words, &o, NULL);
-            if (st < 0 && !o.run.quiet && !o.run.json) print_formulas(argc, cf, &v);
-        } else {
-            st = -1; /* the recipe's line shows them */
-        }
-        if (st >= 0) {
+        if ((st = apply_formulas(argc, argv, cf, &o, &v)) >= 0) {
             data_free(&v);
             return st;
         }
