@@ -447,3 +447,29 @@ TEST(relation_named_like_an_inverse_is_refused)
     kgl_source src = {"e.tsv", text, sizeof text - 1};
     if (CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) kgl_dataset_free(&ds);
 }
+
+/* --relations A,B: the relations in use, as kgl train and kgl eval choose
+   them, and each mistake's message (the command puts "kgl CMD: " before it). */
+TEST(choose_relations_and_their_messages)
+{
+    kgl_dataset ds;
+    char e[4096];
+    if (!CHECK(load_academic(&ds, e, sizeof e))) return;
+    bool use[5];
+    CHECK(kgl_dataset_choose_relations(&ds, NULL, use, e, sizeof e));
+    CHECK(use[0] && use[1] && use[2] && use[3] && use[4]);
+    CHECK(kgl_dataset_choose_relations(&ds, "cites,advises,cites", use, e, sizeof e));
+    CHECK(!use[0] && use[1] && !use[2] && !use[3] && use[4]);
+    CHECK(!kgl_dataset_choose_relations(&ds, "cites,advise", use, e, sizeof e));
+    CHECK(strcmp(e, "--relations: no relation 'advise' in the triples; did you mean 'advises'? (they have: about, "
+                    "advises, affiliated, authored, cites)") == 0);
+    CHECK(!kgl_dataset_choose_relations(&ds, "=cites", use, e, sizeof e));
+    CHECK(strstr(e, "(they have: about, advises, affiliated, authored, cites); --relations takes relation names, "
+                    "never a formula") != NULL);
+    CHECK(!kgl_dataset_choose_relations(&ds, ",,", use, e, sizeof e));
+    CHECK(strcmp(e, "--relations: the list is empty") == 0);
+    kgl_dataset_unknown_relation(&ds, "--supervise-heads", "zzzzzz", e, sizeof e);
+    CHECK(strcmp(e, "--supervise-heads: no relation 'zzzzzz' in the triples (they have: about, advises, affiliated, "
+                    "authored, cites)") == 0);
+    kgl_dataset_free(&ds);
+}

@@ -541,3 +541,39 @@ TEST(safetensors_reader_survives_corruption)
     CHECK(ok > 1000 && failed > 3000); /* the data bytes and the padding may change freely; the header mostly not */
     printf("    %d corrupted files read, %d rejected with a message\n", ok, failed);
 }
+
+/* Which triples a checkpoint was trained on, against the academic world:
+   other counts, the same counts with another entity's or relation's name
+   (the first that differs), or the same names. */
+TEST(checkpoint_names_differ_from_the_triples)
+{
+    static char out[1 << 14], err[1 << 14];
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[512], cmd[2048];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    /* sed's renames keep the byte order of the names: alicia is still entity 0, zites relation 4 */
+    static const char *const trainings[][2] = {
+        {"own", "printf 'a\\tr\\tb\\nb\\tr\\tc\\nc\\tq\\ta\\n'"},
+        {"alicia", "sed s/alice/alicia/g data/academic.tsv"},
+        {"zites", "sed s/cites/zites/g data/academic.tsv"},
+        {"academic", "cat data/academic.tsv"},
+    };
+    for (int k = 0; k < 4; k++) {
+        snprintf(cmd, sizeof cmd, "%s > '%s/%s.tsv'", trainings[k][1], T->tmp, trainings[k][0]);
+        if (!CHECK(system(cmd) == 0)) return;
+        snprintf(cmd, sizeof cmd, "train --train '%s/%s.tsv' --steps 1 --quiet --save '%s/%s.st'", T->tmp,
+                 trainings[k][0], T->tmp, trainings[k][0]);
+        if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
+    }
+    kgl_names_difference d;
+    CHECK(kgl_checkpoint_names_differ(tmp_path(T, 0, "own.st"), &ds, &d));
+    CHECK(d.n_entities == 3 && d.n_relations == 2 && d.entity && d.at == 0 && strcmp(d.name, "a") == 0);
+    CHECK(kgl_checkpoint_names_differ(tmp_path(T, 0, "alicia.st"), &ds, &d));
+    CHECK(d.n_entities == 13 && d.n_relations == 5 && d.entity && d.at == 0 && strcmp(d.name, "alicia") == 0);
+    CHECK(kgl_checkpoint_names_differ(tmp_path(T, 0, "zites.st"), &ds, &d));
+    CHECK(d.n_entities == 13 && d.n_relations == 5 && !d.entity && d.at == 4 && strcmp(d.name, "zites") == 0);
+    CHECK(!kgl_checkpoint_names_differ(tmp_path(T, 0, "academic.st"), &ds, &d));
+    CHECK(!kgl_checkpoint_names_differ(tmp_path(T, 0, "none.st"), &ds, &d)); /* kgl_checkpoint_open says why */
+    kgl_dataset_free(&ds);
+}

@@ -147,6 +147,65 @@ TEST(formulas_on_the_command_line)
     CHECK(strstr(err, "=n_train") != NULL && strstr(err, "unknown name") == NULL && strstr(err, "formula") == NULL);
 }
 
+/* The library's side of the above, without the program: which words are
+   formulas, the command line parsed first without them, their values, a
+   failure's message; and a recipe's words before the command line's, with
+   the report of which options the command line overrides. */
+TEST(formulas_and_recipe_words_in_the_library)
+{
+    char *argv[] = {"kgl", "--dim", "=4*4", "--train", "=x", "--steps", "5", "--lr=0.1", "--batch", "=ceil(n_train/2)", NULL};
+    int argc = 10;
+    kgl_recipe_vars academic = {13, 5, 21};
+    CHECK(kgl_formula_at(argv, 2) && kgl_formula_at(argv, 9));
+    CHECK(!kgl_formula_at(argv, 4)); /* a file option's value is a name */
+    CHECK(!kgl_formula_at(argv, 1) && !kgl_formula_at(argv, 6) && !kgl_formula_at(argv, 7));
+    kgl_formulas f;
+    kgl_formulas_find(&f, argc, argv);
+    CHECK(f.count == 2 && f.first_argc == 6);
+    static const char *const first[] = {"kgl", "--train", "=x", "--steps", "5", "--lr=0.1"};
+    for (int k = 0; k < 6 && k < f.first_argc; k++) CHECK(strcmp(f.first[k], first[k]) == 0);
+    CHECK(f.first_argc < 0 || f.first[f.first_argc] == NULL);
+    char e[1024];
+    if (CHECK(kgl_formulas_compute(&f, argc, argv, &academic, e, sizeof e))) {
+        CHECK(strcmp(f.words[2], "16") == 0 && strcmp(f.words[9], "11") == 0);
+        CHECK(f.words[4] == argv[4] && f.words[1] == argv[1] && f.words[argc] == NULL);
+        CHECK(kgl_formulas_computed(&f, 2) && kgl_formulas_computed(&f, 9) && !kgl_formulas_computed(&f, 4));
+    }
+    kgl_formulas_free(&f);
+
+    char *bad[] = {"kgl", "--steps", "=n_trian", NULL};
+    kgl_formulas_find(&f, 3, bad);
+    CHECK(!kgl_formulas_compute(&f, 3, bad, &academic, e, sizeof e));
+    CHECK(strstr(e, "--steps =n_trian: unknown name 'n_trian'; did you mean 'n_train'") == e);
+    kgl_formulas_free(&f);
+    char *long_one[] = {"kgl", "--steps", "=n_x+1111111111+2222222222+3333333333+4444444444+5555555555+6666666666", NULL};
+    kgl_formulas_find(&f, 3, long_one);
+    CHECK(!kgl_formulas_compute(&f, 3, long_one, &academic, e, sizeof e));
+    CHECK(strstr(e, "--steps =n_x+1111111111+2222222222+3333333333+4444444444+5555555555+...: unknown name 'n_x'") == e);
+    kgl_formulas_free(&f);
+    kgl_formulas_find(&f, 3, (char *[]){"kgl", "--steps", "5", NULL});
+    CHECK(f.count == 0 && f.first == NULL);
+    kgl_formulas_free(&f);
+
+    kgl_recipe r;
+    const char *text = "--dim 16 --steps 50 --qk-norm\n";
+    if (!CHECK(kgl_recipe_from_memory(&r, "r.args", text, strlen(text), &academic, e, sizeof e))) return;
+    char *cl[] = {"kgl", "--steps", "5", "--steps=7", NULL};
+    int n;
+    char **words = kgl_recipe_command_line(&r, 4, cl, &n);
+    static const char *const want[] = {"kgl", "--dim", "16", "--steps", "50", "--qk-norm", "--steps", "5", "--steps=7"};
+    CHECK(n == 9 && words[n < 0 ? 0 : n] == NULL);
+    for (int k = 0; k < 9 && k < n; k++) CHECK(strcmp(words[k], want[k]) == 0);
+    free(words);
+    char line[256], given[64];
+    kgl_recipe_as_run(&r, 4, cl, line, sizeof line, given, sizeof given);
+    CHECK(strcmp(line, "--dim 16 --steps=7 --qk-norm") == 0); /* the command line's last --steps */
+    CHECK(strcmp(given, "--steps") == 0);
+    kgl_recipe_as_run(&r, 1, cl, line, sizeof line, given, sizeof given);
+    CHECK(strcmp(line, "--dim 16 --steps 50 --qk-norm") == 0 && given[0] == 0);
+    kgl_recipe_free(&r);
+}
+
 /* --relations chooses the triples, which are loaded and filtered before a
    recipe is read or a formula computed: a recipe's --relations was read
    and ignored, the run training every relation with exit 0 (issue 46), and

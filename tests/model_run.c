@@ -5,6 +5,7 @@
  * S + 1000 k and the same bits with one job or two, and kgl_run_save writes
  * the set member 0 lists. */
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "test.h"
 
@@ -417,5 +418,182 @@ TEST(run_log_row_of_a_stopped_step_leaves_its_heads_empty)
     CHECK(strtok_r(NULL, "\n", &save) == NULL);
     free(text);
     kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_run_log as a program uses it: opened when a member starts, a row
+   from each row callback, closed at its end. */
+typedef struct log_file_probe {
+    kgl_run_log log;
+    const char *path;
+    bool use[64];
+    int failures;          /* writes that returned false */
+    char first_error[512];
+    bool on_disk_before_close; /* the path existed before the close: not written whole */
+    bool closed;
+    char close_error[512];
+    bool diag_dropped;     /* m->diag was NULL after the failed write */
+} log_file_probe;
+
+static int log_file_start(void *ctx, kgl_run_member *m)
+{
+    log_file_probe *p = ctx;
+    char err[512];
+    return kgl_run_log_open(&p->log, p->path, m, p->use, err, sizeof err) ? 0 : 3;
+}
+
+static void log_file_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
+{
+    log_file_probe *p = ctx;
+    char err[512];
+    if (!kgl_run_log_write(&p->log, m, p->use, step, loss, evaluated, stopping, 0.25, err, sizeof err)) {
+        if (p->failures++ == 0) snprintf(p->first_error, sizeof p->first_error, "%s", err);
+        p->diag_dropped = m->diag == NULL;
+    }
+}
+
+static void log_file_end(void *ctx, kgl_run_member *m)
+{
+    log_file_probe *p = ctx;
+    struct stat sb;
+    p->on_disk_before_close = stat(p->path, &sb) == 0 && S_ISREG(sb.st_mode);
+    p->closed = kgl_run_log_close(&p->log, m, p->close_error, sizeof p->close_error);
+}
+
+TEST(run_log_file_written_whole_or_dropped_once)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 0);
+    spec.log_every = 5;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/whole.csv", T->tmp);
+    static log_file_probe p;
+    memset(&p, 0, sizeof p);
+    p.path = path;
+    for (int r = 0; r < ds.n_relations && r < 64; r++) p.use[r] = true;
+    spec.cb = (kgl_run_callbacks){.ctx = &p, .start = log_file_start, .row = log_file_row, .end = log_file_end};
+    kgl_run run;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(p.failures == 0 && p.closed && !p.on_disk_before_close);
+    char *text = test_slurp(path, NULL);
+    if (CHECK(text != NULL)) {
+        int lines = 0;
+        for (const char *c = text; *c; c++) lines += *c == '\n';
+        CHECK(lines == 5 && strncmp(text, "step,loss,main_loss,", 20) == 0); /* the header, steps 5 to 20 */
+        CHECK(strstr(text, "\n20,") != NULL && strstr(text, ",0.250000,") != NULL);
+    }
+    free(text);
+    kgl_run_free(&run);
+
+    /* a full disk: the first flush fails, is reported once, and the run goes on without the log */
+    memset(&p, 0, sizeof p);
+    p.path = "/dev/full";
+    for (int r = 0; r < ds.n_relations && r < 64; r++) p.use[r] = true;
+    CHECK(kgl_run_train(&run, &spec) == 0);
+    CHECK(p.failures == 1 && p.diag_dropped);
+    CHECK(strcmp(p.first_error, "cannot write the log /dev/full: No space left on device") == 0);
+    CHECK(!p.closed && p.close_error[0] == 0); /* failed before, said then */
+    CHECK(run.member[0].steps_run == 20);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+/* The fields kgl train --json opens with, written by the library from a
+   run: an ensemble of two selecting on valid, then one model that does not. */
+TEST(run_json_fields_of_a_run_and_its_members)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 10);
+    spec.members = 2;
+    kgl_run run;
+    if (!CHECK(kgl_run_train(&run, &spec) == 0)) return;
+    char *text = NULL, got[64];
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_run_json_fields(&w, &run, true);
+    kgl_json_key(&w, "member1");
+    kgl_json_begin_object(&w);
+    kgl_run_json_member_fields(&w, &run.member[1]);
+    kgl_json_end_object(&w);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    const kgl_run_member *m0 = &run.member[0], *m1 = &run.member[1];
+    char want[256];
+    CHECK(strncmp(text, "{\"steps\":20,\"final_loss\":", 25) == 0);
+    snprintf(want, sizeof want, "\"interrupted\":true,\"best_step\":%ld,\"best_valid_mrr\":", m0->best_step);
+    CHECK(strstr(text, want) != NULL);
+    snprintf(want, sizeof want, ",\"evaluations\":2,\"stopped_early\":false,\"params\":%zu,\"ensemble\":2,",
+             m0->tr.model.params.total + m1->tr.model.params.total);
+    CHECK(strstr(text, want) != NULL);
+    CHECK(test_json_raw(text, "final_loss", got, sizeof got) && strtod(got, NULL) == m0->final_loss);
+    CHECK(test_json_raw(text, "precision", got, sizeof got) && strcmp(got, "\"" KGL_PRECISION "\"") == 0);
+    snprintf(want, sizeof want, "\"member1\":{\"seed\":%llu,\"steps\":20,\"seconds\":", (unsigned long long)m1->seed);
+    CHECK(strstr(text, want) != NULL);
+    snprintf(want, sizeof want, ",\"best_step\":%ld,\"best_valid_mrr\":", m1->best_step);
+    CHECK(strstr(strstr(text, "\"member1\"") ? strstr(text, "\"member1\"") : text, want) != NULL);
+    free(text);
+    kgl_run_free(&run);
+
+    family_spec(&spec, &ds, 3, 0);
+    if (!CHECK(kgl_run_train(&run, &spec) == 0)) return;
+    f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_run_json_fields(&w, &run, false);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    CHECK(strstr(text, "\"interrupted\":false,\"params\":") != NULL); /* no selection: no best step */
+    CHECK(strstr(text, "best_step") == NULL && strstr(text, "\"ensemble\":1}") != NULL);
+    CHECK(test_json_raw(text, "fit_step", got, sizeof got) &&
+          (run.member[0].fit_step >= 0 ? strtol(got, NULL, 10) == run.member[0].fit_step : strcmp(got, "null") == 0));
+    free(text);
+    kgl_run_free(&run);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl train's sharing of threads among the members that train at once,
+   and what a run of a spec asks of memory. */
+TEST(run_spec_threads_and_memory)
+{
+    kgl_dataset ds;
+    if (!load_family(T, &ds)) return;
+    kgl_run_spec spec;
+    family_spec(&spec, &ds, 20, 10);
+    spec.members = 5;
+    kgl_run_spec_threads(&spec, 8, 0); /* one member a thread, at most the members */
+    CHECK(spec.jobs == 5 && spec.job_threads == 1);
+    kgl_run_spec_threads(&spec, 8, 2);
+    CHECK(spec.jobs == 2 && spec.job_threads == 4);
+    kgl_run_spec_threads(&spec, 3, 2);
+    CHECK(spec.jobs == 2 && spec.job_threads == 1);
+    kgl_run_spec_threads(&spec, 0, 1); /* every core, one member at a time */
+    CHECK(spec.jobs == 1 && spec.job_threads == kgl_cores());
+    spec.members = 1;
+    kgl_run_spec_threads(&spec, 4, 3);
+    CHECK(spec.jobs == 1 && spec.job_threads == 4);
+
+    spec.members = 3;
+    kgl_run_spec_threads(&spec, 4, 2);
+    spec.st.batch = 77;
+    int head_of[64] = {0};
+    spec.head_of = head_of;
+    kgl_memory_run r;
+    kgl_run_memory(&spec, 9999, &r);
+    CHECK(r.cfg.dim == 16 && r.tc.batch == 77 && r.tc.head_of == head_of && r.n_train == spec.n_train);
+    CHECK(r.ranked == 9999 && r.triples == (long)spec.n_train + spec.n_valid + 9999);
+    CHECK(r.members == 3 && r.jobs == 2 && r.threads == 4 && r.selecting && !r.options);
+    kgl_run_memory(&spec, 0, &r);
+    CHECK(r.ranked == (spec.n_train > spec.n_valid ? spec.n_train : spec.n_valid));
     kgl_dataset_free(&ds);
 }

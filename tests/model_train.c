@@ -744,3 +744,51 @@ TEST(memory_needed_counts_a_step_for_each_job_and_the_parameters_for_each_member
     CHECK(four_jobs.address_space > four_jobs.resident && one_job.address_space > one_job.resident);
     if (sizeof(kgl_real) == 8) CHECK(f32.resident < two_two.resident);
 }
+
+/* --supervise-heads REL=HEAD,...: head_of[r] for the named relations, -1
+   for the others, and each mistake's message. */
+TEST(supervision_parse_and_its_messages)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    int head_of[5];
+    char e[4096];
+    if (CHECK(kgl_supervision_parse("advises=0,cites=3", &ds, 4, head_of, e, sizeof e)))
+        CHECK(head_of[0] == -1 && head_of[1] == 0 && head_of[2] == -1 && head_of[3] == -1 && head_of[4] == 3);
+    CHECK(!kgl_supervision_parse("advises", &ds, 4, head_of, e, sizeof e));
+    CHECK(strcmp(e, "--supervise-heads: 'advises' is not RELATION=HEAD") == 0);
+    CHECK(!kgl_supervision_parse("advises=4", &ds, 4, head_of, e, sizeof e));
+    CHECK(strcmp(e, "--supervise-heads: head '4' for advises must be a number from 0 to 3") == 0);
+    CHECK(!kgl_supervision_parse("advises=x", &ds, 4, head_of, e, sizeof e) && strstr(e, "head 'x' for advises"));
+    CHECK(!kgl_supervision_parse("advises=-1", &ds, 4, head_of, e, sizeof e) && strstr(e, "head '-1' for advises"));
+    CHECK(!kgl_supervision_parse("cites=1,cites=2", &ds, 4, head_of, e, sizeof e));
+    CHECK(strcmp(e, "--supervise-heads: relation 'cites' is assigned twice") == 0);
+    CHECK(!kgl_supervision_parse("advices=1", &ds, 4, head_of, e, sizeof e));
+    CHECK(strstr(e, "--supervise-heads: no relation 'advices' in the triples; did you mean 'advises'?") == e);
+    CHECK(!kgl_supervision_parse(",", &ds, 4, head_of, e, sizeof e));
+    CHECK(strcmp(e, "--supervise-heads: the list is empty") == 0);
+    kgl_dataset_free(&ds);
+}
+
+/* The last batch of an epoch under an eighth of the others, and the batch
+   size that makes every batch of the epoch equal. */
+TEST(trainer_short_last_batch_rule)
+{
+    static kgl_trainer tr; /* the rule reads the examples and the batch size only */
+    long last = -1, equal = -1, batches = -1;
+    tr.n_examples = 10432, tr.cfg.batch = 5200; /* UMLS: 10432 = 2 x 5200 + 32 */
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    CHECK(last == 32 && batches == 3 && equal == 3478);
+    tr.cfg.batch = 1024; /* a last batch of 192: above an eighth (128) */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 42, tr.cfg.batch = 40; /* the academic world: 2 of 40 */
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches) && last == 2 && batches == 2 && equal == 21);
+    tr.n_examples = 40 + 5, tr.cfg.batch = 40; /* 5 is exactly an eighth: no warning */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 40 + 4;
+    CHECK(kgl_trainer_short_last_batch(&tr, &last, &equal, &batches) && last == 4);
+    tr.n_examples = 80; /* equal batches */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+    tr.n_examples = 30; /* one batch: the whole epoch */
+    CHECK(!kgl_trainer_short_last_batch(&tr, &last, &equal, &batches));
+}

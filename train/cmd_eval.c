@@ -188,7 +188,7 @@ int cmd_eval(int argc, char **argv)
         progress_clear(&line); /* the table may go to the same terminal */
         if (json) {
             kgl_json_key(&w, v.name[s]);
-            json_metrics(&w, &v.ds, v.use_relation, &ev);
+            kgl_json_eval(&w, &v.ds, v.use_relation, &ev);
         } else {
             print_metrics_table(v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
         }

@@ -212,42 +212,16 @@ static int merge_checkpoint(train_opts *o, const kgl_checkpoint *ck)
     return EXIT_USAGE;
 }
 
-/* The number of words of the option at w[k]: 2 for "--name value", 1 for a
-   flag or "--name=value" (no value starts with "--"). */
-static int option_words(char *const *w, int n, int k)
-{
-    return strchr(w[k], '=') || k + 1 >= n || strncmp(w[k + 1], "--", 2) == 0 ? 1 : 2;
-}
-
-static bool same_option(const char *a, const char *b)
-{
-    size_t na = strcspn(a, "="), nb = strcspn(b, "=");
-    return na == nb && strncmp(a, b, na) == 0;
-}
-
 /* The recipe's options as the run uses them: one the command line gives too
    is shown with the command line's value (which wins, coming later) and
    named at the end. */
 static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int argc, char **argv)
 {
-    char line[8192], given[1024] = "";
-    size_t used = 0, n_given = 0;
-    for (int k = 0; k < r->argc; k += option_words(r->argv, r->argc, k)) {
-        char *const *w = r->argv + k;
-        int words = option_words(r->argv, r->argc, k);
-        bool overridden = false;
-        for (int j = 1; j < argc; j += option_words(argv, argc, j)) /* the last one wins */
-            if (same_option(argv[j], r->argv[k])) w = argv + j, words = option_words(argv, argc, j), overridden = true;
-        if (overridden)
-            n_given += (size_t)snprintf(given + n_given, n_given < sizeof given ? sizeof given - n_given : 0,
-                                        "%s%.*s", n_given ? ", " : "", (int)strcspn(w[0], "="), w[0]);
-        for (int q = 0; q < words; q++)
-            used += (size_t)snprintf(line + used, used < sizeof line ? sizeof line - used : 0, "%s%s",
-                                     used ? " " : "", w[q]);
-    }
+    char line[8192], given[1024];
+    kgl_recipe_as_run(r, argc, argv, line, sizeof line, given, sizeof given);
     fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s%s%s%s\n",
-            r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, n_given ? " (" : "",
-            n_given ? given : "", n_given ? " from the command line)" : "");
+            r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, given[0] ? " (" : "",
+            given, given[0] ? " from the command line)" : "");
 }
 
 /* --recipe: the file's options (formulas computed from the loaded triples)
@@ -266,12 +240,8 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
         fprintf(stderr, "kgl train: %s\n", err);
         return EXIT_USAGE;
     }
-    char **words = kgl_xmalloc((size_t)(argc + r.argc + 1) * sizeof *words);
-    int n = 0;
-    words[n++] = argv[0];
-    for (int k = 0; k < r.argc; k++) words[n++] = r.argv[k];
-    for (int k = 1; k < argc; k++) words[n++] = argv[k];
-    words[n] = NULL;
+    int n;
+    char **words = kgl_recipe_command_line(&r, argc, argv, &n);
     int st = parse(n, words, o, &r); /* o points at the words themselves, which live in r for the whole run */
     free(words);
     if (st < 0 && strcmp(o->run.precision, KGL_PRECISION) != 0) {
@@ -302,11 +272,8 @@ typedef struct train_line {
    its files and what it has shown. */
 typedef struct member_out {
     char *log_path, *save_path; /* this member's (NULL: none) */
-    FILE *log;                  /* log_file.f while the log is written, else NULL */
-    kgl_outfile log_file;
-    bool log_failed;            /* a write failed: reported, logging stopped */
+    kgl_run_log log;            /* its --log (kgl_run_log_open: not open without one) */
     bool output_failed;         /* its log could not be written */
-    kgl_diag diag;              /* the log's head columns */
     double t0;                  /* the log's clock */
     long shown_step;            /* the step of the model's last line shown */
 } member_out;
@@ -392,78 +359,45 @@ static bool open_log(train_ctx *c, kgl_run_member *m)
     member_out *out = &c->out[m->index];
     if (!out->log_path) return true;
     char err[4200];
-    if (!kgl_outfile_open(&out->log_file, out->log_path, err, sizeof err)) {
-        fprintf(stderr, "kgl train: the log %s\n", err);
-        return false;
-    }
-    out->log = out->log_file.f;
-    kgl_diag_init(&out->diag, &m->tr);
-    m->diag = &out->diag; /* measured at the logged steps */
-    kgl_run_log_header(out->log, m, c->v->use_relation);
-    return true;
+    if (kgl_run_log_open(&out->log, out->log_path, m, c->v->use_relation, err, sizeof err)) return true;
+    fprintf(stderr, "kgl train: the log %s\n", err);
+    return false;
 }
 
-/* After each row: a write error is reported at once, with its reason; the
-   log is dropped and training (and --save) go on. */
-static void log_flush(train_ctx *c, kgl_run_member *m, long step)
+/* kgl_run's row: into the log, flushed (the row of a step the run stops
+   at is written when the log is closed). A write error is reported at
+   once, with its reason; the log is dropped and training (and --save) go on. */
+static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
 {
+    train_ctx *c = ctx;
     member_out *out = &c->out[m->index];
-    if (!out->log) return;
-    if (fflush(out->log) == 0 && !ferror(out->log)) return;
-    int e = errno;
-    progress_print(&c->tl->line, "kgl train: step %ld: cannot write the log %s: %s; training goes on without it",
-                   step, out->log_path, strerror(e ? e : EIO));
-    kgl_outfile_discard(&out->log_file);
-    m->diag = NULL;
-    kgl_diag_free(&out->diag);
-    out->log = NULL;
-    out->log_failed = true;
+    char err[4200];
+    if (!kgl_run_log_write(&out->log, m, c->v->use_relation, step, loss, evaluated, stopping,
+                           now_seconds() - out->t0, err, sizeof err))
+        progress_print(&c->tl->line, "kgl train: step %ld: %s; training goes on without it", step, err);
 }
 
 /* fflush, fsync, then rename over the log path (as a checkpoint is written). */
 static bool close_log(train_ctx *c, kgl_run_member *m)
 {
-    member_out *out = &c->out[m->index];
-    if (!out->log) return !out->log_failed;
-    m->diag = NULL;
-    kgl_diag_free(&out->diag);
     char err[4200];
-    bool ok = kgl_outfile_commit(&out->log_file, err, sizeof err);
-    if (!ok) fprintf(stderr, "kgl train: the log %s\n", err);
-    out->log = NULL;
+    bool ok = kgl_run_log_close(&c->out[m->index].log, m, err, sizeof err);
+    if (!ok && err[0]) fprintf(stderr, "kgl train: the log %s\n", err); /* "": a write failed, said then */
     return ok;
 }
 
-/* kgl_run's row: into the log, flushed (the row of a step the run stops
-   at is written when the log is closed). */
-static void on_row(void *ctx, kgl_run_member *m, long step, double loss, bool evaluated, bool stopping)
-{
-    train_ctx *c = ctx;
-    member_out *out = &c->out[m->index];
-    if (!out->log) return;
-    kgl_run_log_row(out->log, m, &out->diag, c->v->use_relation, step, loss, evaluated, now_seconds() - out->t0);
-    if (!stopping) log_flush(c, m, step);
-}
-
 /* A warning, not hidden by --quiet: an epoch whose last batch is under an
- * eighth of the others. Adam normalises each step by the gradient's running
- * scale, so a batch of a few examples takes a step as large as a full one on
- * a far noisier gradient, once an epoch: on UMLS a last batch of 2-4 of
- * 10,432 examples cost 0.11 valid MRR, while the last batches of umls.args
- * (192 of 1024) and nations.args (112 of 256) measured the same as equal
- * batches (data/report/manual.md, `kgl train`): hence an eighth. The model
- * is trained as asked; the warning names the equal-batch size. */
+ * eighth of the others (kgl_trainer_short_last_batch says why an eighth).
+ * The model is trained as asked; the warning names the equal-batch size. */
 static void warn_short_last_batch(const kgl_trainer *tr, progress *line)
 {
-    long n = tr->n_examples, b = tr->cfg.batch;
-    if (b <= 0 || b >= n) return;
-    long last = n % b;
-    if (last == 0 || 8 * last >= b) return;
-    long batches = (n + b - 1) / b, equal = (n + batches - 1) / batches;
+    long last, equal, batches;
+    if (!kgl_trainer_short_last_batch(tr, &last, &equal, &batches)) return;
     progress_print(line,
                    "kgl train: warning: each epoch of %ld %s ends with a batch of %ld (the others %ld), which takes "
                    "a full Adam step on a far noisier gradient; --batch %ld makes the %ld batches equal",
-                   n, tr->kvsall ? "queries" : "examples", last, b, equal, batches);
+                   (long)tr->n_examples, tr->kvsall ? "queries" : "examples", last, (long)tr->cfg.batch, equal,
+                   batches);
 }
 
 /* kgl_run's start: a member's model is ready. Warnings and notes on what
@@ -526,19 +460,6 @@ static bool on_stop(void *ctx)
     return stop_signal != 0;
 }
 
-/* "best_step" and "best_valid_mrr" of --eval-every's choice; null when no
-   evaluation ran (Ctrl-C before the first): the model is the last step's. */
-static void json_best(kgl_json_writer *w, const kgl_run_member *m)
-{
-    if (!m->evaluations) {
-        kgl_json_field_null(w, "best_step");
-        kgl_json_field_null(w, "best_valid_mrr");
-        return;
-    }
-    kgl_json_field_int(w, "best_step", m->best_step);
-    kgl_json_field_number(w, "best_valid_mrr", m->best_mrr);
-}
-
 /* The report's model selection: an ensemble's members alone (each ranked on
    every split given, under the ranking's progress line, what says which),
    or the one model's chosen step. */
@@ -591,11 +512,7 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
     for (int k = 0; k < run->trained; k++) {
         const kgl_run_member *m = &run->member[k];
         kgl_json_begin_object(w);
-        kgl_json_key(w, "seed");
-        kgl_json_put_uint(w, m->seed);
-        kgl_json_field_int(w, "steps", m->steps_run);
-        kgl_json_field_number(w, "seconds", m->seconds);
-        if (c->o->run.eval_every) json_best(w, m);
+        kgl_run_json_member_fields(w, m);
         kgl_json_key(w, "metrics");
         kgl_json_begin_object(w);
         for (int s = 0; s < 3; s++) {
@@ -604,7 +521,7 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
             kgl_evaluate_ensemble(&models[k], &states[k], 1, &v->ds, v->split[s], v->n[s], &m0->ev);
             progress_clear(ranking);
             kgl_json_key(w, v->name[s]);
-            json_metrics(w, &v->ds, v->use_relation, &m0->ev);
+            kgl_json_eval(w, &v->ds, v->use_relation, &m0->ev);
         }
         kgl_json_end_object(w);
         kgl_json_end_object(w);
@@ -612,27 +529,13 @@ static void json_members(kgl_json_writer *w, train_ctx *c, kgl_run *run, const k
     kgl_json_end_array(w);
 }
 
-/* --json's opening: the run, its options, and an ensemble's members. */
-static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, size_t params, const kgl_model *const *models,
+/* --json's opening: the run (kgl_run_json_fields), its options, and an
+   ensemble's members. */
+static void json_run(kgl_json_writer *w, train_ctx *c, kgl_run *run, const kgl_model *const *models,
                      const kgl_real *const *states, progress *ranking, char *what, size_t what_cap)
 {
-    const kgl_run_member *m0 = &run->member[0];
     kgl_json_begin_object(w);
-    kgl_json_field_int(w, "steps", m0->steps_run);
-    kgl_json_field_number(w, "final_loss", m0->final_loss);
-    if (m0->fit_step >= 0) kgl_json_field_int(w, "fit_step", m0->fit_step);
-    else kgl_json_field_null(w, "fit_step");
-    kgl_json_field_number(w, "seconds", run->seconds);
-    kgl_json_field_string(w, "precision", KGL_PRECISION);
-    kgl_json_field_bool(w, "interrupted", stop_signal != 0);
-    if (c->o->run.eval_every) {
-        json_best(w, m0);
-        kgl_json_field_int(w, "evaluations", m0->evaluations);
-        kgl_json_field_bool(w, "stopped_early", m0->stopped_early);
-    }
-    kgl_json_key(w, "params");
-    kgl_json_put_uint(w, params);
-    kgl_json_field_int(w, "ensemble", run->trained);
+    kgl_run_json_fields(w, run, stop_signal != 0);
     kgl_options_json(w, &c->o->cfg, &c->o->st, &c->o->run);
     if (run->trained > 1) json_members(w, c, run, models, states, ranking, what, what_cap);
     kgl_json_key(w, "metrics");
@@ -660,8 +563,6 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     int heads = m0->tr.model.cfg.heads;
     double *spec = kgl_xmalloc((size_t)heads * (size_t)ds->n_relations * sizeof(double));
     kgl_heads_spec(&m0->tr, &f, spec); /* where member 0's heads look, by relation (f: its forward pass) */
-    size_t params = 0;
-    for (int k = 0; k < members; k++) params += run->member[k].tr.model.params.total;
     /* Its rankings take minutes on a graph of real size (each split, and
        each member's alone in an ensemble): a line while they run, erased
        before each table (stdout may be the same terminal). */
@@ -675,7 +576,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     if (c->tl->on) m0->ev.progress = eval_progress_update, m0->ev.progress_ctx = &ep;
     kgl_json_writer json;
     kgl_json_writer_init(&json, stdout);
-    if (o->run.json) json_run(&json, c, run, params, models, states, &ranking, what, sizeof what);
+    if (o->run.json) json_run(&json, c, run, models, states, &ranking, what, sizeof what);
     for (int s = 0; s < 3; s++) {
         if (!o->report[s]) continue;
         snprintf(what, sizeof what, "%s for the report", v->name[s]);
@@ -684,7 +585,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
         both[s] = m0->ev.both;
         if (o->run.json) {
             kgl_json_key(&json, v->name[s]);
-            json_metrics(&json, ds, v->use_relation, &m0->ev);
+            kgl_json_eval(&json, ds, v->use_relation, &m0->ev);
         } else {
             print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
         }
@@ -692,7 +593,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
     if (o->run.json) {
         kgl_json_end_object(&json); /* the metrics */
         kgl_json_key(&json, "spec");
-        json_spec(&json, ds, v->use_relation, heads, spec);
+        kgl_json_spec(&json, ds, v->use_relation, heads, spec);
         kgl_json_end_object(&json);
         kgl_json_newline(&json);
         kgl_json_writer_finish(&json);
@@ -807,87 +708,26 @@ static void warn_no_layer(train_opts *o)
                    n > 1 ? "change" : "changes");
 }
 
-/* Formulas on the command line, as in a recipe: "--batch =ceil(n_train/5)".
-   A formula needs the loaded triples, and the triples need the command line
-   parsed, so the first parse leaves out each formula with its option;
-   command_line_formulas then computes them and gives the command line with
-   their values, which is parsed again. The value of a file option (--train
-   ... --log) is a name, never a formula. */
-typedef struct cli_formulas {
-    int count;             /* formula words in argv */
-    char **first;          /* argv without them and their options (NULL: none) */
-    int first_argc;
-    char **words;          /* argv with their values, for the whole run */
-    char (*values)[32];
-} cli_formulas;
-
-static bool is_formula(char **argv, int k)
-{
-    if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
-    const kgl_option *option = kgl_train_option_named(argv[k - 1], strlen(argv[k - 1]));
-    return !(option && (option->flags & KGL_OPTION_FILE));
-}
-
-static void find_formulas(int argc, char **argv, cli_formulas *cf)
-{
-    memset(cf, 0, sizeof *cf);
-    for (int k = 1; k < argc; k++) cf->count += is_formula(argv, k);
-    if (!cf->count) return;
-    cf->first = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->first);
-    for (int k = 0; k < argc; k++) {
-        if (k + 1 < argc && is_formula(argv, k + 1)) k++; /* the option and its formula */
-        else cf->first[cf->first_argc++] = argv[k];
-    }
-    cf->first[cf->first_argc] = NULL;
-}
-
-static bool command_line_formulas(int argc, char **argv, cli_formulas *cf, const data_view *v)
-{
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
-    cf->words = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->words);
-    cf->values = kgl_xmalloc((size_t)argc * sizeof *cf->values);
-    for (int k = 0; k < argc; k++) {
-        cf->words[k] = argv[k];
-        if (!is_formula(argv, k)) continue;
-        double x;
-        char why[512];
-        if (!kgl_recipe_eval(argv[k] + 1, &vars, &x, why, sizeof why)) {
-            int keep = (int)kgl_utf8_prefix(argv[k], 60, SIZE_MAX); /* whole characters */
-            fprintf(stderr, "kgl train: %s %.*s%s: %s\n", argv[k - 1], keep, argv[k], argv[k][keep] ? "..." : "", why);
-            return false;
-        }
-        kgl_recipe_format(x, cf->values[k], sizeof cf->values[k]);
-        cf->words[k] = cf->values[k];
-    }
-    cf->words[argc] = NULL;
-    return true;
-}
-
 /* "kgl train: formulas (14 entities, 55 relations, 1592 training triples): --batch 228" */
-static void print_formulas(int argc, const cli_formulas *cf, const data_view *v)
+static void print_formulas(int argc, const kgl_formulas *cf, const data_view *v)
 {
     fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", (long)v->ds.n_entities,
             (long)v->ds.n_relations, (long)v->n[0]);
     for (int k = 1; k < argc; k++)
-        if (cf->words[k] == cf->values[k]) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
+        if (kgl_formulas_computed(cf, k)) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
     fputc('\n', stderr);
 }
 
-static void free_formulas(cli_formulas *cf)
-{
-    free(cf->first);
-    free(cf->words);
-    free(cf->values);
-}
-
-static int train_run(int argc, char **argv, cli_formulas *cf);
+static int train_run(int argc, char **argv, kgl_formulas *cf);
 
 int cmd_train(int argc, char **argv)
 {
-    cli_formulas cf;
-    find_formulas(argc, argv, &cf);
+    /* formulas need the triples loaded, and loading them the command line
+       parsed: it is parsed without them first (kgl_formulas, kgl/model.h) */
+    kgl_formulas cf;
+    kgl_formulas_find(&cf, argc, argv);
     int st = train_run(argc, argv, &cf);
-    free_formulas(&cf);
+    kgl_formulas_free(&cf);
     return st;
 }
 
@@ -914,18 +754,45 @@ static bool model_options_valid(train_opts *o, const data_view *v, int **head_of
     return false;
 }
 
-/* Several trainings at once when the machine has the cores: --ensemble
-   members, `jobs` at a time, each job with job_threads threads
-   (kgl_run_train), under the run's one progress line, stopped by Ctrl-C;
-   c->out gets each member's files. Returns the run's status. */
-static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int job_threads, const int *head_of,
-                       const kgl_checkpoint *ck)
+/* The run the options ask (kgl_run_spec): the model, the training, the
+   selection on valid, the ensemble, and the threads shared among the
+   members that train at once. */
+static void run_spec(const train_opts *o, const data_view *v, const int *head_of, const kgl_checkpoint *ck,
+                     kgl_run_spec *spec)
+{
+    kgl_run_spec_defaults(spec, &v->ds, &o->cfg);
+    spec->train = v->split[0], spec->n_train = v->n[0];
+    spec->valid = v->split[1], spec->n_valid = v->n[1];
+    spec->st = o->st;
+    spec->head_of = head_of;
+    spec->resume = ck;
+    spec->steps = o->run.steps, spec->eval_every = o->run.eval_every, spec->patience = o->run.patience;
+    spec->log_every = o->run.log_every, spec->until_fit = o->run.until_fit;
+    spec->members = (int)o->run.ensemble;
+    kgl_run_spec_threads(spec, (int)o->run.threads, (int)o->run.ensemble_jobs);
+}
+
+/* kgl_trainer_plan's estimate of this run (kgl_run_memory) against the
+   memory there is (memory.c); false after saying what fits. */
+static bool run_fits_memory(const train_opts *o, const data_view *v, const kgl_run_spec *spec)
+{
+    kgl_memory_run run;
+    kgl_run_memory(spec, v->n[2], &run);
+    run.options = true; /* a refusal names the options that would fit */
+    return memory_fits("train", &run, !o->run.quiet && !o->run.json);
+}
+
+/* Several trainings at once when the machine has the cores: the spec's
+   members, its jobs at a time (kgl_run_train), under the run's one progress
+   line, stopped by Ctrl-C; c->out gets each member's files. Returns the
+   run's status. */
+static int run_members(train_ctx *c, kgl_run *run, kgl_run_spec *spec)
 {
     const train_opts *o = c->o;
-    const data_view *v = c->v;
+    int members = spec->members;
     static train_line tl; /* one per process */
     tl.on = !o->run.quiet && (!o->run.json || o->run.progress);
-    tl.members = members, tl.jobs = jobs;
+    tl.members = members, tl.jobs = spec->jobs;
     atomic_init(&tl.finished, 0);
     progress_start(&tl.line, stderr, isatty(STDERR_FILENO), (double)members * (double)o->run.steps, 0, now_seconds());
     progress_send_steps(&tl.line); /* when kgl benchmark asks */
@@ -935,35 +802,12 @@ static int run_members(train_ctx *c, kgl_run *run, int members, int jobs, int jo
         c->out[k].log_path = kgl_member_path(o->run.log_path, k);
         c->out[k].save_path = kgl_member_path(o->run.save_path, k);
     }
-    kgl_run_spec spec;
-    kgl_run_spec_defaults(&spec, &v->ds, &o->cfg);
-    spec.train = v->split[0], spec.n_train = v->n[0];
-    spec.valid = v->split[1], spec.n_valid = v->n[1];
-    spec.st = o->st;
-    spec.head_of = head_of;
-    spec.resume = ck;
-    spec.steps = o->run.steps, spec.eval_every = o->run.eval_every, spec.patience = o->run.patience;
-    spec.log_every = o->run.log_every, spec.until_fit = o->run.until_fit;
-    spec.members = members, spec.jobs = jobs, spec.job_threads = job_threads;
-    spec.cb = (kgl_run_callbacks){c, on_start, on_progress, on_row, on_end, on_stop};
+    spec->cb = (kgl_run_callbacks){c, on_start, on_progress, on_row, on_end, on_stop};
     stop_signal = 0;
     cli_on_stop_signals(on_stop_signal);
-    int st = kgl_run_train(run, &spec);
+    int st = kgl_run_train(run, spec);
     progress_stop(&tl.line);
     return st;
-}
-
-/* kgl_trainer_plan's estimate of this run against the memory there is
-   (memory.c); false after saying what fits. */
-static bool run_fits_memory(const train_opts *o, const data_view *v, int *head_of, int members, int jobs,
-                            int job_threads)
-{
-    kgl_memory_run run = {.cfg = o->cfg, .tc = {.batch = (int)o->st.batch, .head_of = head_of}, .reg = o->st.reg,
-                      .n_train = v->n[0], .ranked = v->n[0] > v->n[1] ? v->n[0] : v->n[1], .members = members,
-                      .jobs = jobs, .threads = jobs * job_threads, .selecting = o->run.eval_every > 0, .options = true};
-    run.ranked = run.ranked > v->n[2] ? run.ranked : v->n[2];
-    run.triples = (long)v->n[0] + v->n[1] + v->n[2];
-    return memory_fits("train", &run, !o->run.quiet && !o->run.json);
 }
 
 /* --resume of a checkpoint of the other precision, without --precision:
@@ -1012,7 +856,27 @@ static void save_failed(void *ctx, int member, const char *why)
     else fprintf(stderr, "kgl train: %s\n", why);
 }
 
-static int train_run(int argc, char **argv, cli_formulas *cf)
+/* The command line's formulas computed for the loaded triples
+   (kgl_formulas_compute) and the command line parsed again with their
+   values, which a line shows (a recipe's line, when there is one). Returns
+   -1 to go on with cf->words, or an exit status. */
+static int apply_formulas(int argc, char **argv, kgl_formulas *cf, train_opts *o, const data_view *v)
+{
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    size_t cap = 1024; /* and room for the option's name, however long */
+    for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
+    char *err = kgl_xmalloc(cap);
+    bool computed = kgl_formulas_compute(cf, argc, argv, &vars, err, cap);
+    if (!computed) fprintf(stderr, "kgl train: %s\n", err);
+    free(err);
+    if (!computed) return EXIT_USAGE;
+    if (o->run.recipe_path) return -1; /* the recipe's line shows them */
+    int st = parse(argc, cf->words, o, NULL);
+    if (st < 0 && !o->run.quiet && !o->run.json) print_formulas(argc, cf, v);
+    return st;
+}
+
+static int train_run(int argc, char **argv, kgl_formulas *cf)
 {
     train_opts o;
     int st = cf->count ? parse(cf->first_argc, cf->first, &o, NULL) : parse(argc, argv, &o, NULL);
@@ -1025,14 +889,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.run.quiet))) return st;
     if (cf->count) {
-        if (!command_line_formulas(argc, argv, cf, &v)) st = EXIT_USAGE;
-        else if (!o.run.recipe_path) {
-            st = parse(argc, cf->words, &o, NULL);
-            if (st < 0 && !o.run.quiet && !o.run.json) print_formulas(argc, cf, &v);
-        } else {
-            st = -1; /* the recipe's line shows them */
-        }
-        if (st >= 0) {
+        if ((st = apply_formulas(argc, argv, cf, &o, &v)) >= 0) {
             data_free(&v);
             return st;
         }
@@ -1074,13 +931,10 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
         st = EXIT_USAGE;
         goto done_ck;
     }
-    int members = (int)o.run.ensemble;
-    /* the threads are shared among the members that train at once */
-    int threads = o.run.threads ? (int)o.run.threads : kgl_cores();
-    int jobs = o.run.ensemble_jobs ? (int)o.run.ensemble_jobs : threads;
-    jobs = jobs < 1 ? 1 : jobs > members ? members : jobs;
-    int job_threads = threads / jobs > 1 ? threads / jobs : 1;
-    if (!run_fits_memory(&o, &v, head_of, members, jobs, job_threads)) {
+    kgl_run_spec spec;
+    run_spec(&o, &v, head_of, resumed ? &ck : NULL, &spec);
+    int members = spec.members, jobs = spec.jobs;
+    if (!run_fits_memory(&o, &v, &spec)) {
         free(head_of);
         st = EXIT_USAGE;
         goto done_ck;
@@ -1092,7 +946,7 @@ static int train_run(int argc, char **argv, cli_formulas *cf)
     }
     train_ctx c = {.o = &o, .v = &v};
     kgl_run run;
-    st = run_members(&c, &run, members, jobs, job_threads, head_of, resumed ? &ck : NULL);
+    st = run_members(&c, &run, &spec);
     free(head_of);
     if (resumed) {
         kgl_checkpoint_close(&ck);

@@ -34,51 +34,6 @@ bool data_option(cli_args *a, data_args *d, int *status)
     return true;
 }
 
-/* "kgl CMD: OPTION: no relation 'x' in the triples; did you mean 'y'? (they
-   have: a, b or c)" — the list only when it is short enough to read. */
-static void unknown_relation(const char *cmd, const char *option, const char *name, const kgl_dataset *ds)
-{
-    char buf[600], list[2048] = "";
-    const char *const *names = (const char *const *)ds->relation_names;
-    const char *hint = cli_did_you_mean(name, names, ds->n_relations, buf, sizeof buf); /* "" when none is near */
-    if (ds->n_relations <= 30) {
-        size_t used = (size_t)snprintf(list, sizeof list, " (they have:");
-        for (int k = 0; k < ds->n_relations && used < sizeof list; k++)
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
-        if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
-    }
-    fprintf(stderr, "kgl %s: %s: no relation '%s' in the triples%s%s%s\n", cmd, option, name, hint, list,
-            name[0] == '=' && strcmp(option, "--relations") == 0
-                ? "; --relations takes relation names, never a formula (it chooses the triples the formulas count)"
-                : "");
-}
-
-/* Splits "a,b,c" and marks each named relation; false on an unknown name. */
-static bool choose_relations(const char *cmd, const char *list, const kgl_dataset *ds, bool *use)
-{
-    for (int r = 0; r < ds->n_relations; r++) use[r] = list == NULL;
-    if (!list) return true;
-    char *copy = kgl_strdup(list);
-    bool ok = true;
-    int chosen = 0;
-    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
-        int r = kgl_dataset_relation_id(ds, tok);
-        if (r < 0) {
-            unknown_relation(cmd, "--relations", tok, ds);
-            ok = false;
-        } else {
-            chosen += !use[r];
-            use[r] = true;
-        }
-    }
-    free(copy);
-    if (ok && chosen == 0) {
-        fprintf(stderr, "kgl %s: --relations: the list is empty\n", cmd);
-        ok = false;
-    }
-    return ok;
-}
-
 /* "'a', 'b', 'c'" (and ", ..." when there are more than were kept). */
 static void print_names(char *const *names, const int *ids, int n)
 {
@@ -164,7 +119,12 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
         return EXIT_USAGE;
     }
     v->use_relation = kgl_xmalloc((size_t)v->ds.n_relations * sizeof(bool));
-    if (!choose_relations(cmd, d->relations, &v->ds, v->use_relation)) {
+    size_t cap = 4096 + (d->relations ? strlen(d->relations) : 0); /* room for a name, however long */
+    char *why = kgl_xmalloc(cap);
+    bool chosen = kgl_dataset_choose_relations(&v->ds, d->relations, v->use_relation, why, cap);
+    if (!chosen) fprintf(stderr, "kgl %s: %s\n", cmd, why);
+    free(why);
+    if (!chosen) {
         data_free(v);
         return EXIT_USAGE;
     }
@@ -209,41 +169,11 @@ void data_free(data_view *v)
 
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of)
 {
-    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
-    char *copy = kgl_strdup(spec);
-    bool ok = true;
-    int assigned = 0;
-    for (char *tok = strtok(copy, ","); tok && ok; tok = strtok(NULL, ",")) {
-        char *eq = strrchr(tok, '=');
-        if (!eq) {
-            fprintf(stderr, "kgl %s: --supervise-heads: '%s' is not RELATION=HEAD\n", cmd, tok);
-            ok = false;
-            break;
-        }
-        *eq = 0;
-        int r = kgl_dataset_relation_id(ds, tok);
-        char *end;
-        long h = strtol(eq + 1, &end, 10);
-        if (r < 0) {
-            unknown_relation(cmd, "--supervise-heads", tok, ds);
-            ok = false;
-        } else if (end == eq + 1 || *end || h < 0 || h >= heads) {
-            fprintf(stderr, "kgl %s: --supervise-heads: head '%s' for %s must be a number from 0 to %d\n", cmd, eq + 1,
-                    tok, heads - 1);
-            ok = false;
-        } else if (head_of[r] >= 0) {
-            fprintf(stderr, "kgl %s: --supervise-heads: relation '%s' is assigned twice\n", cmd, tok);
-            ok = false;
-        } else {
-            head_of[r] = (int)h;
-            assigned++;
-        }
-    }
-    free(copy);
-    if (ok && !assigned) {
-        fprintf(stderr, "kgl %s: --supervise-heads: the list is empty\n", cmd);
-        ok = false;
-    }
+    size_t cap = 4096 + strlen(spec); /* room for a name, however long */
+    char *why = kgl_xmalloc(cap);
+    bool ok = kgl_supervision_parse(spec, ds, heads, head_of, why, cap);
+    if (!ok) fprintf(stderr, "kgl %s: %s\n", cmd, why);
+    free(why);
     return ok;
 }
 
@@ -299,52 +229,6 @@ void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds
            o->hits1, o->hits3, o->hits10, o->mr);
 }
 
-void json_metric(kgl_json_writer *w, const kgl_metrics *m)
-{
-    kgl_json_begin_object(w);
-    kgl_json_field_number(w, "mrr", m->mrr);
-    kgl_json_field_number(w, "hits1", m->hits1);
-    kgl_json_field_number(w, "hits3", m->hits3);
-    kgl_json_field_number(w, "hits10", m->hits10);
-    kgl_json_field_number(w, "mr", m->mr);
-    kgl_json_field_int(w, "n", m->n);
-    kgl_json_end_object(w);
-}
-
-/* The three directions of one ranking, each under its key. */
-static void json_directions(kgl_json_writer *w, const kgl_metrics *tail, const kgl_metrics *head,
-                            const kgl_metrics *both)
-{
-    kgl_json_key(w, "tail");
-    json_metric(w, tail);
-    kgl_json_key(w, "head");
-    json_metric(w, head);
-    if (!both) return;
-    kgl_json_key(w, "both");
-    json_metric(w, both);
-}
-
-void json_metrics(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
-{
-    kgl_json_begin_object(w);
-    json_directions(w, &e->tail, &e->head, &e->both);
-    kgl_json_key(w, "optimistic");
-    kgl_json_begin_object(w);
-    json_directions(w, &e->tail_optimistic, &e->head_optimistic, &e->both_optimistic);
-    kgl_json_end_object(w);
-    kgl_json_key(w, "per_relation");
-    kgl_json_begin_object(w);
-    for (int r = 0; r < ds->n_relations; r++) {
-        if (!use[r] || e->rel_tail[r].n == 0) continue;
-        kgl_json_key(w, ds->relation_names[r]);
-        kgl_json_begin_object(w);
-        json_directions(w, &e->rel_tail[r], &e->rel_head[r], NULL);
-        kgl_json_end_object(w);
-    }
-    kgl_json_end_object(w);
-    kgl_json_end_object(w);
-}
-
 static int spec_column_width(const char *relation)
 {
     int w = text_width(relation);
@@ -389,76 +273,25 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     }
 }
 
-void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec)
-{
-    int m = ds->n_relations;
-    kgl_json_begin_object(w);
-    for (int r = 0; r < m; r++) {
-        if (!use[r]) continue;
-        kgl_json_key(w, ds->relation_names[r]);
-        kgl_json_begin_array(w);
-        for (int h = 0; h < heads; h++) kgl_json_put_number(w, spec[h * m + r]);
-        kgl_json_end_array(w);
-    }
-    kgl_json_end_object(w);
-}
-
-/* Where the names joined by \n in a checkpoint's metadata first differ from
-   `names`: -1 when they are the same list. *count is how many it lists, and
-   its name at the difference (if it has one) goes to got. */
-static int first_difference(const char *joined, char *const *names, int n, int *count, char *got, size_t cap)
-{
-    int at = -1;
-    *count = 0;
-    for (const char *p = joined;; (*count)++) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
-        if (at < 0 && (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0)) {
-            at = *count;
-            snprintf(got, cap, "%.*s", (int)len, p);
-        }
-        if (!nl) {
-            (*count)++;
-            break;
-        }
-        p = nl + 1;
-    }
-    return at >= 0 ? at : *count != n ? *count : -1;
-}
-
 /* A checkpoint that does not fit the embedded academic world was, most
    likely, trained on the user's own triples and opened without --train:
    say that, with what differs: the counts, or (when they are the same) the
-   first name. */
+   first name (kgl_checkpoint_names_differ). */
 static bool explain_other_data(const char *path, const data_view *v)
 {
-    kgl_st_file f;
-    char err[1024];
-    if (!kgl_st_read(path, &f, err, sizeof err)) return false;
-    const char *ents = kgl_st_meta(&f, "entities"), *rels = kgl_st_meta(&f, "relations");
-    bool other = false;
-    if (ents && rels) {
-        const kgl_dataset *ds = &v->ds;
-        char ent_got[256], rel_got[256];
-        int n_ents, n_rels;
-        int ent_at = first_difference(ents, ds->entity_names, ds->n_entities, &n_ents, ent_got, sizeof ent_got);
-        int rel_at = first_difference(rels, ds->relation_names, ds->n_relations, &n_rels, rel_got, sizeof rel_got);
-        other = ent_at >= 0 || rel_at >= 0;
-        bool is_ent = ent_at >= 0;
-        if (other && (n_ents != ds->n_entities || n_rels != ds->n_relations))
-            fprintf(stderr, "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded "
-                    "academic world (%d entities, %d relations)", path, n_ents, n_rels, ds->n_entities,
-                    ds->n_relations);
-        else if (other) /* the same counts: the first name that differs */
-            fprintf(stderr, "%s: this checkpoint was not trained on the embedded academic world: its %s %d is '%s', "
-                    "the academic world's is '%s'", path, is_ent ? "entity" : "relation", is_ent ? ent_at : rel_at,
-                    is_ent ? ent_got : rel_got, is_ent ? ds->entity_names[ent_at] : ds->relation_names[rel_at]);
-        if (other)
-            fprintf(stderr, "; give the triples files it was trained with (--train F, and --valid, --test if it had "
-                    "them)\n");
-    }
-    kgl_st_free(&f);
-    return other;
+    kgl_names_difference d;
+    if (!kgl_checkpoint_names_differ(path, &v->ds, &d)) return false;
+    const kgl_dataset *ds = &v->ds;
+    if (d.n_entities != ds->n_entities || d.n_relations != ds->n_relations)
+        fprintf(stderr, "%s: this checkpoint was trained on %d entities and %d relations, not on the embedded "
+                "academic world (%d entities, %d relations)", path, d.n_entities, d.n_relations, ds->n_entities,
+                ds->n_relations);
+    else /* the same counts: the first name that differs */
+        fprintf(stderr, "%s: this checkpoint was not trained on the embedded academic world: its %s %d is '%s', "
+                "the academic world's is '%s'", path, d.entity ? "entity" : "relation", d.at, d.name,
+                d.entity ? ds->entity_names[d.at] : ds->relation_names[d.at]);
+    fprintf(stderr, "; give the triples files it was trained with (--train F, and --valid, --test if it had them)\n");
+    return true;
 }
 
 int checkpoint_open(const char *path, const data_view *v, kgl_checkpoint *ck)

@@ -40,19 +40,16 @@ bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, 
  * how they are ranked). data_load prints them always, --quiet or not. */
 void print_data_warnings(const kgl_dataset *ds);
 
-/* "advises=0,authored=1" → head_of[m] (-1 elsewhere). Returns false after
- * printing "kgl CMD: --supervise-heads: ...". */
+/* "advises=0,authored=1" → head_of[m] (-1 elsewhere; kgl_supervision_parse,
+ * kgl/model.h). Returns false after printing "kgl CMD: --supervise-heads: ...". */
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of);
 
 /* Prints the per-relation metrics table of one split. */
 void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use_relation,
                          const kgl_eval *e);
-/* JSON: {"tail":{...},"head":{...},"both":{...},"per_relation":{...}} */
-void json_metrics(kgl_json_writer *w, const kgl_dataset *ds, const bool *use_relation, const kgl_eval *e);
-void json_metric(kgl_json_writer *w, const kgl_metrics *m);
-/* The spec matrix as an aligned table (heads as rows) and as JSON {REL:[…]}. */
+/* (Their JSON: kgl_json_eval, kgl/model.h.) */
+/* The spec matrix as an aligned table (heads as rows; its JSON: kgl_json_spec, kgl/model.h). */
 void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
-void json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use_relation, int heads, const double *spec);
 
 /* s in a table column `width` characters wide (negative: left-aligned, as
  * printf's "%-*s"): cut to its first |width| characters, never part of one

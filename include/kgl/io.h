@@ -219,6 +219,17 @@ bool kgl_is_header_line(char *const *fields, int n);
 bool kgl_inverse_name(const char *name);
 int kgl_dataset_entity_id(const kgl_dataset *ds, const char *name);   /* -1 if unknown */
 int kgl_dataset_relation_id(const kgl_dataset *ds, const char *name); /* -1 if unknown */
+/* "OPTION: no relation 'x' in the triples; did you mean 'y'? (they have:
+ * a, b, c)" into err: the near names (kgl_near_matches) when some is near,
+ * the list when there are at most 30; for --relations and a name "=...", that
+ * it takes names, never a formula. */
+void kgl_dataset_unknown_relation(const kgl_dataset *ds, const char *option, const char *name, char *err,
+                                  size_t cap);
+/* --relations A,B,...: use[r] (ds->n_relations of them) for each relation
+ * named in the comma-separated list, or for every relation when list is
+ * NULL. False with "--relations: no relation 'x' in the triples..." or
+ * "--relations: the list is empty" in err. */
+bool kgl_dataset_choose_relations(const kgl_dataset *ds, const char *list, bool *use, char *err, size_t cap);
 /* Filtered-ranking index over every triple of every split: for rel < m, the
  * sorted tails t of known triples (head, rel, t); for rel = m + k, the sorted
  * heads h of known triples (h, k, head) (the inverse direction). No hashing at

@@ -232,6 +232,12 @@ typedef struct kgl_supervision {
     const int *head_of; /* [m] */
     double weight;      /* λ */
 } kgl_supervision;
+/* --supervise-heads "advises=0,authored=1" -> head_of[r] (ds->n_relations of
+ * them; -1 for a relation not named), each head below `heads`. False with
+ * "--supervise-heads: ..." in err: an item not RELATION=HEAD, an unknown
+ * relation (kgl_dataset_unknown_relation), a head out of range, a relation
+ * named twice, an empty list. */
+bool kgl_supervision_parse(const char *spec, const kgl_dataset *ds, int heads, int *head_of, char *err, size_t cap);
 
 typedef struct kgl_forward {
     kgl_tensor *context;                /* C [n, d]; with --context graph in a loss, [B, d]: example b's state */
@@ -479,6 +485,17 @@ const char *kgl_ensemble_mismatch(const kgl_config *first, const kgl_config *oth
 void kgl_mixture_add(kgl_real *scores, int n, int members, kgl_real *mix);
 void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                            const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_eval *out);
+/* A ranking's results as JSON (src/model/results.c), as kgl train --json and
+ * kgl eval --json write them. kgl_json_metric: {"mrr":..,"hits1":..,
+ * "hits3":..,"hits10":..,"mr":..,"n":..}. kgl_json_eval: the object
+ * {"tail":M,"head":M,"both":M,"optimistic":{"tail":M,"head":M,"both":M},
+ * "per_relation":{REL:{"tail":M,"head":M},...}} with a relation only when
+ * use[r] and ranked (its tail count is not 0). kgl_json_spec: {REL:[spec of
+ * head 0, head 1, ...],...} for the relations in use, spec [heads, m]
+ * (where head h looks by relation r: spec[h * m + r], kgl_heads_spec). */
+void kgl_json_metric(kgl_json_writer *w, const kgl_metrics *m);
+void kgl_json_eval(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e);
+void kgl_json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
 typedef struct kgl_tails {
@@ -650,6 +667,11 @@ void kgl_trainer_update(kgl_trainer *tr);
 /* Entity states C of the current parameters (on eval_tape, no gradients),
  * with the attention on the way in f. */
 kgl_tensor *kgl_trainer_context(kgl_trainer *tr, kgl_forward *f);
+/* Whether an epoch ends with a batch under an eighth of the others (*last
+ * examples or queries; the others tr->cfg.batch), which takes a full Adam
+ * step on a far noisier gradient; *equal is the batch size that makes its
+ * *batches batches equal. kgl train warns of it. */
+bool kgl_trainer_short_last_batch(const kgl_trainer *tr, long *last, long *equal, long *batches);
 /* The same states without the attention weights: what evaluation needs, in
  * far less memory (H n² doubles fewer). NULL for a --query-relation model:
  * its evaluation computes each question's own state, and reads none of these
@@ -799,6 +821,45 @@ bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *hold
 /* A formula's value as the word a recipe gives in its place: a whole number
  * without a point ("342"), else 15 significant digits. */
 void kgl_recipe_format(double x, char *out, size_t cap);
+/* The words kgl train parses with recipe r: argv[0], the recipe's words,
+ * then the command line's argv[1 .. argc) (coming later, they win); *n gets
+ * their count. Malloc'd and NULL-terminated (free it); the words themselves
+ * stay r's and argv's. */
+char **kgl_recipe_command_line(const kgl_recipe *r, int argc, char **argv, int *n);
+/* The recipe's options as the run uses them, for its report: into `line`
+ * its words joined by spaces, an option the command line argv[1 .. argc)
+ * gives too with the command line's value (its last); into `given` the
+ * names of those options, ", "-separated ("" when none). Both cut to
+ * their caps. E.g. "--dim 16 --steps 5" and "--steps". */
+void kgl_recipe_as_run(const kgl_recipe *r, int argc, char **argv, char *line, size_t line_cap, char *given,
+                       size_t given_cap);
+
+/* Formulas on kgl train's command line, as in a recipe: "--batch
+ * =ceil(n_train/5)". A formula needs the loaded triples, and the triples
+ * need the command line parsed: kgl_formulas_find gives the command line
+ * without each formula and its option (`first`) to parse first;
+ * kgl_formulas_compute then computes them for the triples and gives the
+ * whole command line with their values (`words`), which is parsed again.
+ * The value of a file option (KGL_OPTION_FILE: --train ... --log) is a
+ * name, never a formula. */
+typedef struct kgl_formulas {
+    int count;          /* formula words in argv */
+    char **first;       /* argv without them and their options, NULL-terminated (NULL: no formula) */
+    int first_argc;
+    char **words;       /* argv with their values, NULL-terminated (after kgl_formulas_compute) */
+    char (*values)[32]; /* values[k]: the value of the formula argv[k] */
+} kgl_formulas;
+/* Whether argv[k] is a formula: a word "=..." after an option "--name"
+ * (not "--name=x") that does not name a file. */
+bool kgl_formula_at(char *const *argv, int k);
+void kgl_formulas_find(kgl_formulas *f, int argc, char **argv);
+/* Computes every formula of argv for the counts v into f->words; false with
+ * "--steps =n_trian: unknown name 'n_trian'; ..." in err (a formula cut
+ * after 60 characters, "..." marking the cut). */
+bool kgl_formulas_compute(kgl_formulas *f, int argc, char **argv, const kgl_recipe_vars *v, char *err, size_t cap);
+/* Whether f->words[k] is a computed value (argv[k] was a formula). */
+bool kgl_formulas_computed(const kgl_formulas *f, int k);
+void kgl_formulas_free(kgl_formulas *f);
 
 /* ----------------------------------------------------------- checkpoint --
  * A safetensors file (README, "The model, exactly"): the parameters by name,
@@ -858,6 +919,20 @@ bool kgl_checkpoint_precision(const char *path, char precision[4], char *err, si
  * with ck->cfg. */
 void kgl_checkpoint_apply(const kgl_checkpoint *ck, kgl_model *m);
 void kgl_checkpoint_close(kgl_checkpoint *ck);
+/* Whether the checkpoint at `path` names other entities or relations than
+ * ds does (its metadata's lists), and what differs first: *d gets its counts
+ * and, when a name differs, which (an entity's or a relation's, its id and
+ * the checkpoint's name there; "" past the end of the checkpoint's list).
+ * False when the names are ds's, or the file or its lists cannot be read
+ * (kgl_checkpoint_open says why). For a message that says which triples a
+ * checkpoint was trained on, not only that they differ. */
+typedef struct kgl_names_difference {
+    int n_entities, n_relations; /* the checkpoint's */
+    bool entity;                 /* the first difference is an entity's name (else a relation's) */
+    int at;                      /* the id where it is */
+    char name[256];              /* the checkpoint's name there, cut to 255 bytes */
+} kgl_names_difference;
+bool kgl_checkpoint_names_differ(const char *path, const kgl_dataset *ds, kgl_names_difference *d);
 /* Whether `members` (metadata ensemble_members) lists each other member's
  * file once, one a line: false, with why ("line 2 is blank", "line 3
  * repeats line 1 ('e.m1.st')"), for a blank line or a name given twice,
@@ -1127,6 +1202,17 @@ typedef struct kgl_run_spec {
  * 300 steps, a row every 10, one member, one job on one thread; cfg's
  * n_entities and n_relations set from ds. */
 void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_config *cfg);
+/* The threads shared among the members that train at once (kgl train's
+ * --threads and --ensemble-jobs): `jobs` members at once (0: one a thread),
+ * at most spec->members, each job threads / jobs threads (at least 1);
+ * `threads` 0: every core (kgl_cores). Sets spec->jobs and job_threads. */
+void kgl_run_spec_threads(kgl_run_spec *spec, int threads, int jobs);
+/* What a run of `spec` asks of memory, for kgl_memory_needed:
+ * its models, the jobs and threads at once, the most triples one ranking
+ * ranks (train, valid, or the n_test test triples the report ranks too) and
+ * the selection's snapshot. r->options is false: a program whose options
+ * can change sets it. */
+void kgl_run_memory(const kgl_run_spec *spec, long n_test, kgl_memory_run *r);
 
 struct kgl_run_member {
     int index;                    /* of the ensemble (0 without one) */
@@ -1204,6 +1290,37 @@ void kgl_run_log_header(FILE *log, const kgl_run_member *m, const bool *use_rela
    `evaluated`, m->valid_ev's ranking of valid. */
 void kgl_run_log_row(FILE *log, const kgl_run_member *m, const kgl_diag *dg, const bool *use_relation, long step,
                      double loss, bool evaluated, double seconds);
+/* The log as a file of its own, written whole or not at all (kgl_outfile:
+ * a temporary renamed over its path at the close). kgl_run_log_open writes
+ * the header and sets m->diag to the log's measurements; false with "PATH:
+ * why" in err. kgl_run_log_write writes a row and flushes it, unless
+ * `stopping` (the row of the step a run stops at: the close writes it); a
+ * write that fails returns false with "cannot write the log PATH: why" in
+ * err, once: the log is dropped (its temporary removed, m->diag NULL) and
+ * later rows are not written (true). kgl_run_log_close commits it; false
+ * with "PATH: why" in err, or with err "" when a write had failed before. */
+typedef struct kgl_run_log {
+    kgl_outfile file;
+    bool open;     /* being written */
+    bool failed;   /* a write failed: the log was dropped */
+    kgl_diag diag; /* its head columns, measured at the logged steps */
+} kgl_run_log;
+bool kgl_run_log_open(kgl_run_log *log, const char *path, kgl_run_member *m, const bool *use_relation, char *err,
+                      size_t cap);
+bool kgl_run_log_write(kgl_run_log *log, kgl_run_member *m, const bool *use_relation, long step, double loss,
+                       bool evaluated, bool stopping, double seconds, char *err, size_t cap);
+bool kgl_run_log_close(kgl_run_log *log, kgl_run_member *m, char *err, size_t cap);
+/* A run's results as JSON (src/model/results.c), the fields kgl train
+ * --json opens its object with: "steps" (member 0's), "final_loss",
+ * "fit_step" (null: not fit), "seconds" (the run's), "precision",
+ * "interrupted"; when the run selects on valid "best_step" and
+ * "best_valid_mrr" (null when no evaluation ran), "evaluations",
+ * "stopped_early"; "params" (of every member trained) and "ensemble" (the
+ * members trained). A member's alone (an ensemble's "members"): "seed",
+ * "steps", "seconds", and its best step and MRR when selecting. The caller
+ * writes the object around them and what follows (options, metrics). */
+void kgl_run_json_fields(kgl_json_writer *w, const kgl_run *run, bool interrupted);
+void kgl_run_json_member_fields(kgl_json_writer *w, const kgl_run_member *m);
 
 /* The set kgl_run_save wrote, opened again (kgl eval, predict, heads,
  * export, grad): what --checkpoint names is one file F, with the other

@@ -558,3 +558,47 @@ void kgl_types_free(kgl_types *ty)
     free(ty->type);
     memset(ty, 0, sizeof *ty);
 }
+
+void kgl_dataset_unknown_relation(const kgl_dataset *ds, const char *option, const char *name, char *err,
+                                  size_t cap)
+{
+    char hint[600] = "", near[512], list[2048] = "";
+    const char *const *names = (const char *const *)ds->relation_names;
+    int k_near = kgl_near_matches(name, names, ds->n_relations, 3, near, sizeof near);
+    if (k_near) snprintf(hint, sizeof hint, "; did you mean %s%s?", k_near > 1 ? "one of " : "", near);
+    if (ds->n_relations <= 30) { /* the list only when it is short enough to read */
+        size_t used = (size_t)snprintf(list, sizeof list, " (they have:");
+        for (int k = 0; k < ds->n_relations && used < sizeof list; k++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s %s", k ? "," : "", names[k]);
+        if (used < sizeof list) snprintf(list + used, sizeof list - used, ")");
+    }
+    snprintf(err, cap, "%s: no relation '%s' in the triples%s%s%s", option, name, hint, list,
+             name[0] == '=' && strcmp(option, "--relations") == 0
+                 ? "; --relations takes relation names, never a formula (it chooses the triples the formulas count)"
+                 : "");
+}
+
+bool kgl_dataset_choose_relations(const kgl_dataset *ds, const char *list, bool *use, char *err, size_t cap)
+{
+    for (int r = 0; r < ds->n_relations; r++) use[r] = list == NULL;
+    if (!list) return true;
+    char *copy = kgl_strdup(list), *at;
+    bool ok = true;
+    int chosen = 0;
+    for (char *tok = strtok_r(copy, ",", &at); tok && ok; tok = strtok_r(NULL, ",", &at)) {
+        int r = kgl_dataset_relation_id(ds, tok);
+        if (r < 0) {
+            kgl_dataset_unknown_relation(ds, "--relations", tok, err, cap);
+            ok = false;
+        } else {
+            chosen += !use[r];
+            use[r] = true;
+        }
+    }
+    free(copy);
+    if (ok && chosen == 0) {
+        snprintf(err, cap, "--relations: the list is empty");
+        ok = false;
+    }
+    return ok;
+}

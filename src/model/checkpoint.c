@@ -642,3 +642,48 @@ void kgl_checkpoint_close(kgl_checkpoint *ck)
     }
     ck->file = NULL;
 }
+
+/* Where the names joined by \n in a checkpoint's metadata first differ from
+   `names`: -1 when they are the same list. *count is how many it lists, and
+   its name at the difference (if it has one) goes to got. */
+static int first_difference(const char *joined, char *const *names, int n, int *count, char *got, size_t cap)
+{
+    int at = -1;
+    *count = 0;
+    for (const char *p = joined;; (*count)++) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (at < 0 && (*count >= n || strlen(names[*count]) != len || memcmp(names[*count], p, len) != 0)) {
+            at = *count;
+            snprintf(got, cap, "%.*s", (int)len, p);
+        }
+        if (!nl) {
+            (*count)++;
+            break;
+        }
+        p = nl + 1;
+    }
+    return at >= 0 ? at : *count != n ? *count : -1;
+}
+
+bool kgl_checkpoint_names_differ(const char *path, const kgl_dataset *ds, kgl_names_difference *d)
+{
+    memset(d, 0, sizeof *d);
+    kgl_st_file f;
+    char err[1024];
+    if (!kgl_st_read(path, &f, err, sizeof err)) return false;
+    const char *ents = kgl_st_meta(&f, "entities"), *rels = kgl_st_meta(&f, "relations");
+    bool other = false;
+    if (ents && rels) {
+        char ent_got[sizeof d->name], rel_got[sizeof d->name];
+        int ent_at = first_difference(ents, ds->entity_names, ds->n_entities, &d->n_entities, ent_got, sizeof ent_got);
+        int rel_at = first_difference(rels, ds->relation_names, ds->n_relations, &d->n_relations, rel_got,
+                                      sizeof rel_got);
+        other = ent_at >= 0 || rel_at >= 0;
+        d->entity = ent_at >= 0;
+        d->at = d->entity ? ent_at : rel_at;
+        memcpy(d->name, d->entity ? ent_got : rel_got, sizeof d->name);
+    }
+    kgl_st_free(&f);
+    return other;
+}

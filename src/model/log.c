@@ -3,11 +3,14 @@
  * then every layer's per-head diagnostics (kgl_diag, measured between the
  * step's backward and its update) and where each head looks by relation,
  * then, when the run selects on valid, that step's valid ranking. The
- * program opens the file, keeps its clock and says when a write failed; the
- * columns and the numbers are these. A value that was not measured is an
+ * program keeps its clock and says when a write failed; the file (a
+ * temporary renamed over its path at the end, dropped when a write fails),
+ * the columns and the numbers are these. A value that was not measured is an
  * empty field (NaN to pandas). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "kgl/model.h"
 
@@ -78,4 +81,44 @@ void kgl_run_log_row(FILE *log, const kgl_run_member *m, const kgl_diag *dg, con
         log_number(log, evaluated ? b->hits10 : NAN);
     }
     fputc('\n', log);
+}
+
+bool kgl_run_log_open(kgl_run_log *log, const char *path, kgl_run_member *m, const bool *use_relation, char *err,
+                      size_t cap)
+{
+    memset(log, 0, sizeof *log);
+    if (!kgl_outfile_open(&log->file, path, err, cap)) return false;
+    log->open = true;
+    kgl_diag_init(&log->diag, &m->tr);
+    m->diag = &log->diag; /* measured at the logged steps */
+    kgl_run_log_header(log->file.f, m, use_relation);
+    return true;
+}
+
+bool kgl_run_log_write(kgl_run_log *log, kgl_run_member *m, const bool *use_relation, long step, double loss,
+                       bool evaluated, bool stopping, double seconds, char *err, size_t cap)
+{
+    if (!log->open) return true;
+    FILE *f = log->file.f;
+    kgl_run_log_row(f, m, &log->diag, use_relation, step, loss, evaluated, seconds);
+    if (stopping) return true; /* the close writes it */
+    if (fflush(f) == 0 && !ferror(f)) return true;
+    int e = errno;
+    snprintf(err, cap, "cannot write the log %s: %s", log->file.path, strerror(e ? e : EIO));
+    kgl_outfile_discard(&log->file);
+    m->diag = NULL;
+    kgl_diag_free(&log->diag);
+    log->open = false;
+    log->failed = true;
+    return false;
+}
+
+bool kgl_run_log_close(kgl_run_log *log, kgl_run_member *m, char *err, size_t cap)
+{
+    err[0] = 0;
+    if (!log->open) return !log->failed;
+    m->diag = NULL;
+    kgl_diag_free(&log->diag);
+    log->open = false;
+    return kgl_outfile_commit(&log->file, err, cap);
 }

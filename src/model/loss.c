@@ -143,3 +143,43 @@ void kgl_readout_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const
     out->loss = out->aux_loss ? kgl_add(t, out->main_loss, kgl_scale(t, out->aux_loss, sup->weight)) : out->main_loss;
 }
 
+
+bool kgl_supervision_parse(const char *spec, const kgl_dataset *ds, int heads, int *head_of, char *err, size_t cap)
+{
+    for (int r = 0; r < ds->n_relations; r++) head_of[r] = -1;
+    char *copy = kgl_strdup(spec), *at;
+    bool ok = true;
+    int assigned = 0;
+    for (char *tok = strtok_r(copy, ",", &at); tok && ok; tok = strtok_r(NULL, ",", &at)) {
+        char *eq = strrchr(tok, '=');
+        if (!eq) {
+            snprintf(err, cap, "--supervise-heads: '%s' is not RELATION=HEAD", tok);
+            ok = false;
+            break;
+        }
+        *eq = 0;
+        int r = kgl_dataset_relation_id(ds, tok);
+        char *end;
+        long h = strtol(eq + 1, &end, 10);
+        if (r < 0) {
+            kgl_dataset_unknown_relation(ds, "--supervise-heads", tok, err, cap);
+            ok = false;
+        } else if (end == eq + 1 || *end || h < 0 || h >= heads) {
+            snprintf(err, cap, "--supervise-heads: head '%s' for %s must be a number from 0 to %d", eq + 1, tok,
+                     heads - 1);
+            ok = false;
+        } else if (head_of[r] >= 0) {
+            snprintf(err, cap, "--supervise-heads: relation '%s' is assigned twice", tok);
+            ok = false;
+        } else {
+            head_of[r] = (int)h;
+            assigned++;
+        }
+    }
+    free(copy);
+    if (ok && !assigned) {
+        snprintf(err, cap, "--supervise-heads: the list is empty");
+        ok = false;
+    }
+    return ok;
+}

@@ -328,3 +328,105 @@ void kgl_recipe_free(kgl_recipe *r)
     kgl_text_close(&r->file);
     memset(r, 0, sizeof *r);
 }
+
+/* ------------------------------------------ a recipe beside the command line */
+
+/* The number of words of the option at w[k]: 2 for "--name value", 1 for a
+   flag or "--name=value" (no value starts with "--"). */
+static int option_words(char *const *w, int n, int k)
+{
+    return strchr(w[k], '=') || k + 1 >= n || strncmp(w[k + 1], "--", 2) == 0 ? 1 : 2;
+}
+
+static bool same_option(const char *a, const char *b)
+{
+    size_t na = strcspn(a, "="), nb = strcspn(b, "=");
+    return na == nb && strncmp(a, b, na) == 0;
+}
+
+char **kgl_recipe_command_line(const kgl_recipe *r, int argc, char **argv, int *n)
+{
+    char **words = kgl_xmalloc((size_t)(argc + r->argc + 1) * sizeof *words);
+    *n = 0;
+    words[(*n)++] = argv[0];
+    for (int k = 0; k < r->argc; k++) words[(*n)++] = r->argv[k];
+    for (int k = 1; k < argc; k++) words[(*n)++] = argv[k];
+    words[*n] = NULL;
+    return words;
+}
+
+void kgl_recipe_as_run(const kgl_recipe *r, int argc, char **argv, char *line, size_t line_cap, char *given,
+                       size_t given_cap)
+{
+    size_t used = 0, n_given = 0;
+    line[0] = given[0] = 0;
+    for (int k = 0; k < r->argc; k += option_words(r->argv, r->argc, k)) {
+        char *const *w = r->argv + k;
+        int words = option_words(r->argv, r->argc, k);
+        bool overridden = false;
+        for (int j = 1; j < argc; j += option_words(argv, argc, j)) /* the last one wins */
+            if (same_option(argv[j], r->argv[k])) w = argv + j, words = option_words(argv, argc, j), overridden = true;
+        if (overridden)
+            n_given += (size_t)snprintf(given + n_given, n_given < given_cap ? given_cap - n_given : 0, "%s%.*s",
+                                        n_given ? ", " : "", (int)strcspn(w[0], "="), w[0]);
+        for (int q = 0; q < words; q++)
+            used += (size_t)snprintf(line + used, used < line_cap ? line_cap - used : 0, "%s%s", used ? " " : "",
+                                     w[q]);
+    }
+}
+
+/* ------------------------------------------------ formulas on the command line */
+
+bool kgl_formula_at(char *const *argv, int k)
+{
+    if (k < 2 || argv[k][0] != '=' || strncmp(argv[k - 1], "--", 2) != 0 || strchr(argv[k - 1], '=')) return false;
+    const kgl_option *option = kgl_train_option_named(argv[k - 1], strlen(argv[k - 1]));
+    return !(option && (option->flags & KGL_OPTION_FILE));
+}
+
+void kgl_formulas_find(kgl_formulas *cf, int argc, char **argv)
+{
+    memset(cf, 0, sizeof *cf);
+    for (int k = 1; k < argc; k++) cf->count += kgl_formula_at(argv, k);
+    if (!cf->count) return;
+    cf->first = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->first);
+    for (int k = 0; k < argc; k++) {
+        if (k + 1 < argc && kgl_formula_at(argv, k + 1)) k++; /* the option and its formula */
+        else cf->first[cf->first_argc++] = argv[k];
+    }
+    cf->first[cf->first_argc] = NULL;
+}
+
+bool kgl_formulas_compute(kgl_formulas *cf, int argc, char **argv, const kgl_recipe_vars *vars, char *err,
+                          size_t cap)
+{
+    free(cf->words);
+    free(cf->values);
+    cf->words = kgl_xmalloc((size_t)(argc + 1) * sizeof *cf->words);
+    cf->values = kgl_xmalloc((size_t)argc * sizeof *cf->values);
+    for (int k = 0; k < argc; k++) {
+        cf->words[k] = argv[k];
+        if (!kgl_formula_at(argv, k)) continue;
+        double x;
+        char why[512];
+        if (!kgl_recipe_eval(argv[k] + 1, vars, &x, why, sizeof why)) {
+            int keep = (int)kgl_utf8_prefix(argv[k], 60, SIZE_MAX); /* whole characters */
+            snprintf(err, cap, "%s %.*s%s: %s", argv[k - 1], keep, argv[k], argv[k][keep] ? "..." : "", why);
+            return false;
+        }
+        kgl_recipe_format(x, cf->values[k], sizeof cf->values[k]);
+        cf->words[k] = cf->values[k];
+    }
+    cf->words[argc] = NULL;
+    return true;
+}
+
+bool kgl_formulas_computed(const kgl_formulas *cf, int k) { return cf->words && cf->words[k] == cf->values[k]; }
+
+void kgl_formulas_free(kgl_formulas *cf)
+{
+    free(cf->first);
+    free(cf->words);
+    free(cf->values);
+    memset(cf, 0, sizeof *cf);
+}

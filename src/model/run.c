@@ -32,6 +32,26 @@ void kgl_run_spec_defaults(kgl_run_spec *spec, const kgl_dataset *ds, const kgl_
     spec->members = spec->jobs = spec->job_threads = 1;
 }
 
+void kgl_run_spec_threads(kgl_run_spec *spec, int threads, int jobs)
+{
+    if (threads < 1) threads = kgl_cores();
+    if (jobs < 1) jobs = threads;
+    int members = spec->members < 1 ? 1 : spec->members;
+    jobs = jobs > members ? members : jobs;
+    spec->jobs = jobs;
+    spec->job_threads = threads / jobs > 1 ? threads / jobs : 1;
+}
+
+void kgl_run_memory(const kgl_run_spec *spec, long n_test, kgl_memory_run *r)
+{
+    long ranked = spec->n_train > spec->n_valid ? spec->n_train : spec->n_valid;
+    *r = (kgl_memory_run){.cfg = spec->cfg, .tc = {.batch = (int)spec->st.batch, .head_of = spec->head_of},
+                          .reg = spec->st.reg, .n_train = spec->n_train, .ranked = ranked > n_test ? ranked : n_test,
+                          .triples = (long)spec->n_train + spec->n_valid + n_test, .members = spec->members,
+                          .jobs = spec->jobs, .threads = spec->jobs * spec->job_threads,
+                          .selecting = spec->eval_every > 0};
+}
+
 /* The members of an ensemble are independent until the report, so J of
    them train at once, each a job of the one runner (kgl_jobs_run) on a
    pool of threads of its worker's: the members start in order, and since
