@@ -997,6 +997,14 @@ TEST(graph_relation_token_command_line)
                  T->tmp, K);
         CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
     }
+    /* the report of a model with no edges says so, instead of a table of NaN
+       (no neighbourhood holds an edge to weigh); with edges the table is there */
+    CHECK(run_kgl(T, "train --context graph --query-relation --relation-token --neighbours 0 --steps 5", out, sizeof out,
+                  err, sizeof err) == 0);
+    CHECK(strstr(out, "head by relation spec: no neighbourhood held an edge") != NULL && strstr(out, "nan") == NULL);
+    CHECK(run_kgl(T, "train --context graph --query-relation --relation-token --neighbours 3 --steps 5", out, sizeof out,
+                  err, sizeof err) == 0);
+    CHECK(strstr(out, "head by relation spec[h][r]") != NULL && strstr(out, "no neighbourhood held") == NULL);
     /* a model trained without it cannot be resumed with it */
     snprintf(cmd, sizeof cmd, "train --context graph --query-relation --neighbours 3 --steps 5 --save %s/q.st --quiet",
              T->tmp);

@@ -240,6 +240,13 @@ void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const d
     int m = ds->n_relations, used = 0;
     for (int r = 0; r < m; r++) used += use[r];
     if (context == KGL_CONTEXT_NONE) return; /* no attention */
+    bool any = false; /* a value is NaN where no segment had an edge of its relation */
+    for (int k = 0; k < heads * m && !any; k++) any = use[k % m] && isfinite(spec[k]);
+    if (context == KGL_CONTEXT_GRAPH && !any) { /* --neighbours 0, or no chosen relation's edge anywhere */
+        printf("\nhead by relation spec: no neighbourhood held an edge of these relations (with --neighbours 0 "
+               "a question attends over itself and the asked relation only; kgl heads --query shows it)\n");
+        return;
+    }
     if (context == KGL_CONTEXT_GRAPH)
         printf("\nhead by relation spec[h][r]: mean weight head h puts on the r-edges of i's neighbourhood "
                "(kgl heads: beside uniform)\n");
