@@ -83,6 +83,7 @@ bool kgl_demo_attention_run(const kgl_demo_world *w, int query, uint64_t seed, k
 typedef struct kgl_demo_variance {
     int dk[3];
     double var[3], ratio[3];
+    double ratio_lo, ratio_hi; /* the least and the largest of ratio */
     double sat_unscaled, sat_scaled;
     bool pass;
 } kgl_demo_variance;
@@ -113,6 +114,7 @@ typedef struct kgl_demo_lookup {
     double V[16];
     double weight[2][4], out[2][4];
     double p2[2], p2_exact[2], cos[2]; /* p(slot 2), e^c / (e^c + 3), cos(out, v₂) */
+    double p2_err[2];                  /* |p(slot 2) − e^c / (e^c + 3)|, checked against KGL_DEMO_EXACT */
     bool pass;
 } kgl_demo_lookup;
 bool kgl_demo_lookup_run(uint64_t seed, kgl_demo_lookup *r);
@@ -141,6 +143,7 @@ bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, k
 typedef struct kgl_demo_maxweight {
     int d[KGL_DEMO_MW_DIMS];
     double unscaled[KGL_DEMO_MW_DIMS], scaled[KGL_DEMO_MW_DIMS];
+    double scaled_top; /* the largest of scaled (0 if none is positive) */
     bool pass;
 } kgl_demo_maxweight;
 bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
@@ -152,6 +155,7 @@ bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
 #define KGL_DEMO_F 4
 typedef struct kgl_demo_mask {
     const char *token[KGL_DEMO_T], *feature[KGL_DEMO_F];
+    int feature_of[KGL_DEMO_T]; /* token i's one feature: feature[feature_of[i]] */
     double X[KGL_DEMO_T * KGL_DEMO_F], Wq[KGL_DEMO_F * KGL_DEMO_F];
     double bi[KGL_DEMO_T * KGL_DEMO_T], causal[KGL_DEMO_T * KGL_DEMO_T]; /* scaled by 1/√4 */
     double max_w[2][KGL_DEMO_T], max_w_unscaled[2][KGL_DEMO_T];         /* [0] bidirectional, [1] causal */
@@ -212,7 +216,8 @@ extern const size_t kgl_safety_memo_csv_len;
 typedef struct kgl_demo_memo_result {
     double baseline[KGL_MEMO_DIM], weight[KGL_MEMO_MAX_CANDIDATES], repr[KGL_MEMO_DIM], shift[KGL_MEMO_DIM];
     int top;
-    double step_weight;
+    bool in_step[KGL_MEMO_MAX_CANDIDATES]; /* candidates of the missing step (their roles) */
+    double step_weight;                    /* the weight on them */
 } kgl_demo_memo_result;
 typedef struct kgl_demo_memo {
     kgl_demo_memo_result g[KGL_MEMO_MAX_GROUPS];
