@@ -605,6 +605,17 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
 /* Creates DIR if needed, then DIR/saturation.csv, saturation_seeds.csv,
  * saturation_summary.csv and the plots. */
 bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
+/* The study as one JSON object and a newline on f (`kgl saturation --json`,
+ * src/studies/saturation_json.c): steps, seeds, frozen_multiple, seconds,
+ * then "configs", one object per configuration: label, dk, scale ("sqrt",
+ * "none" or the number), init_scale, optimizer, lr, supervise, remedy (and
+ * layers in a grid with a stack; seed with one seed), "init" and "final"
+ * (layer 0's means at the first and the last step), heads, aux_floor,
+ * frozen_multiple, frozen_seeds, finished_seeds, frozen_fraction, "spread"
+ * (every metric's quantiles over the seeds), "per_seed" (each run's end)
+ * and, in a grid with a stack, "per_layer" (each layer's init, final and
+ * spread). NaN is written null. */
+void kgl_saturation_write_json(const kgl_saturation *s, FILE *f);
 
 /* ------------------------------------------------------------ benchmark --
  * The public link-prediction benchmarks (`kgl benchmark`,
