@@ -679,7 +679,8 @@ typedef struct kgl_benchmark_dataset {
 typedef enum kgl_benchmark_config_status {
     KGL_BENCHMARK_CONFIG_OK,
     KGL_BENCHMARK_CONFIG_UNREADABLE, /* the file could not be read: "path: why" in err */
-    KGL_BENCHMARK_CONFIG_INVALID     /* what it says is refused: "path: what is wrong" in err */
+    KGL_BENCHMARK_CONFIG_INVALID,    /* what it says is refused: "path: what is wrong" in err */
+    KGL_BENCHMARK_DATA_UNREADABLE    /* a split of the dataset cannot be read: "cannot read path: why" */
 } kgl_benchmark_config_status;
 /* Empties *d, names it and reads CONFIGS/<name>.args: whitespace-separated
  * words; '#' starts a comment that runs to the end of its line. Refused: more
@@ -696,6 +697,19 @@ void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d);
  * counts); config_path is FILE and args_text its words as written. */
 kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, const char *recipe_path,
                                                       const char *name, char *err, size_t err_cap);
+
+/* Everything a dataset needs before its first run: its options (the
+ * recipe at recipe_path for every dataset, or, recipe_path NULL,
+ * CONFIGS/<name>.args) loaded and checked as above, n_runs = n_seeds, with
+ * `baseline` options that do not already say --context none (else
+ * KGL_BENCHMARK_CONFIG_INVALID, "config_path: --baseline: ..."), and
+ * DATA/<name>/{train,valid,test}.txt readable (else
+ * KGL_BENCHMARK_DATA_UNREADABLE). kgl_benchmark_dataset_free afterwards,
+ * whatever the status. */
+kgl_benchmark_config_status kgl_benchmark_dataset_open(kgl_benchmark_dataset *d, const char *name,
+                                                       const char *recipe_path, const char *configs_dir,
+                                                       const char *data, int n_seeds, bool baseline, char *err,
+                                                       size_t err_cap);
 
 /* OUT/<dataset>-seed<S>.<ext>, the files of one run (json: its output, err:
  * its messages, csv: its training log, safetensors: its best checkpoint);
@@ -739,6 +753,15 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
 /* Mean and sample standard deviation (0 for one run) of m[split][optimistic][direction][metric]. */
 void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int split, int optimistic, int direction,
                             int metric, double *mean, double *sd);
+/* What n runs cost: the mean and the largest wall time (seconds), the
+ * largest peak resident memory (peak_mb; NaN ones left out, 0 when none). */
+typedef struct kgl_benchmark_cost {
+    double mean_seconds, max_seconds, peak_mb;
+} kgl_benchmark_cost;
+kgl_benchmark_cost kgl_benchmark_cost_of(const kgl_benchmark_run *runs, int n);
+/* The first and the last of a run's members' best valid steps (its own best
+ * step for a single model). */
+void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *last);
 /* The layer's mean less its baseline's (d->baseline set): test, both
  * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);
