@@ -846,3 +846,50 @@ TEST(keep_max_keeps_a_nan)
     kgl_keep_max(&m, 1);
     CHECK(m == 3);
 }
+
+/* The twin's text (what kgl-f32 sends kgl): written and read back, every
+   value to the bit (%a), two twins one after the other; a cut text or a
+   count beyond the arrays is refused. */
+TEST(twin_text_round_trip)
+{
+    kgl_twin a, b;
+    kgl_twin_op(kgl_op_find("softmax_rows"), 3, &a);
+    kgl_twin_op(kgl_op_find("matmul"), 3, &b);
+    FILE *f = tmpfile();
+    if (!CHECK(f)) return;
+    kgl_twin_write(f, &a);
+    kgl_twin_write(f, &b);
+    long n = ftell(f);
+    rewind(f);
+    char *text = calloc((size_t)n + 1, 1);
+    CHECK(fread(text, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    char *p = text;
+    const kgl_twin *want[2] = {&a, &b};
+    for (int k = 0; k < 2; k++) {
+        kgl_twin got;
+        if (CHECK(kgl_twin_read(&p, &got))) {
+            CHECK(strcmp(got.op, want[k]->op) == 0 && got.n == want[k]->n && got.n > 0);
+            for (int i = 0; i < got.n && i < want[k]->n; i++) {
+                CHECK(strcmp(got.label[i], want[k]->label[i]) == 0 && got.count[i] == want[k]->count[i]);
+                for (size_t j = 0; j < got.count[i] && j < want[k]->count[i]; j++)
+                    CHECK(memcmp(&got.values[i][j], &want[k]->values[i][j], sizeof(double)) == 0);
+            }
+        }
+        kgl_twin_free(&got);
+    }
+    CHECK(*p == 0); /* both read, nothing left */
+    kgl_twin bad;
+    char cut[64];
+    snprintf(cut, sizeof cut, "twin matmul 2\narray 3 Y\n0x1p+0 0x1p+1");
+    char *q = cut;
+    CHECK(!kgl_twin_read(&q, &bad) && q == cut); /* the third value missing; *text left where it was */
+    kgl_twin_free(&bad);
+    char many[64] = "twin matmul 97\n";
+    q = many;
+    CHECK(!kgl_twin_read(&q, &bad));
+    kgl_twin_free(&bad);
+    free(text);
+    kgl_twin_free(&a);
+    kgl_twin_free(&b);
+}

@@ -327,6 +327,34 @@ TEST(json_writer_commas_and_nesting)
     kgl_json_free(&doc);
 }
 
+static void write_arrays(kgl_json_writer *w)
+{
+    static const double v[6] = {0.5, -1, 2, 3, NAN, 4};
+    static const int ints[3] = {7, -8, 0};
+    static const char *const words[2] = {"a", "b\"c"};
+    kgl_json_begin_object(w);
+    kgl_json_field_numbers(w, "v", v, 2);
+    kgl_json_field_ints(w, "i", ints, 3);
+    kgl_json_field_strings(w, "s", words, 2);
+    kgl_json_field_matrix(w, "m", v + 2, 2, 2);
+    kgl_json_field_numbers(w, "none", v, 0);
+    kgl_json_key(w, "rows");
+    kgl_json_begin_array(w);
+    kgl_json_field_numbers(w, NULL, v, 1); /* NULL: an element of the array open */
+    kgl_json_field_ints(w, NULL, ints, 1);
+    kgl_json_field_strings(w, NULL, words, 1);
+    kgl_json_field_matrix(w, NULL, v, 1, 1);
+    kgl_json_end_array(w);
+    kgl_json_end_object(w);
+    kgl_json_writer_finish(w);
+}
+
+TEST(json_writer_arrays_of_numbers_ints_strings_and_a_matrix)
+{
+    CHECK(strcmp(written(write_arrays), "{\"v\":[0.5,-1],\"i\":[7,-8,0],\"s\":[\"a\",\"b\\\"c\"],"
+                                        "\"m\":[[2,3],[null,4]],\"none\":[],\"rows\":[[0.5],[7],[\"a\"],[[0.5]]]}") == 0);
+}
+
 static void write_escapes_and_numbers(kgl_json_writer *w)
 {
     kgl_json_begin_array(w);

@@ -1,6 +1,8 @@
 /* model_benchmark.c — what the benchmark work added: learning on Nations,
  * ranks, schedules, dropout, model selection, `kgl benchmark` end to end. */
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "test.h"
 
@@ -594,4 +596,70 @@ TEST(benchmark_steps_guess_a_silent_run_from_its_dataset_first)
     for (int r = 0; r < 6; r++) job[r].reported = false;
     s = kgl_benchmark_steps_of(&at, 2);
     CHECK(s.total == 0 && s.guessed && s.known == 0);
+}
+
+/* kgl_benchmark_dataset_open, called directly: a dataset ready for its runs,
+   and each way one is not (the options, --baseline on options that are
+   already the baseline, a split missing), with its status and message. */
+TEST(benchmark_dataset_open_checks_options_baseline_and_splits)
+{
+    static kgl_benchmark_dataset d;
+    char e[1400], recipe[600], none[600], data[600];
+    const char *ok = "--dim 8 --eval-every 10\n", *no_layer = "--dim 8 --eval-every 10 --context none\n";
+    snprintf(recipe, sizeof recipe, "%s", write_tmp(T, 0, "r.args", ok, strlen(ok)));
+    snprintf(none, sizeof none, "%s", write_tmp(T, 1, "n.args", no_layer, strlen(no_layer)));
+    /* DATA/tiny/{train,valid,test}.txt, then one taken away */
+    snprintf(data, sizeof data, "%s/kg", T->tmp);
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/tiny", data);
+    CHECK(mkdir(data, 0755) == 0 && mkdir(dir, 0755) == 0);
+    static const char *const split[3] = {"train", "valid", "test"};
+    for (int s = 0; s < 3; s++) {
+        char path[800];
+        snprintf(path, sizeof path, "%s/%s.txt", dir, split[s]);
+        FILE *f = fopen(path, "w");
+        if (CHECK(f)) fputs("a\tr\tb\n", f), fclose(f);
+    }
+    CHECK(kgl_benchmark_dataset_open(&d, "tiny", recipe, "", data, 3, true, e, sizeof e) == KGL_BENCHMARK_CONFIG_OK);
+    CHECK(d.n_runs == 3 && d.baseline && strcmp(d.name, "tiny") == 0 && strcmp(d.config_path, recipe) == 0);
+    CHECK(d.argc == 2 && strcmp(d.argv[0], "--recipe") == 0);
+    kgl_benchmark_dataset_free(&d);
+    /* options that already say --context none are their own baseline */
+    CHECK(kgl_benchmark_dataset_open(&d, "tiny", none, "", data, 1, true, e, sizeof e) == KGL_BENCHMARK_CONFIG_INVALID);
+    char want[1400];
+    snprintf(want, sizeof want, "%s: --baseline: the options already say --context none", none);
+    if (!CHECK(strncmp(e, want, strlen(want)) == 0)) printf("    %s\n", e);
+    kgl_benchmark_dataset_free(&d);
+    CHECK(kgl_benchmark_dataset_open(&d, "tiny", none, "", data, 1, false, e, sizeof e) == KGL_BENCHMARK_CONFIG_OK);
+    kgl_benchmark_dataset_free(&d);
+    /* CONFIGS/<name>.args, missing: unreadable; then a split missing */
+    CHECK(kgl_benchmark_dataset_open(&d, "tiny", NULL, T->tmp, data, 1, false, e, sizeof e) ==
+          KGL_BENCHMARK_CONFIG_UNREADABLE);
+    CHECK(strstr(e, "tiny.args") != NULL);
+    kgl_benchmark_dataset_free(&d);
+    char test_path[800];
+    snprintf(test_path, sizeof test_path, "%s/test.txt", dir);
+    CHECK(unlink(test_path) == 0);
+    CHECK(kgl_benchmark_dataset_open(&d, "tiny", recipe, "", data, 1, false, e, sizeof e) ==
+          KGL_BENCHMARK_DATA_UNREADABLE);
+    snprintf(want, sizeof want, "cannot read %s: No such file or directory", test_path);
+    if (!CHECK(strcmp(e, want) == 0)) printf("    %s\n", e);
+    kgl_benchmark_dataset_free(&d);
+}
+
+/* What the tables say runs cost, and the span of an ensemble's best steps. */
+TEST(benchmark_cost_and_member_steps)
+{
+    kgl_benchmark_run runs[3] = {{.seconds = 2, .peak_mb = 10}, {.seconds = 7, .peak_mb = NAN}, {.seconds = 3, .peak_mb = 30}};
+    kgl_benchmark_cost c = kgl_benchmark_cost_of(runs, 3);
+    CHECK(c.mean_seconds == 4 && c.max_seconds == 7 && c.peak_mb == 30); /* 12 / 3, exactly; the NaN left out */
+    runs[2].peak_mb = NAN;
+    CHECK(kgl_benchmark_cost_of(runs + 1, 2).peak_mb == 0); /* none measured */
+    kgl_benchmark_run r = {.n_members = 4, .member_best_step = {30, 10, 40, 20}};
+    long first = -1, last = -1;
+    kgl_benchmark_member_steps(&r, &first, &last);
+    CHECK(first == 10 && last == 40);
+    r.n_members = 1; /* a single model: its own step */
+    kgl_benchmark_member_steps(&r, &first, &last);
+    CHECK(first == 30 && last == 30);
 }

@@ -107,6 +107,10 @@ TEST(demo_variance_seeds_1_to_5)
         }
         CHECK(r.sat_unscaled > 0.9);
         CHECK(r.sat_scaled < 0.5);
+        /* the band the check line prints: exactly the least and the largest ratio */
+        CHECK(r.ratio_lo == fmin(r.ratio[0], fmin(r.ratio[1], r.ratio[2])));
+        CHECK(r.ratio_hi == fmax(r.ratio[0], fmax(r.ratio[1], r.ratio[2])));
+        CHECK(r.ratio_lo < r.ratio_hi); /* three draws of a continuous variable differ */
     }
 }
 
@@ -159,6 +163,7 @@ TEST(demo_lookup_exact)
             CHECK_NEAR(r.p2[k], exp(r.c[k]) / (exp(r.c[k]) + 3), 1e-12);
             CHECK_NEAR(r.weight[k][0] + r.weight[k][1] + r.weight[k][2] + r.weight[k][3], 1.0, 1e-12);
             CHECK_NEAR(r.weight[k][0], 1 / (exp(r.c[k]) + 3), 1e-12);
+            CHECK(r.p2_err[k] == fabs(r.p2[k] - r.p2_exact[k])); /* the same subtraction, to the bit */
         }
         CHECK(fabs(r.p2[0] - 0.8700) < 5e-5); /* the chapter's 0.8700 */
         CHECK(fabs(r.p2[1] - 0.9990) < 5e-5); /* and 0.9990 */
@@ -257,6 +262,9 @@ TEST(demo_maxweight_seeds_1_to_5)
             CHECK_NEAR(r.scaled[k], want_s[k], 5 * sd_s[k] * sqrt(1 / n1 + 1 / n2));
             if (k) CHECK(r.unscaled[k] > r.unscaled[k - 1]);  /* climbs towards 1 as d grows */
         }
+        double top = 0;
+        for (int k = 0; k < 5; k++) top = fmax(top, r.scaled[k]);
+        CHECK(r.scaled_top == top && top > 0);
     }
 }
 
@@ -280,6 +288,13 @@ TEST(demo_mask_exact)
     CHECK(r.causal[0] == 1.0);
     CHECK_NEAR(r.causal[1 * 5 + 0], e2 / (e2 + 1), 1e-12);
     CHECK_NEAR(r.max_w_unscaled[1][1], e4 / (e4 + 1), 1e-12);
+    /* each token's one feature: alice person, gave action, bob person, books thing, yesterday time */
+    static const char *const feature[5] = {"person", "action", "person", "thing", "time"};
+    for (int i = 0; i < 5; i++) {
+        if (!CHECK(r.feature_of[i] >= 0 && r.feature_of[i] < KGL_DEMO_F)) continue;
+        CHECK(strcmp(r.feature[r.feature_of[i]], feature[i]) == 0);
+        CHECK(r.X[i * KGL_DEMO_F + r.feature_of[i]] == 1.0);
+    }
     /* the last row is not masked at all: the same in both */
     for (int j = 0; j < 5; j++) CHECK(r.causal[4 * 5 + j] == r.bi[4 * 5 + j]);
 }
@@ -370,6 +385,7 @@ TEST(demo_memo_article_values_to_3_decimals)
         CHECK(strcmp(m.g[g].token[r.g[g].top], "절연캡") == 0);
         CHECK(same3(r.g[g].step_weight, want[a].step));
         CHECK_NEAR(r.g[g].step_weight, r.g[g].weight[2] + r.g[g].weight[3], 1e-15); /* {절연캡, 씌우지} */
+        for (int j = 0; j < 6; j++) CHECK(r.g[g].in_step[j] == (j == 2 || j == 3));
     }
     kgl_memo_free(&m);
 }

@@ -2,7 +2,8 @@
  * item 1): `kgl saturation --layers` parsed and refused with a message, a
  * stack's files and JSON with a row (an entry) per layer whose deeper
  * layer is measured on its own, and a one-layer grid's numbers unchanged by
- * the axis (the same configuration's rows in a grid with a stack). */
+ * the axis (the same configuration's rows in a grid with a stack); the
+ * study's JSON writer called directly. */
 #include <stdlib.h>
 
 #include "test.h"
@@ -179,4 +180,79 @@ TEST(saturation_one_layer_unchanged_by_the_layers_axis)
         same += row_same;
     }
     CHECK(same == rows);
+}
+
+/* A number of a parsed JSON object (NaN when absent or not a number, so a
+   comparison with it fails). */
+static double field(const kgl_json *obj, const char *key)
+{
+    const kgl_json *v = kgl_json_get(obj, key);
+    return v && v->type == KGL_JSON_NUMBER ? v->num : NAN;
+}
+
+/* kgl_saturation_write_json, called directly: its numbers are the
+   summaries' to the bit (17 digits read back), per configuration, per seed
+   and per layer of a stack; NaN is null. */
+TEST(saturation_write_json_is_the_summaries)
+{
+    kgl_saturation_spec spec;
+    kgl_saturation_spec_defaults(&spec);
+    spec.dk = (kgl_saturation_axis){1, {4}, {"4"}};
+    spec.scale = (kgl_saturation_axis){1, {KGL_SAT_SCALE_SQRT}, {"sqrt"}};
+    spec.init_scale = (kgl_saturation_axis){1, {3}, {"3"}};
+    spec.supervise = (kgl_saturation_axis){2, {KGL_SAT_SUP_OFF, KGL_SAT_SUP_ADVISES}, {"off", "advises"}};
+    spec.layers = (kgl_saturation_axis){1, {2}, {"2"}};
+    spec.steps = 4, spec.seeds = 2, spec.jobs = 1;
+    kgl_saturation s;
+    char e[512];
+    if (!CHECK(kgl_saturation_run(&spec, &s, e, sizeof e))) return;
+    static char text[1 << 18];
+    FILE *f = tmpfile();
+    if (!CHECK(f)) return;
+    kgl_saturation_write_json(&s, f);
+    size_t n = (size_t)ftell(f);
+    rewind(f);
+    CHECK(n < sizeof text && fread(text, 1, n, f) == n);
+    fclose(f);
+    text[n < sizeof text ? n : 0] = 0;
+    CHECK(n > 0 && text[n - 1] == '\n');
+    kgl_json_doc doc;
+    if (!CHECK(kgl_json_parse(text, strlen(text), &doc, e, sizeof e))) {
+        kgl_saturation_free(&s);
+        return;
+    }
+    const kgl_json *root = doc.root, *configs = kgl_json_get(root, "configs");
+    CHECK(field(root, "steps") == 4 && field(root, "seeds") == 2 && field(root, "frozen_multiple") == s.frozen_multiple);
+    if (CHECK(configs && configs->type == KGL_JSON_ARRAY && configs->len == 2))
+        for (int c = 0; c < 2; c++) {
+            const kgl_json *cj = &configs->child[c];
+            kgl_saturation_summary sm, sm1;
+            kgl_saturation_summarise(&s, c, 0, &sm);
+            kgl_saturation_summarise(&s, c, 1, &sm1);
+            const kgl_json *label = kgl_json_get(cj, "label"), *scale = kgl_json_get(cj, "scale");
+            CHECK(label && label->type == KGL_JSON_STRING && strcmp(label->str, s.configs[c].label) == 0);
+            CHECK(scale && scale->type == KGL_JSON_STRING && strcmp(scale->str, "sqrt") == 0);
+            CHECK(field(cj, "dk") == 4 && field(cj, "layers") == 2 && field(cj, "heads") == 1);
+            CHECK(field(kgl_json_get(cj, "final"), "max_prob") == sm.final[KGL_SAT_MAX_PROB]);
+            CHECK(field(kgl_json_get(cj, "init"), "entropy") == sm.init[KGL_SAT_ENTROPY]);
+            CHECK(field(kgl_json_get(kgl_json_get(cj, "spread"), "loss"), "median") == sm.spread[KGL_SAT_LOSS].median);
+            const kgl_json *floor = kgl_json_get(cj, "aux_floor");
+            if (c == 0) CHECK(floor && floor->type == KGL_JSON_NULL); /* not supervised: NaN, written null */
+            else CHECK(field(cj, "aux_floor") == sm.aux_floor);
+            const kgl_json *seeds = kgl_json_get(cj, "per_seed"), *layers = kgl_json_get(cj, "per_layer");
+            if (CHECK(seeds && seeds->len == 2))
+                for (int q = 0; q < 2; q++) {
+                    kgl_saturation_run_end end;
+                    kgl_saturation_run_summary(&s, c * 2 + q, 0, &end);
+                    CHECK(field(&seeds->child[q], "seed") == s.runs[c * 2 + q].seed);
+                    CHECK(field(kgl_json_get(&seeds->child[q], "final"), "loss") == end.final[KGL_SAT_LOSS]);
+                }
+            if (CHECK(layers && layers->len == 2)) {
+                CHECK(field(&layers->child[1], "layer") == 1);
+                double got = field(kgl_json_get(&layers->child[1], "final"), "max_prob");
+                CHECK(got == sm1.final[KGL_SAT_MAX_PROB] && got != sm.final[KGL_SAT_MAX_PROB]); /* layer 1's own */
+            }
+        }
+    kgl_json_free(&doc);
+    kgl_saturation_free(&s);
 }

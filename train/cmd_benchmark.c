@@ -83,15 +83,6 @@ static const char help[] =
 
 #define MAX_DATASETS 8
 
-/* Whether a file can be opened for reading. */
-static bool file_readable(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    fclose(f);
-    return true;
-}
-
 /* What runs train: a dataset's options, or (--baseline) the same options
    with --context none appended: the same budget without the layer, a run
    list of its own beside the layer's. The runs are the specs' seeds, spec
@@ -281,12 +272,10 @@ static void print_kgl_row(const char *what, const kgl_benchmark_run *runs, int n
    row says it is one, and what a run of it costs. */
 static void model_label(char *what, size_t cap, const kgl_benchmark_run *runs, int n_seeds, bool baseline)
 {
-    double secs = 0;
-    for (int i = 0; i < n_seeds; i++) secs += runs[i].seconds;
     const char *none = baseline ? ", no layer" : "", *same = baseline ? " (`--context none`, the same options and steps)" : "";
     if (runs[0].ensemble > 1)
         snprintf(what, cap, "**kgl, ensemble of %ld%s**%s (%ld models trained a run, %.0f s a run)", runs[0].ensemble,
-                 none, same, runs[0].ensemble, secs / n_seeds);
+                 none, same, runs[0].ensemble, kgl_benchmark_cost_of(runs, n_seeds).mean_seconds);
     else if (baseline)
         snprintf(what, cap, "**kgl, no layer**%s", same);
     else
@@ -299,12 +288,11 @@ static void print_baseline_lines(const kgl_benchmark_dataset *job)
 {
     const kgl_benchmark_run *base = job->baseline_runs;
     int n_seeds = job->n_runs;
-    double vm, vs, secs = 0;
-    for (int i = 0; i < n_seeds; i++) secs += base[i].seconds;
+    double vm, vs;
     kgl_benchmark_mean_std(base, n_seeds, 0, 0, 2, 0, &vm, &vs);
     printf("Baseline: no layer (`--context none`), %ld parameters; the same options and steps with `--context none` "
            "appended; valid MRR %.3f ± %.3f; wall time per run %.1f s on average.\n",
-           base[0].params, vm, vs, secs / n_seeds);
+           base[0].params, vm, vs, kgl_benchmark_cost_of(base, n_seeds).mean_seconds);
     double mrr = kgl_benchmark_layer_minus_baseline(job, 0), hits1 = kgl_benchmark_layer_minus_baseline(job, 1);
     printf("Layer − baseline (`--context none`), test, both directions, realistic ties, means over %d seed%s: "
            "MRR %+.3f, Hits@1 %+.3f; the layer's mean is ≥ the baseline's: MRR %s, Hits@1 %s.\n",
@@ -321,11 +309,7 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     printf("\n### %s: filtered test ranking, both directions (%ld queries)\n\n", kgl_benchmark_display_name(job->name),
            runs[0].n_test);
     printf("| model | MRR | Hits@1 | Hits@3 | Hits@10 | MR |\n|---|---:|---:|---:|---:|---:|\n");
-    double secs = 0, max_secs = 0, vm, vs;
-    for (int i = 0; i < n_seeds; i++) {
-        secs += runs[i].seconds;
-        if (runs[i].seconds > max_secs) max_secs = runs[i].seconds;
-    }
+    double vm, vs;
     char what[200], base_what[240];
     model_label(what, sizeof what, runs, n_seeds, false);
     model_label(base_what, sizeof base_what, job->baseline_runs, n_seeds, true);
@@ -353,21 +337,17 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     else
         printf("\nkgl: %s, %ld parameters; options (`%s`): `%s`.\n", model, runs[0].params, job->config_path,
                job->args_text);
-    double peak = 0;
-    for (int i = 0; i < n_seeds; i++) peak = fmax(peak, runs[i].peak_mb);
+    kgl_benchmark_cost cost = kgl_benchmark_cost_of(runs, n_seeds);
     printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
            "(%d run%s at a time, %d cores, %d thread%s a run); peak resident memory of a run at most %.0f MB.\n",
-           vm, vs, secs / n_seeds, max_secs, jobs, jobs == 1 ? "" : "s", kgl_cores(), run_threads(jobs),
-           run_threads(jobs) == 1 ? "" : "s", peak);
+           vm, vs, cost.mean_seconds, cost.max_seconds, jobs, jobs == 1 ? "" : "s", kgl_cores(), run_threads(jobs),
+           run_threads(jobs) == 1 ? "" : "s", cost.peak_mb);
     printf("Per seed: ");
     for (int i = 0; i < n_seeds; i++) {
         const kgl_benchmark_run *r = &runs[i];
         printf("%sseed %llu test MRR %.3f H@1 %.3f (", i ? "; " : "", r->seed, r->m[1][0][2][0], r->m[1][0][2][1]);
-        long first = r->member_best_step[0], last = first;
-        for (int k = 1; k < r->n_members; k++) {
-            if (r->member_best_step[k] < first) first = r->member_best_step[k];
-            if (r->member_best_step[k] > last) last = r->member_best_step[k];
-        }
+        long first, last;
+        kgl_benchmark_member_steps(r, &first, &last);
         if (r->n_members > 1)
             printf("the %d members' best valid steps %ld to %ld", r->n_members, first, last);
         else
@@ -652,8 +632,8 @@ static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_ben
 }
 
 /* A dataset's options (its recipe, or CONFIGS/<name>.args) read and
-   checked, and its three files found; false after reporting (*job is to be
-   freed either way). */
+   checked, and its three files found (kgl_benchmark_dataset_open); false
+   after reporting (*job is to be freed either way). */
 static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const char *recipe, const char *configs,
                          const char *data, int n_seeds, bool baseline)
 {
@@ -663,32 +643,14 @@ static bool load_dataset(kgl_benchmark_dataset *job, const char *name, const cha
         fprintf(stderr, "kgl benchmark: --configs path too long\n");
         return false;
     }
-    kgl_benchmark_config_status cs = recipe ? kgl_benchmark_load_recipe(job, recipe, name, err, sizeof err)
-                                            : kgl_benchmark_load_config(job, configs, name, err, sizeof err);
-    if (cs != KGL_BENCHMARK_CONFIG_OK) {
-        fprintf(stderr, "%s%s\n", cs == KGL_BENCHMARK_CONFIG_UNREADABLE ? "kgl benchmark: " : "", err);
-        return false;
-    }
-    job->n_runs = n_seeds;
-    job->baseline = baseline;
-    if (baseline && kgl_benchmark_says_no_context(job)) {
-        fprintf(stderr, "%s: --baseline: the options already say --context none, so their runs are the "
-                        "baseline; leave out --baseline, or --context none\n", job->config_path);
-        return false;
-    }
-    for (int s = 0; s < 3; s++) {
-        char path[1200];
-        static const char *const files[3] = {"train", "valid", "test"};
-        bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, job->name, files[s]) < (int)sizeof path;
-        if (!fits || !file_readable(path)) {
-            fprintf(stderr,
-                    "kgl benchmark: cannot read %s: %s\n(the data folder is %s; give another with --data DIR, "
-                    "or KG_DATA=DIR for make benchmark)\n",
-                    path, strerror(errno), data);
-            return false;
-        }
-    }
-    return true;
+    kgl_benchmark_config_status cs =
+        kgl_benchmark_dataset_open(job, name, recipe, configs, data, n_seeds, baseline, err, sizeof err);
+    if (cs == KGL_BENCHMARK_CONFIG_INVALID) fprintf(stderr, "%s\n", err);
+    else if (cs == KGL_BENCHMARK_CONFIG_UNREADABLE) fprintf(stderr, "kgl benchmark: %s\n", err);
+    else if (cs == KGL_BENCHMARK_DATA_UNREADABLE)
+        fprintf(stderr, "kgl benchmark: %s\n(the data folder is %s; give another with --data DIR, or KG_DATA=DIR for "
+                        "make benchmark)\n", err, data);
+    return cs == KGL_BENCHMARK_CONFIG_OK;
 }
 
 int cmd_benchmark(int argc, char **argv)

@@ -72,45 +72,6 @@ static void vec(const double *v, int n, const char *fmt)
 
 static const char *verdict(bool pass) { return pass ? "PASS" : "FAIL"; }
 
-/* ---- JSON ------------------------------------------------------------------------ */
-
-/* Short names for the fields the sections write, all through the writer. */
-static void jkey(kgl_json_writer *out, const char *key) { kgl_json_key(out, key); }
-static void jnum(kgl_json_writer *out, const char *key, double v) { kgl_json_field_number(out, key, v); }
-static void jint(kgl_json_writer *out, const char *key, long long v) { kgl_json_field_int(out, key, v); }
-static void jbool(kgl_json_writer *out, const char *key, bool v) { kgl_json_field_bool(out, key, v); }
-static void jstr(kgl_json_writer *out, const char *key, const char *s) { kgl_json_field_string(out, key, s); }
-/* An array of n numbers, under key (NULL: an element of the array open). */
-static void jarr(kgl_json_writer *out, const char *key, const double *v, int n)
-{
-    if (key) kgl_json_key(out, key);
-    kgl_json_begin_array(out);
-    for (int i = 0; i < n; i++) kgl_json_put_number(out, v[i]);
-    kgl_json_end_array(out);
-}
-static void jints(kgl_json_writer *out, const char *key, const int *v, int n)
-{
-    kgl_json_key(out, key);
-    kgl_json_begin_array(out);
-    for (int i = 0; i < n; i++) kgl_json_put_int(out, v[i]);
-    kgl_json_end_array(out);
-}
-/* rows × cols numbers as an array of rows, under key. */
-static void jmatrix(kgl_json_writer *out, const char *key, const double *v, int rows, int cols)
-{
-    kgl_json_key(out, key);
-    kgl_json_begin_array(out);
-    for (int i = 0; i < rows; i++) jarr(out, NULL, v + (size_t)i * cols, cols);
-    kgl_json_end_array(out);
-}
-static void jstrings(kgl_json_writer *out, const char *key, const char *const *v, int n)
-{
-    kgl_json_key(out, key);
-    kgl_json_begin_array(out);
-    for (int i = 0; i < n; i++) kgl_json_put_string(out, v[i]);
-    kgl_json_end_array(out);
-}
-
 /* ---- 1. attention ----------------------------------------------------------------- */
 
 static bool sec_attention(const demo_ctx *c)
@@ -120,26 +81,26 @@ static bool sec_attention(const demo_ctx *c)
     kgl_demo_attention_run(w, c->query, c->seed, &r);
     const char *q = w->entity[r.query];
     if (c->json) {
-        jstr(c->out, "query", q);
-        jkey(c->out, "keys");
+        kgl_json_field_string(c->out, "query", q);
+        kgl_json_key(c->out, "keys");
         kgl_json_begin_array(c->out);
         for (int j = 0; j < w->n; j++) {
             kgl_json_begin_object(c->out);
-            jstr(c->out, "entity", w->entity[j]);
-            jstr(c->out, "type", w->type_name[w->type_of[j]]);
-            jnum(c->out, "score", r.raw[j]);
-            jnum(c->out, "scaled", r.scaled[j]);
-            jnum(c->out, "weight", r.weight[j]);
+            kgl_json_field_string(c->out, "entity", w->entity[j]);
+            kgl_json_field_string(c->out, "type", w->type_name[w->type_of[j]]);
+            kgl_json_field_number(c->out, "score", r.raw[j]);
+            kgl_json_field_number(c->out, "scaled", r.scaled[j]);
+            kgl_json_field_number(c->out, "weight", r.weight[j]);
             kgl_json_end_object(c->out);
         }
         kgl_json_end_array(c->out);
-        jkey(c->out, "top");
+        kgl_json_key(c->out, "top");
         kgl_json_begin_array(c->out);
         for (int k = 0; k < r.n_top; k++) kgl_json_put_string(c->out, w->entity[r.top[k]]);
         kgl_json_end_array(c->out);
-        jarr(c->out, "output", r.out, KGL_DEMO_DK);
-        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
-        jnum(c->out, "bound", KGL_DEMO_EXACT);
+        kgl_json_field_numbers(c->out, "output", r.out, KGL_DEMO_DK);
+        kgl_json_field_number(c->out, "max_row_sum_err", r.max_row_sum_err);
+        kgl_json_field_number(c->out, "bound", KGL_DEMO_EXACT);
         return r.pass;
     }
     printf("    X (%d x %d) = N(0, 1) noise + 0.5 on the dimension of the entity's type, with types\n"
@@ -183,18 +144,18 @@ static bool sec_variance(const demo_ctx *c)
     kgl_demo_variance_run(c->seed, &r);
     static const double chapter[3] = {0.9995, 0.9950, 1.0254};
     if (c->json) {
-        jnum(c->out, "pairs", KGL_DEMO_VAR_PAIRS);
-        jints(c->out, "dk", r.dk, 3);
-        jarr(c->out, "variance", r.var, 3);
-        jarr(c->out, "ratio", r.ratio, 3);
-        jarr(c->out, "ratio_bounds", (const double[]){KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI}, 2);
-        jkey(c->out, "saturation");
+        kgl_json_field_number(c->out, "pairs", KGL_DEMO_VAR_PAIRS);
+        kgl_json_field_ints(c->out, "dk", r.dk, 3);
+        kgl_json_field_numbers(c->out, "variance", r.var, 3);
+        kgl_json_field_numbers(c->out, "ratio", r.ratio, 3);
+        kgl_json_field_numbers(c->out, "ratio_bounds", (const double[]){KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI}, 2);
+        kgl_json_key(c->out, "saturation");
         kgl_json_begin_object(c->out);
-        jint(c->out, "dk", KGL_DEMO_SAT_DK);
-        jint(c->out, "keys", KGL_DEMO_SAT_KEYS);
-        jint(c->out, "draws", KGL_DEMO_SAT_DRAWS);
-        jnum(c->out, "unscaled", r.sat_unscaled);
-        jnum(c->out, "scaled", r.sat_scaled);
+        kgl_json_field_int(c->out, "dk", KGL_DEMO_SAT_DK);
+        kgl_json_field_int(c->out, "keys", KGL_DEMO_SAT_KEYS);
+        kgl_json_field_int(c->out, "draws", KGL_DEMO_SAT_DRAWS);
+        kgl_json_field_number(c->out, "unscaled", r.sat_unscaled);
+        kgl_json_field_number(c->out, "scaled", r.sat_scaled);
         kgl_json_end_object(c->out);
         return r.pass;
     }
@@ -212,13 +173,8 @@ static bool sec_variance(const demo_ctx *c)
            "      scaled 1/√dk  %.4f  (0.2282)\n",
            KGL_DEMO_SAT_DK, KGL_DEMO_SAT_KEYS, KGL_DEMO_SAT_DRAWS / 1000, KGL_DEMO_SAT_DRAWS % 1000, r.sat_unscaled,
            r.sat_scaled);
-    double lo = r.ratio[0], hi = r.ratio[0];
-    for (int k = 1; k < 3; k++) {
-        if (r.ratio[k] < lo) lo = r.ratio[k];
-        if (r.ratio[k] > hi) hi = r.ratio[k];
-    }
-    printf("    check: Var/dk from %.4f to %.4f, in [%.2f, %.2f]; unscaled %.3f > %.1f; scaled %.3f < %.1f  %s\n", lo,
-           hi, KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI, r.sat_unscaled, KGL_DEMO_SAT_UNSCALED_MIN, r.sat_scaled,
+    printf("    check: Var/dk from %.4f to %.4f, in [%.2f, %.2f]; unscaled %.3f > %.1f; scaled %.3f < %.1f  %s\n",
+           r.ratio_lo, r.ratio_hi, KGL_DEMO_VAR_LO, KGL_DEMO_VAR_HI, r.sat_unscaled, KGL_DEMO_SAT_UNSCALED_MIN, r.sat_scaled,
            KGL_DEMO_SAT_SCALED_MAX, verdict(r.pass));
     return r.pass;
 }
@@ -231,19 +187,19 @@ static bool sec_jacobian(const demo_ctx *c)
     kgl_demo_jacobian r;
     kgl_demo_jacobian_run(c->seed, &r);
     if (c->json) {
-        jarr(c->out, "logits", r.z, N);
-        jarr(c->out, "p", r.p, N);
-        jmatrix(c->out, "J", r.J, N, N);
-        jnum(c->out, "h", KGL_DEMO_JAC_H);
-        jnum(c->out, "fd_err", r.fd_err);
-        jnum(c->out, "fd_bound", KGL_DEMO_JAC_FD_BOUND);
-        jnum(c->out, "hand_err", r.hand_err);
-        jnum(c->out, "backward_err", r.tape_err);
-        jarr(c->out, "c", r.c, KGL_DEMO_JAC_SWEEP);
-        jarr(c->out, "max_prob", r.max_prob, KGL_DEMO_JAC_SWEEP);
-        jarr(c->out, "one_minus_max_prob", r.rest, KGL_DEMO_JAC_SWEEP);
-        jarr(c->out, "fro", r.fro, KGL_DEMO_JAC_SWEEP);
-        jarr(c->out, "max_jii", r.max_jii, KGL_DEMO_JAC_SWEEP);
+        kgl_json_field_numbers(c->out, "logits", r.z, N);
+        kgl_json_field_numbers(c->out, "p", r.p, N);
+        kgl_json_field_matrix(c->out, "J", r.J, N, N);
+        kgl_json_field_number(c->out, "h", KGL_DEMO_JAC_H);
+        kgl_json_field_number(c->out, "fd_err", r.fd_err);
+        kgl_json_field_number(c->out, "fd_bound", KGL_DEMO_JAC_FD_BOUND);
+        kgl_json_field_number(c->out, "hand_err", r.hand_err);
+        kgl_json_field_number(c->out, "backward_err", r.tape_err);
+        kgl_json_field_numbers(c->out, "c", r.c, KGL_DEMO_JAC_SWEEP);
+        kgl_json_field_numbers(c->out, "max_prob", r.max_prob, KGL_DEMO_JAC_SWEEP);
+        kgl_json_field_numbers(c->out, "one_minus_max_prob", r.rest, KGL_DEMO_JAC_SWEEP);
+        kgl_json_field_numbers(c->out, "fro", r.fro, KGL_DEMO_JAC_SWEEP);
+        kgl_json_field_numbers(c->out, "max_jii", r.max_jii, KGL_DEMO_JAC_SWEEP);
         return r.pass;
     }
     printf("    %d seeded N(0, 1) logits (those of kgl gradcheck's Jacobian check):\n      z = ", N);
@@ -285,17 +241,17 @@ static bool sec_lookup(const demo_ctx *c)
     kgl_demo_lookup r;
     kgl_demo_lookup_run(c->seed, &r);
     if (c->json) {
-        jmatrix(c->out, "values", r.V, 4, 4);
-        jkey(c->out, "queries");
+        kgl_json_field_matrix(c->out, "values", r.V, 4, 4);
+        kgl_json_key(c->out, "queries");
         kgl_json_begin_array(c->out);
         for (int k = 0; k < 2; k++) {
             kgl_json_begin_object(c->out);
-            jnum(c->out, "c", r.c[k]);
-            jarr(c->out, "weights", r.weight[k], 4);
-            jarr(c->out, "output", r.out[k], 4);
-            jnum(c->out, "p_slot2", r.p2[k]);
-            jnum(c->out, "p_slot2_exact", r.p2_exact[k]);
-            jnum(c->out, "cos", r.cos[k]);
+            kgl_json_field_number(c->out, "c", r.c[k]);
+            kgl_json_field_numbers(c->out, "weights", r.weight[k], 4);
+            kgl_json_field_numbers(c->out, "output", r.out[k], 4);
+            kgl_json_field_number(c->out, "p_slot2", r.p2[k]);
+            kgl_json_field_number(c->out, "p_slot2_exact", r.p2_exact[k]);
+            kgl_json_field_number(c->out, "cos", r.cos[k]);
             kgl_json_end_object(c->out);
         }
         kgl_json_end_array(c->out);
@@ -319,7 +275,7 @@ static bool sec_lookup(const demo_ctx *c)
     printf(", output at c = 8: ");
     vec(r.out[1], 4, "%.4f");
     printf("\n    check: |p(slot 2) − e^c/(e^c+3)| = %.0e, %.0e < 1e-12; cos at c = 8 = 1 − %.1e > %.2f  %s\n",
-           fabs(r.p2[0] - r.p2_exact[0]), fabs(r.p2[1] - r.p2_exact[1]), fmax(0.0, 1 - r.cos[1]), KGL_DEMO_LOOKUP_COS_MIN,
+           r.p2_err[0], r.p2_err[1], fmax(0.0, 1 - r.cos[1]), KGL_DEMO_LOOKUP_COS_MIN,
            verdict(r.pass));
     return r.pass;
 }
@@ -333,24 +289,24 @@ static bool sec_multihead(const demo_ctx *c)
     kgl_demo_multihead_run(w, c->query, c->seed, &r);
     static const char *const names[6] = {"X", "Q", "Q_h", "O_h", "concat", "output"};
     if (c->json) {
-        jkey(c->out, "shapes");
+        kgl_json_key(c->out, "shapes");
         kgl_json_begin_object(c->out);
-        for (int k = 0; k < 6; k++) jints(c->out, names[k], r.shape[k], 2);
+        for (int k = 0; k < 6; k++) kgl_json_field_ints(c->out, names[k], r.shape[k], 2);
         kgl_json_end_object(c->out);
-        jstr(c->out, "query", w->entity[r.query]);
-        jkey(c->out, "top");
+        kgl_json_field_string(c->out, "query", w->entity[r.query]);
+        kgl_json_key(c->out, "top");
         kgl_json_begin_array(c->out);
         for (int h = 0; h < KGL_DEMO_HEADS; h++) {
             kgl_json_begin_object(c->out);
-            jint(c->out, "head", h + 1);
-            jstr(c->out, "entity", w->entity[r.top[h]]);
-            jnum(c->out, "weight", r.top_weight[h]);
+            kgl_json_field_int(c->out, "head", h + 1);
+            kgl_json_field_string(c->out, "entity", w->entity[r.top[h]]);
+            kgl_json_field_number(c->out, "weight", r.top_weight[h]);
             kgl_json_end_object(c->out);
         }
         kgl_json_end_array(c->out);
-        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
-        jnum(c->out, "split_err", r.split_err);
-        jbool(c->out, "shapes_ok", r.shapes_ok);
+        kgl_json_field_number(c->out, "max_row_sum_err", r.max_row_sum_err);
+        kgl_json_field_number(c->out, "split_err", r.split_err);
+        kgl_json_field_bool(c->out, "shapes_ok", r.shapes_ok);
         return r.pass;
     }
     printf("    %d heads of dk = %d on the academic X; Wq, Wk, Wv, Wo (8 x 8) ~ N(0, 1/8);\n"
@@ -381,25 +337,21 @@ static bool sec_maxweight(const demo_ctx *c)
     kgl_demo_maxweight r;
     kgl_demo_maxweight_run(c->seed, &r);
     if (c->json) {
-        jint(c->out, "keys", KGL_DEMO_MW_KEYS);
-        jint(c->out, "draws", KGL_DEMO_MW_DRAWS);
-        jints(c->out, "d", r.d, KGL_DEMO_MW_DIMS);
-        jarr(c->out, "unscaled", r.unscaled, KGL_DEMO_MW_DIMS);
-        jarr(c->out, "scaled", r.scaled, KGL_DEMO_MW_DIMS);
-        jnum(c->out, "uniform", 1.0 / KGL_DEMO_MW_KEYS);
+        kgl_json_field_int(c->out, "keys", KGL_DEMO_MW_KEYS);
+        kgl_json_field_int(c->out, "draws", KGL_DEMO_MW_DRAWS);
+        kgl_json_field_ints(c->out, "d", r.d, KGL_DEMO_MW_DIMS);
+        kgl_json_field_numbers(c->out, "unscaled", r.unscaled, KGL_DEMO_MW_DIMS);
+        kgl_json_field_numbers(c->out, "scaled", r.scaled, KGL_DEMO_MW_DIMS);
+        kgl_json_field_number(c->out, "uniform", 1.0 / KGL_DEMO_MW_KEYS);
         return r.pass;
     }
     printf("    one query, %d keys ~ N(0, I_d); the largest softmax weight, mean over %d draws\n"
            "    (uniform would be %.3f):\n\n",
            KGL_DEMO_MW_KEYS, KGL_DEMO_MW_DRAWS, 1.0 / KGL_DEMO_MW_KEYS);
     printf("      %4s  %8s  %13s\n", "d", "unscaled", "scaled 1/√d");
-    double top = 0;
-    for (int k = 0; k < KGL_DEMO_MW_DIMS; k++) {
-        printf("      %4d  %8.4f  %13.4f\n", r.d[k], r.unscaled[k], r.scaled[k]);
-        if (r.scaled[k] > top) top = r.scaled[k];
-    }
+    for (int k = 0; k < KGL_DEMO_MW_DIMS; k++) printf("      %4d  %8.4f  %13.4f\n", r.d[k], r.unscaled[k], r.scaled[k]);
     printf("    check: unscaled at d = %d: %.3f > %.1f; scaled at most %.3f < %.1f at every d  %s\n",
-           r.d[KGL_DEMO_MW_DIMS - 1], r.unscaled[KGL_DEMO_MW_DIMS - 1], KGL_DEMO_MW_UNSCALED_MIN, top,
+           r.d[KGL_DEMO_MW_DIMS - 1], r.unscaled[KGL_DEMO_MW_DIMS - 1], KGL_DEMO_MW_UNSCALED_MIN, r.scaled_top,
            KGL_DEMO_MW_SCALED_MAX, verdict(r.pass));
     return r.pass;
 }
@@ -429,30 +381,26 @@ static void mask_table(const kgl_demo_mask *r, int m, const char *title)
 
 static bool sec_mask(const demo_ctx *c)
 {
-    enum { T = KGL_DEMO_T, F = KGL_DEMO_F };
+    enum { T = KGL_DEMO_T };
     kgl_demo_mask r;
     kgl_demo_mask_run(&r);
     if (c->json) {
-        jstrings(c->out, "tokens", r.token, T);
-        jmatrix(c->out, "bidirectional", r.bi, T, T);
-        jmatrix(c->out, "causal", r.causal, T, T);
-        jarr(c->out, "max_weight_bidirectional", r.max_w[0], T);
-        jarr(c->out, "max_weight_bidirectional_unscaled", r.max_w_unscaled[0], T);
-        jarr(c->out, "max_weight_causal", r.max_w[1], T);
-        jarr(c->out, "max_weight_causal_unscaled", r.max_w_unscaled[1], T);
-        jnum(c->out, "above_diagonal", r.above_diag);
-        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
-        jint(c->out, "sharper_rows", r.sharper_rows);
-        jbool(c->out, "never_flatter", r.never_flatter);
-        jbool(c->out, "roles_ok", r.roles_ok);
+        kgl_json_field_strings(c->out, "tokens", r.token, T);
+        kgl_json_field_matrix(c->out, "bidirectional", r.bi, T, T);
+        kgl_json_field_matrix(c->out, "causal", r.causal, T, T);
+        kgl_json_field_numbers(c->out, "max_weight_bidirectional", r.max_w[0], T);
+        kgl_json_field_numbers(c->out, "max_weight_bidirectional_unscaled", r.max_w_unscaled[0], T);
+        kgl_json_field_numbers(c->out, "max_weight_causal", r.max_w[1], T);
+        kgl_json_field_numbers(c->out, "max_weight_causal_unscaled", r.max_w_unscaled[1], T);
+        kgl_json_field_number(c->out, "above_diagonal", r.above_diag);
+        kgl_json_field_number(c->out, "max_row_sum_err", r.max_row_sum_err);
+        kgl_json_field_int(c->out, "sharper_rows", r.sharper_rows);
+        kgl_json_field_bool(c->out, "never_flatter", r.never_flatter);
+        kgl_json_field_bool(c->out, "roles_ok", r.roles_ok);
         return r.pass;
     }
     printf("    tokens and their one feature of (person, thing, time, action):\n      ");
-    for (int i = 0; i < T; i++) {
-        int f = 0;
-        while (f < F && r.X[i * F + f] == 0) f++;
-        printf("%s%s %s", i ? ", " : "", r.token[i], r.feature[f]);
-    }
+    for (int i = 0; i < T; i++) printf("%s%s %s", i ? ", " : "", r.token[i], r.feature[r.feature_of[i]]);
     printf("\n    W_K = W_V = I; W_Q by hand: the action looks for person and thing (4 each),\n"
            "    person, thing and time look for the action (4). Weights after 1/√4; the last two\n"
            "    columns are each row's largest weight with 1/√4 and without it:\n\n");
@@ -476,10 +424,10 @@ static bool sec_permutation(const demo_ctx *c)
     kgl_demo_permutation r;
     kgl_demo_permutation_run(w, c->seed, &r);
     if (c->json) {
-        jints(c->out, "perm", r.perm, r.n);
-        jnum(c->out, "unmasked_err", r.free_err);
-        jnum(c->out, "causal_err", r.causal_err);
-        jint(c->out, "causal_rows_differ", r.causal_rows_differ);
+        kgl_json_field_ints(c->out, "perm", r.perm, r.n);
+        kgl_json_field_number(c->out, "unmasked_err", r.free_err);
+        kgl_json_field_number(c->out, "causal_err", r.causal_err);
+        kgl_json_field_int(c->out, "causal_rows_differ", r.causal_rows_differ);
         return r.pass;
     }
     printf("    the attention of section 1 (same X, Wq, Wk, Wv) on the rows of X in a seeded order P:\n      PX = ");
@@ -506,28 +454,28 @@ static bool sec_memo(const demo_ctx *c)
     kgl_demo_memo r;
     kgl_demo_memo_run(m, &r);
     if (c->json) {
-        jkey(c->out, "targets");
+        kgl_json_key(c->out, "targets");
         kgl_json_begin_array(c->out);
         for (int gi = 0; gi < m->n_groups; gi++) {
             const kgl_memo_group *g = &m->g[gi];
             const kgl_demo_memo_result *o = &r.g[gi];
             kgl_json_begin_object(c->out);
-            jstr(c->out, "document", g->document);
-            jstr(c->out, "target", g->target);
-            jstrings(c->out, "candidates", (const char *const *)g->token, g->n);
-            jarr(c->out, "scores", g->score, g->n);
-            jarr(c->out, "weights", o->weight, g->n);
-            jarr(c->out, "baseline", o->baseline, KGL_MEMO_DIM);
-            jarr(c->out, "representation", o->repr, KGL_MEMO_DIM);
-            jarr(c->out, "shift", o->shift, KGL_MEMO_DIM);
-            jstr(c->out, "top", g->token[o->top]);
-            jnum(c->out, "missing_step_weight", o->step_weight);
+            kgl_json_field_string(c->out, "document", g->document);
+            kgl_json_field_string(c->out, "target", g->target);
+            kgl_json_field_strings(c->out, "candidates", (const char *const *)g->token, g->n);
+            kgl_json_field_numbers(c->out, "scores", g->score, g->n);
+            kgl_json_field_numbers(c->out, "weights", o->weight, g->n);
+            kgl_json_field_numbers(c->out, "baseline", o->baseline, KGL_MEMO_DIM);
+            kgl_json_field_numbers(c->out, "representation", o->repr, KGL_MEMO_DIM);
+            kgl_json_field_numbers(c->out, "shift", o->shift, KGL_MEMO_DIM);
+            kgl_json_field_string(c->out, "top", g->token[o->top]);
+            kgl_json_field_number(c->out, "missing_step_weight", o->step_weight);
             kgl_json_end_object(c->out);
         }
         kgl_json_end_array(c->out);
-        jnum(c->out, "max_row_sum_err", r.max_row_sum_err);
-        jint(c->out, "article_values", r.article_values);
-        jint(c->out, "article_mismatches", r.article_mismatches);
+        kgl_json_field_number(c->out, "max_row_sum_err", r.max_row_sum_err);
+        kgl_json_field_int(c->out, "article_values", r.article_values);
+        kgl_json_field_int(c->out, "article_mismatches", r.article_mismatches);
         return r.pass;
     }
     printf("    from %s; vectors are (pack, cap, action) evidence\n", c->memo_name);
@@ -560,8 +508,7 @@ static bool sec_memo(const demo_ctx *c)
         printf("; top token %s; weight on the missing step {", g->token[o->top]);
         bool first = true;
         for (int j = 0; j < g->n; j++)
-            if (!strcmp(g->role[j], "missing_object") || !strcmp(g->role[j], "missing_action") ||
-                !strcmp(g->role[j], "current_action")) {
+            if (o->in_step[j]) {
                 printf("%s%s", first ? "" : ", ", g->token[j]);
                 first = false;
             }

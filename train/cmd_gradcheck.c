@@ -72,8 +72,7 @@ static void row(const kgl_check_result *r, const char *config)
     if (!r->pass || r->why[0]) printf("  -> %s\n", r->why); /* a pass with a note: a gradient zero by design */
 }
 
-/* The twin's text: per op "twin NAME ARRAYS", then per array
-   "array COUNT LABEL" and a line of COUNT hex floats (%a: exact). */
+/* The twin's text (kgl_twin_write), every op's or one's. */
 static void emit_twin(uint64_t seed, const char *only)
 {
     for (int i = 0; i < kgl_op_registry_count; i++) {
@@ -81,50 +80,9 @@ static void emit_twin(uint64_t seed, const char *only)
         if (only && strcmp(op->name, only) != 0) continue;
         kgl_twin t;
         kgl_twin_op(op, seed, &t);
-        printf("twin %s %d\n", t.op, t.n);
-        for (int a = 0; a < t.n; a++) {
-            printf("array %zu %s\n", t.count[a], t.label[a]);
-            for (size_t k = 0; k < t.count[a]; k++) printf("%s%a", k ? " " : "", t.values[a][k]);
-            putchar('\n');
-        }
+        kgl_twin_write(stdout, &t);
         kgl_twin_free(&t);
     }
-}
-
-/* One op's twin from emit_twin's text at *p (advanced past it); false on
-   anything else. */
-static bool parse_twin(char **p, kgl_twin *t)
-{
-    memset(t, 0, sizeof *t);
-    int used = 0;
-    if (sscanf(*p, "twin %47s %d%n", t->op, &t->n, &used) != 2 || t->n < 0 || t->n > KGL_TWIN_MAX_ARRAYS) return false;
-    char *s = *p + used;
-    int parsed = t->n;
-    t->n = 0;
-    for (int a = 0; a < parsed; a++) {
-        while (*s == '\n') s++;
-        size_t count;
-        if (sscanf(s, "array %zu %n", &count, &used) != 1) return false;
-        s += used;
-        char *eol = strchr(s, '\n');
-        if (!eol || (size_t)(eol - s) >= sizeof t->label[a]) return false;
-        memcpy(t->label[a], s, (size_t)(eol - s));
-        t->label[a][eol - s] = '\0';
-        s = eol + 1;
-        t->count[a] = count;
-        t->values[a] = kgl_xmalloc((count ? count : 1) * sizeof(double));
-        t->n = a + 1;
-        for (size_t k = 0; k < count; k++) {
-            char *end;
-            errno = 0;
-            t->values[a][k] = strtod(s, &end);
-            if (end == s) return false;
-            s = end;
-        }
-    }
-    while (*s == '\n') s++;
-    *p = s;
-    return true;
 }
 
 /* kgl gradcheck --precision f32: the float32 program's twins against ours. */
@@ -165,7 +123,7 @@ static int twin_check(uint64_t seed, const char *only, bool json)
         kgl_twin ref, f32;
         kgl_twin_op(op, seed, &ref);
         kgl_check_result r;
-        if (!parse_twin(&p, &f32) || strcmp(f32.op, op->name) != 0) {
+        if (!kgl_twin_read(&p, &f32) || strcmp(f32.op, op->name) != 0) {
             memset(&r, 0, sizeof r);
             snprintf(r.name, sizeof r.name, "%s", op->name);
             r.rel_tol = op->check.f32_tol;

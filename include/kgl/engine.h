@@ -549,6 +549,13 @@ void kgl_twin_free(kgl_twin *t);
  * KGL_TWIN_FLOOR) within tol (written !(err <= tol): a NaN fails). res gets the largest error, the arrays compared and
  * the first failure, for people. */
 bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_check_result *res);
+/* A twin as text, what kgl-f32 sends kgl (`kgl-f32 gradcheck --emit-twin`):
+ * "twin OP N", then per array "array COUNT LABEL" and a line of COUNT hex
+ * floats (%a: exact). kgl_twin_read reads one such twin at *text and moves
+ * *text past it; false on anything else (t then holds the arrays read so
+ * far: kgl_twin_free it either way). */
+void kgl_twin_write(FILE *f, const kgl_twin *t);
+bool kgl_twin_read(char **text, kgl_twin *t);
 
 /* ----------------------------------------------------------- parameters --
  * Every parameter, its gradient and its Adam moments live in one allocation. */

@@ -69,6 +69,13 @@ void kgl_json_field_number(kgl_json_writer *w, const char *key, double v);
 void kgl_json_field_int(kgl_json_writer *w, const char *key, long long v);
 void kgl_json_field_bool(kgl_json_writer *w, const char *key, bool v);
 void kgl_json_field_null(kgl_json_writer *w, const char *key);
+/* A key and an array of n values: numbers, whole numbers, strings; a
+ * matrix is rows arrays of cols numbers (row-major v), each a row. Each
+ * also writes an element of an array open when key is NULL. */
+void kgl_json_field_numbers(kgl_json_writer *w, const char *key, const double *v, int n);
+void kgl_json_field_ints(kgl_json_writer *w, const char *key, const int *v, int n);
+void kgl_json_field_strings(kgl_json_writer *w, const char *key, const char *const *v, int n);
+void kgl_json_field_matrix(kgl_json_writer *w, const char *key, const double *v, int rows, int cols);
 /* Dies unless every container begun has ended (the end of a writer's use). */
 void kgl_json_writer_finish(kgl_json_writer *w);
 

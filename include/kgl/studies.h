@@ -83,6 +83,7 @@ bool kgl_demo_attention_run(const kgl_demo_world *w, int query, uint64_t seed, k
 typedef struct kgl_demo_variance {
     int dk[3];
     double var[3], ratio[3];
+    double ratio_lo, ratio_hi; /* the least and the largest of ratio */
     double sat_unscaled, sat_scaled;
     bool pass;
 } kgl_demo_variance;
@@ -113,6 +114,7 @@ typedef struct kgl_demo_lookup {
     double V[16];
     double weight[2][4], out[2][4];
     double p2[2], p2_exact[2], cos[2]; /* p(slot 2), e^c / (e^c + 3), cos(out, v₂) */
+    double p2_err[2];                  /* |p(slot 2) − e^c / (e^c + 3)|, checked against KGL_DEMO_EXACT */
     bool pass;
 } kgl_demo_lookup;
 bool kgl_demo_lookup_run(uint64_t seed, kgl_demo_lookup *r);
@@ -141,6 +143,7 @@ bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, k
 typedef struct kgl_demo_maxweight {
     int d[KGL_DEMO_MW_DIMS];
     double unscaled[KGL_DEMO_MW_DIMS], scaled[KGL_DEMO_MW_DIMS];
+    double scaled_top; /* the largest of scaled (0 if none is positive) */
     bool pass;
 } kgl_demo_maxweight;
 bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
@@ -152,6 +155,7 @@ bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r);
 #define KGL_DEMO_F 4
 typedef struct kgl_demo_mask {
     const char *token[KGL_DEMO_T], *feature[KGL_DEMO_F];
+    int feature_of[KGL_DEMO_T]; /* token i's one feature: feature[feature_of[i]] */
     double X[KGL_DEMO_T * KGL_DEMO_F], Wq[KGL_DEMO_F * KGL_DEMO_F];
     double bi[KGL_DEMO_T * KGL_DEMO_T], causal[KGL_DEMO_T * KGL_DEMO_T]; /* scaled by 1/√4 */
     double max_w[2][KGL_DEMO_T], max_w_unscaled[2][KGL_DEMO_T];         /* [0] bidirectional, [1] causal */
@@ -212,7 +216,8 @@ extern const size_t kgl_safety_memo_csv_len;
 typedef struct kgl_demo_memo_result {
     double baseline[KGL_MEMO_DIM], weight[KGL_MEMO_MAX_CANDIDATES], repr[KGL_MEMO_DIM], shift[KGL_MEMO_DIM];
     int top;
-    double step_weight;
+    bool in_step[KGL_MEMO_MAX_CANDIDATES]; /* candidates of the missing step (their roles) */
+    double step_weight;                    /* the weight on them */
 } kgl_demo_memo_result;
 typedef struct kgl_demo_memo {
     kgl_demo_memo_result g[KGL_MEMO_MAX_GROUPS];
@@ -600,6 +605,17 @@ bool kgl_saturation_write_plots(const kgl_saturation *s, const char *dir, char *
 /* Creates DIR if needed, then DIR/saturation.csv, saturation_seeds.csv,
  * saturation_summary.csv and the plots. */
 bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, size_t err_cap);
+/* The study as one JSON object and a newline on f (`kgl saturation --json`,
+ * src/studies/saturation_json.c): steps, seeds, frozen_multiple, seconds,
+ * then "configs", one object per configuration: label, dk, scale ("sqrt",
+ * "none" or the number), init_scale, optimizer, lr, supervise, remedy (and
+ * layers in a grid with a stack; seed with one seed), "init" and "final"
+ * (layer 0's means at the first and the last step), heads, aux_floor,
+ * frozen_multiple, frozen_seeds, finished_seeds, frozen_fraction, "spread"
+ * (every metric's quantiles over the seeds), "per_seed" (each run's end)
+ * and, in a grid with a stack, "per_layer" (each layer's init, final and
+ * spread). NaN is written null. */
+void kgl_saturation_write_json(const kgl_saturation *s, FILE *f);
 
 /* ------------------------------------------------------------ benchmark --
  * The public link-prediction benchmarks (`kgl benchmark`,
@@ -663,7 +679,8 @@ typedef struct kgl_benchmark_dataset {
 typedef enum kgl_benchmark_config_status {
     KGL_BENCHMARK_CONFIG_OK,
     KGL_BENCHMARK_CONFIG_UNREADABLE, /* the file could not be read: "path: why" in err */
-    KGL_BENCHMARK_CONFIG_INVALID     /* what it says is refused: "path: what is wrong" in err */
+    KGL_BENCHMARK_CONFIG_INVALID,    /* what it says is refused: "path: what is wrong" in err */
+    KGL_BENCHMARK_DATA_UNREADABLE    /* a split of the dataset cannot be read: "cannot read path: why" */
 } kgl_benchmark_config_status;
 /* Empties *d, names it and reads CONFIGS/<name>.args: whitespace-separated
  * words; '#' starts a comment that runs to the end of its line. Refused: more
@@ -680,6 +697,19 @@ void kgl_benchmark_dataset_free(kgl_benchmark_dataset *d);
  * counts); config_path is FILE and args_text its words as written. */
 kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, const char *recipe_path,
                                                       const char *name, char *err, size_t err_cap);
+
+/* Everything a dataset needs before its first run: its options (the
+ * recipe at recipe_path for every dataset, or, recipe_path NULL,
+ * CONFIGS/<name>.args) loaded and checked as above, n_runs = n_seeds, with
+ * `baseline` options that do not already say --context none (else
+ * KGL_BENCHMARK_CONFIG_INVALID, "config_path: --baseline: ..."), and
+ * DATA/<name>/{train,valid,test}.txt readable (else
+ * KGL_BENCHMARK_DATA_UNREADABLE). kgl_benchmark_dataset_free afterwards,
+ * whatever the status. */
+kgl_benchmark_config_status kgl_benchmark_dataset_open(kgl_benchmark_dataset *d, const char *name,
+                                                       const char *recipe_path, const char *configs_dir,
+                                                       const char *data, int n_seeds, bool baseline, char *err,
+                                                       size_t err_cap);
 
 /* OUT/<dataset>-seed<S>.<ext>, the files of one run (json: its output, err:
  * its messages, csv: its training log, safetensors: its best checkpoint);
@@ -723,6 +753,15 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
 /* Mean and sample standard deviation (0 for one run) of m[split][optimistic][direction][metric]. */
 void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int split, int optimistic, int direction,
                             int metric, double *mean, double *sd);
+/* What n runs cost: the mean and the largest wall time (seconds), the
+ * largest peak resident memory (peak_mb; NaN ones left out, 0 when none). */
+typedef struct kgl_benchmark_cost {
+    double mean_seconds, max_seconds, peak_mb;
+} kgl_benchmark_cost;
+kgl_benchmark_cost kgl_benchmark_cost_of(const kgl_benchmark_run *runs, int n);
+/* The first and the last of a run's members' best valid steps (its own best
+ * step for a single model). */
+void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *last);
 /* The layer's mean less its baseline's (d->baseline set): test, both
  * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);

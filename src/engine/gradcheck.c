@@ -12,7 +12,9 @@
  * that is what a backward that forgot to write looks like. "Zero" means
  * below KGL_ZERO_FLOOR (1e-10), not exactly 0: round-off alone leaves
  * partials of 1e-17 where the exact gradient is zero. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,6 +213,50 @@ void kgl_twin_free(kgl_twin *t)
 {
     for (int i = 0; i < t->n; i++) free(t->values[i]);
     memset(t, 0, sizeof *t);
+}
+
+void kgl_twin_write(FILE *f, const kgl_twin *t)
+{
+    fprintf(f, "twin %s %d\n", t->op, t->n);
+    for (int a = 0; a < t->n; a++) {
+        fprintf(f, "array %zu %s\n", t->count[a], t->label[a]);
+        for (size_t k = 0; k < t->count[a]; k++) fprintf(f, "%s%a", k ? " " : "", t->values[a][k]);
+        fputc('\n', f);
+    }
+}
+
+bool kgl_twin_read(char **p, kgl_twin *t)
+{
+    memset(t, 0, sizeof *t);
+    int used = 0;
+    if (sscanf(*p, "twin %47s %d%n", t->op, &t->n, &used) != 2 || t->n < 0 || t->n > KGL_TWIN_MAX_ARRAYS) return false;
+    char *s = *p + used;
+    int parsed = t->n;
+    t->n = 0;
+    for (int a = 0; a < parsed; a++) {
+        while (*s == '\n') s++;
+        size_t count;
+        if (sscanf(s, "array %zu %n", &count, &used) != 1) return false;
+        s += used;
+        char *eol = strchr(s, '\n');
+        if (!eol || (size_t)(eol - s) >= sizeof t->label[a]) return false;
+        memcpy(t->label[a], s, (size_t)(eol - s));
+        t->label[a][eol - s] = '\0';
+        s = eol + 1;
+        t->count[a] = count;
+        t->values[a] = kgl_xmalloc((count ? count : 1) * sizeof(double));
+        t->n = a + 1;
+        for (size_t k = 0; k < count; k++) {
+            char *end;
+            errno = 0;
+            t->values[a][k] = strtod(s, &end);
+            if (end == s) return false;
+            s = end;
+        }
+    }
+    while (*s == '\n') s++;
+    *p = s;
+    return true;
 }
 
 bool kgl_twin_compare(const kgl_twin *ref, const kgl_twin *f32, double tol, kgl_check_result *res)

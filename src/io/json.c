@@ -214,6 +214,38 @@ void kgl_json_field_null(kgl_json_writer *w, const char *key)
     kgl_json_put_null(w);
 }
 
+void kgl_json_field_numbers(kgl_json_writer *w, const char *key, const double *v, int n)
+{
+    if (key) kgl_json_key(w, key);
+    kgl_json_begin_array(w);
+    for (int i = 0; i < n; i++) kgl_json_put_number(w, v[i]);
+    kgl_json_end_array(w);
+}
+
+void kgl_json_field_ints(kgl_json_writer *w, const char *key, const int *v, int n)
+{
+    if (key) kgl_json_key(w, key);
+    kgl_json_begin_array(w);
+    for (int i = 0; i < n; i++) kgl_json_put_int(w, v[i]);
+    kgl_json_end_array(w);
+}
+
+void kgl_json_field_strings(kgl_json_writer *w, const char *key, const char *const *v, int n)
+{
+    if (key) kgl_json_key(w, key);
+    kgl_json_begin_array(w);
+    for (int i = 0; i < n; i++) kgl_json_put_string(w, v[i]);
+    kgl_json_end_array(w);
+}
+
+void kgl_json_field_matrix(kgl_json_writer *w, const char *key, const double *v, int rows, int cols)
+{
+    if (key) kgl_json_key(w, key);
+    kgl_json_begin_array(w);
+    for (int i = 0; i < rows; i++) kgl_json_field_numbers(w, NULL, v + (size_t)i * cols, cols);
+    kgl_json_end_array(w);
+}
+
 void kgl_json_writer_finish(kgl_json_writer *w)
 {
     if (w->depth > 0) kgl_die("JSON writer: %s left open (a bug in kgl)", container_name(w->open[w->depth - 1]));

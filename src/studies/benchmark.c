@@ -4,6 +4,7 @@
  * runs: the published rows, a dataset's configuration, reading a run's
  * --json output back, the mean and standard deviation over seeds, and
  * results.json. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,41 @@ kgl_benchmark_config_status kgl_benchmark_load_recipe(kgl_benchmark_dataset *d, 
     }
     snprintf(d->config_path, sizeof d->config_path, "%s", recipe);
     return as_recipe(d, load_words(d, err, cap));
+}
+
+/* Whether a file can be opened for reading (errno says why not). */
+static bool file_readable(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    fclose(f);
+    return true;
+}
+
+kgl_benchmark_config_status kgl_benchmark_dataset_open(kgl_benchmark_dataset *d, const char *name,
+                                                       const char *recipe, const char *configs, const char *data,
+                                                       int n_seeds, bool baseline, char *err, size_t cap)
+{
+    kgl_benchmark_config_status st = recipe ? kgl_benchmark_load_recipe(d, recipe, name, err, cap)
+                                            : kgl_benchmark_load_config(d, configs, name, err, cap);
+    if (st != KGL_BENCHMARK_CONFIG_OK) return st;
+    d->n_runs = n_seeds;
+    d->baseline = baseline;
+    if (baseline && kgl_benchmark_says_no_context(d)) {
+        snprintf(err, cap, "%s: --baseline: the options already say --context none, so their runs are the "
+                           "baseline; leave out --baseline, or --context none", d->config_path);
+        return KGL_BENCHMARK_CONFIG_INVALID;
+    }
+    for (int s = 0; s < 3; s++) {
+        char path[1200];
+        static const char *const files[3] = {"train", "valid", "test"};
+        bool fits = snprintf(path, sizeof path, "%s/%s/%s.txt", data, d->name, files[s]) < (int)sizeof path;
+        if (!fits || !file_readable(path)) {
+            snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
+            return KGL_BENCHMARK_DATA_UNREADABLE;
+        }
+    }
+    return KGL_BENCHMARK_CONFIG_OK;
 }
 
 /* Whether the comma-separated list `list` holds the word `name` (kgl train's
@@ -319,6 +355,28 @@ void kgl_benchmark_mean_std(const kgl_benchmark_run *runs, int n, int s, int o, 
     *mean = sum / n;
     for (int i = 0; i < n; i++) sq += (runs[i].m[s][o][d][k] - *mean) * (runs[i].m[s][o][d][k] - *mean);
     *sd = n > 1 ? sqrt(sq / (n - 1)) : 0; /* sample standard deviation */
+}
+
+kgl_benchmark_cost kgl_benchmark_cost_of(const kgl_benchmark_run *runs, int n)
+{
+    kgl_benchmark_cost c = {0, 0, 0};
+    double secs = 0;
+    for (int i = 0; i < n; i++) {
+        secs += runs[i].seconds;
+        if (runs[i].seconds > c.max_seconds) c.max_seconds = runs[i].seconds;
+        c.peak_mb = fmax(c.peak_mb, runs[i].peak_mb); /* fmax leaves a NaN out */
+    }
+    c.mean_seconds = secs / n;
+    return c;
+}
+
+void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *last)
+{
+    *first = *last = r->member_best_step[0];
+    for (int k = 1; k < r->n_members; k++) {
+        if (r->member_best_step[k] < *first) *first = r->member_best_step[k];
+        if (r->member_best_step[k] > *last) *last = r->member_best_step[k];
+    }
 }
 
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric)

@@ -224,6 +224,11 @@ bool kgl_demo_variance_run(uint64_t seed, kgl_demo_variance *r)
         ok = ok && r->ratio[k] >= KGL_DEMO_VAR_LO && r->ratio[k] <= KGL_DEMO_VAR_HI;
     }
     free(dot);
+    r->ratio_lo = r->ratio_hi = r->ratio[0];
+    for (int k = 1; k < 3; k++) {
+        if (r->ratio[k] < r->ratio_lo) r->ratio_lo = r->ratio[k];
+        if (r->ratio[k] > r->ratio_hi) r->ratio_hi = r->ratio[k];
+    }
     mean_max_weight(&t, &rng, KGL_DEMO_SAT_DK, KGL_DEMO_SAT_KEYS, KGL_DEMO_SAT_DRAWS, &r->sat_unscaled,
                     &r->sat_scaled);
     ok = ok && r->sat_unscaled > KGL_DEMO_SAT_UNSCALED_MIN && r->sat_scaled < KGL_DEMO_SAT_SCALED_MAX;
@@ -325,7 +330,8 @@ bool kgl_demo_lookup_run(uint64_t seed, kgl_demo_lookup *r)
             nv += v2[j] * v2[j];
         }
         r->cos[k] = dot / sqrt(no * nv);
-        ok = ok && fabs(r->p2[k] - r->p2_exact[k]) < KGL_DEMO_EXACT;
+        r->p2_err[k] = fabs(r->p2[k] - r->p2_exact[k]);
+        ok = ok && r->p2_err[k] < KGL_DEMO_EXACT;
     }
     ok = ok && r->cos[1] > KGL_DEMO_LOOKUP_COS_MIN;
     kgl_tape_free(&t);
@@ -408,6 +414,7 @@ bool kgl_demo_maxweight_run(uint64_t seed, kgl_demo_maxweight *r)
         r->d[k] = dims[k];
         mean_max_weight(&t, &rng, dims[k], KGL_DEMO_MW_KEYS, KGL_DEMO_MW_DRAWS, &r->unscaled[k], &r->scaled[k]);
         ok = ok && r->scaled[k] < KGL_DEMO_MW_SCALED_MAX;
+        if (r->scaled[k] > r->scaled_top) r->scaled_top = r->scaled[k];
     }
     ok = ok && r->unscaled[KGL_DEMO_MW_DIMS - 1] > KGL_DEMO_MW_UNSCALED_MIN;
     kgl_tape_free(&t);
@@ -427,6 +434,7 @@ bool kgl_demo_mask_run(kgl_demo_mask *r)
     memset(r, 0, sizeof *r);
     memcpy(r->token, tokens, sizeof r->token);
     memcpy(r->feature, features, sizeof r->feature);
+    memcpy(r->feature_of, feature_of, sizeof r->feature_of);
     for (int i = 0; i < T; i++) r->X[i * F + feature_of[i]] = 1.0;
     /* Row f of W_Q is what a token with feature f looks for: the action looks
        for persons and things; persons, things and times look for the action. */
@@ -698,7 +706,7 @@ bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r)
         memcpy(o->shift, shift->data, sizeof o->shift);
         o->top = argmax(w->data, g->n);
         for (int j = 0; j < g->n; j++)
-            if (in_step(g->role[j])) o->step_weight += w->data[j];
+            if ((o->in_step[j] = in_step(g->role[j]))) o->step_weight += w->data[j];
         kgl_keep_max(&r->max_row_sum_err, max_row_sum_err(w));
     }
     kgl_tape_free(&t);
