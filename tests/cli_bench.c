@@ -83,6 +83,22 @@ TEST(cli_bench_readable_line_and_usage_errors)
     }
     CHECK(isfinite(first_loss[0]) && isfinite(first_loss[1]) && first_loss[0] != first_loss[1]);
     CHECK(strstr(out, "\"asked_edges\":\"hidden\"") != NULL);
+    /* --relation-token reaches the model: P gains 2 m rows of d (20 relations, d 8: 320 parameters), and
+       with it the question alone (--neighbours 0) is a step of its own; without it K 0 is refused */
+    long token_params[2];
+    for (int k = 0; k < 2; k++) {
+        char args[300];
+        snprintf(args, sizeof args, "bench --synthetic 100 --context graph --neighbours %d --query-relation --reps 1 "
+                                    "--warmup 0 --no-eval --no-gemm --json%s", k ? 0 : 8, k ? " --relation-token" : "");
+        CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+        const char *p = strstr(out, "\"params\":");
+        token_params[k] = p ? strtol(p + 9, NULL, 10) : -1;
+    }
+    CHECK(token_params[1] - token_params[0] == 320 && strstr(out, "\"relation_token\":true") != NULL);
+    CHECK(strstr(out, "\"neighbours\":0") != NULL);
+    CHECK(run_kgl(T, "bench --synthetic 100 --context graph --neighbours 0 --query-relation", out, sizeof out, err,
+                  sizeof err) == 2);
+    CHECK(strstr(err, "0 with --relation-token") != NULL);
     CHECK(run_kgl(T, "bench --synthetic 100 --context graph --hide-asked-relation", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--hide-asked-relation") != NULL);
     CHECK(run_kgl(T, "bench --synthetic 100 --query-relation", out, sizeof out, err, sizeof err) == 2);

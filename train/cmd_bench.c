@@ -7,7 +7,7 @@
 
 static const char help[] =
     "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--qk-norm] [--context C]\n"
-    "                 [--neighbours K] [--query-relation [--hide-asked-relation]]\n"
+    "                 [--neighbours K] [--query-relation [--hide-asked-relation] [--relation-token]]\n"
     "                 [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
@@ -22,7 +22,8 @@ static const char help[] =
     "  --qk-norm     each head's queries and keys layer-normalised, as kgl train\n"
     "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50);\n"
     "                --query-relation: a graph context's query sees the asked relation;\n"
-    "                --hide-asked-relation: and never its entity's edges of that relation\n"
+    "                --hide-asked-relation: and never its entity's edges of that relation;\n"
+    "                --relation-token: the asked relation a token of the question (K may be 0)\n"
     "  --synthetic N instead of --train: a random graph of N entities, 20 relations and\n"
     "                10 N triples (mean degree about 20; data/report/large.md)\n"
     "  --batch B     examples per step (default 1024)\n"
@@ -51,6 +52,7 @@ static void print_json(const kgl_bench_spec *s, const kgl_bench_result *r, const
     kgl_json_field_int(&w, "neighbours", s->neighbours);
     kgl_json_field_string(&w, "query", s->query_relation ? "relation" : "entity");
     kgl_json_field_string(&w, "asked_edges", s->hide_asked ? "hidden" : "shown");
+    kgl_json_field_bool(&w, "relation_token", s->relation_token);
     kgl_json_field_int(&w, "batch", r->batch);
     kgl_json_field_int(&w, "threads", r->threads);
     kgl_json_field_string(&w, "isa", r->isa);
@@ -79,8 +81,8 @@ static void print_text(const kgl_bench_spec *s, const kgl_bench_result *r, const
 {
     char ctx[96];
     if (s->context == KGL_CONTEXT_GRAPH)
-        snprintf(ctx, sizeof ctx, "graph K %d%s%s", s->neighbours, s->query_relation ? ", query asks the relation" : "",
-                 s->hide_asked ? ", its edges hidden" : "");
+        snprintf(ctx, sizeof ctx, "graph K %d%s%s%s", s->neighbours, s->query_relation ? ", query asks the relation" : "",
+                 s->hide_asked ? ", its edges hidden" : "", s->relation_token ? ", the relation a token" : "");
     else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(s->context));
     printf("kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
            r->n_entities, s->dim, s->heads, s->qk_norm ? " qk-norm" : "", s->ffn, ctx, r->batch, r->threads,
@@ -123,8 +125,8 @@ int cmd_bench(int argc, char **argv)
             int k;
             if (!cli_word(&a, kgl_context_names, 3, &k)) return EXIT_USAGE;
             s.context = (kgl_context_kind)k;
-        } else if (cli_is(&a, "--neighbours")) {
-            if (!cli_int(&a, 1, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
+        } else if (cli_is(&a, "--neighbours")) { /* 0 only with --relation-token: kgl_config_error says so */
+            if (!cli_int(&a, 0, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
             s.neighbours = (int)v;
         } else if (cli_is(&a, "--qk-norm")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
@@ -135,6 +137,9 @@ int cmd_bench(int argc, char **argv)
         } else if (cli_is(&a, "--hide-asked-relation")) {
             if (!cli_flag(&a)) return EXIT_USAGE;
             s.hide_asked = true;
+        } else if (cli_is(&a, "--relation-token")) {
+            if (!cli_flag(&a)) return EXIT_USAGE;
+            s.relation_token = true;
         } else if (cli_is(&a, "--batch")) {
             if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
             s.batch = (int)v;

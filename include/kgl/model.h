@@ -1394,6 +1394,7 @@ typedef struct kgl_bench_spec {
     int neighbours;                /* K with the graph context (default 50) */
     bool qk_norm, query_relation;  /* as kgl train's --qk-norm, --query-relation */
     bool hide_asked;               /* as kgl train's --hide-asked-relation */
+    bool relation_token;           /* as kgl train's --relation-token (neighbours may be 0 with it) */
     int reps, warmup;              /* timed steps, untimed steps first */
     int threads;                   /* 0: every core */
     uint64_t seed;

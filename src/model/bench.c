@@ -116,6 +116,7 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     cfg.qk_norm = s->qk_norm;
     cfg.query_relation = s->query_relation;
     cfg.hide_asked = s->hide_asked;
+    cfg.relation_token = s->relation_token;
     const char *bad = kgl_config_error(&cfg);
     if (bad) {
         snprintf(err, err_cap, "%s", bad);
