@@ -432,6 +432,16 @@ typedef struct kgl_split_plan {
 void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_entities, int n_relations,
                        double valid, double test, uint64_t seed);
 void kgl_split_plan_free(kgl_split_plan *plan);
+/* The plan of ds->splits[0] (its n triples) written as three files,
+ * paths[KGL_PART_TRAIN], [VALID] and [TEST]: each part's triples in the
+ * order given, one head<TAB>relation<TAB>tail line each, by name; a part
+ * with no triple an empty file (never an old file of another split left
+ * beside the new ones). As one set (kgl_outfile_commit_set): each file
+ * written whole to a temporary beside it, then the three renamed, so that
+ * a full disk replaces none of them. False with "path: why" in err (a
+ * failed rename also says which files are new). */
+bool kgl_split_write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, const char *const paths[3], char *err,
+                           size_t err_cap);
 
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */
