@@ -4,7 +4,9 @@
  * proportion, never its last triple), a relation short of its share kept
  * every triple it left in train for an entity's sake, and the same seed
  * gives the same split. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test.h"
 
@@ -139,4 +141,59 @@ TEST(split_ties_go_to_relations_in_a_seeded_order)
     int never = 0;
     for (int r = 0; r < 10; r++) never += chosen[r] == 0;
     CHECK(never == 0);
+}
+
+/* The parts of one line each, "h\tr\tt\n", of the triples of `part`, in the
+   plan's order, by name: what kgl_split_write_parts must have written. */
+static char *expected_part(const kgl_dataset *ds, const kgl_split_plan *plan, int part)
+{
+    const kgl_split *sp = &ds->splits[0];
+    size_t cap = 1, n = 0;
+    for (int k = 0; k < sp->n; k++) cap += 300;
+    char *text = malloc(cap);
+    text[0] = 0;
+    for (int k = 0; k < sp->n; k++) {
+        if (plan->part[k] != part) continue;
+        const kgl_triple *t = &sp->triples[k];
+        n += (size_t)snprintf(text + n, cap - n, "%s\t%s\t%s\n", ds->entity_names[t->head], ds->relation_names[t->rel],
+                              ds->entity_names[t->tail]);
+    }
+    return text;
+}
+
+/* kgl split's files through the library: each part its triples by name in
+   the order given, an empty file for a part asked for none (an older file
+   there replaced); a part that cannot be written leaves every path as it
+   was, the error naming it. */
+TEST(split_parts_written_as_one_set)
+{
+    kgl_dataset ds;
+    char err[4096], paths[3][4200], dir[4200];
+    kgl_source src = {"data/kg/nations/train.txt", NULL, 0};
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) return;
+    const kgl_split *sp = &ds.splits[0];
+    kgl_split_plan plan;
+    kgl_split_triples(&plan, sp->triples, sp->n, ds.n_entities, ds.n_relations, 0, 0.2, 4);
+    static const char *const part[3] = {"train", "valid", "test"};
+    for (int p = 0; p < 3; p++) snprintf(paths[p], sizeof paths[p], "%s/s.%s.tsv", T->tmp, part[p]);
+    write_tmp(T, 0, "s.valid.tsv", "old\tsplit\tleft\n", 15);
+    const char *const set[3] = {paths[0], paths[1], paths[2]};
+    CHECK(kgl_split_write_parts(&ds, &plan, set, err, sizeof err));
+    for (int p = 0; p < 3; p++) {
+        char *want = expected_part(&ds, &plan, p), *got = test_slurp(paths[p], NULL);
+        if (!CHECK(got && strcmp(got, want) == 0)) printf("    %s differs\n", paths[p]);
+        CHECK(p == 1 ? *want == 0 : *want != 0); /* --valid 0: an empty file */
+        free(want);
+        free(got);
+    }
+    /* the test part's folder is missing: nothing new anywhere */
+    snprintf(dir, sizeof dir, "%s/gone", T->tmp);
+    snprintf(paths[2], sizeof paths[2], "%s/gone/s.test.tsv", T->tmp);
+    write_tmp(T, 1, "s.train.tsv", "kept\tas\tit was\n", 15);
+    CHECK(!kgl_split_write_parts(&ds, &plan, set, err, sizeof err) && strstr(err, dir));
+    char *train = test_slurp(paths[0], NULL);
+    CHECK(train && strcmp(train, "kept\tas\tit was\n") == 0);
+    free(train);
+    kgl_split_plan_free(&plan);
+    kgl_dataset_free(&ds);
 }

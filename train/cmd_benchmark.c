@@ -8,33 +8,20 @@
  * results.json (kgl_benchmark_write_results). The configurations, the
  * published rows and the aggregation are the library's (src/studies/benchmark.c).
  *
- * The runs are jobs of the one runner (kgl_jobs_run: --jobs at a time, no
- * start after a failure or a signal), each job a process it starts and
- * waits for, not kgl_run_train in this process, because a run must fail
- * alone: kgl_die (out of memory, bad input) exits the whole process and
- * would take the other runs and the report down with it, a run's stderr
- * is its own .err file that users read, and a run with --precision f32 is
- * the other binary. What the runner needs of a process it gets through
- * channels meant for it (the library's children, kgl/engine.h: started,
- * followed, passed Ctrl-C, waited for): the steps down a pipe
- * (KGL_PROGRESS_FD, progress_send_steps), the exit status, the --json on
- * stdout. */
+ * The runs are the library's too (kgl_benchmark_check_options and
+ * kgl_benchmark_run_all, src/studies/benchmark_runs.c: each a `kgl train`
+ * process, --jobs at a time); this file says what they say through the
+ * one progress line (progress.h) and draws the line from the runner's
+ * counts. */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
-
-extern char **environ;
 
 static const char help[] =
     "usage: kgl benchmark [--data DIR] [--datasets umls,kinship,nations]\n"
@@ -82,166 +69,6 @@ static const char help[] =
     "in a configuration (kgl train's message is shown), 130 interrupted\n";
 
 #define MAX_DATASETS 8
-
-/* What runs train: a dataset's options, or (--baseline) the same options
-   with --context none appended: the same budget without the layer, a run
-   list of its own beside the layer's. The runs are the specs' seeds, spec
-   by spec: run k is specs[k / n_seeds] with seed k % n_seeds, so a spec's
-   runs are neighbours (the ETA guesses a run not started from them). */
-typedef struct run_spec {
-    kgl_benchmark_dataset *job;
-    bool baseline;
-} run_spec;
-
-/* Where a spec's runs keep their results. */
-static kgl_benchmark_run *spec_runs(const run_spec *spec)
-{
-    return spec->baseline ? spec->job->baseline_runs : spec->job->runs;
-}
-
-/* "umls seed 3", or "umls seed 3 (--context none)" for a baseline's run. */
-static const char *run_label(char *buf, size_t cap, const run_spec *spec, unsigned long long seed)
-{
-    snprintf(buf, cap, "%s seed %llu%s", spec->job->name, seed, spec->baseline ? " (--context none)" : "");
-    return buf;
-}
-
-/* The command of one run (spec, seed), argv[0] `self`, in `cmd`
-   (kgl_benchmark_run_argv); with `check`, kgl train --check of the same
-   options. */
-static char **run_argv(kgl_benchmark_command *cmd, const char *self, const run_spec *spec, const char *data,
-                       const char *out, unsigned long long seed, int threads, bool check)
-{
-    return kgl_benchmark_run_argv(cmd, self, spec->job, spec->baseline, data, out, seed, threads, check);
-}
-
-/* SIGINT and SIGTERM reach kgl benchmark alone (each run in a process
-   group of its own): kgl_children_signal passes each one on to the runs
-   going, which stop after their current step as kgl train does (a second
-   signal: at once); the runner then starts nothing more, waits for them
-   and exits 130. The runs going are one slot per worker of the runner
-   (check_options uses slot 0 before it starts). */
-
-/* Every spec's options as its runs get them, through `kgl train --check`
-   (kgl train's own parser: no second list of its options here), before any
-   run starts: a mistake in a recipe is found now, not when the dataset's
-   first run fails after the others trained. kgl train's messages (its data
-   warnings too) are shown only when it refuses. Returns 0, or an exit
-   status after reporting. */
-static int check_options(const char *self, const run_spec *specs, int n_specs, const char *data,
-                         const char *out, unsigned long long seed, int threads)
-{
-    int st = 0;
-    for (int j = 0; j < n_specs && !st; j++) {
-        kgl_benchmark_command cmd;
-        char *said;
-        int status;
-        kgl_child_outcome ran = kgl_child_capture(run_argv(&cmd, self, &specs[j], data, out, seed, threads, true),
-                                                  environ, 0, &said, &status);
-        if (ran == KGL_CHILD_NO_PIPE) {
-            fprintf(stderr, "kgl benchmark: cannot check the options: %s\n", strerror(errno));
-            return EXIT_USAGE;
-        }
-        int spawn_errno = errno, stop_signal = kgl_children_stop_signal();
-        if (stop_signal) {
-            fprintf(stderr, "kgl benchmark: interrupted (%s) while checking the options; no run started\n",
-                    stop_signal == SIGTERM ? "SIGTERM" : "SIGINT");
-            st = EXIT_INTERRUPTED;
-        } else if (ran == KGL_CHILD_CANNOT_START) {
-            fprintf(stderr, "kgl benchmark: cannot start %s: %s\n", self, strerror(spawn_errno));
-            st = EXIT_USAGE;
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "kgl benchmark: kgl train refuses the options for %s (%s%s), checked before any run:\n%s",
-                    specs[j].job->name, specs[j].job->config_path,
-                    specs[j].baseline ? " with --context none, for --baseline" : "", said);
-            st = WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
-        }
-        free(said);
-    }
-    return st;
-}
-
-/* One run going: its process (in its worker's slot), its stdout (the
-   --json result) and stderr (its progress lines and messages) as
-   kgl_outfile temporaries, created exclusively like every output (never
-   through a link placed at OUT/<dataset>-seed<S>.json), renamed into place
-   once it has ended, and the pipe its steps come down
-   (progress_send_steps: kgl train's counts, not its text). */
-typedef struct run_proc {
-    kgl_benchmark_command cmd; /* its command's words */
-    pid_t pid;
-    int run;          /* spec j, seed s: j * n_seeds + s */
-    int slot;         /* its worker's */
-    kgl_outfile json, err;
-    int steps_fd;     /* the pipe's end it is read from */
-    double started;   /* now_seconds() */
-} run_proc;
-
-/* Starts run r->run with its steps' pipe on descriptor 3 and
-   KGL_PROGRESS_FD=3 in `envp`; false after reporting (or, when a signal
-   came first, without a word: nothing started). */
-static bool start_run(run_proc *r, const char *self, const run_spec *spec, const char *data, const char *out,
-                      unsigned long long seed, int threads, char **envp, progress *line)
-{
-    char json_path[1200], err_path[1200], why[2800], label[160];
-    kgl_benchmark_run_path(json_path, sizeof json_path, out, spec->job->name, seed, spec->baseline, "json");
-    kgl_benchmark_run_path(err_path, sizeof err_path, out, spec->job->name, seed, spec->baseline, "err");
-    if (!kgl_outfile_open(&r->json, json_path, why, sizeof why)) {
-        progress_print(line, "kgl benchmark: %s", why);
-        return false;
-    }
-    if (!kgl_outfile_open(&r->err, err_path, why, sizeof why)) {
-        kgl_outfile_discard(&r->json);
-        progress_print(line, "kgl benchmark: %s", why);
-        return false;
-    }
-    char **argv = run_argv(&r->cmd, self, spec, data, out, seed, threads, false), command[8192];
-    size_t n = (size_t)snprintf(command, sizeof command, "%s", self);
-    for (int k = 1; argv[k] && n < sizeof command; k++) n += (size_t)snprintf(command + n, sizeof command - n, " %s", argv[k]);
-    r->pid = kgl_child_spawn_steps(argv, fileno(r->json.f), fileno(r->err.f), envp, r->slot, &r->steps_fd);
-    int spawn_errno = errno;
-    if (r->pid <= 0) {
-        if (r->pid < 0) progress_print(line, "kgl benchmark: cannot start %s: %s", self, strerror(spawn_errno));
-        kgl_outfile_discard(&r->json);
-        kgl_outfile_discard(&r->err);
-        return false;
-    }
-    r->started = now_seconds();
-    progress_print(line, "kgl benchmark: %s: %s", run_label(label, sizeof label, spec, seed), command);
-    return true;
-}
-
-/* Whether a run's end was a signal's doing: killed, or stopped by one
-   after its current step (kgl train's 130). */
-static bool run_stopped(int status)
-{
-    return WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_INTERRUPTED);
-}
-
-/* A run has ended: its .err is kept whatever happened (the user reads there
-   why it failed or where it stopped). Its .json too, unless a signal
-   stopped it: it then printed the results of the step it had reached, which
-   must not pass for a finished run's, so no .json is written and an older
-   one at that name (an earlier benchmark's, beside this run's .csv and
-   .safetensors now) is removed. False after reporting a file that could
-   not be written. */
-static bool keep_run_files(run_proc *r, int status, progress *line)
-{
-    char why[2800];
-    bool ok = kgl_outfile_commit(&r->err, why, sizeof why);
-    if (!ok) progress_print(line, "kgl benchmark: %s", why);
-    if (run_stopped(status)) {
-        bool replaces = r->json.tmp != NULL; /* a regular file's name, not a device's */
-        char older[1200];
-        snprintf(older, sizeof older, "%s", r->json.path);
-        kgl_outfile_discard(&r->json);
-        if (replaces) unlink(older);
-    } else if (!kgl_outfile_commit(&r->json, why, sizeof why)) {
-        progress_print(line, "kgl benchmark: %s", why);
-        ok = false;
-    }
-    return ok;
-}
 
 /* The threads of a run: the cores shared by the runs at the same time. */
 static int run_threads(int jobs)
@@ -358,20 +185,10 @@ static void print_table(const kgl_benchmark_dataset *job, int jobs)
     if (job->baseline) print_baseline_lines(job);
 }
 
-/* Reads OUT/<dataset>-seed<S>[-none].json into r (its seed set); false after reporting. */
-static bool read_run(const char *out, const run_spec *spec, kgl_benchmark_run *r)
-{
-    char path[1200], err[2800];
-    kgl_benchmark_run_path(path, sizeof path, out, spec->job->name, r->seed, spec->baseline, "json");
-    if (kgl_benchmark_read_run(path, r, err, sizeof err)) return true;
-    fprintf(stderr, "kgl benchmark: %s\n", err);
-    return false;
-}
-
 /* Every file the runs write (OUT/<dataset>-seed<S>[-none].{json,err,csv,
    safetensors} and OUT/results.json) is a file of its own, not a
    configuration or data file they read (cli_files_distinct). */
-static bool files_distinct(const run_spec *specs, int n_specs, const unsigned long long *seeds, int n_seeds,
+static bool files_distinct(const kgl_benchmark_spec *specs, int n_specs, const unsigned long long *seeds, int n_seeds,
                            const char *data, const char *out, bool recipe)
 {
     static const char *const split[3] = {"train", "valid", "test"}, *const ext[4] = {"json", "err", "csv", "safetensors"};
@@ -381,7 +198,7 @@ static bool files_distinct(const run_spec *specs, int n_specs, const unsigned lo
     static cli_file files[sizeof paths / sizeof paths[0]];
     int n = 0;
     for (int j = 0; j < n_specs; j++) {
-        const kgl_benchmark_dataset *job = specs[j].job;
+        const kgl_benchmark_dataset *job = specs[j].dataset;
         if (!specs[j].baseline) { /* a dataset's first spec: what it reads */
             files[n++] = (cli_file){recipe ? "--recipe" : "--configs", job->config_path, false, NULL};
             for (int s = 0; s < 3; s++, n++) {
@@ -449,46 +266,6 @@ static bool out_folder_ok(const char *out)
     return true;
 }
 
-/* A run has ended with `status`: its files kept (keep_run_files), then its
-   result read and said, or its failure shown from its .err. Returns 0 (a
-   result), -1 (stopped by a signal the benchmark passed on: named in
-   `stopped`, a list for the last message), or what the exit status becomes:
-   2 for kgl train's 2 (a bad option, bad input), else 1. */
-static int end_run(run_proc *r, int status, const run_spec *specs, int n_seeds, const char *out,
-                   progress *line, char *stopped, size_t stopped_cap)
-{
-    const run_spec *spec = &specs[r->run / n_seeds];
-    kgl_benchmark_run *res = &spec_runs(spec)[r->run % n_seeds];
-    double wall = now_seconds() - r->started;
-    char err_path[1200], label[160];
-    run_label(label, sizeof label, spec, res->seed);
-    snprintf(err_path, sizeof err_path, "%s", r->err.path); /* kept before the commit forgets it */
-    bool kept = keep_run_files(r, status, line);
-    if (kgl_children_stop_signal() && run_stopped(status)) {
-        size_t used = strlen(stopped);
-        snprintf(stopped + used, stopped_cap - used, "%s%s", used ? ", " : "", label);
-        return -1;
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        char why[1400];
-        kgl_text text;
-        bool shown = kgl_text_open(&text, err_path, why, sizeof why);
-        progress_print(line, "kgl benchmark: %s failed (%s):\n%.2000s", label, err_path, shown ? text.buf : why);
-        if (shown) kgl_text_close(&text);
-        /* a bad option in the .args file is bad input, like any other */
-        return WIFEXITED(status) && WEXITSTATUS(status) == EXIT_USAGE ? EXIT_USAGE : 1;
-    }
-    if (!kept || !read_run(out, spec, res)) return 1;
-    res->seconds = wall;
-    /* the largest peak resident memory of the runs waited for so far
-       (POSIX keeps no per-child figure; Linux reports KiB) */
-    struct rusage usage;
-    res->peak_mb = getrusage(RUSAGE_CHILDREN, &usage) == 0 ? (double)usage.ru_maxrss / 1024.0 : NAN;
-    progress_print(line, "kgl benchmark: %s: test MRR %.3f H@1 %.3f, best valid MRR %.3f at step %ld, %.0f s", label,
-                   res->m[1][0][2][0], res->m[1][0][2][1], res->m[0][0][2][0], res->best_step, wall);
-    return 0;
-}
-
 /* The tables and results.json, once every run has its result. */
 static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *out, int jobs, bool baseline)
 {
@@ -504,20 +281,28 @@ static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *
     return 0;
 }
 
-/* What the runs share while the runner has them (the jobs' context). */
-typedef struct bench_runs {
-    const char *self, *data, *out;
-    const run_spec *specs;
-    const unsigned long long *seeds;
-    int n_seeds, jobs;
-    char **envp;                      /* the environment with KGL_PROGRESS_FD=3 */
+/* The one line of kgl benchmark while its runs go, and what it counted
+   last (under the runner's lock). */
+typedef struct bench_line {
     progress line;
-    double shown_done, shown_total;   /* what the line counted last (under the runner's lock) */
-    atomic_int spawned, results;      /* runs started; runs with a result */
-    atomic_int failed;                /* the status of the first run to fail, in time (0: none) */
-    pthread_mutex_t stopped_lock;
-    char stopped[4096];               /* the runs a signal stopped, for the last message */
-} bench_runs;
+    const kgl_benchmark_spec *specs;
+    int n_seeds;
+    double shown_done, shown_total;
+} bench_line;
+
+/* What the runs say before the line starts (kgl_benchmark_check_options). */
+static void say_plain(void *ctx, const char *text)
+{
+    (void)ctx;
+    fprintf(stderr, "kgl benchmark: %s\n", text);
+}
+
+/* What the runs say while they go: lines of their own above the line. */
+static void say_on_line(void *ctx, const char *text)
+{
+    bench_line *b = ctx;
+    progress_print(&b->line, "kgl benchmark: %s", text);
+}
 
 /* The runner's progress callback: one line for the whole benchmark, the
    steps of every run (done, and to do: a run that has not said its steps
@@ -527,7 +312,7 @@ typedef struct bench_runs {
    as the layer's do. */
 static void overall_progress(const kgl_jobs_progress *at, void *ctx)
 {
-    bench_runs *b = ctx;
+    bench_line *b = ctx;
     int n_seeds = b->n_seeds;
     kgl_benchmark_steps steps = kgl_benchmark_steps_of(at, n_seeds);
     double d = steps.done, t = steps.total;
@@ -548,87 +333,44 @@ static void overall_progress(const kgl_jobs_progress *at, void *ctx)
     for (int r = 0, shown = 0; r < at->jobs && n < cap; r++) {
         if (!at->job[r].running) continue;
         char label[160];
-        const run_spec *spec = &b->specs[r / n_seeds];
+        const kgl_benchmark_spec *spec = &b->specs[r / n_seeds];
         n += (size_t)snprintf(text + n, cap - n, "%s %s", shown++ ? "," : ", running",
-                              run_label(label, sizeof label, spec, spec_runs(spec)[r % n_seeds].seed));
+                              kgl_benchmark_run_label(label, sizeof label, spec,
+                                                      kgl_benchmark_spec_runs(spec)[r % n_seeds].seed));
         if (n < cap && at->job[r].reported)
             n += (size_t)snprintf(text + n, cap - n, " (%ld/%ld)", at->job[r].done, at->job[r].total);
     }
     progress_show(&b->line, text);
 }
 
-/* The runner's job: run `run` as a `kgl train` process in its worker's
-   slot, followed to its end, its result read. 0, or the exit status it
-   makes (1 a run failed, 2 it refused its input): the runner then starts
-   no more. A run stopped by a signal is not a failure; the stop does it. */
-static int bench_job(kgl_jobs *jobs, int run, int worker, void *ctx)
+/* The runs (kgl_benchmark_run_all, `jobs` at a time), said on the line,
+   then the report. Returns the exit status: 0, 1 a run failed, 2 a run
+   refused its input, 130 interrupted (the runs going stopped after their
+   step). */
+static int run_all(kgl_benchmark_runner *runner, kgl_benchmark_dataset *job, int n_jobs)
 {
-    bench_runs *b = ctx;
-    run_proc r = {.run = run, .slot = worker};
-    const run_spec *spec = &b->specs[run / b->n_seeds];
-    if (!start_run(&r, b->self, spec, b->data, b->out, b->seeds[run % b->n_seeds], run_threads(b->jobs), b->envp,
-                   &b->line)) {
-        if (kgl_children_stop_signal()) return 0; /* nothing started */
-        int none = 0;
-        atomic_compare_exchange_strong(&b->failed, &none, 1);
-        return 1;
-    }
-    atomic_fetch_add(&b->spawned, 1);
-    /* each line of its steps' pipe is the runner's count of the job; at
-       the end its steps are what its last line said, all it did (fewer
-       than planned if it stopped early) */
-    int status = kgl_child_follow(r.steps_fd, r.slot, jobs, run);
-    pthread_mutex_lock(&b->stopped_lock); /* the list of runs stopped */
-    int st = end_run(&r, status, b->specs, b->n_seeds, b->out, &b->line, b->stopped, sizeof b->stopped);
-    pthread_mutex_unlock(&b->stopped_lock);
-    int none = 0;
-    if (st > 0) atomic_compare_exchange_strong(&b->failed, &none, st);
-    if (st == 0) atomic_fetch_add(&b->results, 1);
-    return st > 0 ? st : 0;
-}
-
-static bool bench_stop(void *ctx)
-{
-    (void)ctx;
-    return kgl_children_stop_signal() != 0;
-}
-
-/* The runs, `jobs` at a time (the runner, kgl_jobs_run), each timed from
-   start to exit, then the report. Returns the exit status: 0, 1 a run
-   failed, 2 a run refused its input, 130 interrupted (the runs going
-   stopped after their step). */
-static int run_all(const char *self, const run_spec *specs, int n_specs, kgl_benchmark_dataset *job, int n_jobs,
-                   const unsigned long long *seeds, int n_seeds, const char *data, const char *out, int jobs)
-{
-    int total = n_specs * n_seeds;
-    static bench_runs b; /* one per process */
-    b = (bench_runs){.self = self, .data = data, .out = out, .specs = specs, .seeds = seeds, .n_seeds = n_seeds,
-                     .jobs = jobs, .envp = kgl_environment_with("KGL_PROGRESS_FD=3")};
-    pthread_mutex_init(&b.stopped_lock, NULL);
-    for (int k = 0; k < total; k++) spec_runs(&specs[k / n_seeds])[k % n_seeds].seed = seeds[k % n_seeds];
+    static bench_line b; /* one per process */
+    b = (bench_line){.specs = runner->specs, .n_seeds = runner->n_seeds};
+    runner->say = say_on_line, runner->progress = overall_progress, runner->ctx = &b;
     /* The overall line (progress.h): in place on a terminal; elsewhere at
        each tenth of all the steps and at least every KGL_PROGRESS_SECONDS
        (60 by default). The runs' own lines (every --progress line of kgl
        train) are in their .err files. */
     progress_start(&b.line, stderr, isatty(STDERR_FILENO), 0, 0, now_seconds());
-    kgl_jobs_spec runner = {.n = total, .at_most = jobs, .run = bench_job, .stop = bench_stop,
-                            .progress = overall_progress, .ctx = &b};
-    kgl_jobs_run(&runner);
+    static kgl_benchmark_outcome ran; /* 4 KB: one per process */
+    int st = kgl_benchmark_run_all(runner, &ran);
     progress_stop(&b.line);
-    free(b.envp);
-    pthread_mutex_destroy(&b.stopped_lock);
-    int sig = kgl_children_stop_signal(), results = atomic_load(&b.results), spawned = atomic_load(&b.spawned);
-    if (sig) {
+    const char *out = runner->out;
+    if (ran.stop_signal) {
         fprintf(stderr, "kgl benchmark: interrupted (%s): %d of %d runs finished, their files in %s",
-                sig == SIGTERM ? "SIGTERM" : "SIGINT", results, total, out);
-        if (*b.stopped)
+                ran.stop_signal == SIGTERM ? "SIGTERM" : "SIGINT", ran.results, ran.total, out);
+        if (*ran.stopped)
             fprintf(stderr, "; stopped after their current step: %s (each one's .err says where; no .json: a stopped "
-                            "run's results are not a finished run's)", b.stopped);
-        fprintf(stderr, "; %d not started; no tables and no results.json\n", total - spawned);
+                            "run's results are not a finished run's)", ran.stopped);
+        fprintf(stderr, "; %d not started; no tables and no results.json\n", ran.total - ran.spawned);
         return EXIT_INTERRUPTED;
     }
-    int failed = atomic_load(&b.failed);
-    return failed ? failed : report_all(job, n_jobs, out, jobs, n_specs > n_jobs);
+    return st ? st : report_all(job, n_jobs, out, runner->jobs, runner->n_specs > n_jobs);
 }
 
 /* A dataset's options (its recipe, or CONFIGS/<name>.args) read and
@@ -714,11 +456,11 @@ int cmd_benchmark(int argc, char **argv)
     for (int j = 0; j < n_jobs && !st; j++, n_loaded++)
         if (!load_dataset(&job[j], names[j], recipe, configs, data, n_seeds, baseline)) st = EXIT_USAGE;
     free(list);
-    static run_spec specs[2 * MAX_DATASETS];
+    static kgl_benchmark_spec specs[2 * MAX_DATASETS];
     int n_specs = 0;
     for (int j = 0; j < n_jobs; j++) {
-        specs[n_specs++] = (run_spec){&job[j], false};
-        if (baseline) specs[n_specs++] = (run_spec){&job[j], true};
+        specs[n_specs++] = (kgl_benchmark_spec){&job[j], false};
+        if (baseline) specs[n_specs++] = (kgl_benchmark_spec){&job[j], true};
     }
     if (!st && !files_distinct(specs, n_specs, seeds, n_seeds, data, out, recipe != NULL)) st = EXIT_USAGE;
     char self[4096];
@@ -727,10 +469,16 @@ int cmd_benchmark(int argc, char **argv)
         fprintf(stderr, "kgl benchmark: cannot find its own executable (/proc/self/exe)\n");
         st = EXIT_USAGE;
     }
+    kgl_benchmark_runner runner = {.program = self, .data = data, .out = out, .specs = specs, .n_specs = n_specs,
+                                   .seeds = seeds, .n_seeds = n_seeds, .jobs = (int)jobs,
+                                   .threads = run_threads((int)jobs), .say = say_plain};
     if (!st) {
         self[n] = 0;
-        cli_on_stop_signals(kgl_children_signal); /* from here on, its children get SIGINT and SIGTERM from it */
-        st = check_options(self, specs, n_specs, data, out, seeds[0], run_threads((int)jobs));
+        /* from here on, its children get SIGINT and SIGTERM from it: each
+           run in a process group of its own, they reach kgl benchmark alone,
+           which passes them on (kgl_children_signal) */
+        cli_on_stop_signals(kgl_children_signal);
+        st = kgl_benchmark_check_options(&runner);
     }
     if (!st) {
         char cmd[1200];
@@ -751,7 +499,7 @@ int cmd_benchmark(int argc, char **argv)
         return st;
     }
 
-    st = run_all(self, specs, n_specs, job, n_jobs, seeds, n_seeds, data, out, (int)jobs);
+    st = run_all(&runner, job, n_jobs);
     for (int j = 0; j < n_jobs; j++) kgl_benchmark_dataset_free(&job[j]);
     return st;
 }

@@ -30,13 +30,6 @@ typedef struct grad_options {
     bool json;
 } grad_options;
 
-/* The losses at the checkpoint, over the full batch. */
-typedef struct grad_losses {
-    double loss, main_loss, aux; /* aux: NAN without head supervision */
-    bool has_aux;
-    int examples;
-} grad_losses;
-
 /* Returns -1 to go on, or an exit status (0 after --help). */
 static int parse_options(int argc, char **argv, grad_options *o)
 {
@@ -89,53 +82,7 @@ static int open_model_for_grad(grad_options *o, kgl_model_choice *chosen, data_v
     return 0;
 }
 
-/* The full batch, as kgl train forms it: the training triples in file
-   order, then their reciprocals. Returns the arrays b borrows (free it). */
-static int *full_batch(const data_view *v, bool reciprocal, kgl_batch *b)
-{
-    int n_rel = v->ds.n_relations;
-    int n_tr = v->n[0], n_ex = reciprocal ? 2 * n_tr : n_tr;
-    int *ex = kgl_xmalloc(3 * (size_t)n_ex * sizeof(int));
-    int *eh = ex, *er = ex + n_ex, *et = ex + 2 * n_ex;
-    for (int k = 0; k < n_tr; k++) {
-        const kgl_triple *tr = &v->split[0][k];
-        eh[k] = tr->head, er[k] = tr->rel, et[k] = tr->tail;
-        if (reciprocal) eh[n_tr + k] = tr->tail, er[n_tr + k] = n_rel + tr->rel, et[n_tr + k] = tr->head;
-    }
-    *b = (kgl_batch){n_ex, eh, er, et, NULL};
-    return ex;
-}
-
-/* The gradients to `out` (safetensors, the losses in the metadata); false
-   after reporting. */
-static bool write_gradients(const char *out, const char *ckpt, long step, const kgl_params *params,
-                            const grad_losses *l)
-{
-    /* gradients under the parameters' own names, shaped as in the checkpoint */
-    kgl_st_entry *e = kgl_xcalloc((size_t)params->n, sizeof *e);
-    for (int k = 0; k < params->n; k++) {
-        const kgl_param *p = &params->p[k];
-        e[k].name = p->name;
-        e[k].data = p->t.grad;
-        e[k].ndim = p->vector ? 1 : 2;
-        e[k].shape[0] = p->vector ? p->t.cols : p->t.rows;
-        e[k].shape[1] = p->t.cols;
-    }
-    char lo[64], ml[64], al[64], st[32], nex[32], err[1024];
-    snprintf(lo, sizeof lo, "%.17g", l->loss);
-    snprintf(ml, sizeof ml, "%.17g", l->main_loss);
-    snprintf(al, sizeof al, "%.17g", l->aux);
-    snprintf(st, sizeof st, "%ld", step);
-    snprintf(nex, sizeof nex, "%d", l->examples);
-    const char *meta[] = {"format", "kgl-grad/1", "loss", lo, "main_loss", ml, "aux_loss", l->has_aux ? al : "",
-                          "step", st, "examples", nex, "checkpoint", ckpt};
-    bool ok = kgl_st_write(out, e, params->n, meta, (int)(sizeof meta / sizeof meta[0]) / 2, err, sizeof err);
-    if (!ok) fprintf(stderr, "kgl grad: %s\n", err);
-    free(e);
-    return ok;
-}
-
-static void print_json(const kgl_model_choice *chosen, const kgl_params *params, const grad_losses *l)
+static void print_json(const kgl_model_choice *chosen, const kgl_params *params, const kgl_gradient_losses *l)
 {
     kgl_json_writer w;
     kgl_json_writer_init(&w, stdout);
@@ -147,18 +94,14 @@ static void print_json(const kgl_model_choice *chosen, const kgl_params *params,
     kgl_json_field_int(&w, "examples", l->examples);
     kgl_json_key(&w, "grad_norm");
     kgl_json_begin_object(&w);
-    for (int k = 0; k < params->n; k++) {
-        double s = 0;
-        for (size_t i = 0; i < kgl_numel(&params->p[k].t); i++) s += params->p[k].t.grad[i] * params->p[k].t.grad[i];
-        kgl_json_field_number(&w, params->p[k].name, sqrt(s));
-    }
+    for (int k = 0; k < params->n; k++) kgl_json_field_number(&w, params->p[k].name, kgl_param_grad_norm(&params->p[k]));
     kgl_json_end_object(&w);
     kgl_json_end_object(&w);
     kgl_json_newline(&w);
     kgl_json_writer_finish(&w);
 }
 
-static void print_text(const kgl_model_choice *chosen, const kgl_params *params, const grad_losses *l, const char *out)
+static void print_text(const kgl_model_choice *chosen, const kgl_params *params, const kgl_gradient_losses *l, const char *out)
 {
     print_model_choice(chosen, "gradients of",
                        "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
@@ -167,34 +110,26 @@ static void print_text(const kgl_model_choice *chosen, const kgl_params *params,
     printf(") over %d examples; gradients of %d parameters written to %s\n", l->examples, params->n, out);
 }
 
-/* The loss over the full batch and every parameter's gradient, written to
-   --out and printed. 0, or an exit status after reporting. */
+/* The loss over the full batch and every parameter's gradient
+   (kgl_full_batch_gradient), written to --out and printed. 0, or an exit
+   status after reporting. */
 static int compute_gradients(const grad_options *o, const kgl_model_choice *chosen, const data_view *v, kgl_model *m,
                              const kgl_checkpoint *ck, const int *head_of)
 {
-    kgl_batch b;
-    int *ex = full_batch(v, m->cfg.reciprocal, &b);
     kgl_supervision sup = {head_of, o->aux_weight};
-    kgl_tape t;
-    kgl_tape_init(&t);
-    kgl_params_zero_grad(&m->params);
-    kgl_forward f;
-    kgl_model_loss(m, &t, &b, head_of ? &sup : NULL, &f);
-    const grad_losses l = {f.loss->data[0], f.main_loss->data[0], f.aux_loss ? f.aux_loss->data[0] : NAN,
-                           f.aux_loss != NULL, b.n};
-    int st = 0;
-    if (!isfinite(l.loss)) {
+    kgl_gradient_losses l;
+    char err[1024];
+    if (!kgl_full_batch_gradient(m, v->split[0], v->n[0], v->ds.n_relations, head_of ? &sup : NULL, &l)) {
         fprintf(stderr, "kgl grad: the loss is %g at this checkpoint\n", l.loss);
-        st = 1;
-    } else {
-        kgl_backward(&t, f.loss);
-        if (!write_gradients(o->out, o->ckpt, ck->st.step, &m->params, &l)) st = EXIT_OUTPUT;
-        else if (o->json) print_json(chosen, &m->params, &l);
-        else print_text(chosen, &m->params, &l, o->out);
+        return 1;
     }
-    kgl_tape_free(&t);
-    free(ex);
-    return st;
+    if (!kgl_gradients_write(o->out, o->ckpt, ck->st.step, &m->params, &l, err, sizeof err)) {
+        fprintf(stderr, "kgl grad: %s\n", err);
+        return EXIT_OUTPUT;
+    }
+    if (o->json) print_json(chosen, &m->params, &l);
+    else print_text(chosen, &m->params, &l, o->out);
+    return 0;
 }
 
 int cmd_grad(int argc, char **argv)

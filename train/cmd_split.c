@@ -163,36 +163,6 @@ static void print_json(const kgl_dataset *ds, const kgl_split_plan *plan, const 
     kgl_json_writer_finish(&w);
 }
 
-/* The three files, as one set: each written whole to a temporary beside
-   it, then the three renamed (kgl_outfile_commit_set), so that a full disk
-   replaces none of them and a failed rename says which are new. A part
-   asked for no triple gets an empty file, never an old file of another
-   split left beside the new ones. Returns false after reporting. */
-static bool write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, char paths[3][4200])
-{
-    const kgl_split *sp = &ds->splits[0];
-    char err[16384];
-    kgl_outfile o[3];
-    for (int p = 0; p < 3; p++) {
-        if (!kgl_outfile_open(&o[p], paths[p], err, sizeof err)) {
-            for (int q = 0; q < p; q++) kgl_outfile_discard(&o[q]);
-            fprintf(stderr, "kgl split: %s\n", err);
-            return false;
-        }
-        for (int k = 0; k < sp->n; k++) {
-            if (plan->part[k] != p) continue;
-            const kgl_triple *t = &sp->triples[k];
-            fprintf(o[p].f, "%s\t%s\t%s\n", ds->entity_names[t->head], ds->relation_names[t->rel],
-                    ds->entity_names[t->tail]);
-        }
-    }
-    if (!kgl_outfile_commit_set(o, 3, err, sizeof err)) {
-        fprintf(stderr, "kgl split: %s\n", err);
-        return false;
-    }
-    return true;
-}
-
 /* A part asked for no triple (`fraction` of n rounds to 0): the message
    suggests the smallest fraction that asks for one (1/n) when the split
    would then give it one (tried with the same seed and the other part's
@@ -299,7 +269,12 @@ int cmd_split(int argc, char **argv)
             st = EXIT_USAGE;
         }
     }
-    if (!st && !write_parts(&ds, &plan, paths)) st = EXIT_OUTPUT;
+    const char *const part_paths[3] = {paths[0], paths[1], paths[2]};
+    char why[16384];
+    if (!st && !kgl_split_write_parts(&ds, &plan, part_paths, why, sizeof why)) {
+        fprintf(stderr, "kgl split: %s\n", why);
+        st = EXIT_OUTPUT;
+    }
     if (!st) {
         if (json) print_json(&ds, &plan, input, fraction, (unsigned long long)seed, paths);
         else print_report(&ds, &plan, input, fraction, (unsigned long long)seed, paths);

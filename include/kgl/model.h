@@ -273,6 +273,35 @@ void kgl_model_context(const kgl_model *m, kgl_tape *t, kgl_forward *out);
 void kgl_model_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_supervision *sup,
                     kgl_forward *out);
 
+/* ------------------------------------------------- the full-batch gradient --
+ * `kgl grad` (src/model/gradient.c): the loss over every training example
+ * in one batch and the gradient of every parameter, for inspection and for
+ * checking against other frameworks. */
+/* The full batch, as kgl train forms it: the n_train triples in their
+ * order, then (reciprocal) their reciprocals (tail, n_relations + rel,
+ * head). Returns the array b's columns point into (free it). */
+int *kgl_full_batch(const kgl_triple *train, int n_train, int n_relations, bool reciprocal, kgl_batch *b);
+/* The losses of one full-batch pass. */
+typedef struct kgl_gradient_losses {
+    double loss, main_loss, aux; /* aux: NAN without head supervision */
+    bool has_aux;
+    int examples;                /* the batch's examples */
+} kgl_gradient_losses;
+/* kgl_model_loss on the full batch (sup NULL: no aux term) into *l, then,
+ * when the loss is finite, the backward pass: every parameter's gradient
+ * in m->params (zeroed first). False, with no gradient computed, when the
+ * loss is not finite. */
+bool kgl_full_batch_gradient(kgl_model *m, const kgl_triple *train, int n_train, int n_relations,
+                             const kgl_supervision *sup, kgl_gradient_losses *l);
+/* The Euclidean norm of p's gradient. */
+double kgl_param_grad_norm(const kgl_param *p);
+/* The gradients of `params` to `path` (safetensors through kgl_st_write:
+ * each under its parameter's name and shape; metadata format "kgl-grad/1",
+ * loss, main_loss, aux_loss ("" without supervision), step, examples and
+ * `checkpoint`, each number at 17 digits). False with "path: why" in err. */
+bool kgl_gradients_write(const char *path, const char *checkpoint, long step, const kgl_params *params,
+                         const kgl_gradient_losses *l, char *err, size_t err_cap);
+
 /* Training-time regularisers (extensions of the specified layer, all off by default).
  * Dropout (inverted: kept values scaled by 1/(1 − p)) draws its masks from
  * `rng`, an explicit stream of its own, in forward order: the input
@@ -403,6 +432,16 @@ typedef struct kgl_split_plan {
 void kgl_split_triples(kgl_split_plan *plan, const kgl_triple *tr, int n, int n_entities, int n_relations,
                        double valid, double test, uint64_t seed);
 void kgl_split_plan_free(kgl_split_plan *plan);
+/* The plan of ds->splits[0] (its n triples) written as three files,
+ * paths[KGL_PART_TRAIN], [VALID] and [TEST]: each part's triples in the
+ * order given, one head<TAB>relation<TAB>tail line each, by name; a part
+ * with no triple an empty file (never an old file of another split left
+ * beside the new ones). As one set (kgl_outfile_commit_set): each file
+ * written whole to a temporary beside it, then the three renamed, so that
+ * a full disk replaces none of them. False with "path: why" in err (a
+ * failed rename also says which files are new). */
+bool kgl_split_write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, const char *const paths[3], char *err,
+                           size_t err_cap);
 
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */

@@ -765,6 +765,83 @@ void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *l
 /* The layer's mean less its baseline's (d->baseline set): test, both
  * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);
+
+/* ---------------------------------------------------- a benchmark's runs --
+ * src/studies/benchmark_runs.c: every run a `kgl train` process (`program`,
+ * the kgl executable) started, followed and waited for by one runner
+ * (kgl_jobs_run), `jobs` at a time; a run must fail alone, so none runs in
+ * this process. SIGINT and SIGTERM are the caller's to pass on
+ * (kgl_children_signal as its handler): the runs going then stop after
+ * their current step, and nothing more starts. */
+/* One list of runs: a dataset's options, or (baseline) the same options
+ * with --context none appended, the same budget without the layer. A
+ * benchmark's runs are its specs' seeds, spec by spec: run k is
+ * specs[k / n_seeds] with seeds[k % n_seeds], a spec's runs neighbours. */
+typedef struct kgl_benchmark_spec {
+    kgl_benchmark_dataset *dataset;
+    bool baseline;
+} kgl_benchmark_spec;
+/* Where a spec's runs keep their results: dataset->runs or ->baseline_runs. */
+kgl_benchmark_run *kgl_benchmark_spec_runs(const kgl_benchmark_spec *spec);
+/* "umls seed 3", or "umls seed 3 (--context none)" for a baseline's run; returns buf. */
+const char *kgl_benchmark_run_label(char *buf, size_t cap, const kgl_benchmark_spec *spec, unsigned long long seed);
+
+/* What the runner and the check return; the same numbers as kgl's exit
+ * statuses, so that a command may exit with them. A run's kgl train exit
+ * status 2 (bad input, a bad option) is REFUSED, 130 a stop. */
+enum {
+    KGL_BENCHMARK_DONE = 0,
+    KGL_BENCHMARK_RUN_FAILED = 1, /* a run failed, or its files could not be kept or read */
+    KGL_BENCHMARK_REFUSED = 2,    /* kgl train refused its options or input (or could not be started) */
+    KGL_BENCHMARK_INTERRUPTED = 130
+};
+
+typedef struct kgl_benchmark_runner {
+    const char *program;           /* the kgl executable the runs are (its `train` command) */
+    const char *data, *out;        /* DATA/<dataset>/{train,valid,test}.txt; OUT, an existing folder */
+    const kgl_benchmark_spec *specs;
+    int n_specs;
+    const unsigned long long *seeds;
+    int n_seeds;
+    int jobs;                      /* runs at the same time */
+    int threads;                   /* each run's --threads */
+    /* A message for the user, one or more lines without the last newline:
+       a run started (its command), ended (its test MRR) or failed (the
+       start of its .err), a file that could not be kept. Called from the
+       runner's workers, one at a time per worker. */
+    void (*say)(void *ctx, const char *text);
+    /* The runner's counts (kgl_jobs_spec.progress; each run's steps as its
+       kgl train sends them, kgl_benchmark_steps_of sums them); may be NULL. */
+    void (*progress)(const kgl_jobs_progress *at, void *ctx);
+    void *ctx;
+} kgl_benchmark_runner;
+
+/* Every spec's options as its runs get them, through `program train
+ * --check` with seeds[0] (kgl train's own parser: no second list of its
+ * options here), before any run starts: a mistake in a recipe is found
+ * then, not when a dataset's first run fails after the others trained.
+ * kgl train's messages (its data warnings too) are said only when it
+ * refuses, after a line naming the dataset and its options' file. Returns
+ * DONE, REFUSED, RUN_FAILED (it refused otherwise than with 2) or
+ * INTERRUPTED, having said why. */
+int kgl_benchmark_check_options(const kgl_benchmark_runner *b);
+
+/* How the runs went, for the caller's last message. */
+typedef struct kgl_benchmark_outcome {
+    int total, spawned, results; /* runs in all, started, with a result read */
+    int stop_signal;             /* SIGINT or SIGTERM passed on (0: none) */
+    char stopped[4096];          /* the labels of the runs a signal stopped, "a, b" */
+} kgl_benchmark_outcome;
+/* Runs every run: OUT/<dataset>-seed<S>[-none].json and .err through
+ * kgl_outfile temporaries (its stdout and stderr), renamed into place when
+ * it ends, the .err whatever happened, the .json unless a signal stopped
+ * it (an older .json at that name is then removed: a stopped run's
+ * results are not a finished run's); then its result read into the
+ * spec's runs (kgl_benchmark_read_run; seed, seconds and peak_mb set
+ * here). Returns DONE, the status of the first run to fail in time
+ * (RUN_FAILED, REFUSED; no run starts after it) or INTERRUPTED. */
+int kgl_benchmark_run_all(const kgl_benchmark_runner *b, kgl_benchmark_outcome *outcome);
+
 /* {"<dataset>":{"valid":…,"test":…,"seconds","params","config","config_file",
  * "seeds","std":{…},"runs":[…],"published":{…}},…}: the means over each
  * dataset's runs (realistic ties, and "optimistic":{…}), their standard

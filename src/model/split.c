@@ -3,6 +3,7 @@
  * test kept in train, reproducible from a seed. The rule is stated in
  * kgl/model.h ("splitting"); this file follows it step by step. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,4 +124,27 @@ void kgl_split_plan_free(kgl_split_plan *plan)
     free(plan->rel_target);
     free(plan->rel_kept);
     memset(plan, 0, sizeof *plan);
+}
+
+/* Each part written whole to a temporary beside its path, then the three
+   renamed together (kgl_outfile_commit_set), so that a full disk replaces
+   none of them and a failed rename says which are new. */
+bool kgl_split_write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, const char *const paths[3], char *err,
+                           size_t err_cap)
+{
+    const kgl_split *sp = &ds->splits[0];
+    kgl_outfile o[3];
+    for (int p = 0; p < 3; p++) {
+        if (!kgl_outfile_open(&o[p], paths[p], err, err_cap)) {
+            for (int q = 0; q < p; q++) kgl_outfile_discard(&o[q]);
+            return false;
+        }
+        for (int k = 0; k < sp->n; k++) {
+            if (plan->part[k] != p) continue;
+            const kgl_triple *t = &sp->triples[k];
+            fprintf(o[p].f, "%s\t%s\t%s\n", ds->entity_names[t->head], ds->relation_names[t->rel],
+                    ds->entity_names[t->tail]);
+        }
+    }
+    return kgl_outfile_commit_set(o, 3, err, err_cap);
 }
