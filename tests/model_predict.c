@@ -305,3 +305,76 @@ TEST(model_finite_names_the_tensor_too_large_for_finite_arithmetic)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_question_make: names to ids for each kind of question, and each
+ * unknown name said after its option (or its place), near names or none. */
+TEST(questions_from_names_and_their_mistakes)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    int alice = kgl_dataset_entity_id(&ds, "alice"), dave = kgl_dataset_entity_id(&ds, "dave");
+    int advises = kgl_dataset_relation_id(&ds, "advises");
+    kgl_question q;
+    char e[KGL_QUESTION_ERR_CAP];
+    CHECK(kgl_question_make(&ds, "alice", "advises", NULL, NULL, &q, e, sizeof e));
+    CHECK(q.entity == alice && q.relation == advises && !q.ask_head && q.tail == -1);
+    CHECK(kgl_question_make(&ds, NULL, "advises", "dave", NULL, &q, e, sizeof e));
+    CHECK(q.entity == dave && q.relation == advises && q.ask_head && q.tail == -1);
+    CHECK(kgl_question_make(&ds, "alice", "advises", "dave", NULL, &q, e, sizeof e));
+    CHECK(q.entity == alice && q.relation == advises && q.tail == dave);
+    CHECK(!kgl_question_make(&ds, "alice", "advisess", NULL, NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--relation: unknown relation 'advisess'; did you mean 'advises'?") == 0);
+    CHECK(!kgl_question_make(&ds, NULL, "advises", "zzzzzzzz", NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--tail: unknown entity 'zzzzzzzz' (none is close)") == 0);
+    CHECK(!kgl_question_make(&ds, "alicee", "advises", NULL, "q.tsv:3", &q, e, sizeof e));
+    CHECK(strcmp(e, "q.tsv:3: unknown entity 'alicee'; did you mean 'alice'?") == 0);
+    CHECK(!kgl_question_make(&ds, "alice", "advises", "bobb", NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--tail: unknown entity 'bobb'; did you mean 'bob'?") == 0);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_questions_read: a file read whole, in order, comments and blank lines
+ * skipped; each malformed line said with its place, nothing returned. */
+TEST(questions_read_from_a_file)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const char good[] = "# questions\nalice\tadvises\t?\n\n?\tadvises\tdave\nalice\tadvises\tdave\n";
+    const char *path = write_tmp(T, 0, "q.tsv", good, sizeof good - 1);
+    kgl_question *qs = NULL;
+    int n = 0;
+    char e[KGL_QUESTION_ERR_CAP] = "";
+    CHECK(kgl_questions_read("predict", path, &ds, &qs, &n, e, sizeof e));
+    CHECK(n == 3 && qs);
+    if (n == 3 && qs) {
+        CHECK(!qs[0].ask_head && qs[0].tail < 0 && qs[0].entity == kgl_dataset_entity_id(&ds, "alice"));
+        CHECK(qs[1].ask_head && qs[1].tail < 0 && qs[1].entity == kgl_dataset_entity_id(&ds, "dave"));
+        CHECK(!qs[2].ask_head && qs[2].tail == kgl_dataset_entity_id(&ds, "dave"));
+    }
+    free(qs);
+    static const struct { const char *text, *want; } bad[] = {
+        {"alice\tadvises\n", ":1: expected 3 tab-separated fields (head, relation, tail; '?' as the head or the "
+                             "tail asks for it), got 2"},
+        {"alice\tadvises\t?\nalice\t?\tdave\n", ":2: the relation cannot be asked for; put '?' in the head or the "
+                                                "tail"},
+        {"?\tadvises\t?\n", ":1: both the head and the tail are '?'; ask for one of them, or give both to score the "
+                            "triple"},
+        {"alice\tadvisess\t?\n", ":1: unknown relation 'advisess'; did you mean 'advises'?"},
+        {"alice\tadvises\t?\nx\xff\tb\tc\n", ":2: invalid UTF-8 at byte 2 of the line"}, /* after a good line */
+        {"# nothing\n", ": no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail "
+                        "to ask for it)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        path = write_tmp(T, 1, "bad.tsv", bad[k].text, strlen(bad[k].text));
+        char want[2048];
+        snprintf(want, sizeof want, "%s%s", path, bad[k].want);
+        qs = NULL;
+        n = -1;
+        bool ok = kgl_questions_read("predict", path, &ds, &qs, &n, e, sizeof e);
+        CHECK(!ok && qs == NULL && n == -1);
+        if (!CHECK(strcmp(e, want) == 0)) fprintf(stderr, "got  %s\nwant %s\n", e, want);
+    }
+    CHECK(!kgl_questions_read("predict", "/nonexistent/q.tsv", &ds, &qs, &n, e, sizeof e));
+    CHECK(strncmp(e, "kgl predict: --queries /nonexistent/q.tsv: ", 43) == 0);
+    kgl_dataset_free(&ds);
+}

@@ -1526,6 +1526,40 @@ void kgl_rank_triples(const kgl_model *m, const kgl_real *states, const kgl_data
 void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                                const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out);
 
+/* A question by names, as kgl predict takes them (src/model/questions.c):
+ * (entity, relation, ?) asks for the tails, (?, relation, entity) with
+ * ask_head for the heads (its relation row is then m + relation, as
+ * kgl_predict asks it), and a whole triple (entity, relation, tail) is to be
+ * scored (kgl_rank_triples). */
+typedef struct kgl_question {
+    int entity;    /* the given entity (a triple's head) */
+    int relation;  /* the relation's id (not a row) */
+    bool ask_head; /* (?, relation, entity) instead of (entity, relation, ?) */
+    int tail;      /* a whole triple's tail; -1 for a question */
+} kgl_question;
+/* Room for any message of the two below: a name is at most KGL_LINE_MAX
+ * bytes, and a message names at most two fields of a line, its place and
+ * the near names. */
+#define KGL_QUESTION_ERR_CAP (3 * KGL_LINE_MAX)
+/* One question from names: head NULL asks for the heads of tail, tail
+ * NULL for the tails of head, neither names a triple to score. False with
+ * "WHERE: unknown entity 'x'; did you mean 'y'?" (" (none is close)" when
+ * no name is near) in err, WHERE being `where` (a file's "f:line") or, with
+ * where NULL, the option that gave the name: "--relation", "--head" or
+ * "--tail". */
+bool kgl_question_make(const kgl_dataset *ds, const char *head, const char *relation, const char *tail,
+                       const char *where, kgl_question *q, char *err, size_t cap);
+/* Every question of a queries file (path "-": standard input), read whole
+ * before any is answered: one a line, head<TAB>relation<TAB>tail with '?'
+ * as the head or the tail asked for, no '?' for a triple to score (blank
+ * and '#' lines skipped). A model with an entity named '?' refuses '?' as
+ * ambiguous; one with a relation named '?' reads the middle '?' as its
+ * name. The questions into *out (n_out of them, at least one; free it),
+ * or false with "file:line: what is wrong" in err (or "kgl CMD: --queries
+ * f: cannot open ...", "f: no questions ..."), nothing to free. */
+bool kgl_questions_read(const char *cmd, const char *path, const kgl_dataset *ds, kgl_question **out, int *n_out,
+                        char *err, size_t cap);
+
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset
  * with no triples, whose filter index knows nothing; free it with
