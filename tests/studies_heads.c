@@ -128,3 +128,34 @@ TEST(heads_full_study_ablates_one_head_at_a_time)
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
+
+/* kgl heads --query's names: an entity and a relation row (an inverse in
+   reciprocal mode), and each wrong name said with the near ones. */
+TEST(heads_question_resolves_names_and_says_the_near_ones)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    kgl_dataset ds;
+    char err[2 * KGL_LINE_MAX];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities, cfg.n_relations = ds.n_relations; /* 13 and 5: reciprocal, 10 rows */
+    int entity = -1, row = -1, advises = kgl_dataset_relation_id(&ds, "advises");
+    CHECK(kgl_heads_question_resolve(&ds, &cfg, "bob", "advises", &entity, &row, err, sizeof err));
+    CHECK(entity == kgl_dataset_entity_id(&ds, "bob") && row == advises);
+    CHECK(kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-1", &entity, &row, err, sizeof err));
+    CHECK(row == ds.n_relations + advises);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bobb", "advises", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown entity 'bobb'; did you mean 'bob'?") == 0);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-2", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown relation 'advises^-2'; did you mean 'advises^-1', 'advises'?") == 0);
+    if (strcmp(err, "unknown relation 'advises^-2'; did you mean 'advises^-1', 'advises'?") != 0)
+        fprintf(stderr, "got %s\n", err);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "zzzzzzzzzz", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown relation 'zzzzzzzzzz'") == 0);
+    cfg.reciprocal = false; /* no inverse rows: an inverse is said to be one */
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-1", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "'advises^-1' is an inverse relation, but this checkpoint was trained with --no-reciprocal "
+                      "(it has no inverse relations)") == 0);
+    kgl_dataset_free(&ds);
+}

@@ -268,17 +268,8 @@ typedef struct query_view {
     kgl_heads_question a;
 } query_view;
 
-/* "kgl heads: unknown entity 'x' in --query; did you mean 'y'?" and exit 2. */
-static int unknown_name(const char *what, const char *name, const char *const *cands, int n_cands)
-{
-    char near[512];
-    int k = kgl_near_matches(name, cands, n_cands, 5, near, sizeof near);
-    fprintf(stderr, "kgl heads: --query: unknown %s '%s'%s%s%s\n", what, name, k ? "; did you mean " : "",
-            k ? near : "", k ? "?" : "");
-    return EXIT_USAGE;
-}
-
-/* Parses HEAD,REL (split at the last comma) into q->entity and q->row. */
+/* Parses HEAD,REL (split at the last comma) into q->entity and q->row
+   (kgl_heads_question_resolve). */
 static int parse_query(const char *query, const data_view *v, const kgl_model *m, query_view *q)
 {
     const char *comma = strrchr(query, ',');
@@ -290,36 +281,13 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     size_t head_len = (size_t)(comma - query); /* the whole name: a line holds up to KGL_LINE_MAX bytes */
     char *head = memcpy(kgl_xmalloc(head_len + 1), query, head_len);
     head[head_len] = 0;
-    const kgl_dataset *ds = &v->ds;
-    q->entity = kgl_dataset_entity_id(ds, head);
-    if (q->entity < 0) {
-        int st = unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities);
-        free(head);
-        return st;
-    }
+    char *err = kgl_xmalloc(2 * KGL_LINE_MAX);
+    bool ok = kgl_heads_question_resolve(&v->ds, &m->cfg, head, comma + 1, &q->entity, &q->row, err, 2 * KGL_LINE_MAX);
+    if (ok) kgl_relation_row_name(&v->ds, q->row, q->rel_name, sizeof q->rel_name);
+    else fprintf(stderr, "kgl heads: --query: %s\n", err);
+    free(err);
     free(head);
-    const char *rel = comma + 1;
-    q->row = kgl_relation_row_id(ds, &m->cfg, rel);
-    if (q->row < 0) {
-        if (kgl_inverse_name(rel) && !m->cfg.reciprocal) {
-            fprintf(stderr, "kgl heads: --query: '%s' is an inverse relation, but this checkpoint was trained with "
-                            "--no-reciprocal (it has no inverse relations)\n", rel);
-            return EXIT_USAGE;
-        }
-        int rows = kgl_config_relation_rows(&m->cfg);
-        char(*names)[600] = kgl_xmalloc((size_t)rows * sizeof *names);
-        const char **cands = kgl_xmalloc((size_t)rows * sizeof *cands);
-        for (int r = 0; r < rows; r++) {
-            kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
-            cands[r] = names[r];
-        }
-        int st = unknown_name("relation", rel, cands, rows);
-        free(names);
-        free(cands);
-        return st;
-    }
-    kgl_relation_row_name(ds, q->row, q->rel_name, sizeof q->rel_name);
-    return 0;
+    return ok ? 0 : EXIT_USAGE;
 }
 
 /* The entities the attention table shows: the `top` most attended, then

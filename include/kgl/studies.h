@@ -309,6 +309,15 @@ typedef struct kgl_heads_question {
     kgl_answer *answers;       /* the readout's top n_answers */
     int n_answers;
 } kgl_heads_question;
+/* The names of a question (kgl heads --query HEAD,REL): the entity head
+ * and the relation row named `relation` ("NAME", or "NAME^-1" for its
+ * inverse in reciprocal mode; kgl_relation_row_id) into *entity and *row.
+ * False with "unknown entity 'x'; did you mean 'y'?" (the near names, when
+ * some are near; a relation's among the rows, inverses too) or "'r^-1' is
+ * an inverse relation, but this checkpoint was trained with --no-reciprocal
+ * ..." in err (2 * KGL_LINE_MAX bytes hold any). */
+bool kgl_heads_question_resolve(const kgl_dataset *ds, const kgl_config *cfg, const char *head, const char *relation,
+                                int *entity, int *row, char *err, size_t cap);
 /* top: the answers a graph model's question keeps (a full one ranks all). */
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top);

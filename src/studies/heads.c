@@ -250,6 +250,41 @@ static void full_question(kgl_heads_question *q, const kgl_model *m)
     kgl_heads_order(q->mean, n, q->by_attn);
 }
 
+/* "unknown entity 'x'; did you mean 'y'?" into err. */
+static bool unknown_name(const char *what, const char *name, const char *const *cands, int n_cands, char *err,
+                         size_t cap)
+{
+    char near[512];
+    int k = kgl_near_matches(name, cands, n_cands, 5, near, sizeof near);
+    snprintf(err, cap, "unknown %s '%s'%s%s%s", what, name, k ? "; did you mean " : "", k ? near : "", k ? "?" : "");
+    return false;
+}
+
+bool kgl_heads_question_resolve(const kgl_dataset *ds, const kgl_config *cfg, const char *head, const char *relation,
+                                int *entity, int *row, char *err, size_t cap)
+{
+    *entity = kgl_dataset_entity_id(ds, head);
+    if (*entity < 0) return unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities, err, cap);
+    *row = kgl_relation_row_id(ds, cfg, relation);
+    if (*row >= 0) return true;
+    if (kgl_inverse_name(relation) && !cfg->reciprocal) {
+        snprintf(err, cap, "'%s' is an inverse relation, but this checkpoint was trained with --no-reciprocal (it has "
+                 "no inverse relations)", relation);
+        return false;
+    }
+    int rows = kgl_config_relation_rows(cfg); /* the near names among the rows: "advises^-1" too */
+    char(*names)[600] = kgl_xmalloc((size_t)rows * sizeof *names);
+    const char **cands = kgl_xmalloc((size_t)rows * sizeof *cands);
+    for (int r = 0; r < rows; r++) {
+        kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
+        cands[r] = names[r];
+    }
+    unknown_name("relation", relation, cands, rows, err, cap);
+    free(names);
+    free(cands);
+    return false;
+}
+
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top)
 {
