@@ -378,3 +378,57 @@ TEST(questions_read_from_a_file)
     CHECK(strncmp(e, "kgl predict: --queries /nonexistent/q.tsv: ", 43) == 0);
     kgl_dataset_free(&ds);
 }
+
+static void count_progress(void *ctx, long done, long total)
+{
+    long *last = ctx;
+    if (done > last[0] && done <= total) last[0] = done, last[1] = total;
+}
+
+/* kgl_ranks_write: the header, then each triple's tail query and, after
+ * all of them, its head query, with kgl_rank_triples' numbers to the bit
+ * (%.17g reads back to the same double); the progress told of all 2n. */
+TEST(ranks_written_as_tsv_rows_of_the_triples_ranks)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 30", "ranks.st", &ds, &m)) return;
+    const kgl_split *sp = &ds.splits[0];
+    int n = sp->n;
+    kgl_ranked *want = malloc((size_t)2 * n * sizeof *want);
+    kgl_rank_triples(&m, NULL, &ds, sp->triples, n, want);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_ranks_write_header(f);
+    const kgl_model *models[1] = {&m};
+    const kgl_real *states[1] = {NULL}; /* computed inside */
+    long seen[2] = {0, 0};
+    CHECK(kgl_ranks_write(f, models, states, 1, &ds, "valid", sp->triples, n, count_progress, seen));
+    fclose(f);
+    CHECK(seen[0] == 2L * n && seen[1] == 2L * n);
+    char *line = strtok(text, "\n");
+    CHECK(line && strcmp(line, "split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score") == 0);
+    int rows = 0;
+    while ((line = strtok(NULL, "\n")) && rows < 2 * n) {
+        const kgl_triple *t = &sp->triples[rows % n];
+        const kgl_ranked *x = &want[rows];
+        char expect[1024], other[256] = "";
+        if (x->top_wrong >= 0) snprintf(other, sizeof other, "%s\t%.17g", ds.entity_names[x->top_wrong], x->top_wrong_score);
+        else snprintf(other, sizeof other, "\t");
+        snprintf(expect, sizeof expect, "valid\t%s\t%s\t%s\t%s\t%.17g\t%.17g\t%s", ds.entity_names[t->head],
+                 ds.relation_names[t->rel], ds.entity_names[t->tail], rows < n ? "tail" : "head", x->rank, x->score,
+                 other);
+        if (!CHECK(strcmp(line, expect) == 0)) {
+            fprintf(stderr, "row %d: got  %s\n        want %s\n", rows, line, expect);
+            break;
+        }
+        rows++;
+    }
+    CHECK(rows == 2 * n && line == NULL);
+    free(text);
+    free(want);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

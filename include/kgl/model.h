@@ -1525,6 +1525,20 @@ void kgl_rank_triples(const kgl_model *m, const kgl_real *states, const kgl_data
  * mean probability); scores are the log of that probability. */
 void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                                const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out);
+/* kgl eval --ranks: every ranked query as a line of a TSV file, for error
+ * analysis. The header (split, head, relation, tail, direction, rank,
+ * score, top_wrong, top_wrong_score), then, for each split, its n triples'
+ * tail queries in order and then their head queries, ranked as
+ * kgl_rank_triples_ensemble ranks them (filtered by ds); names quoted only
+ * when they hold a quote (kgl_csv_field), numbers with 17 significant
+ * digits (each reads back to the same double), top_wrong and its score
+ * empty when every other candidate is known. progress (NULL: none) is told
+ * the queries ranked of 2n, a slice at a time. False when out of memory
+ * (nothing of the split written). */
+void kgl_ranks_write_header(FILE *f);
+bool kgl_ranks_write(FILE *f, const kgl_model *const *models, const kgl_real *const *states, int members,
+                     const kgl_dataset *ds, const char *split, const kgl_triple *tr, int n,
+                     void (*progress)(void *ctx, long done, long total), void *ctx);
 
 /* A question by names, as kgl predict takes them (src/model/questions.c):
  * (entity, relation, ?) asks for the tails, (?, relation, entity) with
