@@ -432,3 +432,32 @@ TEST(ranks_written_as_tsv_rows_of_the_triples_ranks)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_export_tsv writes the files kgl_export_files names, each what its
+ * name says: metadata.tsv the entity names a line each, vectors.tsv numbers
+ * only, entities.tsv a header and a named row per entity. */
+TEST(export_writes_the_files_it_names)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 5", "export.st", &ds, &m)) return;
+    char dir[1024], path[1100], e[1024];
+    snprintf(dir, sizeof dir, "%s/export", T->tmp);
+    if (!CHECK(kgl_export_tsv(&m, &ds, dir, e, sizeof e))) return;
+    char *text[KGL_EXPORT_FILES];
+    for (int k = 0; k < KGL_EXPORT_FILES; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, kgl_export_files[k]);
+        CHECK((text[k] = test_slurp(path, NULL)) != NULL);
+    }
+    CHECK(strcmp(kgl_export_files[0], "entities.tsv") == 0 && strcmp(kgl_export_files[5], "metadata.tsv") == 0);
+    if (text[0] && text[3] && text[5]) {
+        CHECK(strncmp(text[5], "alice\nbob\ncarol\n", 16) == 0); /* metadata.tsv */
+        CHECK(strchr("-0123456789", text[3][0]) != NULL);        /* vectors.tsv: a number first */
+        char *row = strchr(text[0], '\n');                        /* entities.tsv: the header, then alice's row */
+        CHECK(row && strncmp(row + 1, "alice\t", 6) == 0);
+    }
+    for (int k = 0; k < KGL_EXPORT_FILES; k++) free(text[k]);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

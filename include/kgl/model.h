@@ -1449,6 +1449,9 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
  * Each file is written atomically (a temporary file, then rename). False
  * with "path: why" in err when a file cannot be written. */
 bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap);
+/* The names of the files kgl_export_tsv writes, in the order above. */
+#define KGL_EXPORT_FILES 6
+extern const char *const kgl_export_files[KGL_EXPORT_FILES];
 /* Runs the model's context once and checks that the attention (A_h), the
  * contextual states (C) and a bound on every readout score are finite: a
  * checkpoint's parameters may be finite and still too large for finite
