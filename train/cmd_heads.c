@@ -63,26 +63,6 @@ static void say_which_model(const kgl_model_choice *chosen)
                        "so their answers can differ from these.");
 }
 
-/* n numbers, x[0], x[stride], ... as a JSON array. */
-static void json_numbers(kgl_json_writer *w, const double *x, int n, int stride)
-{
-    kgl_json_begin_array(w);
-    for (int k = 0; k < n; k++) kgl_json_put_number(w, x[(size_t)k * stride]);
-    kgl_json_end_array(w);
-}
-
-/* One answer of the readout: {"rank","entity","score","prob","true_tail"}. */
-static void json_answer(kgl_json_writer *w, int rank, const char *entity, double score, double prob, bool true_tail)
-{
-    kgl_json_begin_object(w);
-    kgl_json_field_int(w, "rank", rank);
-    kgl_json_field_string(w, "entity", entity);
-    kgl_json_field_number(w, "score", score);
-    kgl_json_field_number(w, "prob", prob);
-    kgl_json_field_bool(w, "true_tail", true_tail);
-    kgl_json_end_object(w);
-}
-
 /* The opening of every kgl heads --json object: the model chosen, its step and heads. */
 static void json_heads_opening(kgl_json_writer *w, const kgl_model_choice *chosen, long step, int heads)
 {
@@ -122,29 +102,6 @@ static void print_deeper_layers(const data_view *v, const kgl_heads_full *rep, i
     }
 }
 
-/* The same for --json: "deeper_layers":[{"layer":1,"spec":{REL:[...]}},...]. */
-static void json_deeper_layers(kgl_json_writer *w, const data_view *v, const kgl_heads_full *rep)
-{
-    int H = rep->heads, nr = rep->m;
-    kgl_json_key(w, "deeper_layers");
-    kgl_json_begin_array(w);
-    for (int l = 1; l < rep->layers; l++) {
-        const double *spec = rep->spec + (size_t)l * H * nr;
-        kgl_json_begin_object(w);
-        kgl_json_field_int(w, "layer", l);
-        kgl_json_key(w, "spec");
-        kgl_json_begin_object(w);
-        for (int r = 0; r < nr; r++) {
-            if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-            kgl_json_key(w, v->ds.relation_names[r]);
-            json_numbers(w, spec + r, H, nr);
-        }
-        kgl_json_end_object(w);
-        kgl_json_end_object(w);
-    }
-    kgl_json_end_array(w);
-}
-
 /* What --svg asks for: the folder and the colour scale. */
 typedef struct pictures {
     const char *dir; /* NULL: no pictures */
@@ -158,48 +115,6 @@ typedef struct pictures {
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most KGL_HEADS_ABLATION_TRIPLES of) the training
  * triples (kgl_heads_graph_measure). */
-
-/* kgl heads --json of a graph model: the weight by relation, on the entity
-   itself, ablation. */
-static void graph_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                             const kgl_heads_graph *g)
-{
-    int H = g->heads, nr = g->m;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_field_string(&w, "context", "graph");
-    kgl_json_field_int(&w, "neighbours", m->cfg.neighbours);
-    kgl_json_key(&w, "relations");
-    kgl_json_begin_object(&w);
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || isnan(g->uniform[r])) continue;
-        kgl_json_key(&w, v->ds.relation_names[r]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_number(&w, "uniform", g->uniform[r]);
-        kgl_json_key(&w, "mass");
-        json_numbers(&w, g->mass + r, H, nr);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    kgl_json_key(&w, "self");
-    json_numbers(&w, g->self, H, 1);
-    kgl_json_key(&w, "ablation");
-    kgl_json_begin_object(&w);
-    kgl_json_field_int(&w, "triples", g->ablation_triples);
-    kgl_json_field_number(&w, "mrr", g->mrr);
-    kgl_json_key(&w, "heads");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "head", h);
-        kgl_json_field_number(&w, "mrr", g->ablated_mrr[h]);
-        kgl_json_field_number(&w, "drop", g->mrr - g->ablated_mrr[h]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_end_object(&w);
-    json_heads_closing(&w);
-}
 
 /* kgl heads of a graph model, as tables. */
 static void graph_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
@@ -251,8 +166,14 @@ static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures
             st = EXIT_OUTPUT;
         }
     }
-    if (json) graph_heads_json(chosen, ck->st.step, v, m, &g);
-    else graph_heads_text(chosen, ck->st.step, v, m, &g);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, ck->st.step, g.heads);
+        kgl_heads_graph_json(&w, &g, &v->ds, v->use_relation, m->cfg.neighbours);
+        json_heads_closing(&w);
+    } else {
+        graph_heads_text(chosen, ck->st.step, v, m, &g);
+    }
     if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
     kgl_heads_graph_free(&g);
     return st;
@@ -369,52 +290,6 @@ static void query_print_text(const kgl_model_choice *chosen, long step, const da
     free(rows);
 }
 
-/* "query":{"head":HEAD,"relation":REL} */
-static void json_query(kgl_json_writer *w, const char *head, const char *relation)
-{
-    kgl_json_key(w, "query");
-    kgl_json_begin_object(w);
-    kgl_json_field_string(w, "head", head);
-    kgl_json_field_string(w, "relation", relation);
-    kgl_json_end_object(w);
-}
-
-static void query_print_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
-{
-    char *const *names = v->ds.entity_names;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, q->a.heads);
-    json_query(&w, names[q->entity], q->rel_name);
-    kgl_json_key(&w, "true_tails");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < q->a.n_true; k++) kgl_json_put_string(&w, names[q->a.truth[k]]);
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "attention");
-    kgl_json_begin_array(&w);
-    for (int r = 0; r < q->a.n; r++) {
-        int j = q->a.by_attn[r];
-        kgl_json_begin_object(&w);
-        kgl_json_field_string(&w, "entity", names[j]);
-        kgl_json_field_bool(&w, "true_tail", q->a.is_true[j]);
-        kgl_json_key(&w, "heads");
-        kgl_json_begin_array(&w);
-        for (int h = 0; h < q->a.heads; h++) kgl_json_put_number(&w, q->a.attn[(size_t)h * q->a.n + j]);
-        kgl_json_end_array(&w);
-        kgl_json_field_number(&w, "mean", q->a.mean[j]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    int n_ans = q->top < q->a.n ? q->top : q->a.n;
-    for (int k = 0; k < n_ans; k++) {
-        int j = q->a.by_score[k];
-        json_answer(&w, k + 1, names[j], q->a.scores[j], q->a.probs[j], q->a.is_true[j]);
-    }
-    kgl_json_end_array(&w);
-    json_heads_closing(&w);
-}
-
 /* ---- --query on a neighbourhood model ------------------------------------------
  * The question (HEAD, REL, ?) as evaluation asks it: its segment (HEAD itself,
  * then at most K of its edges) and, layer by layer, each head's weight on
@@ -477,52 +352,6 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
     free(mean);
 }
 
-static void graph_query_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q,
-                             const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
-{
-    char *const *names = v->ds.entity_names;
-    int T = sv->n_tokens, H = sv->heads;
-    char rel[600];
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_field_int(&w, "layers", sv->layers);
-    kgl_json_field_string(&w, "context", "graph");
-    json_query(&w, names[q->entity], q->rel_name);
-    kgl_json_field_number(&w, "uniform", 1.0 / T);
-    kgl_json_key(&w, "tokens");
-    kgl_json_begin_array(&w);
-    for (int t = 0; t < T; t++) {
-        kgl_json_begin_object(&w);
-        int asked = kgl_segment_asked_relation(&v->ds, sv, t);
-        if (asked >= 0) { /* the asked relation's token (--relation-token): no entity */
-            kgl_json_field_null(&w, "entity");
-            kgl_relation_row_name(&v->ds, asked, rel, sizeof rel);
-            kgl_json_field_string(&w, "asked_relation", rel);
-        } else {
-            kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
-        }
-        if (t == 0 || asked >= 0) { /* the question's own entity, or its relation: no edge led to it */
-            kgl_json_field_null(&w, "relation");
-        } else {
-            kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
-            kgl_json_field_string(&w, "relation", rel);
-        }
-        kgl_json_field_bool(&w, "true_answer", kgl_segment_token_is(sv, t, q->a.is_true));
-        kgl_json_key(&w, "layers");
-        kgl_json_begin_array(&w);
-        for (int l = 0; l < sv->layers; l++) json_numbers(&w, sv->weight + ((size_t)l * T + t) * H, H, 1);
-        kgl_json_end_array(&w);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < n_ans; k++)
-        json_answer(&w, k + 1, names[ans[k].entity], ans[k].score, ans[k].prob, q->a.is_true[ans[k].entity]);
-    kgl_json_end_array(&w);
-    json_heads_closing(&w);
-}
-
 /* kgl heads --query HEAD,REL of a model with attention: where each head
    looks from HEAD (a graph model: in the question's neighbourhood, layer by
    layer) and the readout's answers; the picture first, then the tables. */
@@ -545,10 +374,16 @@ static int run_query(const kgl_model_choice *chosen, const char *query, int top,
             st = EXIT_OUTPUT;
         }
     }
-    if (graph && json) graph_query_json(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
-    else if (graph) graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
-    else if (json) query_print_json(chosen, step, v, &q);
-    else query_print_text(chosen, step, v, &q);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, step, graph ? sv->heads : q.a.heads);
+        kgl_heads_question_json(&w, &q.a, &v->ds, top);
+        json_heads_closing(&w);
+    } else if (graph) {
+        graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
+    } else {
+        query_print_text(chosen, step, v, &q);
+    }
     if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
     kgl_heads_question_free(&q.a);
     return st;
@@ -582,66 +417,6 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
     for (int k = 0; k < 4; k++)
         if (strcmp(name, names[k]) == 0) return *out = (kgl_colour_scale)k, true;
     return false;
-}
-
-/* kgl heads --json of a full-context model: spec, precision, deeper layers, top-3, ablation. */
-static void full_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_heads_full *rep)
-{
-    int H = rep->heads, n = rep->n, nr = rep->m;
-    char **names = v->ds.entity_names;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_key(&w, "relations");
-    kgl_json_begin_object(&w);
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-        kgl_json_key(&w, v->ds.relation_names[r]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "entities", rep->with_tails[r]);
-        kgl_json_field_number(&w, "baseline", rep->baseline[r]);
-        kgl_json_key(&w, "spec");
-        json_numbers(&w, rep->spec + r, H, nr);
-        kgl_json_key(&w, "argmax_precision");
-        json_numbers(&w, rep->precision + r, H, nr);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    if (rep->layers > 1) json_deeper_layers(&w, v, rep);
-    kgl_json_key(&w, "top3");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        for (int i = 0; i < n; i++) { /* each entity: [[name, weight], ...] of its three most attended */
-            const int *idx = rep->top3 + ((size_t)h * n + i) * 3;
-            const double *weight = rep->top3_weight + ((size_t)h * n + i) * 3;
-            kgl_json_key(&w, names[i]);
-            kgl_json_begin_array(&w);
-            for (int k = 0; k < 3 && idx[k] >= 0; k++) {
-                kgl_json_begin_array(&w);
-                kgl_json_put_string(&w, names[idx[k]]);
-                kgl_json_put_number(&w, weight[k]);
-                kgl_json_end_array(&w);
-            }
-            kgl_json_end_array(&w);
-        }
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "ablation");
-    kgl_json_begin_object(&w);
-    kgl_json_field_number(&w, "mrr", rep->mrr);
-    kgl_json_key(&w, "heads");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "head", h);
-        kgl_json_field_number(&w, "mrr", rep->ablated_mrr[h]);
-        kgl_json_field_number(&w, "drop", rep->mrr - rep->ablated_mrr[h]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_end_object(&w);
-    json_heads_closing(&w);
 }
 
 /* kgl heads of a full-context model, as tables: spec and precision by
@@ -716,8 +491,14 @@ static int full_heads(const kgl_model_choice *chosen, bool json, const pictures 
             st = EXIT_OUTPUT;
         }
     }
-    if (json) full_heads_json(chosen, ck->st.step, v, &rep);
-    else full_heads_text(chosen, ck->st.step, v, m, &rep);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, ck->st.step, rep.heads);
+        kgl_heads_full_json(&w, &rep, &v->ds, v->use_relation);
+        json_heads_closing(&w);
+    } else {
+        full_heads_text(chosen, ck->st.step, v, m, &rep);
+    }
     if (drawn && !json)
         printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, rep.heads - 1, pic->dir,
                pic->dir);

@@ -323,6 +323,31 @@ void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const
                                 int n_relations, int entity, int row, int top);
 void kgl_heads_question_free(kgl_heads_question *q);
 
+/* `kgl heads --json` (src/studies/heads_json.c): each study's fields,
+ * written with w into the object the caller opened (and closes, after its
+ * own fields: which model, its step, its heads). ds: the names the study
+ * measured against; use_relation [m]: the relations written (NULL: every
+ * one). A full-context study: "relations" {REL: {"entities", "baseline",
+ * "spec" [heads], "argmax_precision" [heads]}} (the relations with tails),
+ * with a stack "deeper_layers" [{"layer", "spec" {REL: [heads]}}], "top3"
+ * (per head, each entity's [[name, weight], ...]) and "ablation" {"mrr",
+ * "heads" [{"head", "mrr", "drop"}]}. A graph-context study: "context",
+ * "neighbours", "relations" {REL: {"uniform", "mass" [heads]}} (the
+ * relations some neighbourhood has), "self" [heads] and "ablation" (with
+ * its "triples"). A question (kgl_heads_question_measure; top as it was
+ * given): "query" {"head", "relation"}, then in a full context
+ * "true_tails", "attention" (every entity, most attended first: "entity",
+ * "true_tail", "heads" [heads], "mean") and the top "answers" [{"rank",
+ * "entity", "score", "prob", "true_tail"}]; in a graph context "layers"
+ * and "context" before the query and "uniform" after it, then "tokens"
+ * (each its "entity" or
+ * "asked_relation", the "relation" of its edge, "true_answer", "layers"
+ * [[heads] per layer]) and the "answers" it kept. */
+void kgl_heads_full_json(kgl_json_writer *w, const kgl_heads_full *r, const kgl_dataset *ds, const bool *use_relation);
+void kgl_heads_graph_json(kgl_json_writer *w, const kgl_heads_graph *g, const kgl_dataset *ds,
+                          const bool *use_relation, int neighbours);
+void kgl_heads_question_json(kgl_json_writer *w, const kgl_heads_question *q, const kgl_dataset *ds, int top);
+
 /* The pictures of `kgl heads --svg DIR` (src/studies/heads_svg.c), each a
  * self-contained SVG written into dir (created if missing; its parent must
  * exist). ds: the names (the dataset the study measured against);
