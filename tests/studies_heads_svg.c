@@ -264,3 +264,23 @@ TEST(heads_svg_says_when_its_folder_cannot_be_created)
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_heads_svg_path: the files each study draws, the ones its writer
+   writes and kgl heads checks against its inputs. */
+TEST(heads_svg_paths_are_the_files_each_study_draws)
+{
+    char path[64];
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 0, "d", NULL, 0) == 5);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 2, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/head2.svg") == 0);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 3, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/heads.svg") == 0);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 4, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/spec.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_GRAPH, false, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/relations.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_GRAPH, true, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/query.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_FULL, true, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/query.svg") == 0);
+}

@@ -389,21 +389,19 @@ static int run_query(const kgl_model_choice *chosen, const char *query, int top,
     return st;
 }
 
-/* The pictures --svg DIR will hold (query.svg; or head<h>.svg, heads.svg
-   and spec.svg), none of them a file the command reads (outputs_distinct). */
-static bool pictures_distinct(const data_args *d, const char *spec, char *opened, const char *dir, bool query, int H)
+/* The pictures --svg DIR will hold (kgl_heads_svg_path: query.svg,
+   relations.svg, or head<h>.svg, heads.svg and spec.svg), none of them a
+   file the command reads (outputs_distinct). */
+static bool pictures_distinct(const data_args *d, const char *spec, char *opened, const char *dir, bool query,
+                              const kgl_config *cfg)
 {
-    char(*paths)[4200] = malloc((size_t)(H + 2) * sizeof *paths);
-    cli_file *outputs = malloc((size_t)(H + 2) * sizeof *outputs);
-    int n = 0;
-    if (query) {
-        snprintf(paths[n++], sizeof paths[0], "%s/query.svg", dir);
-    } else {
-        for (int h = 0; h < H; h++) snprintf(paths[n++], sizeof paths[0], "%s/head%d.svg", dir, h);
-        snprintf(paths[n++], sizeof paths[0], "%s/heads.svg", dir);
-        snprintf(paths[n++], sizeof paths[0], "%s/spec.svg", dir);
+    int n = kgl_heads_svg_path(cfg->context, query, cfg->heads, 0, dir, NULL, 0);
+    char(*paths)[4200] = malloc((size_t)n * sizeof *paths);
+    cli_file *outputs = malloc((size_t)n * sizeof *outputs);
+    for (int k = 0; k < n; k++) {
+        kgl_heads_svg_path(cfg->context, query, cfg->heads, k, dir, paths[k], sizeof paths[k]);
+        outputs[k] = (cli_file){"--svg", paths[k], true, NULL};
     }
-    for (int k = 0; k < n; k++) outputs[k] = (cli_file){"--svg", paths[k], true, NULL};
     bool ok = outputs_distinct("heads", d, spec, &opened, 1, outputs, n);
     free(outputs);
     free(paths);
@@ -549,7 +547,7 @@ int cmd_heads(int argc, char **argv)
     kgl_checkpoint ck;
     static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model("heads", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
-    if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, m.cfg.heads)) {
+    if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, &m.cfg)) {
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);

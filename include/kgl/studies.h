@@ -359,6 +359,14 @@ void kgl_heads_question_json(kgl_json_writer *w, const kgl_heads_question *q, co
  * 64 entities a side (the most attended), heads.svg's panels fewer, and says
  * what it leaves out. False with "what is wrong" in err (a folder that cannot
  * be created, a file that cannot be written). */
+/* The k-th file those below write into dir (its path into out, when out is
+ * non-NULL and 0 <= k < the count returned): a question (query), dir/
+ * query.svg; a graph-context study, dir/relations.svg; a full-context one
+ * of `heads` heads, dir/head0.svg ... head<heads-1>.svg, then dir/heads.svg
+ * and dir/spec.svg. Returns how many files that is, so that a program can
+ * check each against the files it reads before any is written. */
+int kgl_heads_svg_path(kgl_context_kind context, bool query, int heads, int k, const char *dir, char *out,
+                       size_t cap);
 /* A full-context study: dir/head<h>.svg (head h's attention, the true tails
  * of its best relation outlined), dir/heads.svg (every head on one colour
  * scale) and dir/spec.svg (spec[h][r], its scale fitted to the data). */
