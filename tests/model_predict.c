@@ -461,3 +461,52 @@ TEST(export_writes_the_files_it_names)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_questions_rank ranks the triples among the questions, in their
+ * order, with kgl_rank_triples' numbers; the JSON of a question's answers
+ * and of a triple's ranks names each field, null where nothing is known. */
+TEST(questions_ranked_and_written_as_json)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 10", "rankq.st", &ds, &m)) return;
+    int alice = kgl_dataset_entity_id(&ds, "alice"), bob = kgl_dataset_entity_id(&ds, "bob");
+    int dave = kgl_dataset_entity_id(&ds, "dave"), advises = kgl_dataset_relation_id(&ds, "advises");
+    kgl_question qs[3] = {{alice, advises, false, dave}, {bob, advises, true, -1}, {bob, advises, false, dave}};
+    const kgl_model *models[1] = {&m};
+    const kgl_real *states[1] = {NULL};
+    int n_t = -1;
+    kgl_ranked *got = kgl_questions_rank(models, states, 1, &ds, qs, 3, &n_t);
+    kgl_triple tr[2] = {{alice, advises, dave}, {bob, advises, dave}};
+    kgl_ranked want[4];
+    kgl_rank_triples(&m, NULL, &ds, tr, 2, want);
+    CHECK(n_t == 2);
+    for (int k = 0; k < 4 && n_t == 2; k++)
+        CHECK(got[k].rank == want[k].rank && got[k].score == want[k].score && got[k].top_wrong == want[k].top_wrong);
+    free(got);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_answer a[1] = {{dave, 2, 0.5, true}};
+    kgl_question_json(&w, &ds, &qs[1], a, 1, true, false, 0); /* (?, advises, bob) */
+    kgl_json_newline(&w);
+    kgl_ranked r[2] = {{1.5, 2, 0.25, -1, NAN}, {3, -1, 0.125, alice, 0.5}};
+    kgl_question_triple_json(&w, &ds, &qs[0], r, -1, true);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    const char *want_json =
+        "{\"query\":{\"head\":null,\"relation\":\"advises\",\"tail\":\"bob\"},\"direction\":\"head\",\"filter\":false,"
+        "\"known_left_out\":0,\"answers\":[{\"rank\":1,\"entity\":\"dave\",\"score\":2,\"prob\":0.5,\"known\":true}]}\n"
+        "{\"query\":{\"head\":\"alice\",\"relation\":\"advises\",\"tail\":\"dave\"},\"direction\":\"triple\","
+        "\"filter\":true,\"known\":null,\"tail\":{\"rank\":1.5,\"score\":2,\"prob\":0.25,\"top_other\":null,"
+        "\"top_other_score\":null},\"head\":{\"rank\":3,\"score\":-1,\"prob\":0.125,\"top_other\":\"alice\","
+        "\"top_other_score\":0.5}}\n";
+    if (!CHECK(text && strcmp(text, want_json) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_json);
+    free(text);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

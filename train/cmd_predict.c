@@ -100,55 +100,6 @@ static void print_table(const kgl_dataset *ds, const kgl_question *q, const kgl_
     }
 }
 
-/* "query":{"head":…,"relation":…,"tail":…}, null for the one asked. */
-static void json_query(kgl_json_writer *w, const char *head, const char *relation, const char *tail)
-{
-    kgl_json_key(w, "query");
-    kgl_json_begin_object(w);
-    if (head) kgl_json_field_string(w, "head", head);
-    else kgl_json_field_null(w, "head");
-    kgl_json_field_string(w, "relation", relation);
-    if (tail) kgl_json_field_string(w, "tail", tail);
-    else kgl_json_field_null(w, "tail");
-    kgl_json_end_object(w);
-}
-
-/* The end of a question's object, and its line. */
-static void json_end_line(kgl_json_writer *w)
-{
-    kgl_json_end_object(w);
-    kgl_json_newline(w);
-    kgl_json_writer_finish(w);
-}
-
-static void print_json(const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, bool have_known,
-                       bool filter, int n_left_out)
-{
-    const char *asked_of = ds->entity_names[q->entity];
-    kgl_json_writer w;
-    kgl_json_writer_init(&w, stdout);
-    kgl_json_begin_object(&w);
-    json_query(&w, q->ask_head ? NULL : asked_of, ds->relation_names[q->relation], q->ask_head ? asked_of : NULL);
-    kgl_json_field_string(&w, "direction", q->ask_head ? "head" : "tail");
-    kgl_json_field_bool(&w, "filter", filter);
-    if (have_known) kgl_json_field_int(&w, "known_left_out", n_left_out);
-    else kgl_json_field_null(&w, "known_left_out");
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < count; k++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "rank", k + 1);
-        kgl_json_field_string(&w, "entity", ds->entity_names[a[k].entity]);
-        kgl_json_field_number(&w, "score", a[k].score);
-        kgl_json_field_number(&w, "prob", a[k].prob);
-        if (have_known) kgl_json_field_bool(&w, "known", a[k].known);
-        else kgl_json_field_null(&w, "known");
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    json_end_line(&w);
-}
-
 /* A rank: whole, or half way between two (ties count as the mean of the
    optimistic and the pessimistic rank). */
 static void print_rank(double rank) { printf("%8.*f", rank == floor(rank) ? 0 : 1, rank); }
@@ -180,30 +131,6 @@ static void print_triple(const kgl_dataset *ds, const kgl_question *q, const kgl
         printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
                r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
     }
-}
-
-static void print_triple_json(const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known, bool filter)
-{
-    kgl_json_writer w;
-    kgl_json_writer_init(&w, stdout);
-    kgl_json_begin_object(&w);
-    json_query(&w, ds->entity_names[q->entity], ds->relation_names[q->relation], ds->entity_names[q->tail]);
-    kgl_json_field_string(&w, "direction", "triple");
-    kgl_json_field_bool(&w, "filter", filter);
-    if (known < 0) kgl_json_field_null(&w, "known"); /* no triples given */
-    else kgl_json_field_bool(&w, "known", known);
-    for (int dir = 0; dir < 2; dir++) {
-        kgl_json_key(&w, dir ? "head" : "tail");
-        kgl_json_begin_object(&w);
-        kgl_json_field_number(&w, "rank", r[dir].rank);
-        kgl_json_field_number(&w, "score", r[dir].score);
-        kgl_json_field_number(&w, "prob", r[dir].prob);
-        if (r[dir].top_wrong >= 0) kgl_json_field_string(&w, "top_other", ds->entity_names[r[dir].top_wrong]);
-        else kgl_json_field_null(&w, "top_other");
-        kgl_json_field_number(&w, "top_other_score", r[dir].top_wrong_score);
-        kgl_json_end_object(&w);
-    }
-    json_end_line(&w);
 }
 
 /* What the command line asks for. */
@@ -297,25 +224,6 @@ static int read_questions(const predict_options *o, const kgl_dataset *ds, kgl_q
     return ok ? 0 : EXIT_USAGE;
 }
 
-/* The triples among the questions, ranked together as kgl eval ranks them:
-   [tails, heads], n_triples of each (free the array). */
-static kgl_ranked *rank_triples(const kgl_dataset *ds, const kgl_model_set *ms, bool filtering, const kgl_question *qs, int n_q,
-                                int *n_triples)
-{
-    int n_t = 0;
-    for (int k = 0; k < n_q; k++) n_t += qs[k].tail >= 0;
-    kgl_triple *triples = kgl_xmalloc((size_t)(n_t ? n_t : 1) * sizeof *triples);
-    kgl_ranked *ranked = kgl_xmalloc((size_t)(n_t ? 2 * n_t : 1) * sizeof *ranked);
-    for (int k = 0, t = 0; k < n_q; k++)
-        if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
-    if (n_t)
-        kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, filtering ? ds : NULL, triples,
-                                  n_t, ranked);
-    free(triples);
-    *n_triples = n_t;
-    return ranked;
-}
-
 /* Before the text answers: which models answer (an ensemble, or one member
    of it). */
 static void print_models_asked(const kgl_model_set *ms)
@@ -339,7 +247,11 @@ static void print_scored_triple(const predict_options *o, const kgl_dataset *ds,
     /* -1: unknown, no triples given */
     int known = o->have_known ? kgl_dataset_is_known(ds, q->entity, q->relation, q->tail) : -1;
     if (o->json) {
-        print_triple_json(ds, q, r, known, o->filtering);
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, stdout);
+        kgl_question_triple_json(&w, ds, q, r, known, o->filtering);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
         print_triple(ds, q, r, known, o->filtering);
@@ -357,7 +269,11 @@ static void answer_question(const predict_options *o, const kgl_dataset *ds, con
     int n_known = 0;
     if (o->have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
     if (o->json) {
-        print_json(ds, q, ans, count, o->have_known, o->filtering, o->filtering ? n_known : 0);
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, stdout);
+        kgl_question_json(&w, ds, q, ans, count, o->have_known, o->filtering, o->filtering ? n_known : 0);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
         print_table(ds, q, ans, count, k_top, o->have_known, o->filtering, n_known);
@@ -373,7 +289,8 @@ static int answer_questions(const predict_options *o, const kgl_dataset *ds, con
     int k_top = o->top_given ? (int)o->top : (n < 10 ? n : 10);
     kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
     int n_triples, t_done = 0;
-    kgl_ranked *ranked = rank_triples(ds, ms, o->filtering, qs, n_q, &n_triples);
+    kgl_ranked *ranked = kgl_questions_rank(ms->models, (const kgl_real *const *)ms->states, ms->n,
+                                            o->filtering ? ds : NULL, qs, n_q, &n_triples);
     if (!ans) {
         fprintf(stderr, "kgl predict: out of memory\n");
         st = EXIT_USAGE;

@@ -1576,6 +1576,24 @@ bool kgl_question_make(const kgl_dataset *ds, const char *head, const char *rela
  * f: cannot open ...", "f: no questions ..."), nothing to free. */
 bool kgl_questions_read(const char *cmd, const char *path, const kgl_dataset *ds, kgl_question **out, int *n_out,
                         char *err, size_t cap);
+/* The triples among n_q questions (those with a tail), ranked together as
+ * kgl_rank_triples_ensemble ranks them (ds NULL: unfiltered): an array
+ * of 2 * *n_triples, every triple's tail query, then every head query, in
+ * the questions' order (free it; never NULL). */
+kgl_ranked *kgl_questions_rank(const kgl_model *const *models, const kgl_real *const *states, int members,
+                               const kgl_dataset *ds, const kgl_question *qs, int n_q, int *n_triples);
+/* kgl predict --json: a question's answers a[0..count) (kgl_predict) as one
+ * object, {"query":{"head","relation","tail"} (null for the one asked),
+ * "direction":"tail"|"head", "filter", "known_left_out", "answers":[{"rank",
+ * "entity","score","prob","known"}]} (known_left_out and known null
+ * without have_known: no triples given); a triple's two ranks r (tail,
+ * head; kgl_questions_rank) as {"query","direction":"triple","filter",
+ * "known" (known < 0: null, no triples given),"tail"|"head":{"rank",
+ * "score","prob","top_other","top_other_score"}}. The caller ends the line. */
+void kgl_question_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a,
+                       int count, bool have_known, bool filter, int n_left_out);
+void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
+                              int known, bool filter);
 
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset

@@ -1,8 +1,9 @@
 /* questions.c — the questions `kgl predict` asks, from names to ids: one
  * from the command line's names, or every line of a queries file read whole
  * before any is answered, each mistake said as "file:line: what is wrong"
- * (the near names of one misspelt, kgl_near_matches). The answering is
- * predict.c's. */
+ * (the near names of one misspelt, kgl_near_matches); the triples among
+ * them ranked together; each answer as kgl predict --json writes it. The
+ * answering is predict.c's. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,4 +134,81 @@ bool kgl_questions_read(const char *cmd, const char *path, const kgl_dataset *ds
     *out = qs;
     *n_out = n;
     return true;
+}
+
+kgl_ranked *kgl_questions_rank(const kgl_model *const *models, const kgl_real *const *states, int members,
+                               const kgl_dataset *ds, const kgl_question *qs, int n_q, int *n_triples)
+{
+    int n_t = 0;
+    for (int k = 0; k < n_q; k++) n_t += qs[k].tail >= 0;
+    kgl_triple *triples = kgl_xmalloc((size_t)(n_t ? n_t : 1) * sizeof *triples);
+    kgl_ranked *ranked = kgl_xmalloc((size_t)(n_t ? 2 * n_t : 1) * sizeof *ranked);
+    for (int k = 0, t = 0; k < n_q; k++)
+        if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
+    if (n_t) kgl_rank_triples_ensemble(models, states, members, ds, triples, n_t, ranked);
+    free(triples);
+    *n_triples = n_t;
+    return ranked;
+}
+
+/* "query":{"head":…,"relation":…,"tail":…}, null for the one asked. */
+static void json_query(kgl_json_writer *w, const char *head, const char *relation, const char *tail)
+{
+    kgl_json_key(w, "query");
+    kgl_json_begin_object(w);
+    if (head) kgl_json_field_string(w, "head", head);
+    else kgl_json_field_null(w, "head");
+    kgl_json_field_string(w, "relation", relation);
+    if (tail) kgl_json_field_string(w, "tail", tail);
+    else kgl_json_field_null(w, "tail");
+    kgl_json_end_object(w);
+}
+
+void kgl_question_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a,
+                       int count, bool have_known, bool filter, int n_left_out)
+{
+    const char *asked_of = ds->entity_names[q->entity];
+    kgl_json_begin_object(w);
+    json_query(w, q->ask_head ? NULL : asked_of, ds->relation_names[q->relation], q->ask_head ? asked_of : NULL);
+    kgl_json_field_string(w, "direction", q->ask_head ? "head" : "tail");
+    kgl_json_field_bool(w, "filter", filter);
+    if (have_known) kgl_json_field_int(w, "known_left_out", n_left_out);
+    else kgl_json_field_null(w, "known_left_out");
+    kgl_json_key(w, "answers");
+    kgl_json_begin_array(w);
+    for (int k = 0; k < count; k++) {
+        kgl_json_begin_object(w);
+        kgl_json_field_int(w, "rank", k + 1);
+        kgl_json_field_string(w, "entity", ds->entity_names[a[k].entity]);
+        kgl_json_field_number(w, "score", a[k].score);
+        kgl_json_field_number(w, "prob", a[k].prob);
+        if (have_known) kgl_json_field_bool(w, "known", a[k].known);
+        else kgl_json_field_null(w, "known");
+        kgl_json_end_object(w);
+    }
+    kgl_json_end_array(w);
+    kgl_json_end_object(w);
+}
+
+void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
+                              int known, bool filter)
+{
+    kgl_json_begin_object(w);
+    json_query(w, ds->entity_names[q->entity], ds->relation_names[q->relation], ds->entity_names[q->tail]);
+    kgl_json_field_string(w, "direction", "triple");
+    kgl_json_field_bool(w, "filter", filter);
+    if (known < 0) kgl_json_field_null(w, "known"); /* no triples given */
+    else kgl_json_field_bool(w, "known", known);
+    for (int dir = 0; dir < 2; dir++) {
+        kgl_json_key(w, dir ? "head" : "tail");
+        kgl_json_begin_object(w);
+        kgl_json_field_number(w, "rank", r[dir].rank);
+        kgl_json_field_number(w, "score", r[dir].score);
+        kgl_json_field_number(w, "prob", r[dir].prob);
+        if (r[dir].top_wrong >= 0) kgl_json_field_string(w, "top_other", ds->entity_names[r[dir].top_wrong]);
+        else kgl_json_field_null(w, "top_other");
+        kgl_json_field_number(w, "top_other_score", r[dir].top_wrong_score);
+        kgl_json_end_object(w);
+    }
+    kgl_json_end_object(w);
 }
