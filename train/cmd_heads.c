@@ -211,18 +211,6 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     return ok ? 0 : EXIT_USAGE;
 }
 
-/* The entities the attention table shows: the `top` most attended, then
- * every true answer that is not among them (so a true tail is never hidden). */
-static int attention_rows_shown(const query_view *q, int *rows)
-{
-    int k = 0;
-    for (int r = 0; r < q->a.n; r++) {
-        int j = q->a.by_attn[r];
-        if (r < q->top || q->a.is_true[j]) rows[k++] = j;
-    }
-    return k;
-}
-
 static void query_print_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
 {
     char *const *names = v->ds.entity_names;
@@ -235,7 +223,8 @@ static void query_print_text(const kgl_model_choice *chosen, long step, const da
     printf("\n\n");
 
     int *rows = kgl_xmalloc((size_t)q->a.n * sizeof(int));
-    int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->a.n ? q->top : q->a.n;
+    double rest_max; /* the largest mean attention left out */
+    int n_rows = kgl_heads_question_rows(&q->a, q->top, rows, &rest_max), n_ans = q->top < q->a.n ? q->top : q->a.n;
     /* column widths from the names shown, so the two tables line up */
     int ew = 6, aw = 6;
     for (int k = 0; k < n_rows; k++) ew = fmax(ew, text_width(names[rows[k]]) + 2);
@@ -276,13 +265,6 @@ static void query_print_text(const kgl_model_choice *chosen, long step, const da
         printf("\n");
     }
     if (n_rows < q->a.n) {
-        double rest_max = 0;
-        for (int r = 0; r < q->a.n; r++) {
-            int j = q->a.by_attn[r];
-            bool shown = false;
-            for (int k = 0; k < n_rows; k++) shown |= rows[k] == j;
-            if (!shown) rest_max = fmax(rest_max, q->a.mean[j]);
-        }
         int more = q->a.n - n_rows;
         printf("(%d more %s, each with mean attention at most %.3f; --top N shows more, --json lists all)\n", more,
                more == 1 ? "entity" : "entities", rest_max);
@@ -311,15 +293,10 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
     for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
     printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
     char label[1300], cell[200]; /* cell: 40 characters of at most 4 bytes, and " *" */
-    int *order = kgl_xmalloc((size_t)T * sizeof(int));
-    double *mean = kgl_xmalloc((size_t)T * sizeof(double));
     for (int l = 0; l < sv->layers; l++) {
         const double *w = sv->weight + (size_t)l * T * H;
-        for (int t = 0; t < T; t++) {
-            mean[t] = 0;
-            for (int h = 0; h < H; h++) mean[t] += w[(size_t)t * H + h] / H;
-        }
-        kgl_heads_order(mean, T, order);
+        const double *mean = q->a.token_mean + (size_t)l * T; /* over the heads, by kgl_heads_question_measure */
+        const int *order = q->a.token_order + (size_t)l * T;
         printf("\nlayer %d: where each head looks (the %d most weighted of %d tokens)\n%-40s", l, top, T, "token");
         for (int h = 0; h < H; h++) {
             snprintf(cell, sizeof cell, "head %d", h);
@@ -348,8 +325,6 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
         print_cell(stdout, cell, -34);
         printf(" %10.4f %8.4f\n", ans[k].score, ans[k].prob);
     }
-    free(order);
-    free(mean);
 }
 
 /* kgl heads --query HEAD,REL of a model with attention: where each head

@@ -306,6 +306,8 @@ typedef struct kgl_heads_question {
     int *by_attn, *by_score;   /* [n] the entities by mean attention, by score (best first) */
     /* graph context: */
     kgl_segment_view segment;  /* the question's neighbourhood, each layer's weights on it */
+    double *token_mean;        /* [layers tokens] each token's weight, the mean over the heads, layer by layer */
+    int *token_order;          /* [layers tokens] each layer's tokens by that mean (most weighted first) */
     kgl_answer *answers;       /* the readout's top n_answers */
     int n_answers;
 } kgl_heads_question;
@@ -322,6 +324,12 @@ bool kgl_heads_question_resolve(const kgl_dataset *ds, const kgl_config *cfg, co
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top);
 void kgl_heads_question_free(kgl_heads_question *q);
+/* The entities a table of a full-context question shows (kgl heads
+ * --query): the `top` most attended, then every true answer not among them
+ * (so a true tail is never hidden), into rows (room for q->n), most attended
+ * first. Returns how many; *rest_max is the largest mean attention of
+ * those left out (0 when none is). */
+int kgl_heads_question_rows(const kgl_heads_question *q, int top, int *rows, double *rest_max);
 
 /* `kgl heads --json` (src/studies/heads_json.c): each study's fields,
  * written with w into the object the caller opened (and closes, after its
