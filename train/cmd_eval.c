@@ -1,5 +1,6 @@
 /* cmd_eval.c — `kgl eval`: the filtered metrics for a saved model,
- * and with --ranks every ranked triple as a TSV file for error analysis. */
+ * and with --ranks every ranked triple as a TSV file for error analysis
+ * (its rows kgl_ranks_write's). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

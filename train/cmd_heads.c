@@ -1,7 +1,8 @@
 /* cmd_heads.c — `kgl heads`: what each attention head of a saved model looks
  * at, measured against the training triples, and pictures of it. The heads
- * study (src/studies/heads.c) measures and draws (heads_svg.c); this file
- * parses the options and prints the tables and the JSON. */
+ * study (src/studies/heads.c) resolves --query's names, measures, draws
+ * (heads_svg.c) and writes the JSON (heads_json.c); this file parses the
+ * options and prints the tables. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,9 @@
  * with scores, softmax probabilities and the answers that are already known
  * triples marked (or left out); and a whole triple (HEAD, REL, TAIL) scored:
  * its rank, score and probability in both directions, as kgl eval ranks it.
- * The answering is kgl_predict's and kgl_rank_triples' (the C API); this
- * file parses and prints. */
+ * The questions are read by kgl_questions_read and kgl_question_make, the
+ * answering is kgl_predict's and kgl_questions_rank's, the JSON
+ * kgl_question_json's (the C API); this file parses and prints. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
