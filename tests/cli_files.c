@@ -222,9 +222,10 @@ TEST(outputs_equal_to_an_input_are_refused)
              "mkdir -p '%s/pic' '%s/emb' '%s/bm/d/tiny' '%s/bm/out' && cd '%s' && "
              "'%s' train --steps 5 --quiet --save c.st >/dev/null && "
              "'%s' train --steps 5 --quiet --ensemble 2 --save e.st >/dev/null && "
+             "'%s' train --steps 2 --quiet --context graph --neighbours 4 --save pic/relations.svg >/dev/null && "
              "cp c.st pic/head1.svg && cp c.st pic/query.svg && ln -s tr.tsv link.tsv && "
              "printf -- '--dim 8 --steps 5 --eval-every 5\\n' > bm/out/tiny-seed1.json",
-             dir, dir, dir, dir, dir, kgl, kgl);
+             dir, dir, dir, dir, dir, kgl, kgl, kgl);
     if (!CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0)) {
         printf("    %s\n", err);
         return;
@@ -265,6 +266,9 @@ TEST(outputs_equal_to_an_input_are_refused)
                                                        "--checkpoint pic/head1.svg"},
         {"heads --checkpoint pic/query.svg --svg pic --query alice,advises", "kgl heads: --svg pic/query.svg is the "
                                                                              "same file as --checkpoint pic/query.svg"},
+        /* a graph model's study draws relations.svg alone */
+        {"heads --checkpoint pic/relations.svg --svg pic", "kgl heads: --svg pic/relations.svg is the same file as "
+                                                           "--checkpoint pic/relations.svg"},
         {"benchmark --data bm/d --datasets tiny --seeds 1 --recipe bm/out/tiny-seed1.json --out bm/out",
          "kgl benchmark: --out bm/out/tiny-seed1.json is the same file as --recipe bm/out/tiny-seed1.json"},
     };

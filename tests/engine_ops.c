@@ -888,6 +888,7 @@ TEST(twin_text_round_trip)
     char many[64] = "twin matmul 97\n";
     q = many;
     CHECK(!kgl_twin_read(&q, &bad));
+    CHECK(bad.n == 0); /* no array read: kgl_twin_free frees none (97 read one beyond the 96) */
     kgl_twin_free(&bad);
     free(text);
     kgl_twin_free(&a);

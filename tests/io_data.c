@@ -227,6 +227,51 @@ TEST(duplicates_kept_once_and_counted)
     kgl_dataset_free(&ds);
 }
 
+/* The loader's findings as kgl_dataset_write_warnings words them: every
+ * kind at once (a header, a duplicate, a triple also in train, unseen
+ * names), then nothing at all for clean splits. */
+TEST(data_warnings_written_whole)
+{
+    const char train[] = "a\tr\tb\nc\tr\td\n";
+    const char valid[] = "head\trelation\ttail\n" /* line 1: column names */
+                         "a\tr\tb\n"              /* line 2: also in train */
+                         "a\tr\tb\n"              /* line 3: a repeat */
+                         "x\ts\tb\n";             /* line 4: x and s are never in train */
+    kgl_source src[2] = {{"t.tsv", train, sizeof train - 1}, {"v.tsv", valid, sizeof valid - 1}};
+    kgl_dataset ds;
+    char err[512] = "", *text = NULL;
+    size_t len = 0;
+    CHECK(kgl_dataset_load(&ds, src, 2, err, sizeof err));
+    FILE *f = open_memstream(&text, &len);
+    kgl_dataset_write_warnings(f, &ds);
+    fclose(f);
+    const char *want =
+        "v.tsv:1: skipped as a header: \"head\trelation\ttail\" (every field is a column name; if it is a triple, "
+        "move it below another line)\n"
+        "v.tsv: 1 duplicate triple counted once (first at line 3)\n"
+        "v.tsv:2: 1 of its 2 triples is also in t.tsv; it is ranked like the others, so these metrics include "
+        "triples the model was trained on\n"
+        "v.tsv:4: 1 of its 2 triples names what t.tsv never names: 1 entity ('x'), 1 relation ('s'). They are "
+        "ranked like the others, among all 5 entities, but an entity only here was trained only as a wrong answer "
+        "and as context (never as a query or a right answer), so it tends to rank low, and a relation only here "
+        "keeps the random vector it was initialised with (only --weight-decay changes it), so its triples are "
+        "ranked near chance\n";
+    CHECK(text && strcmp(text, want) == 0);
+    if (text && strcmp(text, want) != 0) fprintf(stderr, "got:\n%s", text);
+    free(text);
+    kgl_dataset_free(&ds);
+    /* clean splits: not a byte */
+    kgl_source clean[2] = {{"t.tsv", train, sizeof train - 1}, {"v.tsv", "a\tr\td\n", 6}};
+    text = NULL;
+    CHECK(kgl_dataset_load(&ds, clean, 2, err, sizeof err));
+    f = open_memstream(&text, &len);
+    kgl_dataset_write_warnings(f, &ds);
+    fclose(f);
+    CHECK(len == 0);
+    free(text);
+    kgl_dataset_free(&ds);
+}
+
 TEST(utf8_names_and_names_with_spaces)
 {
     /* 서울 (EC 84 9C ...) sorts before 한국 (ED 95 9C ...) in byte order */

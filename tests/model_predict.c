@@ -305,3 +305,208 @@ TEST(model_finite_names_the_tensor_too_large_for_finite_arithmetic)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_question_make: names to ids for each kind of question, and each
+ * unknown name said after its option (or its place), near names or none. */
+TEST(questions_from_names_and_their_mistakes)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    int alice = kgl_dataset_entity_id(&ds, "alice"), dave = kgl_dataset_entity_id(&ds, "dave");
+    int advises = kgl_dataset_relation_id(&ds, "advises");
+    kgl_question q;
+    char e[KGL_QUESTION_ERR_CAP];
+    CHECK(kgl_question_make(&ds, "alice", "advises", NULL, NULL, &q, e, sizeof e));
+    CHECK(q.entity == alice && q.relation == advises && !q.ask_head && q.tail == -1);
+    CHECK(kgl_question_make(&ds, NULL, "advises", "dave", NULL, &q, e, sizeof e));
+    CHECK(q.entity == dave && q.relation == advises && q.ask_head && q.tail == -1);
+    CHECK(kgl_question_make(&ds, "alice", "advises", "dave", NULL, &q, e, sizeof e));
+    CHECK(q.entity == alice && q.relation == advises && q.tail == dave);
+    CHECK(!kgl_question_make(&ds, "alice", "advisess", NULL, NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--relation: unknown relation 'advisess'; did you mean 'advises'?") == 0);
+    CHECK(!kgl_question_make(&ds, NULL, "advises", "zzzzzzzz", NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--tail: unknown entity 'zzzzzzzz' (none is close)") == 0);
+    CHECK(!kgl_question_make(&ds, "alicee", "advises", NULL, "q.tsv:3", &q, e, sizeof e));
+    CHECK(strcmp(e, "q.tsv:3: unknown entity 'alicee'; did you mean 'alice'?") == 0);
+    CHECK(!kgl_question_make(&ds, "alice", "advises", "bobb", NULL, &q, e, sizeof e));
+    CHECK(strcmp(e, "--tail: unknown entity 'bobb'; did you mean 'bob'?") == 0);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_questions_read: a file read whole, in order, comments and blank lines
+ * skipped; each malformed line said with its place, nothing returned. */
+TEST(questions_read_from_a_file)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const char good[] = "# questions\nalice\tadvises\t?\n\n?\tadvises\tdave\nalice\tadvises\tdave\n";
+    const char *path = write_tmp(T, 0, "q.tsv", good, sizeof good - 1);
+    kgl_question *qs = NULL;
+    int n = 0;
+    char e[KGL_QUESTION_ERR_CAP] = "";
+    CHECK(kgl_questions_read("predict", path, &ds, &qs, &n, e, sizeof e));
+    CHECK(n == 3 && qs);
+    if (n == 3 && qs) {
+        CHECK(!qs[0].ask_head && qs[0].tail < 0 && qs[0].entity == kgl_dataset_entity_id(&ds, "alice"));
+        CHECK(qs[1].ask_head && qs[1].tail < 0 && qs[1].entity == kgl_dataset_entity_id(&ds, "dave"));
+        CHECK(!qs[2].ask_head && qs[2].tail == kgl_dataset_entity_id(&ds, "dave"));
+    }
+    free(qs);
+    static const struct { const char *text, *want; } bad[] = {
+        {"alice\tadvises\n", ":1: expected 3 tab-separated fields (head, relation, tail; '?' as the head or the "
+                             "tail asks for it), got 2"},
+        {"alice\tadvises\t?\nalice\t?\tdave\n", ":2: the relation cannot be asked for; put '?' in the head or the "
+                                                "tail"},
+        {"?\tadvises\t?\n", ":1: both the head and the tail are '?'; ask for one of them, or give both to score the "
+                            "triple"},
+        {"alice\tadvisess\t?\n", ":1: unknown relation 'advisess'; did you mean 'advises'?"},
+        {"alice\tadvises\t?\nx\xff\tb\tc\n", ":2: invalid UTF-8 at byte 2 of the line"}, /* after a good line */
+        {"# nothing\n", ": no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail "
+                        "to ask for it)"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        path = write_tmp(T, 1, "bad.tsv", bad[k].text, strlen(bad[k].text));
+        char want[2048];
+        snprintf(want, sizeof want, "%s%s", path, bad[k].want);
+        qs = NULL;
+        n = -1;
+        bool ok = kgl_questions_read("predict", path, &ds, &qs, &n, e, sizeof e);
+        CHECK(!ok && qs == NULL && n == -1);
+        if (!CHECK(strcmp(e, want) == 0)) fprintf(stderr, "got  %s\nwant %s\n", e, want);
+    }
+    CHECK(!kgl_questions_read("predict", "/nonexistent/q.tsv", &ds, &qs, &n, e, sizeof e));
+    CHECK(strncmp(e, "kgl predict: --queries /nonexistent/q.tsv: ", 43) == 0);
+    kgl_dataset_free(&ds);
+}
+
+static void count_progress(void *ctx, long done, long total)
+{
+    long *last = ctx;
+    if (done > last[0] && done <= total) last[0] = done, last[1] = total;
+}
+
+/* kgl_ranks_write: the header, then each triple's tail query and, after
+ * all of them, its head query, with kgl_rank_triples' numbers to the bit
+ * (%.17g reads back to the same double); the progress told of all 2n. */
+TEST(ranks_written_as_tsv_rows_of_the_triples_ranks)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 30", "ranks.st", &ds, &m)) return;
+    const kgl_split *sp = &ds.splits[0];
+    int n = sp->n;
+    kgl_ranked *want = malloc((size_t)2 * n * sizeof *want);
+    kgl_rank_triples(&m, NULL, &ds, sp->triples, n, want);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_ranks_write_header(f);
+    const kgl_model *models[1] = {&m};
+    const kgl_real *states[1] = {NULL}; /* computed inside */
+    long seen[2] = {0, 0};
+    CHECK(kgl_ranks_write(f, models, states, 1, &ds, "valid", sp->triples, n, count_progress, seen));
+    fclose(f);
+    CHECK(seen[0] == 2L * n && seen[1] == 2L * n);
+    char *line = strtok(text, "\n");
+    CHECK(line && strcmp(line, "split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score") == 0);
+    int rows = 0;
+    while ((line = strtok(NULL, "\n")) && rows < 2 * n) {
+        const kgl_triple *t = &sp->triples[rows % n];
+        const kgl_ranked *x = &want[rows];
+        char expect[1024], other[256] = "";
+        if (x->top_wrong >= 0) snprintf(other, sizeof other, "%s\t%.17g", ds.entity_names[x->top_wrong], x->top_wrong_score);
+        else snprintf(other, sizeof other, "\t");
+        snprintf(expect, sizeof expect, "valid\t%s\t%s\t%s\t%s\t%.17g\t%.17g\t%s", ds.entity_names[t->head],
+                 ds.relation_names[t->rel], ds.entity_names[t->tail], rows < n ? "tail" : "head", x->rank, x->score,
+                 other);
+        if (!CHECK(strcmp(line, expect) == 0)) {
+            fprintf(stderr, "row %d: got  %s\n        want %s\n", rows, line, expect);
+            break;
+        }
+        rows++;
+    }
+    CHECK(rows == 2 * n && line == NULL);
+    free(text);
+    free(want);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_export_tsv writes the files kgl_export_files names, each what its
+ * name says: metadata.tsv the entity names a line each, vectors.tsv numbers
+ * only, entities.tsv a header and a named row per entity. */
+TEST(export_writes_the_files_it_names)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 5", "export.st", &ds, &m)) return;
+    char dir[1024], path[1100], e[1024];
+    snprintf(dir, sizeof dir, "%s/export", T->tmp);
+    if (!CHECK(kgl_export_tsv(&m, &ds, dir, e, sizeof e))) return;
+    char *text[KGL_EXPORT_FILES];
+    for (int k = 0; k < KGL_EXPORT_FILES; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, kgl_export_files[k]);
+        CHECK((text[k] = test_slurp(path, NULL)) != NULL);
+    }
+    CHECK(strcmp(kgl_export_files[0], "entities.tsv") == 0 && strcmp(kgl_export_files[5], "metadata.tsv") == 0);
+    if (text[0] && text[3] && text[5]) {
+        CHECK(strncmp(text[5], "alice\nbob\ncarol\n", 16) == 0); /* metadata.tsv */
+        CHECK(strchr("-0123456789", text[3][0]) != NULL);        /* vectors.tsv: a number first */
+        char *row = strchr(text[0], '\n');                        /* entities.tsv: the header, then alice's row */
+        CHECK(row && strncmp(row + 1, "alice\t", 6) == 0);
+    }
+    for (int k = 0; k < KGL_EXPORT_FILES; k++) free(text[k]);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}
+
+/* kgl_questions_rank ranks the triples among the questions, in their
+ * order, with kgl_rank_triples' numbers; the JSON of a question's answers
+ * and of a triple's ranks names each field, null where nothing is known. */
+TEST(questions_ranked_and_written_as_json)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    kgl_model m;
+    if (!trained(T, "--steps 10", "rankq.st", &ds, &m)) return;
+    int alice = kgl_dataset_entity_id(&ds, "alice"), bob = kgl_dataset_entity_id(&ds, "bob");
+    int dave = kgl_dataset_entity_id(&ds, "dave"), advises = kgl_dataset_relation_id(&ds, "advises");
+    kgl_question qs[3] = {{alice, advises, false, dave}, {bob, advises, true, -1}, {bob, advises, false, dave}};
+    const kgl_model *models[1] = {&m};
+    const kgl_real *states[1] = {NULL};
+    int n_t = -1;
+    kgl_ranked *got = kgl_questions_rank(models, states, 1, &ds, qs, 3, &n_t);
+    kgl_triple tr[2] = {{alice, advises, dave}, {bob, advises, dave}};
+    kgl_ranked want[4];
+    kgl_rank_triples(&m, NULL, &ds, tr, 2, want);
+    CHECK(n_t == 2);
+    for (int k = 0; k < 4 && n_t == 2; k++)
+        CHECK(got[k].rank == want[k].rank && got[k].score == want[k].score && got[k].top_wrong == want[k].top_wrong);
+    free(got);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_answer a[1] = {{dave, 2, 0.5, true}};
+    kgl_question_json(&w, &ds, &qs[1], a, 1, true, false, 0); /* (?, advises, bob) */
+    kgl_json_newline(&w);
+    kgl_ranked r[2] = {{1.5, 2, 0.25, -1, NAN}, {3, -1, 0.125, alice, 0.5}};
+    kgl_question_triple_json(&w, &ds, &qs[0], r, -1, true);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    const char *want_json =
+        "{\"query\":{\"head\":null,\"relation\":\"advises\",\"tail\":\"bob\"},\"direction\":\"head\",\"filter\":false,"
+        "\"known_left_out\":0,\"answers\":[{\"rank\":1,\"entity\":\"dave\",\"score\":2,\"prob\":0.5,\"known\":true}]}\n"
+        "{\"query\":{\"head\":\"alice\",\"relation\":\"advises\",\"tail\":\"dave\"},\"direction\":\"triple\","
+        "\"filter\":true,\"known\":null,\"tail\":{\"rank\":1.5,\"score\":2,\"prob\":0.25,\"top_other\":null,"
+        "\"top_other_score\":null},\"head\":{\"rank\":3,\"score\":-1,\"prob\":0.125,\"top_other\":\"alice\","
+        "\"top_other_score\":0.5}}\n";
+    if (!CHECK(text && strcmp(text, want_json) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_json);
+    free(text);
+    kgl_model_free(&m);
+    kgl_dataset_free(&ds);
+}

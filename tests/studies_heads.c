@@ -128,3 +128,108 @@ TEST(heads_full_study_ablates_one_head_at_a_time)
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
+
+/* kgl heads --query's names: an entity and a relation row (an inverse in
+   reciprocal mode), and each wrong name said with the near ones. */
+TEST(heads_question_resolves_names_and_says_the_near_ones)
+{
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    kgl_dataset ds;
+    char err[2 * KGL_LINE_MAX];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) return;
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.n_entities = ds.n_entities, cfg.n_relations = ds.n_relations; /* 13 and 5: reciprocal, 10 rows */
+    int entity = -1, row = -1, advises = kgl_dataset_relation_id(&ds, "advises");
+    CHECK(kgl_heads_question_resolve(&ds, &cfg, "bob", "advises", &entity, &row, err, sizeof err));
+    CHECK(entity == kgl_dataset_entity_id(&ds, "bob") && row == advises);
+    CHECK(kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-1", &entity, &row, err, sizeof err));
+    CHECK(row == ds.n_relations + advises);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bobb", "advises", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown entity 'bobb'; did you mean 'bob'?") == 0);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-2", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown relation 'advises^-2'; did you mean 'advises^-1', 'advises'?") == 0);
+    if (strcmp(err, "unknown relation 'advises^-2'; did you mean 'advises^-1', 'advises'?") != 0)
+        fprintf(stderr, "got %s\n", err);
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "zzzzzzzzzz", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "unknown relation 'zzzzzzzzzz'") == 0);
+    cfg.reciprocal = false; /* no inverse rows: an inverse is said to be one */
+    CHECK(!kgl_heads_question_resolve(&ds, &cfg, "bob", "advises^-1", &entity, &row, err, sizeof err));
+    CHECK(strcmp(err, "'advises^-1' is an inverse relation, but this checkpoint was trained with --no-reciprocal "
+                      "(it has no inverse relations)") == 0);
+    kgl_dataset_free(&ds);
+}
+
+/* The JSON a study writes (kgl heads --json), for studies made by hand:
+   numbers halves and quarters, exact in any format. */
+static char *json_of(void (*write)(kgl_json_writer *, const void *), const void *study)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_json_writer w;
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    write(&w, study);
+    kgl_json_end_object(&w);
+    kgl_json_writer_finish(&w);
+    fclose(f);
+    return text;
+}
+
+static kgl_dataset json_names; /* two entities a, b; two relations p, q */
+static const bool json_use[2] = {true, false};
+static void write_full(kgl_json_writer *w, const void *r) { kgl_heads_full_json(w, r, &json_names, json_use); }
+static void write_graph(kgl_json_writer *w, const void *g) { kgl_heads_graph_json(w, g, &json_names, NULL, 8); }
+static void write_question(kgl_json_writer *w, const void *q) { kgl_heads_question_json(w, q, &json_names, 1); }
+
+TEST(heads_study_json_names_each_number)
+{
+    kgl_source src = {"t.tsv", "a\tp\tb\nb\tq\ta\n", 12};
+    char err[256];
+    if (!CHECK(kgl_dataset_load(&json_names, &src, 1, err, sizeof err))) return;
+    /* full: 2 heads, 2 layers; relation q is not chosen (json_use) */
+    double spec[8] = {0.5, 0.25, 0.75, 1, /* layer 1: */ 0.125, 0, 0.375, 0};
+    double precision[4] = {1, 0, 0.5, 0}, baseline[2] = {0.5, 0.5};
+    int with_tails[2] = {1, 1}, top3[12] = {1, 0, -1, 0, 1, -1, /* head 1 */ 0, -1, -1, 1, -1, -1};
+    double top3_weight[12] = {0.75, 0.25, 0, 0.5, 0.5, 0, 1, 0, 0, 1, 0, 0};
+    kgl_heads_full r = {.heads = 2, .layers = 2, .n = 2, .m = 2, .spec = spec, .precision = precision,
+                        .baseline = baseline, .with_tails = with_tails, .top3 = top3, .top3_weight = top3_weight,
+                        .mrr = 0.75, .ablated_mrr = {0.5, 0.75}};
+    char *text = json_of(write_full, &r);
+    const char *want_full =
+        "{\"relations\":{\"p\":{\"entities\":1,\"baseline\":0.5,\"spec\":[0.5,0.75],\"argmax_precision\":[1,0.5]}},"
+        "\"deeper_layers\":[{\"layer\":1,\"spec\":{\"p\":[0.125,0.375]}}],"
+        "\"top3\":[{\"a\":[[\"b\",0.75],[\"a\",0.25]],\"b\":[[\"a\",0.5],[\"b\",0.5]]},{\"a\":[[\"a\",1]],\"b\":[[\"b\",1]]}],"
+        "\"ablation\":{\"mrr\":0.75,\"heads\":[{\"head\":0,\"mrr\":0.5,\"drop\":0.25},{\"head\":1,\"mrr\":0.75,\"drop\":0}]}}";
+    if (!CHECK(text && strcmp(text, want_full) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_full);
+    free(text);
+    /* graph: relation q in no neighbourhood (NaN), left out */
+    double mass[4] = {0.25, NAN, 0.5, NAN}, uniform[2] = {0.125, NAN};
+    kgl_heads_graph g = {.heads = 2, .m = 2, .mass = mass, .uniform = uniform, .self = {0.5, 0.25},
+                         .ablation_triples = 2, .mrr = 1, .ablated_mrr = {0.5, 1}};
+    text = json_of(write_graph, &g);
+    const char *want_graph =
+        "{\"context\":\"graph\",\"neighbours\":8,\"relations\":{\"p\":{\"uniform\":0.125,\"mass\":[0.25,0.5]}},"
+        "\"self\":[0.5,0.25],\"ablation\":{\"triples\":2,\"mrr\":1,\"heads\":[{\"head\":0,\"mrr\":0.5,\"drop\":0.5},"
+        "{\"head\":1,\"mrr\":1,\"drop\":0}]}}";
+    if (!CHECK(text && strcmp(text, want_graph) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_graph);
+    free(text);
+    /* a full-context question (a, p^-1, ?): b attended most, a the best answer and true */
+    bool is_true[2] = {true, false};
+    int truth[1] = {0}, by_attn[2] = {1, 0}, by_score[2] = {0, 1};
+    kgl_real attn[4] = {0.25, 0.75, 0.5, 0.5};
+    double mean[2] = {0.375, 0.625}, scores[2] = {2, 1}, probs[2] = {0.75, 0.25};
+    kgl_heads_question q = {.entity = 0, .row = 2, .heads = 2, .n = 2, .is_true = is_true, .truth = truth,
+                            .n_true = 1, .attn = attn, .mean = mean, .scores = scores, .probs = probs,
+                            .by_attn = by_attn, .by_score = by_score};
+    text = json_of(write_question, &q);
+    const char *want_question =
+        "{\"query\":{\"head\":\"a\",\"relation\":\"p^-1\"},\"true_tails\":[\"a\"],\"attention\":["
+        "{\"entity\":\"b\",\"true_tail\":false,\"heads\":[0.75,0.5],\"mean\":0.625},"
+        "{\"entity\":\"a\",\"true_tail\":true,\"heads\":[0.25,0.5],\"mean\":0.375}],"
+        "\"answers\":[{\"rank\":1,\"entity\":\"a\",\"score\":2,\"prob\":0.75,\"true_tail\":true}]}";
+    if (!CHECK(text && strcmp(text, want_question) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_question);
+    free(text);
+    kgl_dataset_free(&json_names);
+}

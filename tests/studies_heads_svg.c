@@ -264,3 +264,57 @@ TEST(heads_svg_says_when_its_folder_cannot_be_created)
     kgl_trainer_free(&tr);
     kgl_dataset_free(&ds);
 }
+
+/* kgl_heads_svg_path: the files each study draws, the ones its writer
+   writes and kgl heads checks against its inputs. */
+TEST(heads_svg_paths_are_the_files_each_study_draws)
+{
+    char path[64];
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 0, "d", NULL, 0) == 5);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 2, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/head2.svg") == 0);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 3, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/heads.svg") == 0);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, false, 3, 4, "d", path, sizeof path);
+    CHECK(strcmp(path, "d/spec.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_GRAPH, false, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/relations.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_GRAPH, true, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/query.svg") == 0);
+    CHECK(kgl_heads_svg_path(KGL_CONTEXT_FULL, true, 3, 0, "d", path, sizeof path) == 1);
+    CHECK(strcmp(path, "d/query.svg") == 0);
+}
+
+/* A graph question's token means: each layer's mean over the heads of each
+   token's weight (sums of two weights halved: exact to an ulp or two), and
+   the tokens in order of it. A full question's rows: the top most attended,
+   then the true answers below them, the largest mean left out beside. */
+TEST(heads_question_token_means_and_rows_shown)
+{
+    kgl_dataset ds;
+    kgl_trainer tr;
+    if (!academic_trainer(T, &ds, &tr, true, 5)) return;
+    kgl_heads_question q;
+    kgl_heads_question_measure(&q, &tr.model, ds.splits[0].triples, ds.splits[0].n, ds.n_relations, 0, 1, 3);
+    const kgl_segment_view *sv = &q.segment;
+    int T_ = sv->n_tokens, H = sv->heads;
+    CHECK(q.token_mean && q.token_order && T_ > 1 && H == 2);
+    for (int l = 0; l < sv->layers && q.token_mean; l++)
+        for (int k = 0; k < T_; k++) {
+            const double *w = sv->weight + ((size_t)l * T_ + k) * H;
+            CHECK_NEAR(q.token_mean[l * T_ + k], (w[0] + w[1]) / 2, 1e-15);
+            int t = q.token_order[l * T_ + k], next = k + 1 < T_ ? q.token_order[l * T_ + k + 1] : t;
+            CHECK(q.token_mean[l * T_ + t] >= q.token_mean[l * T_ + next]);
+        }
+    kgl_heads_question_free(&q);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+    /* rows: entities 0..4 by attention 2, 0, 3, 1, 4; 1 is true, top 2 */
+    bool is_true[5] = {false, true, false, false, false};
+    int by_attn[5] = {2, 0, 3, 1, 4}, rows[5];
+    double mean[5] = {0.25, 0.0625, 0.5, 0.125, 0.03125}, rest = -1;
+    kgl_heads_question f = {.n = 5, .is_true = is_true, .by_attn = by_attn, .mean = mean};
+    CHECK(kgl_heads_question_rows(&f, 2, rows, &rest) == 3);
+    CHECK(rows[0] == 2 && rows[1] == 0 && rows[2] == 1 && rest == 0.125);
+    CHECK(kgl_heads_question_rows(&f, 5, rows, &rest) == 5 && rest == 0);
+}

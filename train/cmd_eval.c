@@ -1,5 +1,6 @@
 /* cmd_eval.c — `kgl eval`: the filtered metrics for a saved model,
- * and with --ranks every ranked triple as a TSV file for error analysis. */
+ * and with --ranks every ranked triple as a TSV file for error analysis
+ * (its rows kgl_ranks_write's). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,10 @@ static const char help[] =
     "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
     EXIT_TABLE;
 
-/* Triples ranked for --ranks at a time, between two progress reports. */
-#define RANKS_SLICE 1024
-
-/* Every triple of every split present, ranked, to `path`: written to a
-   temporary file beside it, then renamed over it, so a failure leaves no
-   half-written file. Returns false after reporting. */
+/* Every triple of every split present, ranked, to `path`
+   (kgl_ranks_write): written to a temporary file beside it, then renamed
+   over it, so a failure leaves no half-written file. Returns false after
+   reporting. */
 static bool write_ranks(const char *path, const kgl_model_set *ms, const data_view *v, const bool *ranked,
                         eval_progress *ep)
 {
@@ -49,51 +48,12 @@ static bool write_ranks(const char *path, const kgl_model_set *ms, const data_vi
     char err[4200];
     bool ok = kgl_outfile_open(&o, path, err, sizeof err);
     if (ok) {
-        FILE *f = o.f;
-        const kgl_dataset *ds = &v->ds;
-        char *const *ent = ds->entity_names;
-        fputs("split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n", f);
-        for (int s = 0; s < 3; s++) {
-            int n = v->n[s];
-            if (!ranked[s] || n == 0) continue;
-            kgl_ranked *r = malloc((size_t)2 * n * sizeof *r), *slice = malloc(2 * RANKS_SLICE * sizeof *slice);
-            if (!r || !slice) {
-                free(r);
-                free(slice);
-                ok = false;
-                break;
-            }
-            /* a slice at a time, for the progress line: each triple's ranks are its own */
+        kgl_ranks_write_header(o.f);
+        for (int s = 0; s < 3 && ok; s++) {
+            if (!ranked[s] || v->n[s] == 0) continue;
             ep->what = v->name[s];
-            for (int a = 0; a < n; a += RANKS_SLICE) {
-                int len = n - a < RANKS_SLICE ? n - a : RANKS_SLICE;
-                kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, ds, v->split[s] + a,
-                                          len, slice);
-                memcpy(r + a, slice, (size_t)len * sizeof *r); /* tails first, then heads, as the file lists them */
-                memcpy(r + n + a, slice + len, (size_t)len * sizeof *r);
-                eval_progress_update(ep, 2L * (a + len), 2L * n);
-            }
-            free(slice);
-            for (int k = 0; k < 2 * n; k++) {
-                const kgl_triple *t = &v->split[s][k % n];
-                const kgl_ranked *x = &r[k];
-                fprintf(f, "%s\t", v->name[s]);
-                /* names hold no tab or newline (the triples reader splits on them): only a quote needs quoting */
-                kgl_csv_field(f, ent[t->head], "\"");
-                fputc('\t', f);
-                kgl_csv_field(f, ds->relation_names[t->rel], "\"");
-                fputc('\t', f);
-                kgl_csv_field(f, ent[t->tail], "\"");
-                /* 17 significant digits: each number reads back to the same double */
-                fprintf(f, "\t%s\t%.17g\t%.17g\t", k < n ? "tail" : "head", x->rank, x->score);
-                if (x->top_wrong >= 0) {
-                    kgl_csv_field(f, ent[x->top_wrong], "\"");
-                    fprintf(f, "\t%.17g\n", x->top_wrong_score);
-                } else {
-                    fputs("\t\n", f);
-                }
-            }
-            free(r);
+            ok = kgl_ranks_write(o.f, ms->models, (const kgl_real *const *)ms->states, ms->n, &v->ds, v->name[s],
+                                 v->split[s], v->n[s], eval_progress_update, ep);
         }
         if (ok) {
             ok = kgl_outfile_commit(&o, err, sizeof err);

@@ -28,10 +28,6 @@ static const char help[] =
     "academic world); --json prints what was written as one object.\n"
     EXIT_TABLE;
 
-static const char *const files[] = {"entities.tsv", "relations.tsv", "context.tsv",
-                                    "vectors.tsv",  "context_vectors.tsv", "metadata.tsv"};
-#define N_FILES (int)(sizeof files / sizeof files[0])
-
 int cmd_export(int argc, char **argv)
 {
     cli_args a;
@@ -62,13 +58,13 @@ int cmd_export(int argc, char **argv)
     kgl_checkpoint ck;
     static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model("export", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
-    char paths[N_FILES][4200], *models[1] = {chosen.path};
-    cli_file outputs[N_FILES];
-    for (int k = 0; k < N_FILES; k++) {
-        snprintf(paths[k], sizeof paths[k], "%s/%s", out, files[k]);
+    char paths[KGL_EXPORT_FILES][4200], *models[1] = {chosen.path};
+    cli_file outputs[KGL_EXPORT_FILES];
+    for (int k = 0; k < KGL_EXPORT_FILES; k++) {
+        snprintf(paths[k], sizeof paths[k], "%s/%s", out, kgl_export_files[k]);
         outputs[k] = (cli_file){"--out", paths[k], true, NULL};
     }
-    if (!outputs_distinct("export", &d, ckpt, models, 1, outputs, N_FILES)) {
+    if (!outputs_distinct("export", &d, ckpt, models, 1, outputs, KGL_EXPORT_FILES)) {
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);
@@ -93,7 +89,7 @@ int cmd_export(int argc, char **argv)
             kgl_json_field_int(&w, "step", ck.st.step);
             kgl_json_key(&w, "files");
             kgl_json_begin_array(&w);
-            for (int k = 0; k < N_FILES; k++) kgl_json_put_string(&w, files[k]);
+            for (int k = 0; k < KGL_EXPORT_FILES; k++) kgl_json_put_string(&w, kgl_export_files[k]);
             kgl_json_end_array(&w);
             kgl_json_end_object(&w);
             kgl_json_newline(&w);

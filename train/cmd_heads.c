@@ -1,7 +1,8 @@
 /* cmd_heads.c — `kgl heads`: what each attention head of a saved model looks
  * at, measured against the training triples, and pictures of it. The heads
- * study (src/studies/heads.c) measures and draws (heads_svg.c); this file
- * parses the options and prints the tables and the JSON. */
+ * study (src/studies/heads.c) resolves --query's names, measures, draws
+ * (heads_svg.c) and writes the JSON (heads_json.c); this file parses the
+ * options and prints the tables. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,26 +64,6 @@ static void say_which_model(const kgl_model_choice *chosen)
                        "so their answers can differ from these.");
 }
 
-/* n numbers, x[0], x[stride], ... as a JSON array. */
-static void json_numbers(kgl_json_writer *w, const double *x, int n, int stride)
-{
-    kgl_json_begin_array(w);
-    for (int k = 0; k < n; k++) kgl_json_put_number(w, x[(size_t)k * stride]);
-    kgl_json_end_array(w);
-}
-
-/* One answer of the readout: {"rank","entity","score","prob","true_tail"}. */
-static void json_answer(kgl_json_writer *w, int rank, const char *entity, double score, double prob, bool true_tail)
-{
-    kgl_json_begin_object(w);
-    kgl_json_field_int(w, "rank", rank);
-    kgl_json_field_string(w, "entity", entity);
-    kgl_json_field_number(w, "score", score);
-    kgl_json_field_number(w, "prob", prob);
-    kgl_json_field_bool(w, "true_tail", true_tail);
-    kgl_json_end_object(w);
-}
-
 /* The opening of every kgl heads --json object: the model chosen, its step and heads. */
 static void json_heads_opening(kgl_json_writer *w, const kgl_model_choice *chosen, long step, int heads)
 {
@@ -122,29 +103,6 @@ static void print_deeper_layers(const data_view *v, const kgl_heads_full *rep, i
     }
 }
 
-/* The same for --json: "deeper_layers":[{"layer":1,"spec":{REL:[...]}},...]. */
-static void json_deeper_layers(kgl_json_writer *w, const data_view *v, const kgl_heads_full *rep)
-{
-    int H = rep->heads, nr = rep->m;
-    kgl_json_key(w, "deeper_layers");
-    kgl_json_begin_array(w);
-    for (int l = 1; l < rep->layers; l++) {
-        const double *spec = rep->spec + (size_t)l * H * nr;
-        kgl_json_begin_object(w);
-        kgl_json_field_int(w, "layer", l);
-        kgl_json_key(w, "spec");
-        kgl_json_begin_object(w);
-        for (int r = 0; r < nr; r++) {
-            if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-            kgl_json_key(w, v->ds.relation_names[r]);
-            json_numbers(w, spec + r, H, nr);
-        }
-        kgl_json_end_object(w);
-        kgl_json_end_object(w);
-    }
-    kgl_json_end_array(w);
-}
-
 /* What --svg asks for: the folder and the colour scale. */
 typedef struct pictures {
     const char *dir; /* NULL: no pictures */
@@ -158,48 +116,6 @@ typedef struct pictures {
  * weights would put there; the weight a head keeps on the entity itself; and
  * head ablation on (at most KGL_HEADS_ABLATION_TRIPLES of) the training
  * triples (kgl_heads_graph_measure). */
-
-/* kgl heads --json of a graph model: the weight by relation, on the entity
-   itself, ablation. */
-static void graph_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                             const kgl_heads_graph *g)
-{
-    int H = g->heads, nr = g->m;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_field_string(&w, "context", "graph");
-    kgl_json_field_int(&w, "neighbours", m->cfg.neighbours);
-    kgl_json_key(&w, "relations");
-    kgl_json_begin_object(&w);
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || isnan(g->uniform[r])) continue;
-        kgl_json_key(&w, v->ds.relation_names[r]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_number(&w, "uniform", g->uniform[r]);
-        kgl_json_key(&w, "mass");
-        json_numbers(&w, g->mass + r, H, nr);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    kgl_json_key(&w, "self");
-    json_numbers(&w, g->self, H, 1);
-    kgl_json_key(&w, "ablation");
-    kgl_json_begin_object(&w);
-    kgl_json_field_int(&w, "triples", g->ablation_triples);
-    kgl_json_field_number(&w, "mrr", g->mrr);
-    kgl_json_key(&w, "heads");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "head", h);
-        kgl_json_field_number(&w, "mrr", g->ablated_mrr[h]);
-        kgl_json_field_number(&w, "drop", g->mrr - g->ablated_mrr[h]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_end_object(&w);
-    json_heads_closing(&w);
-}
 
 /* kgl heads of a graph model, as tables. */
 static void graph_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
@@ -251,8 +167,14 @@ static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures
             st = EXIT_OUTPUT;
         }
     }
-    if (json) graph_heads_json(chosen, ck->st.step, v, m, &g);
-    else graph_heads_text(chosen, ck->st.step, v, m, &g);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, ck->st.step, g.heads);
+        kgl_heads_graph_json(&w, &g, &v->ds, v->use_relation, m->cfg.neighbours);
+        json_heads_closing(&w);
+    } else {
+        graph_heads_text(chosen, ck->st.step, v, m, &g);
+    }
     if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
     kgl_heads_graph_free(&g);
     return st;
@@ -268,17 +190,8 @@ typedef struct query_view {
     kgl_heads_question a;
 } query_view;
 
-/* "kgl heads: unknown entity 'x' in --query; did you mean 'y'?" and exit 2. */
-static int unknown_name(const char *what, const char *name, const char *const *cands, int n_cands)
-{
-    char near[512];
-    int k = kgl_near_matches(name, cands, n_cands, 5, near, sizeof near);
-    fprintf(stderr, "kgl heads: --query: unknown %s '%s'%s%s%s\n", what, name, k ? "; did you mean " : "",
-            k ? near : "", k ? "?" : "");
-    return EXIT_USAGE;
-}
-
-/* Parses HEAD,REL (split at the last comma) into q->entity and q->row. */
+/* Parses HEAD,REL (split at the last comma) into q->entity and q->row
+   (kgl_heads_question_resolve). */
 static int parse_query(const char *query, const data_view *v, const kgl_model *m, query_view *q)
 {
     const char *comma = strrchr(query, ',');
@@ -290,48 +203,13 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     size_t head_len = (size_t)(comma - query); /* the whole name: a line holds up to KGL_LINE_MAX bytes */
     char *head = memcpy(kgl_xmalloc(head_len + 1), query, head_len);
     head[head_len] = 0;
-    const kgl_dataset *ds = &v->ds;
-    q->entity = kgl_dataset_entity_id(ds, head);
-    if (q->entity < 0) {
-        int st = unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities);
-        free(head);
-        return st;
-    }
+    char *err = kgl_xmalloc(2 * KGL_LINE_MAX);
+    bool ok = kgl_heads_question_resolve(&v->ds, &m->cfg, head, comma + 1, &q->entity, &q->row, err, 2 * KGL_LINE_MAX);
+    if (ok) kgl_relation_row_name(&v->ds, q->row, q->rel_name, sizeof q->rel_name);
+    else fprintf(stderr, "kgl heads: --query: %s\n", err);
+    free(err);
     free(head);
-    const char *rel = comma + 1;
-    q->row = kgl_relation_row_id(ds, &m->cfg, rel);
-    if (q->row < 0) {
-        if (kgl_inverse_name(rel) && !m->cfg.reciprocal) {
-            fprintf(stderr, "kgl heads: --query: '%s' is an inverse relation, but this checkpoint was trained with "
-                            "--no-reciprocal (it has no inverse relations)\n", rel);
-            return EXIT_USAGE;
-        }
-        int rows = kgl_config_relation_rows(&m->cfg);
-        char(*names)[600] = kgl_xmalloc((size_t)rows * sizeof *names);
-        const char **cands = kgl_xmalloc((size_t)rows * sizeof *cands);
-        for (int r = 0; r < rows; r++) {
-            kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
-            cands[r] = names[r];
-        }
-        int st = unknown_name("relation", rel, cands, rows);
-        free(names);
-        free(cands);
-        return st;
-    }
-    kgl_relation_row_name(ds, q->row, q->rel_name, sizeof q->rel_name);
-    return 0;
-}
-
-/* The entities the attention table shows: the `top` most attended, then
- * every true answer that is not among them (so a true tail is never hidden). */
-static int attention_rows_shown(const query_view *q, int *rows)
-{
-    int k = 0;
-    for (int r = 0; r < q->a.n; r++) {
-        int j = q->a.by_attn[r];
-        if (r < q->top || q->a.is_true[j]) rows[k++] = j;
-    }
-    return k;
+    return ok ? 0 : EXIT_USAGE;
 }
 
 static void query_print_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
@@ -346,7 +224,8 @@ static void query_print_text(const kgl_model_choice *chosen, long step, const da
     printf("\n\n");
 
     int *rows = kgl_xmalloc((size_t)q->a.n * sizeof(int));
-    int n_rows = attention_rows_shown(q, rows), n_ans = q->top < q->a.n ? q->top : q->a.n;
+    double rest_max; /* the largest mean attention left out */
+    int n_rows = kgl_heads_question_rows(&q->a, q->top, rows, &rest_max), n_ans = q->top < q->a.n ? q->top : q->a.n;
     /* column widths from the names shown, so the two tables line up */
     int ew = 6, aw = 6;
     for (int k = 0; k < n_rows; k++) ew = fmax(ew, text_width(names[rows[k]]) + 2);
@@ -387,64 +266,11 @@ static void query_print_text(const kgl_model_choice *chosen, long step, const da
         printf("\n");
     }
     if (n_rows < q->a.n) {
-        double rest_max = 0;
-        for (int r = 0; r < q->a.n; r++) {
-            int j = q->a.by_attn[r];
-            bool shown = false;
-            for (int k = 0; k < n_rows; k++) shown |= rows[k] == j;
-            if (!shown) rest_max = fmax(rest_max, q->a.mean[j]);
-        }
         int more = q->a.n - n_rows;
         printf("(%d more %s, each with mean attention at most %.3f; --top N shows more, --json lists all)\n", more,
                more == 1 ? "entity" : "entities", rest_max);
     }
     free(rows);
-}
-
-/* "query":{"head":HEAD,"relation":REL} */
-static void json_query(kgl_json_writer *w, const char *head, const char *relation)
-{
-    kgl_json_key(w, "query");
-    kgl_json_begin_object(w);
-    kgl_json_field_string(w, "head", head);
-    kgl_json_field_string(w, "relation", relation);
-    kgl_json_end_object(w);
-}
-
-static void query_print_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
-{
-    char *const *names = v->ds.entity_names;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, q->a.heads);
-    json_query(&w, names[q->entity], q->rel_name);
-    kgl_json_key(&w, "true_tails");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < q->a.n_true; k++) kgl_json_put_string(&w, names[q->a.truth[k]]);
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "attention");
-    kgl_json_begin_array(&w);
-    for (int r = 0; r < q->a.n; r++) {
-        int j = q->a.by_attn[r];
-        kgl_json_begin_object(&w);
-        kgl_json_field_string(&w, "entity", names[j]);
-        kgl_json_field_bool(&w, "true_tail", q->a.is_true[j]);
-        kgl_json_key(&w, "heads");
-        kgl_json_begin_array(&w);
-        for (int h = 0; h < q->a.heads; h++) kgl_json_put_number(&w, q->a.attn[(size_t)h * q->a.n + j]);
-        kgl_json_end_array(&w);
-        kgl_json_field_number(&w, "mean", q->a.mean[j]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    int n_ans = q->top < q->a.n ? q->top : q->a.n;
-    for (int k = 0; k < n_ans; k++) {
-        int j = q->a.by_score[k];
-        json_answer(&w, k + 1, names[j], q->a.scores[j], q->a.probs[j], q->a.is_true[j]);
-    }
-    kgl_json_end_array(&w);
-    json_heads_closing(&w);
 }
 
 /* ---- --query on a neighbourhood model ------------------------------------------
@@ -468,15 +294,10 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
     for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
     printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
     char label[1300], cell[200]; /* cell: 40 characters of at most 4 bytes, and " *" */
-    int *order = kgl_xmalloc((size_t)T * sizeof(int));
-    double *mean = kgl_xmalloc((size_t)T * sizeof(double));
     for (int l = 0; l < sv->layers; l++) {
         const double *w = sv->weight + (size_t)l * T * H;
-        for (int t = 0; t < T; t++) {
-            mean[t] = 0;
-            for (int h = 0; h < H; h++) mean[t] += w[(size_t)t * H + h] / H;
-        }
-        kgl_heads_order(mean, T, order);
+        const double *mean = q->a.token_mean + (size_t)l * T; /* over the heads, by kgl_heads_question_measure */
+        const int *order = q->a.token_order + (size_t)l * T;
         printf("\nlayer %d: where each head looks (the %d most weighted of %d tokens)\n%-40s", l, top, T, "token");
         for (int h = 0; h < H; h++) {
             snprintf(cell, sizeof cell, "head %d", h);
@@ -505,54 +326,6 @@ static void graph_query_text(const kgl_model_choice *chosen, long step, const da
         print_cell(stdout, cell, -34);
         printf(" %10.4f %8.4f\n", ans[k].score, ans[k].prob);
     }
-    free(order);
-    free(mean);
-}
-
-static void graph_query_json(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q,
-                             const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
-{
-    char *const *names = v->ds.entity_names;
-    int T = sv->n_tokens, H = sv->heads;
-    char rel[600];
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_field_int(&w, "layers", sv->layers);
-    kgl_json_field_string(&w, "context", "graph");
-    json_query(&w, names[q->entity], q->rel_name);
-    kgl_json_field_number(&w, "uniform", 1.0 / T);
-    kgl_json_key(&w, "tokens");
-    kgl_json_begin_array(&w);
-    for (int t = 0; t < T; t++) {
-        kgl_json_begin_object(&w);
-        int asked = kgl_segment_asked_relation(&v->ds, sv, t);
-        if (asked >= 0) { /* the asked relation's token (--relation-token): no entity */
-            kgl_json_field_null(&w, "entity");
-            kgl_relation_row_name(&v->ds, asked, rel, sizeof rel);
-            kgl_json_field_string(&w, "asked_relation", rel);
-        } else {
-            kgl_json_field_string(&w, "entity", names[sv->entity[t]]);
-        }
-        if (t == 0 || asked >= 0) { /* the question's own entity, or its relation: no edge led to it */
-            kgl_json_field_null(&w, "relation");
-        } else {
-            kgl_relation_row_name(&v->ds, sv->relation[t], rel, sizeof rel);
-            kgl_json_field_string(&w, "relation", rel);
-        }
-        kgl_json_field_bool(&w, "true_answer", kgl_segment_token_is(sv, t, q->a.is_true));
-        kgl_json_key(&w, "layers");
-        kgl_json_begin_array(&w);
-        for (int l = 0; l < sv->layers; l++) json_numbers(&w, sv->weight + ((size_t)l * T + t) * H, H, 1);
-        kgl_json_end_array(&w);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < n_ans; k++)
-        json_answer(&w, k + 1, names[ans[k].entity], ans[k].score, ans[k].prob, q->a.is_true[ans[k].entity]);
-    kgl_json_end_array(&w);
-    json_heads_closing(&w);
 }
 
 /* kgl heads --query HEAD,REL of a model with attention: where each head
@@ -577,30 +350,34 @@ static int run_query(const kgl_model_choice *chosen, const char *query, int top,
             st = EXIT_OUTPUT;
         }
     }
-    if (graph && json) graph_query_json(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
-    else if (graph) graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
-    else if (json) query_print_json(chosen, step, v, &q);
-    else query_print_text(chosen, step, v, &q);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, step, graph ? sv->heads : q.a.heads);
+        kgl_heads_question_json(&w, &q.a, &v->ds, top);
+        json_heads_closing(&w);
+    } else if (graph) {
+        graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
+    } else {
+        query_print_text(chosen, step, v, &q);
+    }
     if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
     kgl_heads_question_free(&q.a);
     return st;
 }
 
-/* The pictures --svg DIR will hold (query.svg; or head<h>.svg, heads.svg
-   and spec.svg), none of them a file the command reads (outputs_distinct). */
-static bool pictures_distinct(const data_args *d, const char *spec, char *opened, const char *dir, bool query, int H)
+/* The pictures --svg DIR will hold (kgl_heads_svg_path: query.svg,
+   relations.svg, or head<h>.svg, heads.svg and spec.svg), none of them a
+   file the command reads (outputs_distinct). */
+static bool pictures_distinct(const data_args *d, const char *spec, char *opened, const char *dir, bool query,
+                              const kgl_config *cfg)
 {
-    char(*paths)[4200] = malloc((size_t)(H + 2) * sizeof *paths);
-    cli_file *outputs = malloc((size_t)(H + 2) * sizeof *outputs);
-    int n = 0;
-    if (query) {
-        snprintf(paths[n++], sizeof paths[0], "%s/query.svg", dir);
-    } else {
-        for (int h = 0; h < H; h++) snprintf(paths[n++], sizeof paths[0], "%s/head%d.svg", dir, h);
-        snprintf(paths[n++], sizeof paths[0], "%s/heads.svg", dir);
-        snprintf(paths[n++], sizeof paths[0], "%s/spec.svg", dir);
+    int n = kgl_heads_svg_path(cfg->context, query, cfg->heads, 0, dir, NULL, 0);
+    char(*paths)[4200] = malloc((size_t)n * sizeof *paths);
+    cli_file *outputs = malloc((size_t)n * sizeof *outputs);
+    for (int k = 0; k < n; k++) {
+        kgl_heads_svg_path(cfg->context, query, cfg->heads, k, dir, paths[k], sizeof paths[k]);
+        outputs[k] = (cli_file){"--svg", paths[k], true, NULL};
     }
-    for (int k = 0; k < n; k++) outputs[k] = (cli_file){"--svg", paths[k], true, NULL};
     bool ok = outputs_distinct("heads", d, spec, &opened, 1, outputs, n);
     free(outputs);
     free(paths);
@@ -614,66 +391,6 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
     for (int k = 0; k < 4; k++)
         if (strcmp(name, names[k]) == 0) return *out = (kgl_colour_scale)k, true;
     return false;
-}
-
-/* kgl heads --json of a full-context model: spec, precision, deeper layers, top-3, ablation. */
-static void full_heads_json(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_heads_full *rep)
-{
-    int H = rep->heads, n = rep->n, nr = rep->m;
-    char **names = v->ds.entity_names;
-    kgl_json_writer w;
-    json_heads_opening(&w, chosen, step, H);
-    kgl_json_key(&w, "relations");
-    kgl_json_begin_object(&w);
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-        kgl_json_key(&w, v->ds.relation_names[r]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "entities", rep->with_tails[r]);
-        kgl_json_field_number(&w, "baseline", rep->baseline[r]);
-        kgl_json_key(&w, "spec");
-        json_numbers(&w, rep->spec + r, H, nr);
-        kgl_json_key(&w, "argmax_precision");
-        json_numbers(&w, rep->precision + r, H, nr);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    if (rep->layers > 1) json_deeper_layers(&w, v, rep);
-    kgl_json_key(&w, "top3");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        for (int i = 0; i < n; i++) { /* each entity: [[name, weight], ...] of its three most attended */
-            const int *idx = rep->top3 + ((size_t)h * n + i) * 3;
-            const double *weight = rep->top3_weight + ((size_t)h * n + i) * 3;
-            kgl_json_key(&w, names[i]);
-            kgl_json_begin_array(&w);
-            for (int k = 0; k < 3 && idx[k] >= 0; k++) {
-                kgl_json_begin_array(&w);
-                kgl_json_put_string(&w, names[idx[k]]);
-                kgl_json_put_number(&w, weight[k]);
-                kgl_json_end_array(&w);
-            }
-            kgl_json_end_array(&w);
-        }
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_key(&w, "ablation");
-    kgl_json_begin_object(&w);
-    kgl_json_field_number(&w, "mrr", rep->mrr);
-    kgl_json_key(&w, "heads");
-    kgl_json_begin_array(&w);
-    for (int h = 0; h < H; h++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "head", h);
-        kgl_json_field_number(&w, "mrr", rep->ablated_mrr[h]);
-        kgl_json_field_number(&w, "drop", rep->mrr - rep->ablated_mrr[h]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    kgl_json_end_object(&w);
-    json_heads_closing(&w);
 }
 
 /* kgl heads of a full-context model, as tables: spec and precision by
@@ -748,8 +465,14 @@ static int full_heads(const kgl_model_choice *chosen, bool json, const pictures 
             st = EXIT_OUTPUT;
         }
     }
-    if (json) full_heads_json(chosen, ck->st.step, v, &rep);
-    else full_heads_text(chosen, ck->st.step, v, m, &rep);
+    if (json) {
+        kgl_json_writer w;
+        json_heads_opening(&w, chosen, ck->st.step, rep.heads);
+        kgl_heads_full_json(&w, &rep, &v->ds, v->use_relation);
+        json_heads_closing(&w);
+    } else {
+        full_heads_text(chosen, ck->st.step, v, m, &rep);
+    }
     if (drawn && !json)
         printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, rep.heads - 1, pic->dir,
                pic->dir);
@@ -800,7 +523,7 @@ int cmd_heads(int argc, char **argv)
     kgl_checkpoint ck;
     static kgl_model_choice chosen; /* which model of its ensemble (8 KB: one per process) */
     if ((st = open_model("heads", &d, ckpt, member, &chosen, &v, &m, &ck))) return st;
-    if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, m.cfg.heads)) {
+    if (svg_dir && !pictures_distinct(&d, ckpt, chosen.path, svg_dir, query != NULL, &m.cfg)) {
         kgl_model_free(&m);
         kgl_checkpoint_close(&ck);
         data_free(&v);

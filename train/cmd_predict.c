@@ -3,8 +3,9 @@
  * with scores, softmax probabilities and the answers that are already known
  * triples marked (or left out); and a whole triple (HEAD, REL, TAIL) scored:
  * its rank, score and probability in both directions, as kgl eval ranks it.
- * The answering is kgl_predict's and kgl_rank_triples' (the C API); this
- * file parses and prints. */
+ * The questions are read by kgl_questions_read and kgl_question_make, the
+ * answering is kgl_predict's and kgl_questions_rank's, the JSON
+ * kgl_question_json's (the C API); this file parses and prints. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -70,147 +71,15 @@ static const char help[] =
     "                     \"top_other\",\"top_other_score\"}}\n\n"
     EXIT_TABLE;
 
-typedef struct query {
-    int entity;       /* the given entity (a triple's head) */
-    int relation;     /* original relation id */
-    bool ask_head;    /* (?, r, entity) instead of (entity, r, ?) */
-    int tail;         /* a whole triple (entity, r, tail) to score; -1 for a question */
-} query;
-
-/* "kgl predict: --head: unknown entity 'x'; did you mean 'y'?" (or the same
-   after "file:line:") and exit status 2. */
-static int unknown_name(const char *where, const char *what, const char *name, char *const *names, int n)
-{
-    char near[512];
-    int k = kgl_near_matches(name, (const char *const *)names, n, 5, near, sizeof near);
-    fprintf(stderr, "%s: unknown %s '%s'%s%s%s\n", where, what, name, k ? "; did you mean " : " (none is close)",
-            k ? near : "", k ? "?" : "");
-    return EXIT_USAGE;
-}
-
-/* One question from names (head or tail NULL: the one asked for), or a
-   triple (neither); 0 or an exit status after reporting. A mistake is
-   reported after `where` (a queries file's "file:line"), or else after the
-   option that gave the name ("kgl predict: --relation"). */
-static int make_query(const char *where, const kgl_dataset *ds, const char *head, const char *relation,
-                      const char *tail, query *q)
-{
-    q->ask_head = head == NULL;
-    q->tail = -1;
-    q->relation = kgl_dataset_relation_id(ds, relation);
-    if (q->relation < 0)
-        return unknown_name(where ? where : "kgl predict: --relation", "relation", relation, ds->relation_names,
-                            ds->n_relations);
-    q->entity = kgl_dataset_entity_id(ds, head ? head : tail);
-    if (q->entity < 0)
-        return unknown_name(where ? where : head ? "kgl predict: --head" : "kgl predict: --tail", "entity",
-                            head ? head : tail, ds->entity_names, ds->n_entities);
-    if (head && tail && (q->tail = kgl_dataset_entity_id(ds, tail)) < 0)
-        return unknown_name(where ? where : "kgl predict: --tail", "entity", tail, ds->entity_names, ds->n_entities);
-    return 0;
-}
-
-/* A queries line with '?' for a model that has an entity named '?': asks
-   for the head (or tail), or names that entity in a triple to score. The
-   command line's --head and --tail take names only, so it asks either. */
-static void ambiguous_mark(const char *where, bool head_asked, char *const *f)
-{
-    fprintf(stderr, "%s: '?' as the %s could ask for it or name the entity '?' of this model; ask on the command "
-            "line, where --head and --tail take names only: ", where, head_asked ? "head" : "tail");
-    if (head_asked)
-        fprintf(stderr, "--relation '%s' --tail '%s' asks for the heads, --head '?' --relation '%s' --tail '%s' scores "
-                "the triple\n", f[1], f[2], f[1], f[2]);
-    else
-        fprintf(stderr, "--head '%s' --relation '%s' asks for the tails, --head '%s' --relation '%s' --tail '?' scores "
-                "the triple\n", f[0], f[1], f[0], f[1]);
-}
-
-/* Reads every question of a queries file ("-": standard input) before any is
-   answered, so a bad line stops the run before it prints anything. */
-static int read_queries(const char *path, const kgl_dataset *ds, query **out, int *n_out)
-{
-    kgl_text t;
-    char err[1024];
-    if (strcmp(path, "-") == 0) path = "/dev/stdin"; /* a pipe or a file, as kgl_text_open reads any */
-    if (!kgl_text_open(&t, path, err, sizeof err)) {
-        fprintf(stderr, "kgl predict: --queries %s\n", err);
-        return EXIT_USAGE;
-    }
-    query *qs = NULL;
-    int n = 0, cap = 0, st = 0;
-    char *f[4];
-    int nf, got;
-    /* a model with a relation named '?' has no other: the middle field, which
-       never asks, names it; an entity named '?' makes a '?' ambiguous */
-    bool entity_named_mark = kgl_dataset_entity_id(ds, "?") >= 0;
-    bool relation_named_mark = kgl_dataset_relation_id(ds, "?") >= 0;
-    while ((got = kgl_text_next(&t, '\t', f, 4, &nf, err, sizeof err)) == 1) {
-        char where[1100];
-        snprintf(where, sizeof where, "%s:%d", path, t.lineno);
-        if (nf != 3) {
-            fprintf(stderr, "%s: expected 3 tab-separated fields (head, relation, tail; '?' as the head or the tail "
-                            "asks for it), got %d\n", where, nf);
-            st = EXIT_USAGE;
-            break;
-        }
-        bool head_asked = strcmp(f[0], "?") == 0, tail_asked = strcmp(f[2], "?") == 0;
-        if (strcmp(f[1], "?") == 0 && !relation_named_mark) {
-            fprintf(stderr, "%s: the relation cannot be asked for; put '?' in the head or the tail\n", where);
-            st = EXIT_USAGE;
-            break;
-        }
-        if ((head_asked || tail_asked) && entity_named_mark) {
-            ambiguous_mark(where, head_asked, f);
-            st = EXIT_USAGE;
-            break;
-        }
-        if (head_asked && tail_asked) {
-            fprintf(stderr, "%s: both the head and the tail are '?'; ask for one of them, or give both to score the "
-                            "triple\n", where);
-            st = EXIT_USAGE;
-            break;
-        }
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            query *grown = realloc(qs, (size_t)cap * sizeof *qs);
-            if (!grown) {
-                fprintf(stderr, "kgl predict: out of memory reading %s\n", path);
-                st = EXIT_USAGE;
-                break;
-            }
-            qs = grown;
-        }
-        if ((st = make_query(where, ds, head_asked ? NULL : f[0], f[1], tail_asked ? NULL : f[2], &qs[n]))) break;
-        n++;
-    }
-    if (got < 0) {
-        fprintf(stderr, "%s\n", err);
-        st = EXIT_USAGE;
-    }
-    if (!st && n == 0) {
-        fprintf(stderr, "%s: no questions (each line is head<TAB>relation<TAB>tail, with '?' as the head or the tail "
-                        "to ask for it)\n", path);
-        st = EXIT_USAGE;
-    }
-    kgl_text_close(&t);
-    if (st) {
-        free(qs);
-        return st;
-    }
-    *out = qs;
-    *n_out = n;
-    return 0;
-}
-
 /* (alice, advises, ?) */
-static void print_question(FILE *f, const kgl_dataset *ds, const query *q)
+static void print_question(FILE *f, const kgl_dataset *ds, const kgl_question *q)
 {
     const char *e = ds->entity_names[q->entity], *r = ds->relation_names[q->relation];
     if (q->ask_head) fprintf(f, "(?, %s, %s)", r, e);
     else fprintf(f, "(%s, %s, ?)", e, r);
 }
 
-static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, int top, bool have_known,
+static void print_table(const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, int top, bool have_known,
                         bool filter, int n_left_out)
 {
     const char *col = q->ask_head ? "head" : "tail";
@@ -232,55 +101,6 @@ static void print_table(const kgl_dataset *ds, const query *q, const kgl_answer 
     }
 }
 
-/* "query":{"head":…,"relation":…,"tail":…}, null for the one asked. */
-static void json_query(kgl_json_writer *w, const char *head, const char *relation, const char *tail)
-{
-    kgl_json_key(w, "query");
-    kgl_json_begin_object(w);
-    if (head) kgl_json_field_string(w, "head", head);
-    else kgl_json_field_null(w, "head");
-    kgl_json_field_string(w, "relation", relation);
-    if (tail) kgl_json_field_string(w, "tail", tail);
-    else kgl_json_field_null(w, "tail");
-    kgl_json_end_object(w);
-}
-
-/* The end of a question's object, and its line. */
-static void json_end_line(kgl_json_writer *w)
-{
-    kgl_json_end_object(w);
-    kgl_json_newline(w);
-    kgl_json_writer_finish(w);
-}
-
-static void print_json(const kgl_dataset *ds, const query *q, const kgl_answer *a, int count, bool have_known,
-                       bool filter, int n_left_out)
-{
-    const char *asked_of = ds->entity_names[q->entity];
-    kgl_json_writer w;
-    kgl_json_writer_init(&w, stdout);
-    kgl_json_begin_object(&w);
-    json_query(&w, q->ask_head ? NULL : asked_of, ds->relation_names[q->relation], q->ask_head ? asked_of : NULL);
-    kgl_json_field_string(&w, "direction", q->ask_head ? "head" : "tail");
-    kgl_json_field_bool(&w, "filter", filter);
-    if (have_known) kgl_json_field_int(&w, "known_left_out", n_left_out);
-    else kgl_json_field_null(&w, "known_left_out");
-    kgl_json_key(&w, "answers");
-    kgl_json_begin_array(&w);
-    for (int k = 0; k < count; k++) {
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "rank", k + 1);
-        kgl_json_field_string(&w, "entity", ds->entity_names[a[k].entity]);
-        kgl_json_field_number(&w, "score", a[k].score);
-        kgl_json_field_number(&w, "prob", a[k].prob);
-        if (have_known) kgl_json_field_bool(&w, "known", a[k].known);
-        else kgl_json_field_null(&w, "known");
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_array(&w);
-    json_end_line(&w);
-}
-
 /* A rank: whole, or half way between two (ties count as the mean of the
    optimistic and the pessimistic rank). */
 static void print_rank(double rank) { printf("%8.*f", rank == floor(rank) ? 0 : 1, rank); }
@@ -288,7 +108,7 @@ static void print_rank(double rank) { printf("%8.*f", rank == floor(rank) ? 0 : 
 /* A triple's two questions, with the rank, score and probability of its
    tail and of its head (ranked: kgl_rank_triples), and the best other
    answer. known: whether the triple is a known one (-1: no triples given). */
-static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked *r, int known, bool filter)
+static void print_triple(const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known, bool filter)
 {
     char *const *ent = ds->entity_names;
     const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
@@ -312,30 +132,6 @@ static void print_triple(const kgl_dataset *ds, const query *q, const kgl_ranked
         printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
                r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
     }
-}
-
-static void print_triple_json(const kgl_dataset *ds, const query *q, const kgl_ranked *r, int known, bool filter)
-{
-    kgl_json_writer w;
-    kgl_json_writer_init(&w, stdout);
-    kgl_json_begin_object(&w);
-    json_query(&w, ds->entity_names[q->entity], ds->relation_names[q->relation], ds->entity_names[q->tail]);
-    kgl_json_field_string(&w, "direction", "triple");
-    kgl_json_field_bool(&w, "filter", filter);
-    if (known < 0) kgl_json_field_null(&w, "known"); /* no triples given */
-    else kgl_json_field_bool(&w, "known", known);
-    for (int dir = 0; dir < 2; dir++) {
-        kgl_json_key(&w, dir ? "head" : "tail");
-        kgl_json_begin_object(&w);
-        kgl_json_field_number(&w, "rank", r[dir].rank);
-        kgl_json_field_number(&w, "score", r[dir].score);
-        kgl_json_field_number(&w, "prob", r[dir].prob);
-        if (r[dir].top_wrong >= 0) kgl_json_field_string(&w, "top_other", ds->entity_names[r[dir].top_wrong]);
-        else kgl_json_field_null(&w, "top_other");
-        kgl_json_field_number(&w, "top_other_score", r[dir].top_wrong_score);
-        kgl_json_end_object(&w);
-    }
-    json_end_line(&w);
 }
 
 /* What the command line asks for. */
@@ -412,7 +208,7 @@ static int parse_options(int argc, char **argv, predict_options *o)
 /* The questions: --queries FILE's (into *qs, to free), or the command
    line's one (into *one), once --top is checked against the model's
    entities. 0, or an exit status after reporting. */
-static int read_questions(const predict_options *o, const kgl_dataset *ds, query *one, query **qs, int *n_q)
+static int read_questions(const predict_options *o, const kgl_dataset *ds, kgl_question *one, kgl_question **qs, int *n_q)
 {
     int n = ds->n_entities;
     if (o->top_given && (o->top < 1 || o->top > n)) {
@@ -420,27 +216,13 @@ static int read_questions(const predict_options *o, const kgl_dataset *ds, query
                         "Try 'kgl predict --help'.\n", o->top, n, n);
         return EXIT_USAGE;
     }
-    if (o->queries) return read_queries(o->queries, ds, qs, n_q);
-    return make_query(NULL, ds, o->head, o->relation, o->tail, one);
-}
-
-/* The triples among the questions, ranked together as kgl eval ranks them:
-   [tails, heads], n_triples of each (free the array). */
-static kgl_ranked *rank_triples(const kgl_dataset *ds, const kgl_model_set *ms, bool filtering, const query *qs, int n_q,
-                                int *n_triples)
-{
-    int n_t = 0;
-    for (int k = 0; k < n_q; k++) n_t += qs[k].tail >= 0;
-    kgl_triple *triples = kgl_xmalloc((size_t)(n_t ? n_t : 1) * sizeof *triples);
-    kgl_ranked *ranked = kgl_xmalloc((size_t)(n_t ? 2 * n_t : 1) * sizeof *ranked);
-    for (int k = 0, t = 0; k < n_q; k++)
-        if (qs[k].tail >= 0) triples[t++] = (kgl_triple){qs[k].entity, qs[k].relation, qs[k].tail};
-    if (n_t)
-        kgl_rank_triples_ensemble(ms->models, (const kgl_real *const *)ms->states, ms->n, filtering ? ds : NULL, triples,
-                                  n_t, ranked);
-    free(triples);
-    *n_triples = n_t;
-    return ranked;
+    char *err = kgl_xmalloc(KGL_QUESTION_ERR_CAP);
+    bool ok = o->queries ? kgl_questions_read("predict", o->queries, ds, qs, n_q, err, KGL_QUESTION_ERR_CAP)
+                         : kgl_question_make(ds, o->head, o->relation, o->tail, NULL, one, err, KGL_QUESTION_ERR_CAP);
+    /* a mistake in a file says its place; one on the command line, its option */
+    if (!ok) fprintf(stderr, "%s%s\n", o->queries ? "" : "kgl predict: ", err);
+    free(err);
+    return ok ? 0 : EXIT_USAGE;
 }
 
 /* Before the text answers: which models answer (an ensemble, or one member
@@ -460,13 +242,17 @@ static void print_models_asked(const kgl_model_set *ms)
 
 /* A triple's two ranks r (its tail's, its head's), and whether it is a known
    triple, printed; `first`: no blank line before it. */
-static void print_scored_triple(const predict_options *o, const kgl_dataset *ds, const query *q, const kgl_ranked *r,
+static void print_scored_triple(const predict_options *o, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
                                 bool first)
 {
     /* -1: unknown, no triples given */
     int known = o->have_known ? kgl_dataset_is_known(ds, q->entity, q->relation, q->tail) : -1;
     if (o->json) {
-        print_triple_json(ds, q, r, known, o->filtering);
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, stdout);
+        kgl_question_triple_json(&w, ds, q, r, known, o->filtering);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
         print_triple(ds, q, r, known, o->filtering);
@@ -475,7 +261,7 @@ static void print_scored_triple(const predict_options *o, const kgl_dataset *ds,
 
 /* One question's top k_top answers (into ans), printed; `first`: no blank
    line before it. */
-static void answer_question(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const query *q,
+static void answer_question(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const kgl_question *q,
                             int k_top, kgl_answer *ans, bool first)
 {
     int row = q->ask_head ? ds->n_relations + q->relation : q->relation;
@@ -484,7 +270,11 @@ static void answer_question(const predict_options *o, const kgl_dataset *ds, con
     int n_known = 0;
     if (o->have_known) kgl_dataset_known(ds, q->entity, row, &n_known);
     if (o->json) {
-        print_json(ds, q, ans, count, o->have_known, o->filtering, o->filtering ? n_known : 0);
+        kgl_json_writer w;
+        kgl_json_writer_init(&w, stdout);
+        kgl_question_json(&w, ds, q, ans, count, o->have_known, o->filtering, o->filtering ? n_known : 0);
+        kgl_json_newline(&w);
+        kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
         print_table(ds, q, ans, count, k_top, o->have_known, o->filtering, n_known);
@@ -493,14 +283,15 @@ static void answer_question(const predict_options *o, const kgl_dataset *ds, con
 
 /* Every question answered and every triple scored, in the order asked. 0,
    or an exit status after reporting. */
-static int answer_questions(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const query *qs,
+static int answer_questions(const predict_options *o, const kgl_dataset *ds, const kgl_model_set *ms, const kgl_question *qs,
                             int n_q)
 {
     int n = ds->n_entities, st = 0;
     int k_top = o->top_given ? (int)o->top : (n < 10 ? n : 10);
     kgl_answer *ans = malloc((size_t)k_top * sizeof *ans);
     int n_triples, t_done = 0;
-    kgl_ranked *ranked = rank_triples(ds, ms, o->filtering, qs, n_q, &n_triples);
+    kgl_ranked *ranked = kgl_questions_rank(ms->models, (const kgl_real *const *)ms->states, ms->n,
+                                            o->filtering ? ds : NULL, qs, n_q, &n_triples);
     if (!ans) {
         fprintf(stderr, "kgl predict: out of memory\n");
         st = EXIT_USAGE;
@@ -538,7 +329,7 @@ int cmd_predict(int argc, char **argv)
         return st;
     }
     const kgl_dataset *ds = o.have_known ? &v.ds : &names;
-    query one, *qs = &one;
+    kgl_question one, *qs = &one;
     int n_q = 1;
     st = read_questions(&o, ds, &one, &qs, &n_q);
     if (!st) st = answer_questions(&o, ds, &ms, qs, n_q);

@@ -34,10 +34,8 @@ void data_free(data_view *v);
  * --splits names valid, which was not given (--valid F)") and returns
  * false. kgl eval's and kgl train's rule. */
 bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, bool *chosen);
-/* The loader's findings on stderr, one "file:line: ..." each: a header line
- * skipped, duplicate triples, valid/test triples also in train, and those
- * naming entities or relations train never names (with the first names and
- * how they are ranked). data_load prints them always, --quiet or not. */
+/* The loader's findings on stderr (kgl_dataset_write_warnings, kgl/io.h).
+ * data_load prints them always, --quiet or not. */
 void print_data_warnings(const kgl_dataset *ds);
 
 /* "advises=0,authored=1" → head_of[m] (-1 elsewhere; kgl_supervision_parse,

@@ -211,6 +211,13 @@ typedef struct kgl_dataset {
  * On failure *ds is left empty (kgl_dataset_free on it is harmless). */
 bool kgl_dataset_load(kgl_dataset *ds, const kgl_source *src, int n_src, char *err, size_t err_cap);
 void kgl_dataset_free(kgl_dataset *ds);
+/* The loader's findings, one line each on f, "file:line: ..." (or "file:
+ * ..."): a header line skipped, duplicate triples, valid/test triples also
+ * in train, and those naming entities or relations train never names (the
+ * first KGL_UNSEEN_SHOWN names, and how such triples are ranked). Nothing
+ * for clean splits. kgl train, eval, predict, heads, export and split print
+ * them on stderr, --quiet or not. */
+void kgl_dataset_write_warnings(FILE *f, const kgl_dataset *ds);
 /* Whether a first line looks like column names, so that it is skipped as a
  * header: every one of its n fields is a column word, case-blind. For
  * triples (n = 3): head, relation, tail, subject, predicate, object,

@@ -1489,6 +1489,9 @@ int kgl_true_answers(const kgl_triple *tr, int n_triples, int n_relations, int e
  * Each file is written atomically (a temporary file, then rename). False
  * with "path: why" in err when a file cannot be written. */
 bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap);
+/* The names of the files kgl_export_tsv writes, in the order above. */
+#define KGL_EXPORT_FILES 6
+extern const char *const kgl_export_files[KGL_EXPORT_FILES];
 /* Runs the model's context once and checks that the attention (A_h), the
  * contextual states (C) and a bound on every readout score are finite: a
  * checkpoint's parameters may be finite and still too large for finite
@@ -1565,6 +1568,72 @@ void kgl_rank_triples(const kgl_model *m, const kgl_real *states, const kgl_data
  * mean probability); scores are the log of that probability. */
 void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *const *states, int members,
                                const kgl_dataset *ds, const kgl_triple *tr, int n, kgl_ranked *out);
+/* kgl eval --ranks: every ranked query as a line of a TSV file, for error
+ * analysis. The header (split, head, relation, tail, direction, rank,
+ * score, top_wrong, top_wrong_score), then, for each split, its n triples'
+ * tail queries in order and then their head queries, ranked as
+ * kgl_rank_triples_ensemble ranks them (filtered by ds); names quoted only
+ * when they hold a quote (kgl_csv_field), numbers with 17 significant
+ * digits (each reads back to the same double), top_wrong and its score
+ * empty when every other candidate is known. progress (NULL: none) is told
+ * the queries ranked of 2n, a slice at a time. False when out of memory
+ * (nothing of the split written). */
+void kgl_ranks_write_header(FILE *f);
+bool kgl_ranks_write(FILE *f, const kgl_model *const *models, const kgl_real *const *states, int members,
+                     const kgl_dataset *ds, const char *split, const kgl_triple *tr, int n,
+                     void (*progress)(void *ctx, long done, long total), void *ctx);
+
+/* A question by names, as kgl predict takes them (src/model/questions.c):
+ * (entity, relation, ?) asks for the tails, (?, relation, entity) with
+ * ask_head for the heads (its relation row is then m + relation, as
+ * kgl_predict asks it), and a whole triple (entity, relation, tail) is to be
+ * scored (kgl_rank_triples). */
+typedef struct kgl_question {
+    int entity;    /* the given entity (a triple's head) */
+    int relation;  /* the relation's id (not a row) */
+    bool ask_head; /* (?, relation, entity) instead of (entity, relation, ?) */
+    int tail;      /* a whole triple's tail; -1 for a question */
+} kgl_question;
+/* Room for any message of the two below: a name is at most KGL_LINE_MAX
+ * bytes, and a message names at most two fields of a line, its place and
+ * the near names. */
+#define KGL_QUESTION_ERR_CAP (3 * KGL_LINE_MAX)
+/* One question from names: head NULL asks for the heads of tail, tail
+ * NULL for the tails of head, neither names a triple to score. False with
+ * "WHERE: unknown entity 'x'; did you mean 'y'?" (" (none is close)" when
+ * no name is near) in err, WHERE being `where` (a file's "f:line") or, with
+ * where NULL, the option that gave the name: "--relation", "--head" or
+ * "--tail". */
+bool kgl_question_make(const kgl_dataset *ds, const char *head, const char *relation, const char *tail,
+                       const char *where, kgl_question *q, char *err, size_t cap);
+/* Every question of a queries file (path "-": standard input), read whole
+ * before any is answered: one a line, head<TAB>relation<TAB>tail with '?'
+ * as the head or the tail asked for, no '?' for a triple to score (blank
+ * and '#' lines skipped). A model with an entity named '?' refuses '?' as
+ * ambiguous; one with a relation named '?' reads the middle '?' as its
+ * name. The questions into *out (n_out of them, at least one; free it),
+ * or false with "file:line: what is wrong" in err (or "kgl CMD: --queries
+ * f: cannot open ...", "f: no questions ..."), nothing to free. */
+bool kgl_questions_read(const char *cmd, const char *path, const kgl_dataset *ds, kgl_question **out, int *n_out,
+                        char *err, size_t cap);
+/* The triples among n_q questions (those with a tail), ranked together as
+ * kgl_rank_triples_ensemble ranks them (ds NULL: unfiltered): an array
+ * of 2 * *n_triples, every triple's tail query, then every head query, in
+ * the questions' order (free it; never NULL). */
+kgl_ranked *kgl_questions_rank(const kgl_model *const *models, const kgl_real *const *states, int members,
+                               const kgl_dataset *ds, const kgl_question *qs, int n_q, int *n_triples);
+/* kgl predict --json: a question's answers a[0..count) (kgl_predict) as one
+ * object, {"query":{"head","relation","tail"} (null for the one asked),
+ * "direction":"tail"|"head", "filter", "known_left_out", "answers":[{"rank",
+ * "entity","score","prob","known"}]} (known_left_out and known null
+ * without have_known: no triples given); a triple's two ranks r (tail,
+ * head; kgl_questions_rank) as {"query","direction":"triple","filter",
+ * "known" (known < 0: null, no triples given),"tail"|"head":{"rank",
+ * "score","prob","top_other","top_other_score"}}. The caller ends the line. */
+void kgl_question_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a,
+                       int count, bool have_known, bool filter, int n_left_out);
+void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
+                              int known, bool filter);
 
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset

@@ -306,13 +306,55 @@ typedef struct kgl_heads_question {
     int *by_attn, *by_score;   /* [n] the entities by mean attention, by score (best first) */
     /* graph context: */
     kgl_segment_view segment;  /* the question's neighbourhood, each layer's weights on it */
+    double *token_mean;        /* [layers tokens] each token's weight, the mean over the heads, layer by layer */
+    int *token_order;          /* [layers tokens] each layer's tokens by that mean (most weighted first) */
     kgl_answer *answers;       /* the readout's top n_answers */
     int n_answers;
 } kgl_heads_question;
+/* The names of a question (kgl heads --query HEAD,REL): the entity head
+ * and the relation row named `relation` ("NAME", or "NAME^-1" for its
+ * inverse in reciprocal mode; kgl_relation_row_id) into *entity and *row.
+ * False with "unknown entity 'x'; did you mean 'y'?" (the near names, when
+ * some are near; a relation's among the rows, inverses too) or "'r^-1' is
+ * an inverse relation, but this checkpoint was trained with --no-reciprocal
+ * ..." in err (2 * KGL_LINE_MAX bytes hold any). */
+bool kgl_heads_question_resolve(const kgl_dataset *ds, const kgl_config *cfg, const char *head, const char *relation,
+                                int *entity, int *row, char *err, size_t cap);
 /* top: the answers a graph model's question keeps (a full one ranks all). */
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top);
 void kgl_heads_question_free(kgl_heads_question *q);
+/* The entities a table of a full-context question shows (kgl heads
+ * --query): the `top` most attended, then every true answer not among them
+ * (so a true tail is never hidden), into rows (room for q->n), most attended
+ * first. Returns how many; *rest_max is the largest mean attention of
+ * those left out (0 when none is). */
+int kgl_heads_question_rows(const kgl_heads_question *q, int top, int *rows, double *rest_max);
+
+/* `kgl heads --json` (src/studies/heads_json.c): each study's fields,
+ * written with w into the object the caller opened (and closes, after its
+ * own fields: which model, its step, its heads). ds: the names the study
+ * measured against; use_relation [m]: the relations written (NULL: every
+ * one). A full-context study: "relations" {REL: {"entities", "baseline",
+ * "spec" [heads], "argmax_precision" [heads]}} (the relations with tails),
+ * with a stack "deeper_layers" [{"layer", "spec" {REL: [heads]}}], "top3"
+ * (per head, each entity's [[name, weight], ...]) and "ablation" {"mrr",
+ * "heads" [{"head", "mrr", "drop"}]}. A graph-context study: "context",
+ * "neighbours", "relations" {REL: {"uniform", "mass" [heads]}} (the
+ * relations some neighbourhood has), "self" [heads] and "ablation" (with
+ * its "triples"). A question (kgl_heads_question_measure; top as it was
+ * given): "query" {"head", "relation"}, then in a full context
+ * "true_tails", "attention" (every entity, most attended first: "entity",
+ * "true_tail", "heads" [heads], "mean") and the top "answers" [{"rank",
+ * "entity", "score", "prob", "true_tail"}]; in a graph context "layers"
+ * and "context" before the query and "uniform" after it, then "tokens"
+ * (each its "entity" or
+ * "asked_relation", the "relation" of its edge, "true_answer", "layers"
+ * [[heads] per layer]) and the "answers" it kept. */
+void kgl_heads_full_json(kgl_json_writer *w, const kgl_heads_full *r, const kgl_dataset *ds, const bool *use_relation);
+void kgl_heads_graph_json(kgl_json_writer *w, const kgl_heads_graph *g, const kgl_dataset *ds,
+                          const bool *use_relation, int neighbours);
+void kgl_heads_question_json(kgl_json_writer *w, const kgl_heads_question *q, const kgl_dataset *ds, int top);
 
 /* The pictures of `kgl heads --svg DIR` (src/studies/heads_svg.c), each a
  * self-contained SVG written into dir (created if missing; its parent must
@@ -325,6 +367,14 @@ void kgl_heads_question_free(kgl_heads_question *q);
  * 64 entities a side (the most attended), heads.svg's panels fewer, and says
  * what it leaves out. False with "what is wrong" in err (a folder that cannot
  * be created, a file that cannot be written). */
+/* The k-th file those below write into dir (its path into out, when out is
+ * non-NULL and 0 <= k < the count returned): a question (query), dir/
+ * query.svg; a graph-context study, dir/relations.svg; a full-context one
+ * of `heads` heads, dir/head0.svg ... head<heads-1>.svg, then dir/heads.svg
+ * and dir/spec.svg. Returns how many files that is, so that a program can
+ * check each against the files it reads before any is written. */
+int kgl_heads_svg_path(kgl_context_kind context, bool query, int heads, int k, const char *dir, char *out,
+                       size_t cap);
 /* A full-context study: dir/head<h>.svg (head h's attention, the true tails
  * of its best relation outlined), dir/heads.svg (every head on one colour
  * scale) and dir/spec.svg (spec[h][r], its scale fitted to the data). */

@@ -229,10 +229,12 @@ bool kgl_twin_read(char **p, kgl_twin *t)
 {
     memset(t, 0, sizeof *t);
     int used = 0;
-    if (sscanf(*p, "twin %47s %d%n", t->op, &t->n, &used) != 2 || t->n < 0 || t->n > KGL_TWIN_MAX_ARRAYS) return false;
+    int parsed;
+    /* t->n counts the arrays read so far (kgl_twin_free frees that many):
+       never the count a text claims, which may be beyond the arrays */
+    if (sscanf(*p, "twin %47s %d%n", t->op, &parsed, &used) != 2 || parsed < 0 || parsed > KGL_TWIN_MAX_ARRAYS)
+        return false;
     char *s = *p + used;
-    int parsed = t->n;
-    t->n = 0;
     for (int a = 0; a < parsed; a++) {
         while (*s == '\n') s++;
         size_t count;

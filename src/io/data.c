@@ -422,6 +422,58 @@ done:
     return ok;
 }
 
+/* "'a', 'b', 'c'" (and ", ..." when there are more than were kept). */
+static void write_names(FILE *f, char *const *names, const int *ids, int n)
+{
+    for (int k = 0; k < n && k < KGL_UNSEEN_SHOWN; k++) fprintf(f, "%s'%s'", k ? ", " : "", names[ids[k]]);
+    if (n > KGL_UNSEEN_SHOWN) fprintf(f, ", ...");
+}
+
+void kgl_dataset_write_warnings(FILE *f, const kgl_dataset *ds)
+{
+    const char *train = ds->splits[0].path;
+    for (int s = 0; s < ds->n_splits; s++) {
+        const kgl_split *sp = &ds->splits[s];
+        if (sp->header_line)
+            fprintf(f,
+                    "%s:%d: skipped as a header: \"%s\" (every field is a column name; if it is a triple, move it "
+                    "below another line)\n",
+                    sp->path, sp->header_line, sp->header);
+        if (sp->n_duplicates)
+            fprintf(f, "%s: %d duplicate triple%s counted once (first at line %d)\n", sp->path, sp->n_duplicates,
+                    sp->n_duplicates == 1 ? "" : "s", sp->first_duplicate_line);
+        if (sp->n_in_train)
+            fprintf(f,
+                    "%s:%d: %d of its %d triples %s also in %s; %s ranked like the others, so these metrics include "
+                    "triples the model was trained on\n",
+                    sp->path, sp->first_in_train_line, sp->n_in_train, sp->n, sp->n_in_train == 1 ? "is" : "are", train,
+                    sp->n_in_train == 1 ? "it is" : "they are");
+        if (sp->n_unseen) {
+            fprintf(f, "%s:%d: %d of its %d triples name%s what %s never names:", sp->path, sp->first_unseen_line,
+                    sp->n_unseen, sp->n, sp->n_unseen == 1 ? "s" : "", train);
+            if (sp->n_unseen_entities) {
+                fprintf(f, " %d entit%s (", sp->n_unseen_entities, sp->n_unseen_entities == 1 ? "y" : "ies");
+                write_names(f, ds->entity_names, sp->unseen_entity, sp->n_unseen_entities);
+                fprintf(f, ")%s", sp->n_unseen_relations ? "," : "");
+            }
+            if (sp->n_unseen_relations) {
+                fprintf(f, " %d relation%s (", sp->n_unseen_relations, sp->n_unseen_relations == 1 ? "" : "s");
+                write_names(f, ds->relation_names, sp->unseen_relation, sp->n_unseen_relations);
+                fprintf(f, ")");
+            }
+            fprintf(f, ". They are ranked like the others, among all %d entities, but ", ds->n_entities);
+            if (sp->n_unseen_entities)
+                fprintf(f, "an entity only here was trained only as a wrong answer and as context (never as a "
+                                "query or a right answer), so it tends to rank low%s",
+                        sp->n_unseen_relations ? ", and " : "");
+            if (sp->n_unseen_relations)
+                fprintf(f, "a relation only here keeps the random vector it was initialised with (only "
+                                "--weight-decay changes it), so its triples are ranked near chance");
+            fprintf(f, "\n");
+        }
+    }
+}
+
 void kgl_dataset_free(kgl_dataset *ds)
 {
     if (ds->entity_names)

@@ -144,6 +144,9 @@ static bool write_names(const char *dir, const char *file, const char *const *na
     return write_tsv(dir, file, false, names, NULL, n, 0, err, cap);
 }
 
+const char *const kgl_export_files[KGL_EXPORT_FILES] = {"entities.tsv", "relations.tsv",       "context.tsv",
+                                                         "vectors.tsv",  "context_vectors.tsv", "metadata.tsv"};
+
 bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, char *err, size_t cap)
 {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
@@ -161,12 +164,13 @@ bool kgl_export_tsv(const kgl_model *m, const kgl_dataset *ds, const char *dir, 
     kgl_real *C = kgl_xmalloc((size_t)n * d * sizeof(kgl_real));
     kgl_context_states(m, C);
     const kgl_real *E = m->entity_emb->data, *R = m->relation_emb->data;
-    bool ok = write_tsv(dir, "entities.tsv", true, ents, E, n, d, err, cap) &&
-              write_tsv(dir, "relations.tsv", true, (const char *const *)rel_names, R, rows, d, err, cap) &&
-              write_tsv(dir, "context.tsv", true, ents, C, n, d, err, cap) &&
-              write_tsv(dir, "vectors.tsv", false, NULL, E, n, d, err, cap) &&
-              write_tsv(dir, "context_vectors.tsv", false, NULL, C, n, d, err, cap) &&
-              write_names(dir, "metadata.tsv", ents, n, err, cap);
+    const char *const *file = kgl_export_files;
+    bool ok = write_tsv(dir, file[0], true, ents, E, n, d, err, cap) &&
+              write_tsv(dir, file[1], true, (const char *const *)rel_names, R, rows, d, err, cap) &&
+              write_tsv(dir, file[2], true, ents, C, n, d, err, cap) &&
+              write_tsv(dir, file[3], false, NULL, E, n, d, err, cap) &&
+              write_tsv(dir, file[4], false, NULL, C, n, d, err, cap) &&
+              write_names(dir, file[5], ents, n, err, cap);
     for (int r = 0; r < rows; r++) free(rel_names[r]);
     free(rel_names);
     free(C);

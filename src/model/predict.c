@@ -272,3 +272,58 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
     free(vecs);
     for (int k = 0; k < members; k++) free(own[k]);
 }
+
+/* Triples ranked at a time, between two progress reports. */
+#define RANKS_SLICE 1024
+
+void kgl_ranks_write_header(FILE *f)
+{
+    fputs("split\thead\trelation\ttail\tdirection\trank\tscore\ttop_wrong\ttop_wrong_score\n", f);
+}
+
+/* One ranked query's row: the triple, its direction, rank and score, the best other answer. */
+static void ranks_row(FILE *f, const kgl_dataset *ds, const char *split, const kgl_triple *t, bool tail,
+                      const kgl_ranked *x)
+{
+    char *const *ent = ds->entity_names;
+    fprintf(f, "%s\t", split);
+    /* names hold no tab or newline (the triples reader splits on them): only a quote needs quoting */
+    kgl_csv_field(f, ent[t->head], "\"");
+    fputc('\t', f);
+    kgl_csv_field(f, ds->relation_names[t->rel], "\"");
+    fputc('\t', f);
+    kgl_csv_field(f, ent[t->tail], "\"");
+    /* 17 significant digits: each number reads back to the same double */
+    fprintf(f, "\t%s\t%.17g\t%.17g\t", tail ? "tail" : "head", x->rank, x->score);
+    if (x->top_wrong >= 0) {
+        kgl_csv_field(f, ent[x->top_wrong], "\"");
+        fprintf(f, "\t%.17g\n", x->top_wrong_score);
+    } else {
+        fputs("\t\n", f);
+    }
+}
+
+bool kgl_ranks_write(FILE *f, const kgl_model *const *models, const kgl_real *const *states, int members,
+                     const kgl_dataset *ds, const char *split, const kgl_triple *tr, int n,
+                     void (*progress)(void *ctx, long done, long total), void *ctx)
+{
+    if (n == 0) return true;
+    kgl_ranked *r = malloc((size_t)2 * n * sizeof *r), *slice = malloc(2 * RANKS_SLICE * sizeof *slice);
+    if (!r || !slice) {
+        free(r);
+        free(slice);
+        return false;
+    }
+    /* a slice at a time, for the progress line: each triple's ranks are its own */
+    for (int a = 0; a < n; a += RANKS_SLICE) {
+        int len = n - a < RANKS_SLICE ? n - a : RANKS_SLICE;
+        kgl_rank_triples_ensemble(models, states, members, ds, tr + a, len, slice);
+        memcpy(r + a, slice, (size_t)len * sizeof *r); /* tails first, then heads, as the file lists them */
+        memcpy(r + n + a, slice + len, (size_t)len * sizeof *r);
+        if (progress) progress(ctx, 2L * (a + len), 2L * n);
+    }
+    free(slice);
+    for (int k = 0; k < 2 * n; k++) ranks_row(f, ds, split, &tr[k % n], k < n, &r[k]);
+    free(r);
+    return true;
+}

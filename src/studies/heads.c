@@ -250,6 +250,59 @@ static void full_question(kgl_heads_question *q, const kgl_model *m)
     kgl_heads_order(q->mean, n, q->by_attn);
 }
 
+/* A graph question's token_mean and token_order, layer by layer. */
+static void token_means(kgl_heads_question *q)
+{
+    const kgl_segment_view *sv = &q->segment;
+    int T = sv->n_tokens, H = sv->heads;
+    q->token_mean = kgl_xmalloc((size_t)sv->layers * T * sizeof(double));
+    q->token_order = kgl_xmalloc((size_t)sv->layers * T * sizeof(int));
+    for (int l = 0; l < sv->layers; l++) {
+        const double *w = sv->weight + (size_t)l * T * H;
+        double *mean = q->token_mean + (size_t)l * T;
+        for (int t = 0; t < T; t++) {
+            mean[t] = 0;
+            for (int h = 0; h < H; h++) mean[t] += w[(size_t)t * H + h] / H;
+        }
+        kgl_heads_order(mean, T, q->token_order + (size_t)l * T);
+    }
+}
+
+/* "unknown entity 'x'; did you mean 'y'?" into err. */
+static bool unknown_name(const char *what, const char *name, const char *const *cands, int n_cands, char *err,
+                         size_t cap)
+{
+    char near[512];
+    int k = kgl_near_matches(name, cands, n_cands, 5, near, sizeof near);
+    snprintf(err, cap, "unknown %s '%s'%s%s%s", what, name, k ? "; did you mean " : "", k ? near : "", k ? "?" : "");
+    return false;
+}
+
+bool kgl_heads_question_resolve(const kgl_dataset *ds, const kgl_config *cfg, const char *head, const char *relation,
+                                int *entity, int *row, char *err, size_t cap)
+{
+    *entity = kgl_dataset_entity_id(ds, head);
+    if (*entity < 0) return unknown_name("entity", head, (const char *const *)ds->entity_names, ds->n_entities, err, cap);
+    *row = kgl_relation_row_id(ds, cfg, relation);
+    if (*row >= 0) return true;
+    if (kgl_inverse_name(relation) && !cfg->reciprocal) {
+        snprintf(err, cap, "'%s' is an inverse relation, but this checkpoint was trained with --no-reciprocal (it has "
+                 "no inverse relations)", relation);
+        return false;
+    }
+    int rows = kgl_config_relation_rows(cfg); /* the near names among the rows: "advises^-1" too */
+    char(*names)[600] = kgl_xmalloc((size_t)rows * sizeof *names);
+    const char **cands = kgl_xmalloc((size_t)rows * sizeof *cands);
+    for (int r = 0; r < rows; r++) {
+        kgl_relation_row_name(ds, r, names[r], sizeof names[r]);
+        cands[r] = names[r];
+    }
+    unknown_name("relation", relation, cands, rows, err, cap);
+    free(names);
+    free(cands);
+    return false;
+}
+
 void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const kgl_triple *train, int n_train,
                                 int n_relations, int entity, int row, int top)
 {
@@ -264,12 +317,25 @@ void kgl_heads_question_measure(kgl_heads_question *q, const kgl_model *m, const
         full_question(q, m);
     } else if (m->cfg.context == KGL_CONTEXT_GRAPH) { /* the question's neighbourhood, as evaluation builds it */
         kgl_model_question_segment(m, entity, row, &q->segment);
+        token_means(q);
         q->n_answers = top < n ? top : n;
         q->answers = kgl_xmalloc((size_t)q->n_answers * sizeof *q->answers);
         q->n_answers = kgl_predict(m, NULL, NULL, entity, row, q->n_answers, false, q->answers);
     } else {
         kgl_die("kgl_heads_question_measure: a model without attention (--context none)");
     }
+}
+
+int kgl_heads_question_rows(const kgl_heads_question *q, int top, int *rows, double *rest_max)
+{
+    int k = 0;
+    *rest_max = 0;
+    for (int r = 0; r < q->n; r++) {
+        int j = q->by_attn[r];
+        if (r < top || q->is_true[j]) rows[k++] = j;
+        else *rest_max = fmax(*rest_max, q->mean[j]);
+    }
+    return k;
 }
 
 void kgl_heads_question_free(kgl_heads_question *q)
@@ -284,5 +350,7 @@ void kgl_heads_question_free(kgl_heads_question *q)
     free(q->by_score);
     if (q->segment.weight) kgl_segment_view_free(&q->segment);
     free(q->answers);
+    free(q->token_mean);
+    free(q->token_order);
     memset(q, 0, sizeof *q);
 }

@@ -119,6 +119,18 @@ static bool heads_by_relation_svg(const char *path, const char *title, const cha
     return ok;
 }
 
+int kgl_heads_svg_path(kgl_context_kind context, bool query, int heads, int k, const char *dir, char *out,
+                       size_t cap)
+{
+    if (query || context == KGL_CONTEXT_GRAPH) {
+        if (k == 0 && out) snprintf(out, cap, "%s/%s", dir, query ? "query.svg" : "relations.svg");
+        return 1;
+    }
+    if (out && k < heads) snprintf(out, cap, "%s/head%d.svg", dir, k);
+    else if (out && k <= heads + 1) snprintf(out, cap, "%s/%s", dir, k == heads ? "heads.svg" : "spec.svg");
+    return heads + 2;
+}
+
 /* DIR/relations.svg: heads x relations, each cell's weight over uniform's
    (> 1 where a head favours the relation). */
 bool kgl_heads_graph_svg(const kgl_heads_graph *g, const kgl_dataset *ds, const bool *use_relation, const char *dir,
@@ -135,7 +147,7 @@ bool kgl_heads_graph_svg(const kgl_heads_graph *g, const kgl_dataset *ds, const 
     char path[4096];
     bool ok = false;
     if (make_folder(dir, err, cap)) {
-        snprintf(path, sizeof path, "%s/relations.svg", dir);
+        kgl_heads_svg_path(KGL_CONTEXT_GRAPH, false, H, 0, dir, path, sizeof path);
         ok = heads_by_relation_svg(path, "weight on each relation's edges, as a multiple of uniform weights",
                                    "weight / uniform", ds, H, keep, ratio, against_uniform(scale), err, cap);
     }
@@ -199,16 +211,16 @@ bool kgl_heads_full_svg(const kgl_heads_full *rep, const kgl_dataset *ds, const 
         p->outline_label = labels[h];
         p->value_label = value_label;
         p->annotate = n <= 16;
-        snprintf(path, sizeof path, "%s/head%d.svg", dir, h);
+        kgl_heads_svg_path(KGL_CONTEXT_FULL, false, H, h, dir, path, sizeof path);
         ok = kgl_svg_heatmap(path, p, err, cap);
     }
     if (ok) {
-        snprintf(path, sizeof path, "%s/heads.svg", dir);
+        kgl_heads_svg_path(KGL_CONTEXT_FULL, false, H, H, dir, path, sizeof path);
         for (int h = 0; h < H; h++) panels[h].max_rows = panels[h].max_cols = grid_side(H);
         ok = kgl_svg_heatmap_grid(path, "attention of every head as a multiple of uniform (one colour scale)", panels, H, H < 3 ? H : 3, err, cap);
     }
     if (ok) { /* the specialisation matrix: heads x trained relations */
-        snprintf(path, sizeof path, "%s/spec.svg", dir);
+        kgl_heads_svg_path(KGL_CONTEXT_FULL, false, H, H + 1, dir, path, sizeof path);
         ok = heads_by_relation_svg(path, "specialisation spec[h][r]: attention mass on the true r-tails", "spec", ds, H,
                                    use_relation, rep->spec, scale, err, cap);
     }
@@ -257,7 +269,7 @@ static bool write_query_map(const char *dir, kgl_colour_scale scale, kgl_heatmap
     hm->notes = notes;
     hm->n_notes = answer_notes(ds, q, ans, n_ans, lines, notes);
     char path[4096];
-    snprintf(path, sizeof path, "%s/query.svg", dir);
+    kgl_heads_svg_path(KGL_CONTEXT_FULL, true, 0, 0, dir, path, sizeof path);
     bool ok = kgl_svg_heatmap(path, hm, err, cap);
     free(lines);
     free(notes);
