@@ -249,7 +249,7 @@ int cmd_split(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return EXIT_USAGE;
     }
-    print_data_warnings(&ds);
+    kgl_dataset_write_warnings(stderr, &ds);
     const kgl_split *sp = &ds.splits[0];
     kgl_split_plan plan;
     kgl_split_triples(&plan, sp->triples, sp->n, ds.n_entities, ds.n_relations, fraction[KGL_PART_VALID],

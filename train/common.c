@@ -34,7 +34,6 @@ bool data_option(cli_args *a, data_args *d, int *status)
     return true;
 }
 
-void print_data_warnings(const kgl_dataset *ds) { kgl_dataset_write_warnings(stderr, ds); }
 
 int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
 {
@@ -87,7 +86,7 @@ int data_load(const char *cmd, const data_args *d, data_view *v, bool quiet)
             if (v->use_relation[sp->triples[k].rel]) v->split[s][v->n[s]++] = sp->triples[k];
     }
     (void)quiet; /* --quiet hides progress, never a warning about the data */
-    print_data_warnings(&v->ds);
+    kgl_dataset_write_warnings(stderr, &v->ds);
     if (v->n[0] == 0) {
         fprintf(stderr, "kgl %s: no training triples with the chosen relations\n", cmd);
         data_free(v);

@@ -34,9 +34,6 @@ void data_free(data_view *v);
  * --splits names valid, which was not given (--valid F)") and returns
  * false. kgl eval's and kgl train's rule. */
 bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, bool *chosen);
-/* The loader's findings on stderr (kgl_dataset_write_warnings, kgl/io.h).
- * data_load prints them always, --quiet or not. */
-void print_data_warnings(const kgl_dataset *ds);
 
 /* "advises=0,authored=1" → head_of[m] (-1 elsewhere; kgl_supervision_parse,
  * kgl/model.h). Returns false after printing "kgl CMD: --supervise-heads: ...". */
