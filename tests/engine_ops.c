@@ -665,6 +665,92 @@ TEST(adam_matches_torch_by_hand)
     kgl_params_free(&ps);
 }
 
+/* kgl_optim_step_on cuts the parameter block into spans of 65,536 elements
+   (params.c's PARAM_SPAN) that the pool's threads update. Three parameters
+   of 50,001, 70,003 and 30,007 elements put span edges inside a parameter
+   and parameter edges inside a span; the middle one is frozen. Every
+   optimiser, three steps each: the block updated here (NULL) and on 3
+   threads must both be, bit for bit, what each parameter updated alone
+   (a block of its own, whose spans start at its first element) gives; the
+   frozen one untouched, the others moved. kgl_params_zero_grad_on likewise
+   clears every gradient. */
+static void fill_normal(kgl_real *x, size_t n, uint64_t seed)
+{
+    kgl_rng rng;
+    kgl_rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) x[i] = (kgl_real)kgl_rng_normal(&rng);
+}
+
+TEST(optimiser_on_threads_is_the_serial_update)
+{
+    enum { N_PARAMS = 3 };
+    const int sizes[N_PARAMS] = {50001, 70003, 30007};
+    kgl_params block[2], alone[N_PARAMS]; /* block[0] here, block[1] on threads */
+    memset(block, 0, sizeof block);
+    memset(alone, 0, sizeof alone);
+    for (int k = 0; k < N_PARAMS; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "p%d", k);
+        for (int c = 0; c < 2; c++) kgl_params_add(&block[c], name, 1, sizes[k]);
+        kgl_params_add(&alone[k], name, 1, sizes[k]);
+        kgl_params_alloc(&alone[k]);
+        alone[k].p[0].frozen = k == 1;
+    }
+    for (int c = 0; c < 2; c++) {
+        kgl_params_alloc(&block[c]);
+        block[c].p[1].frozen = true;
+    }
+    size_t total = block[0].total;
+    kgl_pool *pool = kgl_pool_create(3);
+    const kgl_optimizer_kind kinds[3] = {KGL_OPT_ADAM, KGL_OPT_SGD, KGL_OPT_ADAGRAD};
+    for (int q = 0; q < 3; q++) {
+        kgl_optim o[2 + N_PARAMS];
+        for (int c = 0; c < 2 + N_PARAMS; c++) {
+            kgl_optim_defaults(&o[c]);
+            kgl_optim_select(&o[c], kinds[q]);
+            o[c].lr = 0.05, o[c].weight_decay = 0.1, o[c].momentum = 0.9;
+        }
+        for (int c = 0; c < 2; c++) {
+            fill_normal(block[c].block, total, 7);
+            kgl_params_zero_state(&block[c]);
+        }
+        for (size_t k = 0, off = 0; k < N_PARAMS; off += (size_t)sizes[k++]) {
+            memcpy(alone[k].block, block[0].block + off, (size_t)sizes[k] * sizeof(kgl_real));
+            kgl_params_zero_state(&alone[k]);
+        }
+        for (int step = 0; step < 3; step++) {
+            for (int c = 0; c < 2; c++) {
+                fill_normal(block[c].block + total, total, 100 + (uint64_t)step);
+                kgl_optim_step_on(&o[c], &block[c], c ? pool : NULL);
+            }
+            for (size_t k = 0, off = 0; k < N_PARAMS; off += (size_t)sizes[k++]) {
+                memcpy(alone[k].p[0].t.grad, block[0].block + total + off, (size_t)sizes[k] * sizeof(kgl_real));
+                kgl_optim_step(&o[2 + k], &alone[k]);
+            }
+        }
+        kgl_real *initial = malloc(total * sizeof *initial);
+        fill_normal(initial, total, 7);
+        for (int c = 0; c < 2; c++)
+            for (size_t k = 0, off = 0; k < N_PARAMS; off += (size_t)sizes[k++]) {
+                size_t bytes = (size_t)sizes[k] * sizeof(kgl_real);
+                const kgl_param *p = &block[c].p[k], *ref = &alone[k].p[0];
+                CHECK(memcmp(p->t.data, ref->t.data, bytes) == 0);
+                CHECK(memcmp(p->m, ref->m, bytes) == 0);
+                CHECK(memcmp(p->v, ref->v, bytes) == 0);
+                bool moved = memcmp(p->t.data, initial + off, bytes) != 0;
+                CHECK(moved == (k != 1)); /* the frozen one kept, every other moved */
+            }
+        free(initial);
+    }
+    kgl_params_zero_grad_on(&block[1], pool);
+    bool cleared = true;
+    for (size_t i = 0; i < total; i++) cleared &= block[1].block[total + i] == 0;
+    CHECK(cleared);
+    kgl_pool_free(pool);
+    for (int c = 0; c < 2; c++) kgl_params_free(&block[c]);
+    for (int k = 0; k < N_PARAMS; k++) kgl_params_free(&alone[k]);
+}
+
 /* xoshiro256** as published (Blackman & Vigna, prng.di.unimi.it/xoshiro256starstar.c),
  * written out again here: the output stream of kgl_rng must be this one. */
 static uint64_t ref_xoshiro_next(uint64_t s[4])

@@ -583,6 +583,8 @@ kgl_tensor *kgl_params_add_vector(kgl_params *ps, const char *name, int n);
 void kgl_params_alloc(kgl_params *ps);
 void kgl_params_free(kgl_params *ps);
 void kgl_params_zero_grad(kgl_params *ps);
+/* The same on the pool's threads (NULL: here); the same bits. */
+void kgl_params_zero_grad_on(kgl_params *ps, kgl_pool *pool);
 void kgl_params_zero_state(kgl_params *ps); /* every optimiser buffer (m, v) to zero */
 kgl_param *kgl_params_find(kgl_params *ps, const char *name);
 
@@ -605,6 +607,10 @@ void kgl_optim_defaults(kgl_optim *o);
  * 1e-10, Adam's 1e-8); lr, weight decay and momentum are kept. */
 void kgl_optim_select(kgl_optim *o, kgl_optimizer_kind kind);
 void kgl_optim_step(kgl_optim *o, kgl_params *ps);
+/* The same update on the pool's threads, in spans of the parameter block
+ * (NULL: here): every element's update is its own, so the bits are the
+ * same for any number of threads. */
+void kgl_optim_step_on(kgl_optim *o, kgl_params *ps, kgl_pool *pool);
 
 
 /* The chapter's experiment: softmax of 5 seeded N(0,1) logits, the explicit

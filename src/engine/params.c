@@ -52,9 +52,38 @@ void kgl_params_free(kgl_params *ps)
     memset(ps, 0, sizeof *ps);
 }
 
-void kgl_params_zero_grad(kgl_params *ps)
+void kgl_params_zero_grad(kgl_params *ps) { kgl_params_zero_grad_on(ps, NULL); }
+
+/* Element-wise work over the whole parameter block runs in spans of this
+   many elements, one task each: at FB15k-237's size (6.9 M parameters) a
+   serial pass over the gradients and Adam's moments was about 3 % of a
+   two-thread step. Every element's arithmetic is its own, so any split
+   gives the same bits. */
+#define PARAM_SPAN 65536
+
+typedef struct zero_job {
+    kgl_real *grad;
+    size_t total;
+} zero_job;
+
+static void zero_span(void *ctx, int task, int worker)
 {
-    if (ps->block) memset(ps->block + ps->total, 0, ps->total * sizeof(kgl_real));
+    (void)worker;
+    const zero_job *j = ctx;
+    size_t lo = (size_t)task * PARAM_SPAN, hi = span_end(lo, PARAM_SPAN, j->total);
+    memset(j->grad + lo, 0, (hi - lo) * sizeof(kgl_real));
+}
+
+void kgl_params_zero_grad_on(kgl_params *ps, kgl_pool *pool)
+{
+    if (!ps->block) return;
+    zero_job j = {ps->block + ps->total, ps->total};
+    int tasks = (int)((ps->total + PARAM_SPAN - 1) / PARAM_SPAN);
+    if (!pool) {
+        for (int t = 0; t < tasks; t++) zero_span(&j, t, 0);
+        return;
+    }
+    kgl_parallel(pool, tasks, (double)ps->total, zero_span, &j);
 }
 
 void kgl_params_zero_state(kgl_params *ps)
@@ -96,43 +125,77 @@ void kgl_optim_defaults(kgl_optim *o)
  *   Adagrad       s ← s + g², θ ← θ − lr · g / (√s + eps)  (s in m; torch's
  *                 addcmul, sqrt, add eps, addcdiv)
  * (weight decay is decoupled for SGD and Adagrad as well, so --weight-decay
- * means the same.) */
-void kgl_optim_step(kgl_optim *o, kgl_params *ps)
+ * means the same.) Each element's update reads and writes that element
+ * alone, so the block is cut into spans (PARAM_SPAN) that the pool's
+ * threads update: the same bits for any number of threads. */
+typedef struct optim_job {
+    const kgl_optim *o;
+    const kgl_params *ps;
+    double step_size, bc2_sqrt, keep;
+} optim_job;
+
+/* Elements [lo, hi) of parameter p (offsets within p) */
+static void update_elements(const optim_job *j, const kgl_param *p, size_t lo, size_t hi)
+{
+    const kgl_optim *o = j->o;
+    size_t n = hi - lo;
+    kgl_real *theta = p->t.data + lo, *g = p->t.grad + lo, *m = p->m + lo, *v = p->v + lo;
+    if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
+        kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, j->step_size, j->bc2_sqrt,
+                        o->weight_decay != 0 ? j->keep : 1.0);
+        return;
+    }
+    if (o->weight_decay != 0)
+        for (size_t i = 0; i < n; i++) theta[i] *= j->keep;
+    if (o->kind == KGL_OPT_ADAGRAD) {
+        /* Each coordinate's step is lr divided by the root of its summed
+           squared gradients: a coordinate that has had large gradients
+           moves less, and every step is smaller than the one before. */
+        for (size_t i = 0; i < n; i++) {
+            m[i] += g[i] * g[i];
+            theta[i] -= (kgl_real)(o->lr * g[i] / (sqrt(m[i]) + o->eps));
+        }
+    }
+    if (o->kind == KGL_OPT_SGD) {
+        for (size_t i = 0; i < n; i++) {
+            double d = g[i];
+            if (o->momentum != 0) {
+                m[i] = o->momentum * m[i] + g[i]; /* b starts at 0, so b = g at step 1 */
+                d = m[i];
+            }
+            theta[i] -= o->lr * d;
+        }
+    }
+}
+
+/* Span `task` of the block: the parts of the parameters it overlaps (the
+   parameters lie in declaration order in the block), frozen ones skipped. */
+static void update_span(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const optim_job *j = ctx;
+    size_t lo = (size_t)task * PARAM_SPAN, hi = span_end(lo, PARAM_SPAN, j->ps->total), start = 0;
+    for (int k = 0; k < j->ps->n && start < hi; k++) {
+        const kgl_param *p = &j->ps->p[k];
+        size_t n = kgl_numel(&p->t), end = start + n;
+        if (!p->frozen && end > lo) update_elements(j, p, (lo > start ? lo : start) - start, (hi < end ? hi : end) - start);
+        start = end;
+    }
+}
+
+void kgl_optim_step(kgl_optim *o, kgl_params *ps) { kgl_optim_step_on(o, ps, NULL); }
+
+void kgl_optim_step_on(kgl_optim *o, kgl_params *ps, kgl_pool *pool)
 {
     o->step++;
     double t = (double)o->step;
     double bc1 = 1.0 - pow(o->beta1, t), bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
     double step_size = o->lr / bc1, keep = 1.0 - o->lr * o->weight_decay;
-    for (int k = 0; k < ps->n; k++) {
-        kgl_param *p = &ps->p[k];
-        if (p->frozen) continue;
-        size_t n = kgl_numel(&p->t);
-        kgl_real *theta = p->t.data, *g = p->t.grad, *m = p->m, *v = p->v;
-        if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
-            kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, step_size, bc2_sqrt,
-                            o->weight_decay != 0 ? keep : 1.0);
-            continue;
-        }
-        if (o->weight_decay != 0)
-            for (size_t i = 0; i < n; i++) theta[i] *= keep;
-        if (o->kind == KGL_OPT_ADAGRAD) {
-            /* Each coordinate's step is lr divided by the root of its summed
-               squared gradients: a coordinate that has had large gradients
-               moves less, and every step is smaller than the one before. */
-            for (size_t i = 0; i < n; i++) {
-                m[i] += g[i] * g[i];
-                theta[i] -= (kgl_real)(o->lr * g[i] / (sqrt(m[i]) + o->eps));
-            }
-        }
-        if (o->kind == KGL_OPT_SGD) {
-            for (size_t i = 0; i < n; i++) {
-                double d = g[i];
-                if (o->momentum != 0) {
-                    m[i] = o->momentum * m[i] + g[i]; /* b starts at 0, so b = g at step 1 */
-                    d = m[i];
-                }
-                theta[i] -= o->lr * d;
-            }
-        }
+    optim_job j = {o, ps, step_size, bc2_sqrt, keep};
+    int tasks = (int)((ps->total + PARAM_SPAN - 1) / PARAM_SPAN);
+    if (!pool) {
+        for (int k = 0; k < tasks; k++) update_span(&j, k, 0);
+        return;
     }
+    kgl_parallel(pool, tasks, 10.0 * (double)ps->total, update_span, &j);
 }

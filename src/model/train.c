@@ -591,7 +591,7 @@ static double compute(kgl_trainer *tr, const kgl_batch *batch, const int *answer
 {
     kgl_batch b = *batch;
     kgl_tape_reset(&tr->tape);
-    kgl_params_zero_grad(&tr->model.params);
+    kgl_params_zero_grad_on(&tr->model.params, tr->tape.pool);
     tr->reg.rng = &tr->dropout_rng; /* set here, not at init: the trainer may have been moved */
     kgl_model_loss_multi(&tr->model, &tr->tape, &b, answer_off, answers, tr->head_of ? &tr->sup : NULL, &tr->reg,
                          &tr->fwd);
@@ -618,7 +618,7 @@ void kgl_trainer_set_step(kgl_trainer *tr, long step)
 void kgl_trainer_update(kgl_trainer *tr)
 {
     follow_schedule(tr, tr->optim.step + 1);
-    kgl_optim_step(&tr->optim, &tr->model.params);
+    kgl_optim_step_on(&tr->optim, &tr->model.params, tr->tape.pool);
     if (tr->cfg.lookup) tie_relation_blocks(&tr->model); /* projected: the constraint holds after every step */
 }
 
