@@ -228,6 +228,33 @@ typedef struct kgl_demo_memo {
 } kgl_demo_memo;
 bool kgl_demo_memo_run(const kgl_memo *m, kgl_demo_memo *r);
 
+/* The nine sections in order (attention, variance, jacobian, lookup,
+ * multihead, maxweight, mask, permutation, memo): each runs on what a
+ * kgl_demo_input holds and is printed as `kgl demo` prints it. */
+#define KGL_DEMO_SECTIONS 9
+typedef struct kgl_demo_section {
+    const char *name, *title; /* "lookup", "attention as a soft dictionary lookup" */
+} kgl_demo_section;
+extern const kgl_demo_section kgl_demo_sections[KGL_DEMO_SECTIONS];
+int kgl_demo_section_find(const char *name); /* its index, or -1 */
+typedef struct kgl_demo_input {
+    uint64_t seed;               /* of every random draw; each section seeds its own */
+    const kgl_demo_world *world; /* the academic sections' world */
+    const char *types_name;      /* where its types came from, as the attention section names it */
+    int query;                   /* the entity of attention and multihead */
+    const kgl_memo *memo;        /* the memo section's */
+    const char *memo_name;       /* where it came from */
+} kgl_demo_input;
+/* Runs section `section` (an index of kgl_demo_sections) and prints it on f
+ * (src/studies/demo_text.c): a blank line, its heading "[k] name: title",
+ * its tables and numbers, and its check line ending in PASS or FAIL.
+ * Returns whether the check passed. */
+bool kgl_demo_print_section(FILE *f, int section, const kgl_demo_input *in);
+/* The same section as one JSON object through out (`kgl demo --json`,
+ * src/studies/demo_json.c): {"name":…, the section's numbers, "pass":…}.
+ * Returns whether the check passed. */
+bool kgl_demo_json_section(kgl_json_writer *out, int section, const kgl_demo_input *in);
+
 /* ---------------------------------------------------------------- heads --
  * What each attention head of a trained model looks at, measured against
  * its training triples (src/studies/heads.c; `kgl heads`, kgl train's
@@ -666,6 +693,15 @@ bool kgl_saturation_write(const kgl_saturation *s, const char *dir, char *err, s
  * and, in a grid with a stack, "per_layer" (each layer's init, final and
  * spread). NaN is written null. */
 void kgl_saturation_write_json(const kgl_saturation *s, FILE *f);
+/* The study as the tables `kgl saturation` prints, on f
+ * (src/studies/saturation_text.c): the summary of every configuration (and
+ * layer, in a stack) at init and final; over the seeds at the last step, the
+ * min, quartiles and max of max_prob, |dL/dS| and the loss; then, when some
+ * configuration is supervised, its supervision loss against the floor with
+ * the frozen fraction, the frozen seeds and the others apart over the last
+ * KGL_SAT_WINDOW steps, and (up to 20 seeds) each seed's final supervision
+ * loss, * marking the frozen. */
+void kgl_saturation_print_tables(FILE *f, const kgl_saturation *s);
 
 /* ------------------------------------------------------------ benchmark --
  * The public link-prediction benchmarks (`kgl benchmark`,
