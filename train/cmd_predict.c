@@ -85,7 +85,7 @@ static void print_table(const kgl_dataset *ds, const kgl_question *q, const kgl_
     const char *col = q->ask_head ? "head" : "tail";
     int w = (int)strlen(col);
     for (int k = 0; k < count; k++) {
-        int len = text_width(ds->entity_names[a[k].entity]);
+        int len = kgl_table_width(ds->entity_names[a[k].entity]);
         if (len > w) w = len;
     }
     print_question(stdout, ds, q);
@@ -95,7 +95,7 @@ static void print_table(const kgl_dataset *ds, const kgl_question *q, const kgl_
     printf("%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
     for (int k = 0; k < count; k++) {
         printf("%4d  ", k + 1);
-        print_cell(stdout, ds->entity_names[a[k].entity], -w);
+        kgl_table_cell(stdout, ds->entity_names[a[k].entity], -w);
         printf("  %10.4f  %10.4g%s\n", a[k].score, a[k].prob,
                have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
     }
@@ -114,7 +114,7 @@ static void print_triple(const kgl_dataset *ds, const kgl_question *q, const kgl
     const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
     /* "(h, rel, ?)" and "(?, rel, t)", printed whole (a fixed buffer cut
        long names, mid-character), padded to the wider */
-    int width[2] = {text_width(h) + text_width(rel) + 7, text_width(rel) + text_width(t) + 7};
+    int width[2] = {kgl_table_width(h) + kgl_table_width(rel) + 7, kgl_table_width(rel) + kgl_table_width(t) + 7};
     int w = (int)strlen("question");
     for (int dir = 0; dir < 2; dir++)
         if (width[dir] > w) w = width[dir];
@@ -234,7 +234,7 @@ static void print_models_asked(const kgl_model_set *ms)
                "score its log\n\n",
                ms->n, ms->paths[0]);
     else if (ms->choice.members > 1) {
-        print_model_choice(&ms->choice, "asking",
+        kgl_model_choice_write(stdout, &ms->choice, "asking",
                            "Its answers are its own; the ensemble's file without --member asks every model.");
         printf("\n");
     }

@@ -587,7 +587,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
             kgl_json_key(&json, v->name[s]);
             kgl_json_eval(&json, ds, v->use_relation, &m0->ev);
         } else {
-            print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
+            kgl_metrics_table_write(stdout, v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
         }
     }
     if (o->run.json) {
@@ -603,7 +603,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
             printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, m0->fit_step);
         else if (m0->track_fit)
             printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, m0->steps_run);
-        print_spec_table(ds, v->use_relation, heads, spec, m0->tr.model.cfg.context);
+        kgl_spec_table_write(stdout, ds, v->use_relation, heads, spec, m0->tr.model.cfg.context);
         print_selection(c, run, models, states, &ranking, what, sizeof what);
         if (members > 1)
             printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, run->seconds,

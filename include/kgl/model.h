@@ -535,6 +535,23 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
 void kgl_json_metric(kgl_json_writer *w, const kgl_metrics *m);
 void kgl_json_eval(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e);
 void kgl_json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec);
+/* The same as the text tables kgl train and kgl eval print, written to f
+ * (src/model/report_text.c). kgl_metrics_table_write: a blank line, "SPLIT:
+ * N triples, filtered ranking ...", then a row per relation in use and
+ * ranked (n, then MRR, H@1, H@3, H@10 and MR of tail and of head
+ * prediction), the row "all", and the lines "both directions: MRR ..." and
+ * "optimistic ties: MRR ...". kgl_spec_table_write: where the heads look by
+ * relation (spec [heads, m], kgl_heads_spec) under a line saying what it
+ * measures: a column per relation (at most 12 in use), or a row per
+ * relation; nothing for KGL_CONTEXT_NONE, and a line saying so for a graph
+ * context no neighbourhood of which held an edge of these relations.
+ * kgl_relations_width: the column the names of the relations in use take
+ * (at least 8 characters, at most `most`; kgl_table_width). */
+void kgl_metrics_table_write(FILE *f, const char *split, int n_triples, const kgl_dataset *ds, const bool *use,
+                             const kgl_eval *e);
+void kgl_spec_table_write(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const double *spec,
+                          kgl_context_kind context);
+int kgl_relations_width(const kgl_dataset *ds, const bool *use, int most);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
 typedef struct kgl_tails {
@@ -1419,6 +1436,12 @@ void kgl_model_set_close(kgl_model_set *ms);
  * is and where it stands in its ensemble. False with why in err. */
 bool kgl_model_open_member(const kgl_model_set_spec *spec, kgl_model *m, kgl_checkpoint *ck, kgl_model_choice *c,
                            char *err, size_t cap);
+/* One answer per question: a command that reads one model of an ensemble
+ * says so on the first line of its output, written to f (report_text.c):
+ * "F is an ensemble of 10 models: WHAT member 0 alone (--member K chooses
+ * another, 0 to 9)", then `why` on a line of its own (why one member, or
+ * what the ensemble would mean). Nothing for a model of its own. */
+void kgl_model_choice_write(FILE *f, const kgl_model_choice *c, const char *what, const char *why);
 
 /* ---------------------------------------------------------------- bench --
  * `kgl bench` (src/model/bench.c): steady-state training steps of the
