@@ -843,6 +843,16 @@ void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *l
 /* The layer's mean less its baseline's (d->baseline set): test, both
  * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);
+/* One dataset's markdown table as kgl benchmark prints it, written to f
+ * (src/studies/benchmark_table.c): "### NAME: filtered test ranking, both
+ * directions (N queries)", the header "| model | MRR | Hits@1 | Hits@3 |
+ * Hits@10 | MR |", kgl's rows ("**kgl**, one model, realistic ties (mean ±
+ * std, S seeds) | 0.402 ± 0.003 | ..."; an ensemble's says so; with
+ * d->baseline each followed by its baseline's), the published rows, then
+ * "kgl: one layer, P parameters; options ...", the valid MRR and the times
+ * (`jobs` runs at a time, `threads` threads a run), "Per seed: ..." and,
+ * with d->baseline, the baseline and "Layer − baseline ..." lines. */
+void kgl_benchmark_table_write(FILE *f, const kgl_benchmark_dataset *d, int jobs, int threads);
 
 /* ---------------------------------------------------- a benchmark's runs --
  * src/studies/benchmark_runs.c: every run a `kgl train` process (`program`,
