@@ -1330,6 +1330,31 @@ char *kgl_member_path(const char *path, int k);
  * members is too long for the metadata) and the others are still saved;
  * false when any failed. m->saved says which were written. */
 bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
+/* kgl train's report as text, written to f (src/model/report_text.c; the
+ * metrics' tables are kgl_metrics_table_write's, its JSON results.c's).
+ * kgl_run_fit_write: "fit: every training triple ranks first (tail and
+ * head) after step S" (member 0's; "not every ..." when the fit was
+ * tracked and never reached; nothing when untracked).
+ * kgl_run_selection_write: an ensemble's "ensemble of N models: ... Alone:"
+ * (the members' lines follow, kgl_run_member_write), or with eval_every one
+ * model's "model selection: best valid MRR M at step S (E evaluations);
+ * ..." ("no evaluation ran" when none did). kgl_run_member_write: member
+ * k's line, "  member k  seed S  valid MRR M H@1 H ...", the splits
+ * ranked[s] (named split[s]) with its metrics alone[s] (both directions),
+ * then its best valid step. kgl_run_totals_write: "N steps in T s, final
+ * loss L" (an ensemble's: "N models in T s, member 0: ..."). kgl_run_summary_write:
+ * kgl train --quiet's one line, "kgl train: a model (d_model D, H heads), N
+ * steps in TOOK, final loss L[, best valid at step S]; SPLIT MRR M H@1 H
+ * H@10 H ..." (an ensemble's: "an ensemble of N models ..., S steps each,
+ * in TOOK") with both[s] of each split ranked[s]; TOOK is the run's time as
+ * the caller writes it. */
+void kgl_run_fit_write(FILE *f, const kgl_run *run);
+void kgl_run_selection_write(FILE *f, const kgl_run *run);
+void kgl_run_member_write(FILE *f, const kgl_run *run, int k, const char *const *split, const bool *ranked,
+                          const kgl_metrics *alone);
+void kgl_run_totals_write(FILE *f, const kgl_run *run);
+void kgl_run_summary_write(FILE *f, const kgl_run *run, const char *took, const char *const *split,
+                           const bool *ranked, const kgl_metrics *both);
 
 /* The training log (src/model/log.c), a CSV: `kgl train --log F` writes
  * the header when a member starts and a row from each row callback. The

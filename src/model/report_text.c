@@ -129,3 +129,87 @@ void kgl_model_choice_write(FILE *f, const kgl_model_choice *c, const char *what
                 c->ensemble, c->members, what, c->member, c->path, c->members - 1);
     fprintf(f, "%s\n", why);
 }
+
+/* ------------------------------------------------ kgl train's report -- */
+
+void kgl_run_fit_write(FILE *f, const kgl_run *run)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    const char *of = run->trained > 1 ? " (member 0)" : "";
+    if (m0->fit_step >= 0)
+        fprintf(f, "\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, m0->fit_step);
+    else if (m0->track_fit)
+        fprintf(f, "\nfit%s: not every training triple ranks first after %ld steps\n", of, m0->steps_run);
+}
+
+void kgl_run_selection_write(FILE *f, const kgl_run *run)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    long eval_every = run->spec.eval_every;
+    if (run->trained > 1) {
+        fprintf(f, "\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
+                run->trained);
+    } else if (eval_every && !m0->evaluations) { /* interrupted before the first (or --steps 0) */
+        fprintf(f, "\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are "
+                "of the last step, %ld\n", eval_every, m0->steps_run);
+    } else if (eval_every) {
+        fprintf(f, "\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
+                "checkpoint are of that model\n",
+                m0->best_mrr, m0->best_step, m0->evaluations, m0->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
+    }
+}
+
+void kgl_run_member_write(FILE *f, const kgl_run *run, int k, const char *const *split, const bool *ranked,
+                          const kgl_metrics *alone)
+{
+    const kgl_run_member *m = &run->member[k];
+    fprintf(f, "  member %d  seed %-6llu", k, (unsigned long long)m->seed);
+    for (int s = 0; s < 3; s++)
+        if (ranked[s]) fprintf(f, "  %s MRR %.4f H@1 %.4f", split[s], alone[s].mrr, alone[s].hits1);
+    if (run->spec.eval_every && !m->evaluations) fprintf(f, "  (no evaluation ran)");
+    else if (run->spec.eval_every) fprintf(f, "  (best valid at step %ld)", m->best_step);
+    fprintf(f, "\n");
+}
+
+void kgl_run_totals_write(FILE *f, const kgl_run *run)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    if (run->trained > 1)
+        fprintf(f, "\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", run->trained, run->seconds,
+                m0->steps_run, m0->final_loss);
+    else
+        fprintf(f, "\n%ld steps in %.2f s, final loss %.6f\n", m0->steps_run, run->seconds, m0->final_loss);
+}
+
+void kgl_run_summary_write(FILE *f, const kgl_run *run, const char *took, const char *const *split,
+                           const bool *ranked, const kgl_metrics *both)
+{
+    const kgl_run_member *m0 = &run->member[0];
+    const kgl_config *cfg = &m0->tr.model.cfg;
+    int members = run->trained;
+    char line[1024];
+    long least = m0->steps_run, most = m0->steps_run;
+    for (int k = 1; k < members; k++) {
+        least = run->member[k].steps_run < least ? run->member[k].steps_run : least;
+        most = run->member[k].steps_run > most ? run->member[k].steps_run : most;
+    }
+    char steps[48];
+    if (least < most) snprintf(steps, sizeof steps, "%ld-%ld", least, most); /* some stopped early */
+    else snprintf(steps, sizeof steps, "%ld", most);
+    size_t n;
+    if (members > 1)
+        n = (size_t)snprintf(line, sizeof line, "kgl train: an ensemble of %d models (d_model %d, %d heads), %s steps "
+                             "each, in %s", members, cfg->dim, cfg->heads, steps, took);
+    else
+        n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
+                             cfg->dim, cfg->heads, m0->steps_run, took, m0->final_loss);
+    if (members == 1 && run->spec.eval_every && !m0->evaluations)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", no evaluation ran");
+    else if (members == 1 && run->spec.eval_every)
+        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", m0->best_step);
+    for (int s = 0; s < 3; s++)
+        if (ranked[s])
+            n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
+                                  split[s], both[s].mrr, both[s].hits1, both[s].hits10);
+    fprintf(f, "%s\n", line); /* one write: the line whole on a stream shared with others */
+}
