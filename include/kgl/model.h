@@ -1682,6 +1682,16 @@ void kgl_question_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_ques
                        int count, bool have_known, bool filter, int n_left_out);
 void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
                               int known, bool filter);
+/* The same as the tables kgl predict prints, written to f. kgl_question_write:
+ * "(alice, advises, ?)  top K, N known answers left out" (or "known answers
+ * marked", or "no triples given: ..."), then "rank tail score prob [known]"
+ * and a row per answer. kgl_question_triple_write: "(h, r, t)  a known
+ * triple; filtered ranks ...", then "question rank score prob top other
+ * answer" and a row for (h, r, ?) and one for (?, r, t). */
+void kgl_question_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, int top,
+                        bool have_known, bool filter, int n_left_out);
+void kgl_question_triple_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known,
+                               bool filter);
 
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset
