@@ -354,7 +354,7 @@ static void euro_name(char *out, int n)
    "ab" and 45 euro signs was printed with the 13th sign cut in the middle,
    and names not in ASCII were padded by bytes, out of line with the
    columns. Every table now cuts at a character's end and pads by
-   characters (print_cell, kgl_utf8_prefix): train's metrics and
+   characters (kgl_table_cell, kgl_utf8_prefix): train's metrics and
    specialisation, eval, predict, heads (its spec table, its top-3 entities,
    --query's cells, and a graph model's table). */
 TEST(table_names_are_cut_between_characters)

@@ -82,6 +82,28 @@ TEST(utf8_prefix_cuts_between_characters)
     CHECK(kgl_utf8_prefix("", 5, 5) == 0 && kgl_utf8_chars("", 5) == 0);
 }
 
+/* A table cell (kgl_table_cell): a name cut to the column's characters,
+   never inside one, and padded by characters on the side the width's sign
+   says; kgl_table_width counts characters, not bytes. */
+TEST(table_cell_cuts_and_pads_by_characters)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_table_cell(f, "\xc3\xa4" "bc", -5); /* "äbc": 3 characters, 4 bytes, then 2 spaces */
+    fputc('|', f);
+    kgl_table_cell(f, "ab", 4);
+    fputc('|', f);
+    kgl_table_cell(f, "\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", -3); /* "€€€€" cut to "€€€" */
+    fputc('|', f);
+    fclose(f);
+    const char *want = "\xc3\xa4" "bc  |  ab|\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac|";
+    if (!CHECK(text && strcmp(text, want) == 0)) printf("    got '%s'\n", text ? text : "");
+    free(text);
+    CHECK(kgl_table_width("\xc3\xa9\xe2\x82\xacx") == 3 && kgl_table_width("") == 0);
+}
+
 /* Near matches: the closest names first, a swap of neighbours counts one
  * edit, case is ignored, nothing far is offered, and the output is cut at a
  * name boundary when the buffer is small. */

@@ -510,3 +510,54 @@ TEST(questions_ranked_and_written_as_json)
     kgl_model_free(&m);
     kgl_dataset_free(&ds);
 }
+
+/* kgl predict's tables as the library writes them (kgl_question_write,
+   kgl_question_triple_write) to a memory stream, for answers and ranks
+   made by hand: the question, the caption the filter and the known answers
+   decide, a row per answer in its columns; a triple's two questions with
+   the rank (a tie's half shown), score, probability and best other answer. */
+TEST(predict_tables_as_text)
+{
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char err[KGL_QUESTION_ERR_CAP];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) return;
+    kgl_question q, t;
+    if (!CHECK(kgl_question_make(&ds, "alice", "advises", NULL, "test", &q, err, sizeof err) &&
+               kgl_question_make(&ds, "alice", "advises", "carol", "test", &t, err, sizeof err)))
+        return;
+    int carol = t.tail, dave = -1;
+    for (int e = 0; e < ds.n_entities; e++)
+        if (strcmp(ds.entity_names[e], "dave") == 0) dave = e;
+    if (!CHECK(dave >= 0)) return;
+    kgl_answer a[2] = {{carol, 2.5, 0.5, true}, {dave, 1.25, 0.25, false}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_question_write(f, &ds, &q, a, 2, 2, true, false, 0);
+    fclose(f);
+    const char *want = "(alice, advises, ?)  top 2, known answers marked\n"
+                       "rank  tail        score        prob  known\n"
+                       "   1  carol      2.5000         0.5  yes\n"
+                       "   2  dave       1.2500        0.25  no\n";
+    if (!CHECK(text && strcmp(text, want) == 0)) printf("    got\n%s    want\n%s", text, want);
+    free(text);
+    f = open_memstream(&text, &len);
+    kgl_question_write(f, &ds, &q, a + 1, 1, 1, true, true, 1); /* filtered: carol, known, left out */
+    fclose(f);
+    CHECK(text && strncmp(text, "(alice, advises, ?)  top 1, 1 known answer left out\n", 52) == 0 && !strstr(text, "carol"));
+    free(text);
+
+    kgl_ranked r[2] = {{1, 2.5, 0.5, dave, 1}, {1.5, 0.75, 0.125, -1, NAN}};
+    f = open_memstream(&text, &len);
+    kgl_question_triple_write(f, &ds, &t, r, 1, true);
+    fclose(f);
+    want = "(alice, advises, carol)  a known triple; filtered ranks (the other known answers left out)\n"
+           "question                 rank       score        prob  top other answer\n"
+           "(alice, advises, ?)         1      2.5000         0.5  dave\n"
+           "(?, advises, carol)       1.5      0.7500       0.125  (none)\n";
+    if (!CHECK(text && strcmp(text, want) == 0)) printf("    got\n%s    want\n%s", text, want);
+    free(text);
+    kgl_dataset_free(&ds);
+}

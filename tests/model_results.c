@@ -90,3 +90,92 @@ TEST(results_json_of_a_ranking_and_the_spec)
     free(m.text);
     kgl_dataset_free(&ds);
 }
+
+/* What a memory stream holds once closed (malloc'd; "" when nothing was written). */
+static char *closed_text(FILE *f, char **text)
+{
+    fclose(f);
+    return *text;
+}
+
+/* The same results as the text tables kgl train and kgl eval print
+   (kgl_metrics_table_write, kgl_spec_table_write) and the line naming one
+   model of an ensemble (kgl_model_choice_write), written to a memory
+   stream: each header in its place, each number in its column, a relation
+   left out when not in use or not ranked. */
+TEST(results_tables_as_text)
+{
+    kgl_dataset ds;
+    kgl_source src = {"data/academic.tsv", kgl_academic_tsv, kgl_academic_tsv_len};
+    char e[512];
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, e, sizeof e))) return;
+    if (!CHECK(ds.n_relations == 5 && strcmp(ds.relation_names[2], "affiliated") == 0)) return;
+    kgl_eval ev;
+    kgl_eval_init(&ev, ds.n_entities, ds.n_relations);
+    ev.tail = metric(1, 4), ev.head = metric(0.5, 4), ev.both = metric(0.25, 8);
+    ev.tail_optimistic = metric(2, 4), ev.head_optimistic = metric(4, 4), ev.both_optimistic = metric(8, 8);
+    for (int r = 0; r < ds.n_relations; r++) ev.rel_tail[r] = ev.rel_head[r] = (kgl_metrics){0};
+    ev.rel_tail[0] = metric(1, 2), ev.rel_head[0] = metric(0.5, 2);
+    ev.rel_tail[2] = metric(2, 1), ev.rel_head[2] = metric(4, 1); /* ranked but not in use */
+    ev.rel_tail[3] = metric(0.125, 1), ev.rel_head[3] = metric(0.0625, 1);
+    bool use[5] = {true, true, false, true, true}; /* 1 (advises) and 4 in use, never ranked */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!CHECK(f != NULL)) return;
+    kgl_metrics_table_write(f, "test", 8, &ds, use, &ev);
+    const char *got = closed_text(f, &text);
+    /* the names' column: 8 characters ("authored"); the mean rank's: 6 (13 entities); a tie
+       such as 0.0625 is left out: printf rounds it either way ("0.06") */
+    const char *want[] = {
+        "\ntest: 8 triples, filtered ranking (ties: mean of optimistic and pessimistic rank)\n",
+        "\nrelation      n     MRR     H@1     H@3    H@10      MR     MRR",
+        "\nabout         2   1.000   0.500   0.250   0.125    1.00   0.500   0.250   0.125   0.06",
+        "\nauthored      1   0.125",
+        "\nall           4   1.000   0.500   0.250   0.125    1.00   0.500   0.250   0.125   0.06",
+        "        8  both directions: MRR 0.250  H@1 0.125",
+        "optimistic ties: MRR 8.000  H@1 4.000  H@3 2.000  H@10 1.000",
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+        if (!CHECK(strstr(got, want[k]) != NULL)) printf("    missing '%s' in\n%s\n", want[k], got);
+    CHECK(!strstr(got, "advises") && !strstr(got, "affiliated") && !strstr(got, "cites"));
+    free(text);
+    kgl_eval_free(&ev);
+
+    double spec[2 * 5]; /* [heads, m]: head h's weight on relation r at h * 5 + r */
+    for (int k = 0; k < 10; k++) spec[k] = k / 4.0;
+    f = open_memstream(&text, &len);
+    kgl_spec_table_write(f, &ds, use, 2, spec, KGL_CONTEXT_FULL);
+    got = closed_text(f, &text);
+    const char *want_spec = "\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n"
+                            "head    about advises authored  cites\n"
+                            "0       0.000   0.250    0.750  1.000\n"
+                            "1       1.250   1.500    2.000  2.250\n";
+    if (!CHECK(strcmp(got, want_spec) == 0)) printf("    got\n%s    want\n%s", got, want_spec);
+    free(text);
+    for (int k = 0; k < 10; k++) spec[k] = NAN; /* no neighbourhood held an edge: said, not a table of NaN */
+    f = open_memstream(&text, &len);
+    kgl_spec_table_write(f, &ds, use, 2, spec, KGL_CONTEXT_GRAPH);
+    got = closed_text(f, &text);
+    CHECK(strncmp(got, "\nhead by relation spec: no neighbourhood held an edge of these relations", 72) == 0 &&
+          !strstr(got, "nan"));
+    free(text);
+    f = open_memstream(&text, &len);
+    kgl_spec_table_write(f, &ds, use, 2, spec, KGL_CONTEXT_NONE); /* no attention: nothing */
+    CHECK(strcmp(closed_text(f, &text), "") == 0);
+    free(text);
+
+    kgl_model_choice c = {.path = "e.st", .member = 0, .members = 3, .ensemble = "e.st"};
+    f = open_memstream(&text, &len);
+    kgl_model_choice_write(f, &c, "showing", "Why one.");
+    got = closed_text(f, &text);
+    CHECK(strcmp(got, "e.st is an ensemble of 3 models: showing member 0 alone (--member K chooses another, 0 to 2)\n"
+                      "Why one.\n") == 0);
+    free(text);
+    c.members = 1; /* a model of its own: nothing to say */
+    f = open_memstream(&text, &len);
+    kgl_model_choice_write(f, &c, "showing", "Why one.");
+    CHECK(strcmp(closed_text(f, &text), "") == 0);
+    free(text);
+    kgl_dataset_free(&ds);
+}

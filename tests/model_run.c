@@ -597,3 +597,79 @@ TEST(run_spec_threads_and_memory)
     CHECK(r.ranked == (spec.n_train > spec.n_valid ? spec.n_train : spec.n_valid));
     kgl_dataset_free(&ds);
 }
+
+/* What one of kgl train's report writers wrote to a memory stream (malloc'd). */
+static char *run_text(void (*write)(FILE *, const kgl_run *), const kgl_run *run)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    write(f, run);
+    fclose(f);
+    return text;
+}
+
+/* Whether text is exactly want; if not, both said. */
+static bool text_is(char *text, const char *want)
+{
+    bool same = text && strcmp(text, want) == 0;
+    if (!same) printf("    got  '%s'\n    want '%s'\n", text ? text : "(none)", want);
+    free(text);
+    return same;
+}
+
+/* kgl train's report as text (kgl_run_fit_write, kgl_run_selection_write,
+   kgl_run_member_write, kgl_run_totals_write, kgl_run_summary_write) for
+   runs made by hand: one model selected on valid, one that never ranked
+   valid, an ensemble of two, each number where the report puts it. */
+TEST(run_report_as_text)
+{
+    static kgl_run_member m[2]; /* large: not on the stack */
+    memset(m, 0, sizeof m);
+    kgl_run run = {.member = m, .trained = 1, .seconds = 1.5};
+    run.spec.eval_every = 10;
+    m[0] = (kgl_run_member){.seed = 1, .steps_run = 40, .final_loss = 0.5, .evaluations = 4, .best_step = 30,
+                            .best_mrr = 0.75, .fit_step = 20, .track_fit = true};
+    m[0].tr.model.cfg.dim = 16, m[0].tr.model.cfg.heads = 2;
+    m[1] = (kgl_run_member){.seed = 1001, .steps_run = 30, .evaluations = 3, .best_step = 20, .fit_step = -1};
+    CHECK(text_is(run_text(kgl_run_fit_write, &run),
+                  "\nfit: every training triple ranks first (tail and head) after step 20\n"));
+    CHECK(text_is(run_text(kgl_run_selection_write, &run),
+                  "\nmodel selection: best valid MRR 0.7500 at step 30 (4 evaluations); the metrics above and the "
+                  "checkpoint are of that model\n"));
+    CHECK(text_is(run_text(kgl_run_totals_write, &run), "\n40 steps in 1.50 s, final loss 0.500000\n"));
+    const char *split[3] = {"train", "valid", "test"};
+    const bool ranked[3] = {false, true, true};
+    const kgl_metrics both[3] = {{0}, {.mrr = 0.5, .hits1 = 0.25, .hits10 = 1}, {.mrr = 0.25, .hits1 = 0.125, .hits10 = 0.5}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    kgl_run_summary_write(f, &run, "2s", split, ranked, both);
+    fclose(f);
+    CHECK(text_is(text, "kgl train: a model (d_model 16, 2 heads), 40 steps in 2s, final loss 0.500000, best valid at "
+                        "step 30; valid MRR 0.500 H@1 0.250 H@10 1.000; test MRR 0.250 H@1 0.125 H@10 0.500\n"));
+
+    m[0].evaluations = 0, m[0].fit_step = -1; /* stopped before the first evaluation, never fit */
+    CHECK(text_is(run_text(kgl_run_fit_write, &run), "\nfit: not every training triple ranks first after 40 steps\n"));
+    CHECK(text_is(run_text(kgl_run_selection_write, &run),
+                  "\nmodel selection: no evaluation ran (--eval-every 10); the metrics above and the checkpoint are "
+                  "of the last step, 40\n"));
+    m[0].track_fit = false; /* untracked: nothing said */
+    CHECK(text_is(run_text(kgl_run_fit_write, &run), ""));
+
+    run.trained = 2, m[0].evaluations = 4; /* an ensemble: member 1 stopped at 30 steps */
+    CHECK(text_is(run_text(kgl_run_selection_write, &run),
+                  "\nensemble of 2 models: every metric above ranks by the mean of their probabilities. Alone:\n"));
+    f = open_memstream(&text, &len);
+    kgl_run_member_write(f, &run, 1, split, ranked, both);
+    fclose(f);
+    CHECK(text_is(text, "  member 1  seed 1001    valid MRR 0.5000 H@1 0.2500  test MRR 0.2500 H@1 0.1250  (best valid "
+                        "at step 20)\n"));
+    CHECK(text_is(run_text(kgl_run_totals_write, &run), "\n2 models in 1.50 s, member 0: 40 steps, final loss 0.500000\n"));
+    f = open_memstream(&text, &len);
+    kgl_run_summary_write(f, &run, "2s", split, ranked, both);
+    fclose(f);
+    CHECK(text_is(text, "kgl train: an ensemble of 2 models (d_model 16, 2 heads), 30-40 steps each, in 2s; valid MRR "
+                        "0.500 H@1 0.250 H@10 1.000; test MRR 0.250 H@1 0.125 H@10 0.500\n"));
+}

@@ -233,3 +233,104 @@ TEST(heads_study_json_names_each_number)
     free(text);
     kgl_dataset_free(&json_names);
 }
+
+/* What a study's text writer wrote to a memory stream (malloc'd). */
+static char *text_of(void (*write)(FILE *, const kgl_heads_text *, const void *), const kgl_heads_text *t,
+                     const void *study)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) return NULL;
+    write(f, t, study);
+    fclose(f);
+    return text;
+}
+
+static void text_full(FILE *f, const kgl_heads_text *t, const void *r) { kgl_heads_full_write(f, t, r); }
+static void text_graph(FILE *f, const kgl_heads_text *t, const void *g) { kgl_heads_graph_write(f, t, g); }
+static void text_question(FILE *f, const kgl_heads_text *t, const void *q) { kgl_heads_question_write(f, t, q, 1); }
+
+/* Whether every piece is in text; the missing ones said. */
+static bool has_all(const char *text, const char *const *pieces, int n)
+{
+    bool all = text != NULL;
+    for (int k = 0; k < n && text; k++)
+        if (!strstr(text, pieces[k])) all = false, fprintf(stderr, "missing '%s' in\n%s\n", pieces[k], text);
+    return all;
+}
+
+/* The same studies as kgl heads prints them (kgl_heads_full_write,
+   kgl_heads_graph_write, kgl_heads_question_write): the header naming the
+   model, each table's caption and each number in its column; a relation
+   not chosen, or in no neighbourhood, left out. */
+TEST(heads_study_text_names_each_number)
+{
+    kgl_dataset names;
+    kgl_source src = {"t.tsv", "a\tp\tb\nb\tq\ta\n", 12};
+    char err[256];
+    if (!CHECK(kgl_dataset_load(&names, &src, 1, err, sizeof err))) return;
+    const bool use[2] = {true, false};
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    cfg.dim = 8, cfg.layers = 2, cfg.neighbours = 8, cfg.context = KGL_CONTEXT_FULL;
+    kgl_heads_text t = {"m.st", 7, &names, use, &cfg, 2};
+    /* full: 2 heads, 2 layers (the study of the JSON test above) */
+    double spec[8] = {0.5, 0.25, 0.75, 1, /* layer 1: */ 0.125, 0, 0.375, 0};
+    double precision[4] = {1, 0, 0.5, 0}, baseline[2] = {0.5, 0.5};
+    int with_tails[2] = {1, 1}, top3[12] = {1, 0, -1, 0, 1, -1, /* head 1 */ 0, -1, -1, 1, -1, -1};
+    double top3_weight[12] = {0.75, 0.25, 0, 0.5, 0.5, 0, 1, 0, 0, 1, 0, 0};
+    kgl_heads_full r = {.heads = 2, .layers = 2, .n = 2, .m = 2, .spec = spec, .precision = precision,
+                        .baseline = baseline, .with_tails = with_tails, .top3 = top3, .top3_weight = top3_weight,
+                        .mrr = 0.75, .ablated_mrr = {0.5, 0.75}};
+    char *text = text_of(text_full, &t, &r);
+    const char *full[] = {
+        "m.st: step 7, 2 heads, d_model 8, 2 layers (precision, top-3 and ablation: layer 0's heads); 2 training "
+        "triples\n\n",
+        "relation entities baseline  spec h0   spec h1   prec h0   prec h1 \n",
+        "\np               1    0.500     0.500     0.750     1.000     0.500\n",
+        "\nlayer 1 (over the states of layer 0): specialisation\n",
+        "\np           0.500     0.125     0.375\n",
+        "\nhead 0: each entity's top-3 attended entities\n  a     -> b 0.750, a 0.250\n  b     -> a 0.500, b 0.500\n",
+        "\nhead 1: each entity's top-3 attended entities\n  a     -> a 1.000\n",
+        "\nhead ablation: train MRR (both directions) with every head 0.7500\nhead    MRR without     drop\n"
+        "0            0.5000   0.2500\n1            0.7500   0.0000\n",
+    };
+    CHECK(has_all(text, full, sizeof full / sizeof full[0]) && !strstr(text, "\nq "));
+    free(text);
+    /* graph: relation q in no neighbourhood (NaN), left out */
+    double mass[4] = {0.25, NAN, 0.5, NAN}, uniform[2] = {0.125, NAN};
+    kgl_heads_graph g = {.heads = 2, .m = 2, .mass = mass, .uniform = uniform, .self = {0.5, 0.25},
+                         .ablation_triples = 2, .mrr = 1, .ablated_mrr = {0.5, 1}};
+    text = text_of(text_graph, &t, &g);
+    const char *graph[] = {
+        "m.st: step 7, 2 heads, d_model 8, neighbourhoods of at most 8 edges; 2 training triples\n\n",
+        "relation  uniform    head 0    head 1\n",
+        "\np           0.125     0.250     0.500\n",
+        "\n(itself)              0.500     0.250\n",
+        "head ablation: MRR (both directions) on the first 2 training triples with every head 1.0000\n",
+        "0            0.5000   0.5000\n",
+    };
+    CHECK(has_all(text, graph, sizeof graph / sizeof graph[0]) && !strstr(text, "nan") && !strstr(text, "\nq "));
+    free(text);
+    /* a full-context question (a, p^-1, ?), --top 1: b attended most, a the best answer and true */
+    bool is_true[2] = {true, false};
+    int truth[1] = {0}, by_attn[2] = {1, 0}, by_score[2] = {0, 1};
+    kgl_real attn[4] = {0.25, 0.75, 0.5, 0.5};
+    double mean[2] = {0.375, 0.625}, scores[2] = {2, 1}, probs[2] = {0.75, 0.25};
+    kgl_heads_question q = {.entity = 0, .row = 2, .heads = 2, .n = 2, .is_true = is_true, .truth = truth,
+                            .n_true = 1, .attn = attn, .mean = mean, .scores = scores, .probs = probs,
+                            .by_attn = by_attn, .by_score = by_score};
+    text = text_of(text_question, &t, &q);
+    const char *question[] = {
+        "m.st: step 7, 2 heads; query (a, p^-1, ?)\n",
+        "true answers of (a, p^-1, ?) in the training triples (marked *): a\n\n",
+        "A_h[i, j]: where each head looks",
+        "the readout's top answers\n",
+        "\nb         0.750    0.500   0.625       1  a *        2.0000   0.7500\n",
+        "\na *       0.250    0.500   0.375\n",
+    };
+    CHECK(has_all(text, question, sizeof question / sizeof question[0]));
+    free(text);
+    kgl_dataset_free(&names);
+}

@@ -4,7 +4,8 @@
  * checkpoint; with --baseline, every dataset and seed also run with
  * --context none appended, the same budget without the layer, in the same
  * list of runs); this command starts them, reads their --json output back
- * (kgl_benchmark_read_run), prints one markdown table per dataset and writes
+ * (kgl_benchmark_read_run), prints one markdown table per dataset
+ * (kgl_benchmark_table_write, src/studies/benchmark_table.c) and writes
  * results.json (kgl_benchmark_write_results). The configurations, the
  * published rows and the aggregation are the library's (src/studies/benchmark.c).
  *
@@ -14,7 +15,6 @@
  * one progress line (progress.h) and draws the line from the runner's
  * counts. */
 #include <errno.h>
-#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,114 +75,6 @@ static int run_threads(int jobs)
 {
     int threads = kgl_cores() / jobs;
     return threads < 1 ? 1 : threads;
-}
-
-/* One row of kgl's in a dataset's table: `what` (the model), the tie kind
-   (o: optimistic) and the test metrics, mean ± std over the seeds. */
-static void print_kgl_row(const char *what, const kgl_benchmark_run *runs, int n_seeds, int o)
-{
-    if (n_seeds > 1)
-        printf("| %s, %s ties (mean ± std, %d seeds) |", what, o ? "optimistic" : "realistic", n_seeds);
-    else
-        printf("| %s, %s ties (seed %llu) |", what, o ? "optimistic" : "realistic", runs[0].seed);
-    for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) {
-        double mean, sd;
-        int digits = strcmp(kgl_benchmark_metrics[k], "mr") == 0 ? 2 : 3; /* a rank, or a fraction */
-        kgl_benchmark_mean_std(runs, n_seeds, 1, o, 2, k, &mean, &sd);
-        if (n_seeds > 1) printf(" %.*f ± %.*f |", digits, mean, digits, sd);
-        else printf(" %.*f |", digits, mean);
-    }
-    printf("\n");
-}
-
-/* Like with like: the published rows are single models, so an ensemble's
-   row says it is one, and what a run of it costs. */
-static void model_label(char *what, size_t cap, const kgl_benchmark_run *runs, int n_seeds, bool baseline)
-{
-    const char *none = baseline ? ", no layer" : "", *same = baseline ? " (`--context none`, the same options and steps)" : "";
-    if (runs[0].ensemble > 1)
-        snprintf(what, cap, "**kgl, ensemble of %ld%s**%s (%ld models trained a run, %.0f s a run)", runs[0].ensemble,
-                 none, same, runs[0].ensemble, kgl_benchmark_cost_of(runs, n_seeds).mean_seconds);
-    else if (baseline)
-        snprintf(what, cap, "**kgl, no layer**%s", same);
-    else
-        snprintf(what, cap, "**kgl**, one model");
-}
-
-/* Below the table of a dataset run with --baseline: what the baseline was,
-   and the layer's test means less the baseline's, in MRR and Hits@1. */
-static void print_baseline_lines(const kgl_benchmark_dataset *job)
-{
-    const kgl_benchmark_run *base = job->baseline_runs;
-    int n_seeds = job->n_runs;
-    double vm, vs;
-    kgl_benchmark_mean_std(base, n_seeds, 0, 0, 2, 0, &vm, &vs);
-    printf("Baseline: no layer (`--context none`), %ld parameters; the same options and steps with `--context none` "
-           "appended; valid MRR %.3f ± %.3f; wall time per run %.1f s on average.\n",
-           base[0].params, vm, vs, kgl_benchmark_cost_of(base, n_seeds).mean_seconds);
-    double mrr = kgl_benchmark_layer_minus_baseline(job, 0), hits1 = kgl_benchmark_layer_minus_baseline(job, 1);
-    printf("Layer − baseline (`--context none`), test, both directions, realistic ties, means over %d seed%s: "
-           "MRR %+.3f, Hits@1 %+.3f; the layer's mean is ≥ the baseline's: MRR %s, Hits@1 %s.\n",
-           n_seeds, n_seeds == 1 ? "" : "s", mrr, hits1, mrr >= 0 ? "yes" : "no", hits1 >= 0 ? "yes" : "no");
-}
-
-/* One dataset's markdown table: kgl's rows (realistic and optimistic ties;
-   with --baseline each followed by its baseline's) beside the published
-   ones, then the options, the valid MRR and the times. */
-static void print_table(const kgl_benchmark_dataset *job, int jobs)
-{
-    const kgl_benchmark_run *runs = job->runs;
-    int n_seeds = job->n_runs;
-    printf("\n### %s: filtered test ranking, both directions (%ld queries)\n\n", kgl_benchmark_display_name(job->name),
-           runs[0].n_test);
-    printf("| model | MRR | Hits@1 | Hits@3 | Hits@10 | MR |\n|---|---:|---:|---:|---:|---:|\n");
-    double vm, vs;
-    char what[200], base_what[240];
-    model_label(what, sizeof what, runs, n_seeds, false);
-    model_label(base_what, sizeof base_what, job->baseline_runs, n_seeds, true);
-    for (int o = 0; o < 2; o++) {
-        print_kgl_row(what, runs, n_seeds, o);
-        if (job->baseline) print_kgl_row(base_what, job->baseline_runs, n_seeds, o);
-    }
-    for (int p = 0; p < kgl_benchmark_n_published; p++) {
-        const kgl_benchmark_published *pub = &kgl_benchmark_published_rows[p];
-        if (strcmp(pub->dataset, job->name) != 0) continue;
-        printf("| %s (%s) |", pub->model, pub->source);
-        for (int k = 0; k < KGL_BENCHMARK_METRICS; k++) { /* as published: two digits or three; a dash where not reported */
-            if (isnan(pub->v[k])) printf(" — |");
-            else printf(" %.*f |", pub->v[k] * 100 == round(pub->v[k] * 100) ? 2 : 3, pub->v[k]);
-        }
-        printf("\n");
-    }
-    kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
-    const char *model = runs[0].no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer",
-               *members = runs[0].no_layer ? "models without the layer (`--context none`)" : "one-layer models";
-    if (runs[0].ensemble > 1)
-        printf("\nkgl: an ensemble of %ld %s (each selected on valid at its own best step), %ld "
-               "parameters in all; options (`%s`): `%s`.\n",
-               runs[0].ensemble, members, runs[0].params, job->config_path, job->args_text);
-    else
-        printf("\nkgl: %s, %ld parameters; options (`%s`): `%s`.\n", model, runs[0].params, job->config_path,
-               job->args_text);
-    kgl_benchmark_cost cost = kgl_benchmark_cost_of(runs, n_seeds);
-    printf("Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
-           "(%d run%s at a time, %d cores, %d thread%s a run); peak resident memory of a run at most %.0f MB.\n",
-           vm, vs, cost.mean_seconds, cost.max_seconds, jobs, jobs == 1 ? "" : "s", kgl_cores(), run_threads(jobs),
-           run_threads(jobs) == 1 ? "" : "s", cost.peak_mb);
-    printf("Per seed: ");
-    for (int i = 0; i < n_seeds; i++) {
-        const kgl_benchmark_run *r = &runs[i];
-        printf("%sseed %llu test MRR %.3f H@1 %.3f (", i ? "; " : "", r->seed, r->m[1][0][2][0], r->m[1][0][2][1]);
-        long first, last;
-        kgl_benchmark_member_steps(r, &first, &last);
-        if (r->n_members > 1)
-            printf("the %d members' best valid steps %ld to %ld", r->n_members, first, last);
-        else
-            printf("best valid at step %ld", first);
-        printf(" of %ld, %.1f s)", r->steps, r->seconds);
-    }
-    printf(".\n");
-    if (job->baseline) print_baseline_lines(job);
 }
 
 /* Every file the runs write (OUT/<dataset>-seed<S>[-none].{json,err,csv,
@@ -269,7 +161,7 @@ static bool out_folder_ok(const char *out)
 /* The tables and results.json, once every run has its result. */
 static int report_all(const kgl_benchmark_dataset *job, int n_jobs, const char *out, int jobs, bool baseline)
 {
-    for (int j = 0; j < n_jobs; j++) print_table(&job[j], jobs);
+    for (int j = 0; j < n_jobs; j++) kgl_benchmark_table_write(stdout, &job[j], jobs, run_threads(jobs));
     char path[1200], err[1400];
     snprintf(path, sizeof path, "%s/results.json", out);
     if (!kgl_benchmark_write_results(path, job, n_jobs, err, sizeof err)) {

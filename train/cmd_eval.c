@@ -133,7 +133,7 @@ int cmd_eval(int argc, char **argv)
         kgl_json_begin_object(&w);
     }
     if (ms.n == 1 && !json)
-        print_model_choice(&ms.choice, "ranking",
+        kgl_model_choice_write(stdout, &ms.choice, "ranking",
                            "Its ranks are its own; the ensemble's file without --member ranks by every model.");
     for (int k = 0; k < ms.n && !json; k++)
         printf("%s: step %ld, d_model %d, %d heads, ffn %d%s%.0d%s\n", ms.paths[k], ms.ck[k].st.step,
@@ -150,7 +150,7 @@ int cmd_eval(int argc, char **argv)
             kgl_json_key(&w, v.name[s]);
             kgl_json_eval(&w, &v.ds, v.use_relation, &ev);
         } else {
-            print_metrics_table(v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
+            kgl_metrics_table_write(stdout, v.name[s], v.n[s], &v.ds, v.use_relation, &ev);
         }
     }
     if (json) {

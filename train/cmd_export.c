@@ -95,7 +95,7 @@ int cmd_export(int argc, char **argv)
             kgl_json_newline(&w);
             kgl_json_writer_finish(&w);
         } else {
-            print_model_choice(&chosen, "exporting",
+            kgl_model_choice_write(stdout, &chosen, "exporting",
                                "The models' vectors are separate spaces (each trained from its own seed, widths may "
                                "differ), so no one table holds the ensemble: export each member with --member K.");
             printf("%s (step %ld): %d entities, %d relation rows%s, d = %d\n", ckpt, ck.st.step, n, rows,

@@ -103,7 +103,7 @@ static void print_json(const kgl_model_choice *chosen, const kgl_params *params,
 
 static void print_text(const kgl_model_choice *chosen, const kgl_params *params, const kgl_gradient_losses *l, const char *out)
 {
-    print_model_choice(chosen, "gradients of",
+    kgl_model_choice_write(stdout, chosen, "gradients of",
                        "Each model of an ensemble is trained on its own loss, so each has its own gradient.");
     printf("loss %.17g (main %.17g", l->loss, l->main_loss);
     if (l->has_aux) printf(", aux %.17g", l->aux);

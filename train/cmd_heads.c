@@ -3,7 +3,6 @@
  * study (src/studies/heads.c) resolves --query's names, measures, draws
  * (heads_svg.c) and writes the JSON (heads_json.c); this file parses the
  * options and prints the tables. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,12 +55,15 @@ static const char help[] =
     EXIT_TABLE;
 
 /* The first line when the model is one of an ensemble: which one, and why
-   only one (print_model_choice). */
-static void say_which_model(const kgl_model_choice *chosen)
+   only one (kgl_model_choice_write); then what the tables name beside the
+   study (kgl_heads_text). */
+static kgl_heads_text say_which_model(const kgl_model_choice *chosen, long step, const data_view *v,
+                                      const kgl_model *m)
 {
-    print_model_choice(chosen, "showing",
-                       "Each model has its own heads and answers; kgl predict and kgl eval ask the whole ensemble, "
-                       "so their answers can differ from these.");
+    kgl_model_choice_write(stdout, chosen, "showing",
+                           "Each model has its own heads and answers; kgl predict and kgl eval ask the whole "
+                           "ensemble, so their answers can differ from these.");
+    return (kgl_heads_text){chosen->path, step, &v->ds, v->use_relation, &m->cfg, v->n[0]};
 }
 
 /* The opening of every kgl heads --json object: the model chosen, its step and heads. */
@@ -82,76 +84,11 @@ static void json_heads_closing(kgl_json_writer *w)
     kgl_json_writer_finish(w);
 }
 
-/* A stack's deeper layers (full context): spec[h][r] of each layer l ≥ 1,
-   where head h of layer l, at entity i's state, puts its weight over the
-   entities' states, against the same baseline (layer 0's table is above). */
-static void print_deeper_layers(const data_view *v, const kgl_heads_full *rep, int w)
-{
-    int H = rep->heads, nr = rep->m;
-    for (int l = 1; l < rep->layers; l++) {
-        const double *spec = rep->spec + (size_t)l * H * nr;
-        printf("\nlayer %d (over the states of layer %d): specialisation\n%-*s %8s", l, l - 1, w, "relation", "baseline");
-        for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
-        printf("\n");
-        for (int r = 0; r < nr; r++) {
-            if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-            print_cell(stdout, v->ds.relation_names[r], -w);
-            printf(" %8.3f", rep->baseline[r]);
-            for (int h = 0; h < H; h++) printf("  %8.3f", spec[h * nr + r]);
-            printf("\n");
-        }
-    }
-}
-
 /* What --svg asks for: the folder and the colour scale. */
 typedef struct pictures {
     const char *dir; /* NULL: no pictures */
     kgl_colour_scale scale;
 } pictures;
-
-/* ---- the neighbourhood context -------------------------------------------------
- * A graph model's heads look at edges, not at all entities: where each head's
- * weight goes, by the relation of the attended edge, over every entity's
- * evaluation neighbourhood (kgl_model_relation_attention), beside what uniform
- * weights would put there; the weight a head keeps on the entity itself; and
- * head ablation on (at most KGL_HEADS_ABLATION_TRIPLES of) the training
- * triples (kgl_heads_graph_measure). */
-
-/* kgl heads of a graph model, as tables. */
-static void graph_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                             const kgl_heads_graph *g)
-{
-    int H = g->heads, nr = g->m;
-    int w = 8;
-    for (int r = 0; r < nr; r++)
-        if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
-    if (w > 40) w = 40;
-    say_which_model(chosen);
-    printf("%s: step %ld, %d heads, d_model %d, neighbourhoods of at most %d edges; %d training triples\n\n",
-           chosen->path, step, H, m->cfg.dim, m->cfg.neighbours, v->n[0]);
-    printf("where each head's weight goes, by the relation of the attended edge (either direction): the mean\n"
-           "over the entities whose neighbourhood has such an edge of the weight on those edges; uniform =\n"
-           "the same for equal weights over the neighbourhood (the entity itself included)\n\n");
-    printf("%-*s %8s", w, "relation", "uniform");
-    for (int h = 0; h < H; h++) {
-        char col[24];
-        snprintf(col, sizeof col, "head %d", h);
-        printf("  %8s", col);
-    }
-    printf("\n");
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || isnan(g->uniform[r])) continue;
-        print_cell(stdout, v->ds.relation_names[r], -w);
-        printf(" %8.3f", g->uniform[r]);
-        for (int h = 0; h < H; h++) printf("  %8.3f", g->mass[h * nr + r]);
-        printf("\n");
-    }
-    printf("%-*s %8s", w, "(itself)", "");
-    for (int h = 0; h < H; h++) printf("  %8.3f", g->self[h]);
-    printf("\n\nhead ablation: MRR (both directions) on the first %d training triples with every head %.4f\n"
-           "%-6s %12s %8s\n", g->ablation_triples, g->mrr, "head", "MRR without", "drop");
-    for (int h = 0; h < H; h++) printf("%-6d %12.4f %8.4f\n", h, g->ablated_mrr[h], g->mrr - g->ablated_mrr[h]);
-}
 
 static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures *pic, data_view *v, kgl_model *m,
                        const kgl_checkpoint *ck)
@@ -173,7 +110,8 @@ static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures
         kgl_heads_graph_json(&w, &g, &v->ds, v->use_relation, m->cfg.neighbours);
         json_heads_closing(&w);
     } else {
-        graph_heads_text(chosen, ck->st.step, v, m, &g);
+        kgl_heads_text text = say_which_model(chosen, ck->st.step, v, m);
+        kgl_heads_graph_write(stdout, &text, &g);
     }
     if (drawn && !json) printf("\npicture: %s/relations.svg\n", pic->dir);
     kgl_heads_graph_free(&g);
@@ -186,7 +124,6 @@ static int graph_heads(const kgl_model_choice *chosen, bool json, const pictures
    measures of it (kgl_heads_question_measure). */
 typedef struct query_view {
     int entity, row, top;
-    char rel_name[600];
     kgl_heads_question a;
 } query_view;
 
@@ -205,127 +142,10 @@ static int parse_query(const char *query, const data_view *v, const kgl_model *m
     head[head_len] = 0;
     char *err = kgl_xmalloc(2 * KGL_LINE_MAX);
     bool ok = kgl_heads_question_resolve(&v->ds, &m->cfg, head, comma + 1, &q->entity, &q->row, err, 2 * KGL_LINE_MAX);
-    if (ok) kgl_relation_row_name(&v->ds, q->row, q->rel_name, sizeof q->rel_name);
-    else fprintf(stderr, "kgl heads: --query: %s\n", err);
+    if (!ok) fprintf(stderr, "kgl heads: --query: %s\n", err);
     free(err);
     free(head);
     return ok ? 0 : EXIT_USAGE;
-}
-
-static void query_print_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q)
-{
-    char *const *names = v->ds.entity_names;
-    const char *head = names[q->entity];
-    say_which_model(chosen);
-    printf("%s: step %ld, %d heads; query (%s, %s, ?)\n", chosen->path, step, q->a.heads, head, q->rel_name);
-    printf("true answers of (%s, %s, ?) in the training triples (marked *): ", head, q->rel_name);
-    if (!q->a.n_true) printf("none");
-    for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
-    printf("\n\n");
-
-    int *rows = kgl_xmalloc((size_t)q->a.n * sizeof(int));
-    double rest_max; /* the largest mean attention left out */
-    int n_rows = kgl_heads_question_rows(&q->a, q->top, rows, &rest_max), n_ans = q->top < q->a.n ? q->top : q->a.n;
-    /* column widths from the names shown, so the two tables line up */
-    int ew = 6, aw = 6;
-    for (int k = 0; k < n_rows; k++) ew = fmax(ew, text_width(names[rows[k]]) + 2);
-    for (int k = 0; k < n_ans; k++) aw = fmax(aw, text_width(names[q->a.by_score[k]]) + 2);
-    if (ew > 34) ew = 34;
-    if (aw > 34) aw = 34;
-    int left_w = ew + q->a.heads * 9 + 8; /* entity, a column of 9 per head, mean */
-    /* short captions (the query is named above), so they stay over their columns */
-    printf("%-*s    %s\n", left_w, "A_h[i, j]: where each head looks", "the readout's top answers");
-    printf("%-*s", ew, "entity");
-    for (int h = 0; h < q->a.heads; h++) {
-        char col[32];
-        snprintf(col, sizeof col, "head %d", h);
-        printf("  %7s", col);
-    }
-    printf("%8s    %4s  %-*s %10s %8s\n", "mean", "rank", aw, "answer", "score", "prob");
-    int lines = n_rows > n_ans ? n_rows : n_ans;
-    for (int k = 0; k < lines; k++) {
-        char cell[4 * 32 + 3]; /* a name cut to 32 characters (ew, aw <= 34) of at most 4 bytes, " *" */
-        if (k < n_rows) {
-            int j = rows[k];
-            snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)ew - 2, SIZE_MAX), names[j],
-                     q->a.is_true[j] ? " *" : "");
-            print_cell(stdout, cell, -ew);
-            for (int h = 0; h < q->a.heads; h++) printf("  %7.3f", q->a.attn[(size_t)h * q->a.n + j]);
-            printf("%8.3f", q->a.mean[j]);
-        } else {
-            printf("%*s", left_w, "");
-        }
-        if (k < n_ans) {
-            int j = q->a.by_score[k];
-            snprintf(cell, sizeof cell, "%.*s%s", (int)kgl_utf8_prefix(names[j], (size_t)aw - 2, SIZE_MAX), names[j],
-                     q->a.is_true[j] ? " *" : "");
-            printf("    %4d  ", k + 1);
-            print_cell(stdout, cell, -aw);
-            printf(" %10.4f %8.4f", q->a.scores[j], q->a.probs[j]);
-        }
-        printf("\n");
-    }
-    if (n_rows < q->a.n) {
-        int more = q->a.n - n_rows;
-        printf("(%d more %s, each with mean attention at most %.3f; --top N shows more, --json lists all)\n", more,
-               more == 1 ? "entity" : "entities", rest_max);
-    }
-    free(rows);
-}
-
-/* ---- --query on a neighbourhood model ------------------------------------------
- * The question (HEAD, REL, ?) as evaluation asks it: its segment (HEAD itself,
- * then at most K of its edges) and, layer by layer, each head's weight on
- * each token beside uniform's 1/tokens, so that near-uniform attention is not
- * read as structure; tokens whose entity is a true answer in the training
- * triples marked '*'. Then the readout's top answers. */
-static void graph_query_text(const kgl_model_choice *chosen, long step, const data_view *v, const query_view *q,
-                             const kgl_segment_view *sv, const kgl_answer *ans, int n_ans)
-{
-    char *const *names = v->ds.entity_names;
-    int T = sv->n_tokens, H = sv->heads, top = q->top < T ? q->top : T;
-    say_which_model(chosen);
-    bool asked = T > 1 && kgl_segment_asked_relation(&v->ds, sv, 1) >= 0; /* --relation-token: its token second */
-    printf("%s: step %ld, %d heads, %d layer%s; question (%s, %s, ?): a neighbourhood of %d tokens (itself%s and %d "
-           "edges)\n", chosen->path, step, H, sv->layers, sv->layers == 1 ? "" : "s", names[q->entity], q->rel_name, T,
-           asked ? ", the asked relation" : "", T - 1 - asked);
-    printf("true answers in the training triples (marked *): ");
-    if (!q->a.n_true) printf("none");
-    for (int k = 0; k < q->a.n_true; k++) printf("%s%s", k ? ", " : "", names[q->a.truth[k]]);
-    printf("\nuniform weight: %.3f on each token\n", 1.0 / T);
-    char label[1300], cell[200]; /* cell: 40 characters of at most 4 bytes, and " *" */
-    for (int l = 0; l < sv->layers; l++) {
-        const double *w = sv->weight + (size_t)l * T * H;
-        const double *mean = q->a.token_mean + (size_t)l * T; /* over the heads, by kgl_heads_question_measure */
-        const int *order = q->a.token_order + (size_t)l * T;
-        printf("\nlayer %d: where each head looks (the %d most weighted of %d tokens)\n%-40s", l, top, T, "token");
-        for (int h = 0; h < H; h++) {
-            snprintf(cell, sizeof cell, "head %d", h);
-            printf("  %7s", cell);
-        }
-        printf("  %7s  %s\n", "mean", "x uniform");
-        for (int k = 0; k < top; k++) {
-            int t = order[k];
-            bool answer = kgl_segment_token_is(sv, t, q->a.is_true);
-            kgl_segment_token_name(&v->ds, sv, t, label, sizeof label);
-            /* 40 characters: the label cut between characters (38 before " *" on a true answer) */
-            int keep = (int)kgl_utf8_prefix(label, answer ? 38 : 40, strlen(label));
-            snprintf(cell, sizeof cell, "%.*s%s", keep, label, answer ? " *" : "");
-            print_cell(stdout, cell, -40);
-            for (int h = 0; h < H; h++) printf("  %7.3f", w[(size_t)t * H + h]);
-            printf("  %7.3f  %9.2f\n", mean[t], mean[t] * T);
-        }
-    }
-    printf("\nthe readout's top answers\n%4s  %-34s %10s %8s\n", "rank", "answer", "score", "prob");
-    for (int k = 0; k < n_ans; k++) {
-        const char *name = names[ans[k].entity];
-        bool truth = q->a.is_true[ans[k].entity];
-        int keep = (int)kgl_utf8_prefix(name, truth ? 32 : 34, strlen(name));
-        snprintf(cell, sizeof cell, "%.*s%s", keep, name, truth ? " *" : "");
-        printf("%4d  ", k + 1);
-        print_cell(stdout, cell, -34);
-        printf(" %10.4f %8.4f\n", ans[k].score, ans[k].prob);
-    }
 }
 
 /* kgl heads --query HEAD,REL of a model with attention: where each head
@@ -355,10 +175,9 @@ static int run_query(const kgl_model_choice *chosen, const char *query, int top,
         json_heads_opening(&w, chosen, step, graph ? sv->heads : q.a.heads);
         kgl_heads_question_json(&w, &q.a, &v->ds, top);
         json_heads_closing(&w);
-    } else if (graph) {
-        graph_query_text(chosen, step, v, &q, sv, q.a.answers, q.a.n_answers);
     } else {
-        query_print_text(chosen, step, v, &q);
+        kgl_heads_text text = say_which_model(chosen, step, v, m);
+        kgl_heads_question_write(stdout, &text, &q.a, top);
     }
     if (drawn && !json) printf("\npicture: %s/query.svg\n", pic->dir);
     kgl_heads_question_free(&q.a);
@@ -393,59 +212,6 @@ static bool colour_scale_named(const char *name, kgl_colour_scale *out)
     return false;
 }
 
-/* kgl heads of a full-context model, as tables: spec and precision by
-   relation (and each deeper layer's spec), each entity's top 3, ablation. */
-static void full_heads_text(const kgl_model_choice *chosen, long step, const data_view *v, const kgl_model *m,
-                            const kgl_heads_full *rep)
-{
-    int H = rep->heads, n = rep->n, nr = rep->m;
-    char **names = v->ds.entity_names;
-    int w = 8;
-    for (int r = 0; r < nr; r++)
-        if (v->use_relation[r] && text_width(v->ds.relation_names[r]) > w) w = text_width(v->ds.relation_names[r]);
-    if (w > 32) w = 32;
-    say_which_model(chosen);
-    printf("%s: step %ld, %d heads, d_model %d%s%.0d%s; %d training triples\n\n", chosen->path, step, H, m->cfg.dim,
-           m->cfg.layers > 1 ? ", " : "", m->cfg.layers > 1 ? m->cfg.layers : 0,
-           m->cfg.layers > 1 ? " layers (precision, top-3 and ablation: layer 0's heads)" : "", v->n[0]);
-    printf("specialisation: attention mass head h, at entity i, puts on i's true r-tails\n"
-           "(mean over the entities with r-tails); baseline = the same for uniform attention;\n"
-           "precision = how often the head's most-attended entity is a true r-tail\n\n");
-    printf("%-*s %8s %8s", w, "relation", "entities", "baseline");
-    for (int h = 0; h < H; h++) printf("  spec h%-2d", h);
-    for (int h = 0; h < H; h++) printf("  prec h%-2d", h);
-    printf("\n");
-    for (int r = 0; r < nr; r++) {
-        if (!v->use_relation[r] || !rep->with_tails[r]) continue;
-        print_cell(stdout, v->ds.relation_names[r], -w);
-        printf(" %8d %8.3f", rep->with_tails[r], rep->baseline[r]);
-        for (int h = 0; h < H; h++) printf("  %8.3f", rep->spec[h * nr + r]);
-        for (int h = 0; h < H; h++) printf("  %8.3f", rep->precision[h * nr + r]);
-        printf("\n");
-    }
-    if (rep->layers > 1) print_deeper_layers(v, rep, w);
-    int nw = 5;
-    for (int i = 0; i < n; i++)
-        if (text_width(names[i]) > nw) nw = text_width(names[i]);
-    if (nw > 24) nw = 24;
-    for (int h = 0; h < H; h++) {
-        printf("\nhead %d: each entity's top-3 attended entities\n", h);
-        for (int i = 0; i < n; i++) {
-            const int *idx = rep->top3 + ((size_t)h * n + i) * 3;
-            const double *weight = rep->top3_weight + ((size_t)h * n + i) * 3;
-            printf("  ");
-            print_cell(stdout, names[i], -nw);
-            printf(" ->");
-            for (int k = 0; k < 3 && idx[k] >= 0; k++) printf("%s %s %.3f", k ? "," : "", names[idx[k]], weight[k]);
-            printf("\n");
-        }
-    }
-    printf("\nhead ablation: train MRR (both directions) with every head %.4f\n%-6s %12s %8s\n", rep->mrr,
-           "head", "MRR without", "drop");
-    for (int h = 0; h < H; h++)
-        printf("%-6d %12.4f %8.4f\n", h, rep->ablated_mrr[h], rep->mrr - rep->ablated_mrr[h]);
-}
-
 /* kgl heads of a full-context model (no --query): where each head's weight
    goes against the training triples, the pictures first (a reader of stdout
    that stops reading never costs them), then the report. */
@@ -471,7 +237,8 @@ static int full_heads(const kgl_model_choice *chosen, bool json, const pictures 
         kgl_heads_full_json(&w, &rep, &v->ds, v->use_relation);
         json_heads_closing(&w);
     } else {
-        full_heads_text(chosen, ck->st.step, v, m, &rep);
+        kgl_heads_text text = say_which_model(chosen, ck->st.step, v, m);
+        kgl_heads_full_write(stdout, &text, &rep);
     }
     if (drawn && !json)
         printf("\npictures: %s/head0.svg … head%d.svg, %s/heads.svg, %s/spec.svg\n", pic->dir, rep.heads - 1, pic->dir,

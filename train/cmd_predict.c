@@ -7,7 +7,6 @@
  * answering is kgl_predict's and kgl_questions_rank's, the JSON
  * kgl_question_json's (the C API); this file parses and prints. */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,69 +69,6 @@ static const char help[] =
     "                     \"known\",\"tail\"|\"head\":{\"rank\",\"score\",\"prob\",\n"
     "                     \"top_other\",\"top_other_score\"}}\n\n"
     EXIT_TABLE;
-
-/* (alice, advises, ?) */
-static void print_question(FILE *f, const kgl_dataset *ds, const kgl_question *q)
-{
-    const char *e = ds->entity_names[q->entity], *r = ds->relation_names[q->relation];
-    if (q->ask_head) fprintf(f, "(?, %s, %s)", r, e);
-    else fprintf(f, "(%s, %s, ?)", e, r);
-}
-
-static void print_table(const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, int top, bool have_known,
-                        bool filter, int n_left_out)
-{
-    const char *col = q->ask_head ? "head" : "tail";
-    int w = (int)strlen(col);
-    for (int k = 0; k < count; k++) {
-        int len = text_width(ds->entity_names[a[k].entity]);
-        if (len > w) w = len;
-    }
-    print_question(stdout, ds, q);
-    if (!have_known) printf("  top %d (no triples given: known answers are not marked)\n", top);
-    else if (filter) printf("  top %d, %d known answer%s left out\n", top, n_left_out, n_left_out == 1 ? "" : "s");
-    else printf("  top %d, known answers marked\n", top);
-    printf("%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
-    for (int k = 0; k < count; k++) {
-        printf("%4d  ", k + 1);
-        print_cell(stdout, ds->entity_names[a[k].entity], -w);
-        printf("  %10.4f  %10.4g%s\n", a[k].score, a[k].prob,
-               have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
-    }
-}
-
-/* A rank: whole, or half way between two (ties count as the mean of the
-   optimistic and the pessimistic rank). */
-static void print_rank(double rank) { printf("%8.*f", rank == floor(rank) ? 0 : 1, rank); }
-
-/* A triple's two questions, with the rank, score and probability of its
-   tail and of its head (ranked: kgl_rank_triples), and the best other
-   answer. known: whether the triple is a known one (-1: no triples given). */
-static void print_triple(const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known, bool filter)
-{
-    char *const *ent = ds->entity_names;
-    const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
-    /* "(h, rel, ?)" and "(?, rel, t)", printed whole (a fixed buffer cut
-       long names, mid-character), padded to the wider */
-    int width[2] = {text_width(h) + text_width(rel) + 7, text_width(rel) + text_width(t) + 7};
-    int w = (int)strlen("question");
-    for (int dir = 0; dir < 2; dir++)
-        if (width[dir] > w) w = width[dir];
-    const char *is = known ? "a known triple" : "not a known triple";
-    printf("(%s, %s, %s)  ", h, rel, t);
-    if (known < 0) printf("ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
-    else if (filter) printf("%s; filtered ranks (the other known answers left out)\n", is);
-    else printf("%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
-    printf("%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
-    for (int dir = 0; dir < 2; dir++) {
-        if (dir == 0) printf("(%s, %s, ?)", h, rel);
-        else printf("(?, %s, %s)", rel, t);
-        printf("%*s  ", w - width[dir], "");
-        print_rank(r[dir].rank);
-        printf("  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
-               r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
-    }
-}
 
 /* What the command line asks for. */
 typedef struct predict_options {
@@ -234,7 +170,7 @@ static void print_models_asked(const kgl_model_set *ms)
                "score its log\n\n",
                ms->n, ms->paths[0]);
     else if (ms->choice.members > 1) {
-        print_model_choice(&ms->choice, "asking",
+        kgl_model_choice_write(stdout, &ms->choice, "asking",
                            "Its answers are its own; the ensemble's file without --member asks every model.");
         printf("\n");
     }
@@ -255,7 +191,7 @@ static void print_scored_triple(const predict_options *o, const kgl_dataset *ds,
         kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
-        print_triple(ds, q, r, known, o->filtering);
+        kgl_question_triple_write(stdout, ds, q, r, known, o->filtering);
     }
 }
 
@@ -277,7 +213,7 @@ static void answer_question(const predict_options *o, const kgl_dataset *ds, con
         kgl_json_writer_finish(&w);
     } else {
         if (!first) printf("\n");
-        print_table(ds, q, ans, count, k_top, o->have_known, o->filtering, n_known);
+        kgl_question_write(stdout, ds, q, ans, count, k_top, o->have_known, o->filtering, n_known);
     }
 }
 

@@ -65,7 +65,7 @@ static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, cons
 {
     int m = ds->n_relations, w = 8;
     for (int r = 0; r < m; r++)
-        if (text_width(ds->relation_names[r]) > w) w = text_width(ds->relation_names[r]);
+        if (kgl_table_width(ds->relation_names[r]) > w) w = kgl_table_width(ds->relation_names[r]);
     if (w > 40) w = 40;
     printf("%s: %d triple%s, %d entit%s, %d relation%s; --valid %g --test %g --seed %llu\n\n", input, plan->n,
            plan->n == 1 ? "" : "s", ds->n_entities, ds->n_entities == 1 ? "y" : "ies", m, m == 1 ? "" : "s",
@@ -73,7 +73,7 @@ static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, cons
     printf("%-*s %8s %8s %8s %8s %8s\n", w, "relation", "triples", "train", "valid", "test", "kept");
     for (int r = 0; r < m; r++) {
         const int *c = plan->rel_count + 3 * r;
-        print_cell(stdout, ds->relation_names[r], -w); /* cut between characters, padded by them */
+        kgl_table_cell(stdout, ds->relation_names[r], -w); /* cut between characters, padded by them */
         printf(" %8d %8d %8d %8d %8d\n", c[0] + c[1] + c[2], c[0], c[1], c[2], plan->rel_kept[r]);
     }
     printf("%-*s %8d %8d %8d %8d %8d\n\n", w, "all", plan->n, plan->count[0], plan->count[1], plan->count[2],

@@ -460,44 +460,27 @@ static bool on_stop(void *ctx)
     return stop_signal != 0;
 }
 
-/* The report's model selection: an ensemble's members alone (each ranked on
-   every split given, under the ranking's progress line, what says which),
-   or the one model's chosen step. */
+/* The report's model selection (kgl_run_selection_write): an ensemble's
+   members alone (each ranked on every split given, under the ranking's
+   progress line, what says which; kgl_run_member_write), or the one
+   model's chosen step. */
 static void print_selection(train_ctx *c, kgl_run *run, const kgl_model *const *models, const kgl_real *const *states,
                             progress *ranking, char *what, size_t what_cap)
 {
     data_view *v = c->v;
-    const kgl_dataset *ds = &v->ds;
     const train_opts *o = c->o;
-    int members = run->trained;
     kgl_run_member *m0 = &run->member[0];
-    if (members > 1) {
-        printf("\nensemble of %d models: every metric above ranks by the mean of their probabilities. Alone:\n",
-               members);
-        for (int k = 0; k < members; k++) {
-            const kgl_run_member *m = &run->member[k];
-            char line[512];
-            size_t n = (size_t)snprintf(line, sizeof line, "  member %d  seed %-6llu", k, (unsigned long long)m->seed);
-            for (int s = 0; s < 3; s++) {
-                if (!o->report[s]) continue;
-                snprintf(what, what_cap, "%s for member %d", v->name[s], k);
-                kgl_evaluate_ensemble(&models[k], &states[k], 1, ds, v->split[s], v->n[s], &m0->ev);
-                n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "  %s MRR %.4f H@1 %.4f",
-                                      v->name[s], m0->ev.both.mrr, m0->ev.both.hits1);
-            }
-            progress_clear(ranking);
-            printf("%s", line);
-            if (o->run.eval_every && !m->evaluations) printf("  (no evaluation ran)");
-            else if (o->run.eval_every) printf("  (best valid at step %ld)", m->best_step);
-            printf("\n");
+    kgl_run_selection_write(stdout, run);
+    for (int k = 0; run->trained > 1 && k < run->trained; k++) {
+        kgl_metrics alone[3];
+        for (int s = 0; s < 3; s++) {
+            if (!o->report[s]) continue;
+            snprintf(what, what_cap, "%s for member %d", v->name[s], k);
+            kgl_evaluate_ensemble(&models[k], &states[k], 1, &v->ds, v->split[s], v->n[s], &m0->ev);
+            alone[s] = m0->ev.both;
         }
-    } else if (o->run.eval_every && !m0->evaluations) { /* interrupted before the first (or --steps 0) */
-        printf("\nmodel selection: no evaluation ran (--eval-every %ld); the metrics above and the checkpoint are of "
-               "the last step, %ld\n", o->run.eval_every, m0->steps_run);
-    } else if (o->run.eval_every) {
-        printf("\nmodel selection: best valid MRR %.4f at step %ld (%ld evaluations%s); the metrics above and the "
-               "checkpoint are of that model\n",
-               m0->best_mrr, m0->best_step, m0->evaluations, m0->stopped_early ? ", stopped early: no better model in --patience evaluations" : "");
+        progress_clear(ranking);
+        kgl_run_member_write(stdout, run, k, v->name, o->report, alone);
     }
 }
 
@@ -587,7 +570,7 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
             kgl_json_key(&json, v->name[s]);
             kgl_json_eval(&json, ds, v->use_relation, &m0->ev);
         } else {
-            print_metrics_table(v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
+            kgl_metrics_table_write(stdout, v->name[s], v->n[s], ds, v->use_relation, &m0->ev);
         }
     }
     if (o->run.json) {
@@ -598,56 +581,23 @@ static void report(train_ctx *c, kgl_run *run, kgl_metrics *both)
         kgl_json_newline(&json);
         kgl_json_writer_finish(&json);
     } else {
-        const char *of = members > 1 ? " (member 0)" : "";
-        if (m0->fit_step >= 0)
-            printf("\nfit%s: every training triple ranks first (tail and head) after step %ld\n", of, m0->fit_step);
-        else if (m0->track_fit)
-            printf("\nfit%s: not every training triple ranks first after %ld steps\n", of, m0->steps_run);
-        print_spec_table(ds, v->use_relation, heads, spec, m0->tr.model.cfg.context);
+        kgl_run_fit_write(stdout, run);
+        kgl_spec_table_write(stdout, ds, v->use_relation, heads, spec, m0->tr.model.cfg.context);
         print_selection(c, run, models, states, &ranking, what, sizeof what);
-        if (members > 1)
-            printf("\n%d models in %.2f s, member 0: %ld steps, final loss %.6f\n", members, run->seconds,
-                   m0->steps_run, m0->final_loss);
-        else
-            printf("\n%ld steps in %.2f s, final loss %.6f\n", m0->steps_run, run->seconds, m0->final_loss);
+        kgl_run_totals_write(stdout, run);
     }
     progress_stop(&ranking);
     free(spec);
 }
 
 /* --quiet's one line at the end, on stderr: what was trained, in how long,
-   and the metrics of every split (both directions; an ensemble's). */
+   and the metrics of every split (both directions; an ensemble's;
+   kgl_run_summary_write). */
 static void summary(const train_ctx *c, const kgl_run *run, const kgl_metrics *both)
 {
-    const kgl_run_member *m0 = &run->member[0];
-    const kgl_config *cfg = &m0->tr.model.cfg;
-    int members = run->trained;
-    char line[1024], times[32];
-    long least = m0->steps_run, most = m0->steps_run;
-    for (int k = 1; k < members; k++) {
-        least = run->member[k].steps_run < least ? run->member[k].steps_run : least;
-        most = run->member[k].steps_run > most ? run->member[k].steps_run : most;
-    }
+    char times[32];
     format_duration(run->seconds, times, sizeof times);
-    char steps[48];
-    if (least < most) snprintf(steps, sizeof steps, "%ld-%ld", least, most); /* some stopped early */
-    else snprintf(steps, sizeof steps, "%ld", most);
-    size_t n;
-    if (members > 1)
-        n = (size_t)snprintf(line, sizeof line, "kgl train: an ensemble of %d models (d_model %d, %d heads), %s steps "
-                             "each, in %s", members, cfg->dim, cfg->heads, steps, times);
-    else
-        n = (size_t)snprintf(line, sizeof line, "kgl train: a model (d_model %d, %d heads), %ld steps in %s, final loss %.6f",
-                             cfg->dim, cfg->heads, m0->steps_run, times, m0->final_loss);
-    if (members == 1 && c->o->run.eval_every && !m0->evaluations)
-        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", no evaluation ran");
-    else if (members == 1 && c->o->run.eval_every)
-        n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, ", best valid at step %ld", m0->best_step);
-    for (int s = 0; s < 3; s++)
-        if (c->o->report[s])
-            n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, "; %s MRR %.3f H@1 %.3f H@10 %.3f",
-                                  c->v->name[s], both[s].mrr, both[s].hits1, both[s].hits10);
-    fprintf(stderr, "%s\n", line);
+    kgl_run_summary_write(stderr, run, times, c->v->name, c->o->report, both);
 }
 
 /* Every output a file of its own (cli_files_distinct), the members' too:

@@ -1,5 +1,5 @@
-/* common.c — data loading, relation filters, supervision and metric output
- * shared by the subcommands. */
+/* common.c — data loading, relation filters, supervision and the models a
+ * command reads, shared by the subcommands (their tables: the library). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,17 +9,6 @@
 #include <unistd.h>
 
 #include "common.h"
-
-void print_cell(FILE *f, const char *s, int width)
-{
-    size_t w = (size_t)(width < 0 ? -(long)width : width);
-    size_t keep = kgl_utf8_prefix(s, w, SIZE_MAX);
-    int pad = (int)(w - kgl_utf8_chars(s, keep));
-    if (width < 0) fprintf(f, "%.*s%*s", (int)keep, s, pad, "");
-    else fprintf(f, "%*s%.*s", pad, "", (int)keep, s);
-}
-
-int text_width(const char *s) { return (int)kgl_utf8_chars(s, SIZE_MAX); }
 
 bool data_option(cli_args *a, data_args *d, int *status)
 {
@@ -124,109 +113,6 @@ bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds,
     if (!ok) fprintf(stderr, "kgl %s: %s\n", cmd, why);
     free(why);
     return ok;
-}
-
-/* The mean rank's column: wide enough for the largest possible rank (the
-   number of entities) with two decimals. */
-static int mr_width(const kgl_eval *e)
-{
-    int w = 4;
-    for (long n = e->n_entities; n >= 10; n /= 10) w++;
-    return w < 6 ? 6 : w;
-}
-
-static void metric_cells(const kgl_metrics *m, int mr_w)
-{
-    printf("  %6.3f  %6.3f  %6.3f  %6.3f  %*.2f", m->mrr, m->hits1, m->hits3, m->hits10, mr_w, m->mr);
-}
-
-static int name_width(const kgl_dataset *ds, const bool *use)
-{
-    int w = 8;
-    for (int r = 0; r < ds->n_relations; r++) {
-        int len = text_width(ds->relation_names[r]);
-        if (use[r] && len > w) w = len;
-    }
-    return w > 40 ? 40 : w;
-}
-
-void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use, const kgl_eval *e)
-{
-    int w = name_width(ds, use), mw = mr_width(e);
-    printf("\n%s: %d triple%s, filtered ranking (ties: mean of optimistic and pessimistic rank)\n", split, n_triples,
-           n_triples == 1 ? "" : "s");
-    /* each direction's block: four 8-wide cells and the mean rank's */
-    printf("%-*s %6s  %-*s  %s\n", w, "", "", 30 + mw, "tail prediction (h, r, ?)", "head prediction (?, r, t)");
-    printf("%-*s %6s", w, "relation", "n");
-    for (int dir = 0; dir < 2; dir++) printf("  %6s  %6s  %6s  %6s  %*s", "MRR", "H@1", "H@3", "H@10", mw, "MR");
-    printf("\n");
-    for (int r = 0; r < ds->n_relations; r++) {
-        if (!use[r] || e->rel_tail[r].n == 0) continue;
-        print_cell(stdout, ds->relation_names[r], -w);
-        printf(" %6ld", e->rel_tail[r].n);
-        metric_cells(&e->rel_tail[r], mw);
-        metric_cells(&e->rel_head[r], mw);
-        printf("\n");
-    }
-    printf("%-*s %6ld", w, "all", e->tail.n);
-    metric_cells(&e->tail, mw);
-    metric_cells(&e->head, mw);
-    printf("\n%-*s %6ld  both directions: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", e->both.n,
-           e->both.mrr, e->both.hits1, e->both.hits3, e->both.hits10, e->both.mr);
-    const kgl_metrics *o = &e->both_optimistic;
-    printf("%-*s %6s  optimistic ties: MRR %.3f  H@1 %.3f  H@3 %.3f  H@10 %.3f  MR %.2f\n", w, "", "", o->mrr,
-           o->hits1, o->hits3, o->hits10, o->mr);
-}
-
-static int spec_column_width(const char *relation)
-{
-    int w = text_width(relation);
-    return w < 6 ? 6 : w;
-}
-
-void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context)
-{
-    int m = ds->n_relations, used = 0;
-    for (int r = 0; r < m; r++) used += use[r];
-    if (context == KGL_CONTEXT_NONE) return; /* no attention */
-    bool any = false; /* a value is NaN where no segment had an edge of its relation */
-    for (int k = 0; k < heads * m && !any; k++) any = use[k % m] && isfinite(spec[k]);
-    if (context == KGL_CONTEXT_GRAPH && !any) { /* --neighbours 0, or no chosen relation's edge anywhere */
-        printf("\nhead by relation spec: no neighbourhood held an edge of these relations (with --neighbours 0 "
-               "a question attends over itself and the asked relation only; kgl heads --query shows it)\n");
-        return;
-    }
-    if (context == KGL_CONTEXT_GRAPH)
-        printf("\nhead by relation spec[h][r]: mean weight head h puts on the r-edges of i's neighbourhood "
-               "(kgl heads: beside uniform)\n");
-    else
-        printf("\nhead specialisation spec[h][r]: mean attention mass head h puts on i's r-tails\n");
-    if (used > 12 && used > heads) { /* many relations: a row each, the heads across */
-        int w = name_width(ds, use);
-        printf("%-*s", w, "relation");
-        for (int h = 0; h < heads; h++) printf("  head %-2d", h);
-        printf("\n");
-        for (int r = 0; r < m; r++) {
-            if (!use[r]) continue;
-            print_cell(stdout, ds->relation_names[r], -w);
-            for (int h = 0; h < heads; h++) printf("  %7.3f", spec[h * m + r]);
-            printf("\n");
-        }
-        return;
-    }
-    printf("%-6s", "head"); /* a column per relation, as wide as its whole name (at most 12 of them) */
-    for (int r = 0; r < m; r++)
-        if (use[r]) {
-            putchar(' ');
-            print_cell(stdout, ds->relation_names[r], spec_column_width(ds->relation_names[r]));
-        }
-    printf("\n");
-    for (int h = 0; h < heads; h++) {
-        printf("%-6d", h);
-        for (int r = 0; r < m; r++)
-            if (use[r]) printf(" %*.3f", spec_column_width(ds->relation_names[r]), spec[h * m + r]);
-        printf("\n");
-    }
 }
 
 /* A checkpoint that does not fit the embedded academic world was, most
@@ -400,22 +286,6 @@ int open_model(const char *cmd, const data_args *d, const char *checkpoint, long
         return EXIT_USAGE;
     }
     return 0;
-}
-
-void print_model_choice(const kgl_model_choice *c, const char *what, const char *why)
-{
-    if (c->members <= 1) return;
-    if (c->alone)
-        printf("%s is member %d of the ensemble %s (%d models): %s it alone (--checkpoint %s --member K chooses "
-               "any, 0 to %d)\n",
-               c->path, c->member, c->ensemble, c->members, what, c->ensemble, c->members - 1);
-    else if (strcmp(c->path, c->ensemble) == 0)
-        printf("%s is an ensemble of %d models: %s member %d alone (--member K chooses another, 0 to %d)\n",
-               c->ensemble, c->members, what, c->member, c->members - 1);
-    else /* a member F lists, or one of A,B,...: named */
-        printf("%s is an ensemble of %d models: %s member %d (%s) alone (--member K chooses another, 0 to %d)\n",
-               c->ensemble, c->members, what, c->member, c->path, c->members - 1);
-    printf("%s\n", why);
 }
 
 void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c)

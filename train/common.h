@@ -39,23 +39,6 @@ bool data_splits_chosen(const char *cmd, const data_view *v, const bool *named, 
  * kgl/model.h). Returns false after printing "kgl CMD: --supervise-heads: ...". */
 bool parse_supervision(const char *cmd, const char *spec, const kgl_dataset *ds, int heads, int *head_of);
 
-/* Prints the per-relation metrics table of one split. */
-void print_metrics_table(const char *split, int n_triples, const kgl_dataset *ds, const bool *use_relation,
-                         const kgl_eval *e);
-/* (Their JSON: kgl_json_eval, kgl/model.h.) */
-/* The spec matrix as an aligned table (heads as rows; its JSON: kgl_json_spec, kgl/model.h). */
-void print_spec_table(const kgl_dataset *ds, const bool *use, int heads, const double *spec, kgl_context_kind context);
-
-/* s in a table column `width` characters wide (negative: left-aligned, as
- * printf's "%-*s"): cut to its first |width| characters, never part of one
- * (kgl_utf8_prefix), and padded by characters. printf's "%-*.*s" counts
- * bytes: it split a character and misaligned every name that is not ASCII. */
-void print_cell(FILE *f, const char *s, int width);
-/* The characters of s: its width in a table column. */
-int text_width(const char *s);
-
-
-
 /* The options every command that reads a saved model takes: the data
  * options, --checkpoint F, --member K (one model of an ensemble; leave
  * *member at -1 for none) and --json. Returns -1 if `a` is none of them,
@@ -70,12 +53,6 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *m
  * status after reporting; on failure nothing needs freeing. */
 int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, kgl_model_choice *choice,
                data_view *v, kgl_model *m, kgl_checkpoint *ck);
-/* One answer per question: a command that reads one model of an ensemble
- * says so on the first line of its output, "F is an ensemble of 10 models:
- * WHAT member 0 alone (--member K chooses another, 0 to 9)", then `why` on a
- * line of its own (why one member, or what the ensemble would mean).
- * Nothing for a model of its own. */
-void print_model_choice(const kgl_model_choice *c, const char *what, const char *why);
 /* The same for --json: the fields "ensemble":10,"member":0 (1 and 0 for a model of its own). */
 void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c);
 

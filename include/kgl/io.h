@@ -141,6 +141,14 @@ size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes);
  * fullwidth forms take two, combining diacritics (U+0300–U+036F) none,
  * everything else one. */
 int kgl_utf8_columns(const char *s);
+/* s in a table column `width` characters wide (negative: left-aligned, as
+ * printf's "%-*s") written to f: cut to its first |width| characters, never
+ * part of one (kgl_utf8_prefix), and padded by characters. printf's
+ * "%-*.*s" counts bytes: it split a character and misaligned every name
+ * that is not ASCII. kgl_table_width: the characters of s, its width in
+ * such a column. Every table kgl prints cuts its names with these. */
+void kgl_table_cell(FILE *f, const char *s, int width);
+int kgl_table_width(const char *s);
 
 /* Near matches, for "unknown name" errors: writes into out (always
  * NUL-terminated) up to max_shown of the candidates closest to `word` by

@@ -535,6 +535,23 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
 void kgl_json_metric(kgl_json_writer *w, const kgl_metrics *m);
 void kgl_json_eval(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, const kgl_eval *e);
 void kgl_json_spec(kgl_json_writer *w, const kgl_dataset *ds, const bool *use, int heads, const double *spec);
+/* The same as the text tables kgl train and kgl eval print, written to f
+ * (src/model/report_text.c). kgl_metrics_table_write: a blank line, "SPLIT:
+ * N triples, filtered ranking ...", then a row per relation in use and
+ * ranked (n, then MRR, H@1, H@3, H@10 and MR of tail and of head
+ * prediction), the row "all", and the lines "both directions: MRR ..." and
+ * "optimistic ties: MRR ...". kgl_spec_table_write: where the heads look by
+ * relation (spec [heads, m], kgl_heads_spec) under a line saying what it
+ * measures: a column per relation (at most 12 in use), or a row per
+ * relation; nothing for KGL_CONTEXT_NONE, and a line saying so for a graph
+ * context no neighbourhood of which held an edge of these relations.
+ * kgl_relations_width: the column the names of the relations in use take
+ * (at least 8 characters, at most `most`; kgl_table_width). */
+void kgl_metrics_table_write(FILE *f, const char *split, int n_triples, const kgl_dataset *ds, const bool *use,
+                             const kgl_eval *e);
+void kgl_spec_table_write(FILE *f, const kgl_dataset *ds, const bool *use, int heads, const double *spec,
+                          kgl_context_kind context);
+int kgl_relations_width(const kgl_dataset *ds, const bool *use, int most);
 /* The training tails of every (relation, entity), deduplicated: what spec
  * and the head reports measure attention against. */
 typedef struct kgl_tails {
@@ -1313,6 +1330,31 @@ char *kgl_member_path(const char *path, int k);
  * members is too long for the metadata) and the others are still saved;
  * false when any failed. m->saved says which were written. */
 bool kgl_run_save(kgl_run *run, const char *path, void (*failed)(void *ctx, int member, const char *why), void *ctx);
+/* kgl train's report as text, written to f (src/model/report_text.c; the
+ * metrics' tables are kgl_metrics_table_write's, its JSON results.c's).
+ * kgl_run_fit_write: "fit: every training triple ranks first (tail and
+ * head) after step S" (member 0's; "not every ..." when the fit was
+ * tracked and never reached; nothing when untracked).
+ * kgl_run_selection_write: an ensemble's "ensemble of N models: ... Alone:"
+ * (the members' lines follow, kgl_run_member_write), or with eval_every one
+ * model's "model selection: best valid MRR M at step S (E evaluations);
+ * ..." ("no evaluation ran" when none did). kgl_run_member_write: member
+ * k's line, "  member k  seed S  valid MRR M H@1 H ...", the splits
+ * ranked[s] (named split[s]) with its metrics alone[s] (both directions),
+ * then its best valid step. kgl_run_totals_write: "N steps in T s, final
+ * loss L" (an ensemble's: "N models in T s, member 0: ..."). kgl_run_summary_write:
+ * kgl train --quiet's one line, "kgl train: a model (d_model D, H heads), N
+ * steps in TOOK, final loss L[, best valid at step S]; SPLIT MRR M H@1 H
+ * H@10 H ..." (an ensemble's: "an ensemble of N models ..., S steps each,
+ * in TOOK") with both[s] of each split ranked[s]; TOOK is the run's time as
+ * the caller writes it. */
+void kgl_run_fit_write(FILE *f, const kgl_run *run);
+void kgl_run_selection_write(FILE *f, const kgl_run *run);
+void kgl_run_member_write(FILE *f, const kgl_run *run, int k, const char *const *split, const bool *ranked,
+                          const kgl_metrics *alone);
+void kgl_run_totals_write(FILE *f, const kgl_run *run);
+void kgl_run_summary_write(FILE *f, const kgl_run *run, const char *took, const char *const *split,
+                           const bool *ranked, const kgl_metrics *both);
 
 /* The training log (src/model/log.c), a CSV: `kgl train --log F` writes
  * the header when a member starts and a row from each row callback. The
@@ -1419,6 +1461,12 @@ void kgl_model_set_close(kgl_model_set *ms);
  * is and where it stands in its ensemble. False with why in err. */
 bool kgl_model_open_member(const kgl_model_set_spec *spec, kgl_model *m, kgl_checkpoint *ck, kgl_model_choice *c,
                            char *err, size_t cap);
+/* One answer per question: a command that reads one model of an ensemble
+ * says so on the first line of its output, written to f (report_text.c):
+ * "F is an ensemble of 10 models: WHAT member 0 alone (--member K chooses
+ * another, 0 to 9)", then `why` on a line of its own (why one member, or
+ * what the ensemble would mean). Nothing for a model of its own. */
+void kgl_model_choice_write(FILE *f, const kgl_model_choice *c, const char *what, const char *why);
 
 /* ---------------------------------------------------------------- bench --
  * `kgl bench` (src/model/bench.c): steady-state training steps of the
@@ -1634,6 +1682,16 @@ void kgl_question_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_ques
                        int count, bool have_known, bool filter, int n_left_out);
 void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r,
                               int known, bool filter);
+/* The same as the tables kgl predict prints, written to f. kgl_question_write:
+ * "(alice, advises, ?)  top K, N known answers left out" (or "known answers
+ * marked", or "no triples given: ..."), then "rank tail score prob [known]"
+ * and a row per answer. kgl_question_triple_write: "(h, r, t)  a known
+ * triple; filtered ranks ...", then "question rank score prob top other
+ * answer" and a row for (h, r, ?) and one for (?, r, t). */
+void kgl_question_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, int top,
+                        bool have_known, bool filter, int n_left_out);
+void kgl_question_triple_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known,
+                               bool filter);
 
 /* Opens a checkpoint without any triples file: the entity and relation
  * names come from the checkpoint's own metadata into `names` (a dataset

@@ -383,6 +383,34 @@ void kgl_heads_graph_json(kgl_json_writer *w, const kgl_heads_graph *g, const kg
                           const bool *use_relation, int neighbours);
 void kgl_heads_question_json(kgl_json_writer *w, const kgl_heads_question *q, const kgl_dataset *ds, int top);
 
+/* `kgl heads`'s tables (src/studies/heads_text.c), written to f. What the
+ * text names beside a study: the model's file and step, the names it was
+ * measured against, the relations shown (use_relation [m]), the model's
+ * configuration and its training triples' count. kgl_heads_full_write:
+ * "PATH: step S, H heads, d_model D; N training triples", the table
+ * "relation entities baseline spec h0 ... prec h0 ..." (a stack's deeper
+ * layers' spec after it), each head's "head h: each entity's top-3 attended
+ * entities" and "head ablation: train MRR ... with every head M" with each
+ * head's MRR without it and the drop. kgl_heads_graph_write: the weight by
+ * relation ("relation uniform head 0 ..."), "(itself)", and the ablation on
+ * the first triples. kgl_heads_question_write (top as --top gave it): in a
+ * full context the true answers, then "A_h[i, j]: where each head looks"
+ * beside "the readout's top answers"; in a graph context the question's
+ * neighbourhood, each layer's "where each head looks" by token, then "the
+ * readout's top answers". A model of an ensemble is named before these
+ * (kgl_model_choice_write, kgl/model.h). */
+typedef struct kgl_heads_text {
+    const char *path;         /* the checkpoint the model came from */
+    long step;                /* its training step */
+    const kgl_dataset *ds;    /* the names the study measured against */
+    const bool *use_relation; /* [m] the relations shown */
+    const kgl_config *cfg;    /* the model's */
+    int n_train;              /* its training triples */
+} kgl_heads_text;
+void kgl_heads_full_write(FILE *f, const kgl_heads_text *t, const kgl_heads_full *rep);
+void kgl_heads_graph_write(FILE *f, const kgl_heads_text *t, const kgl_heads_graph *g);
+void kgl_heads_question_write(FILE *f, const kgl_heads_text *t, const kgl_heads_question *q, int top);
+
 /* The pictures of `kgl heads --svg DIR` (src/studies/heads_svg.c), each a
  * self-contained SVG written into dir (created if missing; its parent must
  * exist). ds: the names (the dataset the study measured against);
@@ -851,6 +879,16 @@ void kgl_benchmark_member_steps(const kgl_benchmark_run *r, long *first, long *l
 /* The layer's mean less its baseline's (d->baseline set): test, both
  * directions, realistic ties, `metric` an index of kgl_benchmark_metrics. */
 double kgl_benchmark_layer_minus_baseline(const kgl_benchmark_dataset *d, int metric);
+/* One dataset's markdown table as kgl benchmark prints it, written to f
+ * (src/studies/benchmark_table.c): "### NAME: filtered test ranking, both
+ * directions (N queries)", the header "| model | MRR | Hits@1 | Hits@3 |
+ * Hits@10 | MR |", kgl's rows ("**kgl**, one model, realistic ties (mean ±
+ * std, S seeds) | 0.402 ± 0.003 | ..."; an ensemble's says so; with
+ * d->baseline each followed by its baseline's), the published rows, then
+ * "kgl: one layer, P parameters; options ...", the valid MRR and the times
+ * (`jobs` runs at a time, `threads` threads a run), "Per seed: ..." and,
+ * with d->baseline, the baseline and "Layer − baseline ..." lines. */
+void kgl_benchmark_table_write(FILE *f, const kgl_benchmark_dataset *d, int jobs, int threads);
 
 /* ---------------------------------------------------- a benchmark's runs --
  * src/studies/benchmark_runs.c: every run a `kgl train` process (`program`,

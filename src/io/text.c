@@ -197,6 +197,17 @@ size_t kgl_utf8_prefix(const char *s, size_t max_chars, size_t max_bytes)
     return end;
 }
 
+void kgl_table_cell(FILE *f, const char *s, int width)
+{
+    size_t w = (size_t)(width < 0 ? -(long)width : width);
+    size_t keep = kgl_utf8_prefix(s, w, SIZE_MAX);
+    int pad = (int)(w - kgl_utf8_chars(s, keep));
+    if (width < 0) fprintf(f, "%.*s%*s", (int)keep, s, pad, "");
+    else fprintf(f, "%*s%.*s", pad, "", (int)keep, s);
+}
+
+int kgl_table_width(const char *s) { return (int)kgl_utf8_chars(s, SIZE_MAX); }
+
 int kgl_text_next(kgl_text *t, char sep, char **fields, int max_fields, int *n_fields, char *err, size_t err_cap)
 {
     while (t->pos < t->len) {

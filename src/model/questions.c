@@ -2,8 +2,9 @@
  * from the command line's names, or every line of a queries file read whole
  * before any is answered, each mistake said as "file:line: what is wrong"
  * (the near names of one misspelt, kgl_near_matches); the triples among
- * them ranked together; each answer as kgl predict --json writes it. The
- * answering is predict.c's. */
+ * them ranked together; each answer as kgl predict --json writes it, and as
+ * the tables it prints. The answering is predict.c's. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,4 +212,70 @@ void kgl_question_triple_json(kgl_json_writer *w, const kgl_dataset *ds, const k
         kgl_json_end_object(w);
     }
     kgl_json_end_object(w);
+}
+
+/* ---------------------------------------------- kgl predict's tables -- */
+
+/* (alice, advises, ?) */
+static void write_question(FILE *f, const kgl_dataset *ds, const kgl_question *q)
+{
+    const char *e = ds->entity_names[q->entity], *r = ds->relation_names[q->relation];
+    if (q->ask_head) fprintf(f, "(?, %s, %s)", r, e);
+    else fprintf(f, "(%s, %s, ?)", e, r);
+}
+
+void kgl_question_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_answer *a, int count, int top,
+                        bool have_known, bool filter, int n_left_out)
+{
+    const char *col = q->ask_head ? "head" : "tail";
+    int w = (int)strlen(col);
+    for (int k = 0; k < count; k++) {
+        int len = kgl_table_width(ds->entity_names[a[k].entity]);
+        if (len > w) w = len;
+    }
+    write_question(f, ds, q);
+    if (!have_known) fprintf(f, "  top %d (no triples given: known answers are not marked)\n", top);
+    else if (filter) fprintf(f, "  top %d, %d known answer%s left out\n", top, n_left_out, n_left_out == 1 ? "" : "s");
+    else fprintf(f, "  top %d, known answers marked\n", top);
+    fprintf(f, "%4s  %-*s  %10s  %10s%s\n", "rank", w, col, "score", "prob", have_known && !filter ? "  known" : "");
+    for (int k = 0; k < count; k++) {
+        fprintf(f, "%4d  ", k + 1);
+        kgl_table_cell(f, ds->entity_names[a[k].entity], -w);
+        fprintf(f, "  %10.4f  %10.4g%s\n", a[k].score, a[k].prob,
+               have_known && !filter ? (a[k].known ? "  yes" : "  no") : "");
+    }
+}
+
+/* A rank: whole, or half way between two (ties count as the mean of the
+   optimistic and the pessimistic rank). */
+static void write_rank(FILE *f, double rank) { fprintf(f, "%8.*f", rank == floor(rank) ? 0 : 1, rank); }
+
+/* A triple's two questions, with the rank, score and probability of its
+   tail and of its head (ranked: kgl_rank_triples), and the best other
+   answer. known: whether the triple is a known one (-1: no triples given). */
+void kgl_question_triple_write(FILE *f, const kgl_dataset *ds, const kgl_question *q, const kgl_ranked *r, int known,
+                               bool filter)
+{
+    char *const *ent = ds->entity_names;
+    const char *h = ent[q->entity], *rel = ds->relation_names[q->relation], *t = ent[q->tail];
+    /* "(h, rel, ?)" and "(?, rel, t)", printed whole (a fixed buffer cut
+       long names, mid-character), padded to the wider */
+    int width[2] = {kgl_table_width(h) + kgl_table_width(rel) + 7, kgl_table_width(rel) + kgl_table_width(t) + 7};
+    int w = (int)strlen("question");
+    for (int dir = 0; dir < 2; dir++)
+        if (width[dir] > w) w = width[dir];
+    const char *is = known ? "a known triple" : "not a known triple";
+    fprintf(f, "(%s, %s, %s)  ", h, rel, t);
+    if (known < 0) fprintf(f, "ranked among all %d entities (no triples given: nothing is known)\n", ds->n_entities);
+    else if (filter) fprintf(f, "%s; filtered ranks (the other known answers left out)\n", is);
+    else fprintf(f, "%s; ranked among all %d entities (known answers too)\n", is, ds->n_entities);
+    fprintf(f, "%-*s  %8s  %10s  %10s  %s\n", w, "question", "rank", "score", "prob", "top other answer");
+    for (int dir = 0; dir < 2; dir++) {
+        if (dir == 0) fprintf(f, "(%s, %s, ?)", h, rel);
+        else fprintf(f, "(?, %s, %s)", rel, t);
+        fprintf(f, "%*s  ", w - width[dir], "");
+        write_rank(f, r[dir].rank);
+        fprintf(f, "  %10.4f  %10.4g  %s\n", r[dir].score, r[dir].prob,
+               r[dir].top_wrong >= 0 ? ent[r[dir].top_wrong] : "(none)");
+    }
 }
