@@ -109,3 +109,45 @@ TEST(cli_bench_readable_line_and_usage_errors)
     CHECK(run_kgl(T, "bench --train /nonexistent/triples.tsv", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "/nonexistent/triples.tsv") != NULL);
 }
+
+/* kgl bench's line and JSON through the library, on memory streams, from a
+   result filled in by hand: every number the text and JSON carry is one of
+   these, in its place; an evaluation and a GEMM not measured are left out
+   of the text and null in the JSON. */
+TEST(bench_result_written_as_text_and_json)
+{
+    kgl_bench_spec s;
+    kgl_bench_defaults(&s);
+    s.dim = 384, s.heads = 4, s.context = KGL_CONTEXT_GRAPH, s.neighbours = 0, s.query_relation = true;
+    s.relation_token = true, s.reps = 5, s.warmup = 3, s.eval = false;
+    kgl_bench_result r = {.step_ms_median = 207.9, .step_ms_min = 204.5, .step_ms_mean = 208.25, .gemm_gflops = 103.5,
+                          .peak_rss_mb = 812, .first_loss = 9.5, .threads = 1, .n_entities = 14541,
+                          .n_relations = 237, .n_examples = 544230, .batch = 1024, .params = 6903172, .isa = "avx512"};
+    char *text = NULL, *json = NULL;
+    size_t text_n = 0, json_n = 0;
+    FILE *f = open_memstream(&text, &text_n);
+    kgl_bench_result_write(f, &s, &r, "fb.txt");
+    fclose(f);
+    f = open_memstream(&json, &json_n);
+    kgl_bench_result_json(f, &s, &r, "fb.txt");
+    fclose(f);
+    const char *first = "kgl bench fb.txt: n 14541, d 384, H 4, ffn 0, context graph K 0, query asks the relation, "
+                        "the relation a token, batch 1024, 1 thread (avx512, " KGL_PRECISION ")\n";
+    CHECK(strncmp(text, first, strlen(first)) == 0);
+    CHECK(strstr(text, "  step   median    207.900 ms   min    204.500 ms   mean    208.250 ms   (5 timed, 3 warm-up)\n"));
+    CHECK(strstr(text, "  gemm        103.5 GFLOP/s at 1024^3\n") && !strstr(text, "  eval "));
+    CHECK(strstr(text, "  memory        812 MB peak resident\n"));
+    kgl_json_doc doc;
+    char why[256];
+    if (CHECK(kgl_json_parse(json, json_n, &doc, why, sizeof why))) {
+        const kgl_json *median = kgl_json_get(doc.root, "step_ms_median"), *eval = kgl_json_get(doc.root, "eval_s");
+        const kgl_json *params = kgl_json_get(doc.root, "params"), *token = kgl_json_get(doc.root, "relation_token");
+        CHECK(median && median->type == KGL_JSON_NUMBER && median->num == 207.9);
+        CHECK(eval && eval->type == KGL_JSON_NULL);
+        CHECK(params && params->type == KGL_JSON_NUMBER && params->num == 6903172);
+        CHECK(token && token->type == KGL_JSON_TRUE);
+        kgl_json_free(&doc);
+    }
+    free(text);
+    free(json);
+}

@@ -197,3 +197,62 @@ TEST(split_parts_written_as_one_set)
     kgl_split_plan_free(&plan);
     kgl_dataset_free(&ds);
 }
+
+/* kgl split's report through the library, on a memory stream: Nations
+   split 0.1 / 0.2 with seed 4. The text names the input and the fractions,
+   has a row per relation with its counts (a relation's row here: its
+   triples, train, valid, test and kept, from the plan) and the totals'
+   row, and each file's line; the JSON carries the same numbers. */
+TEST(split_report_written_as_text_and_json)
+{
+    kgl_dataset ds;
+    char err[4096];
+    kgl_source src = {"data/kg/nations/train.txt", NULL, 0};
+    if (!CHECK(kgl_dataset_load(&ds, &src, 1, err, sizeof err))) return;
+    const kgl_split *sp = &ds.splits[0];
+    kgl_split_plan plan;
+    const double fraction[3] = {0.7, 0.1, 0.2};
+    kgl_split_triples(&plan, sp->triples, sp->n, ds.n_entities, ds.n_relations, fraction[1], fraction[2], 4);
+    const char *const paths[3] = {"n.train.tsv", "n.valid.tsv", "n.test.tsv"};
+    char *text = NULL, *json = NULL;
+    size_t text_n = 0, json_n = 0;
+    FILE *f = open_memstream(&text, &text_n);
+    kgl_split_report_write(f, &ds, &plan, "nations.txt", fraction, 4, paths);
+    fclose(f);
+    f = open_memstream(&json, &json_n);
+    kgl_split_report_json(f, &ds, &plan, "nations.txt", fraction, 4, paths);
+    fclose(f);
+    char want[512];
+    snprintf(want, sizeof want, "nations.txt: %d triples, %d entities, %d relations; --valid 0.1 --test 0.2 --seed 4\n",
+             plan.n, ds.n_entities, ds.n_relations);
+    CHECK(strncmp(text, want, strlen(want)) == 0);
+    int r = 3; /* one relation's row, and the totals' */
+    const int *c = plan.rel_count + 3 * r;
+    char cells[128];
+    snprintf(cells, sizeof cells, " %8d %8d %8d %8d %8d\n", c[0] + c[1] + c[2], c[0], c[1], c[2], plan.rel_kept[r]);
+    const char *row = strstr(text, ds.relation_names[r]);
+    CHECK(row && strstr(row, cells) && strchr(row, '\n') == strstr(row, cells) + strlen(cells) - 1);
+    snprintf(cells, sizeof cells, " %8d %8d %8d %8d %8d\n", plan.n, plan.count[0], plan.count[1], plan.count[2],
+             plan.kept);
+    CHECK(strstr(text, cells) != NULL);
+    int count_width = snprintf(NULL, 0, "%d", plan.n); /* the paths padded to the longest, the counts to n's */
+    snprintf(want, sizeof want, "%-11s  %*d triples (asked %d: 0.2 of %d is", paths[2], count_width, plan.count[2],
+             plan.asked[2], plan.n);
+    if (!CHECK(strstr(text, want) != NULL)) printf("    no '%s' in:\n%s", want, text);
+    CHECK(strstr(text, "kept in train: ") != NULL);
+    kgl_json_doc doc;
+    if (CHECK(kgl_json_parse(json, json_n, &doc, err, sizeof err))) {
+        const kgl_json *test = kgl_json_get(kgl_json_get(doc.root, "files"), "test");
+        const kgl_json *rel = kgl_json_get(kgl_json_get(doc.root, "per_relation"), ds.relation_names[r]);
+        const kgl_json *triples = kgl_json_get(test, "triples"), *valid = kgl_json_get(rel, "valid");
+        CHECK(triples && triples->type == KGL_JSON_NUMBER && triples->num == plan.count[2]);
+        CHECK(valid && valid->type == KGL_JSON_NUMBER && valid->num == c[1]);
+        const kgl_json *seed = kgl_json_get(doc.root, "seed");
+        CHECK(seed && seed->type == KGL_JSON_NUMBER && seed->num == 4);
+        kgl_json_free(&doc);
+    }
+    free(text);
+    free(json);
+    kgl_split_plan_free(&plan);
+    kgl_dataset_free(&ds);
+}

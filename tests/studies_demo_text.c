@@ -1,5 +1,5 @@
 /* studies_demo_text.c — `kgl demo`'s sections printed by the library
- * (kgl_demo_print_section, kgl_demo_json_section) on a memory stream: each
+ * (kgl_demo_section_write, kgl_demo_section_json) on a memory stream: each
  * section's heading and check line, and a number of each that must be
  * there, formatted (or read back) here from the section's own result. */
 #include <stdlib.h>
@@ -48,10 +48,10 @@ static char *section_text(int s, const kgl_demo_input *in, bool json, bool *pass
     if (json) {
         kgl_json_writer w;
         kgl_json_writer_init(&w, f);
-        *pass = kgl_demo_json_section(&w, s, in);
+        *pass = kgl_demo_section_json(&w, s, in);
         kgl_json_writer_finish(&w);
     } else {
-        *pass = kgl_demo_print_section(f, s, in);
+        *pass = kgl_demo_section_write(f, s, in);
     }
     fclose(f);
     return text;

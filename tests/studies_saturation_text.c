@@ -1,5 +1,5 @@
 /* studies_saturation_text.c — the saturation study's tables
- * (kgl_saturation_print_tables) called directly on a memory stream: each
+ * (kgl_saturation_tables_write) called directly on a memory stream: each
  * table's header, and numbers that must be in it, formatted here from the
  * study's own summaries. */
 #include <stdlib.h>
@@ -22,14 +22,14 @@ static bool small_grid(test_ctx *T, kgl_saturation *s)
     return CHECK(kgl_saturation_run(&spec, s, e, sizeof e));
 }
 
-/* What kgl_saturation_print_tables writes, as a NUL-terminated string (free it). */
+/* What kgl_saturation_tables_write writes, as a NUL-terminated string (free it). */
 static char *tables_text(const kgl_saturation *s)
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     if (!f) return NULL;
-    kgl_saturation_print_tables(f, s);
+    kgl_saturation_tables_write(f, s);
     fclose(f);
     return text;
 }

@@ -122,7 +122,7 @@ int cmd_demo(int argc, char **argv)
     }
     for (int s = 0; s < KGL_DEMO_SECTIONS; s++) {
         if (which && strcmp(which, kgl_demo_sections[s].name) != 0) continue;
-        bool pass = json ? kgl_demo_json_section(&out, s, &c) : kgl_demo_print_section(stdout, s, &c);
+        bool pass = json ? kgl_demo_section_json(&out, s, &c) : kgl_demo_section_write(stdout, s, &c);
         ran++;
         if (!pass) failed++, all_pass = false;
     }

@@ -2,7 +2,7 @@
  * command. The study itself (the grid, the runs, the summaries, the CSV and
  * the plots) is the library's (kgl_saturation_run, src/studies/saturation.c);
  * this file parses the options into its spec, shows the progress line and
- * prints the tables (kgl_saturation_print_tables) or the JSON. */
+ * prints the tables (kgl_saturation_tables_write) or the JSON. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +222,7 @@ int cmd_saturation(int argc, char **argv)
     if (json) {
         kgl_saturation_write_json(&s, stdout);
     } else {
-        kgl_saturation_print_tables(stdout, &s);
+        kgl_saturation_tables_write(stdout, &s);
         if (written)
             printf("\n%d runs in %.1f s; %s/saturation.csv, saturation_seeds.csv, saturation_summary.csv,\n"
                    "saturation.svg, one SVG per metric and seeds_K.svg per supervised configuration K\n",

@@ -46,123 +46,6 @@ static const char help[] =
 
 static const char *const part_name[3] = {"train", "valid", "test"};
 
-/* Relations of part p short of their share because triples were kept:
-   "a 1, b 2", at most 5 named. */
-static void print_short(const kgl_dataset *ds, const kgl_split_plan *plan, int p)
-{
-    int shown = 0, more = 0;
-    for (int r = 0; r < ds->n_relations; r++) {
-        int missing = plan->rel_target[3 * r + p] - plan->rel_count[3 * r + p];
-        if (missing <= 0) continue;
-        if (shown < 5) printf("%s%s %d", shown ? ", " : "", ds->relation_names[r], missing), shown++;
-        else more++;
-    }
-    if (more) printf(" and %d more relation%s", more, more == 1 ? "" : "s");
-}
-
-static void print_report(const kgl_dataset *ds, const kgl_split_plan *plan, const char *input, const double *fraction,
-                         unsigned long long seed, char paths[3][4200])
-{
-    int m = ds->n_relations, w = 8;
-    for (int r = 0; r < m; r++)
-        if (kgl_table_width(ds->relation_names[r]) > w) w = kgl_table_width(ds->relation_names[r]);
-    if (w > 40) w = 40;
-    printf("%s: %d triple%s, %d entit%s, %d relation%s; --valid %g --test %g --seed %llu\n\n", input, plan->n,
-           plan->n == 1 ? "" : "s", ds->n_entities, ds->n_entities == 1 ? "y" : "ies", m, m == 1 ? "" : "s",
-           fraction[KGL_PART_VALID], fraction[KGL_PART_TEST], seed);
-    printf("%-*s %8s %8s %8s %8s %8s\n", w, "relation", "triples", "train", "valid", "test", "kept");
-    for (int r = 0; r < m; r++) {
-        const int *c = plan->rel_count + 3 * r;
-        kgl_table_cell(stdout, ds->relation_names[r], -w); /* cut between characters, padded by them */
-        printf(" %8d %8d %8d %8d %8d\n", c[0] + c[1] + c[2], c[0], c[1], c[2], plan->rel_kept[r]);
-    }
-    printf("%-*s %8d %8d %8d %8d %8d\n\n", w, "all", plan->n, plan->count[0], plan->count[1], plan->count[2],
-           plan->kept);
-    int pw = 0, cw = snprintf(NULL, 0, "%d", plan->n); /* the file names' and counts' widths */
-    for (int p = 0; p < 3; p++)
-        if ((int)strlen(paths[p]) > pw) pw = (int)strlen(paths[p]);
-    for (int p = 0; p < 3; p++) {
-        if (!*paths[p]) continue;
-        printf("%-*s  %*d triple%s", pw, paths[p], cw, plan->count[p], plan->count[p] == 1 ? "" : "s");
-        if (p == KGL_PART_TRAIN) {
-            printf("\n");
-            continue;
-        }
-        if (fraction[p] == 0) {
-            printf(" (none asked: --%s 0)\n", part_name[p]);
-            continue;
-        }
-        printf(" (asked %d: %g of %d is %g)", plan->asked[p], fraction[p], plan->n, fraction[p] * plan->n);
-        int targets = 0;
-        for (int r = 0; r < m; r++) targets += plan->rel_target[3 * r + p];
-        if (plan->count[p] < plan->asked[p]) {
-            printf("; %d short:", plan->asked[p] - plan->count[p]);
-            if (targets < plan->asked[p])
-                printf(" %d because each relation keeps a triple in train%s", plan->asked[p] - targets,
-                       targets > plan->count[p] ? "," : "");
-            if (targets > plan->count[p]) {
-                printf(" %d because triples were kept (", targets - plan->count[p]);
-                print_short(ds, plan, p);
-                printf(")");
-            }
-        }
-        printf("\n");
-    }
-    if (plan->kept)
-        printf("kept in train: %d triple%s drawn for valid or test whose head or tail was in no other triple left in "
-               "train; later triples of %s relation%s took %s place%s where there were any\n",
-               plan->kept, plan->kept == 1 ? "" : "s", plan->kept == 1 ? "its" : "their", plan->kept == 1 ? "" : "s",
-               plan->kept == 1 ? "its" : "their", plan->kept == 1 ? "" : "s");
-    else
-        printf("kept in train: none (no triple drawn for valid or test held an entity's last training triple)\n");
-}
-
-static void print_json(const kgl_dataset *ds, const kgl_split_plan *plan, const char *input, const double *fraction,
-                       unsigned long long seed, char paths[3][4200])
-{
-    kgl_json_writer w;
-    kgl_json_writer_init(&w, stdout);
-    kgl_json_begin_object(&w);
-    kgl_json_field_string(&w, "input", input);
-    kgl_json_field_int(&w, "triples", plan->n);
-    kgl_json_field_int(&w, "entities", ds->n_entities);
-    kgl_json_field_int(&w, "relations", ds->n_relations);
-    kgl_json_key(&w, "seed");
-    kgl_json_put_uint(&w, seed);
-    kgl_json_field_int(&w, "duplicates", ds->splits[0].n_duplicates);
-    kgl_json_field_int(&w, "kept", plan->kept);
-    kgl_json_key(&w, "files");
-    kgl_json_begin_object(&w);
-    for (int p = 0; p < 3; p++) {
-        if (!*paths[p]) continue;
-        kgl_json_key(&w, part_name[p]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_string(&w, "path", paths[p]);
-        kgl_json_field_int(&w, "triples", plan->count[p]);
-        kgl_json_field_int(&w, "asked", plan->asked[p]);
-        kgl_json_field_number(&w, "fraction", p == KGL_PART_TRAIN ? 1 - fraction[1] - fraction[2] : fraction[p]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    kgl_json_key(&w, "per_relation");
-    kgl_json_begin_object(&w);
-    for (int r = 0; r < ds->n_relations; r++) {
-        const int *c = plan->rel_count + 3 * r;
-        kgl_json_key(&w, ds->relation_names[r]);
-        kgl_json_begin_object(&w);
-        kgl_json_field_int(&w, "triples", c[0] + c[1] + c[2]);
-        kgl_json_field_int(&w, "train", c[0]);
-        kgl_json_field_int(&w, "valid", c[1]);
-        kgl_json_field_int(&w, "test", c[2]);
-        kgl_json_field_int(&w, "kept", plan->rel_kept[r]);
-        kgl_json_end_object(&w);
-    }
-    kgl_json_end_object(&w);
-    kgl_json_end_object(&w);
-    kgl_json_newline(&w);
-    kgl_json_writer_finish(&w);
-}
-
 /* A part asked for no triple (`fraction` of n rounds to 0): the message
    suggests the smallest fraction that asks for one (1/n) when the split
    would then give it one (tried with the same seed and the other part's
@@ -276,8 +159,8 @@ int cmd_split(int argc, char **argv)
         st = EXIT_OUTPUT;
     }
     if (!st) {
-        if (json) print_json(&ds, &plan, input, fraction, (unsigned long long)seed, paths);
-        else print_report(&ds, &plan, input, fraction, (unsigned long long)seed, paths);
+        if (json) kgl_split_report_json(stdout, &ds, &plan, input, fraction, seed, part_paths);
+        else kgl_split_report_write(stdout, &ds, &plan, input, fraction, seed, part_paths);
     }
     kgl_split_plan_free(&plan);
     kgl_dataset_free(&ds);

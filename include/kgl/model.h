@@ -442,6 +442,21 @@ void kgl_split_plan_free(kgl_split_plan *plan);
  * failed rename also says which files are new). */
 bool kgl_split_write_parts(const kgl_dataset *ds, const kgl_split_plan *plan, const char *const paths[3], char *err,
                            size_t err_cap);
+/* The report `kgl split` prints on f (src/model/split.c): the input's
+ * counts and the fractions and seed asked; a table of every relation's
+ * triples, train, valid, test and kept, and the totals; each file's path
+ * (paths[KGL_PART_*], "" for none) and triples, with what valid and test
+ * asked and, when short, why (a triple each relation keeps in train,
+ * triples kept for an entity, the relations short named, five at most); and
+ * a line on what was kept in train. */
+void kgl_split_report_write(FILE *f, const kgl_dataset *ds, const kgl_split_plan *plan, const char *input,
+                            const double *fraction, uint64_t seed, const char *const paths[3]);
+/* The same as one JSON object on f and a newline (`kgl split --json`):
+ * input, triples, entities, relations, seed, duplicates, kept, files (per
+ * part: path, triples, asked, fraction) and per_relation (triples, train,
+ * valid, test, kept). */
+void kgl_split_report_json(FILE *f, const kgl_dataset *ds, const kgl_split_plan *plan, const char *input,
+                           const double *fraction, uint64_t seed, const char *const paths[3]);
 
 /* ------------------------------------------------------------- training --
  * Requires the data section (kgl_dataset, kgl_triple). */
@@ -1508,6 +1523,18 @@ void kgl_bench_defaults(kgl_bench_spec *s);
 bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *r, char *err, size_t err_cap);
 /* GFLOP/s of C = A B (size³, best of reps) on kgl's kernel. */
 double kgl_bench_gemm_gflops(kgl_pool *pool, int size, int reps);
+/* What `kgl bench` prints on f (src/model/bench.c), `graph` the triples
+ * file's name (or "synthetic"): the case (entities, width, heads, FFN, the
+ * context and its neighbourhood, batch, threads, instruction set,
+ * precision), then the step's median, min and mean, the evaluation, the
+ * GEMM's rate and the peak memory, a line each (the evaluation's and the
+ * GEMM's only when measured). */
+void kgl_bench_result_write(FILE *f, const kgl_bench_spec *s, const kgl_bench_result *r, const char *graph);
+/* The same as one JSON object and a newline (`kgl bench --json`, what
+ * compare.sh reads): the case's options and sizes, step_ms_median, _min,
+ * _mean, eval_s, train_mrr, first_loss, gemm_gflops (null when not
+ * measured) and peak_rss_mb. */
+void kgl_bench_result_json(FILE *f, const kgl_bench_spec *s, const kgl_bench_result *r, const char *graph);
 
 /* -------------------------------------------------------------- inspect --
  * What a trained layer does for one query (src/model/inspect.c), for `kgl

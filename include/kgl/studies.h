@@ -249,11 +249,11 @@ typedef struct kgl_demo_input {
  * (src/studies/demo_text.c): a blank line, its heading "[k] name: title",
  * its tables and numbers, and its check line ending in PASS or FAIL.
  * Returns whether the check passed. */
-bool kgl_demo_print_section(FILE *f, int section, const kgl_demo_input *in);
+bool kgl_demo_section_write(FILE *f, int section, const kgl_demo_input *in);
 /* The same section as one JSON object through out (`kgl demo --json`,
  * src/studies/demo_json.c): {"name":…, the section's numbers, "pass":…}.
  * Returns whether the check passed. */
-bool kgl_demo_json_section(kgl_json_writer *out, int section, const kgl_demo_input *in);
+bool kgl_demo_section_json(kgl_json_writer *out, int section, const kgl_demo_input *in);
 
 /* ---------------------------------------------------------------- heads --
  * What each attention head of a trained model looks at, measured against
@@ -729,7 +729,7 @@ void kgl_saturation_write_json(const kgl_saturation *s, FILE *f);
  * the frozen fraction, the frozen seeds and the others apart over the last
  * KGL_SAT_WINDOW steps, and (up to 20 seeds) each seed's final supervision
  * loss, * marking the frozen. */
-void kgl_saturation_print_tables(FILE *f, const kgl_saturation *s);
+void kgl_saturation_tables_write(FILE *f, const kgl_saturation *s);
 
 /* ------------------------------------------------------------ benchmark --
  * The public link-prediction benchmarks (`kgl benchmark`,

@@ -188,3 +188,61 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     kgl_dataset_free(&ds);
     return ok;
 }
+
+/* --json: one object (compare.sh reads it); a number not measured is null */
+void kgl_bench_result_json(FILE *f, const kgl_bench_spec *s, const kgl_bench_result *r, const char *graph)
+{
+    kgl_json_writer w; /* a number not measured (--no-eval, --no-gemm) is null */
+    kgl_json_writer_init(&w, f);
+    kgl_json_begin_object(&w);
+    kgl_json_field_string(&w, "impl", "kgl");
+    kgl_json_field_string(&w, "train", graph);
+    kgl_json_field_int(&w, "dim", s->dim);
+    kgl_json_field_int(&w, "heads", s->heads);
+    kgl_json_field_int(&w, "ffn", s->ffn);
+    kgl_json_field_bool(&w, "qk_norm", s->qk_norm);
+    kgl_json_field_string(&w, "context", kgl_context_name(s->context));
+    kgl_json_field_int(&w, "neighbours", s->neighbours);
+    kgl_json_field_string(&w, "query", s->query_relation ? "relation" : "entity");
+    kgl_json_field_string(&w, "asked_edges", s->hide_asked ? "hidden" : "shown");
+    kgl_json_field_bool(&w, "relation_token", s->relation_token);
+    kgl_json_field_int(&w, "batch", r->batch);
+    kgl_json_field_int(&w, "threads", r->threads);
+    kgl_json_field_string(&w, "isa", r->isa);
+    kgl_json_field_string(&w, "precision", KGL_PRECISION);
+    kgl_json_field_int(&w, "entities", r->n_entities);
+    kgl_json_field_int(&w, "relations", r->n_relations);
+    kgl_json_field_int(&w, "examples", r->n_examples);
+    kgl_json_field_int(&w, "params", r->params);
+    kgl_json_field_int(&w, "reps", s->reps);
+    kgl_json_field_int(&w, "warmup", s->warmup);
+    kgl_json_field_number(&w, "step_ms_median", r->step_ms_median);
+    kgl_json_field_number(&w, "step_ms_min", r->step_ms_min);
+    kgl_json_field_number(&w, "step_ms_mean", r->step_ms_mean);
+    kgl_json_field_number(&w, "eval_s", s->eval ? r->eval_s : NAN);
+    kgl_json_field_number(&w, "train_mrr", s->eval ? r->train_mrr : NAN);
+    kgl_json_field_number(&w, "first_loss", r->first_loss);
+    kgl_json_field_number(&w, "gemm_gflops", s->gemm ? r->gemm_gflops : NAN);
+    kgl_json_field_number(&w, "peak_rss_mb", r->peak_rss_mb);
+    kgl_json_end_object(&w);
+    kgl_json_newline(&w);
+    kgl_json_writer_finish(&w);
+}
+
+/* The table a person reads */
+void kgl_bench_result_write(FILE *f, const kgl_bench_spec *s, const kgl_bench_result *r, const char *graph)
+{
+    char ctx[96];
+    if (s->context == KGL_CONTEXT_GRAPH)
+        snprintf(ctx, sizeof ctx, "graph K %d%s%s%s", s->neighbours, s->query_relation ? ", query asks the relation" : "",
+                 s->hide_asked ? ", its edges hidden" : "", s->relation_token ? ", the relation a token" : "");
+    else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(s->context));
+    fprintf(f, "kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
+               r->n_entities, s->dim, s->heads, s->qk_norm ? " qk-norm" : "", s->ffn, ctx, r->batch, r->threads,
+               r->threads == 1 ? "" : "s", r->isa, KGL_PRECISION);
+    fprintf(f, "  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
+               r->step_ms_median, r->step_ms_min, r->step_ms_mean, s->reps, s->warmup);
+    if (s->eval) fprintf(f, "  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r->eval_s, r->n_examples, r->train_mrr);
+    if (s->gemm) fprintf(f, "  gemm   %10.1f GFLOP/s at 1024^3\n", r->gemm_gflops);
+    fprintf(f, "  memory %10.0f MB peak resident\n", r->peak_rss_mb);
+}

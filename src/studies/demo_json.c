@@ -218,7 +218,7 @@ static bool json_memo(kgl_json_writer *out, const kgl_demo_input *c)
 
 /* ---- a section as one object --------------------------------------------------------------------- */
 
-bool kgl_demo_json_section(kgl_json_writer *out, int section, const kgl_demo_input *in)
+bool kgl_demo_section_json(kgl_json_writer *out, int section, const kgl_demo_input *in)
 {
     static bool (*const write[KGL_DEMO_SECTIONS])(kgl_json_writer *out, const kgl_demo_input *c) = {
         json_attention, json_variance, json_jacobian,    json_lookup, json_multihead,

@@ -354,7 +354,7 @@ int kgl_demo_section_find(const char *name)
     return -1;
 }
 
-bool kgl_demo_print_section(FILE *f, int section, const kgl_demo_input *in)
+bool kgl_demo_section_write(FILE *f, int section, const kgl_demo_input *in)
 {
     static bool (*const print[KGL_DEMO_SECTIONS])(FILE *f, const kgl_demo_input *c) = {
         text_attention, text_variance, text_jacobian,    text_lookup, text_multihead,

@@ -214,7 +214,7 @@ static void print_spread_tables(FILE *f, const kgl_saturation *s)
     }
 }
 
-void kgl_saturation_print_tables(FILE *f, const kgl_saturation *s)
+void kgl_saturation_tables_write(FILE *f, const kgl_saturation *s)
 {
     print_table(f, s);
     print_spread_tables(f, s);
