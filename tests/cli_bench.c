@@ -110,6 +110,37 @@ TEST(cli_bench_readable_line_and_usage_errors)
     CHECK(strstr(err, "/nonexistent/triples.tsv") != NULL);
 }
 
+/* kgl bench reads the model's options from kgl train's table, so a row it
+   never names takes effect: --layers 2 (a stack; width 8, 2 heads, no FFN:
+   a layer's Wq, Wk, Wv, Wo, 4 x 64, and its norm's gamma and beta, 16, so
+   272 more parameters; the JSON and the line say so) and --readout complex
+   (the same parameters, another first loss). A training option (dropout)
+   is not the model's: refused, as an unknown option is, with kgl bench's
+   hint. */
+TEST(cli_bench_reads_the_model_options_from_the_table)
+{
+    const char *base = "bench --train data/academic.tsv --reps 1 --warmup 0 --no-eval --no-gemm --json";
+    const char *more[3] = {"", " --layers 2", " --readout complex"};
+    long params[3];
+    double first_loss[3];
+    for (int k = 0; k < 3; k++) {
+        char args[300];
+        snprintf(args, sizeof args, "%s%s", base, more[k]);
+        CHECK(run_kgl(T, args, out, sizeof out, err, sizeof err) == 0);
+        params[k] = (long)json_value(out, "params");
+        first_loss[k] = json_value(out, "first_loss");
+        if (k == 1) CHECK(json_value(out, "layers") == 2);
+    }
+    CHECK(params[1] - params[0] == 272 && params[2] == params[0]);
+    CHECK(isfinite(first_loss[2]) && first_loss[2] != first_loss[0]);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --layers 2 --reps 1 --warmup 0 --no-eval --no-gemm", out,
+                  sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "ffn 0, 2 layers, context full") != NULL);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --dropout 0.1", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--dropout") != NULL && strstr(err, "kgl bench --help") != NULL);
+    CHECK(run_kgl(T, "bench --train data/academic.tsv --layers 9", out, sizeof out, err, sizeof err) == 2);
+}
+
 /* kgl bench's line and JSON through the library, on memory streams, from a
    result filled in by hand: every number the text and JSON carry is one of
    these, in its place; an evaluation and a GEMM not measured are left out
@@ -118,8 +149,8 @@ TEST(bench_result_written_as_text_and_json)
 {
     kgl_bench_spec s;
     kgl_bench_defaults(&s);
-    s.dim = 384, s.heads = 4, s.context = KGL_CONTEXT_GRAPH, s.neighbours = 0, s.query_relation = true;
-    s.relation_token = true, s.reps = 5, s.warmup = 3, s.eval = false;
+    s.model.dim = 384, s.model.heads = 4, s.model.context = KGL_CONTEXT_GRAPH, s.model.neighbours = 0;
+    s.model.query_relation = true, s.model.relation_token = true, s.reps = 5, s.warmup = 3, s.eval = false;
     kgl_bench_result r = {.step_ms_median = 207.9, .step_ms_min = 204.5, .step_ms_mean = 208.25, .gemm_gflops = 103.5,
                           .peak_rss_mb = 812, .first_loss = 9.5, .threads = 1, .n_entities = 14541,
                           .n_relations = 237, .n_examples = 544230, .batch = 1024, .params = 6903172, .isa = "avx512"};

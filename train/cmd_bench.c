@@ -6,9 +6,7 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl bench --train F|--synthetic N [--dim D] [--heads H] [--ffn F] [--qk-norm] [--context C]\n"
-    "                 [--neighbours K] [--query-relation [--hide-asked-relation] [--relation-token]]\n"
-    "                 [--batch B] [--reps R]\n"
+    "usage: kgl bench --train F|--synthetic N [MODEL OPTIONS] [--batch B] [--reps R]\n"
     "                 [--warmup W] [--threads T] [--seed N] [--no-eval] [--no-gemm] [--json]\n\n"
     "Times steady-state training steps of kgl train itself: the forward pass over the\n"
     "whole entity set, the readout and cross entropy of the first B examples in file\n"
@@ -18,12 +16,11 @@ static const char help[] =
     "both directions, kgl's own GEMM at 1024^3, and the peak resident memory.\n"
     "--json prints what a comparison script reads (data/report/speed.md).\n\n"
     "  --train F     training triples (required)\n"
-    "  --dim D, --heads H, --ffn F   the model (defaults 8, 2, 0)\n"
-    "  --qk-norm     each head's queries and keys layer-normalised, as kgl train\n"
-    "  --context C   full (default), graph or none, as kgl train; --neighbours K (default 50);\n"
-    "                --query-relation: a graph context's query sees the asked relation;\n"
-    "                --hide-asked-relation: and never its entity's edges of that relation;\n"
-    "                --relation-token: the asked relation a token of the question (K may be 0)\n"
+    "  MODEL OPTIONS every option of kgl train's model, from its table and as it reads\n"
+    "                them (kgl train --help): --dim D, --heads H, --ffn F (defaults 8, 2, 0),\n"
+    "                --layers L, --qk-norm, --context C (full, graph or none),\n"
+    "                --neighbours K, --query-relation, --hide-asked-relation,\n"
+    "                --relation-token, --readout R, --temperature T, ...\n"
     "  --synthetic N instead of --train: a random graph of N entities, 20 relations and\n"
     "                10 N triples (mean degree about 20; data/report/large.md)\n"
     "  --batch B     examples per step (default 1024)\n"
@@ -51,37 +48,9 @@ int cmd_bench(int argc, char **argv)
             return 0;
         } else if (cli_is(&a, "--train")) {
             if (!(s.train = cli_value(&a))) return EXIT_USAGE;
-        } else if (cli_is(&a, "--dim")) {
-            if (!cli_int(&a, 1, 1 << 16, &v)) return EXIT_USAGE;
-            s.dim = (int)v;
-        } else if (cli_is(&a, "--heads")) {
-            if (!cli_int(&a, 1, KGL_MAX_HEADS, &v)) return EXIT_USAGE;
-            s.heads = (int)v;
-        } else if (cli_is(&a, "--ffn")) {
-            if (!cli_int(&a, 0, 1 << 20, &v)) return EXIT_USAGE;
-            s.ffn = (int)v;
         } else if (cli_is(&a, "--synthetic")) {
             if (!cli_int(&a, 2, 1 << 24, &v)) return EXIT_USAGE;
             s.synthetic = (int)v;
-        } else if (cli_is(&a, "--context")) {
-            int k;
-            if (!cli_word(&a, kgl_context_names, 3, &k)) return EXIT_USAGE;
-            s.context = (kgl_context_kind)k;
-        } else if (cli_is(&a, "--neighbours")) { /* 0 only with --relation-token: kgl_config_error says so */
-            if (!cli_int(&a, 0, KGL_MAX_NEIGHBOURS, &v)) return EXIT_USAGE;
-            s.neighbours = (int)v;
-        } else if (cli_is(&a, "--qk-norm")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            s.qk_norm = true;
-        } else if (cli_is(&a, "--query-relation")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            s.query_relation = true;
-        } else if (cli_is(&a, "--hide-asked-relation")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            s.hide_asked = true;
-        } else if (cli_is(&a, "--relation-token")) {
-            if (!cli_flag(&a)) return EXIT_USAGE;
-            s.relation_token = true;
         } else if (cli_is(&a, "--batch")) {
             if (!cli_int(&a, 1, 1 << 30, &v)) return EXIT_USAGE;
             s.batch = (int)v;
@@ -106,13 +75,17 @@ int cmd_bench(int argc, char **argv)
             if (!cli_flag(&a)) return EXIT_USAGE;
             json = true;
         } else {
-            return cli_unknown(&a);
+            /* a row of kgl train's table that belongs to the model: read as kgl train reads it */
+            const kgl_option *row = kgl_train_option_named(a.opt, strlen(a.opt));
+            if (!row || row->kind != KGL_OPTION_MODEL) return cli_unknown(&a);
+            if (!table_option(&a, row, &s.model, NULL, NULL)) return EXIT_USAGE;
         }
     }
     if (!s.train && !s.synthetic) return cli_usage_error(&a, "--train F (or --synthetic N) is required");
     if (s.train && s.synthetic) return cli_usage_error(&a, "--train and --synthetic are two graphs: give one");
     const char *graph = s.train ? s.train : "synthetic";
-    if (s.dim % s.heads) return cli_usage_error(&a, "--heads %d does not divide --dim %d", s.heads, s.dim);
+    if (s.model.dim % s.model.heads)
+        return cli_usage_error(&a, "--heads %d does not divide --dim %d", s.model.heads, s.model.dim);
     kgl_bench_result r;
     char err[1024];
     if (!kgl_bench_run(&s, &r, err, sizeof err)) {

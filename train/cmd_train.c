@@ -90,65 +90,6 @@ static const char *supervision(const train_opts *o)
     return given(o, "--supervise-heads") || o->st.supervise[0] ? o->st.supervise : NULL;
 }
 
-/* The option at a into its field (the last value wins); false after reporting. */
-static bool parse_option(cli_args *a, const kgl_option *row, train_opts *o)
-{
-    void *field = kgl_option_value(row, &o->cfg, &o->st, &o->run);
-    long v;
-    int k;
-    switch (row->type) {
-    case KGL_OPTION_WHOLE:
-        if (!cli_int(a, (long)row->lo, (long)row->hi, &v)) return false;
-        if (row->size == sizeof(int)) *(int *)field = (int)v;
-        else *(long *)field = v;
-        return true;
-    case KGL_OPTION_SEED: return cli_u64(a, field);
-    case KGL_OPTION_REAL: return cli_double(a, row->lo, row->hi, field);
-    case KGL_OPTION_FLAG:
-        if (!cli_flag(a)) return false;
-        *(bool *)field = !row->negated;
-        return true;
-    case KGL_OPTION_WORD:
-    case KGL_OPTION_WORD_OR_NUMBER:
-        if (row->type == KGL_OPTION_WORD) {
-            if (!cli_word(a, row->words, row->n_words, &k)) return false;
-        } else {
-            double *number = (double *)((char *)field - row->offset + row->number_offset);
-            bool positive = row->lo == DBL_TRUE_MIN && row->hi == DBL_MAX;
-            k = cli_word_or_number(a, row->words, row->n_words, row->lo, row->hi, positive ? "a positive number" : NULL,
-                                   number);
-            if (k == -2) return false;
-            if (k == -1) k = row->n_words; /* the number */
-        }
-        if (row->size == sizeof(bool)) *(bool *)field = k != 0;
-        else *(int *)field = k;
-        return true;
-    case KGL_OPTION_TEXT: {
-        const char *text = cli_value(a);
-        if (!text) return false;
-        if (strlen(text) >= row->size) {
-            cli_usage_error(a, "%s is longer than %zu bytes", row->name, row->size - 1);
-            return false;
-        }
-        memcpy(field, text, strlen(text) + 1);
-        return true;
-    }
-    case KGL_OPTION_NAME:
-        if (row->words) {
-            if (!cli_word(a, row->words, row->n_words, &k)) return false;
-            *(const char **)field = row->words[k];
-            return true;
-        }
-        return (*(const char **)field = cli_value(a)) != NULL;
-    case KGL_OPTION_SPLITS: {
-        const char *list = cli_value(a);
-        memset(field, 0, row->size); /* the last --splits wins, as for other options */
-        return list && cli_splits(a, list, field);
-    }
-    }
-    return false;
-}
-
 /* Returns -1 to go on, or an exit status. With a recipe r, argv[1..r->argc]
    are its words: a mistake in one is reported with its file:line. */
 static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
@@ -168,7 +109,7 @@ static int parse(int argc, char **argv, train_opts *o, const kgl_recipe *r)
         }
         const kgl_option *row = kgl_train_option_named(a.opt, strlen(a.opt));
         if (!row) return cli_unknown(&a);
-        if (!parse_option(&a, row, o)) return EXIT_USAGE;
+        if (!table_option(&a, row, &o->cfg, &o->st, &o->run)) return EXIT_USAGE;
         o->given[row - kgl_train_options] = true;
     }
     kgl_optim_select(&o->st.optim, o->st.optim.kind); /* the chosen optimiser's constants */

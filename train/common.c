@@ -1,6 +1,7 @@
 /* common.c — data loading, relation filters, supervision and the models a
  * command reads, shared by the subcommands (their tables: the library). */
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,4 +293,64 @@ void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c)
 {
     kgl_json_field_int(w, "ensemble", c->members);
     kgl_json_field_int(w, "member", c->member);
+}
+
+/* The option at a, a row of kgl_train_options, into its field of cfg, st
+   or run by the row's kind (the last value wins); false after reporting. */
+bool table_option(cli_args *a, const kgl_option *row, kgl_config *cfg, kgl_train_state *st, kgl_run_options *run)
+{
+    void *field = kgl_option_value(row, cfg, st, run);
+    long v;
+    int k;
+    switch (row->type) {
+    case KGL_OPTION_WHOLE:
+        if (!cli_int(a, (long)row->lo, (long)row->hi, &v)) return false;
+        if (row->size == sizeof(int)) *(int *)field = (int)v;
+        else *(long *)field = v;
+        return true;
+    case KGL_OPTION_SEED: return cli_u64(a, field);
+    case KGL_OPTION_REAL: return cli_double(a, row->lo, row->hi, field);
+    case KGL_OPTION_FLAG:
+        if (!cli_flag(a)) return false;
+        *(bool *)field = !row->negated;
+        return true;
+    case KGL_OPTION_WORD:
+    case KGL_OPTION_WORD_OR_NUMBER:
+        if (row->type == KGL_OPTION_WORD) {
+            if (!cli_word(a, row->words, row->n_words, &k)) return false;
+        } else {
+            double *number = (double *)((char *)field - row->offset + row->number_offset);
+            bool positive = row->lo == DBL_TRUE_MIN && row->hi == DBL_MAX;
+            k = cli_word_or_number(a, row->words, row->n_words, row->lo, row->hi, positive ? "a positive number" : NULL,
+                                   number);
+            if (k == -2) return false;
+            if (k == -1) k = row->n_words; /* the number */
+        }
+        if (row->size == sizeof(bool)) *(bool *)field = k != 0;
+        else *(int *)field = k;
+        return true;
+    case KGL_OPTION_TEXT: {
+        const char *text = cli_value(a);
+        if (!text) return false;
+        if (strlen(text) >= row->size) {
+            cli_usage_error(a, "%s is longer than %zu bytes", row->name, row->size - 1);
+            return false;
+        }
+        memcpy(field, text, strlen(text) + 1);
+        return true;
+    }
+    case KGL_OPTION_NAME:
+        if (row->words) {
+            if (!cli_word(a, row->words, row->n_words, &k)) return false;
+            *(const char **)field = row->words[k];
+            return true;
+        }
+        return (*(const char **)field = cli_value(a)) != NULL;
+    case KGL_OPTION_SPLITS: {
+        const char *list = cli_value(a);
+        memset(field, 0, row->size); /* the last --splits wins, as for other options */
+        return list && cli_splits(a, list, field);
+    }
+    }
+    return false;
 }

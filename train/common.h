@@ -24,6 +24,11 @@ typedef struct data_view {
     bool embedded_world; /* no --train: the training triples are the embedded academic world */
 } data_view;
 
+/* The option at a, a row of kgl_train_options (kgl_train_option_named), into
+ * its field of cfg, st or run by the row's kind: the one parser of kgl
+ * train's table, which kgl bench shares for the model's rows. The last value
+ * wins; false after reporting. */
+bool table_option(cli_args *a, const kgl_option *row, kgl_config *cfg, kgl_train_state *st, kgl_run_options *run);
 /* Parses a data option (--train/--valid/--test/--relations); true if it was one. */
 bool data_option(cli_args *a, data_args *d, int *status);
 /* Loads and filters. On failure prints the error and returns 2 (input error). */

@@ -1491,12 +1491,9 @@ void kgl_model_choice_write(FILE *f, const kgl_model_choice *c, const char *what
 typedef struct kgl_bench_spec {
     const char *train;             /* triples file */
     int synthetic;                 /* > 0: instead, kgl_bench_synthetic's graph of that many entities */
-    int dim, heads, ffn, batch;
-    kgl_context_kind context;      /* full (default), graph or none */
-    int neighbours;                /* K with the graph context (default 50) */
-    bool qk_norm, query_relation;  /* as kgl train's --qk-norm, --query-relation */
-    bool hide_asked;               /* as kgl train's --hide-asked-relation */
-    bool relation_token;           /* as kgl train's --relation-token (neighbours may be 0 with it) */
+    kgl_config model;              /* the model as kgl train's options set it (kgl_config_defaults:
+                                      width 8, 2 heads, the full context); its sizes come from the graph */
+    int batch;
     int reps, warmup;              /* timed steps, untimed steps first */
     int threads;                   /* 0: every core */
     uint64_t seed;

@@ -25,10 +25,8 @@
 void kgl_bench_defaults(kgl_bench_spec *s)
 {
     memset(s, 0, sizeof *s);
-    s->dim = 8;
-    s->heads = 2;
+    kgl_config_defaults(&s->model);
     s->batch = 1024;
-    s->neighbours = 50;
     s->reps = 20;
     s->warmup = 3;
     s->threads = 0;
@@ -104,19 +102,9 @@ bool kgl_bench_run(const kgl_bench_spec *s, kgl_bench_result *out, char *err, si
     bool loaded = kgl_dataset_load(&ds, &src, 1, err, err_cap);
     free(text);
     if (!loaded) return false;
-    kgl_config cfg;
-    kgl_config_defaults(&cfg);
+    kgl_config cfg = s->model;
     cfg.n_entities = ds.n_entities;
     cfg.n_relations = ds.n_relations;
-    cfg.dim = s->dim;
-    cfg.heads = s->heads;
-    cfg.ffn = s->ffn;
-    cfg.context = s->context;
-    cfg.neighbours = s->neighbours;
-    cfg.qk_norm = s->qk_norm;
-    cfg.query_relation = s->query_relation;
-    cfg.hide_asked = s->hide_asked;
-    cfg.relation_token = s->relation_token;
     const char *bad = kgl_config_error(&cfg);
     if (bad) {
         snprintf(err, err_cap, "%s", bad);
@@ -197,15 +185,16 @@ void kgl_bench_result_json(FILE *f, const kgl_bench_spec *s, const kgl_bench_res
     kgl_json_begin_object(&w);
     kgl_json_field_string(&w, "impl", "kgl");
     kgl_json_field_string(&w, "train", graph);
-    kgl_json_field_int(&w, "dim", s->dim);
-    kgl_json_field_int(&w, "heads", s->heads);
-    kgl_json_field_int(&w, "ffn", s->ffn);
-    kgl_json_field_bool(&w, "qk_norm", s->qk_norm);
-    kgl_json_field_string(&w, "context", kgl_context_name(s->context));
-    kgl_json_field_int(&w, "neighbours", s->neighbours);
-    kgl_json_field_string(&w, "query", s->query_relation ? "relation" : "entity");
-    kgl_json_field_string(&w, "asked_edges", s->hide_asked ? "hidden" : "shown");
-    kgl_json_field_bool(&w, "relation_token", s->relation_token);
+    kgl_json_field_int(&w, "dim", s->model.dim);
+    kgl_json_field_int(&w, "heads", s->model.heads);
+    kgl_json_field_int(&w, "ffn", s->model.ffn);
+    kgl_json_field_int(&w, "layers", s->model.layers);
+    kgl_json_field_bool(&w, "qk_norm", s->model.qk_norm);
+    kgl_json_field_string(&w, "context", kgl_context_name(s->model.context));
+    kgl_json_field_int(&w, "neighbours", s->model.neighbours);
+    kgl_json_field_string(&w, "query", s->model.query_relation ? "relation" : "entity");
+    kgl_json_field_string(&w, "asked_edges", s->model.hide_asked ? "hidden" : "shown");
+    kgl_json_field_bool(&w, "relation_token", s->model.relation_token);
     kgl_json_field_int(&w, "batch", r->batch);
     kgl_json_field_int(&w, "threads", r->threads);
     kgl_json_field_string(&w, "isa", r->isa);
@@ -232,17 +221,22 @@ void kgl_bench_result_json(FILE *f, const kgl_bench_spec *s, const kgl_bench_res
 /* The table a person reads */
 void kgl_bench_result_write(FILE *f, const kgl_bench_spec *s, const kgl_bench_result *r, const char *graph)
 {
+    const kgl_config *m = &s->model;
     char ctx[96];
-    if (s->context == KGL_CONTEXT_GRAPH)
-        snprintf(ctx, sizeof ctx, "graph K %d%s%s%s", s->neighbours, s->query_relation ? ", query asks the relation" : "",
-                 s->hide_asked ? ", its edges hidden" : "", s->relation_token ? ", the relation a token" : "");
-    else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(s->context));
-    fprintf(f, "kgl bench %s: n %d, d %d, H %d%s, ffn %d, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
-               r->n_entities, s->dim, s->heads, s->qk_norm ? " qk-norm" : "", s->ffn, ctx, r->batch, r->threads,
-               r->threads == 1 ? "" : "s", r->isa, KGL_PRECISION);
+    if (m->context == KGL_CONTEXT_GRAPH)
+        snprintf(ctx, sizeof ctx, "graph K %d%s%s%s", m->neighbours,
+                 m->query_relation ? ", query asks the relation" : "", m->hide_asked ? ", its edges hidden" : "",
+                 m->relation_token ? ", the relation a token" : "");
+    else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(m->context));
+    char stack[32] = ""; /* a stack's depth; one layer says nothing */
+    if (m->layers > 1) snprintf(stack, sizeof stack, ", %d layers", m->layers);
+    fprintf(f, "kgl bench %s: n %d, d %d, H %d%s, ffn %d%s, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
+            r->n_entities, m->dim, m->heads, m->qk_norm ? " qk-norm" : "", m->ffn, stack, ctx, r->batch, r->threads,
+            r->threads == 1 ? "" : "s", r->isa, KGL_PRECISION);
     fprintf(f, "  step   median %10.3f ms   min %10.3f ms   mean %10.3f ms   (%d timed, %d warm-up)\n",
-               r->step_ms_median, r->step_ms_min, r->step_ms_mean, s->reps, s->warmup);
-    if (s->eval) fprintf(f, "  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r->eval_s, r->n_examples, r->train_mrr);
+            r->step_ms_median, r->step_ms_min, r->step_ms_mean, s->reps, s->warmup);
+    if (s->eval)
+        fprintf(f, "  eval   %10.3f s   (%d queries, train MRR %.4f)\n", r->eval_s, r->n_examples, r->train_mrr);
     if (s->gemm) fprintf(f, "  gemm   %10.1f GFLOP/s at 1024^3\n", r->gemm_gflops);
     fprintf(f, "  memory %10.0f MB peak resident\n", r->peak_rss_mb);
 }
