@@ -48,6 +48,17 @@ static inline void kgl_parallel(kgl_pool *p, int n_tasks, double work, void (*fn
     kgl_pool_run(p, n_tasks, fn, ctx);
 }
 
+/* A scatter-add's backward (dT[idx[b]] += G[b]) splits the rows of dT among
+ * its tasks: blocks of KGL_OWNED_ROWS rows dealt round-robin, so that the
+ * rows many copies land in (hubs) spread over the threads. A task walks
+ * every copy in order and adds those in its rows: each element still gets
+ * its additions in copy order, whatever the number of tasks. */
+#define KGL_OWNED_ROWS 8
+static inline bool kgl_owns_row(int row, int task, int tasks)
+{
+    return tasks <= 1 || (row / KGL_OWNED_ROWS) % tasks == task;
+}
+
 /* The end of a task's span [lo, lo + step) of n things: the last span is short. */
 static inline size_t span_end(size_t lo, size_t step, size_t n) { return n - lo < step ? n : lo + step; }
 

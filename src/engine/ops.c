@@ -388,15 +388,20 @@ static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEF
  * ======================================================================== */
 static const kgl_op op_gather_rows;
 
-/* Forward in blocks of rows; backward in slabs of columns, one a thread: two
-   copies may add into one row of T, so the rows cannot be split, but within
-   a column slab every element still adds its copies in order b = 0, 1, …
-   (the same bits for any number of threads). */
+/* Forward in blocks of rows. Backward, two copies may add into one row of
+   T, so the copies cannot be split among threads; the rows of T can: a task
+   owns blocks of KGL_OWNED_ROWS rows of T (dealt round-robin, so that hubs
+   spread) and walks every copy b = 0, 1, … in order, adding those that land
+   in its rows. Each element gets its copies in order b whatever the number
+   of tasks (the same bits for any number of threads), and each copy is read
+   and added by one thread only (slabs of columns, before, had every thread
+   read every copy: twice the work on two threads, and the slabs' edges
+   shared cache lines). */
 #define GATHER_BLOCK 64
 typedef struct gather_rows_job {
     const kgl_tensor *T, *Y;
     const int *rows;
-    int n, slab;
+    int n, tasks;
 } gather_rows_job;
 
 static void gather_rows_block(void *ctx, int task, int worker)
@@ -409,23 +414,23 @@ static void gather_rows_block(void *ctx, int task, int worker)
         memcpy(J->Y->data + (size_t)b * d, J->T->data + (size_t)J->rows[b] * d, d * sizeof(kgl_real));
 }
 
-static void gather_rows_backward_cols(void *ctx, int task, int worker)
+static void gather_rows_backward_owned(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_rows_job *J = ctx;
-    int d = J->T->cols, c0 = task * J->slab, c1 = (int)span_end((size_t)c0, (size_t)J->slab, (size_t)d);
+    int d = J->T->cols;
     for (int b = 0; b < J->n; b++) {
+        if (!kgl_owns_row(J->rows[b], task, J->tasks)) continue;
         kgl_real *dst = J->T->grad + (size_t)J->rows[b] * d;
         const kgl_real *g = J->Y->grad + (size_t)b * d;
-        for (int c = c0; c < c1; c++) dst[c] += g[c];
+        for (int c = 0; c < d; c++) dst[c] += g[c];
     }
 }
 
 static void gather_rows_backward(kgl_node *nd)
 {
-    int d = nd->in[0]->cols, threads = kgl_pool_threads(nd->pool), per = (d + threads - 1) / threads;
-    gather_rows_job J = {nd->in[0], nd->out, nd->idx0, nd->n_idx, (per + 15) / 16 * 16};
-    kgl_parallel(nd->pool, (d + J.slab - 1) / J.slab, 1.0 * J.n * d, gather_rows_backward_cols, &J);
+    gather_rows_job J = {nd->in[0], nd->out, nd->idx0, nd->n_idx, kgl_pool_threads(nd->pool)};
+    kgl_parallel(nd->pool, J.tasks, 1.0 * J.n * J.T->cols, gather_rows_backward_owned, &J);
 }
 
 kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
@@ -433,7 +438,7 @@ kgl_tensor *kgl_gather_rows(kgl_tape *t, kgl_tensor *T, const int *rows, int n)
     for (int b = 0; b < n; b++)
         if (rows[b] < 0 || rows[b] >= T->rows) kgl_die("gather_rows: index %d outside 0..%d", rows[b], T->rows - 1);
     kgl_tensor *Y = kgl_op_output(t, n, T->cols, 1, &T);
-    gather_rows_job J = {T, Y, rows, n, 0};
+    gather_rows_job J = {T, Y, rows, n, 1};
     kgl_parallel(t->pool, (n + GATHER_BLOCK - 1) / GATHER_BLOCK, 1.0 * n * T->cols, gather_rows_block, &J);
     kgl_node *nd = kgl_record(t, &op_gather_rows, Y, 1, &T);
     if (nd) {
@@ -1050,20 +1055,34 @@ static void layernorm_backward_rows(void *ctx, int task, int worker)
     for (; i < i1; i++) layernorm_backward_group(J, i, 1); /* the rows left over */
 }
 
-/* dγ and dβ of a block of columns, each summed over the rows in order */
+/* dγ and dβ of a block of columns, each summed over the rows in order. The
+   sums run in copies on this task's stack, with the same roundings as in
+   place (kgl_real += the product), and are stored once at the end: two
+   threads' blocks of dγ meet inside a cache line wherever the gradient
+   block puts them, and storing there row after row sent that line from
+   core to core 36,000 times a step (FB15k-237's qk-norm: six times the
+   sums' cost on two threads). */
 static void layernorm_backward_params(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
     int d = J->d, j0 = task * COL_BLOCK, j1 = (int)span_end((size_t)j0, COL_BLOCK, (size_t)d);
-    kgl_real *dgamma = J->gamma->grad, *dbeta = J->beta->grad;
+    kgl_real *dgamma = J->gamma->grad, *dbeta = J->beta->grad, sum_gamma[COL_BLOCK], sum_beta[COL_BLOCK];
+    for (int j = j0; j < j1; j++) {
+        sum_gamma[j - j0] = dgamma ? dgamma[j] : 0;
+        sum_beta[j - j0] = dbeta ? dbeta[j] : 0;
+    }
     for (int i = 0; i < J->rows; i++) {
         const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
         double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
         for (int j = j0; j < j1; j++) {
-            if (dgamma) dgamma[j] += g[j] * ((x[j] - mu) * r);
-            if (dbeta) dbeta[j] += g[j];
+            if (dgamma) sum_gamma[j - j0] += g[j] * ((x[j] - mu) * r);
+            if (dbeta) sum_beta[j - j0] += g[j];
         }
+    }
+    for (int j = j0; j < j1; j++) {
+        if (dgamma) dgamma[j] = sum_gamma[j - j0];
+        if (dbeta) dbeta[j] = sum_beta[j - j0];
     }
 }
 
@@ -1686,13 +1705,38 @@ static const kgl_op op_scale_exp = {"scale_exp",
  * ======================================================================== */
 static const kgl_op op_dropout;
 
+/* Both directions element by element, in blocks of ELEM_BLOCK on the pool
+   (the mask is drawn before, in one stream: kgl_rng_keep_mask). */
+typedef struct dropout_job {
+    const kgl_real *in; /* forward X, backward G */
+    kgl_real *out;      /* forward Y, backward dX (added to) */
+    const unsigned char *keep;
+    double alpha;
+    size_t n;
+} dropout_job;
+
+static void dropout_forward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const dropout_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    for (size_t i = lo; i < hi; i++) J->out[i] = J->keep[i] ? J->alpha * J->in[i] : 0.0;
+}
+
+static void dropout_backward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const dropout_job *J = ctx;
+    size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
+    for (size_t i = lo; i < hi; i++)
+        if (J->keep[i]) J->out[i] += J->alpha * J->in[i];
+}
+
 static void dropout_backward(kgl_node *nd)
 {
     kgl_tensor *X = nd->in[0];
-    size_t n = kgl_numel(X);
-    const unsigned char *keep = nd->mask.keep;
-    for (size_t i = 0; i < n; i++)
-        if (keep[i]) X->grad[i] += nd->alpha * nd->out->grad[i];
+    dropout_job J = {nd->out->grad, X->grad, nd->mask.keep, nd->alpha, kgl_numel(X)};
+    kgl_parallel(nd->pool, elem_blocks(J.n), (double)J.n, dropout_backward_block, &J);
 }
 
 kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *keep, double p)
@@ -1700,8 +1744,8 @@ kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *ke
     if (!(p >= 0 && p < 1)) kgl_die("dropout: rate %g outside [0, 1)", p);
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
     double alpha = 1.0 / (1.0 - p);
-    size_t n = kgl_numel(X);
-    for (size_t i = 0; i < n; i++) Y->data[i] = keep[i] ? alpha * X->data[i] : 0.0;
+    dropout_job J = {X->data, Y->data, keep, alpha, kgl_numel(X)};
+    kgl_parallel(t->pool, elem_blocks(J.n), (double)J.n, dropout_forward_block, &J);
     kgl_node *nd = kgl_record(t, &op_dropout, Y, 1, &X);
     if (nd) {
         nd->mask = (kgl_mask){KGL_MASK_KEEP, keep};

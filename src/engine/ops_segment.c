@@ -380,43 +380,43 @@ const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
  *   ∂Y[t]/∂A[ia[t]] = ∂Y[t]/∂B[ib[t]] = I  ⇒  dA[ia[t]] += G[t], dB[ib[t]] += G[t]
  *   (a scatter-add: rows named twice get both, in token order).
  * Forward, tokens go in blocks of GATHER_ROWS as tasks. Backward, a row of
- * dA or dB may be named by tokens of any block, so a task is a slab of
- * columns instead, walking every token in order: each element gets its
- * additions in token order however the columns are split, so the split can
- * follow the threads (one slab a thread: a walk over the tokens costs about
- * as much for 64 columns as for 384, so more slabs than threads is slower).
+ * dA or dB may be named by tokens of any block, so a task owns rows instead
+ * (kgl_owns_row: blocks of rows dealt round-robin, one task a thread), walks
+ * every token in order and adds those whose row it owns: each element gets
+ * its additions in token order however the rows are dealt, and each token is
+ * read by one thread (A and B may be one tensor: a row's owner is the same
+ * for both, so a token's two additions to one row keep their order).
  * ======================================================================== */
 #define GATHER_ROWS 256
 
 typedef struct gather_job {
     kgl_tensor *A, *B, *Y;
     const int *ia, *ib;
-    int n, slab; /* tokens; columns a backward task adds */
+    int n, tasks; /* tokens; backward: the tasks that share the rows of A and B (kgl_owns_row) */
 } gather_job;
 
-static void gather_sum_rows_backward_cols(void *ctx, int task, int worker)
+static void gather_sum_rows_backward_owned(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
-    int d = J->Y->cols, c0 = task * J->slab, c1 = (int)span_end((size_t)c0, (size_t)J->slab, (size_t)d);
+    int d = J->Y->cols;
     for (int t = 0; t < J->n; t++) {
         const kgl_real *g = J->Y->grad + (size_t)t * d;
-        if (J->A->grad) {
+        if (J->A->grad && kgl_owns_row(J->ia[t], task, J->tasks)) {
             kgl_real *da = J->A->grad + (size_t)J->ia[t] * d;
-            for (int c = c0; c < c1; c++) da[c] += g[c];
+            for (int c = 0; c < d; c++) da[c] += g[c];
         }
-        if (J->B->grad) {
+        if (J->B->grad && kgl_owns_row(J->ib[t], task, J->tasks)) {
             kgl_real *db = J->B->grad + (size_t)J->ib[t] * d;
-            for (int c = c0; c < c1; c++) db[c] += g[c];
+            for (int c = 0; c < d; c++) db[c] += g[c];
         }
     }
 }
 
 static void gather_sum_rows_backward(kgl_node *nd)
 {
-    int d = nd->out->cols, threads = kgl_pool_threads(nd->pool), per = (d + threads - 1) / threads;
-    gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx, (per + 15) / 16 * 16};
-    kgl_parallel(nd->pool, (d + J.slab - 1) / J.slab, 2.0 * J.n * d, gather_sum_rows_backward_cols, &J);
+    gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx, kgl_pool_threads(nd->pool)};
+    kgl_parallel(nd->pool, J.tasks, 2.0 * J.n * J.Y->cols, gather_sum_rows_backward_owned, &J);
 }
 
 static void gather_sum_rows_block(void *ctx, int task, int worker)
@@ -439,7 +439,7 @@ kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_t
             kgl_die("gather_sum_rows: row %d names %d of %d and %d of %d", k, ia[k], A->rows, ib[k], B->rows);
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, A->cols, 2, in);
-    gather_job J = {A, B, Y, ia, ib, n, 0};
+    gather_job J = {A, B, Y, ia, ib, n, 1};
     kgl_parallel(t->pool, (n + GATHER_ROWS - 1) / GATHER_ROWS, 1.0 * n * A->cols, gather_sum_rows_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_gather_sum_rows, Y, 2, in);
     if (nd) {
