@@ -853,6 +853,37 @@ TEST(dropout_forward_values_and_mask)
     kgl_tape_free(&t);
 }
 
+/* Dropout runs in blocks of 16,384 elements (ops.c's ELEM_BLOCK) on the
+   tape's threads: on 49,591 elements (three blocks and a short fourth), with
+   a mask whose pattern (period 10) lands differently in each block, on one
+   thread and on two, Y = keep ? X / (1 − p) : 0 and dX = keep ? 1 / (1 − p)
+   : 0 (the gradient of the sum) at every element, exactly. */
+TEST(dropout_in_blocks_is_its_definition)
+{
+    enum { ROWS = 491, COLS = 101, N = ROWS * COLS };
+    static unsigned char keep[N];
+    for (int i = 0; i < N; i++) keep[i] = i * 7 % 10 >= 3;
+    const double p = 0.3, alpha = 1.0 / (1.0 - p);
+    for (int threads = 1; threads <= 2; threads++) {
+        kgl_pool *pool = kgl_pool_create(threads);
+        kgl_tape t;
+        kgl_tape_init(&t);
+        kgl_tape_set_pool(&t, pool);
+        kgl_tensor *x = kgl_tensor_new(&t, ROWS, COLS, true);
+        for (int i = 0; i < N; i++) x->data[i] = 0.001 * i - 3;
+        kgl_tensor *y = kgl_dropout_mask(&t, x, keep, p);
+        kgl_backward(&t, kgl_sum(&t, y));
+        int wrong_y = 0, wrong_dx = 0;
+        for (int i = 0; i < N; i++) {
+            wrong_y += y->data[i] != (keep[i] ? (kgl_real)(alpha * x->data[i]) : 0);
+            wrong_dx += x->grad[i] != (keep[i] ? (kgl_real)alpha : 0);
+        }
+        CHECK(wrong_y == 0 && wrong_dx == 0);
+        kgl_tape_free(&t);
+        kgl_pool_free(pool);
+    }
+}
+
 /* The elementwise and shape ops' forward values by hand (the gradient check
  * sees only their backward against their own forward). */
 TEST(elementwise_and_shape_ops_forward_values)
