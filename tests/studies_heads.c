@@ -183,6 +183,19 @@ static void write_full(kgl_json_writer *w, const void *r) { kgl_heads_full_json(
 static void write_graph(kgl_json_writer *w, const void *g) { kgl_heads_graph_json(w, g, &json_names, NULL, 8); }
 static void write_question(kgl_json_writer *w, const void *q) { kgl_heads_question_json(w, q, &json_names, 1); }
 
+/* A full-context question (a, p^-1, ?) of two heads over a and b, for the
+   JSON and the text alike: b attended most, a the best answer and true. */
+static kgl_heads_question question_a_p_inverse(void)
+{
+    static bool is_true[2] = {true, false};
+    static int truth[1] = {0}, by_attn[2] = {1, 0}, by_score[2] = {0, 1};
+    static kgl_real attn[4] = {0.25, 0.75, 0.5, 0.5};
+    static double mean[2] = {0.375, 0.625}, scores[2] = {2, 1}, probs[2] = {0.75, 0.25};
+    return (kgl_heads_question){.entity = 0, .row = 2, .heads = 2, .n = 2, .is_true = is_true, .truth = truth,
+                                .n_true = 1, .attn = attn, .mean = mean, .scores = scores, .probs = probs,
+                                .by_attn = by_attn, .by_score = by_score};
+}
+
 TEST(heads_study_json_names_each_number)
 {
     kgl_source src = {"t.tsv", "a\tp\tb\nb\tq\ta\n", 12};
@@ -216,13 +229,7 @@ TEST(heads_study_json_names_each_number)
     if (!CHECK(text && strcmp(text, want_graph) == 0)) fprintf(stderr, "got  %s\nwant %s\n", text, want_graph);
     free(text);
     /* a full-context question (a, p^-1, ?): b attended most, a the best answer and true */
-    bool is_true[2] = {true, false};
-    int truth[1] = {0}, by_attn[2] = {1, 0}, by_score[2] = {0, 1};
-    kgl_real attn[4] = {0.25, 0.75, 0.5, 0.5};
-    double mean[2] = {0.375, 0.625}, scores[2] = {2, 1}, probs[2] = {0.75, 0.25};
-    kgl_heads_question q = {.entity = 0, .row = 2, .heads = 2, .n = 2, .is_true = is_true, .truth = truth,
-                            .n_true = 1, .attn = attn, .mean = mean, .scores = scores, .probs = probs,
-                            .by_attn = by_attn, .by_score = by_score};
+    kgl_heads_question q = question_a_p_inverse();
     text = json_of(write_question, &q);
     const char *want_question =
         "{\"query\":{\"head\":\"a\",\"relation\":\"p^-1\"},\"true_tails\":[\"a\"],\"attention\":["
@@ -314,13 +321,7 @@ TEST(heads_study_text_names_each_number)
     CHECK(has_all(text, graph, sizeof graph / sizeof graph[0]) && !strstr(text, "nan") && !strstr(text, "\nq "));
     free(text);
     /* a full-context question (a, p^-1, ?), --top 1: b attended most, a the best answer and true */
-    bool is_true[2] = {true, false};
-    int truth[1] = {0}, by_attn[2] = {1, 0}, by_score[2] = {0, 1};
-    kgl_real attn[4] = {0.25, 0.75, 0.5, 0.5};
-    double mean[2] = {0.375, 0.625}, scores[2] = {2, 1}, probs[2] = {0.75, 0.25};
-    kgl_heads_question q = {.entity = 0, .row = 2, .heads = 2, .n = 2, .is_true = is_true, .truth = truth,
-                            .n_true = 1, .attn = attn, .mean = mean, .scores = scores, .probs = probs,
-                            .by_attn = by_attn, .by_score = by_score};
+    kgl_heads_question q = question_a_p_inverse();
     text = text_of(text_question, &t, &q);
     const char *question[] = {
         "m.st: step 7, 2 heads; query (a, p^-1, ?)\n",
