@@ -689,7 +689,7 @@ TEST(optimiser_on_threads_is_the_serial_update)
     memset(block, 0, sizeof block);
     memset(alone, 0, sizeof alone);
     for (int k = 0; k < N_PARAMS; k++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "p%d", k);
         for (int c = 0; c < 2; c++) kgl_params_add(&block[c], name, 1, sizes[k]);
         kgl_params_add(&alone[k], name, 1, sizes[k]);
