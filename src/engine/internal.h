@@ -36,12 +36,13 @@ kgl_tensor *kgl_op_output(kgl_tape *t, int rows, int cols, int n_in, kgl_tensor 
 /* Runs fn(ctx, task, worker) for every task: on the pool's threads when
  * there is enough work to pay for waking them (work in flops, or element
  * operations), else here, in task order, as worker 0 (the caller's own
- * slot). Either way each task computes the same bits. */
+ * slot); with no pool (NULL), here. Either way each task computes the same
+ * bits. */
 #define KGL_PARALLEL_MIN_WORK 200000.0
 static inline void kgl_parallel(kgl_pool *p, int n_tasks, double work, void (*fn)(void *ctx, int task, int worker),
                                 void *ctx)
 {
-    if (n_tasks < 2 || work < KGL_PARALLEL_MIN_WORK || kgl_pool_threads(p) < 2) {
+    if (!p || n_tasks < 2 || work < KGL_PARALLEL_MIN_WORK || kgl_pool_threads(p) < 2) {
         for (int t = 0; t < n_tasks; t++) fn(ctx, t, 0);
         return;
     }

@@ -459,8 +459,8 @@ static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 {
     /* rows named several times (scatter-add), one row, A and B of other
        heights; and 300 tokens, more than a block of GATHER_ROWS, so that a
-       mistake at a block's edge fails (the backward's slabs of columns come
-       with threads: training_is_the_same_bits_for_any_thread_count splits them) */
+       mistake at a block's edge fails (the backward's rows owned by tasks
+       come with threads: training_is_the_same_bits_for_any_thread_count deals them) */
     static const int ia_a[] = {2, 0, 2, 1, 2}, ib_a[] = {0, 0, 1, 1, 0};
     static const int ia_b[] = {1}, ib_b[] = {3};
     static const int ia_c[] = {0, 3, 3, 1, 0, 2}, ib_c[] = {1, 1, 0, 1, 0, 1};

@@ -60,6 +60,7 @@ void kgl_params_zero_grad(kgl_params *ps) { kgl_params_zero_grad_on(ps, NULL); }
    two-thread step. Every element's arithmetic is its own, so any split
    gives the same bits. */
 #define PARAM_SPAN 65536
+static int param_spans(const kgl_params *ps) { return (int)((ps->total + PARAM_SPAN - 1) / PARAM_SPAN); }
 
 typedef struct zero_job {
     kgl_real *grad;
@@ -78,12 +79,7 @@ void kgl_params_zero_grad_on(kgl_params *ps, kgl_pool *pool)
 {
     if (!ps->block) return;
     zero_job j = {ps->block + ps->total, ps->total};
-    int tasks = (int)((ps->total + PARAM_SPAN - 1) / PARAM_SPAN);
-    if (!pool) {
-        for (int t = 0; t < tasks; t++) zero_span(&j, t, 0);
-        return;
-    }
-    kgl_parallel(pool, tasks, (double)ps->total, zero_span, &j);
+    kgl_parallel(pool, param_spans(ps), (double)ps->total, zero_span, &j);
 }
 
 void kgl_params_zero_state(kgl_params *ps)
@@ -168,18 +164,19 @@ static void update_elements(const optim_job *j, const kgl_param *p, size_t lo, s
     }
 }
 
-/* Span `task` of the block: the parts of the parameters it overlaps (the
-   parameters lie in declaration order in the block), frozen ones skipped. */
+/* Span `task` of the block: the parts of the parameters it overlaps (each
+   parameter's place in the block is where its data starts), frozen ones
+   skipped. */
 static void update_span(void *ctx, int task, int worker)
 {
     (void)worker;
     const optim_job *j = ctx;
-    size_t lo = (size_t)task * PARAM_SPAN, hi = span_end(lo, PARAM_SPAN, j->ps->total), start = 0;
-    for (int k = 0; k < j->ps->n && start < hi; k++) {
+    size_t lo = (size_t)task * PARAM_SPAN, hi = span_end(lo, PARAM_SPAN, j->ps->total);
+    for (int k = 0; k < j->ps->n; k++) {
         const kgl_param *p = &j->ps->p[k];
-        size_t n = kgl_numel(&p->t), end = start + n;
-        if (!p->frozen && end > lo) update_elements(j, p, (lo > start ? lo : start) - start, (hi < end ? hi : end) - start);
-        start = end;
+        size_t start = (size_t)(p->t.data - j->ps->block), end = start + kgl_numel(&p->t);
+        if (p->frozen || end <= lo || start >= hi) continue;
+        update_elements(j, p, (lo > start ? lo : start) - start, (hi < end ? hi : end) - start);
     }
 }
 
@@ -192,10 +189,5 @@ void kgl_optim_step_on(kgl_optim *o, kgl_params *ps, kgl_pool *pool)
     double bc1 = 1.0 - pow(o->beta1, t), bc2_sqrt = sqrt(1.0 - pow(o->beta2, t));
     double step_size = o->lr / bc1, keep = 1.0 - o->lr * o->weight_decay;
     optim_job j = {o, ps, step_size, bc2_sqrt, keep};
-    int tasks = (int)((ps->total + PARAM_SPAN - 1) / PARAM_SPAN);
-    if (!pool) {
-        for (int k = 0; k < tasks; k++) update_span(&j, k, 0);
-        return;
-    }
-    kgl_parallel(pool, tasks, 10.0 * (double)ps->total, update_span, &j);
+    kgl_parallel(pool, param_spans(ps), 10.0 * (double)ps->total, update_span, &j);
 }
