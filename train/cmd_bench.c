@@ -1,6 +1,5 @@
 /* cmd_bench.c — `kgl bench`: times training steps, one evaluation and the
  * GEMM (kgl_bench_run in src/model/bench.c); prints a line or JSON. */
-#include <math.h>
 #include <string.h>
 
 #include "common.h"
