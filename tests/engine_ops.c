@@ -817,6 +817,62 @@ TEST(rng_is_documented_xoshiro)
     for (int i = 0; i < 1000; i++) CHECK(kgl_rng_below(&r, 7) < 7);
 }
 
+/* Jumping ahead (kgl_rng_advance, rng.c: xⁿ mod the stream's characteristic
+ * polynomial) lands exactly where n draws do: for n around the polynomial's
+ * degree (256) and its 64-bit words, a mask's block size and a million; a
+ * wrong polynomial bit or a wrong product gives another state for n >= 256.
+ * Jumps compose: a then b is a + b, also for n near 2⁶⁴, where no draws can
+ * check. */
+TEST(rng_advance_is_n_draws)
+{
+    static const uint64_t ns[] = {0, 1, 2, 63, 64, 65, 255, 256, 257, 1000, 65536, 100003, 1000000};
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        kgl_rng drawn, jumped;
+        kgl_rng_seed(&drawn, 7 + k);
+        jumped = drawn;
+        for (uint64_t i = 0; i < ns[k]; i++) kgl_rng_next(&drawn);
+        kgl_rng_advance(&jumped, ns[k]);
+        CHECK(memcmp(drawn.s, jumped.s, sizeof drawn.s) == 0);
+        CHECK(kgl_rng_next(&drawn) == kgl_rng_next(&jumped));
+    }
+    kgl_rng a, b;
+    kgl_rng_seed(&a, 3);
+    b = a;
+    const uint64_t big = 0xfedcba9876543210ULL, small = 0x0123456789abcdefULL; /* big + small = 2⁶⁴ − 1 */
+    kgl_rng_advance(&a, big);
+    kgl_rng_advance(&a, small);
+    kgl_rng_advance(&b, UINT64_MAX);
+    CHECK(memcmp(a.s, b.s, sizeof a.s) == 0);
+    kgl_rng_seed(&b, 3);
+    CHECK(memcmp(a.s, b.s, sizeof a.s) != 0); /* and a jump moves the state */
+}
+
+/* A mask drawn in blocks on the threads (kgl_rng_keep_mask_on, each block
+ * from a jumped copy) is the one-stream mask to the bit, and leaves the
+ * stream where one stream leaves it: on 1, 2 and 3 threads, for a mask in
+ * blocks that do not divide it (200,003) and one drawn here (1,000). */
+TEST(rng_mask_on_threads_is_the_one_stream_mask)
+{
+    enum { N = 200003 };
+    static unsigned char want[N], got[N + 1]; /* one past the mask, to see nothing written there */
+    static const size_t sizes[] = {N, 1000};
+    for (int threads = 1; threads <= 3; threads++) {
+        kgl_pool *pool = kgl_pool_create(threads);
+        for (int k = 0; k < 2; k++) {
+            kgl_rng one, blocks;
+            kgl_rng_seed(&one, 11);
+            blocks = one;
+            memset(got, 2, sizeof got);
+            kgl_rng_keep_mask(&one, want, sizes[k], 0.3);
+            kgl_rng_keep_mask_on(pool, &blocks, got, sizes[k], 0.3);
+            CHECK(memcmp(want, got, sizes[k]) == 0);
+            CHECK(got[sizes[k]] == 2); /* nothing past the end */
+            CHECK(memcmp(one.s, blocks.s, sizeof one.s) == 0);
+        }
+        kgl_pool_free(pool);
+    }
+}
+
 /* Dropout's values, not only its gradient (a wrong scale in forward and
  * backward alike passes the gradient check): Y = X ⊙ keep / (1 − p) and
  * dX = G ⊙ keep / (1 − p), by hand for p = 0.25 (1/(1 − p) = 4/3); the mask

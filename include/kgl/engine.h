@@ -51,6 +51,13 @@ uint64_t kgl_rng_next(kgl_rng *rng);
 double kgl_rng_uniform(kgl_rng *rng);
 /* keep[i] = (kgl_rng_uniform(rng) >= p) for i = 0 … n − 1, the same draws in the same order: a dropout mask. */
 void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p);
+/* The state n draws on, as if n draws were made (jump-ahead: the stream's
+ * characteristic polynomial, rng.c), in microseconds. */
+void kgl_rng_advance(kgl_rng *rng, uint64_t n);
+/* kgl_rng_keep_mask on the pool's threads (NULL: here): the same mask and the
+ * same state after it, each thread drawing a block from a jumped copy. */
+typedef struct kgl_pool kgl_pool; /* the threads, below */
+void kgl_rng_keep_mask_on(kgl_pool *pool, kgl_rng *rng, unsigned char *keep, size_t n, double p);
 double kgl_rng_normal(kgl_rng *rng);
 uint32_t kgl_rng_below(kgl_rng *rng, uint32_t n);
 /* perm = a uniform permutation of 0 … n − 1: the identity, then Fisher–Yates
@@ -146,8 +153,8 @@ double kgl_memory_cgroup_headroom(const char *root);
  * threads − 1 pthread workers, created once. Kernels split their work into
  * tasks that write disjoint outputs and compute every output element with
  * the same operations whatever thread runs it, so every result is the same
- * bits for any number of threads. A pool serves one caller at a time. */
-typedef struct kgl_pool kgl_pool;
+ * bits for any number of threads. A pool serves one caller at a time.
+ * (kgl_pool is declared with the generator, above.) */
 #define KGL_MAX_THREADS 256
 /* threads >= 1, or 0 for one per online core (at most KGL_MAX_THREADS).
  * Aborts with a message if the threads cannot be created. */

@@ -1706,7 +1706,7 @@ static const kgl_op op_scale_exp = {"scale_exp",
 static const kgl_op op_dropout;
 
 /* Both directions element by element, in blocks of ELEM_BLOCK on the pool
-   (the mask is drawn before, in one stream: kgl_rng_keep_mask). */
+   (the mask is drawn before, from one stream: kgl_rng_keep_mask_on). */
 typedef struct dropout_job {
     const kgl_real *in; /* forward X, backward G */
     kgl_real *out;      /* forward Y, backward dX (added to) */
@@ -1759,7 +1759,7 @@ kgl_tensor *kgl_dropout(kgl_tape *t, kgl_tensor *X, double p, kgl_rng *rng)
     if (p == 0 || !rng) return X;
     size_t n = kgl_numel(X);
     unsigned char *keep = kgl_arena_alloc(&t->arena, n ? n : 1);
-    kgl_rng_keep_mask(rng, keep, n, p);
+    kgl_rng_keep_mask_on(t->pool, rng, keep, n, p); /* the same draws, in blocks on the threads */
     return kgl_dropout_mask(t, X, keep, p);
 }
 
