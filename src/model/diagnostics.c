@@ -76,59 +76,82 @@ static double block_move(const kgl_real *x, const kgl_real *x0, int d, int c0, i
     return base > 0 ? sqrt(s) / base : NAN;
 }
 
-/* Layer l's Wq, Wk per head: the gradient over the head's columns and how
+/* One layer's measurements, a head a task on the training pool (each head's
+   sums in the same order on any thread: the same bits). */
+typedef struct diag_job {
+    kgl_diag *dg;
+    const kgl_trainer *tr;
+    int l;
+} diag_job;
+
+/* Layer l's Wq, Wk, head h: the gradient over the head's columns and how
    far they moved from W₀. */
+static void measure_weights_head(void *ctx, int h, int worker)
+{
+    (void)worker;
+    const diag_job *J = ctx;
+    const kgl_block *B = &J->tr->model.layer[J->l];
+    int d = J->dg->d, dk = d / J->dg->heads;
+    size_t dd = (size_t)d * d;
+    kgl_head_diag *hd = head_diag(J->dg, J->l, h);
+    hd->grad_wq = block_norm(B->wq->grad, d, h * dk, dk);
+    hd->grad_wk = block_norm(B->wk->grad, d, h * dk, dk);
+    hd->wq_move = block_move(B->wq->data, J->dg->wq0 + J->l * dd, d, h * dk, dk);
+    hd->wk_move = block_move(B->wk->data, J->dg->wk0 + J->l * dd, d, h * dk, dk);
+}
+
 static void measure_weights(kgl_diag *dg, const kgl_trainer *tr, int l)
 {
-    const kgl_block *B = &tr->model.layer[l];
-    int d = dg->d, dk = d / dg->heads;
-    size_t dd = (size_t)d * d;
-    for (int h = 0; h < dg->heads; h++) {
-        kgl_head_diag *hd = head_diag(dg, l, h);
-        hd->grad_wq = block_norm(B->wq->grad, d, h * dk, dk);
-        hd->grad_wk = block_norm(B->wk->grad, d, h * dk, dk);
-        hd->wq_move = block_move(B->wq->data, dg->wq0 + l * dd, d, h * dk, dk);
-        hd->wk_move = block_move(B->wk->data, dg->wk0 + l * dd, d, h * dk, dk);
-    }
+    diag_job J = {dg, tr, l};
+    kgl_parallel(tr->tape.pool, dg->heads, 6.0 * dg->d * dg->d, measure_weights_head, &J);
 }
 
 /* --context graph: the same measures over the segments of the step's batch
    (a row is a segment: the query entity's weights over its tokens), layer
    l's weights and scores; attn_tv has no fixed reference (the
    neighbourhoods change every step): NaN. */
+static void measure_segments_head(void *ctx, int h, int worker)
+{
+    (void)worker;
+    const diag_job *J = ctx;
+    const kgl_neighbourhood *nb = J->tr->fwd.neighbourhood;
+    const kgl_tensor *A = J->tr->fwd.layer_segment_attn[J->l], *S = J->tr->fwd.layer_segment_logits[J->l];
+    int H = J->dg->heads, B = nb->n;
+    kgl_real p[KGL_MAX_NEIGHBOURS + 1];
+    kgl_head_diag *hd = head_diag(J->dg, J->l, h);
+    double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, max_logit = 0, grad2 = 0;
+    for (int b = 0; b < B; b++) {
+        int lo = nb->offsets[b], len = nb->offsets[b + 1] - lo;
+        double mp = 0;
+        for (int k = 0; k < len; k++) {
+            size_t at = (size_t)(lo + k) * H + h;
+            p[k] = A->data[at];
+            if (p[k] > mp) mp = p[k];
+            if (p[k] > 0) ent -= p[k] * log(p[k]);
+            max_logit = fmax(max_logit, fabs(S->data[at]));
+            if (S->grad) grad2 += S->grad[at] * S->grad[at];
+        }
+        mp_sum += mp;
+        mp_min = fmin(mp_min, mp);
+        jac += kgl_softmax_jacobian_fro(p, len);
+    }
+    hd->max_prob_mean = mp_sum / B;
+    hd->max_prob_min = mp_min;
+    hd->entropy = ent / B;
+    hd->jac_fro = jac / B;
+    hd->attn_tv = NAN;
+    hd->max_abs_logit = max_logit;
+    hd->grad_logits = S->grad ? sqrt(grad2) : NAN;
+}
+
 static void measure_segments(kgl_diag *dg, const kgl_trainer *tr, int l)
 {
     const kgl_neighbourhood *nb = tr->fwd.neighbourhood;
-    const kgl_tensor *A = tr->fwd.layer_segment_attn[l], *S = tr->fwd.layer_segment_logits[l];
-    int H = dg->heads, B = nb->n;
-    kgl_real p[KGL_MAX_NEIGHBOURS + 1];
-    for (int h = 0; h < H; h++) {
-        kgl_head_diag *hd = head_diag(dg, l, h);
-        double mp_sum = 0, mp_min = INFINITY, ent = 0, jac = 0, max_logit = 0, grad2 = 0;
-        for (int b = 0; b < B; b++) {
-            int lo = nb->offsets[b], len = nb->offsets[b + 1] - lo;
-            double mp = 0;
-            for (int k = 0; k < len; k++) {
-                size_t at = (size_t)(lo + k) * H + h;
-                p[k] = A->data[at];
-                if (p[k] > mp) mp = p[k];
-                if (p[k] > 0) ent -= p[k] * log(p[k]);
-                max_logit = fmax(max_logit, fabs(S->data[at]));
-                if (S->grad) grad2 += S->grad[at] * S->grad[at];
-            }
-            mp_sum += mp;
-            mp_min = fmin(mp_min, mp);
-            jac += kgl_softmax_jacobian_fro(p, len);
-        }
-        hd->max_prob_mean = mp_sum / B;
-        hd->max_prob_min = mp_min;
-        hd->entropy = ent / B;
-        hd->jac_fro = jac / B;
-        hd->attn_tv = NAN;
-        hd->max_abs_logit = max_logit;
-        hd->grad_logits = S->grad ? sqrt(grad2) : NAN;
-    }
-    kgl_relation_attention(nb, A, H, tr->model.cfg.n_relations, dg->spec + (size_t)l * H * dg->m);
+    diag_job J = {dg, tr, l};
+    /* a log and a few comparisons an element: about twenty operations */
+    kgl_parallel(tr->tape.pool, dg->heads, 20.0 * nb->offsets[nb->n] * dg->heads, measure_segments_head, &J);
+    kgl_relation_attention(nb, tr->fwd.layer_segment_attn[l], dg->heads, tr->model.cfg.n_relations,
+                           dg->spec + (size_t)l * dg->heads * dg->m);
 }
 
 /* --context full: over the n rows of each head's A_h of layer l. */

@@ -68,34 +68,41 @@ void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows)
 
 /* Σ over the segments of nb of what kgl_relation_attention averages: the
    weight on each relation's edges (mass) and the segments having one (count),
-   [H m] each, and the weight on the entity's own token (self, [H]). */
+   [H m] each, and the weight on the entity's own token (self, [H]). One pass
+   over a segment's edges: a relation's weights are summed in token order
+   from its first edge (seen_in marks the segment it was last met in), then
+   added to mass once, relations in the order of their first edges. */
 static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
                                    double *count, double *self, bool with_uniform)
 {
-    double seg_mass[KGL_MAX_HEADS + 1];
     int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
+    int *seen_in = kgl_xmalloc((size_t)2 * m * sizeof(int)), *order = seen_in + m;
+    double *seg_mass = kgl_xmalloc((size_t)m * (H + 1) * sizeof(double)); /* [m, H + 1] */
+    for (int r = 0; r < m; r++) seen_in[r] = -1;
     for (int b = 0; b < nb->n; b++) {
-        int lo = nb->offsets[b], hi = nb->offsets[b + 1];
+        int lo = nb->offsets[b], hi = nb->offsets[b + 1], n_rel = 0;
         if (self)
             for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
-        int edges = kgl_neighbourhood_first_edge(nb, b); /* after the asked relation's token, if any */
-        for (int t0 = edges; t0 < hi; t0++) { /* each relation once a segment, at its first edge */
-            int r = nb->relation[t0] % m;
-            bool first = true;
-            for (int u = edges; u < t0 && first; u++) first = nb->relation[u] % m != r;
-            if (!first) continue;
-            for (int h = 0; h < H_all; h++) seg_mass[h] = 0;
-            for (int u = t0; u < hi; u++)
-                if (nb->relation[u] % m == r) {
-                    for (int h = 0; h < H; h++) seg_mass[h] += A->data[(size_t)u * H + h];
-                    seg_mass[H] += 1.0 / (hi - lo);
-                }
+        for (int t = kgl_neighbourhood_first_edge(nb, b); t < hi; t++) { /* after the asked relation's token, if any */
+            int r = nb->relation[t] % m;
+            double *sum = seg_mass + (size_t)r * (H + 1);
+            if (seen_in[r] != b) {
+                seen_in[r] = b, order[n_rel++] = r;
+                for (int h = 0; h <= H; h++) sum[h] = 0;
+            }
+            for (int h = 0; h < H; h++) sum[h] += A->data[(size_t)t * H + h];
+            sum[H] += 1.0 / (hi - lo);
+        }
+        for (int k = 0; k < n_rel; k++) {
+            int r = order[k];
             for (int h = 0; h < H_all; h++) {
-                mass[h * m + r] += seg_mass[h];
+                mass[h * m + r] += seg_mass[(size_t)r * (H + 1) + h];
                 count[h * m + r] += 1;
             }
         }
     }
+    free(seg_mass);
+    free(seen_in);
 }
 
 void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
