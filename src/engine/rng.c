@@ -56,8 +56,9 @@ void kgl_rng_keep_mask(kgl_rng *rng, unsigned char *keep, size_t n, double p)
  * built from n's bits, high to low: square, then times x where the bit is 1
  * (about 2 log₂ n products of polynomials of degree < 256, microseconds).
  * P (degree 256, its x²⁵⁶ term implicit below) was found by Berlekamp–Massey
- * on one bit of the state sequence; the tests check jumps against draws, and
- * x^(2¹²⁸) mod P against the authors' published jump() constant. */
+ * on one bit of the state sequence, and checked then against the authors'
+ * published jump() constant, which is x^(2¹²⁸) mod P; the tests check jumps
+ * against draws (up to a million) and that jumps compose. */
 typedef struct gf2_poly {
     uint64_t w[4]; /* the coefficient of xⁱ is bit i % 64 of w[i / 64] */
 } gf2_poly;
@@ -88,8 +89,10 @@ static gf2_poly poly_product(const gf2_poly *a, const gf2_poly *b)
 
 void kgl_rng_advance(kgl_rng *rng, uint64_t n)
 {
-    gf2_poly c = {{1, 0, 0, 0}}; /* xⁿ mod P, n's bits from the highest */
-    for (int bit = 63; bit >= 0; bit--) {
+    gf2_poly c = {{1, 0, 0, 0}}; /* xⁿ mod P, n's bits from the highest one set */
+    int top = 63;
+    while (top >= 0 && !(n >> top & 1)) top--;
+    for (int bit = top; bit >= 0; bit--) {
         c = poly_product(&c, &c);
         if (n >> bit & 1) poly_times_x(&c);
     }
