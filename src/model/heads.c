@@ -66,77 +66,85 @@ void kgl_attention_rows(const kgl_model *m, int entity, kgl_real *rows)
 
 /* ---- the neighbourhood context --------------------------------------------------- */
 
-/* Σ over the segments of nb of what kgl_relation_attention averages: the
-   weight on each relation's edges (mass) and the segments having one (count),
-   [H m] each, and the weight on the entity's own token (self, [H]). One pass
-   over a segment's edges: a relation's weights are summed in token order
-   from its first edge (seen_in marks the segment it was last met in), then
-   added to mass once, relations in the order of their first edges. */
-static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int H, int m, double *mass,
-                                   double *count, double *self, bool with_uniform)
+/* Σ over segments of what kgl_relation_attention averages: the weight on
+   each relation's edges (mass) and the segments having one (count), rows of
+   m each (row H, with_uniform: what uniform weights would put there), and
+   the weight on the entity's own token (self, [H], or NULL); with the one
+   segment's scratch. One allocation holds it all. */
+typedef struct relation_tally {
+    int heads, relations, rows; /* H, m, and the rows of mass and count: H, or H + 1 with uniform */
+    double *mass, *count, *self;
+    double *seg_mass; /* [m, H + 1]: a relation's weights in the segment at hand */
+    int *seen_in, *order; /* [m] each: the segment a relation was last met in; the segment's relations */
+} relation_tally;
+
+static relation_tally relation_tally_new(int H, int m, bool with_uniform, double *self)
 {
-    int H_all = with_uniform ? H + 1 : H; /* row H: what uniform weights would put there */
-    int *seen_in = kgl_xmalloc((size_t)2 * m * sizeof(int)), *order = seen_in + m;
-    double *seg_mass = kgl_xmalloc((size_t)m * (H + 1) * sizeof(double)); /* [m, H + 1] */
-    for (int r = 0; r < m; r++) seen_in[r] = -1;
+    int rows = with_uniform ? H + 1 : H;
+    size_t cells = (size_t)rows * (size_t)m, doubles = 2 * cells + (size_t)m * (H + 1);
+    double *block = kgl_xmalloc(doubles * sizeof(double) + (size_t)2 * m * sizeof(int));
+    memset(block, 0, 2 * cells * sizeof(double));
+    int *ints = (int *)(void *)(block + doubles);
+    return (relation_tally){H, m, rows, block, block + cells, self, block + 2 * cells, ints, ints + m};
+}
+
+/* Adds nb's segments to the tally. One pass over a segment's edges: a
+   relation's weights are summed in token order from its first edge, then
+   added to mass once, relations in the order of their first edges. */
+static void add_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, relation_tally *s)
+{
+    int H = s->heads, m = s->relations;
+    for (int r = 0; r < m; r++) s->seen_in[r] = -1; /* segments are numbered anew in each nb */
     for (int b = 0; b < nb->n; b++) {
         int lo = nb->offsets[b], hi = nb->offsets[b + 1], n_rel = 0;
-        if (self)
-            for (int h = 0; h < H; h++) self[h] += A->data[(size_t)lo * H + h];
+        if (s->self)
+            for (int h = 0; h < H; h++) s->self[h] += A->data[(size_t)lo * H + h];
         for (int t = kgl_neighbourhood_first_edge(nb, b); t < hi; t++) { /* after the asked relation's token, if any */
             int r = nb->relation[t] % m;
-            double *sum = seg_mass + (size_t)r * (H + 1);
-            if (seen_in[r] != b) {
-                seen_in[r] = b, order[n_rel++] = r;
+            double *sum = s->seg_mass + (size_t)r * (H + 1);
+            if (s->seen_in[r] != b) {
+                s->seen_in[r] = b, s->order[n_rel++] = r;
                 for (int h = 0; h <= H; h++) sum[h] = 0;
             }
             for (int h = 0; h < H; h++) sum[h] += A->data[(size_t)t * H + h];
             sum[H] += 1.0 / (hi - lo);
         }
         for (int k = 0; k < n_rel; k++) {
-            int r = order[k];
-            for (int h = 0; h < H_all; h++) {
-                mass[h * m + r] += seg_mass[(size_t)r * (H + 1) + h];
-                count[h * m + r] += 1;
+            int r = s->order[k];
+            for (int h = 0; h < s->rows; h++) {
+                s->mass[h * m + r] += s->seg_mass[(size_t)r * (H + 1) + h];
+                s->count[h * m + r] += 1;
             }
         }
     }
-    free(seg_mass);
-    free(seen_in);
+}
+
+/* Row h of the tally's averages: mass over count, NaN where no segment had the relation. */
+static void relation_tally_mean(const relation_tally *s, int h, double *out)
+{
+    for (int r = 0; r < s->relations; r++) {
+        size_t k = (size_t)h * (size_t)s->relations + (size_t)r;
+        out[r] = s->count[k] > 0 ? s->mass[k] / s->count[k] : NAN;
+    }
 }
 
 void kgl_relation_attention(const kgl_neighbourhood *nb, const kgl_tensor *A, int heads, int m, double *spec)
 {
-    size_t cells = (size_t)heads * (size_t)m;
-    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells;
-    memset(mass, 0, 2 * cells * sizeof(double));
-    add_relation_attention(nb, A, heads, m, mass, count, NULL, false);
-    for (size_t k = 0; k < cells; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
-    free(mass);
+    relation_tally s = relation_tally_new(heads, m, false, NULL);
+    add_relation_attention(nb, A, &s);
+    for (int h = 0; h < heads; h++) relation_tally_mean(&s, h, spec + (size_t)h * m);
+    free(s.mass);
 }
 
-
-/* What kgl_model_relation_attention sums over the blocks of evaluation's
-   neighbourhoods: add_relation_attention's mass, count and self. */
-typedef struct relation_sums {
-    int heads, relations;
-    double *mass, *count, *self;
-} relation_sums;
-
-static void add_block(const kgl_forward *f, void *ctx)
-{
-    relation_sums *s = ctx;
-    add_relation_attention(f->neighbourhood, f->segment_attn, s->heads, s->relations, s->mass, s->count, s->self,
-                           true);
-}
+/* kgl_model_relation_attention's sum over the blocks of evaluation's neighbourhoods. */
+static void add_block(const kgl_forward *f, void *ctx) { add_relation_attention(f->neighbourhood, f->segment_attn, ctx); }
 
 void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_triple *tr, int n_tr, double *spec,
                                   double *self, double *uniform)
 {
     int H = m->cfg.heads, rels = m->cfg.n_relations;
-    size_t cells = (size_t)(H + 1) * (size_t)rels; /* row H: uniform weights over each segment */
-    double *mass = kgl_xmalloc(2 * cells * sizeof(double)), *count = mass + cells, self_sum[KGL_MAX_HEADS + 1] = {0};
-    memset(mass, 0, 2 * cells * sizeof(double));
+    double self_sum[KGL_MAX_HEADS + 1] = {0};
+    relation_tally sums = relation_tally_new(H, rels, true, self_sum); /* row H: uniform weights over each segment */
     int n = m->cfg.n_entities, *entity = NULL, *asked = NULL;
     if (m->cfg.query_relation) { /* the questions of tr: (h, r, ?) and (t, r⁻¹, ?) */
         n = 2 * n_tr;
@@ -147,18 +155,13 @@ void kgl_model_relation_attention(const kgl_model *m, kgl_pool *pool, const kgl_
             entity[n_tr + k] = tr[k].tail, asked[n_tr + k] = rels + tr[k].rel;
         }
     }
-    relation_sums sums = {H, rels, mass, count, self_sum};
     kgl_layer_in_blocks(m, pool, entity, asked, n, NULL, add_block, &sums); /* the weights only */
     free(entity);
-    for (size_t k = 0; k < (size_t)H * (size_t)rels; k++) spec[k] = count[k] > 0 ? mass[k] / count[k] : NAN;
+    for (int h = 0; h < H; h++) relation_tally_mean(&sums, h, spec + (size_t)h * rels);
     if (self)
         for (int h = 0; h < H; h++) self[h] = n ? self_sum[h] / n : NAN;
-    if (uniform)
-        for (int r = 0; r < rels; r++) {
-            size_t k = (size_t)H * (size_t)rels + (size_t)r;
-            uniform[r] = count[k] > 0 ? mass[k] / count[k] : NAN;
-        }
-    free(mass);
+    if (uniform) relation_tally_mean(&sums, H, uniform);
+    free(sums.mass);
 }
 
 /* ---- one question of a graph model ------------------------------------------------ */
