@@ -577,7 +577,8 @@ TEST(recipe_guards_keep_or_leave_out_their_line)
    large.args with its steps bounded by the training triples (190 n_train /
    1024): above 5,000 entities with large.args' sequence (the question
    alone: the asked relation as a token, no edges), up to 5,000 (the
-   mid-size class) with 50 edges and no token. The class edges are tried
+   mid-size class) with 50 edges, no token, and the candidates' side of a
+   head question (--candidate-states 0.5). The class edges are tried
    on both sides (200/201 entities, 10,000/10,001 triples, 5,000/5,001
    entities). */
 TEST(auto_recipe_is_single_small_and_large_large)
@@ -614,7 +615,7 @@ TEST(auto_recipe_is_single_small_and_large_large)
                 CHECK(strstr(a.text, want) != NULL);
                 const char *sequence = g[k].v.n_entities > 5000
                                            ? "--context graph --query-relation --hide-asked-relation --relation-token --neighbours 0 --dim 384"
-                                           : "--context graph --query-relation --hide-asked-relation --neighbours 50 --dim 384";
+                                           : "--context graph --query-relation --hide-asked-relation --neighbours 50 --candidate-states 0.5 --dim 384";
                 if (!CHECK(strstr(a.text, sequence) == a.text)) printf("    %s: %s\n", g[k].name, a.text);
                 CHECK(strstr(b.text, " --steps 12000 ") != NULL && strstr(a.text, " --steps 12000 ") == NULL);
             }

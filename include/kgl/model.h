@@ -51,6 +51,8 @@ typedef struct kgl_config {
     bool relation_token;      /* --relation-token: the asked relation is a token of the question's
                                  segment too (context.relation_emb's rows 2m + 1 + r) */
     int layers;               /* --layers L: the layer applied L times, each with its own weights (default 1) */
+    double candidate_states;  /* --candidate-states λ: a head question (t, r⁻¹, ?) also reads each candidate j's
+                                 own question (j, r) (kgl_add_candidate_side; 0: off, the default) */
 } kgl_config;
 
 /* ---------------------------------------------------------------- graph --
@@ -583,6 +585,26 @@ void kgl_tails_free(kgl_tails *tl);
  * kgl_model_context's); without, it is row entity[k] of kgl_model_context's. */
 void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entity, const int *rel, int n,
                             kgl_real *states);
+
+/* --candidate-states λ: the candidates' side of head questions (README, "The
+ * neighbourhood context"). For every query k < count asked through an
+ * inverse row (relation_row[k] = m + r: the head question (?, r, t) with
+ * t = entity[k]) adds to its scores [n] over the candidates j
+ *   Σ_c S_(j,r)[c] · w[c],   w = λ R[r] ⊙ E[t]   (one sum per j, from the score, c in order)
+ * S_(j,r) the state of the forward question (j, r) by evaluation's rule. The
+ * n states of one relation are kept in `side` between calls, so queries
+ * sorted by relation compute each relation's once. Forward queries are left
+ * as they are; λ = 0 changes nothing. */
+typedef struct kgl_candidate_side {
+    int row;          /* the relation whose states are held (-1: none yet) */
+    kgl_real *states; /* [n, d] S_(j,row) */
+    int *asked;       /* [n] row, n times */
+    kgl_real *w;      /* [d] one query's w */
+} kgl_candidate_side;
+void kgl_candidate_side_init(kgl_candidate_side *side);
+void kgl_candidate_side_free(kgl_candidate_side *side);
+void kgl_add_candidate_side(const kgl_model *m, kgl_pool *pool, kgl_candidate_side *side, int count,
+                            const int *entity, const int *relation_row, kgl_real *scores);
 
 /* ---------------------------------------------------------------- heads --
  * What a head looks at, measured on a forward pass (src/model/heads.c): the

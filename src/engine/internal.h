@@ -20,6 +20,13 @@ static inline int kgl_cmp_int(const void *a, const void *b)
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
+/* pairs of ints (key, index), by key then index: a stable order by key */
+static inline int kgl_cmp_int_pair(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    if (x[0] != y[0]) return (x[0] > y[0]) - (x[0] < y[0]);
+    return (x[1] > y[1]) - (x[1] < y[1]);
+}
 static inline int kgl_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

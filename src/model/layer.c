@@ -18,6 +18,7 @@
 
 #include "kgl/model.h"
 #include "engine/internal.h"
+#include "engine/kernel.h"
 #include "internal.h"
 
 static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg, bool need_logits,
@@ -336,6 +337,75 @@ void kgl_model_query_states(const kgl_model *m, kgl_pool *pool, const int *entit
 {
     if (m->cfg.context != KGL_CONTEXT_GRAPH) kgl_die("kgl_model_query_states: defined for --context graph");
     kgl_layer_in_blocks(m, pool, entity, rel, n, states, NULL, NULL);
+}
+
+/* ---- the candidates' side of a head question (--candidate-states λ) ----------
+ * In reciprocal mode head prediction (?, r, t) is the question (t, r⁻¹, ?):
+ * t's state against every candidate's embedding E[j]. The graph context
+ * knows more about a candidate j than E[j]: j's own question (j, r), whose
+ * state reads j's edges, is what ranks t well when the tail is asked. So
+ * the head question also asks every candidate how its forward question
+ * rates t, and adds λ times that score:
+ *   score[j] += Σ_c S_(j,r)[c] · R[r, c] · E[t, c]   (times λ, folded into w)
+ * Training is unchanged (both directions are trained as tail questions);
+ * this is how the model answers. On CoDEx-S the layer's head questions are
+ * where it lost to its baseline, and where this gains (data/report/recipe.md,
+ * "The candidates' side of a head question"). */
+void kgl_candidate_side_init(kgl_candidate_side *side) { *side = (kgl_candidate_side){.row = -1}; }
+
+/* w with Σ_c S[c] w[c] = λ · the readout's score of (j, r, t) for a state S of
+   (j, r). Diagonal: w = (λ R) ⊙ E. Complex (columns 0…h−1 real, h…d−1
+   imaginary, h = d/2): Re Σ S R conj(E) = Σ Re(S) Re(u) − Im(S) Im(u) with
+   u = R conj(E) = (R₁E₁ + R₂E₂) + i (R₂E₁ − R₁E₂), so w = λ (Re u, −Im u). */
+static void candidate_weights(bool complex, double lambda, const kgl_real *R, const kgl_real *E, kgl_real *w, int d)
+{
+    if (!complex) {
+        for (int i = 0; i < d; i++) w[i] = (kgl_real)(lambda * R[i]) * E[i];
+        return;
+    }
+    int h = d / 2;
+    for (int i = 0; i < h; i++) {
+        kgl_real re = R[i] * E[i] + R[h + i] * E[h + i], im = R[h + i] * E[i] - R[i] * E[h + i];
+        w[i] = (kgl_real)(lambda * re);
+        w[h + i] = (kgl_real)(-lambda * im);
+    }
+}
+
+void kgl_candidate_side_free(kgl_candidate_side *side)
+{
+    free(side->states);
+    free(side->asked);
+    free(side->w);
+    kgl_candidate_side_init(side);
+}
+
+void kgl_add_candidate_side(const kgl_model *m, kgl_pool *pool, kgl_candidate_side *side, int count,
+                            const int *entity, const int *relation_row, kgl_real *scores)
+{
+    const kgl_config *c = &m->cfg;
+    double lambda = c->candidate_states;
+    if (!(lambda > 0)) return;
+    if (!c->query_relation) kgl_die("kgl_add_candidate_side: --candidate-states needs --query-relation");
+    int n = c->n_entities, d = c->dim, n_rel = c->n_relations;
+    if (!side->states) {
+        side->states = kgl_xmalloc((size_t)n * d * sizeof(kgl_real));
+        side->asked = kgl_xmalloc((size_t)n * sizeof(int));
+        side->w = kgl_xmalloc((size_t)d * sizeof(kgl_real));
+        side->row = -1;
+    }
+    for (int k = 0; k < count; k++) {
+        if (relation_row[k] < n_rel) continue; /* a tail question: its candidates are answers, not askers */
+        int r = relation_row[k] - n_rel, t = entity[k];
+        if (side->row != r) { /* every candidate j asks (j, r) */
+            for (int j = 0; j < n; j++) side->asked[j] = r;
+            kgl_model_query_states(m, pool, NULL, side->asked, n, side->states);
+            side->row = r;
+        }
+        const kgl_real *R = m->relation_emb->data + (size_t)r * d, *E = m->entity_emb->data + (size_t)t * d;
+        candidate_weights(c->readout == KGL_READOUT_COMPLEX, lambda, R, E, side->w, d);
+        /* scores[k, j] += Σ_c w[c] S[j, c], the sum continuing from the question's own score */
+        kgl_gemm_nt(pool, 1, n, d, side->w, d, side->states, d, scores + (size_t)k * n, n, KGL_ADD);
+    }
 }
 
 /* The states of n queries (entity[k], asked[k]), STATE_BLOCK at a time

@@ -38,6 +38,8 @@ const char *kgl_config_error(const kgl_config *cfg)
         "--hide-asked-relation needs --query-relation (a state per question)",
         "--layers must be between 1 and 8",
         "--relation-token needs --query-relation (a state per question)",
+        "--candidate-states needs --query-relation (a state per question)",
+        "--candidate-states must be a finite number >= 0",
     };
     if (cfg->n_entities < 1) return msgs[0];
     if (cfg->n_relations < 1) return msgs[1];
@@ -57,6 +59,8 @@ const char *kgl_config_error(const kgl_config *cfg)
     if (cfg->hide_asked && !cfg->query_relation) return msgs[13];
     if (cfg->layers < 1 || cfg->layers > KGL_MAX_LAYERS) return msgs[14];
     if (cfg->relation_token && !cfg->query_relation) return msgs[15];
+    if (!(cfg->candidate_states >= 0) || !isfinite(cfg->candidate_states)) return msgs[17];
+    if (cfg->candidate_states > 0 && !cfg->query_relation) return msgs[16];
     return NULL;
 }
 

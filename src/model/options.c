@@ -98,6 +98,11 @@ const kgl_option kgl_train_options[] = {
      .help = "with --query-relation: a question (i, r) never sees i's\n"
              "edges of relation r, in training and in evaluation alike\n"
              "(1-N training hides them anyway: its answers are targets)"},
+    {.name = "--candidate-states", .arg = "L", .type = KGL_OPTION_REAL, MODEL(candidate_states), .lo = 0, .hi = 1e6,
+     .key = "candidate_states",
+     .help = "with --query-relation: a head question (?, r, t) also scores\n"
+             "each candidate j by its own question (j, r): L S(j,r).R[r].E[t]\n"
+             "added to the score, in evaluation and prediction (default 0)"},
 
     /* training: the checkpoint's unless given again */
     {.name = "--steps", .arg = "N", .type = KGL_OPTION_WHOLE, RUN(steps), .lo = 0, .hi = 100000000,

@@ -45,8 +45,8 @@ static const kgl_real *query_factors(const kgl_model *m, const kgl_real *C, int 
    room for count d-vectors. A --query-relation model's states are the
    queries' own (kgl_model_query_states: a state is a function of its query
    alone, so the evaluation's bits too), in place of rows of C. */
-static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, int count, const int *entity,
-                       const int *relation_row, kgl_real *vecs, kgl_real *scores)
+static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, kgl_candidate_side *side, int count,
+                       const int *entity, const int *relation_row, kgl_real *vecs, kgl_real *scores)
 {
     int n = m->cfg.n_entities, d = m->cfg.dim;
     const kgl_real *cand = NULL;
@@ -67,6 +67,7 @@ static void score_rows(const kgl_model *m, const kgl_real *C, kgl_pool *pool, in
         kgl_readout_query(m->cfg.readout == KGL_READOUT_COMPLEX, left, mid, vecs + (size_t)k * d, d);
     }
     if (count) kgl_gemm_nt(pool, count, n, d, vecs, d, cand, d, scores, n, KGL_SET);
+    if (asked) kgl_add_candidate_side(m, pool, side, count, entity, relation_row, scores); /* λ = 0: nothing */
     free(asked);
 }
 
@@ -74,7 +75,10 @@ static void scores_from_states(const kgl_model *m, const kgl_real *C, int entity
 {
     kgl_real *v = kgl_xmalloc((size_t)m->cfg.dim * sizeof(kgl_real));
     kgl_pool *pool = kgl_pool_create(1);
-    score_rows(m, C, pool, 1, &entity, &relation_row, v, scores);
+    kgl_candidate_side side;
+    kgl_candidate_side_init(&side);
+    score_rows(m, C, pool, &side, 1, &entity, &relation_row, v, scores);
+    kgl_candidate_side_free(&side);
     kgl_pool_free(pool);
     free(v);
 }
@@ -225,24 +229,31 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
     kgl_real *probs = members == 1 ? kgl_xmalloc((size_t)n_ent * sizeof(kgl_real)) : NULL; /* one row's softmax */
     int entity[RANK_CHUNK], row[RANK_CHUNK], target[RANK_CHUNK];
     kgl_pool *pool = kgl_pool_create(1);
+    kgl_candidate_side side[KGL_MAX_ENSEMBLE];
+    for (int k = 0; k < members; k++) kgl_candidate_side_init(&side[k]);
+    /* the head questions by relation, then in triple order (each relation's
+       candidate states once: kgl_add_candidate_side); each keeps its place in out */
+    int *by_rel = kgl_xmalloc((size_t)2 * (n > 0 ? n : 1) * sizeof(int)); /* (relation, index) pairs */
+    for (int k = 0; k < n; k++) by_rel[2 * k] = tr[k].rel, by_rel[2 * k + 1] = k;
+    qsort(by_rel, (size_t)n, 2 * sizeof(int), kgl_cmp_int_pair);
     /* tails (h, r, ?) first, then heads (?, r, t) as (t, row m + r, ?): the
        evaluation's queries and its filter keys */
     for (int dir = 0; dir < 2; dir++) {
         for (int k0 = 0; k0 < n; k0 += RANK_CHUNK) {
             int count = n - k0 < RANK_CHUNK ? n - k0 : RANK_CHUNK;
             for (int k = 0; k < count; k++) {
-                const kgl_triple *t = &tr[k0 + k];
+                const kgl_triple *t = &tr[dir == 0 ? k0 + k : by_rel[2 * (k0 + k) + 1]];
                 entity[k] = dir == 0 ? t->head : t->tail;
                 row[k] = dir == 0 ? t->rel : n_rel + t->rel;
                 target[k] = dir == 0 ? t->tail : t->head;
             }
             const kgl_real *ranked = scores;
             if (members == 1) {
-                score_rows(m, C[0], pool, count, entity, row, vecs, scores);
+                score_rows(m, C[0], pool, &side[0], count, entity, row, vecs, scores);
             } else { /* ranked on the mean probability, as kgl_evaluate_ensemble */
                 memset(mix, 0, (size_t)count * n_ent * sizeof(kgl_real));
                 for (int mb = 0; mb < members; mb++) {
-                    score_rows(models[mb], C[mb], pool, count, entity, row, vecs, scores);
+                    score_rows(models[mb], C[mb], pool, &side[mb], count, entity, row, vecs, scores);
                     for (int k = 0; k < count; k++)
                         kgl_mixture_add(scores + (size_t)k * n_ent, n_ent, members, mix + (size_t)k * n_ent);
                 }
@@ -252,7 +263,7 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
                 const kgl_real *s = ranked + (size_t)k * n_ent;
                 int n_known = 0;
                 const int *known = ds ? kgl_dataset_known(ds, entity[k], row[k], &n_known) : NULL;
-                kgl_ranked *o = &out[(size_t)dir * n + k0 + k];
+                kgl_ranked *o = &out[(size_t)dir * n + (dir == 0 ? k0 + k : by_rel[2 * (k0 + k) + 1])];
                 o->rank = kgl_filtered_rank(s, n_ent, target[k], known, n_known);
                 o->top_wrong = top_wrong(s, n_ent, target[k], known, n_known);
                 /* one model's scores; the log of several models' mean probability */
@@ -265,6 +276,8 @@ void kgl_rank_triples_ensemble(const kgl_model *const *models, const kgl_real *c
             }
         }
     }
+    for (int k = 0; k < members; k++) kgl_candidate_side_free(&side[k]);
+    free(by_rel);
     kgl_pool_free(pool);
     free(probs);
     free(mix);

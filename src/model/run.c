@@ -134,6 +134,9 @@ static void plan_fit_checks(kgl_run_member *m)
     double fit_cost = (double)spec->n_train * spec->ds->n_entities * cfg->dim;
     /* with query_relation each of the 2 n questions has a state of its own: its tokens' projections */
     if (cfg->query_relation) fit_cost += 2.0 * spec->n_train * kgl_config_segment_tokens(cfg) * cfg->dim * cfg->dim;
+    /* the candidates' side: every candidate's question for each relation (at most m of them) */
+    if (cfg->candidate_states > 0)
+        fit_cost += (double)cfg->n_relations * spec->ds->n_entities * kgl_config_segment_tokens(cfg) * cfg->dim * cfg->dim;
     m->track_fit = spec->until_fit || fit_cost <= 2e7;
     /* On a graph of real size (FB15k-237: 272k triples, 14.5k entities) one
        ranking of the training triples costs a minute: the fit is not checked

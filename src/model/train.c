@@ -160,6 +160,7 @@ typedef struct readout {
     int n, d;
     bool complex;
     const kgl_model *asks;
+    kgl_candidate_side *side; /* with asks: the candidates' side of head questions (--candidate-states) */
 } readout;
 
 /* scores[k, j] for queries q[0..rows) of one member */
@@ -177,6 +178,8 @@ static void score_chunk(kgl_eval *e, const kgl_eval_query *q, int rows, const re
     }
     /* scores[k, j] = Σ_c v_k[c] cand[j, c], c in order */
     kgl_gemm_nt(e->pool, rows, n, d, e->vecs, d, ro->cand, d, scores, n, KGL_SET);
+    if (ro->asks && ro->side) /* head questions: + λ S_(j,r)·R[r]·E[t] (the entity and row keys above) */
+        kgl_add_candidate_side(ro->asks, e->pool, ro->side, rows, e->query_keys, e->query_keys + EVAL_CHUNK, scores);
 }
 
 /* Ranks queries q[0..nq) by the scores of one member, or by the mean of the
@@ -269,16 +272,37 @@ void kgl_evaluate_ensemble(const kgl_model *const *models, const kgl_real *const
     out->query_states = grow(out->query_states, &out->cap_query_states, (size_t)EVAL_CHUNK * d, sizeof(kgl_real));
     out->query_keys = grow(out->query_keys, &out->cap_query_keys, 2 * EVAL_CHUNK, sizeof(int));
     readout tail_ro[KGL_MAX_ENSEMBLE], head_ro[KGL_MAX_ENSEMBLE];
+    kgl_candidate_side sides[KGL_MAX_ENSEMBLE];
+    bool any_side = false;
     for (int mb = 0; mb < members; mb++) {
         const kgl_config *c = &models[mb]->cfg;
         const kgl_real *C = states[mb], *E = models[mb]->entity_emb->data, *R = models[mb]->relation_emb->data;
         /* a --query-relation model asks (entity, relation) as the reciprocal readout does (it requires them) */
         const kgl_model *asks = c->query_relation ? models[mb] : NULL;
-        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX, asks};
-        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false, NULL};
+        kgl_candidate_side_init(&sides[mb]);
+        bool side = asks && c->candidate_states > 0;
+        any_side |= side;
+        tail_ro[mb] = (readout){C, R, E, c->n_entities, c->dim, c->readout == KGL_READOUT_COMPLEX, asks, NULL};
+        head_ro[mb] = m->cfg.reciprocal ? tail_ro[mb] : (readout){R, E, C, c->n_entities, c->dim, false, NULL, NULL};
+        if (side) head_ro[mb].side = &sides[mb];
     }
     rank_queries(out, ds, tq, n, tail_ro, members, lo, hi, 0, 2L * n);
-    rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n, n, 2L * n);
+    if (any_side && n > 0) { /* the head questions by relation (each relation's candidate states once), ranks put back */
+        int *order = kgl_xmalloc((size_t)2 * n * sizeof(int));
+        kgl_eval_query *sorted = kgl_xmalloc((size_t)n * sizeof *sorted);
+        double *slo = kgl_xmalloc((size_t)2 * n * sizeof(double)), *shi = slo + n;
+        for (int k = 0; k < n; k++) order[2 * k] = hq[k].b, order[2 * k + 1] = k;
+        qsort(order, (size_t)n, 2 * sizeof(int), kgl_cmp_int_pair); /* by row, then triple order */
+        for (int k = 0; k < n; k++) sorted[k] = hq[order[2 * k + 1]];
+        rank_queries(out, ds, sorted, n, head_ro, members, slo, shi, n, 2L * n);
+        for (int k = 0; k < n; k++) lo[n + order[2 * k + 1]] = slo[k], hi[n + order[2 * k + 1]] = shi[k];
+        free(slo);
+        free(sorted);
+        free(order);
+    } else {
+        rank_queries(out, ds, hq, n, head_ro, members, lo + n, hi + n, n, 2L * n);
+    }
+    for (int mb = 0; mb < members; mb++) kgl_candidate_side_free(&sides[mb]);
     for (int k = 0; k < n; k++) { /* in triple order, tail then head, as one loop would */
         int r = tr[k].rel;
         double rank = (lo[k] + hi[k]) / 2;
