@@ -788,10 +788,14 @@ void kgl_trainer_plan(const kgl_config *cfg, const kgl_train_config *tc, const k
     /* kgl_eval_init's and kgl_evaluate_ensemble's: a chunk of rows of scores
        and of query vectors (and with --query-relation, of their states), two
        queries a triple and their two ranks; an ensemble's mixture of
-       probabilities, a chunk of rows, once */
+       probabilities, a chunk of rows, once; with --candidate-states one
+       relation's candidate states (n rows) and the head questions' order */
     double rows = 2.0 * ranked < EVAL_CHUNK ? 2.0 * ranked : EVAL_CHUNK;
     plan->ranking = rows * (n + d + (cfg->query_relation ? d : 0)) * w +
                     2.0 * ranked * (sizeof(kgl_eval_query) + 2 * sizeof(double));
+    if (cfg->candidate_states > 0)
+        plan->ranking += (n * d + d) * w + n * (double)sizeof(int) +
+                         ranked * (sizeof(kgl_eval_query) + 2.0 * sizeof(int) + 2.0 * sizeof(double));
     plan->mixture = rows * n * w;
     /* the tails per (relation, entity), the examples (head, relation, tail,
        their order), a batch's; the graph's edges and a batch's
