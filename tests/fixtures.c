@@ -26,6 +26,20 @@ void test_batch_free(kgl_batch *b)
     free((void *)b->tail);
 }
 
+bool test_model_load(test_ctx *T, const char *path, const kgl_dataset *ds, kgl_model *m)
+{
+    char e[1024];
+    kgl_checkpoint ck;
+    if (!CHECK(kgl_checkpoint_open(path, ds, &ck, e, sizeof e))) {
+        printf("    %s\n", e);
+        return false;
+    }
+    kgl_model_create(m, &ck.cfg);
+    kgl_checkpoint_apply(&ck, m);
+    kgl_checkpoint_close(&ck);
+    return true;
+}
+
 double test_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_regularisers *reg, kgl_forward *f)
 {
     kgl_tape_reset(t);

@@ -24,7 +24,7 @@ static bool load_academic(kgl_dataset *ds)
    the academic world and loads its checkpoint into m. */
 static bool trained(test_ctx *T, const char *extra, const char *name, const kgl_dataset *ds, kgl_model *m)
 {
-    char cmd[1024], e[1024];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd,
              "train --context graph --query-relation --hide-asked-relation --neighbours 3 --dim 8 --heads 2 "
              "%s --save %s/%s --quiet",
@@ -34,11 +34,7 @@ static bool trained(test_ctx *T, const char *extra, const char *name, const kgl_
         return false;
     }
     snprintf(cmd, sizeof cmd, "%s/%s", T->tmp, name);
-    kgl_checkpoint ck;
-    if (!CHECK(kgl_checkpoint_open(cmd, ds, &ck, e, sizeof e))) return false;
-    kgl_model_create(m, &ck.cfg);
-    kgl_checkpoint_apply(&ck, m);
-    kgl_checkpoint_close(&ck);
+    if (!test_model_load(T, cmd, ds, m)) return false;
     kgl_model_set_graph(m, ds->splits[0].triples, ds->splits[0].n); /* the model owns it */
     return true;
 }

@@ -21,16 +21,11 @@ static bool load_academic(kgl_dataset *ds)
    for the academic world into m. */
 static bool trained(test_ctx *T, const char *args, const char *name, const kgl_dataset *ds, kgl_model *m)
 {
-    char cmd[1024], e[1024];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "train %s --save %s/%s", args, T->tmp, name);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return false;
     snprintf(cmd, sizeof cmd, "%s/%s", T->tmp, name);
-    kgl_checkpoint ck;
-    if (!CHECK(kgl_checkpoint_open(cmd, ds, &ck, e, sizeof e))) return false;
-    kgl_model_create(m, &ck.cfg);
-    kgl_checkpoint_apply(&ck, m);
-    kgl_checkpoint_close(&ck);
-    return true;
+    return test_model_load(T, cmd, ds, m);
 }
 
 /* Field by field (a struct's padding bytes are not ours to compare); the

@@ -66,6 +66,9 @@ bool test_dies(void (*fn)(void *), void *ctx, char *err, size_t cap);
  * through their inverse relation (row m + r); free with test_batch_free. */
 kgl_batch test_alternating_batch(const kgl_dataset *ds);
 void test_batch_free(kgl_batch *b);
+/* The model of the checkpoint at path, for the entities and relations of ds,
+ * into m (a failed CHECK and false when it does not open). */
+bool test_model_load(test_ctx *T, const char *path, const kgl_dataset *ds, kgl_model *m);
 /* The loss of a forward pass on b (nothing recorded; reg NULL: none), its
  * tensors left in *f; the tape is reset first. */
 double test_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const kgl_regularisers *reg, kgl_forward *f);
