@@ -309,8 +309,11 @@ TEST(trainer_plan_holds_the_arenas)
         /* with qk-norm the graph context normalises each distinct (entity,
            relation) token's key once, and the plan counts every token as
            distinct, the worst case (a batch's share of distinct tokens is its
-           graph's: 12% here, 17% on CoDEx-S, 53% on FB15k-237): up to 2x there */
-        double over = cases[k].context == KGL_CONTEXT_GRAPH && cases[k].qk_norm ? 2.0 : 1.3;
+           graph's: 12% here, 17% on CoDEx-S, 53% on FB15k-237). The tokens'
+           keys and values are not copied per token, so those pairs' keys and
+           their norm (4 d a token, with gradients) are the plan's largest
+           term here, about 8 times what 12% distinct use: up to 3.5x there */
+        double over = cases[k].context == KGL_CONTEXT_GRAPH && cases[k].qk_norm ? 3.5 : 1.3;
         bool step_ok = step <= p.step && p.step <= over * step;
         bool states_ok = states <= p.states && p.states <= 1.3 * states + 1e5; /* none: no states at all */
         if (!CHECK(step_ok && states_ok) || getenv("KGL_TEST_TABLE"))

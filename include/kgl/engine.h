@@ -327,7 +327,7 @@ struct kgl_node {
     kgl_tensor *out;
     int n_in;
     kgl_tensor **in;
-    const int *idx0, *idx1; /* row indices (gather, trilinear, targets) */
+    const int *idx0, *idx1, *idx2; /* row indices (gather, trilinear, targets, the segment ops' tokens) */
     int n_idx;
     kgl_mask mask;
     double alpha; /* scalar attribute (scale factor, label smoothing) */
@@ -418,14 +418,25 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, kgl_tensor 
  * columns, one weight per token and head ([T, heads]):
  *   S[t, h] = τ_h ⟨Q_h[b(t)], K_h[t]⟩   τ_h = tau, or tau·e^{θ_h} with log_temp = θ [1, heads]
  *   A[·, h] = softmax of S[·, h] within each segment
- *   O[b, c] = Σ_{t ∈ segment b} A[t, c / dk] V[t, c]                          [B, d] */
+ *   O[b, c] = Σ_{t ∈ segment b} A[t, c / dk] V[t, c]                          [B, d]
+ * The token rows K[t] and V[t] are read through indices (kgl_token_rows), so
+ * a batch's [T, d] keys and values are never written out: a token's row is
+ * its entity's projection plus its relation's, gathered where it is used. */
+typedef struct kgl_token_rows {
+    kgl_tensor *a;  /* row t is a[ia[t]] (ia NULL: a[t], a has the T rows) */
+    const int *ia;
+    kgl_tensor *b;  /* plus b[ib[t]] (b and ib both NULL: nothing added) */
+    const int *ib;
+} kgl_token_rows;
+/* The T rows of x themselves. */
+static inline kgl_token_rows kgl_rows_of(kgl_tensor *x) { return (kgl_token_rows){x, NULL, NULL, NULL}; }
 /* Y[k] = A[ia[k]] + B[ib[k]] for k < n (the arrays borrowed): two gathers and
- * their sum in one op (a token's key in the neighbourhood context). */
+ * their sum in one op (the distinct (entity, relation) pairs' keys). */
 kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *a, const int *ia, kgl_tensor *b, const int *ib, int n);
-kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *q, kgl_tensor *k, const int *offsets, int segments,
+kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *q, kgl_token_rows k, const int *offsets, int segments,
                                int heads, double tau, kgl_tensor *log_temp);
 kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *s, const int *offsets, int segments);
-kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *a, kgl_tensor *v, const int *offsets, int segments);
+kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *a, kgl_token_rows v, const int *offsets, int segments);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 
@@ -451,7 +462,7 @@ typedef struct kgl_check_case {
     int n_inputs;                                  /* differentiable inputs */
     kgl_tensor *inputs[KGL_CHECK_MAX_INPUTS];
     kgl_tensor *(*run)(kgl_tape *t, const struct kgl_check_case *c); /* applies the op */
-    const int *idx0, *idx1;                        /* attributes handed to the op */
+    const int *idx0, *idx1, *idx2;                 /* attributes handed to the op */
     int n_idx;
     kgl_mask mask;
     double alpha;

@@ -250,8 +250,9 @@ typedef struct kgl_forward {
     kgl_tensor *segment_logits, *segment_attn;
     kgl_tensor *layer_segment_attn[KGL_MAX_LAYERS]; /* --context graph: each layer's weights [tokens, H] */
     kgl_tensor *layer_segment_logits[KGL_MAX_LAYERS]; /* and its scores [tokens, H] (layer 0's: segment_logits) */
-    kgl_tensor *q, *k;                  /* Q, K [n, d] (graph context with qk-norm: K of the
-                                           neighbourhood's distinct pairs, before the norm) */
+    kgl_tensor *q, *k;                  /* Q, K [n, d] (graph context: K of the neighbourhood's
+                                           distinct pairs before the norm with qk-norm, else
+                                           the distinct entities' part E[j] Wk of a token's key) */
     kgl_tensor *logits_attn[KGL_MAX_HEADS]; /* S_h [n, n] (scaled); NULL with the fused attention */
     double *attn_stats;                 /* fused attention: [2H] max |S_h|, then ‖∂L/∂S_h‖ after backward */
     kgl_tensor *attn[KGL_MAX_HEADS];    /* A_h [n, n] */

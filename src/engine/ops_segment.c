@@ -32,7 +32,8 @@
 #define SEG_BLOCK 16
 
 typedef struct segment_job {
-    kgl_tensor *in0, *in1, *out; /* each op names them: Q, K, S; S, A; A, V, O */
+    kgl_tensor *in0, *out; /* each op names them: Q, S; S, A; A, O */
+    kgl_token_rows tok;    /* the tokens' rows: K (segment_scores), V (segment_weighted_sum) */
     const int *offsets;
     int segments, heads;
     double tau_h[KGL_ATTENTION_MAX_HEADS]; /* segment_scores' scale per head */
@@ -50,57 +51,172 @@ static void check_offsets(const char *op, const int *offsets, int segments, int 
         if (offsets[b + 1] <= offsets[b]) kgl_die("%s: segment %d is empty (offsets %d, %d)", op, b, offsets[b], offsets[b + 1]);
 }
 
+/* ---- the tokens' rows, read where they are used -------------------------
+ * Token t's row (its key or value) is a[ia[t]] + b[ib[t]] (kgl_token_rows):
+ * its entity's projection plus its relation's. The ops read the two rows and
+ * add them as they go, as gather_sum_rows would have added them (one
+ * rounding, in kgl_real), instead of writing a [T, d] copy and its gradient:
+ * on FB15k-237's graph step two such copies were 110 MB to write, zero,
+ * gather into and read back. */
+static void check_token_rows(const char *op, const kgl_token_rows *r, int T, int d)
+{
+    if (!r->a || r->a->cols != d || (r->b && (!r->ib || r->b->cols != d)) || (!r->b && r->ib))
+        kgl_die("%s: the tokens' rows (a %dx%d%s) do not fit width %d", op, r->a ? r->a->rows : 0, r->a ? r->a->cols : 0,
+                r->b ? ", b" : "", d);
+    for (int t = 0; t < T; t++)
+        if ((r->ia && (r->ia[t] < 0 || r->ia[t] >= r->a->rows)) || (r->b && (r->ib[t] < 0 || r->ib[t] >= r->b->rows)))
+            kgl_die("%s: token %d names row %d of %d%s", op, t, r->ia ? r->ia[t] : t, r->a->rows,
+                    r->b ? " (or of its second table)" : "");
+}
+
+/* Columns off … off + dk − 1 of token t's row: in a (pa), and in b (pb, NULL
+   when the row is a's alone). */
+static void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real **pa, const kgl_real **pb)
+{
+    int d = r->a->cols;
+    *pa = r->a->data + (size_t)(r->ia ? r->ia[t] : t) * d + off;
+    *pb = r->b ? r->b->data + (size_t)r->ib[t] * d + off : NULL;
+}
+
+/* ⟨x, row⟩ over dk columns, the row a's part plus b's (summed first, in kgl_real). */
+static double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
+{
+    double dot = 0;
+    if (pb)
+        for (int c = 0; c < dk; c++) dot += x[c] * (kgl_real)(pa[c] + pb[c]);
+    else
+        for (int c = 0; c < dk; c++) dot += x[c] * pa[c];
+    return dot;
+}
+
+/* The tokens' rows' gradient, dX[t, c] = w_h · M[b(t), c] with w_h =
+   scale_h · W[t, h] (W [T, H], M [B, d]; h the head of column c), added to
+   the rows of a and b that token t read. A row is read by tokens of any
+   segment, so this is a scatter-add: a task owns rows (kgl_owns_row, dealt
+   among the pool's threads) and walks every token in order, so each element
+   gets its additions in token order for any number of threads. Each
+   addition is the rounded product, as when dX was a tensor of its own (a
+   zero plus the product) summed into a and b by gather_sum_rows' backward. */
+typedef struct scatter_job {
+    const kgl_token_rows *tok;
+    const kgl_real *W, *M;
+    const double *scale_h;
+    const int *offsets;
+    int segments, heads, tasks;
+} scatter_job;
+
+/* y[c] += (kgl_real)(w x[c]): the product rounded first, then added */
+static void add_product(kgl_real *restrict y, double w, const kgl_real *restrict x, int n)
+{
+    for (int c = 0; c < n; c++) y[c] += (kgl_real)(w * x[c]);
+}
+
+static void scatter_token_grads_owned(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const scatter_job *J = ctx;
+    const kgl_token_rows *r = J->tok;
+    int H = J->heads, d = r->a->cols, dk = d / H;
+    for (int b = 0; b < J->segments; b++)
+        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
+            int ra = r->ia ? r->ia[t] : t;
+            kgl_real *da = r->a->grad && kgl_owns_row(ra, task, J->tasks) ? r->a->grad + (size_t)ra * d : NULL;
+            kgl_real *db = r->b && r->b->grad && kgl_owns_row(r->ib[t], task, J->tasks)
+                               ? r->b->grad + (size_t)r->ib[t] * d : NULL;
+            if (!da && !db) continue;
+            const kgl_real *m = J->M + (size_t)b * d;
+            for (int h = 0; h < H; h++) {
+                double w = J->scale_h[h] * J->W[(size_t)t * H + h];
+                if (da) add_product(da + h * dk, w, m + h * dk, dk);
+                if (db) add_product(db + h * dk, w, m + h * dk, dk);
+            }
+        }
+}
+
+static void scatter_token_grads(kgl_pool *pool, const kgl_token_rows *tok, const kgl_real *W, const double *scale_h,
+                                const kgl_real *M, const int *offsets, int segments, int heads)
+{
+    if (!tok->a->grad && !(tok->b && tok->b->grad)) return;
+    scatter_job J = {tok, W, M, scale_h, offsets, segments, heads, kgl_pool_threads(pool)};
+    kgl_parallel(pool, J.tasks, 2.0 * offsets[segments] * tok->a->cols, scatter_token_grads_owned, &J);
+}
+
+/* The node's inputs of a segment op that reads token rows: first, second
+   (a), b when there is one; and the node's indices: offsets in idx0, ia in
+   idx1, ib in idx2 (b present iff ib is). */
+static int push_token_rows(kgl_tensor **in, int n, const kgl_token_rows *r)
+{
+    in[n++] = r->a;
+    if (r->b) in[n++] = r->b;
+    return n;
+}
+
+static kgl_token_rows node_token_rows(const kgl_node *nd, int first)
+{
+    return (kgl_token_rows){nd->in[first], nd->idx1, nd->idx2 ? nd->in[first + 1] : NULL, nd->idx2};
+}
+
+static void record_token_rows(kgl_node *nd, const int *offsets, int segments, const kgl_token_rows *r)
+{
+    nd->idx0 = offsets;
+    nd->n_idx = segments;
+    nd->idx1 = r->ia;
+    nd->idx2 = r->ib;
+}
+
 /* ========================================================================
  * segment_scores: S[t, h] = τ_h ⟨Q_h[b(t)], K_h[t]⟩,  τ_h = τ (alpha) or
- *   τ e^{θ_h} with θ = log_temp [1, H] (the third input).
- *   Q [B, d], K [T, d], S [T, H]; offsets in idx0, B in n_idx, H in i0.
+ *   τ e^{θ_h} with θ = log_temp [1, H] (the last input).
+ *   Q [B, d], K [T, d] (token rows: K[t] = Ka[ia[t]] + Kb[ib[t]]), S [T, H];
+ *   offsets in idx0, B in n_idx, H in i0.
  * With G = ∂L/∂S:
  *   ∂S[t,h]/∂Q[b(t), c] = τ_h K[t, c]   ⇒ dQ_h[b] += Σ_{t ∈ b} τ_h G[t,h] K_h[t]
- *   ∂S[t,h]/∂K[t, c]    = τ_h Q[b(t), c] ⇒ dK_h[t] += τ_h G[t,h] Q_h[b(t)]
+ *   ∂S[t,h]/∂K[t, c]    = τ_h Q[b(t), c] ⇒ dK_h[t] = τ_h G[t,h] Q_h[b(t)], added to
+ *                                           dKa[ia[t]] and dKb[ib[t]] (K[t] is their sum)
  *   ∂S[t,h]/∂θ_h        = S[t, h]        ⇒ dθ_h    += Σ_t G[t,h] S[t,h]
  * ======================================================================== */
 static void head_scales(const kgl_node *nd, int H, double *tau_h)
 {
-    const kgl_tensor *theta = nd->n_in == 3 ? nd->in[2] : NULL;
+    const kgl_tensor *theta = nd->n_in == 2 + (nd->idx2 != NULL) + 1 ? nd->in[nd->n_in - 1] : NULL;
     for (int h = 0; h < H; h++) tau_h[h] = theta ? nd->alpha * exp(theta->data[h]) : nd->alpha;
 }
 
-/* dQ rows and dK rows of a block of segments */
+/* dQ rows of a block of segments */
 static void segment_scores_backward_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
-    kgl_tensor *Q = J->in0, *K = J->in1, *S = J->out;
+    kgl_tensor *Q = J->in0, *S = J->out;
     int H = J->heads, d = Q->cols, dk = d / H;
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++)
             for (int h = 0; h < H; h++) {
                 double g = J->tau_h[h] * S->grad[(size_t)t * H + h];
-                const kgl_real *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)t * d + h * dk;
-                if (Q->grad) {
-                    kgl_real *dq = Q->grad + (size_t)b * d + h * dk;
-                    for (int c = 0; c < dk; c++) dq[c] += g * k[c];
-                }
-                if (K->grad) {
-                    kgl_real *dkr = K->grad + (size_t)t * d + h * dk;
-                    for (int c = 0; c < dk; c++) dkr[c] += g * q[c];
-                }
+                const kgl_real *ka, *kb;
+                token_parts(&J->tok, t, h * dk, &ka, &kb);
+                kgl_real *dq = Q->grad + (size_t)b * d + h * dk;
+                if (kb)
+                    for (int c = 0; c < dk; c++) dq[c] += g * (kgl_real)(ka[c] + kb[c]);
+                else
+                    for (int c = 0; c < dk; c++) dq[c] += g * ka[c];
             }
 }
 
 static void segment_scores_backward(kgl_node *nd)
 {
-    kgl_tensor *Q = nd->in[0], *K = nd->in[1], *S = nd->out;
-    segment_job J = {Q, K, S, nd->idx0, nd->n_idx, nd->i0, {0}};
+    kgl_tensor *Q = nd->in[0], *S = nd->out;
+    segment_job J = {Q, S, node_token_rows(nd, 1), nd->idx0, nd->n_idx, nd->i0, {0}};
     head_scales(nd, J.heads, J.tau_h);
-    if (Q->grad || K->grad)
-        kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * K->rows * K->cols, segment_scores_backward_block, &J);
-    if (nd->n_in == 3 && nd->in[2]->grad) { /* dθ_h: one sum over all tokens, in order */
+    if (Q->grad)
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * S->rows * Q->cols, segment_scores_backward_block, &J);
+    scatter_token_grads(nd->pool, &J.tok, S->grad, J.tau_h, Q->data, J.offsets, J.segments, J.heads);
+    kgl_tensor *theta = nd->n_in == 2 + (nd->idx2 != NULL) + 1 ? nd->in[nd->n_in - 1] : NULL;
+    if (theta && theta->grad) { /* dθ_h: one sum over all tokens, in order */
         size_t T = (size_t)S->rows;
         for (int h = 0; h < J.heads; h++) {
             double acc = 0;
             for (size_t t = 0; t < T; t++) acc += S->grad[t * J.heads + h] * S->data[t * J.heads + h];
-            nd->in[2]->grad[h] += acc;
+            theta->grad[h] += acc;
         }
     }
 }
@@ -110,37 +226,41 @@ static void segment_scores_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
-    const kgl_tensor *Q = J->in0, *K = J->in1;
+    const kgl_tensor *Q = J->in0;
     int H = J->heads, d = Q->cols, dk = d / H;
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
         for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++)
             for (int h = 0; h < H; h++) {
-                const kgl_real *q = Q->data + (size_t)b * d + h * dk, *k = K->data + (size_t)tok * d + h * dk;
-                double dot = 0;
-                for (int c = 0; c < dk; c++) dot += q[c] * k[c];
+                const kgl_real *ka, *kb;
+                token_parts(&J->tok, tok, h * dk, &ka, &kb);
+                double dot = dot_token(Q->data + (size_t)b * d + h * dk, ka, kb, dk);
                 J->out->data[(size_t)tok * H + h] = J->tau_h[h] * dot;
             }
 }
 
-kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, const int *offsets, int segments,
+kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_token_rows K, const int *offsets, int segments,
                                int heads, double tau, kgl_tensor *log_temp)
 {
-    if (heads < 1 || heads > KGL_ATTENTION_MAX_HEADS || Q->cols % heads || Q->cols != K->cols || Q->rows != segments)
-        kgl_die("segment_scores: Q %dx%d, K %dx%d, %d segments, %d heads do not fit", Q->rows, Q->cols, K->rows,
-                K->cols, segments, heads);
+    if (heads < 1 || heads > KGL_ATTENTION_MAX_HEADS || Q->cols % heads || !K.a || Q->cols != K.a->cols ||
+        Q->rows != segments)
+        kgl_die("segment_scores: Q %dx%d, K %dx%d, %d segments, %d heads do not fit", Q->rows, Q->cols,
+                K.a ? K.a->rows : 0, K.a ? K.a->cols : 0, segments, heads);
     if (log_temp && (log_temp->rows != 1 || log_temp->cols != heads))
         kgl_die("segment_scores: log_temp is %dx%d, expected 1x%d", log_temp->rows, log_temp->cols, heads);
-    check_offsets("segment_scores", offsets, segments, K->rows);
-    int d = Q->cols, n_in = log_temp ? 3 : 2;
-    kgl_tensor *in[3] = {Q, K, log_temp};
-    kgl_tensor *S = kgl_op_output(t, K->rows, heads, n_in, in);
-    segment_job J = {Q, K, S, offsets, segments, heads, {0}};
+    if (segments < 1) check_offsets("segment_scores", offsets, segments, 0);
+    int T = offsets[segments]; /* the tokens; a has as many rows unless they are read through ia */
+    check_offsets("segment_scores", offsets, segments, K.ia ? T : K.a->rows);
+    check_token_rows("segment_scores", &K, T, Q->cols);
+    kgl_tensor *in[4] = {Q};
+    int n_in = push_token_rows(in, 1, &K);
+    if (log_temp) in[n_in++] = log_temp;
+    kgl_tensor *S = kgl_op_output(t, T, heads, n_in, in);
+    segment_job J = {Q, S, K, offsets, segments, heads, {0}};
     for (int h = 0; h < heads; h++) J.tau_h[h] = log_temp ? tau * exp(log_temp->data[h]) : tau;
-    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * K->rows * d, segment_scores_block, &J);
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * T * Q->cols, segment_scores_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_scores, S, n_in, in);
     if (nd) {
-        nd->idx0 = offsets;
-        nd->n_idx = segments;
+        record_token_rows(nd, offsets, segments, &K);
         nd->i0 = heads;
         nd->alpha = tau;
     }
@@ -156,37 +276,69 @@ static const int seg_offsets_d[] = {0, 2, 3, 6, 8, 9, 12, 14, 15, 18, 20, 21, 24
 static const int *const seg_offsets[] = {seg_offsets_a, seg_offsets_b, seg_offsets_c, seg_offsets_d};
 static const int seg_count[] = {3, 1, 5, 19};
 
+/* Cases 0–3 give each layout its own token rows; cases 4 and 5 read them
+   through indices (kgl_token_rows): 4 the five segments' 11 tokens from one
+   table of 4 rows (rows named again and again: the backward's scatter-add),
+   5 the nineteen segments' 38 tokens from the sum of two tables of 7 and 3
+   rows, as the model's keys and values are read. */
+#define SEGMENT_CASES 6
+static int case_layout(int which) { return which < 4 ? which : which == 4 ? 2 : 3; }
+
 static void segment_case(int which, kgl_arena *keep, kgl_check_case *c)
 {
-    c->n_idx = seg_count[which];
-    c->idx0 = kgl_check_indices(keep, c->n_idx + 1, seg_offsets[which]);
+    int layout = case_layout(which);
+    c->n_idx = seg_count[layout];
+    c->idx0 = kgl_check_indices(keep, c->n_idx + 1, seg_offsets[layout]);
 }
+
+/* Case which's token rows [T, d] as inputs from c->inputs[c->n_inputs] on, their indices in idx1, idx2. */
+static void token_rows_case(int which, int T, int d, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    int rows_a = which < 4 ? T : which == 4 ? 4 : 7, rows_b = 3;
+    c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, rows_a, d, 1, 0);
+    if (which < 4) return;
+    int ia[64], ib[64];
+    for (int t = 0; t < T; t++) ia[t] = (int)kgl_rng_below(rng, (uint32_t)rows_a), ib[t] = (int)kgl_rng_below(rng, (uint32_t)rows_b);
+    c->idx1 = kgl_check_indices(keep, T, ia);
+    if (which == 5) {
+        c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, rows_b, d, 1, 0);
+        c->idx2 = kgl_check_indices(keep, T, ib);
+    }
+}
+
+static kgl_token_rows case_token_rows(const kgl_check_case *c, int first)
+{
+    return (kgl_token_rows){c->inputs[first], c->idx1, c->idx2 ? c->inputs[first + 1] : NULL, c->idx2};
+}
+
+static const char *token_rows_label(int which) { return which < 4 ? "" : which == 4 ? " K=Ka[ia]" : " K=Ka[ia]+Kb[ib]"; }
 
 static kgl_tensor *segment_scores_run(kgl_tape *t, const kgl_check_case *c)
 {
-    return kgl_segment_scores(t, c->inputs[0], c->inputs[1], c->idx0, c->n_idx, c->i0, c->alpha,
-                              c->n_inputs == 3 ? c->inputs[2] : NULL);
+    int before_theta = 2 + (c->idx2 != NULL);
+    return kgl_segment_scores(t, c->inputs[0], case_token_rows(c, 1), c->idx0, c->n_idx, c->i0, c->alpha,
+                              c->n_inputs > before_theta ? c->inputs[before_theta] : NULL);
 }
 
 static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int d[] = {4, 3, 6, 4}, heads[] = {2, 1, 3, 2};
+    static const int d[] = {4, 3, 6, 4, 6, 4}, heads[] = {2, 1, 3, 2, 3, 2};
     segment_case(which, keep, c);
-    int T = seg_offsets[which][c->n_idx];
+    int T = seg_offsets[case_layout(which)][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, c->n_idx, d[which], 1, 0);
-    c->inputs[1] = kgl_check_input(keep, rng, T, d[which], 1, 0);
-    c->n_inputs = 2;
+    c->n_inputs = 1;
+    token_rows_case(which, T, d[which], rng, keep, c);
     if (which != 1) c->inputs[c->n_inputs++] = kgl_check_input(keep, rng, 1, heads[which], 0.5, 0); /* θ */
     c->i0 = heads[which];
     c->alpha = 1.0 / sqrt((double)d[which] / heads[which]);
     c->run = segment_scores_run;
-    snprintf(c->label, sizeof c->label, "Q%dx%d K%dx%d H%d%s", c->n_idx, d[which], T, d[which], heads[which],
-             which != 1 ? " θ" : "");
+    snprintf(c->label, sizeof c->label, "Q%dx%d K%dx%d H%d%s%s", c->n_idx, d[which], T, d[which], heads[which],
+             which != 1 ? " θ" : "", token_rows_label(which));
 }
 
 const kgl_op kgl_op_segment_scores = {"segment_scores",
                                          segment_scores_backward,
-                                         {4, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                         {SEGMENT_CASES, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 /* ========================================================================
  * segment_softmax: within segment b, for each column h,
@@ -216,7 +368,7 @@ static void segment_softmax_backward_block(void *ctx, int task, int worker)
 
 static void segment_softmax_backward(kgl_node *nd)
 {
-    segment_job J = {nd->in[0], NULL, nd->out, nd->idx0, nd->n_idx, nd->out->cols, {0}};
+    segment_job J = {nd->in[0], nd->out, {0}, nd->idx0, nd->n_idx, nd->out->cols, {0}};
     kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * nd->out->rows * J.heads, segment_softmax_backward_block, &J);
 }
 
@@ -246,7 +398,7 @@ kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *S, const int *offsets, 
     check_offsets("segment_softmax", offsets, segments, S->rows);
     int H = S->cols;
     kgl_tensor *A = kgl_op_output(t, S->rows, H, 1, &S);
-    segment_job J = {S, NULL, A, offsets, segments, H, {0}};
+    segment_job J = {S, A, {0}, offsets, segments, H, {0}};
     /* an exp is some tens of operations */
     kgl_parallel(t->pool, segment_blocks(segments), 30.0 * S->rows * H, segment_softmax_block, &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_softmax, A, 1, &S);
@@ -279,39 +431,39 @@ const kgl_op kgl_op_segment_softmax = {"segment_softmax",
 
 /* ========================================================================
  * segment_weighted_sum: O[b, c] = Σ_{t ∈ b} A[t, h(c)] V[t, c],  h(c) = c / dk
- *   A [T, H], V [T, d], O [B, d].  With G = ∂L/∂O:
- *   dA[t, h] += ⟨G_h[b(t)], V_h[t]⟩,   dV[t, c] += A[t, h(c)] G[b(t), c].
+ *   A [T, H], V [T, d] (token rows: V[t] = Va[ia[t]] + Vb[ib[t]]), O [B, d].
+ *   With G = ∂L/∂O:
+ *   dA[t, h] += ⟨G_h[b(t)], V_h[t]⟩,
+ *   dV[t, c]  = A[t, h(c)] G[b(t), c], added to dVa[ia[t]] and dVb[ib[t]].
  * ======================================================================== */
+/* dA rows of a block of segments */
 static void segment_weighted_sum_backward_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
-    kgl_tensor *A = J->in0, *V = J->in1;
+    kgl_tensor *A = J->in0;
     const kgl_tensor *O = J->out;
-    int H = J->heads, d = V->cols, dk = d / H;
+    int H = J->heads, d = O->cols, dk = d / H;
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         const kgl_real *g = O->grad + (size_t)b * d;
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++)
             for (int h = 0; h < H; h++) {
-                const kgl_real *v = V->data + (size_t)t * d + h * dk, *gh = g + h * dk;
-                if (A->grad) {
-                    double dot = 0;
-                    for (int c = 0; c < dk; c++) dot += gh[c] * v[c];
-                    A->grad[(size_t)t * H + h] += dot;
-                }
-                if (V->grad) {
-                    double a = A->data[(size_t)t * H + h];
-                    kgl_real *dv = V->grad + (size_t)t * d + h * dk;
-                    for (int c = 0; c < dk; c++) dv[c] += a * gh[c];
-                }
+                const kgl_real *va, *vb;
+                token_parts(&J->tok, t, h * dk, &va, &vb);
+                A->grad[(size_t)t * H + h] += dot_token(g + h * dk, va, vb, dk);
             }
     }
 }
 
 static void segment_weighted_sum_backward(kgl_node *nd)
 {
-    segment_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->n_idx, nd->in[0]->cols, {0}};
-    kgl_parallel(nd->pool, segment_blocks(J.segments), 4.0 * J.in1->rows * J.in1->cols, segment_weighted_sum_backward_block, &J);
+    kgl_tensor *A = nd->in[0], *O = nd->out;
+    segment_job J = {A, O, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
+    if (A->grad)
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * O->cols, segment_weighted_sum_backward_block, &J);
+    double ones[KGL_ATTENTION_MAX_HEADS];
+    for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
+    scatter_token_grads(nd->pool, &J.tok, A->data, ones, O->grad, J.offsets, J.segments, J.heads);
 }
 
 /* O rows of a block of segments, each a sum over its tokens in order */
@@ -319,58 +471,65 @@ static void segment_weighted_sum_block(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
-    const kgl_tensor *A = J->in0, *V = J->in1;
-    int H = J->heads, d = V->cols, dk = d / H;
+    const kgl_tensor *A = J->in0;
+    int H = J->heads, d = J->out->cols, dk = d / H;
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         kgl_real *o = J->out->data + (size_t)b * d;
         memset(o, 0, (size_t)d * sizeof *o);
         for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++)
             for (int h = 0; h < H; h++) {
                 double a = A->data[(size_t)tok * H + h];
-                const kgl_real *v = V->data + (size_t)tok * d + h * dk;
-                for (int c = 0; c < dk; c++) o[h * dk + c] += a * v[c];
+                const kgl_real *va, *vb;
+                token_parts(&J->tok, tok, h * dk, &va, &vb);
+                kgl_real *oh = o + h * dk;
+                if (vb)
+                    for (int c = 0; c < dk; c++) oh[c] += a * (kgl_real)(va[c] + vb[c]);
+                else
+                    for (int c = 0; c < dk; c++) oh[c] += a * va[c];
             }
     }
 }
 
-kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_tensor *V, const int *offsets, int segments)
+kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *A, kgl_token_rows V, const int *offsets, int segments)
 {
-    if (A->rows != V->rows || A->cols < 1 || V->cols % A->cols)
-        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V->rows, V->cols);
-    check_offsets("segment_weighted_sum", offsets, segments, V->rows);
-    kgl_tensor *in[2] = {A, V};
-    kgl_tensor *O = kgl_op_output(t, segments, V->cols, 2, in);
-    segment_job J = {A, V, O, offsets, segments, A->cols, {0}};
-    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * V->rows * V->cols, segment_weighted_sum_block, &J);
-    kgl_node *nd = kgl_record(t, &kgl_op_segment_weighted_sum, O, 2, in);
-    if (nd) {
-        nd->idx0 = offsets;
-        nd->n_idx = segments;
-    }
+    if (!V.a || A->cols < 1 || A->cols > KGL_ATTENTION_MAX_HEADS || V.a->cols % A->cols)
+        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V.a ? V.a->rows : 0,
+                V.a ? V.a->cols : 0);
+    check_offsets("segment_weighted_sum", offsets, segments, A->rows);
+    if (!V.ia && V.a->rows != A->rows)
+        kgl_die("segment_weighted_sum: weights %dx%d and values %dx%d do not fit", A->rows, A->cols, V.a->rows, V.a->cols);
+    check_token_rows("segment_weighted_sum", &V, A->rows, V.a->cols);
+    kgl_tensor *in[3] = {A};
+    int n_in = push_token_rows(in, 1, &V);
+    kgl_tensor *O = kgl_op_output(t, segments, V.a->cols, n_in, in);
+    segment_job J = {A, O, V, offsets, segments, A->cols, {0}};
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * A->rows * V.a->cols, segment_weighted_sum_block, &J);
+    kgl_node *nd = kgl_record(t, &kgl_op_segment_weighted_sum, O, n_in, in);
+    if (nd) record_token_rows(nd, offsets, segments, &V);
     return O;
 }
 
 static kgl_tensor *segment_weighted_sum_run(kgl_tape *t, const kgl_check_case *c)
 {
-    return kgl_segment_weighted_sum(t, c->inputs[0], c->inputs[1], c->idx0, c->n_idx);
+    return kgl_segment_weighted_sum(t, c->inputs[0], case_token_rows(c, 1), c->idx0, c->n_idx);
 }
 
 static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int d[] = {4, 3, 6, 4}, heads[] = {2, 1, 3, 2};
+    static const int d[] = {4, 3, 6, 4, 6, 4}, heads[] = {2, 1, 3, 2, 3, 2};
     segment_case(which, keep, c);
-    int T = seg_offsets[which][c->n_idx];
+    int T = seg_offsets[case_layout(which)][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
-    c->inputs[1] = kgl_check_input(keep, rng, T, d[which], 1, 0);
-    c->n_inputs = 2;
+    c->n_inputs = 1;
+    token_rows_case(which, T, d[which], rng, keep, c);
     c->run = segment_weighted_sum_run;
-    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segment%s", T, heads[which], T, d[which], c->n_idx,
-             c->n_idx == 1 ? "" : "s");
+    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segment%s%s", T, heads[which], T, d[which], c->n_idx,
+             c->n_idx == 1 ? "" : "s", which < 4 ? "" : which == 4 ? " V=Va[ia]" : " V=Va[ia]+Vb[ib]");
 }
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
                                                segment_weighted_sum_backward,
-                                               {4, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                               {SEGMENT_CASES, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
 
 
 /* ========================================================================

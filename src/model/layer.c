@@ -260,7 +260,8 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
     const kgl_config *c = &m->cfg;
     const kgl_block *L = &m->layer[l];
     int H = c->heads, B = nb->n, T = nb->offsets[B];
-    kgl_tensor *Q = kgl_matmul(t, C, L->wq), *K;
+    kgl_tensor *Q = kgl_matmul(t, C, L->wq);
+    kgl_token_rows K; /* the tokens' keys and values, read through the segments' indices (no [T, d] copies) */
     out->q = Q;
     if (c->qk_norm) {
         if (!nb->pair_table)
@@ -268,20 +269,26 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
                     "(kgl_model_neighbourhood_alloc)");
         /* A token's key is a function of its (entity, relation) pair alone,
            so each distinct pair's key is summed and normalised once, then
-           copied to its tokens: the same numbers as token by token (on
+           read by its tokens: the same numbers as token by token (on
            CoDEx-S a batch's tokens are 17% distinct, on FB15k-237 53%; the
-           layer norm was a quarter of CoDEx-S's step). Backward, the copies'
+           layer norm was a quarter of CoDEx-S's step). Backward, its tokens'
            gradients add up per pair before the norm's backward, which is
            linear in them: the same gradient, summed in another order. */
-        kgl_tensor *K_pairs = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->pair_slot, kgl_matmul(t, P, L->wk),
-                                                  nb->pair_relation, nb->n_pairs);
+        kgl_tensor *PWk = kgl_matmul(t, P, L->wk); /* before Xu Wk, as below */
+        kgl_tensor *K_pairs = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->pair_slot, PWk, nb->pair_relation,
+                                                  nb->n_pairs);
         out->k = K_pairs;
-        K = kgl_gather_rows(t, normalise_heads(m, t, K_pairs, L->kn_gamma, L->kn_beta), nb->token_pair, T);
+        K = (kgl_token_rows){normalise_heads(m, t, K_pairs, L->kn_gamma, L->kn_beta), nb->token_pair, NULL, NULL};
     } else {
-        K = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wk), nb->slot, kgl_matmul(t, P, L->wk), nb->relation, T);
-        out->k = K;
+        kgl_tensor *PWk = kgl_matmul(t, P, L->wk);
+        K = (kgl_token_rows){kgl_matmul(t, Xu, L->wk), nb->slot, PWk, nb->relation};
+        out->k = K.a;
     }
-    kgl_tensor *V = kgl_gather_sum_rows(t, kgl_matmul(t, Xu, L->wv), nb->slot, kgl_matmul(t, P, L->wv), nb->relation, T);
+    /* P Wv before Xu Wv (and P Wk before Xu Wk): the tape's order, so the
+       order of dW's two sums in backward, written out rather than left to
+       the compiler's order of a call's arguments */
+    kgl_tensor *PWv = kgl_matmul(t, P, L->wv);
+    kgl_token_rows V = {kgl_matmul(t, Xu, L->wv), nb->slot, PWv, nb->relation};
     if (c->qk_norm) Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
     kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
                                        c->learn_temperature ? L->log_temperature : NULL);
