@@ -267,7 +267,7 @@ static void wrong_gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_
     snprintf(c->label, sizeof c->label, "3x4");
 }
 
-static const kgl_op op_wrong_gelu = {"wrong_gelu", wrong_gelu_backward, {1, wrong_gelu_case, 1e-6, "test", KGL_F32_DEFAULT_TOL, "test"}};
+static const kgl_op op_wrong_gelu = {"wrong_gelu", wrong_gelu_backward, {1, wrong_gelu_case, 1e-6, "test", KGL_F32_DEFAULT_TOL, "test"}, false};
 
 static void forgetful_backward(kgl_node *nd) { (void)nd; }
 static const kgl_op op_forgetful;
@@ -286,7 +286,7 @@ static void forgetful_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 }
 /* a backward that writes nothing: caught even at a tolerance so loose that
    every element passes, by the all-zero rule */
-static const kgl_op op_forgetful = {"forgetful", forgetful_backward, {1, forgetful_case, 1e9, "test", KGL_F32_DEFAULT_TOL, "test"}};
+static const kgl_op op_forgetful = {"forgetful", forgetful_backward, {1, forgetful_case, 1e9, "test", KGL_F32_DEFAULT_TOL, "test"}, false};
 
 static double nan_eval(void *ctx)
 {
@@ -310,7 +310,7 @@ TEST(gradcheck_catches_wrong_backwards)
     CHECK(isnan(st.max_rel_err));
     CHECK(x[0] == 1 && x[1] == 2); /* restored */
     /* an op without a spec is a failure */
-    static const kgl_op bare = {"bare", forgetful_backward, {0, NULL, 0, NULL, 0, NULL}};
+    static const kgl_op bare = {"bare", forgetful_backward, {0, NULL, 0, NULL, 0, NULL}, false};
     CHECK(!kgl_gradcheck_op(&bare, 1, &r));
 }
 

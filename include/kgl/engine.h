@@ -106,11 +106,14 @@ void kgl_arena_free(kgl_arena *a);
 
 /* --------------------------------------------------------------- tensor --
  * A dense row-major matrix of doubles. `grad` is NULL for a tensor that needs
- * no gradient; otherwise it has the same shape as `data`. */
+ * no gradient; otherwise it has the same shape as `data`. An op's output
+ * starts with its gradient unset (grad_unset: not yet written, to be read
+ * as zeros; see kgl_grad_claim); after kgl_backward every gradient is set. */
 typedef struct kgl_tensor {
     int rows, cols;
     kgl_real *data;
     kgl_real *grad;
+    bool grad_unset;
 } kgl_tensor;
 
 static inline size_t kgl_numel(const kgl_tensor *t) { return (size_t)t->rows * (size_t)t->cols; }
@@ -307,6 +310,9 @@ typedef struct kgl_tape {
      * (attention's weights on a tape that does not record) keep them while
      * this is true (the default): a caller reading kgl_forward's attn sets it. */
     bool keep_attention;
+    /* Checks set this: an op output's unset gradient (kgl_grad_claim) is
+     * filled with NaN, so a backward that adds into it unzeroed fails. */
+    bool poison_unset;
 } kgl_tape;
 
 /* A boolean mask for softmax rows: none, causal (column j > row i is masked),
@@ -348,6 +354,16 @@ void kgl_tape_set_pool(kgl_tape *t, kgl_pool *pool);
 /* New tensor in the tape's arena; its grad is allocated (zeroed) when
  * `with_grad` and the tape is recording. */
 kgl_tensor *kgl_tensor_new(kgl_tape *t, int rows, int cols, bool with_grad);
+/* An op's backward taking its input x's gradient (claims_grads ops only).
+ * kgl_grad_claim: true when the gradient was unset, and then the caller
+ * writes every element of it (=, as if it added into zeros); false: it adds.
+ * kgl_grad_settle: zeroes an unset gradient (on the pool), for adding. */
+bool kgl_grad_claim(kgl_tensor *x);
+void kgl_grad_settle(kgl_pool *pool, kgl_tensor *x);
+/* Marks x's gradient unset and fills it with NaN, as a checking tape makes
+ * its ops' outputs: gradient checks start their inputs so, so that an op
+ * claiming its gradients is checked writing every element it claims. */
+void kgl_grad_poison(kgl_tensor *x);
 /* Backward from a 1x1 root (its gradient seeded with 1), or from any tensor
  * with an explicit seed gradient of its shape. */
 void kgl_backward(kgl_tape *t, kgl_tensor *root);
@@ -494,6 +510,11 @@ struct kgl_op {
     const char *name;
     void (*backward)(kgl_node *node);
     kgl_check_spec check;
+    /* false (the default): kgl_backward zeroes the node's inputs' unset
+       gradients before its backward adds into them. true: the backward
+       takes each input's gradient itself, with kgl_grad_claim (it writes
+       every element when it was unset) or kgl_grad_settle (it adds). */
+    bool claims_grads;
 };
 
 extern const kgl_op *const kgl_op_registry[];

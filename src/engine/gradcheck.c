@@ -102,6 +102,7 @@ bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res)
     kgl_arena keep = {0};
     kgl_tape tape;
     kgl_tape_init(&tape);
+    tape.poison_unset = true;
     size_t shapes_len = 0;
     for (int which = 0; which < op->check.n_cases; which++) {
         kgl_rng rng;
@@ -117,7 +118,9 @@ bool kgl_gradcheck_op(const kgl_op *op, uint64_t seed, kgl_check_result *res)
         /* analytic: one recorded forward, backward seeded with W */
         kgl_tape_reset(&tape);
         tape.recording = true;
-        for (int k = 0; k < c.n_inputs; k++) memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(kgl_real));
+        /* the inputs' gradients unset and NaN, as an op's outputs are on the
+           way back: an op that claims them must write every element */
+        for (int k = 0; k < c.n_inputs; k++) kgl_grad_poison(c.inputs[k]);
         kgl_tensor *y = c.run(&tape, &c);
         kgl_real *w = kgl_arena_alloc(&keep, kgl_numel(y) * sizeof(kgl_real));
         for (size_t i = 0; i < kgl_numel(y); i++) w[i] = kgl_rng_normal(&rng);
@@ -178,6 +181,7 @@ void kgl_twin_op(const kgl_op *op, uint64_t seed, kgl_twin *out)
     kgl_arena keep = {0};
     kgl_tape tape;
     kgl_tape_init(&tape);
+    tape.poison_unset = true;
     for (int which = 0; which < op->check.n_cases; which++) {
         kgl_rng rng; /* the same inputs as the gradient check's, rounded to float */
         kgl_rng_seed(&rng, seed ^ name_hash(op->name) ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(which + 1)));
@@ -187,7 +191,7 @@ void kgl_twin_op(const kgl_op *op, uint64_t seed, kgl_twin *out)
         op->check.make_case(which, &rng, &keep, &c);
         for (int k = 0; k < c.n_inputs; k++) {
             round_to_float(c.inputs[k]->data, kgl_numel(c.inputs[k]));
-            memset(c.inputs[k]->grad, 0, kgl_numel(c.inputs[k]) * sizeof(kgl_real));
+            kgl_grad_poison(c.inputs[k]); /* as the gradient check's */
         }
         kgl_tape_reset(&tape);
         tape.recording = true;

@@ -30,6 +30,7 @@ kgl_tensor *kgl_check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, d
     x->cols = cols;
     x->data = kgl_arena_alloc(keep, n * sizeof(kgl_real));
     x->grad = kgl_arena_zalloc(keep, n * sizeof(kgl_real));
+    x->grad_unset = false;
     for (size_t i = 0; i < n; i++) x->data[i] = shift + scale * kgl_rng_normal(rng);
     return x;
 }
@@ -68,14 +69,19 @@ static void shape_check(bool ok, const char *op, const kgl_tensor *a, const kgl_
  * ======================================================================== */
 static const kgl_op op_matmul;
 
+/* The products' backward claims its inputs' gradients (kgl_grad_claim): an
+   unset one is written (KGL_SET: each element's chain starts from 0, as it
+   would from a zeroed gradient), any other added to. */
+static int grad_mode(kgl_tensor *x) { return kgl_grad_claim(x) ? KGL_SET : KGL_ADD; }
+
 static void matmul_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *B = nd->in[1], *Y = nd->out;
     int n = A->rows, k = A->cols, p = B->cols;
     const kgl_real *G = Y->grad;
     /* dA[i,l] += G[i,j] B[l,j], j in order;  dB[l,j] += A[i,l] G[i,j], i in order */
-    if (A->grad) kgl_gemm_nt(nd->pool, n, k, p, G, p, B->data, p, A->grad, k, KGL_ADD);
-    if (B->grad) kgl_gemm_tn(nd->pool, k, p, n, A->data, k, G, p, B->grad, p, KGL_ADD);
+    if (A->grad) kgl_gemm_nt(nd->pool, n, k, p, G, p, B->data, p, A->grad, k, grad_mode(A));
+    if (B->grad) kgl_gemm_tn(nd->pool, k, p, n, A->data, k, G, p, B->grad, p, grad_mode(B));
 }
 
 kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -103,7 +109,7 @@ static void matmul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case
     snprintf(c->label, sizeof c->label, "%dx%d·%dx%d", s[0], s[1], s[1], s[2]);
 }
 
-static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_matmul = {"matmul", matmul_backward, {3, matmul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * matmul_nt: Y = A Bᵀ,   A [n,k], B [p,k], Y [n,p]   (attention's Q Kᵀ)
@@ -117,8 +123,8 @@ static void matmul_nt_backward(kgl_node *nd)
     int n = A->rows, k = A->cols, p = B->rows;
     const kgl_real *G = Y->grad;
     /* dA[i,l] += G[i,j] B[j,l], j in order;  dB[j,l] += G[i,j] A[i,l], i in order */
-    if (A->grad) kgl_gemm_nn(nd->pool, n, k, p, G, p, B->data, k, A->grad, k, KGL_ADD);
-    if (B->grad) kgl_gemm_tn(nd->pool, p, k, n, G, p, A->data, k, B->grad, k, KGL_ADD);
+    if (A->grad) kgl_gemm_nn(nd->pool, n, k, p, G, p, B->data, k, A->grad, k, grad_mode(A));
+    if (B->grad) kgl_gemm_tn(nd->pool, p, k, n, G, p, A->data, k, B->grad, k, grad_mode(B));
 }
 
 kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -151,7 +157,7 @@ static void matmul_nt_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_nt = {"matmul_nt",
                                     matmul_nt_backward,
-                                    {3, matmul_nt_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {3, matmul_nt_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * matmul_tn: Y = Aᵀ B,   A [k,n], B [k,p], Y [n,p]
@@ -165,8 +171,8 @@ static void matmul_tn_backward(kgl_node *nd)
     int k = A->rows, n = A->cols, p = B->cols;
     const kgl_real *G = Y->grad;
     /* dA[l,i] += (Σ_j B[l,j] G[i,j]);  dB[l,j] += A[l,i] G[i,j], i in order */
-    if (A->grad) kgl_gemm_nt(nd->pool, k, n, p, B->data, p, G, p, A->grad, n, KGL_ADD);
-    if (B->grad) kgl_gemm_nn(nd->pool, k, p, n, A->data, n, G, p, B->grad, p, KGL_ADD);
+    if (A->grad) kgl_gemm_nt(nd->pool, k, n, p, B->data, p, G, p, A->grad, n, grad_mode(A));
+    if (B->grad) kgl_gemm_nn(nd->pool, k, p, n, A->data, n, G, p, B->grad, p, grad_mode(B));
 }
 
 kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *A, kgl_tensor *B)
@@ -199,7 +205,7 @@ static void matmul_tn_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_matmul_tn = {"matmul_tn",
                                     matmul_tn_backward,
-                                    {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * add: Y = A + B, B of A's shape, or B a row [1, cols] added to every row.
@@ -294,7 +300,7 @@ static void add_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
     snprintf(c->label, sizeof c->label, "%dx%d+%dx%d", s[0], s[1], s[2], s[1]);
 }
 
-static const kgl_op op_add = {"add", add_backward, {3, add_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_add = {"add", add_backward, {3, add_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * mul: Y = A ⊙ B (elementwise).   dA = G ⊙ B,  dB = G ⊙ A.
@@ -343,7 +349,7 @@ static void mul_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c
         snprintf(c->label, sizeof c->label, "x⊙x %dx%d", s[0], s[1]);
 }
 
-static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_mul = {"mul", mul_backward, {3, mul_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * scale: Y = α A (α a constant, node->alpha).   dA = α G.
@@ -379,7 +385,7 @@ static void scale_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case 
     snprintf(c->label, sizeof c->label, "%g·%dx4", alphas[which], 3 + which);
 }
 
-static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_scale = {"scale", scale_backward, {3, scale_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * gather_rows: Y[b] = T[idx[b]]   (embedding lookup; idx in node->idx0)
@@ -470,7 +476,7 @@ static void gather_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_gather_rows = {"gather_rows",
                                       gather_rows_backward,
-                                      {3, gather_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                      {3, gather_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * slice_cols: Y = A[:, c0 : c0+w]   (split heads; c0 in node->i0)
@@ -518,7 +524,7 @@ static void slice_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_
  * slice columns are copies, so the default tolerance holds with room. */
 static const kgl_op op_slice_cols = {"slice_cols",
                                      slice_cols_backward,
-                                     {3, slice_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                     {3, slice_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * concat_cols: Y = [P_0 | P_1 | … ]   (merge heads)
@@ -578,7 +584,7 @@ static void concat_cols_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check
 
 static const kgl_op op_concat_cols = {"concat_cols",
                                       concat_cols_backward,
-                                      {3, concat_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                      {3, concat_cols_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * softmax_rows: P[i] = softmax(S[i]) over the unmasked columns of row i
@@ -682,7 +688,7 @@ static void softmax_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_chec
 
 static const kgl_op op_softmax_rows = {"softmax_rows",
                                        softmax_rows_backward,
-                                       {4, softmax_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                       {4, softmax_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * attention: multi-head scaled dot-product attention, in one op.
@@ -909,7 +915,7 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         st[heads + h] = NAN;
     }
     if (attn)
-        for (int h = 0; h < heads; h++) attn[h] = (kgl_tensor){n, n, J.A + (size_t)h * nn, NULL};
+        for (int h = 0; h < heads; h++) attn[h] = (kgl_tensor){n, n, J.A + (size_t)h * nn, NULL, false};
     if (stats) *stats = st;
     kgl_node *nd = kgl_record(t, &op_attention, O, n_in, in);
     if (nd) {
@@ -949,7 +955,7 @@ static void attention_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
              which == 3 ? " saturated" : "");
 }
 
-static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_attention = {"attention", attention_backward, {4, attention_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * layernorm over the columns of each row (the specified LN, ε = 1e-5):
@@ -975,6 +981,7 @@ typedef struct layernorm_job {
     const kgl_tensor *X, *gamma, *beta, *Y;
     double *stats; /* μ and r per row */
     int d, rows, rows_per_task, row_tasks;
+    bool set_dx; /* backward: dX was unset, so it is written (0 + its value), not added to */
 } layernorm_job;
 
 /* The sums of μ and σ² are chains of dependent double additions, one a
@@ -1040,7 +1047,8 @@ static inline void layernorm_backward_group(const layernorm_job *J, int i, int r
         kgl_real *dx = J->X->grad + (size_t)(i + k) * d;
         for (int j = 0; j < d; j++) {
             double xh = (x[k][j] - mu[k]) * r[k], gh = g[k][j] * gamma[j];
-            dx[j] += r[k] * (gh - mean_gh[k] - xh * mean_gh_xh[k]);
+            kgl_real before = J->set_dx ? 0 : dx[j];
+            dx[j] = before + r[k] * (gh - mean_gh[k] - xh * mean_gh_xh[k]);
         }
     }
 }
@@ -1090,7 +1098,8 @@ static layernorm_job layernorm_job_of(const kgl_tensor *X, const kgl_tensor *gam
                                       const kgl_tensor *Y, double *stats, int d)
 {
     int rows = X->rows * (X->cols / d), rows_per_task = ELEM_BLOCK / d > 0 ? ELEM_BLOCK / d : 1;
-    return (layernorm_job){X, gamma, beta, Y, stats, d, rows, rows_per_task, (rows + rows_per_task - 1) / rows_per_task};
+    return (layernorm_job){X, gamma, beta, Y, stats, d, rows, rows_per_task, (rows + rows_per_task - 1) / rows_per_task,
+                           false};
 }
 
 static void layernorm_backward(kgl_node *nd)
@@ -1098,6 +1107,9 @@ static void layernorm_backward(kgl_node *nd)
     /* rows of d = i0 columns (with heads, each head's block of a row is one) */
     layernorm_job J = layernorm_job_of(nd->in[0], nd->in[1], nd->in[2], nd->out, nd->stats, nd->i0);
     double work = 8.0 * J.rows * J.d;
+    J.set_dx = kgl_grad_claim(nd->in[0]); /* every row of dX is written below */
+    kgl_grad_settle(nd->pool, nd->in[1]); /* γ's and β's sums start from their gradients */
+    kgl_grad_settle(nd->pool, nd->in[2]);
     if (J.X->grad)
         kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows, &J);
     if (J.gamma->grad || J.beta->grad)
@@ -1153,7 +1165,7 @@ static void layernorm_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
 
 static const kgl_op op_layernorm = {"layernorm",
                                     layernorm_backward,
-                                    {5, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {5, layernorm_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * gelu (exact): y = x Φ(x),  Φ(x) = (1 + erf(x/√2)) / 2.
@@ -1229,7 +1241,7 @@ static void gelu_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
     snprintf(c->label, sizeof c->label, "3x5 σ=%g", spread[which]);
 }
 
-static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_gelu = {"gelu", gelu_backward, {3, gelu_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * abs_cube: y = |x|³ elementwise (the N3 regulariser's terms).
@@ -1268,7 +1280,7 @@ static void abs_cube_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_ca
     snprintf(c->label, sizeof c->label, "4x3 σ=%g", spread[which]);
 }
 
-static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_abs_cube = {"abs_cube", abs_cube_backward, {3, abs_cube_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * conjugate: each row is d/2 complex numbers [re | im] (as in the complex
@@ -1316,7 +1328,7 @@ static void conjugate_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
     snprintf(c->label, sizeof c->label, "%dx%d", rows[which], cols[which]);
 }
 
-static const kgl_op op_conjugate = {"conjugate", conjugate_backward, {3, conjugate_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_conjugate = {"conjugate", conjugate_backward, {3, conjugate_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * cross_entropy (fused log-softmax + negative log-likelihood, mean over the
@@ -1341,6 +1353,7 @@ typedef struct ce_job {
     const int *targets, *off;
     int B, n;
     double eps, g;     /* smoothing; ∂L/∂loss / B */
+    bool set;          /* backward: dz was unset, so it is written (0 + its value), not added to */
 } ce_job;
 
 static void cross_entropy_rows(void *ctx, int task, int worker)
@@ -1380,7 +1393,10 @@ static void cross_entropy_grad_rows(void *ctx, int task, int worker)
     for (int b = task * ROW_BLOCK; b < b1; b++) {
         const kgl_real *p = J->p + (size_t)b * n;
         kgl_real *dz = J->dz + (size_t)b * n;
-        for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
+        if (J->set)
+            for (int j = 0; j < n; j++) dz[j] = (kgl_real)(0 + J->g * (p[j] - off));
+        else
+            for (int j = 0; j < n; j++) dz[j] += J->g * (p[j] - off);
         if (J->off) {
             int lo = J->off[b], hi = J->off[b + 1];
             double each = J->g * (1.0 - J->eps) / (hi - lo);
@@ -1396,7 +1412,8 @@ static void cross_entropy_backward(kgl_node *nd)
     kgl_tensor *Z = nd->in[0];
     int B = Z->rows, n = Z->cols;
     /* idx1: multilabel_ce's offsets, NULL for cross_entropy */
-    ce_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B};
+    ce_job J = {Z->data, nd->saved, Z->grad, NULL, nd->idx0, nd->idx1, B, n, nd->alpha, nd->out->grad[0] / B,
+                kgl_grad_claim(Z)};
     kgl_parallel(nd->pool, row_blocks(B), 2.0 * B * n, cross_entropy_grad_rows, &J);
 }
 
@@ -1408,7 +1425,7 @@ static kgl_tensor *cross_entropy_forward(kgl_tape *t, const kgl_op *op, kgl_tens
     kgl_tensor *Y = kgl_op_output(t, 1, 1, 1, &Z);
     kgl_real *p = kgl_arena_alloc(&t->arena, kgl_numel(Z) * sizeof(kgl_real));
     double *row_loss = kgl_arena_alloc(&t->arena, (size_t)B * sizeof(double));
-    ce_job J = {Z->data, p, NULL, row_loss, targets, off, B, n, smoothing, 0};
+    ce_job J = {Z->data, p, NULL, row_loss, targets, off, B, n, smoothing, 0, false};
     kgl_parallel(t->pool, row_blocks(B), 20.0 * B * n, cross_entropy_rows, &J);
     double total = 0;
     for (int b = 0; b < B; b++) total += row_loss[b]; /* in row order, whatever the threads */
@@ -1463,7 +1480,7 @@ static void cross_entropy_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_cross_entropy = {"cross_entropy",
                                         cross_entropy_backward,
-                                        {3, cross_entropy_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                        {3, cross_entropy_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * trilinear readout (README, "The model, exactly"): for each example b = (i, r) and entity j,
@@ -1636,10 +1653,10 @@ static void trilinear_complex_case(int which, kgl_rng *rng, kgl_arena *keep, kgl
 
 static const kgl_op op_trilinear = {"trilinear",
                                     trilinear_backward,
-                                    {3, trilinear_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {3, trilinear_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 static const kgl_op op_trilinear_complex = {"trilinear_complex",
                                             trilinear_complex_backward,
-                                            {3, trilinear_complex_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                            {3, trilinear_complex_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * scale_exp: Y = e^{s_k} X, with s a [1, K] row of learnable log-scales and
@@ -1694,7 +1711,7 @@ static void scale_exp_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_c
  * case with K = 1 makes sure the checked entry is the only one. */
 static const kgl_op op_scale_exp = {"scale_exp",
                                     scale_exp_backward,
-                                    {3, scale_exp_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                    {3, scale_exp_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * dropout with a given mask: Y = X ⊙ keep / (1 − p)
@@ -1709,10 +1726,11 @@ static const kgl_op op_dropout;
    (the mask is drawn before, from one stream: kgl_rng_keep_mask_on). */
 typedef struct dropout_job {
     const kgl_real *in; /* forward X, backward G */
-    kgl_real *out;      /* forward Y, backward dX (added to) */
+    kgl_real *out;      /* forward Y, backward dX (added to, or written when it was unset) */
     const unsigned char *keep;
     double alpha;
     size_t n;
+    bool set;
 } dropout_job;
 
 static void dropout_forward_block(void *ctx, int task, int worker)
@@ -1728,14 +1746,17 @@ static void dropout_backward_block(void *ctx, int task, int worker)
     (void)worker;
     const dropout_job *J = ctx;
     size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
-    for (size_t i = lo; i < hi; i++)
-        if (J->keep[i]) J->out[i] += J->alpha * J->in[i];
+    if (J->set) /* a dropped element gets 0, a kept one 0 + its value */
+        for (size_t i = lo; i < hi; i++) J->out[i] = J->keep[i] ? (kgl_real)(0 + J->alpha * J->in[i]) : 0;
+    else
+        for (size_t i = lo; i < hi; i++)
+            if (J->keep[i]) J->out[i] += J->alpha * J->in[i];
 }
 
 static void dropout_backward(kgl_node *nd)
 {
     kgl_tensor *X = nd->in[0];
-    dropout_job J = {nd->out->grad, X->grad, nd->mask.keep, nd->alpha, kgl_numel(X)};
+    dropout_job J = {nd->out->grad, X->grad, nd->mask.keep, nd->alpha, kgl_numel(X), kgl_grad_claim(X)};
     kgl_parallel(nd->pool, elem_blocks(J.n), (double)J.n, dropout_backward_block, &J);
 }
 
@@ -1744,7 +1765,7 @@ kgl_tensor *kgl_dropout_mask(kgl_tape *t, kgl_tensor *X, const unsigned char *ke
     if (!(p >= 0 && p < 1)) kgl_die("dropout: rate %g outside [0, 1)", p);
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 1, &X);
     double alpha = 1.0 / (1.0 - p);
-    dropout_job J = {X->data, Y->data, keep, alpha, kgl_numel(X)};
+    dropout_job J = {X->data, Y->data, keep, alpha, kgl_numel(X), false};
     kgl_parallel(t->pool, elem_blocks(J.n), (double)J.n, dropout_forward_block, &J);
     kgl_node *nd = kgl_record(t, &op_dropout, Y, 1, &X);
     if (nd) {
@@ -1786,7 +1807,7 @@ static void dropout_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_cas
 }
 
 /* Linear in X: the central difference is exact up to round-off (~1e-11). */
-static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_dropout = {"dropout", dropout_backward, {3, dropout_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
  * sum: y = Σ x.  dx = g.        mean: y = Σ x / N.  dx = g / N.
@@ -1836,8 +1857,8 @@ static void mean_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *
     reduce_case(which, rng, keep, c, true);
 }
 
-static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
-static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+static const kgl_op op_sum = {"sum", sum_backward, {2, sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
+static const kgl_op op_mean = {"mean", sum_backward, {2, mean_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * multilabel_ce (1-N / KvsAll targets, as ConvE trains): row b has a
@@ -1890,7 +1911,7 @@ static void multilabel_ce_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_che
 
 static const kgl_op op_multilabel_ce = {"multilabel_ce",
                                               cross_entropy_backward,
-                                              {3, multilabel_ce_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                              {3, multilabel_ce_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ---- the softmax Jacobian, explicit, for study ----------------------------- */
 

@@ -338,7 +338,7 @@ static void segment_scores_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_ch
 
 const kgl_op kgl_op_segment_scores = {"segment_scores",
                                          segment_scores_backward,
-                                         {SEGMENT_CASES, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                         {SEGMENT_CASES, segment_scores_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * segment_softmax: within segment b, for each column h,
@@ -427,7 +427,7 @@ static void segment_softmax_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_segment_softmax = {"segment_softmax",
                                           segment_softmax_backward,
-                                          {4, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                          {4, segment_softmax_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 /* ========================================================================
  * segment_weighted_sum: O[b, c] = Σ_{t ∈ b} A[t, h(c)] V[t, c],  h(c) = c / dk
@@ -529,7 +529,7 @@ static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, 
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
                                                segment_weighted_sum_backward,
-                                               {SEGMENT_CASES, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                               {SEGMENT_CASES, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 
 /* ========================================================================
@@ -639,4 +639,4 @@ static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
 
 const kgl_op kgl_op_gather_sum_rows = {"gather_sum_rows",
                                        gather_sum_rows_backward,
-                                       {4, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}};
+                                       {4, gather_sum_rows_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};

@@ -296,6 +296,7 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
 {
     kgl_tape tape;
     kgl_tape_init(&tape);
+    tape.poison_unset = true; /* an op that claims a gradient must write all of it */
     kgl_params_zero_grad(&m->params);
     kgl_forward f;
     model_eval_ctx ctx = {m, &tape, b, sup, reg, {{0}}};

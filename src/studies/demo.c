@@ -389,7 +389,7 @@ bool kgl_demo_multihead_run(const kgl_demo_world *w, int query, uint64_t seed, k
     /* concat then project = the sum of each head projected by its block of Wo's rows */
     kgl_tensor *sum = NULL;
     for (int h = 0; h < H; h++) {
-        kgl_tensor block = {DK, D, Wo->data + (size_t)h * DK * D, NULL}; /* a view of rows 4h..4h+3 */
+        kgl_tensor block = {DK, D, Wo->data + (size_t)h * DK * D, NULL, false}; /* a view of rows 4h..4h+3 */
         kgl_tensor *part = kgl_matmul(&t, O[h], &block);
         sum = sum ? kgl_add(&t, sum, part) : part;
     }
