@@ -385,6 +385,26 @@ TEST(tape_accumulates_a_tensor_used_twice)
     kgl_tape_free(&t);
 }
 
+/* An op's output starts with its gradient unset (NaN on a checking tape):
+   an output nothing reads gets zero, passes nothing back, and an op that
+   claims its input's gradient (the product) writes it whole. */
+TEST(tape_unread_output_has_zero_gradient)
+{
+    kgl_tape t;
+    kgl_tape_init(&t);
+    t.poison_unset = true;
+    kgl_tensor *x = leaf(&t, 1, 3, (double[]){1, -2, 0.5}), *w = leaf(&t, 3, 1, (double[]){2, 1, -1});
+    kgl_tensor *unread = kgl_scale(&t, x, 7);
+    kgl_tensor *xx = kgl_mul(&t, x, x); /* unset, then written by the product's backward */
+    kgl_tensor *L = kgl_sum(&t, kgl_matmul(&t, xx, w)); /* L = Σ_j x_j² w_j → dL/dx = 2 x ⊙ w */
+    CHECK(unread->grad_unset && isnan(unread->grad[0]) && xx->grad_unset);
+    kgl_backward(&t, L);
+    CHECK(!unread->grad_unset && unread->grad[0] == 0 && unread->grad[1] == 0 && unread->grad[2] == 0);
+    CHECK(!xx->grad_unset && xx->grad[0] == 2 && xx->grad[1] == 1 && xx->grad[2] == -1);
+    CHECK(x->grad[0] == 4 && x->grad[1] == -4 && x->grad[2] == -1);
+    kgl_tape_free(&t);
+}
+
 TEST(arena_reset_reuses_memory)
 {
     kgl_arena a = {0};
