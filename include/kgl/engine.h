@@ -294,7 +294,8 @@ char **kgl_environment_with(const char *setting);
 /* ----------------------------------------------------------------- tape --
  * Ops append a node to the tape as they compute their output. kgl_backward
  * walks the nodes newest to oldest and each node's backward adds its
- * contribution into its inputs' grad (+=, so a tensor used twice gets both).
+ * contribution into its inputs' grad (+=, so a tensor used twice gets both;
+ * an op output's gradient starts unset, read as zeros: kgl_grad_claim).
  * With recording off (evaluation) ops compute values only. */
 typedef struct kgl_op kgl_op;
 typedef struct kgl_node kgl_node;
