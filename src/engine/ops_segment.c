@@ -78,6 +78,15 @@ static void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real 
     *pb = r->b ? r->b->data + (size_t)r->ib[t] * d + off : NULL;
 }
 
+/* y += w · row over dk columns, the row a's part plus b's (summed first, in kgl_real) */
+static void add_token_row(kgl_real *y, double w, const kgl_real *pa, const kgl_real *pb, int dk)
+{
+    if (pb)
+        for (int c = 0; c < dk; c++) y[c] += w * (kgl_real)(pa[c] + pb[c]);
+    else
+        for (int c = 0; c < dk; c++) y[c] += w * pa[c];
+}
+
 /* ⟨x, row⟩ over dk columns, the row a's part plus b's (summed first, in kgl_real). */
 static double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
 {
@@ -175,9 +184,15 @@ static void record_token_rows(kgl_node *nd, const int *offsets, int segments, co
  *                                           dKa[ia[t]] and dKb[ib[t]] (K[t] is their sum)
  *   ∂S[t,h]/∂θ_h        = S[t, h]        ⇒ dθ_h    += Σ_t G[t,h] S[t,h]
  * ======================================================================== */
+/* θ, the inputs' last after Q and the token rows (one table, or two with ib), or NULL */
+static kgl_tensor *scores_theta(const kgl_node *nd)
+{
+    return nd->n_in == 2 + (nd->idx2 != NULL) + 1 ? nd->in[nd->n_in - 1] : NULL;
+}
+
 static void head_scales(const kgl_node *nd, int H, double *tau_h)
 {
-    const kgl_tensor *theta = nd->n_in == 2 + (nd->idx2 != NULL) + 1 ? nd->in[nd->n_in - 1] : NULL;
+    const kgl_tensor *theta = scores_theta(nd);
     for (int h = 0; h < H; h++) tau_h[h] = theta ? nd->alpha * exp(theta->data[h]) : nd->alpha;
 }
 
@@ -194,11 +209,7 @@ static void segment_scores_backward_block(void *ctx, int task, int worker)
                 double g = J->tau_h[h] * S->grad[(size_t)t * H + h];
                 const kgl_real *ka, *kb;
                 token_parts(&J->tok, t, h * dk, &ka, &kb);
-                kgl_real *dq = Q->grad + (size_t)b * d + h * dk;
-                if (kb)
-                    for (int c = 0; c < dk; c++) dq[c] += g * (kgl_real)(ka[c] + kb[c]);
-                else
-                    for (int c = 0; c < dk; c++) dq[c] += g * ka[c];
+                add_token_row(Q->grad + (size_t)b * d + h * dk, g, ka, kb, dk);
             }
 }
 
@@ -210,7 +221,7 @@ static void segment_scores_backward(kgl_node *nd)
     if (Q->grad)
         kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * S->rows * Q->cols, segment_scores_backward_block, &J);
     scatter_token_grads(nd->pool, &J.tok, S->grad, J.tau_h, Q->data, J.offsets, J.segments, J.heads);
-    kgl_tensor *theta = nd->n_in == 2 + (nd->idx2 != NULL) + 1 ? nd->in[nd->n_in - 1] : NULL;
+    kgl_tensor *theta = scores_theta(nd);
     if (theta && theta->grad) { /* dθ_h: one sum over all tokens, in order */
         size_t T = (size_t)S->rows;
         for (int h = 0; h < J.heads; h++) {
@@ -481,11 +492,7 @@ static void segment_weighted_sum_block(void *ctx, int task, int worker)
                 double a = A->data[(size_t)tok * H + h];
                 const kgl_real *va, *vb;
                 token_parts(&J->tok, tok, h * dk, &va, &vb);
-                kgl_real *oh = o + h * dk;
-                if (vb)
-                    for (int c = 0; c < dk; c++) oh[c] += a * (kgl_real)(va[c] + vb[c]);
-                else
-                    for (int c = 0; c < dk; c++) oh[c] += a * va[c];
+                add_token_row(o + h * dk, a, va, vb, dk);
             }
     }
 }
