@@ -376,6 +376,7 @@ void kgl_backward_seeded(kgl_tape *t, kgl_tensor *root, const kgl_real *seed);
 kgl_tensor *kgl_matmul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* A B   */
 kgl_tensor *kgl_matmul_nt(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* A Bᵀ  */
 kgl_tensor *kgl_matmul_tn(kgl_tape *t, kgl_tensor *a, kgl_tensor *b); /* Aᵀ B  */
+kgl_tensor *kgl_matmul_heads(kgl_tape *t, kgl_tensor *z, kgl_tensor *w, int heads); /* Z_h W_h, head by head */
 kgl_tensor *kgl_add(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* same shape, or b is [1, cols] broadcast over rows */
 kgl_tensor *kgl_mul(kgl_tape *t, kgl_tensor *a, kgl_tensor *b);    /* elementwise */
 kgl_tensor *kgl_scale(kgl_tape *t, kgl_tensor *a, double alpha);   /* alpha * A */
@@ -454,6 +455,9 @@ kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *q, kgl_token_rows k, con
                                int heads, double tau, kgl_tensor *log_temp);
 kgl_tensor *kgl_segment_softmax(kgl_tape *t, kgl_tensor *s, const int *offsets, int segments);
 kgl_tensor *kgl_segment_weighted_sum(kgl_tape *t, kgl_tensor *a, kgl_token_rows v, const int *offsets, int segments);
+/* Z[b, h·w + c] = Σ_{t ∈ b} a[t, h] x[t, c]: each head's weighted sum of the
+ * tokens' whole rows [T, w], Z [B, H·w] (then matmul_heads projects it). */
+kgl_tensor *kgl_segment_head_sums(kgl_tape *t, kgl_tensor *a, kgl_token_rows x, const int *offsets, int segments);
 kgl_tensor *kgl_sum(kgl_tape *t, kgl_tensor *x);
 kgl_tensor *kgl_mean(kgl_tape *t, kgl_tensor *x);
 

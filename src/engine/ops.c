@@ -208,6 +208,64 @@ static const kgl_op op_matmul_tn = {"matmul_tn",
                                     {3, matmul_tn_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
 
 /* ========================================================================
+ * matmul_heads: Y_h = Z_h W_h for each head h,
+ *   Z [n, H·w] (head h: columns h·w …), W [w, H·dk] (head h: columns h·dk …),
+ *   Y [n, H·dk]; a product per head, each head's w-wide block of Z times its
+ *   own dk columns of W (attention's value projection applied after the
+ *   weighted sum: segment_head_sums). As matmul, head by head:
+ *   dZ_h = G_h W_hᵀ,  dW_h = Z_hᵀ G_h.
+ * ======================================================================== */
+static const kgl_op op_matmul_heads;
+
+static void matmul_heads_backward(kgl_node *nd)
+{
+    kgl_tensor *Z = nd->in[0], *W = nd->in[1], *Y = nd->out;
+    int H = nd->i0, n = Z->rows, w = W->rows, dk = W->cols / H;
+    /* the heads write disjoint blocks of columns that together cover dZ and dW: claimed once for all */
+    int mode_z = Z->grad ? grad_mode(Z) : KGL_ADD, mode_w = W->grad ? grad_mode(W) : KGL_ADD;
+    for (int h = 0; h < H; h++) {
+        const kgl_real *G = Y->grad + h * dk;
+        if (Z->grad) kgl_gemm_nt(nd->pool, n, w, dk, G, H * dk, W->data + h * dk, H * dk, Z->grad + h * w, H * w, mode_z);
+        if (W->grad) kgl_gemm_tn(nd->pool, w, dk, n, Z->data + h * w, H * w, G, H * dk, W->grad + h * dk, H * dk, mode_w);
+    }
+}
+
+kgl_tensor *kgl_matmul_heads(kgl_tape *t, kgl_tensor *Z, kgl_tensor *W, int heads)
+{
+    if (heads < 1 || W->cols % heads || Z->cols != heads * W->rows)
+        kgl_die("matmul_heads: %d heads do not fit %dx%d and %dx%d", heads, Z->rows, Z->cols, W->rows, W->cols);
+    int H = heads, n = Z->rows, w = W->rows, dk = W->cols / H;
+    kgl_tensor *in[2] = {Z, W};
+    kgl_tensor *Y = kgl_op_output(t, n, W->cols, 2, in);
+    for (int h = 0; h < H; h++) /* Y_h[i,j] = 0 + Z_h[i,0] W_h[0,j] + …   (l in order) */
+        kgl_gemm_nn(t->pool, n, dk, w, Z->data + h * w, H * w, W->data + h * dk, H * dk, Y->data + h * dk, H * dk, KGL_SET);
+    kgl_node *nd = kgl_record(t, &op_matmul_heads, Y, 2, in);
+    if (nd) nd->i0 = H;
+    return Y;
+}
+
+static kgl_tensor *matmul_heads_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_matmul_heads(t, c->inputs[0], c->inputs[1], c->i0);
+}
+
+static void matmul_heads_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int shapes[][4] = {{2, 1, 3, 2}, {3, 2, 2, 3}, {5, 3, 4, 2}}; /* n, H, w, dk */
+    const int *s = shapes[which];
+    c->inputs[0] = kgl_check_input(keep, rng, s[0], s[1] * s[2], 1, 0);
+    c->inputs[1] = kgl_check_input(keep, rng, s[2], s[1] * s[3], 1, 0);
+    c->n_inputs = 2;
+    c->i0 = s[1];
+    c->run = matmul_heads_run;
+    snprintf(c->label, sizeof c->label, "%dx%d·%dx%d H%d", s[0], s[1] * s[2], s[2], s[1] * s[3], s[1]);
+}
+
+static const kgl_op op_matmul_heads = {"matmul_heads",
+                                       matmul_heads_backward,
+                                       {3, matmul_heads_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, true};
+
+/* ========================================================================
  * add: Y = A + B, B of A's shape, or B a row [1, cols] added to every row.
  *   dA = G;  dB = G, or for the broadcast row dB_j = Σ_i G_ij.
  * ======================================================================== */
@@ -1958,11 +2016,12 @@ double kgl_softmax_jacobian_fro(const kgl_real *p, int n)
 /* ---- the registry ---------------------------------------------------------- */
 
 const kgl_op *const kgl_op_registry[] = {
-    &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_add,  &op_mul,       &op_scale,
+    &op_matmul, &op_matmul_nt, &op_matmul_tn, &op_matmul_heads, &op_add,  &op_mul,       &op_scale,
     &op_gather_rows, &op_slice_cols, &op_concat_cols, &op_softmax_rows, &op_layernorm, &op_gelu, &op_abs_cube, &op_conjugate,
     &op_cross_entropy, &op_trilinear, &op_trilinear_complex, &op_scale_exp, &op_sum, &op_mean,
     &op_dropout, &op_attention, &op_multilabel_ce,
     &kgl_op_gather_sum_rows, &kgl_op_segment_scores, &kgl_op_segment_softmax, &kgl_op_segment_weighted_sum, /* ops_segment.c */
+    &kgl_op_segment_head_sums,
 };
 const int kgl_op_registry_count = (int)(sizeof kgl_op_registry / sizeof kgl_op_registry[0]);
 

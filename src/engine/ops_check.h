@@ -17,6 +17,7 @@ int *kgl_check_indices(kgl_arena *keep, int n, const int *values);
     "far below 1e-6"
 
 /* ops_segment.c: the neighbourhood context's attention */
-extern const kgl_op kgl_op_segment_scores, kgl_op_segment_softmax, kgl_op_segment_weighted_sum, kgl_op_gather_sum_rows;
+extern const kgl_op kgl_op_segment_scores, kgl_op_segment_softmax, kgl_op_segment_weighted_sum, kgl_op_segment_head_sums,
+    kgl_op_gather_sum_rows;
 
 #endif

@@ -11,7 +11,11 @@
  *   S[t, h] = τ_h Σ_{c ∈ head h} Q[b(t), c] K[t, c]        segment_scores
  *   A[·, h] = softmax of S[·, h] within each segment         segment_softmax
  *   O[b, c] = Σ_{t ∈ segment b} A[t, h(c)] V[t, c]           segment_weighted_sum
+ *   Z[b, h, c] = Σ_{t ∈ segment b} A[t, h] X[t, c]           segment_head_sums
  *
+ * (segment_head_sums gives each head the weighted sum of the whole rows: the
+ * values' projection then comes after the sum, on B rows instead of the
+ * tokens' distinct rows; matmul_heads in ops.c is that projection.)
  * Nothing here is n × n: the work is O(T d), T the tokens of the batch.
  * Each op's forward, backward and gradient-check spec are side by side, as
  * in ops.c; the registry there lists them.
@@ -99,8 +103,9 @@ static double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *p
 }
 
 /* The tokens' rows' gradient, dX[t, c] = w_h · M[b(t), c] with w_h =
-   scale_h · W[t, h] (W [T, H], M [B, d]; h the head of column c), added to
-   the rows of a and b that token t read. A row is read by tokens of any
+   scale_h · W[t, h] (W [T, H], M [B, d]; h the head of column c), or with
+   whole rows (segment_head_sums) dX[t, c] = Σ_h w_h · M[b(t), h, c] (M
+   [B, H·d]), added to the rows of a and b that token t read. A row is read by tokens of any
    segment, so this is a scatter-add: a task owns rows (kgl_owns_row, dealt
    among the pool's threads) and walks every token in order, so each element
    gets its additions in token order for any number of threads. Each
@@ -112,6 +117,7 @@ typedef struct scatter_job {
     const double *scale_h;
     const int *offsets;
     int segments, heads, tasks;
+    bool whole_rows; /* each head's M row is all d columns (segment_head_sums), not its own dk */
 } scatter_job;
 
 /* y[c] += (kgl_real)(w x[c]): the product rounded first, then added */
@@ -125,7 +131,7 @@ static void scatter_token_grads_owned(void *ctx, int task, int worker)
     (void)worker;
     const scatter_job *J = ctx;
     const kgl_token_rows *r = J->tok;
-    int H = J->heads, d = r->a->cols, dk = d / H;
+    int H = J->heads, d = r->a->cols, dk = J->whole_rows ? d : d / H; /* the columns a head adds to */
     for (int b = 0; b < J->segments; b++)
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
             int ra = r->ia ? r->ia[t] : t;
@@ -133,20 +139,21 @@ static void scatter_token_grads_owned(void *ctx, int task, int worker)
             kgl_real *db = r->b && r->b->grad && kgl_owns_row(r->ib[t], task, J->tasks)
                                ? r->b->grad + (size_t)r->ib[t] * d : NULL;
             if (!da && !db) continue;
-            const kgl_real *m = J->M + (size_t)b * d;
+            const kgl_real *m = J->M + (size_t)b * (J->whole_rows ? (size_t)H * d : (size_t)d);
             for (int h = 0; h < H; h++) {
                 double w = J->scale_h[h] * J->W[(size_t)t * H + h];
-                if (da) add_product(da + h * dk, w, m + h * dk, dk);
-                if (db) add_product(db + h * dk, w, m + h * dk, dk);
+                int col = J->whole_rows ? 0 : h * dk; /* where head h's columns start in the token's row */
+                if (da) add_product(da + col, w, m + h * dk, dk);
+                if (db) add_product(db + col, w, m + h * dk, dk);
             }
         }
 }
 
 static void scatter_token_grads(kgl_pool *pool, const kgl_token_rows *tok, const kgl_real *W, const double *scale_h,
-                                const kgl_real *M, const int *offsets, int segments, int heads)
+                                const kgl_real *M, const int *offsets, int segments, int heads, bool whole_rows)
 {
     if (!tok->a->grad && !(tok->b && tok->b->grad)) return;
-    scatter_job J = {tok, W, M, scale_h, offsets, segments, heads, kgl_pool_threads(pool)};
+    scatter_job J = {tok, W, M, scale_h, offsets, segments, heads, kgl_pool_threads(pool), whole_rows};
     kgl_parallel(pool, J.tasks, 2.0 * offsets[segments] * tok->a->cols, scatter_token_grads_owned, &J);
 }
 
@@ -220,7 +227,7 @@ static void segment_scores_backward(kgl_node *nd)
     head_scales(nd, J.heads, J.tau_h);
     if (Q->grad)
         kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * S->rows * Q->cols, segment_scores_backward_block, &J);
-    scatter_token_grads(nd->pool, &J.tok, S->grad, J.tau_h, Q->data, J.offsets, J.segments, J.heads);
+    scatter_token_grads(nd->pool, &J.tok, S->grad, J.tau_h, Q->data, J.offsets, J.segments, J.heads, false);
     kgl_tensor *theta = scores_theta(nd);
     if (theta && theta->grad) { /* dθ_h: one sum over all tokens, in order */
         size_t T = (size_t)S->rows;
@@ -474,7 +481,7 @@ static void segment_weighted_sum_backward(kgl_node *nd)
         kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * O->cols, segment_weighted_sum_backward_block, &J);
     double ones[KGL_ATTENTION_MAX_HEADS];
     for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
-    scatter_token_grads(nd->pool, &J.tok, A->data, ones, O->grad, J.offsets, J.segments, J.heads);
+    scatter_token_grads(nd->pool, &J.tok, A->data, ones, O->grad, J.offsets, J.segments, J.heads, false);
 }
 
 /* O rows of a block of segments, each a sum over its tokens in order */
@@ -537,6 +544,102 @@ static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
                                                segment_weighted_sum_backward,
                                                {SEGMENT_CASES, segment_weighted_sum_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
+
+/* ========================================================================
+ * segment_head_sums: Z[b, h·w + c] = Σ_{t ∈ b} A[t, h] X[t, c]
+ *   A [T, H], X [T, w] (token rows: X[t] = Xa[ia[t]] + Xb[ib[t]]), Z [B, H·w]:
+ *   each head's weighted sum of the tokens' whole rows. Attention's output is
+ *   Σ_t A[t, h] (X[t] Wv)_h = (Σ_t A[t, h] X[t]) Wv_h, so the layer sums the
+ *   tokens' embeddings first and projects the B sums (matmul_heads), where
+ *   projecting first costs a product over every distinct token row.
+ *   With G = ∂L/∂Z, G_h[b] its head-h block of w columns:
+ *   dA[t, h] += ⟨G_h[b(t)], X[t]⟩,
+ *   dX[t, c]  = Σ_h A[t, h] G_h[b(t), c], added to dXa[ia[t]] and dXb[ib[t]].
+ * ======================================================================== */
+/* dA rows of a block of segments */
+static void segment_head_sums_backward_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const segment_job *J = ctx;
+    kgl_tensor *A = J->in0;
+    int H = J->heads, w = J->tok.a->cols;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
+        const kgl_real *g = J->out->grad + (size_t)b * H * w;
+        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
+            const kgl_real *xa, *xb;
+            token_parts(&J->tok, t, 0, &xa, &xb);
+            for (int h = 0; h < H; h++) A->grad[(size_t)t * H + h] += dot_token(g + (size_t)h * w, xa, xb, w);
+        }
+    }
+}
+
+static void segment_head_sums_backward(kgl_node *nd)
+{
+    kgl_tensor *A = nd->in[0], *Z = nd->out;
+    segment_job J = {A, Z, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
+    if (A->grad)
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * Z->cols, segment_head_sums_backward_block, &J);
+    double ones[KGL_ATTENTION_MAX_HEADS];
+    for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
+    scatter_token_grads(nd->pool, &J.tok, A->data, ones, Z->grad, J.offsets, J.segments, J.heads, true);
+}
+
+/* Z rows of a block of segments, each head's sum over its tokens in order */
+static void segment_head_sums_block(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const segment_job *J = ctx;
+    const kgl_tensor *A = J->in0;
+    int H = J->heads, w = J->tok.a->cols;
+    for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
+        kgl_real *z = J->out->data + (size_t)b * H * w;
+        memset(z, 0, (size_t)H * w * sizeof *z);
+        for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++) {
+            const kgl_real *xa, *xb;
+            token_parts(&J->tok, tok, 0, &xa, &xb);
+            for (int h = 0; h < H; h++) add_token_row(z + (size_t)h * w, A->data[(size_t)tok * H + h], xa, xb, w);
+        }
+    }
+}
+
+kgl_tensor *kgl_segment_head_sums(kgl_tape *t, kgl_tensor *A, kgl_token_rows X, const int *offsets, int segments)
+{
+    if (!X.a || A->cols < 1 || A->cols > KGL_ATTENTION_MAX_HEADS || (!X.ia && X.a->rows != A->rows))
+        kgl_die("segment_head_sums: weights %dx%d and rows %dx%d do not fit", A->rows, A->cols, X.a ? X.a->rows : 0,
+                X.a ? X.a->cols : 0);
+    check_offsets("segment_head_sums", offsets, segments, A->rows);
+    check_token_rows("segment_head_sums", &X, A->rows, X.a->cols);
+    kgl_tensor *in[3] = {A};
+    int n_in = push_token_rows(in, 1, &X);
+    kgl_tensor *Z = kgl_op_output(t, segments, A->cols * X.a->cols, n_in, in);
+    segment_job J = {A, Z, X, offsets, segments, A->cols, {0}};
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * A->rows * Z->cols, segment_head_sums_block, &J);
+    kgl_node *nd = kgl_record(t, &kgl_op_segment_head_sums, Z, n_in, in);
+    if (nd) record_token_rows(nd, offsets, segments, &X);
+    return Z;
+}
+
+static kgl_tensor *segment_head_sums_run(kgl_tape *t, const kgl_check_case *c)
+{
+    return kgl_segment_head_sums(t, c->inputs[0], case_token_rows(c, 1), c->idx0, c->n_idx);
+}
+
+static void segment_head_sums_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
+{
+    static const int w[] = {3, 2, 5, 4, 3, 4}, heads[] = {2, 1, 3, 2, 3, 4};
+    segment_case(which, keep, c);
+    int T = seg_offsets[case_layout(which)][c->n_idx];
+    c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
+    c->n_inputs = 1;
+    token_rows_case(which, T, w[which], rng, keep, c);
+    c->run = segment_head_sums_run;
+    snprintf(c->label, sizeof c->label, "A%dx%d X%dx%d, %d segment%s%s", T, heads[which], T, w[which], c->n_idx,
+             c->n_idx == 1 ? "" : "s", which < 4 ? "" : which == 4 ? " X=Xa[ia]" : " X=Xa[ia]+Xb[ib]");
+}
+
+const kgl_op kgl_op_segment_head_sums = {"segment_head_sums",
+                                            segment_head_sums_backward,
+                                            {SEGMENT_CASES, segment_head_sums_case, KGL_DEFAULT_TOL, KGL_DEFAULT_TOL_REASON, KGL_F32_DEFAULT_TOL, KGL_F32_DEFAULT_REASON}, false};
 
 
 /* ========================================================================

@@ -204,9 +204,10 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
  * sequence (h, r) CoKE reads, with the edges HittER adds; --neighbours 0
  * leaves it alone with the entity).
  * (qk-norm per head as in the full context.) Each distinct entity of the
- * batch is projected once and each relation row once, then gathered per
- * token: the same sums, in O(U d²) for U distinct entities instead of
- * O(T d²) for T tokens. --dropout drops the distinct entities' rows of E
+ * batch is projected to its key once and each relation row once, then read
+ * per token: the same sums, in O(U d²) for U distinct entities instead of
+ * O(T d²) for T tokens; the values are projected after the weighted sum, in
+ * O(B d²). --dropout drops the distinct entities' rows of E
  * (as it drops E in the full context; a row's mask is shared by its tokens)
  * and the attention output before the residual, --attn-dropout the weights. */
 static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
@@ -284,11 +285,13 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
         K = (kgl_token_rows){kgl_matmul(t, Xu, L->wk), nb->slot, PWk, nb->relation};
         out->k = K.a;
     }
-    /* P Wv before Xu Wv (and P Wk before Xu Wk): the tape's order, so the
-       order of dW's two sums in backward, written out rather than left to
-       the compiler's order of a call's arguments */
-    kgl_tensor *PWv = kgl_matmul(t, P, L->wv);
-    kgl_token_rows V = {kgl_matmul(t, Xu, L->wv), nb->slot, PWv, nb->relation};
+    /* (P Wk before Xu Wk: the tape's order, so the order of dW's two sums in
+       backward, written out rather than left to the compiler's order of a
+       call's arguments.) The values are not projected per distinct entity:
+       Σ_t A[t,h] (x_t Wv)_h = (Σ_t A[t,h] x_t) Wv_h, so each head sums its
+       tokens' embeddings x_t = Xu[slot] + P[relation] and the B sums are
+       projected (O(B d²), not O(U d²)). */
+    kgl_token_rows X = {Xu, nb->slot, P, nb->relation};
     if (c->qk_norm) Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
     kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
                                        c->learn_temperature ? L->log_temperature : NULL);
@@ -304,7 +307,7 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
         for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = m->ablate[k % (size_t)H] ? 0.0 : 1.0;
         Ad = kgl_mul(t, Ad, keep);
     }
-    kgl_tensor *O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
+    kgl_tensor *O = kgl_matmul_heads(t, kgl_segment_head_sums(t, Ad, X, nb->offsets, B), L->wv, H);
     return finish_layer(m, L, t, C, O, p, rng);
 }
 
