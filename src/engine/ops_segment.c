@@ -117,13 +117,20 @@ typedef struct scatter_job {
     const double *scale_h;
     const int *offsets;
     int segments, heads, tasks;
-    bool whole_rows; /* each head's M row is all d columns (segment_head_sums), not its own dk */
+    bool whole_rows; /* each head's M row is all d columns (segment_head_sums, scale_h 1), not its own dk */
 } scatter_job;
 
 /* y[c] += (kgl_real)(w x[c]): the product rounded first, then added */
 static void add_product(kgl_real *restrict y, double w, const kgl_real *restrict x, int n)
 {
     for (int c = 0; c < n; c++) y[c] += (kgl_real)(w * x[c]);
+}
+
+/* The same with w a kgl_real: (kgl_real)(w x[c]) is then the kgl_real product, computed as one
+   (in float32 without the round trip through double, so the compiler runs it in vector lanes) */
+static void add_real_product(kgl_real *restrict y, kgl_real w, const kgl_real *restrict x, int n)
+{
+    for (int c = 0; c < n; c++) y[c] += w * x[c];
 }
 
 static void scatter_token_grads_owned(void *ctx, int task, int worker)
@@ -142,9 +149,13 @@ static void scatter_token_grads_owned(void *ctx, int task, int worker)
             const kgl_real *m = J->M + (size_t)b * (J->whole_rows ? (size_t)H * d : (size_t)d);
             for (int h = 0; h < H; h++) {
                 double w = J->scale_h[h] * J->W[(size_t)t * H + h];
-                int col = J->whole_rows ? 0 : h * dk; /* where head h's columns start in the token's row */
-                if (da) add_product(da + col, w, m + h * dk, dk);
-                if (db) add_product(db + col, w, m + h * dk, dk);
+                if (J->whole_rows) { /* the weight itself (scale 1): a kgl_real, so the product is rounded as before */
+                    if (da) add_real_product(da, J->W[(size_t)t * H + h], m + h * dk, dk);
+                    if (db) add_real_product(db, J->W[(size_t)t * H + h], m + h * dk, dk);
+                    continue;
+                }
+                if (da) add_product(da + h * dk, w, m + h * dk, dk);
+                if (db) add_product(db + h * dk, w, m + h * dk, dk);
             }
         }
 }
@@ -556,6 +567,30 @@ const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
  *   dA[t, h] += ⟨G_h[b(t)], X[t]⟩,
  *   dX[t, c]  = Σ_h A[t, h] G_h[b(t), c], added to dXa[ia[t]] and dXb[ib[t]].
  * ======================================================================== */
+/* ⟨G_h[b], X[t]⟩ for every head h at once (G_h the w-wide blocks of g):
+   each dot product runs as DOT_LANES running sums, column c in lane
+   c mod DOT_LANES, and the lanes are added in order at the end (the tail
+   columns after them), so the compiler can keep the lanes in one vector
+   register; a fixed order, the same for any number of threads. */
+#define DOT_LANES 16
+static void dot_heads(const kgl_real *g, int H, const kgl_real *xa, const kgl_real *xb, int w, double *dot)
+{
+    kgl_real acc[KGL_ATTENTION_MAX_HEADS][DOT_LANES], x[DOT_LANES];
+    for (int h = 0; h < H; h++)
+        for (int l = 0; l < DOT_LANES; l++) acc[h][l] = 0;
+    int c0 = 0;
+    for (; c0 + DOT_LANES <= w; c0 += DOT_LANES) {
+        for (int l = 0; l < DOT_LANES; l++) x[l] = xb ? (kgl_real)(xa[c0 + l] + xb[c0 + l]) : xa[c0 + l];
+        for (int h = 0; h < H; h++)
+            for (int l = 0; l < DOT_LANES; l++) acc[h][l] += g[(size_t)h * w + c0 + l] * x[l];
+    }
+    for (int h = 0; h < H; h++) {
+        double sum = 0;
+        for (int l = 0; l < DOT_LANES; l++) sum += acc[h][l];
+        dot[h] = sum + dot_token(g + (size_t)h * w + c0, xa + c0, xb ? xb + c0 : NULL, w - c0);
+    }
+}
+
 /* dA rows of a block of segments */
 static void segment_head_sums_backward_block(void *ctx, int task, int worker)
 {
@@ -563,12 +598,14 @@ static void segment_head_sums_backward_block(void *ctx, int task, int worker)
     const segment_job *J = ctx;
     kgl_tensor *A = J->in0;
     int H = J->heads, w = J->tok.a->cols;
+    double dot[KGL_ATTENTION_MAX_HEADS];
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         const kgl_real *g = J->out->grad + (size_t)b * H * w;
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
             const kgl_real *xa, *xb;
             token_parts(&J->tok, t, 0, &xa, &xb);
-            for (int h = 0; h < H; h++) A->grad[(size_t)t * H + h] += dot_token(g + (size_t)h * w, xa, xb, w);
+            dot_heads(g, H, xa, xb, w, dot);
+            for (int h = 0; h < H; h++) A->grad[(size_t)t * H + h] += dot[h];
         }
     }
 }
@@ -597,7 +634,13 @@ static void segment_head_sums_block(void *ctx, int task, int worker)
         for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++) {
             const kgl_real *xa, *xb;
             token_parts(&J->tok, tok, 0, &xa, &xb);
-            for (int h = 0; h < H; h++) add_token_row(z + (size_t)h * w, A->data[(size_t)tok * H + h], xa, xb, w);
+            for (int h = 0; h < H; h++) { /* z_h += a x in kgl_real: a is one, so no round trip through double */
+                kgl_real a = A->data[(size_t)tok * H + h], *zh = z + (size_t)h * w;
+                if (xb)
+                    for (int c = 0; c < w; c++) zh[c] += a * (kgl_real)(xa[c] + xb[c]);
+                else
+                    for (int c = 0; c < w; c++) zh[c] += a * xa[c];
+            }
         }
     }
 }
@@ -626,7 +669,8 @@ static kgl_tensor *segment_head_sums_run(kgl_tape *t, const kgl_check_case *c)
 
 static void segment_head_sums_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    static const int w[] = {3, 2, 5, 4, 3, 4}, heads[] = {2, 1, 3, 2, 3, 4};
+    /* rows of 17 and 20 columns (two heads: with four, the finite differences of the 20-column case lose 1e-6): dA's dot products run in lanes of DOT_LANES, then the rest */
+    static const int w[] = {3, 2, 5, 17, 3, 20}, heads[] = {2, 1, 3, 2, 3, 2};
     segment_case(which, keep, c);
     int T = seg_offsets[case_layout(which)][c->n_idx];
     c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
