@@ -206,8 +206,8 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
  * (qk-norm per head as in the full context.) Each distinct entity of the
  * batch is projected to its key once and each relation row once, then read
  * per token: the same sums, in O(U d²) for U distinct entities instead of
- * O(T d²) for T tokens; the values are projected after the weighted sum, in
- * O(B d²). --dropout drops the distinct entities' rows of E
+ * O(T d²) for T tokens; the values so too, or after the weighted sum, in
+ * O(B d²), when that is fewer (many edges a question). --dropout drops the distinct entities' rows of E
  * (as it drops E in the full context; a row's mask is shared by its tokens)
  * and the attention output before the residual, --attn-dropout the weights. */
 static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
@@ -285,13 +285,24 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
         K = (kgl_token_rows){kgl_matmul(t, Xu, L->wk), nb->slot, PWk, nb->relation};
         out->k = K.a;
     }
-    /* (P Wk before Xu Wk: the tape's order, so the order of dW's two sums in
-       backward, written out rather than left to the compiler's order of a
-       call's arguments.) The values are not projected per distinct entity:
-       Σ_t A[t,h] (x_t Wv)_h = (Σ_t A[t,h] x_t) Wv_h, so each head sums its
-       tokens' embeddings x_t = Xu[slot] + P[relation] and the B sums are
-       projected (O(B d²), not O(U d²)). */
-    kgl_token_rows X = {Xu, nb->slot, P, nb->relation};
+    /* The values, Σ_t A[t,h] (x_t Wv)_h, in one of two orders: each
+       distinct entity's x Wv and each relation row's P Wv projected first
+       and read per token (U d² multiply-adds), or each head's weighted sum
+       of the tokens' embeddings x_t = Xu[slot] + P[relation] projected
+       after it, (Σ_t A[t,h] x_t) Wv_h (B d², and T H d for the sums). The
+       second with edges (fifty a question on FB15k-237: U ≈ 8,000 distinct
+       entities for B = 1,024), the first for the question alone (U ≤ B + 1).
+       The order is the configuration's, never the batch's, so a question's
+       state is the same bits in any batch (evaluation's blocks, kgl
+       predict's one question). (P Wv before Xu Wv, and P Wk before Xu Wk:
+       the tape's order, so the order of dW's two sums in backward, written
+       out rather than left to the compiler's order of a call's arguments.) */
+    bool values_after_sum = c->neighbours > 0;
+    kgl_token_rows V = {0};
+    if (!values_after_sum) {
+        kgl_tensor *PWv = kgl_matmul(t, P, L->wv);
+        V = (kgl_token_rows){kgl_matmul(t, Xu, L->wv), nb->slot, PWv, nb->relation};
+    }
     if (c->qk_norm) Q = normalise_heads(m, t, Q, L->qn_gamma, L->qn_beta);
     kgl_tensor *S = kgl_segment_scores(t, Q, K, nb->offsets, B, H, kgl_config_tau(c),
                                        c->learn_temperature ? L->log_temperature : NULL);
@@ -307,7 +318,12 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
         for (size_t k = 0; k < kgl_numel(keep); k++) keep->data[k] = m->ablate[k % (size_t)H] ? 0.0 : 1.0;
         Ad = kgl_mul(t, Ad, keep);
     }
-    kgl_tensor *O = kgl_matmul_heads(t, kgl_segment_head_sums(t, Ad, X, nb->offsets, B), L->wv, H);
+    kgl_tensor *O;
+    if (values_after_sum) {
+        kgl_token_rows X = {Xu, nb->slot, P, nb->relation};
+        O = kgl_matmul_heads(t, kgl_segment_head_sums(t, Ad, X, nb->offsets, B), L->wv, H);
+    } else
+        O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
     return finish_layer(m, L, t, C, O, p, rng);
 }
 

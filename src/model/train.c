@@ -744,14 +744,15 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
            segment's weights per head and their gradients, indices (the
            keys and values are read through them, never copied per token);
            the distinct entities' rows and their key projections, with
-           gradients (at most one a token, at most n); each head's weighted
-           sum of the tokens' rows [B, H d] before the value projection, with
-           its gradient; with qk-norm the
+           gradients (at most one a token, at most n); their value
+           projections, or with edges (layer.c) each head's weighted sum of
+           the tokens' rows [B, H d] instead, with gradients; with qk-norm the
            distinct pairs' keys and their norm, with gradients, counted as if
            every token were distinct (a batch's share of distinct tokens is
            the graph's: 17% on CoDEx-S, 53% on FB15k-237) */
         double tokens = B * (double)kgl_config_segment_tokens(c), unique = fmin(tokens, n);
-        double layer = tokens * (4 * H + 16 + (c->qk_norm ? 4 * d : 0)) + 4.25 * unique * d + (8.5 + 2 * H) * B * d;
+        double values = c->neighbours > 0 ? 2 * H * B * d : 2 * unique * d;
+        double layer = tokens * (4 * H + 16 + (c->qk_norm ? 4 * d : 0)) + 4.25 * unique * d + values + 8.5 * B * d;
         if (f > 0) layer += 7 * B * f + 8 * B * d;
         if (c->query_relation) layer += 4 * B * d;
         if (r->dropout > 0) layer += 2.5 * B * d;
