@@ -28,9 +28,45 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu.h"
 #include "kgl/engine.h"
 #include "internal.h"
 #include "ops_check.h"
+
+/* The per-token loops on the CPU's vectors. The hottest loops here (the
+ * tokens' gradient scatter-add, segment_head_sums' forward and dot products)
+ * are plain C, compiled three times: for any x86-64, for AVX2 and for
+ * AVX-512 (a target attribute on the same inlined body), each op choosing by
+ * kgl_isa_active() (KGL_ISA=portable forces the first). Every clone performs
+ * the same IEEE operations per element in the same order, a multiply and
+ * then an add (two statements, and no FMA in the targets: nothing to
+ * contract), so all three give the same bits. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+#define INLINE static inline __attribute__((always_inline))
+typedef void (*task_fn)(void *ctx, int task, int worker);
+#if defined(__x86_64__)
+#define ISA_CLONES(name)                                                                                               \
+    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
+    __attribute__((target("avx2"))) static void name##_avx2(void *ctx, int task, int worker)                          \
+    {                                                                                                                  \
+        name##_body(ctx, task, worker);                                                                                \
+    }                                                                                                                  \
+    __attribute__((target("avx512f,avx512vl,avx512dq"))) static void name##_avx512(void *ctx, int task, int worker)   \
+    {                                                                                                                  \
+        name##_body(ctx, task, worker);                                                                                \
+    }                                                                                                                  \
+    static task_fn name##_for_isa(void)                                                                               \
+    {                                                                                                                  \
+        kgl_isa isa = kgl_isa_active();                                                                                \
+        return isa == KGL_ISA_AVX512 ? name##_avx512 : isa == KGL_ISA_AVX2 ? name##_avx2 : name##_portable;            \
+    }
+#else
+#define ISA_CLONES(name)                                                                                               \
+    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
+    static task_fn name##_for_isa(void) { return name##_portable; }
+#endif
 
 /* The segment structure every op checks before it reads a token. */
 #define SEG_BLOCK 16
@@ -75,7 +111,7 @@ static void check_token_rows(const char *op, const kgl_token_rows *r, int T, int
 
 /* Columns off … off + dk − 1 of token t's row: in a (pa), and in b (pb, NULL
    when the row is a's alone). */
-static void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real **pa, const kgl_real **pb)
+INLINE void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real **pa, const kgl_real **pb)
 {
     int d = r->a->cols;
     *pa = r->a->data + (size_t)(r->ia ? r->ia[t] : t) * d + off;
@@ -92,7 +128,7 @@ static void add_token_row(kgl_real *y, double w, const kgl_real *pa, const kgl_r
 }
 
 /* ⟨x, row⟩ over dk columns, the row a's part plus b's (summed first, in kgl_real). */
-static double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
+INLINE double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
 {
     double dot = 0;
     if (pb)
@@ -121,19 +157,22 @@ typedef struct scatter_job {
 } scatter_job;
 
 /* y[c] += (kgl_real)(w x[c]): the product rounded first, then added */
-static void add_product(kgl_real *restrict y, double w, const kgl_real *restrict x, int n)
+INLINE void add_product(kgl_real *restrict y, double w, const kgl_real *restrict x, int n)
 {
     for (int c = 0; c < n; c++) y[c] += (kgl_real)(w * x[c]);
 }
 
 /* The same with w a kgl_real: (kgl_real)(w x[c]) is then the kgl_real product, computed as one
    (in float32 without the round trip through double, so the compiler runs it in vector lanes) */
-static void add_real_product(kgl_real *restrict y, kgl_real w, const kgl_real *restrict x, int n)
+INLINE void add_real_product(kgl_real *restrict y, kgl_real w, const kgl_real *restrict x, int n)
 {
-    for (int c = 0; c < n; c++) y[c] += w * x[c];
+    for (int c = 0; c < n; c++) {
+        kgl_real product = w * x[c];
+        y[c] += product;
+    }
 }
 
-static void scatter_token_grads_owned(void *ctx, int task, int worker)
+INLINE void scatter_token_grads_owned_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const scatter_job *J = ctx;
@@ -160,12 +199,14 @@ static void scatter_token_grads_owned(void *ctx, int task, int worker)
         }
 }
 
+ISA_CLONES(scatter_token_grads_owned)
+
 static void scatter_token_grads(kgl_pool *pool, const kgl_token_rows *tok, const kgl_real *W, const double *scale_h,
                                 const kgl_real *M, const int *offsets, int segments, int heads, bool whole_rows)
 {
     if (!tok->a->grad && !(tok->b && tok->b->grad)) return;
     scatter_job J = {tok, W, M, scale_h, offsets, segments, heads, kgl_pool_threads(pool), whole_rows};
-    kgl_parallel(pool, J.tasks, 2.0 * offsets[segments] * tok->a->cols, scatter_token_grads_owned, &J);
+    kgl_parallel(pool, J.tasks, 2.0 * offsets[segments] * tok->a->cols, scatter_token_grads_owned_for_isa(), &J);
 }
 
 /* The node's inputs of a segment op that reads token rows: first, second
@@ -573,7 +614,7 @@ const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
    columns after them), so the compiler can keep the lanes in one vector
    register; a fixed order, the same for any number of threads. */
 #define DOT_LANES 16
-static void dot_heads(const kgl_real *g, int H, const kgl_real *xa, const kgl_real *xb, int w, double *dot)
+INLINE void dot_heads(const kgl_real *g, int H, const kgl_real *xa, const kgl_real *xb, int w, double *dot)
 {
     kgl_real acc[KGL_ATTENTION_MAX_HEADS][DOT_LANES], x[DOT_LANES];
     for (int h = 0; h < H; h++)
@@ -582,7 +623,10 @@ static void dot_heads(const kgl_real *g, int H, const kgl_real *xa, const kgl_re
     for (; c0 + DOT_LANES <= w; c0 += DOT_LANES) {
         for (int l = 0; l < DOT_LANES; l++) x[l] = xb ? (kgl_real)(xa[c0 + l] + xb[c0 + l]) : xa[c0 + l];
         for (int h = 0; h < H; h++)
-            for (int l = 0; l < DOT_LANES; l++) acc[h][l] += g[(size_t)h * w + c0 + l] * x[l];
+            for (int l = 0; l < DOT_LANES; l++) {
+                kgl_real product = g[(size_t)h * w + c0 + l] * x[l];
+                acc[h][l] += product;
+            }
     }
     for (int h = 0; h < H; h++) {
         double sum = 0;
@@ -592,7 +636,7 @@ static void dot_heads(const kgl_real *g, int H, const kgl_real *xa, const kgl_re
 }
 
 /* dA rows of a block of segments */
-static void segment_head_sums_backward_block(void *ctx, int task, int worker)
+INLINE void segment_head_sums_backward_block_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
@@ -610,19 +654,21 @@ static void segment_head_sums_backward_block(void *ctx, int task, int worker)
     }
 }
 
+ISA_CLONES(segment_head_sums_backward_block)
+
 static void segment_head_sums_backward(kgl_node *nd)
 {
     kgl_tensor *A = nd->in[0], *Z = nd->out;
     segment_job J = {A, Z, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
     if (A->grad)
-        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * Z->cols, segment_head_sums_backward_block, &J);
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * Z->cols, segment_head_sums_backward_block_for_isa(), &J);
     double ones[KGL_ATTENTION_MAX_HEADS];
     for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
     scatter_token_grads(nd->pool, &J.tok, A->data, ones, Z->grad, J.offsets, J.segments, J.heads, true);
 }
 
 /* Z rows of a block of segments, each head's sum over its tokens in order */
-static void segment_head_sums_block(void *ctx, int task, int worker)
+INLINE void segment_head_sums_block_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
@@ -637,13 +683,18 @@ static void segment_head_sums_block(void *ctx, int task, int worker)
             for (int h = 0; h < H; h++) { /* z_h += a x in kgl_real: a is one, so no round trip through double */
                 kgl_real a = A->data[(size_t)tok * H + h], *zh = z + (size_t)h * w;
                 if (xb)
-                    for (int c = 0; c < w; c++) zh[c] += a * (kgl_real)(xa[c] + xb[c]);
+                    for (int c = 0; c < w; c++) {
+                        kgl_real product = a * (kgl_real)(xa[c] + xb[c]);
+                        zh[c] += product;
+                    }
                 else
-                    for (int c = 0; c < w; c++) zh[c] += a * xa[c];
+                    add_real_product(zh, a, xa, w);
             }
         }
     }
 }
+
+ISA_CLONES(segment_head_sums_block)
 
 kgl_tensor *kgl_segment_head_sums(kgl_tape *t, kgl_tensor *A, kgl_token_rows X, const int *offsets, int segments)
 {
@@ -656,7 +707,7 @@ kgl_tensor *kgl_segment_head_sums(kgl_tape *t, kgl_tensor *A, kgl_token_rows X, 
     int n_in = push_token_rows(in, 1, &X);
     kgl_tensor *Z = kgl_op_output(t, segments, A->cols * X.a->cols, n_in, in);
     segment_job J = {A, Z, X, offsets, segments, A->cols, {0}};
-    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * A->rows * Z->cols, segment_head_sums_block, &J);
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * A->rows * Z->cols, segment_head_sums_block_for_isa(), &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_head_sums, Z, n_in, in);
     if (nd) record_token_rows(nd, offsets, segments, &X);
     return Z;
