@@ -1,9 +1,11 @@
 /* ops_check.h — what the op files (ops.c, ops_segment.c) share: the inputs
- * of their gradient-check cases, the default tolerance, and the ops defined
- * outside ops.c that its registry lists. Not public. */
+ * of their gradient-check cases, the default tolerance, loops compiled for
+ * each instruction set, and the ops defined outside ops.c that its registry
+ * lists. Not public. */
 #ifndef KGL_OPS_CHECK_H
 #define KGL_OPS_CHECK_H
 
+#include "cpu.h"
 #include "kgl/engine.h"
 
 /* A differentiable check input in `keep`: N(0, scale²) entries plus `shift`. */
@@ -15,6 +17,39 @@ int *kgl_check_indices(kgl_arena *keep, int n, const int *values);
 #define KGL_DEFAULT_TOL_REASON                                                                                  \
     "smooth op, O(1) values: central-difference truncation ~h^2 = 1e-10 and round-off ~1e-16/h = 1e-11 stay "   \
     "far below 1e-6"
+
+/* A task's loop of plain C on the CPU's vectors: write its body as
+ * `INLINE void name_body(void *ctx, int task, int worker)`, then
+ * ISA_CLONES(name) compiles it three times, for any x86-64, for AVX2 and for
+ * AVX-512 (a target attribute on the same inlined body), and name_for_isa()
+ * returns the one kgl_isa_active() asks for (KGL_ISA=portable forces the
+ * first). Every clone performs the same IEEE operations per element in the
+ * same order when each multiply-add is two statements (the targets have no
+ * FMA, and nothing is contracted across statements in ISO C mode), so all
+ * three give the same bits. */
+#define INLINE static inline __attribute__((always_inline))
+typedef void (*task_fn)(void *ctx, int task, int worker);
+#if defined(__x86_64__)
+#define ISA_CLONES(name)                                                                                               \
+    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
+    __attribute__((target("avx2"))) static void name##_avx2(void *ctx, int task, int worker)                          \
+    {                                                                                                                  \
+        name##_body(ctx, task, worker);                                                                                \
+    }                                                                                                                  \
+    __attribute__((target("avx512f,avx512vl,avx512dq"))) static void name##_avx512(void *ctx, int task, int worker)   \
+    {                                                                                                                  \
+        name##_body(ctx, task, worker);                                                                                \
+    }                                                                                                                  \
+    static task_fn name##_for_isa(void)                                                                               \
+    {                                                                                                                  \
+        kgl_isa isa = kgl_isa_active();                                                                                \
+        return isa == KGL_ISA_AVX512 ? name##_avx512 : isa == KGL_ISA_AVX2 ? name##_avx2 : name##_portable;            \
+    }
+#else
+#define ISA_CLONES(name)                                                                                               \
+    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
+    static task_fn name##_for_isa(void) { return name##_portable; }
+#endif
 
 /* ops_segment.c: the neighbourhood context's attention */
 extern const kgl_op kgl_op_segment_scores, kgl_op_segment_softmax, kgl_op_segment_weighted_sum, kgl_op_segment_head_sums,

@@ -28,44 +28,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cpu.h"
 #include "kgl/engine.h"
 #include "internal.h"
 #include "ops_check.h"
 
-/* The per-token loops on the CPU's vectors. The hottest loops here (the
- * tokens' gradient scatter-add, segment_head_sums' forward and dot products)
- * are plain C, compiled three times: for any x86-64, for AVX2 and for
- * AVX-512 (a target attribute on the same inlined body), each op choosing by
- * kgl_isa_active() (KGL_ISA=portable forces the first). Every clone performs
- * the same IEEE operations per element in the same order, a multiply and
- * then an add (two statements, and no FMA in the targets: nothing to
- * contract), so all three give the same bits. */
+/* The per-token loops run on the CPU's vectors (ISA_CLONES, ops_check.h):
+ * the tokens' gradient scatter-add and segment_head_sums' forward and dot
+ * products, each multiply-add two statements. For clang, which contracts
+ * within a statement by default, contraction is off here as well. */
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
-#endif
-#define INLINE static inline __attribute__((always_inline))
-typedef void (*task_fn)(void *ctx, int task, int worker);
-#if defined(__x86_64__)
-#define ISA_CLONES(name)                                                                                               \
-    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
-    __attribute__((target("avx2"))) static void name##_avx2(void *ctx, int task, int worker)                          \
-    {                                                                                                                  \
-        name##_body(ctx, task, worker);                                                                                \
-    }                                                                                                                  \
-    __attribute__((target("avx512f,avx512vl,avx512dq"))) static void name##_avx512(void *ctx, int task, int worker)   \
-    {                                                                                                                  \
-        name##_body(ctx, task, worker);                                                                                \
-    }                                                                                                                  \
-    static task_fn name##_for_isa(void)                                                                               \
-    {                                                                                                                  \
-        kgl_isa isa = kgl_isa_active();                                                                                \
-        return isa == KGL_ISA_AVX512 ? name##_avx512 : isa == KGL_ISA_AVX2 ? name##_avx2 : name##_portable;            \
-    }
-#else
-#define ISA_CLONES(name)                                                                                               \
-    static void name##_portable(void *ctx, int task, int worker) { name##_body(ctx, task, worker); }                  \
-    static task_fn name##_for_isa(void) { return name##_portable; }
 #endif
 
 /* The segment structure every op checks before it reads a token. */
@@ -580,17 +552,28 @@ static kgl_tensor *segment_weighted_sum_run(kgl_tape *t, const kgl_check_case *c
     return kgl_segment_weighted_sum(t, c->inputs[0], case_token_rows(c, 1), c->idx0, c->n_idx);
 }
 
+/* Case which of an op on weights A [T, H] and token rows [T, width] (named
+   `rows` in the label: V or X): the segments, the inputs and the label. */
+static void weights_and_rows_case(int which, int width, int heads, char rows, kgl_rng *rng, kgl_arena *keep,
+                                  kgl_check_case *c)
+{
+    segment_case(which, keep, c);
+    int T = seg_offsets[case_layout(which)][c->n_idx];
+    c->inputs[0] = kgl_check_input(keep, rng, T, heads, 1, 0);
+    c->n_inputs = 1;
+    token_rows_case(which, T, width, rng, keep, c);
+    char read[32] = "";
+    if (which == 4) snprintf(read, sizeof read, " %c=%ca[ia]", rows, rows);
+    if (which == 5) snprintf(read, sizeof read, " %c=%ca[ia]+%cb[ib]", rows, rows, rows);
+    snprintf(c->label, sizeof c->label, "A%dx%d %c%dx%d, %d segment%s%s", T, heads, rows, T, width, c->n_idx,
+             c->n_idx == 1 ? "" : "s", read);
+}
+
 static void segment_weighted_sum_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
     static const int d[] = {4, 3, 6, 4, 6, 4}, heads[] = {2, 1, 3, 2, 3, 2};
-    segment_case(which, keep, c);
-    int T = seg_offsets[case_layout(which)][c->n_idx];
-    c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
-    c->n_inputs = 1;
-    token_rows_case(which, T, d[which], rng, keep, c);
+    weights_and_rows_case(which, d[which], heads[which], 'V', rng, keep, c);
     c->run = segment_weighted_sum_run;
-    snprintf(c->label, sizeof c->label, "A%dx%d V%dx%d, %d segment%s%s", T, heads[which], T, d[which], c->n_idx,
-             c->n_idx == 1 ? "" : "s", which < 4 ? "" : which == 4 ? " V=Va[ia]" : " V=Va[ia]+Vb[ib]");
 }
 
 const kgl_op kgl_op_segment_weighted_sum = {"segment_weighted_sum",
@@ -720,16 +703,12 @@ static kgl_tensor *segment_head_sums_run(kgl_tape *t, const kgl_check_case *c)
 
 static void segment_head_sums_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_check_case *c)
 {
-    /* rows of 17 and 20 columns (two heads: with four, the finite differences of the 20-column case lose 1e-6): dA's dot products run in lanes of DOT_LANES, then the rest */
+    /* rows of 17 and 20 columns: dA's dot products run in lanes of
+       DOT_LANES, then the rest (two heads: with four, the finite
+       differences of the 20-column case lose 1e-6) */
     static const int w[] = {3, 2, 5, 17, 3, 20}, heads[] = {2, 1, 3, 2, 3, 2};
-    segment_case(which, keep, c);
-    int T = seg_offsets[case_layout(which)][c->n_idx];
-    c->inputs[0] = kgl_check_input(keep, rng, T, heads[which], 1, 0);
-    c->n_inputs = 1;
-    token_rows_case(which, T, w[which], rng, keep, c);
+    weights_and_rows_case(which, w[which], heads[which], 'X', rng, keep, c);
     c->run = segment_head_sums_run;
-    snprintf(c->label, sizeof c->label, "A%dx%d X%dx%d, %d segment%s%s", T, heads[which], T, w[which], c->n_idx,
-             c->n_idx == 1 ? "" : "s", which < 4 ? "" : which == 4 ? " X=Xa[ia]" : " X=Xa[ia]+Xb[ib]");
 }
 
 const kgl_op kgl_op_segment_head_sums = {"segment_head_sums",
