@@ -160,7 +160,7 @@ INLINE void scatter_token_grads_owned_body(void *ctx, int task, int worker)
             const kgl_real *m = J->M + (size_t)b * (J->whole_rows ? (size_t)H * d : (size_t)d);
             for (int h = 0; h < H; h++) {
                 double w = J->scale_h[h] * J->W[(size_t)t * H + h];
-                if (J->whole_rows) { /* the weight itself (scale 1): a kgl_real, so the product is rounded as before */
+                if (J->whole_rows) { /* the weight itself (scale 1), a kgl_real: add_real_product's rounding is add_product's */
                     if (da) add_real_product(da, J->W[(size_t)t * H + h], m + h * dk, dk);
                     if (db) add_real_product(db, J->W[(size_t)t * H + h], m + h * dk, dk);
                     continue;

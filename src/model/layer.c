@@ -206,9 +206,10 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
  * (qk-norm per head as in the full context.) Each distinct entity of the
  * batch is projected to its key once and each relation row once, then read
  * per token: the same sums, in O(U d²) for U distinct entities instead of
- * O(T d²) for T tokens; the values so too, or after the weighted sum, in
- * O(B d²), when that is fewer (many edges a question). --dropout drops the distinct entities' rows of E
- * (as it drops E in the full context; a row's mask is shared by its tokens)
+ * O(T d²) for T tokens; the values so too for the question alone, and with
+ * edges after the weighted sum, in O(B d²). --dropout drops the distinct
+ * entities' rows of E (as it drops E in the full context; a row's mask is
+ * shared by its tokens)
  * and the attention output before the residual, --attn-dropout the weights. */
 static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
                                            kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
