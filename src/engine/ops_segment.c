@@ -159,12 +159,12 @@ INLINE void scatter_token_grads_owned_body(void *ctx, int task, int worker)
             if (!da && !db) continue;
             const kgl_real *m = J->M + (size_t)b * (J->whole_rows ? (size_t)H * d : (size_t)d);
             for (int h = 0; h < H; h++) {
-                double w = J->scale_h[h] * J->W[(size_t)t * H + h];
                 if (J->whole_rows) { /* the weight itself (scale 1), a kgl_real: add_real_product's rounding is add_product's */
                     if (da) add_real_product(da, J->W[(size_t)t * H + h], m + h * dk, dk);
                     if (db) add_real_product(db, J->W[(size_t)t * H + h], m + h * dk, dk);
                     continue;
                 }
+                double w = J->scale_h[h] * J->W[(size_t)t * H + h];
                 if (da) add_product(da + h * dk, w, m + h * dk, dk);
                 if (db) add_product(db + h * dk, w, m + h * dk, dk);
             }
@@ -497,15 +497,23 @@ static void segment_weighted_sum_backward_block(void *ctx, int task, int worker)
     }
 }
 
-static void segment_weighted_sum_backward(kgl_node *nd)
+/* The backward of an op on weights A [T, H] and token rows (the weighted
+   sum, the head sums): dA by weight_grads, a block of segments a task; the
+   rows' gradient, each token's weights times its segment's output gradient,
+   scattered into the rows it read (each head's own columns, or whole rows). */
+static void weights_and_rows_backward(kgl_node *nd, task_fn weight_grads, bool whole_rows)
 {
-    kgl_tensor *A = nd->in[0], *O = nd->out;
-    segment_job J = {A, O, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
-    if (A->grad)
-        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * O->cols, segment_weighted_sum_backward_block, &J);
+    kgl_tensor *A = nd->in[0], *out = nd->out;
+    segment_job J = {A, out, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
+    if (A->grad) kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * out->cols, weight_grads, &J);
     double ones[KGL_ATTENTION_MAX_HEADS];
     for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
-    scatter_token_grads(nd->pool, &J.tok, A->data, ones, O->grad, J.offsets, J.segments, J.heads, false);
+    scatter_token_grads(nd->pool, &J.tok, A->data, ones, out->grad, J.offsets, J.segments, J.heads, whole_rows);
+}
+
+static void segment_weighted_sum_backward(kgl_node *nd)
+{
+    weights_and_rows_backward(nd, segment_weighted_sum_backward_block, false);
 }
 
 /* O rows of a block of segments, each a sum over its tokens in order */
@@ -641,13 +649,7 @@ ISA_CLONES(segment_head_sums_backward_block)
 
 static void segment_head_sums_backward(kgl_node *nd)
 {
-    kgl_tensor *A = nd->in[0], *Z = nd->out;
-    segment_job J = {A, Z, node_token_rows(nd, 1), nd->idx0, nd->n_idx, A->cols, {0}};
-    if (A->grad)
-        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * A->rows * Z->cols, segment_head_sums_backward_block_for_isa(), &J);
-    double ones[KGL_ATTENTION_MAX_HEADS];
-    for (int h = 0; h < J.heads; h++) ones[h] = 1.0;
-    scatter_token_grads(nd->pool, &J.tok, A->data, ones, Z->grad, J.offsets, J.segments, J.heads, true);
+    weights_and_rows_backward(nd, segment_head_sums_backward_block_for_isa(), true);
 }
 
 /* Z rows of a block of segments, each head's sum over its tokens in order */
