@@ -763,8 +763,13 @@ static const kgl_op op_softmax_rows = {"softmax_rows",
  *   dA_h  = G_h V_hᵀ
  *   dS_h  = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h))      each row: J g with the
  *           softmax Jacobian J = diag(a) − a aᵀ (see softmax_rows)
- *   dQ_h += τ_h dS_h K_h,   dK_h += τ_h dS_hᵀ Q_h
- *   dθ_h += Σ_ij dS_h,ij S_h,ij = Σ_i ⟨Q_h[i], τ_h (dS_h K_h)[i]⟩   (S_h = τ_h Q_h K_hᵀ)
+ *   dQ_h += dS_h (τ_h K_h),   dK_h += dS_hᵀ (τ_h Q_h)
+ *   dθ_h += Σ_ij dS_h,ij S_h,ij = Σ_i ⟨Q_h[i], (dS_h (τ_h K_h))[i]⟩   (S_h = τ_h Q_h K_hᵀ)
+ * τ_h multiplies the n × d_k operands, never the n × n ones: the forward
+ * computes S_h = Q_h (τ_h K_h)ᵀ, and backward's products read τ_h K_h and
+ * τ_h Q_h. Each is scaled once, as it is packed for its products, which
+ * saves a pass over every n × n block in each direction (n² against n d_k
+ * multiplies).
  * Work is split into blocks of ATTN_BLOCK query rows (forward, dA, dS, dQ)
  * and of ATTN_BLOCK key rows (dK, dV: column blocks of dS and A), each a task
  * on the tape's pool writing its own rows, so the bits never depend on the
@@ -796,6 +801,12 @@ typedef struct attn_job {
 
 static int block_end(int b, int n) { return (b + 1) * ATTN_BLOCK < n ? (b + 1) * ATTN_BLOCK : n; }
 
+/* A packed operand times τ_h (its zero padding stays zero). */
+static void scale_packed(kgl_real *packed, size_t size, double tau)
+{
+    for (size_t i = 0; i < size; i++) packed[i] = (kgl_real)(packed[i] * tau);
+}
+
 /* The products below share one operand across all blocks of a head (K_hᵀ,
  * V_h, …): it is packed once per head, and each task packs only its own
  * block of rows (kernel.h, kgl_gemm_packed_b_on). */
@@ -807,19 +818,15 @@ static void attention_forward_block(void *ctx, int task, int worker)
     int h = task / J->blocks, b = task % J->blocks, i0 = b * ATTN_BLOCK, i1 = block_end(b, J->n);
     int n = J->n, d = J->d, dk = J->dk, rows = i1 - i0;
     kgl_real *A = J->keep ? J->A + (size_t)h * n * n + (size_t)i0 * n : J->A + (size_t)worker * ATTN_BLOCK * n;
-    /* S[i0:i1] = Q_h[i0:i1] K_hᵀ, then × τ (and × e^θ, as scale_exp would) */
+    /* S[i0:i1] = Q_h[i0:i1] (τ_h K_h)ᵀ */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0,
                          J->kt_p + h * J->wide, A, n, KGL_SET);
-    double max_abs = 0, tau = J->tau[h];
-    for (int i = 0; i < rows; i++) {
-        kgl_real *s = A + (size_t)i * n;
-        for (int j = 0; j < n; j++) s[j] *= tau;
-        if (J->measure) /* max |S_h|, for the studies (NaN if any is NaN) */
-            for (int j = 0; j < n; j++) {
-                double a = fabs(s[j]);
-                if (a > max_abs || a != a) max_abs = a;
-            }
-    }
+    double max_abs = 0;
+    if (J->measure) /* max |S_h|, for the studies (NaN if any is NaN) */
+        for (size_t i = 0; i < (size_t)rows * n; i++) {
+            double a = fabs(A[i]);
+            if (a > max_abs || a != a) max_abs = a;
+        }
     kgl_softmax_block(A, A, rows, n, NULL);
     J->part[task] = J->measure ? max_abs : NAN;
     /* O_h[i0:i1] = A_h[i0:i1] V_h */
@@ -827,7 +834,8 @@ static void attention_forward_block(void *ctx, int task, int worker)
                          d, KGL_SET);
 }
 
-/* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ. */
+/* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ
+ * (dS here is ∂L/∂S_h; the products read τ_h K_h). */
 static void attention_backward_rows(void *ctx, int task, int worker)
 {
     attn_job *J = ctx;
@@ -837,16 +845,15 @@ static void attention_backward_rows(void *ctx, int task, int worker)
     kgl_real *dS = J->dS + (size_t)i0 * n;
     /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
     kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, 0, J->vt_p, dS, n, KGL_SET);
-    double sq = 0, tau = J->tau[h];
+    double sq = 0;
     for (int i = 0; i < rows; i++) {
         kgl_real *g = dS + (size_t)i * n;
         kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0); /* dS = J dA, in place */
         if (J->measure) /* ‖∂L/∂S_h‖², for the studies */
             for (int j = 0; j < n; j++) sq += g[j] * g[j];
-        for (int j = 0; j < n; j++) g[j] *= tau; /* the gradient of the unscaled product Q_h K_hᵀ */
     }
     J->part[(size_t)h * J->blocks + task] = sq;
-    if (J->learn) { /* dq = τ_h dS K_h, kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
+    if (J->learn) { /* dq = dS (τ_h K_h), kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
         kgl_real *dq = J->dq + (size_t)i0 * dk;
         double dot = 0;
         kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, dq, dk, KGL_SET);
@@ -870,7 +877,7 @@ static void attention_backward_cols(void *ctx, int task, int worker)
 {
     attn_job *J = ctx;
     int h = J->h, j0 = task * ATTN_BLOCK, j1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
-    /* dK_h[j0:j1] += (τ dS)[:, j0:j1]ᵀ Q_h,   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
+    /* dK_h[j0:j1] += dS[:, j0:j1]ᵀ (τ_h Q_h),   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
     if (J->K->grad)
         kgl_gemm_packed_b_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, 1, J->q_p,
                              J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
@@ -915,6 +922,8 @@ static void attention_backward(kgl_node *nd)
         kgl_gemm_pack_b(dk, J.n, J.V->data + h * dk, d, 1, J.vt_p); /* B(k, j) = V[j, h·dk + k] */
         kgl_gemm_pack_b(J.n, dk, J.K->data + h * dk, d, 0, J.k_p);
         kgl_gemm_pack_b(J.n, dk, J.Q->data + h * dk, d, 0, J.q_p);
+        scale_packed(J.k_p, J.tall, J.tau[h]); /* τ_h K_h and τ_h Q_h */
+        scale_packed(J.q_p, J.tall, J.tau[h]);
         kgl_gemm_pack_b(J.n, dk, J.G + h * dk, d, 0, J.g_p);
         double work = 2.0 * J.n * J.n * J.dk;
         kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_rows, &J);
@@ -955,6 +964,7 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
     J.v_p = J.kt_p + (size_t)heads * J.wide;
     for (int h = 0; h < heads; h++) {
         kgl_gemm_pack_b(J.dk, n, K->data + h * J.dk, d, 1, J.kt_p + h * J.wide); /* B(k, j) = K[j, h·dk + k] */
+        scale_packed(J.kt_p + h * J.wide, J.wide, J.tau[h]);                        /* then τ_h K_hᵀ */
         kgl_gemm_pack_b(n, J.dk, V->data + h * J.dk, d, 0, J.v_p + h * J.tall);
     }
     J.O = O->data;
