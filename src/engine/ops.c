@@ -770,9 +770,15 @@ static const kgl_op op_softmax_rows = {"softmax_rows",
  * τ_h Q_h. Each is scaled once, as it is packed for its products, which
  * saves a pass over every n × n block in each direction (n² against n d_k
  * multiplies).
- * Work is split into blocks of ATTN_BLOCK query rows (forward, dA, dS, dQ)
- * and of ATTN_BLOCK key rows (dK, dV: column blocks of dS and A), each a task
- * on the tape's pool writing its own rows, so the bits never depend on the
+ * The forward's work is split into blocks of ATTN_BLOCK query rows of a
+ * head, the backward's into heads: a head's task walks its blocks of query
+ * rows in order, and for each forms dA, dS and dQ, then adds the block's
+ * share to dK_h and dV_h (dS_h[block]ᵀ τ_h Q_h[block], A_h[block]ᵀ G_h[block])
+ * while the block's dS is still in cache. So ∂L/∂S_h never exists whole
+ * (one block of rows per thread), and each element of dK, dV is still one
+ * chain of multiply-adds over i = 0 … n−1, as one product over all rows
+ * would run it. Each task writes its own rows or columns, so the bits never
+ * depend on the
  * number of threads. The op also measures, for the studies, max |S_h| in
  * the forward and ‖dS_h‖_F in the backward (node->stats).
  * ======================================================================== */
@@ -781,19 +787,22 @@ static const kgl_op op_attention;
 typedef struct attn_job {
     const kgl_tensor *Q, *K, *V;
     /* each head's shared operands, packed once (kernel.h, kgl_gemm_pack_b):
-       forward K_hᵀ and V_h; backward V_hᵀ, K_h, Q_h and G_h (one head at a time) */
-    kgl_real *kt_p, *v_p;          /* [H] × packed sizes */
-    kgl_real *vt_p, *k_p, *q_p, *g_p;
+       forward K_hᵀ and V_h ([H] × packed sizes); backward, in each worker's
+       own scratch (per_worker kgl_reals from `scratch`): V_hᵀ and τ_h K_h for
+       the head, τ_h Q_h and G_h for one block of query rows, the block's dS
+       and dq */
+    kgl_real *kt_p, *v_p;
+    kgl_real *scratch;
+    size_t per_worker;
     size_t wide, tall;           /* kgl_reals of a packed dk × n and n × dk operand */
+    size_t block_pack;           /* … and of a packed ATTN_BLOCK × dk operand */
     kgl_real *A;          /* [H, n, n] the weights, or (keep == false) one block of rows per thread */
     bool keep;          /* every head's A is kept (for backward, or for the caller) */
     kgl_real *O;          /* [n, d] forward output */
     const kgl_real *G;    /* [n, d] ∂L/∂O (backward) */
-    kgl_real *dS;         /* [n, n] one head's ∂L/∂A, then τ_h ∂L/∂S */
-    kgl_real *dq;         /* [n, dk] τ_h dS K_h, with a learned temperature */
     double *part;       /* [2 · H · blocks] per-block partial sums (double: they are reductions) */
     kgl_pool *pool;
-    int n, d, dk, H, h, blocks;
+    int n, d, dk, H, blocks;
     double tau[KGL_ATTENTION_MAX_HEADS];
     bool learn;         /* a θ input */
     bool measure;       /* max |S_h| asked for (stats) */
@@ -834,56 +843,59 @@ static void attention_forward_block(void *ctx, int task, int worker)
                          d, KGL_SET);
 }
 
-/* Backward, phase 1, one block of query rows of head J->h: dA, dS, dQ
- * (dS here is ∂L/∂S_h; the products read τ_h K_h). */
-static void attention_backward_rows(void *ctx, int task, int worker)
+/* Backward, one head (the task): for each block of query rows [i0, i1), in
+ * order, dA, dS (∂L/∂S_h, in place of dA) and dQ, then the block's share of
+ * dK and dV. The products read τ_h K_h and τ_h Q_h. */
+static void attention_backward_head(void *ctx, int h, int worker)
 {
     attn_job *J = ctx;
-    int h = J->h, i0 = task * ATTN_BLOCK, i1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
-    int rows = i1 - i0;
-    const kgl_real *A = J->A + (size_t)h * n * n + (size_t)i0 * n;
-    kgl_real *dS = J->dS + (size_t)i0 * n;
-    /* dA[i0:i1] = G_h[i0:i1] V_hᵀ */
-    kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, J->G + (size_t)i0 * d + h * dk, d, 0, J->vt_p, dS, n, KGL_SET);
-    double sq = 0;
-    for (int i = 0; i < rows; i++) {
-        kgl_real *g = dS + (size_t)i * n;
-        kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0); /* dS = J dA, in place */
-        if (J->measure) /* ‖∂L/∂S_h‖², for the studies */
-            for (int j = 0; j < n; j++) sq += g[j] * g[j];
-    }
-    J->part[(size_t)h * J->blocks + task] = sq;
-    if (J->learn) { /* dq = dS (τ_h K_h), kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
-        kgl_real *dq = J->dq + (size_t)i0 * dk;
-        double dot = 0;
-        kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, dq, dk, KGL_SET);
+    int n = J->n, d = J->d, dk = J->dk;
+    kgl_real *vt_p = J->scratch + (size_t)worker * J->per_worker, *k_p = vt_p + J->wide;
+    kgl_real *q_p = k_p + J->tall, *g_p = q_p + J->block_pack, *dS = g_p + J->block_pack;
+    kgl_real *dq = dS + (size_t)ATTN_BLOCK * n;
+    kgl_gemm_pack_b(dk, n, J->V->data + h * dk, d, 1, vt_p); /* B(k, j) = V[j, h·dk + k] */
+    kgl_gemm_pack_b(n, dk, J->K->data + h * dk, d, 0, k_p);
+    scale_packed(k_p, J->tall, J->tau[h]); /* τ_h K_h */
+    for (int b = 0; b < J->blocks; b++) {
+        int i0 = b * ATTN_BLOCK, rows = block_end(b, n) - i0;
+        const kgl_real *A = J->A + (size_t)h * n * n + (size_t)i0 * n, *G = J->G + (size_t)i0 * d + h * dk;
+        /* dA[i0:i1] = G_h[i0:i1] V_hᵀ, then dS = J dA row by row, in place */
+        kgl_gemm_packed_b_on(J->pool, worker, rows, n, dk, G, d, 0, vt_p, dS, n, KGL_SET);
+        double sq = 0;
         for (int i = 0; i < rows; i++) {
-            const kgl_real *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
-            for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
-            if (J->Q->grad) {
-                kgl_real *gq = J->Q->grad + (size_t)(i0 + i) * d + h * dk;
-                for (int c = 0; c < dk; c++) gq[c] += dq[(size_t)i * dk + c];
-            }
+            kgl_real *g = dS + (size_t)i * n;
+            kgl_softmax_row_backward(A + (size_t)i * n, g, g, n, 0);
+            if (J->measure) /* ‖∂L/∂S_h‖², for the studies */
+                for (int j = 0; j < n; j++) sq += g[j] * g[j];
         }
-        J->part[(size_t)(J->H + h) * J->blocks + task] = dot;
-    } else if (J->Q->grad) {
-        kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, J->k_p, J->Q->grad + (size_t)i0 * d + h * dk, d,
-                             KGL_ADD);
+        J->part[(size_t)h * J->blocks + b] = sq;
+        if (J->learn) { /* dq = dS (τ_h K_h), kept to form dθ_h = Σ_i ⟨Q_h[i], dq[i]⟩ */
+            double dot = 0;
+            kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, k_p, dq, dk, KGL_SET);
+            for (int i = 0; i < rows; i++) {
+                const kgl_real *q = J->Q->data + (size_t)(i0 + i) * d + h * dk;
+                for (int c = 0; c < dk; c++) dot += q[c] * dq[(size_t)i * dk + c];
+                if (J->Q->grad) {
+                    kgl_real *gq = J->Q->grad + (size_t)(i0 + i) * d + h * dk;
+                    for (int c = 0; c < dk; c++) gq[c] += dq[(size_t)i * dk + c];
+                }
+            }
+            J->part[(size_t)(J->H + h) * J->blocks + b] = dot;
+        } else if (J->Q->grad) {
+            kgl_gemm_packed_b_on(J->pool, worker, rows, dk, n, dS, n, 0, k_p, J->Q->grad + (size_t)i0 * d + h * dk,
+                                 d, KGL_ADD);
+        }
+        /* dK_h += dS[i0:i1]ᵀ (τ_h Q_h[i0:i1]),   dV_h += A_h[i0:i1]ᵀ G_h[i0:i1] */
+        if (J->K->grad) {
+            kgl_gemm_pack_b(rows, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0, q_p);
+            scale_packed(q_p, J->block_pack, J->tau[h]);
+            kgl_gemm_packed_b_on(J->pool, worker, n, dk, rows, dS, n, 1, q_p, J->K->grad + h * dk, d, KGL_ADD);
+        }
+        if (J->V->grad) {
+            kgl_gemm_pack_b(rows, dk, G, d, 0, g_p);
+            kgl_gemm_packed_b_on(J->pool, worker, n, dk, rows, A, n, 1, g_p, J->V->grad + h * dk, d, KGL_ADD);
+        }
     }
-}
-
-/* Backward, phase 2, one block of key rows j of head J->h: dK, dV. */
-static void attention_backward_cols(void *ctx, int task, int worker)
-{
-    attn_job *J = ctx;
-    int h = J->h, j0 = task * ATTN_BLOCK, j1 = block_end(task, J->n), n = J->n, d = J->d, dk = J->dk;
-    /* dK_h[j0:j1] += dS[:, j0:j1]ᵀ (τ_h Q_h),   dV_h[j0:j1] += A_h[:, j0:j1]ᵀ G_h */
-    if (J->K->grad)
-        kgl_gemm_packed_b_on(J->pool, worker, j1 - j0, dk, n, J->dS + j0, n, 1, J->q_p,
-                             J->K->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
-    if (J->V->grad)
-        kgl_gemm_packed_b_on(J->pool, worker, j1 - j0, dk, n, J->A + (size_t)h * n * n + j0, n, 1, J->g_p,
-                             J->V->grad + (size_t)j0 * d + h * dk, d, KGL_ADD);
 }
 
 static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int H, double tau)
@@ -896,38 +908,24 @@ static void attention_job_init(attn_job *J, kgl_tensor *const *in, int n_in, int
     for (int h = 0; h < H; h++) J->tau[h] = J->learn ? exp(in[3]->data[h]) * tau : tau;
     J->wide = kgl_gemm_packed_b_size(J->dk, J->n);
     J->tall = kgl_gemm_packed_b_size(J->n, J->dk);
+    J->block_pack = kgl_gemm_packed_b_size(ATTN_BLOCK, J->dk);
+    J->per_worker = J->wide + J->tall + 2 * J->block_pack + (size_t)ATTN_BLOCK * (J->n + J->dk);
 }
 
-/* node->saved = [A]; node->scratch = [dS | dq | V_hᵀ, K_h, Q_h, G_h packed];
+/* node->saved = [A]; node->scratch = each worker's per_worker kgl_reals;
    node->stats = [max |S_h|, ‖dS_h‖ | the per-block partial sums] (doubles) */
 static void attention_backward(kgl_node *nd)
 {
     attn_job J;
     attention_job_init(&J, nd->in, nd->n_in, nd->i0, nd->alpha);
     J.measure = nd->n_idx != 0; /* the forward measured (node->n_idx): the studies want the norms too */
-    size_t nn = (size_t)J.n * J.n;
-    int d = J.d, dk = J.dk;
     J.A = nd->saved;
     J.G = nd->out->grad;
-    J.dS = nd->scratch;
-    J.dq = nd->scratch + nn;
-    J.vt_p = J.dq + (size_t)J.n * dk;
-    J.k_p = J.vt_p + J.wide;
-    J.q_p = J.k_p + J.tall;
-    J.g_p = J.q_p + J.tall;
+    J.scratch = nd->scratch;
     J.part = nd->stats + 2 * J.H;
     J.pool = nd->pool;
+    kgl_parallel(nd->pool, J.H, 8.0 * J.H * J.n * J.n * J.dk, attention_backward_head, &J);
     for (int h = 0; h < J.H; h++) {
-        J.h = h;
-        kgl_gemm_pack_b(dk, J.n, J.V->data + h * dk, d, 1, J.vt_p); /* B(k, j) = V[j, h·dk + k] */
-        kgl_gemm_pack_b(J.n, dk, J.K->data + h * dk, d, 0, J.k_p);
-        kgl_gemm_pack_b(J.n, dk, J.Q->data + h * dk, d, 0, J.q_p);
-        scale_packed(J.k_p, J.tall, J.tau[h]); /* τ_h K_h and τ_h Q_h */
-        scale_packed(J.q_p, J.tall, J.tau[h]);
-        kgl_gemm_pack_b(J.n, dk, J.G + h * dk, d, 0, J.g_p);
-        double work = 2.0 * J.n * J.n * J.dk;
-        kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_rows, &J);
-        kgl_parallel(nd->pool, J.blocks, 2 * work, attention_backward_cols, &J);
         double sq = 0, dtheta = 0;
         for (int b = 0; b < J.blocks; b++) { /* block order, whatever the threads */
             sq += J.part[(size_t)h * J.blocks + b];
@@ -992,8 +990,7 @@ kgl_tensor *kgl_attention(kgl_tape *t, kgl_tensor *Q, kgl_tensor *K, kgl_tensor 
         nd->n_idx = J.measure; /* whether backward measures ‖∂L/∂S_h‖ */
         nd->saved = J.A;
         nd->stats = st;
-        nd->scratch = kgl_arena_alloc(&t->arena,
-                                      (nn + (size_t)n * J.dk + J.wide + 3 * J.tall) * sizeof(kgl_real));
+        nd->scratch = kgl_arena_alloc(&t->arena, (size_t)kgl_pool_threads(t->pool) * J.per_worker * sizeof(kgl_real));
     }
     return O;
 }
