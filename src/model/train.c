@@ -731,9 +731,11 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
     case KGL_CONTEXT_FULL: {
         double layer = 19 * n * d + (c->qk_norm ? 4 * n * d : 0) + (r->dropout > 0 ? 6.25 * n * d : 0);
         if (f > 0) layer += 7 * n * f + 8 * n * d;
-        /* the fused op keeps every head's weights and one head's backward
-           scratch; the composition (head supervision, attention dropout)
-           every head's logits, weights and their gradients and copies */
+        /* the fused op keeps every head's weights, and its backward a block
+           of 64 rows of ∂L/∂S a thread (counted as one n × n more: as much
+           for n / 64 threads); the composition (head supervision, attention
+           dropout) every head's logits, weights and their gradients and
+           copies */
         bool composed = r->attn_dropout > 0 || (tc && tc->head_of);
         /* a stack keeps every layer's activations and weights for its backward */
         *attention = c->layers * (composed ? 10 * H + 1 : H + 1) * n * n;
