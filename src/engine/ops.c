@@ -44,7 +44,7 @@ int *kgl_check_indices(kgl_arena *keep, int n, const int *values)
 
 
 /* Ops whose rows are independent run blocks of ROW_BLOCK rows as tasks on
- * the tape's pool; attention blocks ATTN_BLOCK query (or key) rows. The
+ * the tape's pool; attention blocks ATTN_BLOCK query rows. The
  * sizes are fixed, so how the work is split never depends on the threads. */
 #define ROW_BLOCK 32
 #define ATTN_BLOCK 64
@@ -757,8 +757,8 @@ static const kgl_op op_softmax_rows = {"softmax_rows",
  * It is the composition matmul_nt → scale (→ scale_exp) → softmax_rows →
  * matmul → concat_cols that the layer can also be built from (and is, when a
  * study needs S_h itself); fused, it keeps only A_h for backward (H n²
- * doubles: S_h is never stored, and ∂L/∂A_h, ∂L/∂S_h live one head at a
- * time in an n × n scratch). With G = ∂L/∂O and G_h its head's columns:
+ * values: S_h is never stored, and ∂L/∂A_h, ∂L/∂S_h live one block of
+ * query rows per thread, below). With G = ∂L/∂O and G_h its head's columns:
  *   dV_h += A_hᵀ G_h                               (O_h = A_h V_h)
  *   dA_h  = G_h V_hᵀ
  *   dS_h  = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h))      each row: J g with the
@@ -778,8 +778,7 @@ static const kgl_op op_softmax_rows = {"softmax_rows",
  * (one block of rows per thread), and each element of dK, dV is still one
  * chain of multiply-adds over i = 0 … n−1, as one product over all rows
  * would run it. Each task writes its own rows or columns, so the bits never
- * depend on the
- * number of threads. The op also measures, for the studies, max |S_h| in
+ * depend on the number of threads. The op also measures, for the studies, max |S_h| in
  * the forward and ‖dS_h‖_F in the backward (node->stats).
  * ======================================================================== */
 static const kgl_op op_attention;
