@@ -20,6 +20,13 @@
 #include "internal.h"
 #include "ops_check.h"
 
+/* The ISA clones (ops_check.h) must give the same bits: clang, unlike gcc in
+   ISO C mode, would fuse a * b + c in one statement into an FMA where the
+   target has one. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* ---- helpers for the check specs --------------------------------------- */
 
 kgl_tensor *kgl_check_input(kgl_arena *keep, kgl_rng *rng, int rows, int cols, double scale, double shift)

@@ -24,9 +24,10 @@ int *kgl_check_indices(kgl_arena *keep, int n, const int *values);
  * AVX-512 (a target attribute on the same inlined body), and name_for_isa()
  * returns the one kgl_isa_active() asks for (KGL_ISA=portable forces the
  * first). Every clone performs the same IEEE operations per element in the
- * same order when each multiply-add is two statements (the targets have no
- * FMA, and nothing is contracted across statements in ISO C mode), so all
- * three give the same bits. */
+ * same order when nothing is fused into an FMA: gcc contracts nothing in ISO
+ * C mode, and a file using the clones turns clang's contraction within a
+ * statement off (#pragma STDC FP_CONTRACT OFF, as ops.c and ops_segment.c
+ * do; AVX-512F has FMA), so all three give the same bits. */
 #define INLINE static inline __attribute__((always_inline))
 typedef void (*task_fn)(void *ctx, int task, int worker);
 #if defined(__x86_64__)
