@@ -894,7 +894,7 @@ static void attention_backward_head(void *ctx, int h, int worker)
         /* dK_h += dS[i0:i1]ᵀ (τ_h Q_h[i0:i1]),   dV_h += A_h[i0:i1]ᵀ G_h[i0:i1] */
         if (J->K->grad) {
             kgl_gemm_pack_b(rows, dk, J->Q->data + (size_t)i0 * d + h * dk, d, 0, q_p);
-            scale_packed(q_p, J->block_pack, J->tau[h]);
+            scale_packed(q_p, kgl_gemm_packed_b_size(rows, dk), J->tau[h]);
             kgl_gemm_packed_b_on(J->pool, worker, n, dk, rows, dS, n, 1, q_p, J->K->grad + h * dk, d, KGL_ADD);
         }
         if (J->V->grad) {
@@ -1296,13 +1296,14 @@ INLINE void gelu_forward_block_body(void *ctx, int task, int worker)
     (void)worker;
     const gelu_job *J = ctx;
     size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
-    double t[GELU_CHUNK], two_u[GELU_CHUNK], b1[GELU_CHUNK], b2[GELU_CHUNK];
+    double t[GELU_CHUNK], z2[GELU_CHUNK], two_u[GELU_CHUNK], b1[GELU_CHUNK], b2[GELU_CHUNK];
     kgl_real e[GELU_CHUNK];
     for (size_t c0 = lo; c0 < hi; c0 += GELU_CHUNK) {
         int m = hi - c0 < GELU_CHUNK ? (int)(hi - c0) : GELU_CHUNK;
         const kgl_real *x = J->x + c0;
         for (int k = 0; k < m; k++) {
             double z = fabs((double)x[k]) * INV_SQRT2;
+            z2[k] = z * z;
             t[k] = 2.0 / (2.0 + z);
             two_u[k] = 2.0 * ((t[k] + t[k]) - 1.0);
             b1[k] = 0.0, b2[k] = 0.0;
@@ -1315,11 +1316,10 @@ INLINE void gelu_forward_block_body(void *ctx, int task, int worker)
                 b2[k] = b1[k], b1[k] = b;
             }
         for (int k = 0; k < m; k++) {
-            double z = fabs((double)x[k]) * INV_SQRT2;
             double p = 0.5 * two_u[k] * b1[k]; /* u b_1 − b_2 + c_0/2 */
             p = p - b2[k];
             p = p + erfc_series[0];
-            e[k] = (kgl_real)(p - z * z);
+            e[k] = (kgl_real)(p - z2[k]);
         }
         kgl_vexp(e, e, m);
         for (int k = 0; k < m; k++) {
