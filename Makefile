@@ -5,7 +5,7 @@
 #   make test       build and run every test (last line: N passed, N failed)
 #   make sanitize   the tests, built with AddressSanitizer + UBSan
 #   make CC=clang test   the same with clang (objects go to build/clang/)
-#   make benchmark  UMLS, Kinship and Nations (data/kg, or KG_DATA) beside the published results
+#   make benchmark  UMLS, Kinship, Nations and Family (data/kg, or KG_DATA) beside the published results
 #   make benchmark-large  FB15k-237 and WN18RR (the neighbourhood context; hours)
 #   make bench      speed: kgl bench beside PyTorch (THREADS=1 by default)
 #   make install PREFIX=dir   kgl, libkgl.a, the headers and kgl.pc under dir
@@ -42,9 +42,9 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 # The test binary counts every malloc the library makes (tests/alloc_count.c).
 TEST_WRAP := -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc
 
-# The public KG benchmarks UMLS, Kinship and Nations ship in data/kg (data/report/
-# recipe.md; data/kg/README.md says where they come from); KG_DATA=dir
-# points elsewhere. The tests read Nations from there too.
+# The public KG benchmarks UMLS, Kinship, Nations and the mid-size Family ship in
+# data/kg (data/report/recipe.md; data/kg/README.md says where they come from);
+# KG_DATA=dir points elsewhere. The tests read Nations from there too.
 KG_DATA ?= data/kg
 SEEDS ?= 1,2,3,4,5
 JOBS ?= 1

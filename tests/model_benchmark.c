@@ -50,6 +50,29 @@ TEST(small_benchmark_data_is_the_published_files)
     }
 }
 
+/* The mid-size graph, Family, is Neural LP's datasets/family (data/kg/README.md):
+   valid.txt and test.txt byte for byte its files (their blob ids there), and
+   train.txt its facts.txt followed by its train.txt (facts blob f24b91a…,
+   train blob d2627fa…), which is what an embedding model trains on. */
+TEST(family_data_is_neural_lp_facts_then_train)
+{
+    static const char *const files[][2] = {
+        {"family/train", "327f44b8636be6d8e5d8c4b634f81701f0fceee5"},
+        {"family/valid", "11658d240f29e1f8f0b006dad1d96847d40fded5"},
+        {"family/test", "2ad679b0154e18e776431cb6e743d95f87631f77"},
+    };
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "command -v git >/dev/null || exit 77; git hash-object data/kg/%s.txt", files[k][0]);
+        int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+        if (st == 77) {
+            test_skip(T, "git not installed");
+            return;
+        }
+        if (!CHECK(st == 0 && strncmp(out, files[k][1], 40) == 0)) printf("    %s: %.40s\n", files[k][0], out);
+    }
+}
+
 /* Reads a whole file (NUL-terminated, up to cap − 1 bytes); 0 when absent or empty. */
 static size_t read_text(const char *path, char *buf, size_t cap)
 {

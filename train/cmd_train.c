@@ -193,7 +193,9 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
         snprintf(why, sizeof why, "%s's --precision %s", o->run.recipe_path, o->run.precision);
         return cli_exec_precision("train", o->run.precision, argc, argv, NULL, why, "");
     }
-    if (st < 0 && !o->run.quiet && !o->run.json) print_recipe(&r, &vars, argc, argv);
+    /* on stderr with --json too: a benchmark's run keeps it in its .err, and
+       kgl benchmark reads it from the check to show what the recipe chose */
+    if (st < 0 && !o->run.quiet) print_recipe(&r, &vars, argc, argv);
     return st;
 }
 

@@ -779,6 +779,8 @@ typedef struct kgl_benchmark_dataset {
     char name[64];
     char config_path[1024];                /* CONFIGS/<name>.args */
     char args_text[4096];                  /* the options on one line, for tables and JSON */
+    char chosen_text[4096];                /* a recipe's options as kgl train --check computed them for
+                                              this dataset (kgl_benchmark_check_options); "" if unknown */
     char *argv[KGL_BENCHMARK_MAX_ARGS];    /* the options, word by word (pointing into args_file) */
     int argc;
     kgl_text args_file;

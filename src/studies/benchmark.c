@@ -1,4 +1,4 @@
-/* benchmark.c — the public link-prediction benchmarks (UMLS, Kinship, Nations) beside
+/* benchmark.c — the public link-prediction benchmarks (UMLS, Kinship, Nations, Family) beside
  * the published numbers (`kgl benchmark`). What a run is (a `kgl train`
  * process in the command) is not here; this file holds what surrounds the
  * runs: the published rows, a dataset's configuration, reading a run's
@@ -58,6 +58,7 @@ const char *kgl_benchmark_display_name(const char *d)
     if (strcmp(d, "umls") == 0) return "UMLS";
     if (strcmp(d, "kinship") == 0) return "Kinship";
     if (strcmp(d, "nations") == 0) return "Nations";
+    if (strcmp(d, "family") == 0) return "Family";
     if (strcmp(d, "fb15k-237") == 0) return "FB15k-237";
     if (strcmp(d, "wn18rr") == 0) return "WN18RR";
     return d;
@@ -502,6 +503,7 @@ static void json_dataset(kgl_json_writer *w, const kgl_benchmark_dataset *d)
     json_runs_means(w, d->runs, d->n_runs);
     kgl_json_field_string(w, "config", d->args_text);
     kgl_json_field_string(w, "config_file", d->config_path);
+    if (d->chosen_text[0]) kgl_json_field_string(w, "options", d->chosen_text); /* a recipe's, computed for d */
     json_runs_each(w, d->runs, d->n_runs);
     kgl_json_key(w, "published");
     kgl_json_begin_object(w);

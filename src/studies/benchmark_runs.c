@@ -79,6 +79,25 @@ static void say_refusal(const kgl_benchmark_runner *b, const kgl_benchmark_spec 
     free(text);
 }
 
+/* A recipe's line in kgl train --check's messages, "kgl train: recipe FILE
+   (counts): OPTIONS", gives the options it computed for the dataset: kept
+   for the table, which would otherwise show every guarded line of a recipe
+   that sizes itself. A configuration without formulas prints no such line. */
+static void keep_chosen_options(kgl_benchmark_dataset *d, const char *said)
+{
+    static const char mark[] = "kgl train: recipe ";
+    d->chosen_text[0] = 0;
+    for (const char *at = said; at && (at = strstr(at, mark)) != NULL; at += sizeof mark - 1) {
+        if (at != said && at[-1] != '\n') continue;
+        const char *end = strchr(at, '\n'), *colon = strstr(at, "): ");
+        if (!end) end = at + strlen(at);
+        if (!colon || colon > end) return;
+        colon += 3;
+        snprintf(d->chosen_text, sizeof d->chosen_text, "%.*s", (int)(end - colon), colon);
+        return;
+    }
+}
+
 int kgl_benchmark_check_options(const kgl_benchmark_runner *b)
 {
     int st = KGL_BENCHMARK_DONE;
@@ -104,6 +123,8 @@ int kgl_benchmark_check_options(const kgl_benchmark_runner *b)
             say_refusal(b, &b->specs[j], said);
             st = WIFEXITED(status) && WEXITSTATUS(status) == KGL_BENCHMARK_REFUSED ? KGL_BENCHMARK_REFUSED
                                                                                   : KGL_BENCHMARK_RUN_FAILED;
+        } else if (!b->specs[j].baseline) {
+            keep_chosen_options(b->specs[j].dataset, said);
         }
         free(said);
     }

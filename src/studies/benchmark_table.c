@@ -89,13 +89,16 @@ void kgl_benchmark_table_write(FILE *f, const kgl_benchmark_dataset *job, int jo
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
     const char *model = runs[0].no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer",
                *members = runs[0].no_layer ? "models without the layer (`--context none`)" : "one-layer models";
+    /* a recipe's options as it computed them for this dataset, when known; else the file's words */
+    const char *options = job->chosen_text[0] ? job->chosen_text : job->args_text,
+               *as = job->chosen_text[0] ? ", as computed for this graph" : "";
     if (runs[0].ensemble > 1)
         fprintf(f, "\nkgl: an ensemble of %ld %s (each selected on valid at its own best step), %ld "
-               "parameters in all; options (`%s`): `%s`.\n",
-               runs[0].ensemble, members, runs[0].params, job->config_path, job->args_text);
+               "parameters in all; options (`%s`%s): `%s`.\n",
+               runs[0].ensemble, members, runs[0].params, job->config_path, as, options);
     else
-        fprintf(f, "\nkgl: %s, %ld parameters; options (`%s`): `%s`.\n", model, runs[0].params, job->config_path,
-               job->args_text);
+        fprintf(f, "\nkgl: %s, %ld parameters; options (`%s`%s): `%s`.\n", model, runs[0].params, job->config_path,
+               as, options);
     kgl_benchmark_cost cost = kgl_benchmark_cost_of(runs, n_seeds);
     fprintf(f, "Valid MRR (what selected the model) %.3f ± %.3f. Wall time per run %.1f s on average, %.1f s at most "
            "(%d run%s at a time, %d cores, %d thread%s a run); peak resident memory of a run at most %.0f MB.\n",
