@@ -23,6 +23,21 @@ static const char *kg_data(void)
     return dir;
 }
 
+/* Each data/kg/<files[k][0]>.txt has the git blob id files[k][1] (skipped without git). */
+static void check_blob_ids(test_ctx *T, const char *const files[][2], size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "command -v git >/dev/null || exit 77; git hash-object data/kg/%s.txt", files[k][0]);
+        int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
+        if (st == 77) {
+            test_skip(T, "git not installed");
+            return;
+        }
+        if (!CHECK(st == 0 && strncmp(out, files[k][1], 40) == 0)) printf("    %s: %.40s\n", files[k][0], out);
+    }
+}
+
 /* The three small benchmarks in data/kg are byte for byte the published
    split (data/kg/README.md lists their git blob ids), Kinship with them. */
 TEST(small_benchmark_data_is_the_published_files)
@@ -38,16 +53,7 @@ TEST(small_benchmark_data_is_the_published_files)
         {"nations/valid", "cff2dc60b1ca74596fbac326d20b8fd88a8e04e1"},
         {"nations/test", "2adc0ff73deeccc383928435cfc6c4e1ad93d27d"},
     };
-    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "command -v git >/dev/null || exit 77; git hash-object data/kg/%s.txt", files[k][0]);
-        int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
-        if (st == 77) {
-            test_skip(T, "git not installed");
-            return;
-        }
-        if (!CHECK(st == 0 && strncmp(out, files[k][1], 40) == 0)) printf("    %s: %.40s\n", files[k][0], out);
-    }
+    check_blob_ids(T, files, sizeof files / sizeof files[0]);
 }
 
 /* The mid-size graph, Family, is Neural LP's datasets/family (data/kg/README.md):
@@ -61,16 +67,7 @@ TEST(family_data_is_neural_lp_facts_then_train)
         {"family/valid", "11658d240f29e1f8f0b006dad1d96847d40fded5"},
         {"family/test", "2ad679b0154e18e776431cb6e743d95f87631f77"},
     };
-    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "command -v git >/dev/null || exit 77; git hash-object data/kg/%s.txt", files[k][0]);
-        int st = run_sh(T, cmd, out, sizeof out, err, sizeof err);
-        if (st == 77) {
-            test_skip(T, "git not installed");
-            return;
-        }
-        if (!CHECK(st == 0 && strncmp(out, files[k][1], 40) == 0)) printf("    %s: %.40s\n", files[k][0], out);
-    }
+    check_blob_ids(T, files, sizeof files / sizeof files[0]);
 }
 
 /* Reads a whole file (NUL-terminated, up to cap − 1 bytes); 0 when absent or empty. */
