@@ -9,8 +9,11 @@
 #include "common.h"
 
 static const char help[] =
-    "usage: kgl heads --checkpoint F [--train F] [--relations A,B] [--svg DIR [--colour-scale S]] [--json]\n"
-    "       kgl heads --checkpoint F --query HEAD,REL [--train F] [--top K] [--svg DIR [--colour-scale S]] [--json]\n"
+    "usage: kgl heads --checkpoint F [--train F [--valid F --test F]] [--relations A,B] [--svg DIR [--colour-scale S]]\n"
+    "                 [--json]\n"
+    "       kgl heads --checkpoint F --query HEAD,REL [--train F [--valid F --test F]] [--top K] [--svg DIR\n"
+    "                 [--colour-scale S]] [--json]\n"
+    "(the files the model was trained with: its ids number the names of all of them)\n"
     "(--member K: the K-th model F lists, of an ensemble F is member 0 of; one\n"
     "model of an ensemble is named on the first line, and in --json.)\n\n"
     "For every head h and relation r of the training triples:\n"

@@ -211,8 +211,10 @@ static bool same_names(const char *joined, char *const *names, int n, const char
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         if (count < n && (strlen(names[count]) != len || memcmp(names[count], p, len) != 0))
-            return fail(err, cap, path, "%s %d is '%.*s' in the checkpoint but '%s' in the triples", what, count,
-                        (int)len, p, names[count]);
+            return fail(err, cap, path,
+                        "%s %d is '%.*s' in the checkpoint but '%s' in the triples (ids number the names of every "
+                        "file a model was trained with: give the same --train, --valid and --test)",
+                        what, count, (int)len, p, names[count]);
         count++;
         if (!nl) break;
         p = nl + 1;
