@@ -178,6 +178,18 @@ TEST(cli_checkpoint_of_other_triples_asks_for_train)
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "the checkpoint has 3 entities, the triples have 2") != NULL ||
           strstr(err, "in the checkpoint but") != NULL);
+    /* trained with a test file that names one more entity ('bb', sorting
+       between b and c), opened with --train alone: the names differ at id 2,
+       and the message says which files to give */
+    const char *tsv2 = write_tmp(T, 2, "two.tsv", "a\tr\tb\nb\tr\tc\n", 12);
+    const char *test2 = write_tmp(T, 3, "test2.tsv", "a\tr\tbb\n", 7);
+    snprintf(cmd, sizeof cmd, "train --train '%s' --test '%s' --steps 1 --quiet --save '%s'", tsv2, test2, ck);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "heads --checkpoint '%s' --train '%s'", ck, tsv2);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    if (!CHECK(strstr(err, "entity 2 is 'bb' in the checkpoint but 'c' in the triples (ids number the names of every "
+                           "file a model was trained with: give the same --train, --valid and --test)") != NULL))
+        printf("    stderr: %s", err);
     /* a checkpoint of the academic world still opens without --train */
     snprintf(cmd, sizeof cmd, "train --steps 2 --quiet --save '%s'", ck);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);

@@ -220,7 +220,9 @@ static bool same_names(const char *joined, char *const *names, int n, const char
         p = nl + 1;
     }
     if (count != n)
-        return fail(err, cap, path, "the checkpoint has %d %s, the triples have %d (a model is tied to its data)",
+        return fail(err, cap, path,
+                    "the checkpoint has %d %s, the triples have %d (a model is tied to its data: give the same "
+                    "--train, --valid and --test it was trained with)",
                     count, plural, n);
     return true;
 }
