@@ -213,7 +213,7 @@ MUTATE_JOBS ?= 2
 mutate:
 	python3 tests/mutate.py --jobs $(MUTATE_JOBS) --kg-data '$(abspath $(KG_DATA))'
 
-benchmark: $(BUILD)/kgl
+benchmark: $(BUILD)/kgl $(BUILD)/kgl-f32
 	$(BUILD)/kgl benchmark --data '$(KG_DATA)' --seeds $(SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark
 
 # The graphs of real size (data/report/large.md) ship gzip'd in
