@@ -160,7 +160,7 @@ static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int a
 {
     char line[8192], given[1024];
     kgl_recipe_as_run(r, argc, argv, line, sizeof line, given, sizeof given);
-    fprintf(stderr, "kgl train: recipe %s (%ld entities, %ld relations, %ld training triples): %s%s%s%s\n",
+    fprintf(stderr, KGL_RECIPE_SAID "%s (%ld entities, %ld relations, %ld" KGL_RECIPE_SAID_OPTIONS "%s%s%s%s\n",
             r->file.name, vars->n_entities, vars->n_relations, vars->n_train, line, given[0] ? " (" : "",
             given, given[0] ? " from the command line)" : "");
 }

@@ -927,6 +927,12 @@ char **kgl_recipe_command_line(const kgl_recipe *r, int argc, char **argv, int *
  * their caps. E.g. "--dim 16 --steps 5" and "--steps". */
 void kgl_recipe_as_run(const kgl_recipe *r, int argc, char **argv, char *line, size_t line_cap, char *given,
                        size_t given_cap);
+/* kgl train's line on stderr saying what a recipe came to, KGL_RECIPE_SAID
+ * FILE " (N entities, M relations, T training triples" KGL_RECIPE_SAID_OPTIONS
+ * OPTIONS: kgl benchmark reads OPTIONS back from it (the check it runs
+ * before any run), so both sides spell it with these. */
+#define KGL_RECIPE_SAID "kgl train: recipe "
+#define KGL_RECIPE_SAID_OPTIONS " training triples): "
 
 /* Formulas on kgl train's command line, as in a recipe: "--batch
  * =ceil(n_train/5)". A formula needs the loaded triples, and the triples

@@ -79,23 +79,22 @@ static void say_refusal(const kgl_benchmark_runner *b, const kgl_benchmark_spec 
     free(text);
 }
 
-/* A recipe's line in kgl train --check's messages, "kgl train: recipe FILE
-   (counts): OPTIONS", gives the options it computed for the dataset: kept
-   for the table, which would otherwise show every guarded line of a recipe
-   that sizes itself. A configuration without formulas prints no such line. */
+/* A recipe's line in kgl train --check's messages (KGL_RECIPE_SAID … its
+   counts KGL_RECIPE_SAID_OPTIONS OPTIONS, at the start of a line) gives the
+   options it computed for the dataset: kept for the table, which would
+   otherwise show every guarded line of a recipe that sizes itself. A run
+   without the line leaves chosen_text empty. */
 static void keep_chosen_options(kgl_benchmark_dataset *d, const char *said)
 {
-    static const char mark[] = "kgl train: recipe ";
-    d->chosen_text[0] = 0;
-    for (const char *at = said; at && (at = strstr(at, mark)) != NULL; at += sizeof mark - 1) {
-        if (at != said && at[-1] != '\n') continue;
-        const char *end = strchr(at, '\n'), *colon = strstr(at, "): ");
-        if (!end) end = at + strlen(at);
-        if (!colon || colon > end) return;
-        colon += 3;
-        snprintf(d->chosen_text, sizeof d->chosen_text, "%.*s", (int)(end - colon), colon);
+    const char *at = said;
+    while ((at = strstr(at, KGL_RECIPE_SAID)) != NULL && at != said && at[-1] != '\n') at++;
+    const char *end = at ? at + strcspn(at, "\n") : NULL, *options = at ? strstr(at, KGL_RECIPE_SAID_OPTIONS) : NULL;
+    if (!options || options > end) {
+        d->chosen_text[0] = 0;
         return;
     }
+    options += strlen(KGL_RECIPE_SAID_OPTIONS);
+    snprintf(d->chosen_text, sizeof d->chosen_text, "%.*s", (int)(end - options), options);
 }
 
 int kgl_benchmark_check_options(const kgl_benchmark_runner *b)
