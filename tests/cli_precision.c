@@ -318,3 +318,32 @@ TEST(f32_program_hands_a_float64_checkpoint_beyond_float_to_kgl)
         kgl_st_free(&f);
     }
 }
+
+TEST(every_isa_path_trains_to_the_same_bits)
+{
+    /* The kernels' three paths (portable C, AVX2, AVX-512; KGL_ISA picks one,
+       an ISA the CPU lacks falls back to the best it has) perform the same IEEE
+       operations in the same order, so a whole run gives the same bits on each:
+       here the graph context with qk-norm (layer norms, segment attention), an
+       FFN (GELU) and the readout's softmax, in both precisions. The last loss is
+       compared as printed (17 significant digits). */
+    const char *isa[] = {"portable", "avx2", "avx512"};
+    const char *precision[] = {"f64", "f32"};
+    for (int p = 0; p < 2; p++) {
+        char first[64] = "";
+        for (int k = 0; k < 3; k++) {
+            char cmd[4096], loss[64];
+            snprintf(cmd, sizeof cmd,
+                     "KGL_ISA=%s '%s' train --precision %s --train data/kg/umls/train.txt --context graph "
+                     "--neighbours 12 --qk-norm --query-relation --dim 32 --heads 4 --ffn 64 --steps 12 --seed 5 "
+                     "--quiet --json",
+                     isa[k], T->kgl, precision[p]);
+            CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+            CHECK(test_json_raw(out, "final_loss", loss, sizeof loss));
+            if (k == 0)
+                snprintf(first, sizeof first, "%s", loss);
+            else if (!CHECK(strcmp(loss, first) == 0))
+                fprintf(stderr, "  %s %s: final loss %s, portable %s\n", precision[p], isa[k], loss, first);
+        }
+    }
+}

@@ -1055,84 +1055,93 @@ typedef struct layernorm_job {
     bool set_dx; /* backward: dX was unset, so it is written (0 + its value), not added to */
 } layernorm_job;
 
-/* The sums of μ and σ² are chains of dependent double additions, one a
-   row: alone, each addition waits for the one before (the loop runs at the
-   adder's latency, not its throughput). LN_ROWS rows at a time keep
-   LN_ROWS independent chains in flight; each row's sum still adds its
-   elements in column order, so every number is the one-row loop's. */
-#define LN_ROWS 4
+/* A row's sums (μ's and σ²'s forward, mean(ĝ) and mean(ĝ ⊙ x̂) backward)
+   are in double over LN_LANES lanes: column j goes to lane j mod LN_LANES,
+   then the lanes are combined by the fixed tree l_i + l_{i+8}, l_i + l_{i+4},
+   l_i + l_{i+2}, l_0 + l_1. The lanes are independent chains, so the ISA
+   clones add them as vectors (a column-order sum is one chain of dependent
+   additions, run at the adder's latency: the layer norms were 8% of
+   FB15k-237's graph step, most of it waiting), and every clone performs the
+   same additions in the same order: the same bits on any CPU and any
+   number of threads. */
+#define LN_LANES 16
 
-static inline void layernorm_forward_group(const layernorm_job *J, int i, int rows)
+INLINE double ln_lane_tree(double acc[LN_LANES])
 {
+    for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+    for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
+    for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
+    return acc[0] + acc[1];
+}
+
+/* Σ_j x_j and then Σ_j (x_j − μ)² of one row, as above: μ and σ² (biased) */
+INLINE void ln_row_moments(const kgl_real *x, int d, double *mu, double *var)
+{
+    double acc[LN_LANES] = {0};
+    int full = d - d % LN_LANES;
+    for (int j = 0; j < full; j += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) acc[l] += x[j + l];
+    for (int j = full; j < d; j++) acc[j - full] += x[j];
+    double m = ln_lane_tree(acc) / d;
+    double sq[LN_LANES] = {0};
+    for (int j = 0; j < full; j += LN_LANES)
+        for (int l = 0; l < LN_LANES; l++) sq[l] += (x[j + l] - m) * (x[j + l] - m);
+    for (int j = full; j < d; j++) sq[j - full] += (x[j] - m) * (x[j] - m);
+    *mu = m;
+    *var = ln_lane_tree(sq) / d;
+}
+
+INLINE void layernorm_forward_rows_body(void *ctx, int task, int worker)
+{
+    (void)worker;
+    const layernorm_job *J = ctx;
     int d = J->d;
     const kgl_real *gamma = J->gamma->data, *beta = J->beta->data;
-    const kgl_real *x[LN_ROWS];
-    double mu[LN_ROWS] = {0}, var[LN_ROWS] = {0}, r[LN_ROWS];
-    for (int k = 0; k < rows; k++) x[k] = J->X->data + (size_t)(i + k) * d;
-    for (int j = 0; j < d; j++)
-        for (int k = 0; k < rows; k++) mu[k] += x[k][j];
-    for (int k = 0; k < rows; k++) mu[k] /= d;
-    for (int j = 0; j < d; j++)
-        for (int k = 0; k < rows; k++) var[k] += (x[k][j] - mu[k]) * (x[k][j] - mu[k]);
-    for (int k = 0; k < rows; k++) {
-        var[k] /= d;
-        r[k] = 1.0 / sqrt(var[k] + KGL_LN_EPS);
-        kgl_real *y = J->Y->data + (size_t)(i + k) * d;
-        for (int j = 0; j < d; j++) y[j] = gamma[j] * ((x[k][j] - mu[k]) * r[k]) + beta[j];
-        J->stats[2 * (i + k)] = mu[k];
-        J->stats[2 * (i + k) + 1] = r[k];
+    int i0 = task * J->rows_per_task, i1 = (int)span_end((size_t)i0, (size_t)J->rows_per_task, (size_t)J->rows);
+    for (int i = i0; i < i1; i++) {
+        const kgl_real *x = J->X->data + (size_t)i * d;
+        kgl_real *y = J->Y->data + (size_t)i * d;
+        double mu, var;
+        ln_row_moments(x, d, &mu, &var);
+        double r = 1.0 / sqrt(var + KGL_LN_EPS);
+        for (int j = 0; j < d; j++) y[j] = gamma[j] * ((x[j] - mu) * r) + beta[j];
+        J->stats[2 * i] = mu;
+        J->stats[2 * i + 1] = r;
     }
 }
+ISA_CLONES(layernorm_forward_rows)
 
-static void layernorm_forward_rows(void *ctx, int task, int worker)
+/* dx of a block of rows; the two means in lanes, as the forward's sums */
+INLINE void layernorm_backward_rows_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
-    int i = task * J->rows_per_task, i1 = (int)span_end((size_t)i, (size_t)J->rows_per_task, (size_t)J->rows);
-    for (; i + LN_ROWS <= i1; i += LN_ROWS) layernorm_forward_group(J, i, LN_ROWS);
-    for (; i < i1; i++) layernorm_forward_group(J, i, 1); /* the rows left over */
-}
-
-/* dx of `rows` (at most LN_ROWS) rows, their sums as independent chains (as the forward's) */
-static inline void layernorm_backward_group(const layernorm_job *J, int i, int rows)
-{
-    int d = J->d;
+    int d = J->d, full = d - d % LN_LANES;
     const kgl_real *gamma = J->gamma->data;
-    const kgl_real *x[LN_ROWS], *g[LN_ROWS];
-    double mu[LN_ROWS], r[LN_ROWS], mean_gh[LN_ROWS] = {0}, mean_gh_xh[LN_ROWS] = {0};
-    for (int k = 0; k < rows; k++) {
-        x[k] = J->X->data + (size_t)(i + k) * d;
-        g[k] = J->Y->grad + (size_t)(i + k) * d;
-        mu[k] = J->stats[2 * (i + k)];
-        r[k] = J->stats[2 * (i + k) + 1];
-    }
-    for (int j = 0; j < d; j++)
-        for (int k = 0; k < rows; k++) {
-            double xh = (x[k][j] - mu[k]) * r[k], gh = g[k][j] * gamma[j];
-            mean_gh[k] += gh;
-            mean_gh_xh[k] += gh * xh;
+    int i0 = task * J->rows_per_task, i1 = (int)span_end((size_t)i0, (size_t)J->rows_per_task, (size_t)J->rows);
+    for (int i = i0; i < i1; i++) {
+        const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
+        kgl_real *dx = J->X->grad + (size_t)i * d;
+        double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
+        double sum_gh[LN_LANES] = {0}, sum_gh_xh[LN_LANES] = {0};
+        for (int j = 0; j < full; j += LN_LANES) /* two loops: gcc vectorises each, not the pair */
+            for (int l = 0; l < LN_LANES; l++) sum_gh[l] += (double)g[j + l] * gamma[j + l];
+        for (int j = 0; j < full; j += LN_LANES)
+            for (int l = 0; l < LN_LANES; l++) sum_gh_xh[l] += ((double)g[j + l] * gamma[j + l]) * ((x[j + l] - mu) * r);
+        for (int j = full; j < d; j++) {
+            double xh = (x[j] - mu) * r, gh = (double)g[j] * gamma[j];
+            sum_gh[j - full] += gh;
+            sum_gh_xh[j - full] += gh * xh;
         }
-    for (int k = 0; k < rows; k++) {
-        mean_gh[k] /= d;
-        mean_gh_xh[k] /= d;
-        kgl_real *dx = J->X->grad + (size_t)(i + k) * d;
+        double mean_gh = ln_lane_tree(sum_gh) / d, mean_gh_xh = ln_lane_tree(sum_gh_xh) / d;
         for (int j = 0; j < d; j++) {
-            double xh = (x[k][j] - mu[k]) * r[k], gh = g[k][j] * gamma[j];
+            double xh = (x[j] - mu) * r, gh = (double)g[j] * gamma[j];
             kgl_real before = J->set_dx ? 0 : dx[j];
-            dx[j] = before + r[k] * (gh - mean_gh[k] - xh * mean_gh_xh[k]);
+            dx[j] = before + r * (gh - mean_gh - xh * mean_gh_xh);
         }
     }
 }
-
-/* dx of a block of rows */
-static void layernorm_backward_rows(void *ctx, int task, int worker)
-{
-    (void)worker;
-    const layernorm_job *J = ctx;
-    int i = task * J->rows_per_task, i1 = (int)span_end((size_t)i, (size_t)J->rows_per_task, (size_t)J->rows);
-    for (; i + LN_ROWS <= i1; i += LN_ROWS) layernorm_backward_group(J, i, LN_ROWS);
-    for (; i < i1; i++) layernorm_backward_group(J, i, 1); /* the rows left over */
-}
+ISA_CLONES(layernorm_backward_rows)
 
 /* dγ and dβ of a block of columns, each summed over the rows in order. The
    sums run in copies on this task's stack, with the same roundings as in
@@ -1140,30 +1149,33 @@ static void layernorm_backward_rows(void *ctx, int task, int worker)
    threads' blocks of dγ meet inside a cache line wherever the gradient
    block puts them, and storing there row after row sent that line from
    core to core 36,000 times a step (FB15k-237's qk-norm: six times the
-   sums' cost on two threads). */
-static void layernorm_backward_params(void *ctx, int task, int worker)
+   sums' cost on two threads). Both sums are taken whichever is wanted (a
+   column's loop then has no branch, so the clones run it as vectors);
+   only the wanted ones are stored. */
+INLINE void layernorm_backward_params_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
-    int d = J->d, j0 = task * COL_BLOCK, j1 = (int)span_end((size_t)j0, COL_BLOCK, (size_t)d);
+    int d = J->d, j0 = task * COL_BLOCK, j1 = (int)span_end((size_t)j0, COL_BLOCK, (size_t)d), w = j1 - j0;
     kgl_real *dgamma = J->gamma->grad, *dbeta = J->beta->grad, sum_gamma[COL_BLOCK], sum_beta[COL_BLOCK];
-    for (int j = j0; j < j1; j++) {
-        sum_gamma[j - j0] = dgamma ? dgamma[j] : 0;
-        sum_beta[j - j0] = dbeta ? dbeta[j] : 0;
+    for (int j = 0; j < w; j++) {
+        sum_gamma[j] = dgamma ? dgamma[j0 + j] : 0;
+        sum_beta[j] = dbeta ? dbeta[j0 + j] : 0;
     }
     for (int i = 0; i < J->rows; i++) {
-        const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
+        const kgl_real *x = J->X->data + (size_t)i * d + j0, *g = J->Y->grad + (size_t)i * d + j0;
         double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
-        for (int j = j0; j < j1; j++) {
-            if (dgamma) sum_gamma[j - j0] += g[j] * ((x[j] - mu) * r);
-            if (dbeta) sum_beta[j - j0] += g[j];
+        for (int j = 0; j < w; j++) {
+            sum_gamma[j] += g[j] * ((x[j] - mu) * r);
+            sum_beta[j] += g[j];
         }
     }
-    for (int j = j0; j < j1; j++) {
-        if (dgamma) dgamma[j] = sum_gamma[j - j0];
-        if (dbeta) dbeta[j] = sum_beta[j - j0];
+    for (int j = 0; j < w; j++) {
+        if (dgamma) dgamma[j0 + j] = sum_gamma[j];
+        if (dbeta) dbeta[j0 + j] = sum_beta[j];
     }
 }
+ISA_CLONES(layernorm_backward_params)
 
 static layernorm_job layernorm_job_of(const kgl_tensor *X, const kgl_tensor *gamma, const kgl_tensor *beta,
                                       const kgl_tensor *Y, double *stats, int d)
@@ -1182,9 +1194,9 @@ static void layernorm_backward(kgl_node *nd)
     kgl_grad_settle(nd->pool, nd->in[1]); /* γ's and β's sums start from their gradients */
     kgl_grad_settle(nd->pool, nd->in[2]);
     if (J.X->grad)
-        kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows, &J);
+        kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows_for_isa(), &J);
     if (J.gamma->grad || J.beta->grad)
-        kgl_parallel(nd->pool, (J.d + COL_BLOCK - 1) / COL_BLOCK, work, layernorm_backward_params, &J);
+        kgl_parallel(nd->pool, (J.d + COL_BLOCK - 1) / COL_BLOCK, work, layernorm_backward_params_for_isa(), &J);
 }
 
 kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tensor *gamma, kgl_tensor *beta)
@@ -1197,7 +1209,7 @@ kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tenso
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
     double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)X->rows * heads * sizeof(double)); /* μ and r per row */
     layernorm_job J = layernorm_job_of(X, gamma, beta, Y, stats, d);
-    kgl_parallel(t->pool, J.row_tasks, 8.0 * J.rows * d, layernorm_forward_rows, &J);
+    kgl_parallel(t->pool, J.row_tasks, 8.0 * J.rows * d, layernorm_forward_rows_for_isa(), &J);
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
     if (nd) {
         nd->stats = stats;
