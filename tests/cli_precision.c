@@ -319,31 +319,32 @@ TEST(f32_program_hands_a_float64_checkpoint_beyond_float_to_kgl)
     }
 }
 
-TEST(every_isa_path_trains_to_the_same_bits)
+TEST(vector_isa_paths_train_to_the_same_bits)
 {
-    /* The kernels' three paths (portable C, AVX2, AVX-512; KGL_ISA picks one,
-       an ISA the CPU lacks falls back to the best it has) perform the same IEEE
-       operations in the same order, so a whole run gives the same bits on each:
-       here the graph context with qk-norm (layer norms, segment attention), an
-       FFN (GELU) and the readout's softmax, in both precisions. The last loss is
-       compared as printed (17 significant digits). */
-    const char *isa[] = {"portable", "avx2", "avx512"};
+    /* The AVX2 and AVX-512 paths (KGL_ISA picks one; an ISA the CPU lacks
+       falls back to the best it has) perform the same IEEE operations in the
+       same order: the GEMM's fused multiply-adds in the same chains, every
+       reduction in the same lanes and trees (vmath.c, ops.c's layer norm). So
+       a whole run writes the same checkpoint, byte for byte, on either: here
+       the graph context with qk-norm (layer norms, segment attention), an FFN
+       (GELU), the readout's softmax and Adam, in both precisions. (The
+       portable path's GEMM multiplies and adds apart, so its bits differ;
+       data/report/precision.md.) */
+    const char *isa[] = {"avx2", "avx512"};
     const char *precision[] = {"f64", "f32"};
     for (int p = 0; p < 2; p++) {
-        char first[64] = "";
-        for (int k = 0; k < 3; k++) {
-            char cmd[4096], loss[64];
+        char path[2][4096];
+        for (int k = 0; k < 2; k++) {
+            char cmd[8192];
+            snprintf(path[k], sizeof path[k], "%s/isa_%s_%s.safetensors", T->tmp, precision[p], isa[k]);
             snprintf(cmd, sizeof cmd,
                      "KGL_ISA=%s '%s' train --precision %s --train data/kg/umls/train.txt --context graph "
                      "--neighbours 12 --qk-norm --query-relation --dim 32 --heads 4 --ffn 64 --steps 12 --seed 5 "
-                     "--quiet --json",
-                     isa[k], T->kgl, precision[p]);
+                     "--quiet --json --save '%s'",
+                     isa[k], T->kgl, precision[p], path[k]);
             CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
-            CHECK(test_json_raw(out, "final_loss", loss, sizeof loss));
-            if (k == 0)
-                snprintf(first, sizeof first, "%s", loss);
-            else if (!CHECK(strcmp(loss, first) == 0))
-                fprintf(stderr, "  %s %s: final loss %s, portable %s\n", precision[p], isa[k], loss, first);
         }
+        if (!CHECK(test_same_file(path[0], path[1])))
+            fprintf(stderr, "  %s: the AVX2 and AVX-512 checkpoints differ\n", precision[p]);
     }
 }
