@@ -335,7 +335,7 @@ TEST(vector_isa_paths_train_to_the_same_bits)
     for (int p = 0; p < 2; p++) {
         char path[2][4096];
         for (int k = 0; k < 2; k++) {
-            char cmd[8192];
+            char cmd[12288];
             snprintf(path[k], sizeof path[k], "%s/isa_%s_%s.safetensors", T->tmp, precision[p], isa[k]);
             snprintf(cmd, sizeof cmd,
                      "KGL_ISA=%s '%s' train --precision %s --train data/kg/umls/train.txt --context graph "
