@@ -91,7 +91,7 @@ INLINE void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real 
 }
 
 /* y += w · row over dk columns, the row a's part plus b's (summed first, in kgl_real) */
-static void add_token_row(kgl_real *y, double w, const kgl_real *pa, const kgl_real *pb, int dk)
+INLINE void add_token_row(kgl_real *y, double w, const kgl_real *pa, const kgl_real *pb, int dk)
 {
     if (pb)
         for (int c = 0; c < dk; c++) y[c] += w * (kgl_real)(pa[c] + pb[c]);
@@ -108,6 +108,37 @@ INLINE double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *p
     else
         for (int c = 0; c < dk; c++) dot += x[c] * pa[c];
     return dot;
+}
+
+/* The same dot product as SCORE_LANES running sums in double (each product
+   in kgl_real, as dot_token's): column c in lane c mod SCORE_LANES, the lanes
+   combined by the fixed tree l_i + l_{i+8}, l_i + l_{i+4}, l_i + l_{i+2},
+   l_0 + l_1, then the columns after the last full block in order (dot_token).
+   The lanes are independent chains, so the ISA clones add them as vectors; a
+   column-order sum is one chain, run at the adder's latency (the scores were
+   a fifth of the per-token work on FB15k-237). The same bits on every path
+   and for any number of threads. */
+#define SCORE_LANES 16
+INLINE double dot_token_lanes(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
+{
+    double acc[SCORE_LANES] = {0};
+    int full = dk - dk % SCORE_LANES;
+    if (pb)
+        for (int c0 = 0; c0 < full; c0 += SCORE_LANES)
+            for (int l = 0; l < SCORE_LANES; l++) {
+                kgl_real product = x[c0 + l] * (kgl_real)(pa[c0 + l] + pb[c0 + l]);
+                acc[l] += product;
+            }
+    else
+        for (int c0 = 0; c0 < full; c0 += SCORE_LANES)
+            for (int l = 0; l < SCORE_LANES; l++) {
+                kgl_real product = x[c0 + l] * pa[c0 + l];
+                acc[l] += product;
+            }
+    for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+    for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
+    for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
+    return (acc[0] + acc[1]) + dot_token(x + full, pa + full, pb ? pb + full : NULL, dk - full);
 }
 
 /* The tokens' rows' gradient, dX[t, c] = w_h · M[b(t), c] with w_h =
@@ -228,7 +259,7 @@ static void head_scales(const kgl_node *nd, int H, double *tau_h)
 }
 
 /* dQ rows of a block of segments */
-static void segment_scores_backward_block(void *ctx, int task, int worker)
+INLINE void segment_scores_backward_block_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
@@ -243,6 +274,7 @@ static void segment_scores_backward_block(void *ctx, int task, int worker)
                 add_token_row(Q->grad + (size_t)b * d + h * dk, g, ka, kb, dk);
             }
 }
+ISA_CLONES(segment_scores_backward_block)
 
 static void segment_scores_backward(kgl_node *nd)
 {
@@ -250,7 +282,8 @@ static void segment_scores_backward(kgl_node *nd)
     segment_job J = {Q, S, node_token_rows(nd, 1), nd->idx0, nd->n_idx, nd->i0, {0}};
     head_scales(nd, J.heads, J.tau_h);
     if (Q->grad)
-        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * S->rows * Q->cols, segment_scores_backward_block, &J);
+        kgl_parallel(nd->pool, segment_blocks(J.segments), 2.0 * S->rows * Q->cols, segment_scores_backward_block_for_isa(),
+                     &J);
     scatter_token_grads(nd->pool, &J.tok, S->grad, J.tau_h, Q->data, J.offsets, J.segments, J.heads, false);
     kgl_tensor *theta = scores_theta(nd);
     if (theta && theta->grad) { /* dθ_h: one sum over all tokens, in order */
@@ -264,7 +297,7 @@ static void segment_scores_backward(kgl_node *nd)
 }
 
 /* S rows of a block of segments */
-static void segment_scores_block(void *ctx, int task, int worker)
+INLINE void segment_scores_block_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const segment_job *J = ctx;
@@ -275,10 +308,11 @@ static void segment_scores_block(void *ctx, int task, int worker)
             for (int h = 0; h < H; h++) {
                 const kgl_real *ka, *kb;
                 token_parts(&J->tok, tok, h * dk, &ka, &kb);
-                double dot = dot_token(Q->data + (size_t)b * d + h * dk, ka, kb, dk);
+                double dot = dot_token_lanes(Q->data + (size_t)b * d + h * dk, ka, kb, dk);
                 J->out->data[(size_t)tok * H + h] = J->tau_h[h] * dot;
             }
 }
+ISA_CLONES(segment_scores_block)
 
 kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_token_rows K, const int *offsets, int segments,
                                int heads, double tau, kgl_tensor *log_temp)
@@ -299,7 +333,7 @@ kgl_tensor *kgl_segment_scores(kgl_tape *t, kgl_tensor *Q, kgl_token_rows K, con
     kgl_tensor *S = kgl_op_output(t, T, heads, n_in, in);
     segment_job J = {Q, S, K, offsets, segments, heads, {0}};
     for (int h = 0; h < heads; h++) J.tau_h[h] = log_temp ? tau * exp(log_temp->data[h]) : tau;
-    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * T * Q->cols, segment_scores_block, &J);
+    kgl_parallel(t->pool, segment_blocks(segments), 2.0 * T * Q->cols, segment_scores_block_for_isa(), &J);
     kgl_node *nd = kgl_record(t, &kgl_op_segment_scores, S, n_in, in);
     if (nd) {
         record_token_rows(nd, offsets, segments, &K);
@@ -740,7 +774,7 @@ typedef struct gather_job {
     int n, tasks; /* tokens; backward: the tasks that share the rows of A and B (kgl_owns_row) */
 } gather_job;
 
-static void gather_sum_rows_backward_owned(void *ctx, int task, int worker)
+INLINE void gather_sum_rows_backward_owned_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
@@ -757,14 +791,15 @@ static void gather_sum_rows_backward_owned(void *ctx, int task, int worker)
         }
     }
 }
+ISA_CLONES(gather_sum_rows_backward_owned)
 
 static void gather_sum_rows_backward(kgl_node *nd)
 {
     gather_job J = {nd->in[0], nd->in[1], nd->out, nd->idx0, nd->idx1, nd->n_idx, kgl_pool_threads(nd->pool)};
-    kgl_parallel(nd->pool, J.tasks, 2.0 * J.n * J.Y->cols, gather_sum_rows_backward_owned, &J);
+    kgl_parallel(nd->pool, J.tasks, 2.0 * J.n * J.Y->cols, gather_sum_rows_backward_owned_for_isa(), &J);
 }
 
-static void gather_sum_rows_block(void *ctx, int task, int worker)
+INLINE void gather_sum_rows_block_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const gather_job *J = ctx;
@@ -775,6 +810,7 @@ static void gather_sum_rows_block(void *ctx, int task, int worker)
         for (int c = 0; c < d; c++) y[c] = a[c] + b[c];
     }
 }
+ISA_CLONES(gather_sum_rows_block)
 
 kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_tensor *B, const int *ib, int n)
 {
@@ -785,7 +821,7 @@ kgl_tensor *kgl_gather_sum_rows(kgl_tape *t, kgl_tensor *A, const int *ia, kgl_t
     kgl_tensor *in[2] = {A, B};
     kgl_tensor *Y = kgl_op_output(t, n, A->cols, 2, in);
     gather_job J = {A, B, Y, ia, ib, n, 1};
-    kgl_parallel(t->pool, (n + GATHER_ROWS - 1) / GATHER_ROWS, 1.0 * n * A->cols, gather_sum_rows_block, &J);
+    kgl_parallel(t->pool, (n + GATHER_ROWS - 1) / GATHER_ROWS, 1.0 * n * A->cols, gather_sum_rows_block_for_isa(), &J);
     kgl_node *nd = kgl_record(t, &kgl_op_gather_sum_rows, Y, 2, in);
     if (nd) {
         nd->idx0 = ia;
