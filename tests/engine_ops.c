@@ -71,6 +71,64 @@ TEST(layernorm_of_known_row)
     kgl_tape_free(&t);
 }
 
+TEST(layernorm_backward_over_many_row_tasks)
+{
+    /* 5,000 rows of 8 columns are three row tasks of 2,048 rows (ELEM_BLOCK /
+       d), so dγ and dβ are added from three tasks' partial sums; on one thread
+       and on two, against the plain loops in double (the same formulas, summed
+       in another order). Tolerance 1e-10: the sums of 5,000 O(1) terms are
+       O(100), whose rounding in any order is ~1e-12; a lost or doubled task
+       errs by O(10). The two thread counts agree to the bit. */
+    enum { ROWS = 5000, D = 8 };
+    static double x[ROWS * D], seed[ROWS * D], dx_ref[ROWS * D], dx_one[ROWS * D];
+    double gamma[D], beta[D], dgamma_ref[D] = {0}, dbeta_ref[D] = {0}, dgamma_one[D], dbeta_one[D];
+    kgl_rng rng;
+    kgl_rng_seed(&rng, 7);
+    for (int k = 0; k < ROWS * D; k++) x[k] = kgl_rng_normal(&rng) + 0.5, seed[k] = kgl_rng_normal(&rng);
+    for (int j = 0; j < D; j++) gamma[j] = 1 + 0.3 * kgl_rng_normal(&rng), beta[j] = 0.1 * kgl_rng_normal(&rng);
+    for (int i = 0; i < ROWS; i++) {
+        const double *xi = x + i * D, *g = seed + i * D;
+        double mu = 0, var = 0, xh[D], mean_gh = 0, mean_gh_xh = 0;
+        for (int j = 0; j < D; j++) mu += xi[j] / D;
+        for (int j = 0; j < D; j++) var += (xi[j] - mu) * (xi[j] - mu) / D;
+        double r = 1 / sqrt(var + 1e-5);
+        for (int j = 0; j < D; j++) {
+            xh[j] = (xi[j] - mu) * r;
+            dgamma_ref[j] += g[j] * xh[j];
+            dbeta_ref[j] += g[j];
+            mean_gh += g[j] * gamma[j] / D;
+            mean_gh_xh += g[j] * gamma[j] * xh[j] / D;
+        }
+        for (int j = 0; j < D; j++) dx_ref[i * D + j] = r * (g[j] * gamma[j] - mean_gh - xh[j] * mean_gh_xh);
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+        kgl_pool *pool = kgl_pool_create(threads);
+        kgl_tape t;
+        kgl_tape_init(&t);
+        kgl_tape_set_pool(&t, pool);
+        kgl_tensor *X = leaf(&t, ROWS, D, x), *G = leaf(&t, 1, D, gamma), *B = leaf(&t, 1, D, beta);
+        kgl_tensor *Y = kgl_layernorm(&t, X, G, B);
+        kgl_backward_seeded(&t, Y, seed);
+        double err = 0;
+        for (int k = 0; k < ROWS * D; k++) err = fmax(err, fabs(X->grad[k] - dx_ref[k]));
+        for (int j = 0; j < D; j++) {
+            err = fmax(err, fabs(G->grad[j] - dgamma_ref[j]));
+            err = fmax(err, fabs(B->grad[j] - dbeta_ref[j]));
+        }
+        CHECK(err <= 1e-10);
+        if (threads == 1) {
+            memcpy(dx_one, X->grad, sizeof dx_one);
+            memcpy(dgamma_one, G->grad, sizeof dgamma_one);
+            memcpy(dbeta_one, B->grad, sizeof dbeta_one);
+        } else {
+            CHECK(memcmp(dx_one, X->grad, sizeof dx_one) == 0);
+            CHECK(memcmp(dgamma_one, G->grad, sizeof dgamma_one) == 0 && memcmp(dbeta_one, B->grad, sizeof dbeta_one) == 0);
+        }
+        kgl_tape_free(&t);
+        kgl_pool_free(pool);
+    }
+}
+
 TEST(matmul_2x3_by_3x2)
 {
     kgl_tape t;

@@ -1044,13 +1044,18 @@ static const kgl_op op_attention = {"attention", attention_backward, {4, attenti
  * ======================================================================== */
 static const kgl_op op_layernorm;
 
-/* Rows (of d columns) go in blocks of about ELEM_BLOCK elements as tasks;
-   γ's and β's gradients, sums over the rows, in blocks of COL_BLOCK columns,
-   each column in row order: every number is the plain loop's, for any
-   number of threads. */
+/* Rows (of d columns) go in blocks of about ELEM_BLOCK elements as tasks,
+   the same blocks for any number of threads. γ's and β's gradients, sums
+   over the rows, are taken in the backward's one pass over the rows: each
+   task sums its block's rows in order, in double, into a partial sum of its
+   own, and the partials are then added in task order, also in double, to
+   the gradient (rounded once). Every number is the same for any number of
+   threads; the rows are read once (a pass of its own over every row for dγ
+   cost as much as the pass for dx, FB15k-237's qk-norm reading 60 MB). */
 typedef struct layernorm_job {
     const kgl_tensor *X, *gamma, *beta, *Y;
-    double *stats; /* μ and r per row */
+    double *stats;   /* μ and r per row */
+    double *partial; /* backward: per row task, Σ g ⊙ x̂ then Σ g (2d doubles), or NULL (no γ, β gradient) */
     int d, rows, rows_per_task, row_tasks;
     bool set_dx; /* backward: dX was unset, so it is written (0 + its value), not added to */
 } layernorm_job;
@@ -1111,18 +1116,29 @@ INLINE void layernorm_forward_rows_body(void *ctx, int task, int worker)
 }
 ISA_CLONES(layernorm_forward_rows)
 
-/* dx of a block of rows; the two means in lanes, as the forward's sums */
+/* dx of a block of rows (the two means in lanes, as the forward's sums),
+   and the block's partial sums of dγ and dβ */
 INLINE void layernorm_backward_rows_body(void *ctx, int task, int worker)
 {
     (void)worker;
     const layernorm_job *J = ctx;
     int d = J->d, full = d - d % LN_LANES;
     const kgl_real *gamma = J->gamma->data;
+    double *part_gamma = J->partial ? J->partial + (size_t)task * 2 * d : NULL;
+    double *part_beta = J->partial ? part_gamma + d : NULL;
+    if (part_gamma)
+        for (int j = 0; j < 2 * d; j++) part_gamma[j] = 0;
     int i0 = task * J->rows_per_task, i1 = (int)span_end((size_t)i0, (size_t)J->rows_per_task, (size_t)J->rows);
     for (int i = i0; i < i1; i++) {
         const kgl_real *x = J->X->data + (size_t)i * d, *g = J->Y->grad + (size_t)i * d;
-        kgl_real *dx = J->X->grad + (size_t)i * d;
         double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
+        if (part_gamma)
+            for (int j = 0; j < d; j++) {
+                part_gamma[j] += g[j] * ((x[j] - mu) * r);
+                part_beta[j] += g[j];
+            }
+        if (!J->X->grad) continue;
+        kgl_real *dx = J->X->grad + (size_t)i * d;
         double sum_gh[LN_LANES] = {0}, sum_gh_xh[LN_LANES] = {0};
         for (int j = 0; j < full; j += LN_LANES) /* two loops: gcc vectorises each, not the pair */
             for (int l = 0; l < LN_LANES; l++) sum_gh[l] += (double)g[j + l] * gamma[j + l];
@@ -1143,45 +1159,27 @@ INLINE void layernorm_backward_rows_body(void *ctx, int task, int worker)
 }
 ISA_CLONES(layernorm_backward_rows)
 
-/* dγ and dβ of a block of columns, each summed over the rows in order. The
-   sums run in copies on this task's stack, with the same roundings as in
-   place (kgl_real += the product), and are stored once at the end: two
-   threads' blocks of dγ meet inside a cache line wherever the gradient
-   block puts them, and storing there row after row sent that line from
-   core to core 36,000 times a step (FB15k-237's qk-norm: six times the
-   sums' cost on two threads). Both sums are taken whichever is wanted (a
-   column's loop then has no branch, so the clones run it as vectors);
-   only the wanted ones are stored. */
-INLINE void layernorm_backward_params_body(void *ctx, int task, int worker)
+/* dγ and dβ: the row tasks' partial sums added in task order, in double,
+   to the gradients as they were; one rounding. */
+static void layernorm_params_from_partials(const layernorm_job *J)
 {
-    (void)worker;
-    const layernorm_job *J = ctx;
-    int d = J->d, j0 = task * COL_BLOCK, j1 = (int)span_end((size_t)j0, COL_BLOCK, (size_t)d), w = j1 - j0;
-    kgl_real *dgamma = J->gamma->grad, *dbeta = J->beta->grad, sum_gamma[COL_BLOCK], sum_beta[COL_BLOCK];
-    for (int j = 0; j < w; j++) {
-        sum_gamma[j] = dgamma ? dgamma[j0 + j] : 0;
-        sum_beta[j] = dbeta ? dbeta[j0 + j] : 0;
-    }
-    for (int i = 0; i < J->rows; i++) {
-        const kgl_real *x = J->X->data + (size_t)i * d + j0, *g = J->Y->grad + (size_t)i * d + j0;
-        double mu = J->stats[2 * i], r = J->stats[2 * i + 1];
-        for (int j = 0; j < w; j++) {
-            sum_gamma[j] += g[j] * ((x[j] - mu) * r);
-            sum_beta[j] += g[j];
+    int d = J->d;
+    kgl_real *grad[2] = {J->gamma->grad, J->beta->grad};
+    for (int k = 0; k < 2; k++) {
+        if (!grad[k]) continue;
+        for (int j = 0; j < d; j++) {
+            double sum = grad[k][j];
+            for (int task = 0; task < J->row_tasks; task++) sum += J->partial[((size_t)task * 2 + k) * d + j];
+            grad[k][j] = (kgl_real)sum;
         }
     }
-    for (int j = 0; j < w; j++) {
-        if (dgamma) dgamma[j0 + j] = sum_gamma[j];
-        if (dbeta) dbeta[j0 + j] = sum_beta[j];
-    }
 }
-ISA_CLONES(layernorm_backward_params)
 
 static layernorm_job layernorm_job_of(const kgl_tensor *X, const kgl_tensor *gamma, const kgl_tensor *beta,
                                       const kgl_tensor *Y, double *stats, int d)
 {
     int rows = X->rows * (X->cols / d), rows_per_task = ELEM_BLOCK / d > 0 ? ELEM_BLOCK / d : 1;
-    return (layernorm_job){X, gamma, beta, Y, stats, d, rows, rows_per_task, (rows + rows_per_task - 1) / rows_per_task,
+    return (layernorm_job){X, gamma, beta, Y, stats, NULL, d, rows, rows_per_task, (rows + rows_per_task - 1) / rows_per_task,
                            false};
 }
 
@@ -1193,10 +1191,9 @@ static void layernorm_backward(kgl_node *nd)
     J.set_dx = kgl_grad_claim(nd->in[0]); /* every row of dX is written below */
     kgl_grad_settle(nd->pool, nd->in[1]); /* γ's and β's sums start from their gradients */
     kgl_grad_settle(nd->pool, nd->in[2]);
-    if (J.X->grad)
-        kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows_for_isa(), &J);
-    if (J.gamma->grad || J.beta->grad)
-        kgl_parallel(nd->pool, (J.d + COL_BLOCK - 1) / COL_BLOCK, work, layernorm_backward_params_for_isa(), &J);
+    if (J.gamma->grad || J.beta->grad) J.partial = nd->stats + 2 * (size_t)J.rows; /* room the forward left */
+    if (J.X->grad || J.partial) kgl_parallel(nd->pool, J.row_tasks, work, layernorm_backward_rows_for_isa(), &J);
+    if (J.partial) layernorm_params_from_partials(&J);
 }
 
 kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tensor *gamma, kgl_tensor *beta)
@@ -1207,8 +1204,12 @@ kgl_tensor *kgl_layernorm_heads(kgl_tape *t, kgl_tensor *X, int heads, kgl_tenso
     shape_check(beta->rows == 1 && beta->cols == d, "layernorm (beta)", X, beta);
     kgl_tensor *in[3] = {X, gamma, beta};
     kgl_tensor *Y = kgl_op_output(t, X->rows, X->cols, 3, in);
-    double *stats = kgl_arena_alloc(&t->arena, 2 * (size_t)X->rows * heads * sizeof(double)); /* μ and r per row */
-    layernorm_job J = layernorm_job_of(X, gamma, beta, Y, stats, d);
+    layernorm_job J = layernorm_job_of(X, gamma, beta, Y, NULL, d);
+    /* μ and r per row, then (recorded, for the backward) each row task's partial sums of dγ and dβ */
+    bool backward = Y->grad && (gamma->grad || beta->grad);
+    J.stats = kgl_arena_alloc(&t->arena, (2 * (size_t)J.rows + (backward ? 2 * (size_t)J.row_tasks * d : 0)) *
+                                             sizeof(double));
+    double *stats = J.stats;
     kgl_parallel(t->pool, J.row_tasks, 8.0 * J.rows * d, layernorm_forward_rows_for_isa(), &J);
     kgl_node *nd = kgl_record(t, &op_layernorm, Y, 3, in);
     if (nd) {
