@@ -919,7 +919,7 @@ static void gather_sum_rows_case(int which, kgl_rng *rng, kgl_arena *keep, kgl_c
        mistake at a block's edge fails (the backward's rows owned by tasks
        come with threads: training_is_the_same_bits_for_any_thread_count deals them) */
     static const int ia_a[] = {0, 1, 0, 2, 1}, ib_a[] = {0, 0, 1, 1, 0}; /* A's rows in order (the backward sets them) */
-    static const int ia_b[] = {1}, ib_b[] = {3};
+    static const int ia_b[] = {0}, ib_b[] = {3}; /* A's rows in order, row 1 never named: zeroed, not claimed */
     static const int ia_c[] = {0, 3, 3, 1, 0, 2}, ib_c[] = {1, 1, 0, 1, 0, 1};
     static const int n[] = {5, 1, 6, 300}, a_rows[] = {3, 2, 4, 5}, b_rows[] = {2, 4, 2, 3}, d[] = {3, 4, 2, 6};
     int ia_d[300], ib_d[300];
