@@ -225,7 +225,7 @@ LARGE_KG := $(patsubst data/kg/%.txt.gz,$(BUILD)/kg/%.txt,$(wildcard data/kg/*/*
 $(BUILD)/kg/%.txt: data/kg/%.txt.gz
 	@mkdir -p $(dir $@)
 	gzip -dc $< > $@.tmp && mv $@.tmp $@
-benchmark-large: $(BUILD)/kgl $(LARGE_KG)
+benchmark-large: $(BUILD)/kgl $(BUILD)/kgl-f32 $(LARGE_KG)
 	$(BUILD)/kgl benchmark --data $(BUILD)/kg --datasets fb15k-237,wn18rr --recipe data/bench/large.args \
 	  --seeds $(LARGE_SEEDS) --jobs $(JOBS) --out $(BUILD)/benchmark-large
 
