@@ -177,6 +177,30 @@ TEST(saturation_per_seed_files)
     }
 }
 
+/* kgl train's run of the grid's configuration at `scale` and `seed` ends
+   (last row, aux_loss) at exactly the study's value in `row` (column c_aux). */
+static bool study_run_is_train_run(test_ctx *T, const char *scale, int seed, const char *row, int c_aux)
+{
+    static char log_csv[1 << 20];
+    char cmd[1024], path[512];
+    snprintf(cmd, sizeof cmd,
+             "train --dim 256 --heads 1 --scale %s --init-scale 3 --supervise-heads advises=0,authored=0 "
+             "--steps 300 --seed %d --quiet --log %s/ig/train_%s%d.csv",
+             scale, seed, T->tmp, scale, seed);
+    if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return false;
+    snprintf(path, sizeof path, "%s/ig/train_%s%d.csv", T->tmp, scale, seed);
+    if (!CHECK(test_read_all(path, log_csv, sizeof log_csv))) return false;
+    const char *last = test_csv_line(log_csv, test_count(log_csv, "\n") - 1);
+    int l_aux = test_csv_column(log_csv, "aux_loss");
+    if (!CHECK(last && l_aux >= 0)) return false;
+    if (!CHECK(test_csv_num(last, l_aux) == test_csv_num(row, c_aux))) {
+        printf("    %s seed %d: train %.17g, study %.17g\n", scale, seed, test_csv_num(last, l_aux),
+               test_csv_num(row, c_aux));
+        return false;
+    }
+    return true;
+}
+
 /* The issue's grid (issue 15, "Done when"): d 256, one head, init-scale 3,
    advises and authored on that head, 10 seeds. The study's runs are `kgl
    train`'s own (same final supervision loss to the last bit, for a seed that
@@ -199,31 +223,32 @@ TEST(saturation_issue_grid_frozen_fraction)
     CHECK_NEAR(test_csv_num(sqrt_row, c_floor), (4 * log(4.0) + 2 * log(2.0)) / 9, 1e-15); /* 0.770 */
     CHECK(test_csv_num(sqrt_row, c_ff) == 0);
     CHECK(test_csv_num(none_row, c_ff) >= 0.5);
-    /* the same runs as kgl train: the last aux_loss of seeds 1 and 2 of the unscaled configuration */
-    static char seeds[1 << 16], log_csv[1 << 20];
+    /* the same runs as kgl train: the last aux_loss of an unscaled seed that
+       ends frozen and of one that converges. Which unscaled seeds freeze is
+       chaotic (saturation.md: the portable path's sums freeze all ten of
+       them since issue 49's third round, the AVX-512 path's nine), so when
+       no unscaled seed converged the converged run compared is the scaled
+       configuration's seed 1 (every scaled seed converges, checked above). */
+    static char seeds[1 << 16];
     snprintf(path, sizeof path, "%s/ig/saturation_seeds.csv", T->tmp);
     if (!CHECK(test_read_all(path, seeds, sizeof seeds))) return;
     int c_aux = test_csv_column(seeds, "aux_loss"), c_frozen = test_csv_column(seeds, "frozen");
+    if (!CHECK(c_aux >= 0 && c_frozen >= 0)) return;
     int frozen_seen = 0, converged_seen = 0;
-    for (int seed = 1; seed <= 10 && c_aux >= 0 && c_frozen >= 0; seed++) {
-        const char *row = test_csv_line(seeds, 10 + seed);
+    for (int seed = 1; seed <= 10 && !(frozen_seen && converged_seen); seed++) {
+        const char *row = test_csv_line(seeds, 10 + seed); /* the unscaled rows follow the ten scaled ones */
         if (!CHECK(row != NULL)) return;
         bool frozen = test_csv_num(row, c_frozen) == 1;
         if (frozen ? frozen_seen : converged_seen) continue; /* one of each is enough */
-        snprintf(cmd, sizeof cmd,
-                 "train --dim 256 --heads 1 --scale none --init-scale 3 --supervise-heads advises=0,authored=0 "
-                 "--steps 300 --seed %d --quiet --log %s/ig/train%d.csv",
-                 seed, T->tmp, seed);
-        if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) return;
-        snprintf(path, sizeof path, "%s/ig/train%d.csv", T->tmp, seed);
-        if (!CHECK(test_read_all(path, log_csv, sizeof log_csv))) return;
-        const char *last = test_csv_line(log_csv, test_count(log_csv, "\n") - 1);
-        int l_aux = test_csv_column(log_csv, "aux_loss");
-        if (!CHECK(last && l_aux >= 0)) return;
-        if (!CHECK(test_csv_num(last, l_aux) == test_csv_num(row, c_aux))) printf("    seed %d: train %.17g, study %.17g\n", seed,
-                                                               test_csv_num(last, l_aux), test_csv_num(row, c_aux));
+        if (!study_run_is_train_run(T, "none", seed, row, c_aux)) return;
         if (frozen) frozen_seen = seed;
         else converged_seen = seed;
     }
-    CHECK(frozen_seen > 0 && converged_seen > 0);
+    CHECK(frozen_seen > 0);
+    if (!converged_seen) {
+        const char *row = test_csv_line(seeds, 1); /* the scaled configuration's seed 1 */
+        if (CHECK(row != NULL && test_csv_num(row, c_frozen) == 0) && study_run_is_train_run(T, "sqrt", 1, row, c_aux))
+            converged_seen = 1;
+    }
+    CHECK(converged_seen > 0);
 }
