@@ -1069,15 +1069,7 @@ typedef struct layernorm_job {
    FB15k-237's graph step, most of it waiting), and every clone performs the
    same additions in the same order: the same bits on any CPU and any
    number of threads. */
-#define LN_LANES 16
-
-INLINE double ln_lane_tree(double acc[LN_LANES])
-{
-    for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
-    for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
-    for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
-    return acc[0] + acc[1];
-}
+#define LN_LANES KGL_LANES
 
 /* Σ_j x_j and then Σ_j (x_j − μ)² of one row, as above: μ and σ² (biased) */
 INLINE void ln_row_moments(const kgl_real *x, int d, double *mu, double *var)
@@ -1087,13 +1079,13 @@ INLINE void ln_row_moments(const kgl_real *x, int d, double *mu, double *var)
     for (int j = 0; j < full; j += LN_LANES)
         for (int l = 0; l < LN_LANES; l++) acc[l] += x[j + l];
     for (int j = full; j < d; j++) acc[j - full] += x[j];
-    double m = ln_lane_tree(acc) / d;
+    double m = kgl_lane_tree(acc) / d;
     double sq[LN_LANES] = {0};
     for (int j = 0; j < full; j += LN_LANES)
         for (int l = 0; l < LN_LANES; l++) sq[l] += (x[j + l] - m) * (x[j + l] - m);
     for (int j = full; j < d; j++) sq[j - full] += (x[j] - m) * (x[j] - m);
     *mu = m;
-    *var = ln_lane_tree(sq) / d;
+    *var = kgl_lane_tree(sq) / d;
 }
 
 INLINE void layernorm_forward_rows_body(void *ctx, int task, int worker)
@@ -1149,7 +1141,7 @@ INLINE void layernorm_backward_rows_body(void *ctx, int task, int worker)
             sum_gh[j - full] += gh;
             sum_gh_xh[j - full] += gh * xh;
         }
-        double mean_gh = ln_lane_tree(sum_gh) / d, mean_gh_xh = ln_lane_tree(sum_gh_xh) / d;
+        double mean_gh = kgl_lane_tree(sum_gh) / d, mean_gh_xh = kgl_lane_tree(sum_gh_xh) / d;
         for (int j = 0; j < d; j++) {
             double xh = (x[j] - mu) * r, gh = (double)g[j] * gamma[j];
             kgl_real before = J->set_dx ? 0 : dx[j];

@@ -52,6 +52,19 @@ typedef void (*task_fn)(void *ctx, int task, int worker);
     static task_fn name##_for_isa(void) { return name##_portable; }
 #endif
 
+/* The fixed tree over 16 double lanes (column j in lane j mod 16): l_i + l_{i+8},
+ * l_i + l_{i+4}, l_i + l_{i+2}, l_0 + l_1 (acc is consumed). Layer norm's row sums and the
+ * segment scores' dot products use it, so the ISA clones add their lanes as vectors and
+ * every path gives the same bits. Levels written out: gcc keeps a loop over them in memory. */
+#define KGL_LANES 16
+INLINE double kgl_lane_tree(double acc[KGL_LANES])
+{
+    for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+    for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
+    for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
+    return acc[0] + acc[1];
+}
+
 /* ops_segment.c: the neighbourhood context's attention */
 extern const kgl_op kgl_op_segment_scores, kgl_op_segment_softmax, kgl_op_segment_weighted_sum, kgl_op_segment_head_sums,
     kgl_op_gather_sum_rows;

@@ -118,7 +118,7 @@ INLINE double dot_token(const kgl_real *x, const kgl_real *pa, const kgl_real *p
    column-order sum is one chain, run at the adder's latency (the scores were
    a fifth of the per-token work on FB15k-237). The same bits on every path
    and for any number of threads. */
-#define SCORE_LANES 16
+#define SCORE_LANES KGL_LANES
 INLINE double dot_token_lanes(const kgl_real *x, const kgl_real *pa, const kgl_real *pb, int dk)
 {
     double acc[SCORE_LANES] = {0};
@@ -135,10 +135,7 @@ INLINE double dot_token_lanes(const kgl_real *x, const kgl_real *pa, const kgl_r
                 kgl_real product = x[c0 + l] * pa[c0 + l];
                 acc[l] += product;
             }
-    for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
-    for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
-    for (int l = 0; l < 2; l++) acc[l] += acc[l + 2];
-    return (acc[0] + acc[1]) + dot_token(x + full, pa + full, pb ? pb + full : NULL, dk - full);
+    return kgl_lane_tree(acc) + dot_token(x + full, pa + full, pb ? pb + full : NULL, dk - full);
 }
 
 /* The tokens' rows' gradient, dX[t, c] = w_h · M[b(t), c] with w_h =
