@@ -1074,12 +1074,8 @@ typedef struct layernorm_job {
 /* Σ_j x_j and then Σ_j (x_j − μ)² of one row, as above: μ and σ² (biased) */
 INLINE void ln_row_moments(const kgl_real *x, int d, double *mu, double *var)
 {
-    double acc[LN_LANES] = {0};
     int full = d - d % LN_LANES;
-    for (int j = 0; j < full; j += LN_LANES)
-        for (int l = 0; l < LN_LANES; l++) acc[l] += x[j + l];
-    for (int j = full; j < d; j++) acc[j - full] += x[j];
-    double m = kgl_lane_tree(acc) / d;
+    double m = kgl_lane_sum(x, d) / d;
     double sq[LN_LANES] = {0};
     for (int j = 0; j < full; j += LN_LANES)
         for (int l = 0; l < LN_LANES; l++) sq[l] += (x[j + l] - m) * (x[j + l] - m);
@@ -1504,20 +1500,6 @@ typedef struct ce_job {
     bool set;          /* backward: dz was unset, so it is written (0 + its value), not added to */
 } ce_job;
 
-/* Σ_j z_j of a row, in double over KGL_LANES lanes (column j in lane j mod 16, then
-   kgl_lane_tree), as layer norm's sums: one chain in column order ran at the adder's
-   latency, 4-5% of FB15k-237's training step with label smoothing. It enters the loss's
-   value only, not the gradient. */
-INLINE double row_sum_lanes(const kgl_real *z, int n)
-{
-    double acc[KGL_LANES] = {0};
-    int full = n - n % KGL_LANES;
-    for (int j = 0; j < full; j += KGL_LANES)
-        for (int l = 0; l < KGL_LANES; l++) acc[l] += z[j + l];
-    for (int j = full; j < n; j++) acc[j - full] += z[j];
-    return kgl_lane_tree(acc);
-}
-
 INLINE void cross_entropy_rows_body(void *ctx, int task, int worker)
 {
     (void)worker;
@@ -1537,7 +1519,7 @@ INLINE void cross_entropy_rows_body(void *ctx, int task, int worker)
         } else {
             qz = (1.0 - J->eps) * z[J->targets[b]];
         }
-        if (J->eps != 0) qz += J->eps / J->n * row_sum_lanes(z, J->n);
+        if (J->eps != 0) qz += J->eps / J->n * kgl_lane_sum(z, J->n); /* in lanes: see kgl_lane_sum */
         J->row_loss[b] = lse - qz;
     }
 }
