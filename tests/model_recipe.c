@@ -625,7 +625,8 @@ TEST(recipe_guards_keep_or_leave_out_their_line)
    mid-size class) with 50 edges, no token, and the candidates' side of a
    head question (--candidate-states 0.5). The class edges are tried
    on both sides (200/201 entities, 10,000/10,001 triples, 5,000/5,001
-   entities). */
+   entities), and so is the small class's width edge, where the complex
+   readout and 6,000 steps begin (width 80/96: 80/90 entities). */
 TEST(auto_recipe_is_single_small_and_large_large)
 {
     static const struct {
@@ -634,7 +635,8 @@ TEST(auto_recipe_is_single_small_and_large_large)
     } g[] = {
         {"UMLS", "recipe", {135, 46, 5216}},         {"Kinship", "recipe", {104, 25, 8544}},
         {"Nations", "recipe", {14, 55, 1592}},       {"family", "recipe", {52, 5, 184}},
-        {"200 entities", "recipe", {200, 10, 10000}}, {"FB15k-237", "large", {14541, 237, 272115}},
+        {"200 entities", "recipe", {200, 10, 10000}}, {"90 entities (width 96)", "recipe", {90, 10, 3000}},
+        {"80 entities (width 80)", "recipe", {80, 10, 3000}}, {"FB15k-237", "large", {14541, 237, 272115}},
         {"WN18RR", "large", {40943, 11, 86835}},     {"201 entities", NULL, {201, 10, 3000}},
         {"10,001 triples", NULL, {150, 10, 10001}},
         {"CoDEx-S", NULL, {2034, 42, 32888}},        {"5,000 entities", NULL, {5000, 10, 30000}},
