@@ -53,8 +53,8 @@ typedef void (*task_fn)(void *ctx, int task, int worker);
 #endif
 
 /* The fixed tree over 16 double lanes (column j in lane j mod 16): l_i + l_{i+8},
- * l_i + l_{i+4}, l_i + l_{i+2}, l_0 + l_1 (acc is consumed). Layer norm's row sums and the
- * segment scores' dot products use it, so the ISA clones add their lanes as vectors and
+ * l_i + l_{i+4}, l_i + l_{i+2}, l_0 + l_1 (acc is consumed). Layer norm's row sums, the
+ * segment scores' dot products and the cross entropy's label-smoothing term use it, so the ISA clones add their lanes as vectors and
  * every path gives the same bits. Levels written out: gcc keeps a loop over them in memory. */
 #define KGL_LANES 16
 INLINE double kgl_lane_tree(double acc[KGL_LANES])
@@ -68,7 +68,7 @@ INLINE double kgl_lane_tree(double acc[KGL_LANES])
 /* Σ_j x_j over a row of n, in the 16 lanes and the tree above (the tail's columns go to
    lanes 0, 1, ...): layer norm's μ, and the label-smoothing term of the cross entropy's
    loss (Σ_j z_j over every entity: one chain in column order ran at the adder's latency,
-   4-5 % of FB15k-237's training step). */
+   2.5 % of the samples of FB15k-237's float32 training step; data/report/speed.md). */
 INLINE double kgl_lane_sum(const kgl_real *x, int n)
 {
     double acc[KGL_LANES] = {0};
