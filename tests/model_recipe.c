@@ -617,6 +617,42 @@ TEST(recipe_guards_keep_or_leave_out_their_line)
     }
 }
 
+/* recipe.args' width and readout on each graph of make benchmark and at the
+   edges: w = max(64, 16 round(n_entities/16)); below w = 96 the diagonal
+   readout at width w and 3,000 steps (Nations, family, 80 entities); from
+   96 the complex readout at twice the width, at most 256, and 6,000 steps
+   (90 entities 192, Kinship 224, UMLS 256, and 200 entities 256, not 416:
+   the cap keeps the class's top within a small graph's budget). */
+TEST(recipe_width_and_readout_follow_the_entities)
+{
+    static const struct {
+        const char *name;
+        kgl_recipe_vars v;
+        int dim, steps;
+        bool complex;
+    } g[] = {
+        {"Nations", {14, 55, 1592}, 64, 3000, false},     {"family", {52, 5, 184}, 64, 3000, false},
+        {"80 entities", {80, 10, 3000}, 80, 3000, false}, {"90 entities", {90, 10, 3000}, 192, 6000, true},
+        {"Kinship", {104, 25, 8544}, 224, 6000, true},    {"UMLS", {135, 46, 5216}, 256, 6000, true},
+        {"200 entities", {200, 10, 10000}, 256, 6000, true},
+    };
+    for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
+        kgl_recipe r;
+        char e[1024], want[64];
+        if (!CHECK(kgl_recipe_load(&r, "data/bench/recipe.args", &g[k].v, e, sizeof e))) {
+            printf("    %s\n", e);
+            continue;
+        }
+        snprintf(want, sizeof want, "--dim %d ", g[k].dim);
+        bool ok = strstr(r.text, want) == r.text;
+        snprintf(want, sizeof want, " --steps %d ", g[k].steps);
+        ok = ok && strstr(r.text, want) != NULL;
+        ok = ok && (strstr(r.text, " --readout complex") != NULL) == g[k].complex;
+        if (!CHECK(ok)) printf("    %s: %s\n", g[k].name, r.text);
+        kgl_recipe_free(&r);
+    }
+}
+
 /* data/bench/auto.args, the recipe that sizes itself, is recipe.args word for
    word on a small graph, large.args on FB15k-237 and WN18RR, and otherwise
    large.args with its steps bounded by the training triples (190 n_train /
