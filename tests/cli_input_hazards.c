@@ -45,7 +45,7 @@ TEST(recipe_formula_nested_20000_deep_is_refused)
    parentheses, function calls, signs. */
 TEST(recipe_formula_depth_bound_is_exact)
 {
-    kgl_recipe_vars v = {13, 5, 21};
+    kgl_recipe_vars v = {13, 5, 21, 21};
     static const char *const open[] = {"(", "max(1,", "-(", "round("};
     for (size_t k = 0; k < sizeof open / sizeof open[0]; k++) {
         for (int depth = KGL_RECIPE_MAX_DEPTH - 1; depth <= KGL_RECIPE_MAX_DEPTH + 1; depth++) {
@@ -100,7 +100,7 @@ TEST(options_file_with_a_bom_is_read)
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    stderr: %s\n", err);
     CHECK(strstr(out, "{\"steps\":3,") == out);
     kgl_recipe r;
-    kgl_recipe_vars v = {13, 5, 21};
+    kgl_recipe_vars v = {13, 5, 21, 21};
     char e[1024];
     if (CHECK(kgl_recipe_from_memory(&r, "bom.args", text, sizeof text - 1, &v, e, sizeof e))) {
         CHECK(r.argc == 6 && strcmp(r.argv[0], "--dim") == 0 && r.line[4] == 2);

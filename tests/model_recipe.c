@@ -11,7 +11,7 @@ static char out[1 << 16], err[1 << 14];
 /* Formulas whose values are whole numbers or short binary fractions: exact. */
 TEST(recipe_formulas_by_hand)
 {
-    kgl_recipe_vars umls = {135, 46, 5216}, nations = {14, 55, 1592};
+    kgl_recipe_vars umls = {135, 46, 5216, 3589}, nations = {14, 55, 1592, 182};
     char why[512];
     double x;
     CHECK(kgl_recipe_eval("max(64,16*round(n_entities/16))", &umls, &x, why, sizeof why) && x == 128);
@@ -36,7 +36,7 @@ TEST(recipe_formulas_by_hand)
 
 TEST(recipe_words_lines_and_errors)
 {
-    kgl_recipe_vars v = {135, 46, 5216};
+    kgl_recipe_vars v = {135, 46, 5216, 3589};
     kgl_recipe r;
     char e[1024];
     const char *text = "# a comment\n--dim =8*16 --heads 4\n\n--batch =round(n_train/5)# glued\n--lr 0.005\n";
@@ -155,7 +155,7 @@ TEST(formulas_and_recipe_words_in_the_library)
 {
     char *argv[] = {"kgl", "--dim", "=4*4", "--train", "=x", "--steps", "5", "--lr=0.1", "--batch", "=ceil(n_train/2)", NULL};
     int argc = 10;
-    kgl_recipe_vars academic = {13, 5, 21};
+    kgl_recipe_vars academic = {13, 5, 21, 21};
     CHECK(kgl_formula_at(argv, 2) && kgl_formula_at(argv, 9));
     CHECK(!kgl_formula_at(argv, 4)); /* a file option's value is a name */
     CHECK(!kgl_formula_at(argv, 1) && !kgl_formula_at(argv, 6) && !kgl_formula_at(argv, 7));
@@ -214,7 +214,7 @@ TEST(formulas_and_recipe_words_in_the_library)
    given there beside a recipe, it is applied. */
 TEST(relations_in_a_recipe_or_as_a_formula_is_refused)
 {
-    kgl_recipe_vars v = {13, 5, 21};
+    kgl_recipe_vars v = {13, 5, 21, 21};
     kgl_recipe r;
     char e[1024], cmd[1024];
     const char *text = "--dim 8\n--relations=advises\n";
@@ -258,8 +258,8 @@ TEST(single_recipe_width_is_capped)
     char formula[128] = "";
     if (CHECK(dim != NULL)) sscanf(dim + 7, "%127s", formula);
     free(text);
-    kgl_recipe_vars umls = {135, 46, 5216}, kinship = {104, 25, 8544}, nations = {14, 55, 1592},
-                    fb15k237 = {14541, 237, 272115};
+    kgl_recipe_vars umls = {135, 46, 5216, 3589}, kinship = {104, 25, 8544, 8544}, nations = {14, 55, 1592, 182},
+                    fb15k237 = {14541, 237, 272115, 246236};
     double x;
     char why[256];
     CHECK(kgl_recipe_eval(formula, &umls, &x, why, sizeof why) && x == 144);
@@ -287,7 +287,7 @@ TEST(large_recipe_budget_and_its_report_block)
     static const struct {
         kgl_recipe_vars v;
         long steps, eval_every;
-    } graphs[] = {{{14541, 237, 272115}, 12000, 1000}, {{40943, 11, 86835}, 4396, 366}};
+    } graphs[] = {{{14541, 237, 272115, 246236}, 12000, 1000}, {{40943, 11, 86835, 86726}, 4396, 366}};
     for (size_t g = 0; g < sizeof graphs / sizeof graphs[0]; g++) {
         kgl_recipe r;
         char e[512];
@@ -579,7 +579,7 @@ TEST(benchmark_runs_the_shipped_recipe_by_default)
    zero); every malformed guard is an error at its file:line. */
 TEST(recipe_guards_keep_or_leave_out_their_line)
 {
-    kgl_recipe_vars umls = {135, 46, 5216};
+    kgl_recipe_vars umls = {135, 46, 5216, 3589};
     kgl_recipe r;
     char e[1024];
     const char *text = "--dim 8\n"
@@ -617,24 +617,53 @@ TEST(recipe_guards_keep_or_leave_out_their_line)
     }
 }
 
-/* recipe.args' width and readout on each graph of make benchmark and at the
-   edges: w = max(64, 16 round(n_entities/16)); below w = 96 the diagonal
-   readout at width w and 3,000 steps (Nations, family, 80 entities); from
-   96 the complex readout at twice the width, at most 256, and 6,000 steps
-   (90 entities 192, Kinship 224, UMLS 256, and 200 entities 256, not 416:
-   the cap keeps the class's top within a small graph's budget). */
+/* n_pairs, the distinct ordered (head, tail) pairs of the training triples:
+   two relations on one pair count once, the pair the other way round
+   counts apart. The library's count, and kgl train's from a file: six
+   triples on four pairs (a-b twice, b-a, a-c twice, c-b), so a formula
+   n_train - n_pairs is 2 (neither count alone could give it). */
+TEST(n_pairs_counts_distinct_ordered_pairs)
+{
+    const kgl_triple tr[] = {{0, 0, 1}, {0, 1, 1}, {1, 0, 0}, {0, 0, 2}, {0, 2, 2}, {2, 1, 1}};
+    CHECK(kgl_distinct_pairs(tr, 6) == 4);
+    CHECK(kgl_distinct_pairs(tr, 1) == 1 && kgl_distinct_pairs(tr, 0) == 0);
+    const char *text = "a\tr\tb\na\ts\tb\nb\tr\ta\na\tr\tc\na\tt\tc\nc\ts\tb\n";
+    const char *path = write_tmp(T, 0, "pairs.tsv", text, strlen(text));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "train --train '%s' --dim '=4*(n_train-n_pairs)' --heads 2 --steps 1", path);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    if (!CHECK(strstr(err, "kgl train: formulas (3 entities, 3 relations, 6 training triples): --dim 8\n") == err))
+        printf("    %s\n", err);
+}
+
+/* recipe.args' width, readout and relation loss on each graph of make
+   benchmark and at the edges: w = max(64, 16 round(n_entities/16)); below
+   w = 96 the diagonal readout at width w and 3,000 steps (Nations, family,
+   80 entities); from 96 the complex readout at twice the width, at most
+   256, and 6,000 steps (90 entities 192, Kinship 224, UMLS 256, and 200
+   entities 256, not 416: the cap keeps the class's top within a small
+   graph's budget); and there the relation loss when a linked pair has one
+   relation (n_train <= 1.1 n_pairs: Kinship, 8,544 triples on 8,544 pairs;
+   not UMLS, 5,216 on 3,589, nor Nations, 1,592 on 182, nor the family
+   graph, 184 on 184, below width 96; 1,100 triples on 1,000 pairs is the
+   edge, 1,101 past it). */
 TEST(recipe_width_and_readout_follow_the_entities)
 {
     static const struct {
         const char *name;
         kgl_recipe_vars v;
         int dim, steps;
-        bool complex;
+        bool complex, relation_loss;
     } g[] = {
-        {"Nations", {14, 55, 1592}, 64, 3000, false},     {"family", {52, 5, 184}, 64, 3000, false},
-        {"80 entities", {80, 10, 3000}, 80, 3000, false}, {"90 entities", {90, 10, 3000}, 192, 6000, true},
-        {"Kinship", {104, 25, 8544}, 224, 6000, true},    {"UMLS", {135, 46, 5216}, 256, 6000, true},
-        {"200 entities", {200, 10, 10000}, 256, 6000, true},
+        {"Nations", {14, 55, 1592, 182}, 64, 3000, false, false},
+        {"family", {52, 5, 184, 184}, 64, 3000, false, false},
+        {"80 entities", {80, 10, 3000, 3000}, 80, 3000, false, false},
+        {"90 entities", {90, 10, 3000, 3000}, 192, 6000, true, true},
+        {"Kinship", {104, 25, 8544, 8544}, 224, 6000, true, true},
+        {"UMLS", {135, 46, 5216, 3589}, 256, 6000, true, false},
+        {"200 entities", {200, 10, 10000, 5000}, 256, 6000, true, false},
+        {"1,100 triples on 1,000 pairs", {120, 10, 1100, 1000}, 256, 6000, true, true},
+        {"1,101 triples on 1,000 pairs", {120, 10, 1101, 1000}, 256, 6000, true, false},
     };
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
         kgl_recipe r;
@@ -648,6 +677,7 @@ TEST(recipe_width_and_readout_follow_the_entities)
         snprintf(want, sizeof want, " --steps %d ", g[k].steps);
         ok = ok && strstr(r.text, want) != NULL;
         ok = ok && (strstr(r.text, " --readout complex") != NULL) == g[k].complex;
+        ok = ok && (strstr(r.text, " --relation-loss 1.5 ") != NULL) == g[k].relation_loss;
         if (!CHECK(ok)) printf("    %s: %s\n", g[k].name, r.text);
         kgl_recipe_free(&r);
     }
@@ -662,21 +692,25 @@ TEST(recipe_width_and_readout_follow_the_entities)
    head question (--candidate-states 0.5). The class edges are tried
    on both sides (200/201 entities, 10,000/10,001 triples, 5,000/5,001
    entities), and so is the small class's width edge, where the complex
-   readout and 6,000 steps begin (width 80/96: 80/90 entities). */
+   readout and 6,000 steps begin (width 80/96: 80/90 entities), and the
+   relation loss's (one relation a pair: 200 entities with 10,000 triples
+   on as many pairs; 1,101 triples on 1,000 pairs, past it). */
 TEST(auto_recipe_is_single_small_and_large_large)
 {
     static const struct {
         const char *name, *same_as;
         kgl_recipe_vars v;
     } g[] = {
-        {"UMLS", "recipe", {135, 46, 5216}},         {"Kinship", "recipe", {104, 25, 8544}},
-        {"Nations", "recipe", {14, 55, 1592}},       {"family", "recipe", {52, 5, 184}},
-        {"200 entities", "recipe", {200, 10, 10000}}, {"90 entities (width 96)", "recipe", {90, 10, 3000}},
-        {"80 entities (width 80)", "recipe", {80, 10, 3000}}, {"FB15k-237", "large", {14541, 237, 272115}},
-        {"WN18RR", "large", {40943, 11, 86835}},     {"201 entities", NULL, {201, 10, 3000}},
-        {"10,001 triples", NULL, {150, 10, 10001}},
-        {"CoDEx-S", NULL, {2034, 42, 32888}},        {"5,000 entities", NULL, {5000, 10, 30000}},
-        {"5,001 entities", NULL, {5001, 10, 30000}},
+        {"UMLS", "recipe", {135, 46, 5216, 3589}},   {"Kinship", "recipe", {104, 25, 8544, 8544}},
+        {"Nations", "recipe", {14, 55, 1592, 182}},  {"family", "recipe", {52, 5, 184, 184}},
+        {"200 entities", "recipe", {200, 10, 10000, 10000}}, {"90 entities (width 96)", "recipe", {90, 10, 3000, 3000}},
+        {"80 entities (width 80)", "recipe", {80, 10, 3000, 3000}},
+        {"1,101 triples on 1,000 pairs", "recipe", {120, 10, 1101, 1000}},
+        {"FB15k-237", "large", {14541, 237, 272115, 246236}},
+        {"WN18RR", "large", {40943, 11, 86835, 86726}},     {"201 entities", NULL, {201, 10, 3000, 3000}},
+        {"10,001 triples", NULL, {150, 10, 10001, 10001}},
+        {"CoDEx-S", NULL, {2034, 42, 32888, 32888}},        {"5,000 entities", NULL, {5000, 10, 30000, 30000}},
+        {"5,001 entities", NULL, {5001, 10, 30000, 30000}},
     };
     for (size_t k = 0; k < sizeof g / sizeof g[0]; k++) {
         kgl_recipe a, b;

@@ -174,7 +174,8 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
         fprintf(stderr, "kgl train: --recipe starts a run; --resume continues one with its checkpoint's options\n");
         return EXIT_USAGE;
     }
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0],
+                            kgl_distinct_pairs(v->split[0], v->n[0])};
     static kgl_recipe r; /* large; one per process */
     char err[1024];
     if (!kgl_recipe_load(&r, o->run.recipe_path, &vars, err, sizeof err)) {
@@ -755,7 +756,8 @@ static void save_failed(void *ctx, int member, const char *why)
    -1 to go on with cf->words, or an exit status. */
 static int apply_formulas(int argc, char **argv, kgl_formulas *cf, train_opts *o, const data_view *v)
 {
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0]};
+    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0],
+                            kgl_distinct_pairs(v->split[0], v->n[0])};
     size_t cap = 1024; /* and room for the option's name, however long */
     for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
     char *err = kgl_xmalloc(cap);

@@ -878,7 +878,8 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
  * `kgl train --recipe FILE` (src/model/recipe.c): the words of kgl train
  * options, '#' comments, and formulas: a word "=EXPR" is replaced by the
  * value of EXPR, made of numbers, + - * / ( ), the graph's counts
- * n_entities, n_relations, n_train (training triples) and min(a, b, ...),
+ * n_entities, n_relations, n_train (training triples), n_pairs (the
+ * distinct ordered (head, tail) pairs the training triples link) and min(a, b, ...),
  * max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x); e.g. "--steps
  * =max(1000,round(n_train/2))". A line that starts with the guard
  * "=if(COND)" (two sums compared by < <= > >= == !=) counts only when COND
@@ -895,7 +896,11 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
 #define KGL_RECIPE_MAX_DEPTH 64
 typedef struct kgl_recipe_vars {
     long n_entities, n_relations, n_train;
+    long n_pairs; /* distinct ordered (head, tail) pairs of the training triples: n_train / n_pairs is
+                     how many relations link a linked pair, 1 when each pair has one (Kinship) */
 } kgl_recipe_vars;
+/* The distinct ordered (head, tail) pairs of n triples (kgl_recipe_vars.n_pairs). */
+long kgl_distinct_pairs(const kgl_triple *tr, int n);
 typedef struct kgl_recipe {
     int argc;
     char *argv[KGL_RECIPE_MAX_WORDS];  /* the words, formulas replaced by their values */

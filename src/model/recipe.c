@@ -11,7 +11,8 @@
  *   product := unary (('*' | '/') unary)*
  *   unary   := '-' unary | atom
  *   atom    := number | name | func '(' sum (',' sum)* ')' | '(' sum ')'
- *   names   n_entities, n_relations, n_train (training triples)
+ *   names   n_entities, n_relations, n_train (training triples), n_pairs (the
+ *           distinct ordered (head, tail) pairs the training triples link)
  *   funcs   min(a, b, ...), max(a, b, ...), round(x), ceil(x), sqrt(x), log2(x)
  *
  * A line may start with a guard, the word "=if(COND)": COND is two sums
@@ -26,6 +27,7 @@
  * parses and range-checks it as if it had been typed. */
 #include <ctype.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +68,7 @@ static bool deeper(parser *P)
 
 static double sum(parser *P);
 
-static const char *const var_names[] = {"n_entities", "n_relations", "n_train"};
+static const char *const var_names[] = {"n_entities", "n_relations", "n_train", "n_pairs"};
 static const char *const func_names[] = {"min", "max", "round", "ceil", "sqrt", "log2"};
 
 static double atom(parser *P)
@@ -93,20 +95,21 @@ static double atom(parser *P)
     while ((isalnum((unsigned char)*p) || *p == '_') && n + 1 < sizeof name) name[n++] = *p++;
     name[n] = 0;
     P->p = p;
-    double vars[3] = {(double)P->v->n_entities, (double)P->v->n_relations, (double)P->v->n_train};
-    for (int k = 0; k < 3; k++)
+    double vars[4] = {(double)P->v->n_entities, (double)P->v->n_relations, (double)P->v->n_train,
+                      (double)P->v->n_pairs};
+    for (int k = 0; k < 4; k++)
         if (strcmp(name, var_names[k]) == 0) return vars[k];
     int f = -1;
     for (int k = 0; k < 6; k++)
         if (strcmp(name, func_names[k]) == 0) f = k;
     if (f < 0) {
         if (P->failed) return NAN;
-        const char *all[9] = {var_names[0],  var_names[1],  var_names[2],  func_names[0], func_names[1],
-                              func_names[2], func_names[3], func_names[4], func_names[5]};
+        const char *all[10] = {var_names[0],  var_names[1],  var_names[2],  var_names[3],  func_names[0],
+                               func_names[1], func_names[2], func_names[3], func_names[4], func_names[5]};
         char near[256];
-        int shown = kgl_near_matches(name, all, 9, 3, near, sizeof near);
-        snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: n_entities, n_relations, n_train; functions: min, "
-                 "max, round, ceil, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
+        int shown = kgl_near_matches(name, all, 10, 3, near, sizeof near);
+        snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: n_entities, n_relations, n_train, n_pairs; "
+                 "functions: min, max, round, ceil, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
         P->failed = true;
         return NAN;
     }
@@ -212,6 +215,26 @@ bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *hold
     bool r[6] = {a <= b, a >= b, a == b, a != b, a < b, a > b};
     *holds = r[op];
     return true;
+}
+
+static int by_pair(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Each triple's (head, tail) as one 64-bit key, sorted: a pair is distinct
+   where its key differs from the one before. Once a run, before training. */
+long kgl_distinct_pairs(const kgl_triple *tr, int n)
+{
+    if (n <= 0) return 0;
+    uint64_t *key = kgl_xmalloc((size_t)n * sizeof *key);
+    for (int k = 0; k < n; k++) key[k] = (uint64_t)(uint32_t)tr[k].head << 32 | (uint32_t)tr[k].tail;
+    qsort(key, (size_t)n, sizeof *key, by_pair);
+    long pairs = 1;
+    for (int k = 1; k < n; k++) pairs += key[k] != key[k - 1];
+    free(key);
+    return pairs;
 }
 
 void kgl_recipe_format(double x, char *out, size_t cap)

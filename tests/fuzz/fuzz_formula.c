@@ -12,7 +12,7 @@
 
 FUZZ_TARGET(formula)
 {
-    static const kgl_recipe_vars v = {135, 46, 5216};
+    static const kgl_recipe_vars v = {135, 46, 5216, 3589};
     static kgl_recipe r; /* large */
     char err[1024], why[512];
     if (kgl_recipe_from_memory(&r, "fuzz.args", (const char *)data, size, &v, err, sizeof err)) kgl_recipe_free(&r);
