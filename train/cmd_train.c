@@ -168,17 +168,15 @@ static void print_recipe(const kgl_recipe *r, const kgl_recipe_vars *vars, int a
 /* --recipe: the file's options (formulas computed from the loaded triples)
    go before the command line's, so that those given by hand win; the whole
    is parsed again. Returns -1 to go on, or an exit status. */
-static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v)
+static int apply_recipe(int argc, char **argv, train_opts *o, const kgl_recipe_vars *vars)
 {
     if (o->run.resume_path) {
         fprintf(stderr, "kgl train: --recipe starts a run; --resume continues one with its checkpoint's options\n");
         return EXIT_USAGE;
     }
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0],
-                            kgl_distinct_pairs(v->split[0], v->n[0])};
     static kgl_recipe r; /* large; one per process */
     char err[1024];
-    if (!kgl_recipe_load(&r, o->run.recipe_path, &vars, err, sizeof err)) {
+    if (!kgl_recipe_load(&r, o->run.recipe_path, vars, err, sizeof err)) {
         fprintf(stderr, "kgl train: %s\n", err);
         return EXIT_USAGE;
     }
@@ -196,7 +194,7 @@ static int apply_recipe(int argc, char **argv, train_opts *o, const data_view *v
     }
     /* on stderr with --json too: a benchmark's run keeps it in its .err, and
        kgl benchmark reads it from the check to show what the recipe chose */
-    if (st < 0 && !o->run.quiet) print_recipe(&r, &vars, argc, argv);
+    if (st < 0 && !o->run.quiet) print_recipe(&r, vars, argc, argv);
     return st;
 }
 
@@ -603,10 +601,10 @@ static void warn_no_layer(train_opts *o)
 }
 
 /* "kgl train: formulas (14 entities, 55 relations, 1592 training triples): --batch 228" */
-static void print_formulas(int argc, const kgl_formulas *cf, const data_view *v)
+static void print_formulas(int argc, const kgl_formulas *cf, const kgl_recipe_vars *vars)
 {
-    fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", (long)v->ds.n_entities,
-            (long)v->ds.n_relations, (long)v->n[0]);
+    fprintf(stderr, "kgl train: formulas (%ld entities, %ld relations, %ld training triples):", vars->n_entities,
+            vars->n_relations, vars->n_train);
     for (int k = 1; k < argc; k++)
         if (kgl_formulas_computed(cf, k)) fprintf(stderr, " %s %s", cf->words[k - 1], cf->words[k]);
     fputc('\n', stderr);
@@ -754,20 +752,18 @@ static void save_failed(void *ctx, int member, const char *why)
    (kgl_formulas_compute) and the command line parsed again with their
    values, which a line shows (a recipe's line, when there is one). Returns
    -1 to go on with cf->words, or an exit status. */
-static int apply_formulas(int argc, char **argv, kgl_formulas *cf, train_opts *o, const data_view *v)
+static int apply_formulas(int argc, char **argv, kgl_formulas *cf, train_opts *o, const kgl_recipe_vars *vars)
 {
-    kgl_recipe_vars vars = {v->ds.n_entities, v->ds.n_relations, v->n[0],
-                            kgl_distinct_pairs(v->split[0], v->n[0])};
     size_t cap = 1024; /* and room for the option's name, however long */
     for (int k = 0; k < argc; k++) cap += strlen(argv[k]);
     char *err = kgl_xmalloc(cap);
-    bool computed = kgl_formulas_compute(cf, argc, argv, &vars, err, cap);
+    bool computed = kgl_formulas_compute(cf, argc, argv, vars, err, cap);
     if (!computed) fprintf(stderr, "kgl train: %s\n", err);
     free(err);
     if (!computed) return EXIT_USAGE;
     if (o->run.recipe_path) return -1; /* the recipe's line shows them */
     int st = parse(argc, cf->words, o, NULL);
-    if (st < 0 && !o->run.quiet && !o->run.json) print_formulas(argc, cf, v);
+    if (st < 0 && !o->run.quiet && !o->run.json) print_formulas(argc, cf, vars);
     return st;
 }
 
@@ -783,14 +779,19 @@ static int train_run(int argc, char **argv, kgl_formulas *cf)
         return EXIT_USAGE;
     data_view v;
     if ((st = data_load("train", &o.data, &v, o.run.quiet))) return st;
+    /* the counts formulas and a recipe's guards read (n_pairs sorts the
+       training pairs: counted once, for both) */
+    kgl_recipe_vars vars = {0};
+    if (cf->count || o.run.recipe_path)
+        vars = (kgl_recipe_vars){v.ds.n_entities, v.ds.n_relations, v.n[0], kgl_distinct_pairs(v.split[0], v.n[0])};
     if (cf->count) {
-        if ((st = apply_formulas(argc, argv, cf, &o, &v)) >= 0) {
+        if ((st = apply_formulas(argc, argv, cf, &o, &vars)) >= 0) {
             data_free(&v);
             return st;
         }
         argv = cf->words;
     }
-    if (o.run.recipe_path && (st = apply_recipe(argc, argv, &o, &v)) >= 0) {
+    if (o.run.recipe_path && (st = apply_recipe(argc, argv, &o, &vars)) >= 0) {
         data_free(&v);
         return st;
     }

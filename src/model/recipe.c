@@ -27,12 +27,12 @@
  * parses and range-checks it as if it had been typed. */
 #include <ctype.h>
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kgl/model.h"
+#include "engine/internal.h"
 
 typedef struct parser {
     const char *s, *p;
@@ -70,6 +70,10 @@ static double sum(parser *P);
 
 static const char *const var_names[] = {"n_entities", "n_relations", "n_train", "n_pairs"};
 static const char *const func_names[] = {"min", "max", "round", "ceil", "sqrt", "log2"};
+#define N_VARS ((int)(sizeof var_names / sizeof var_names[0]))
+#define N_FUNCS ((int)(sizeof func_names / sizeof func_names[0]))
+#define VAR_LIST "n_entities, n_relations, n_train, n_pairs" /* the names above, for messages */
+#define FUNC_LIST "min, max, round, ceil, sqrt, log2"
 
 static double atom(parser *P)
 {
@@ -95,21 +99,21 @@ static double atom(parser *P)
     while ((isalnum((unsigned char)*p) || *p == '_') && n + 1 < sizeof name) name[n++] = *p++;
     name[n] = 0;
     P->p = p;
-    double vars[4] = {(double)P->v->n_entities, (double)P->v->n_relations, (double)P->v->n_train,
-                      (double)P->v->n_pairs};
-    for (int k = 0; k < 4; k++)
+    double vars[N_VARS] = {(double)P->v->n_entities, (double)P->v->n_relations, (double)P->v->n_train,
+                           (double)P->v->n_pairs};
+    for (int k = 0; k < N_VARS; k++)
         if (strcmp(name, var_names[k]) == 0) return vars[k];
     int f = -1;
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < N_FUNCS; k++)
         if (strcmp(name, func_names[k]) == 0) f = k;
     if (f < 0) {
         if (P->failed) return NAN;
-        const char *all[10] = {var_names[0],  var_names[1],  var_names[2],  var_names[3],  func_names[0],
-                               func_names[1], func_names[2], func_names[3], func_names[4], func_names[5]};
+        const char *all[N_VARS + N_FUNCS];
+        for (int k = 0; k < N_VARS + N_FUNCS; k++) all[k] = k < N_VARS ? var_names[k] : func_names[k - N_VARS];
         char near[256];
-        int shown = kgl_near_matches(name, all, 10, 3, near, sizeof near);
-        snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: n_entities, n_relations, n_train, n_pairs; "
-                 "functions: min, max, round, ceil, sqrt, log2)", name, shown ? "; did you mean " : "", shown ? near : "");
+        int shown = kgl_near_matches(name, all, N_VARS + N_FUNCS, 3, near, sizeof near);
+        snprintf(P->why, P->cap, "unknown name '%s'%s%s (names: " VAR_LIST "; functions: " FUNC_LIST ")", name,
+                 shown ? "; did you mean " : "", shown ? near : "");
         P->failed = true;
         return NAN;
     }
@@ -217,24 +221,18 @@ bool kgl_recipe_condition(const char *cond, const kgl_recipe_vars *v, bool *hold
     return true;
 }
 
-static int by_pair(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Each triple's (head, tail) as one 64-bit key, sorted: a pair is distinct
-   where its key differs from the one before. Once a run, before training. */
+/* The triples' (head, tail) pairs sorted (kgl_cmp_int_pair): a pair is
+   distinct where it differs from the one before. Once a run, before training. */
 long kgl_distinct_pairs(const kgl_triple *tr, int n)
 {
     if (n <= 0) return 0;
-    uint64_t *key = kgl_xmalloc((size_t)n * sizeof *key);
-    for (int k = 0; k < n; k++) key[k] = (uint64_t)(uint32_t)tr[k].head << 32 | (uint32_t)tr[k].tail;
-    qsort(key, (size_t)n, sizeof *key, by_pair);
-    long pairs = 1;
-    for (int k = 1; k < n; k++) pairs += key[k] != key[k - 1];
-    free(key);
-    return pairs;
+    int *pair = kgl_xmalloc((size_t)n * 2 * sizeof *pair);
+    for (int k = 0; k < n; k++) pair[2 * k] = tr[k].head, pair[2 * k + 1] = tr[k].tail;
+    qsort(pair, (size_t)n, 2 * sizeof *pair, kgl_cmp_int_pair);
+    long distinct = 1;
+    for (int k = 1; k < n; k++) distinct += kgl_cmp_int_pair(pair + 2 * k, pair + 2 * (k - 1)) != 0;
+    free(pair);
+    return distinct;
 }
 
 void kgl_recipe_format(double x, char *out, size_t cap)
