@@ -489,6 +489,20 @@ TEST(benchmark_command_runs_tables_and_results_json)
         CHECK(strstr(out, "one layer") == NULL && strstr(out, "one-layer") == NULL);
     }
 
+    /* a stack is named so, from the "layers" its runs' JSON echoes (a file before it said: one layer) */
+    snprintf(cmd, sizeof cmd,
+             "printf -- '--dim 8 --heads 2 --layers 2\\n--steps 20 --eval-every 10\\n' > %s/cfg/stack.args && "
+             "mkdir -p %s/kg/stack && cp %s/kg/acad/* %s/kg/stack/",
+             T->tmp, T->tmp, T->tmp, T->tmp);
+    CHECK(run_sh(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "benchmark --data %s/kg --configs %s/cfg --datasets stack --seeds 1 --out %s/bout",
+             T->tmp, T->tmp, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK(strstr(out, "\nkgl: a stack of 2 layers, ") != NULL);
+    CHECK(strstr(out, "one layer") == NULL && strstr(out, "one-layer") == NULL);
+    snprintf(path, sizeof path, "%s/bout/stack-seed1.json", T->tmp);
+    CHECK(read_text(path, text, sizeof text) && strstr(text, "\"layers\":2,") != NULL);
+
     /* errors: a missing data folder, a config that sets what the command sets */
     snprintf(cmd, sizeof cmd, "benchmark --data %s/nowhere --configs %s/cfg --datasets acad", T->tmp, T->tmp);
     CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);

@@ -173,7 +173,7 @@ TEST(benchmark_runner_check_says_kgl_trains_refusal)
 static kgl_benchmark_run table_run(unsigned long long seed, double valid_mrr, double mrr, double hits1)
 {
     kgl_benchmark_run r = {.seed = seed, .n_test = 402, .seconds = 1.5, .peak_mb = 10, .best_step = 20, .steps = 40,
-                           .params = 1264, .ensemble = 1, .n_members = 1, .member_best_step = {20}};
+                           .params = 1264, .ensemble = 1, .layers = 1, .n_members = 1, .member_best_step = {20}};
     const double test[KGL_BENCHMARK_METRICS] = {mrr, hits1, 0.75, 1, 2};
     for (int o = 0; o < 2; o++)
         for (int d = 0; d < 3; d++)

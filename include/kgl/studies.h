@@ -770,6 +770,7 @@ typedef struct kgl_benchmark_run {
     long best_step, steps, params; /* -1 if missing or not a whole number; best_step is member 0's */
     long ensemble;                 /* models in the run (kgl train --ensemble; 1 when absent) */
     bool no_layer;                 /* the run's "context" was "none": the readout on the embeddings alone */
+    long layers;                   /* the run's "layers" (kgl train --layers; 1 when absent) */
     long member_best_step[KGL_MAX_ENSEMBLE]; /* each member's best valid step (the JSON's members[]; -1 if missing) */
     int n_members;                 /* how many of them the JSON listed (1 for a single model: its best_step) */
 } kgl_benchmark_run;

@@ -55,7 +55,7 @@ const kgl_option kgl_train_options[] = {
     {.name = "--ffn", .arg = "F", .type = KGL_OPTION_WHOLE, MODEL(ffn), .lo = 0, .hi = 65536, .file_lo = 0,
      .file_hi = 1 << 20, .key = "ffn", .flags = KGL_OPTION_REQUIRED, .help = "FFN width, 0 for none (default 0)"},
     {.name = "--layers", .arg = "L", .type = KGL_OPTION_WHOLE, MODEL(layers), .lo = 1, .hi = KGL_MAX_LAYERS,
-     .key = "layers", .help = "a stack of L layers, each on the output of the one before\n"
+     .key = "layers", .flags = KGL_OPTION_ECHO, .help = "a stack of L layers, each on the output of the one before\n"
              "(default 1, at most 8; README, A stack of layers)"},
     /* DBL_TRUE_MIN: every positive double is a scale, zero is not */
     {.name = "--scale", .arg = "S", .type = KGL_OPTION_WORD_OR_NUMBER, MODEL(scale), WORDS(scales),

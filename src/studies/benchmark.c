@@ -319,6 +319,7 @@ bool kgl_benchmark_read_run(const char *path, kgl_benchmark_run *r, char *err, s
     r->ensemble = kgl_json_get(root, "ensemble") ? json_count(root, "ensemble") : 1;
     const kgl_json *context = kgl_json_get(root, "context"); /* absent: kgl train before it said (a layer) */
     r->no_layer = context && context->type == KGL_JSON_STRING && strcmp(context->str, "none") == 0;
+    r->layers = kgl_json_get(root, "layers") ? json_count(root, "layers") : 1; /* absent: before kgl train said */
     /* An ensemble's members each stop at their own best valid step. */
     const kgl_json *members = kgl_json_get(root, "members");
     r->n_members = 1;

@@ -87,8 +87,17 @@ void kgl_benchmark_table_write(FILE *f, const kgl_benchmark_dataset *job, int jo
         fprintf(f, "\n");
     }
     kgl_benchmark_mean_std(runs, n_seeds, 0, 0, 2, 0, &vm, &vs);
-    const char *model = runs[0].no_layer ? "no layer (`--context none`: the readout on the embeddings)" : "one layer",
-               *members = runs[0].no_layer ? "models without the layer (`--context none`)" : "one-layer models";
+    char model[80], members[80]; /* what the runs are: no layer, one, or a stack of L */
+    if (runs[0].no_layer) {
+        snprintf(model, sizeof model, "no layer (`--context none`: the readout on the embeddings)");
+        snprintf(members, sizeof members, "models without the layer (`--context none`)");
+    } else if (runs[0].layers <= 1) { /* 1, or not known (-1: not a whole number in the JSON) */
+        snprintf(model, sizeof model, "one layer");
+        snprintf(members, sizeof members, "one-layer models");
+    } else {
+        snprintf(model, sizeof model, "a stack of %ld layers", runs[0].layers);
+        snprintf(members, sizeof members, "models of %ld layers", runs[0].layers);
+    }
     /* a recipe's options as it computed them for this dataset, when known; else the file's words */
     const char *options = job->chosen_text[0] ? job->chosen_text : job->args_text,
                *as = job->chosen_text[0] ? ", as computed for this graph" : "";
