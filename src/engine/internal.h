@@ -67,6 +67,23 @@ static inline bool kgl_owns_row(int row, int task, int tasks)
     return tasks <= 1 || (row / KGL_OWNED_ROWS) % tasks == task;
 }
 
+/* Prefetching rows read or written in an index's order. A gather or a
+ * scatter-add walks rows scattered over a table of megabytes (on FB15k-237's
+ * graph step the batch's 8,028 distinct entities, 19,000 (entity, relation)
+ * keys): the order is the index's, which the hardware cannot guess, so each
+ * row would be a wait for memory. The loops ask for the row KGL_AHEAD places
+ * on in the index while they work on this one. A hint only: no number
+ * changes, and a row is never touched that the loop would not touch. */
+#define KGL_AHEAD 4
+static inline void kgl_prefetch_row(const void *row, size_t bytes)
+{
+    for (size_t k = 0; k < bytes; k += 64) __builtin_prefetch((const char *)row + k, 0, 3);
+}
+static inline void kgl_prefetch_row_for_write(const void *row, size_t bytes)
+{
+    for (size_t k = 0; k < bytes; k += 64) __builtin_prefetch((const char *)row + k, 1, 3);
+}
+
 /* The end of a task's span [lo, lo + step) of n things: the last span is short. */
 static inline size_t span_end(size_t lo, size_t step, size_t n) { return n - lo < step ? n : lo + step; }
 

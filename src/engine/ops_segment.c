@@ -90,6 +90,14 @@ INLINE void token_parts(const kgl_token_rows *r, int t, int off, const kgl_real 
     *pb = r->b ? r->b->data + (size_t)r->ib[t] * d + off : NULL;
 }
 
+/* Asks for token t's row of a ahead of its use (kgl_prefetch_row; nothing
+   past the T tokens). b's rows, the relations', are few and stay in cache. */
+INLINE void prefetch_token(const kgl_token_rows *r, int t, int T)
+{
+    if (t < T)
+        kgl_prefetch_row(r->a->data + (size_t)(r->ia ? r->ia[t] : t) * r->a->cols, (size_t)r->a->cols * sizeof(kgl_real));
+}
+
 /* y += w · row over dk columns, the row a's part plus b's (summed first, in kgl_real) */
 INLINE void add_token_row(kgl_real *y, double w, const kgl_real *pa, const kgl_real *pb, int dk)
 {
@@ -227,9 +235,12 @@ INLINE void scatter_token_grads_owned_body(void *ctx, int task, int worker)
     const scatter_job *J = ctx;
     const kgl_token_rows *r = J->tok;
     int H = J->heads, d = r->a->cols, dk = J->whole_rows ? d : d / H; /* the columns a head adds to */
-    int next = 0; /* rows of a seen so far, in token order (set_a: they come in order) */
+    int next = 0, T = J->offsets[J->segments]; /* rows of a seen so far, in token order (set_a: they come in order) */
     for (int b = 0; b < J->segments; b++)
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
+            int ahead = t + KGL_AHEAD < T ? (r->ia ? r->ia[t + KGL_AHEAD] : t + KGL_AHEAD) : -1;
+            if (ahead >= 0 && r->a->grad && kgl_owns_row(ahead, task, J->tasks))
+                kgl_prefetch_row_for_write(r->a->grad + (size_t)ahead * d, (size_t)d * sizeof(kgl_real));
             int ra = r->ia ? r->ia[t] : t;
             bool first = J->set_a && ra == next; /* this token is the row's first: set it */
             next += ra == next;
@@ -317,15 +328,17 @@ INLINE void segment_scores_backward_block_body(void *ctx, int task, int worker)
     (void)worker;
     const segment_job *J = ctx;
     kgl_tensor *Q = J->in0, *S = J->out;
-    int H = J->heads, d = Q->cols, dk = d / H;
+    int H = J->heads, d = Q->cols, dk = d / H, T = J->offsets[J->segments];
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
-        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++)
+        for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
+            prefetch_token(&J->tok, t + KGL_AHEAD, T);
             for (int h = 0; h < H; h++) {
                 double g = J->tau_h[h] * S->grad[(size_t)t * H + h];
                 const kgl_real *ka, *kb;
                 token_parts(&J->tok, t, h * dk, &ka, &kb);
                 add_token_row(Q->grad + (size_t)b * d + h * dk, g, ka, kb, dk);
             }
+        }
 }
 ISA_CLONES(segment_scores_backward_block)
 
@@ -359,15 +372,17 @@ INLINE void segment_scores_block_body(void *ctx, int task, int worker)
     (void)worker;
     const segment_job *J = ctx;
     const kgl_tensor *Q = J->in0;
-    int H = J->heads, d = Q->cols, dk = d / H;
+    int H = J->heads, d = Q->cols, dk = d / H, T = J->offsets[J->segments];
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++)
-        for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++)
+        for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++) {
+            prefetch_token(&J->tok, tok + KGL_AHEAD, T);
             for (int h = 0; h < H; h++) {
                 const kgl_real *ka, *kb;
                 token_parts(&J->tok, tok, h * dk, &ka, &kb);
                 double dot = dot_token_lanes(Q->data + (size_t)b * d + h * dk, ka, kb, dk);
                 J->out->data[(size_t)tok * H + h] = J->tau_h[h] * dot;
             }
+        }
 }
 ISA_CLONES(segment_scores_block)
 
@@ -732,9 +747,11 @@ INLINE void segment_head_sums_backward_block_body(void *ctx, int task, int worke
     kgl_tensor *A = J->in0;
     int H = J->heads, w = J->tok.a->cols;
     double dot[KGL_ATTENTION_MAX_HEADS];
+    int T = J->offsets[J->segments];
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         const kgl_real *g = J->out->grad + (size_t)b * H * w;
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
+            prefetch_token(&J->tok, t + KGL_AHEAD, T);
             const kgl_real *xa, *xb;
             token_parts(&J->tok, t, 0, &xa, &xb);
             dot_heads(g, H, xa, xb, w, dot);
@@ -756,11 +773,12 @@ INLINE void segment_head_sums_block_body(void *ctx, int task, int worker)
     (void)worker;
     const segment_job *J = ctx;
     const kgl_tensor *A = J->in0;
-    int H = J->heads, w = J->tok.a->cols;
+    int H = J->heads, w = J->tok.a->cols, T = J->offsets[J->segments];
     for (int b = task * SEG_BLOCK, b1 = block_end(task, J->segments); b < b1; b++) {
         kgl_real *z = J->out->data + (size_t)b * H * w;
         memset(z, 0, (size_t)H * w * sizeof *z);
         for (int tok = J->offsets[b]; tok < J->offsets[b + 1]; tok++) {
+            prefetch_token(&J->tok, tok + KGL_AHEAD, T);
             const kgl_real *xa, *xb;
             token_parts(&J->tok, tok, 0, &xa, &xb);
             for (int h = 0; h < H; h++) { /* z_h += a x in kgl_real: a is one, so no round trip through double */
@@ -845,6 +863,8 @@ INLINE void gather_sum_rows_backward_owned_body(void *ctx, int task, int worker)
     const gather_job *J = ctx;
     int d = J->Y->cols, next = 0;
     for (int t = 0; t < J->n; t++) {
+        if (t + KGL_AHEAD < J->n && J->A->grad && kgl_owns_row(J->ia[t + KGL_AHEAD], task, J->tasks))
+            kgl_prefetch_row_for_write(J->A->grad + (size_t)J->ia[t + KGL_AHEAD] * d, (size_t)d * sizeof(kgl_real));
         const kgl_real *g = J->Y->grad + (size_t)t * d;
         bool first = J->set_a && J->ia[t] == next; /* the row's first token: it sets the row */
         next += J->ia[t] == next;
@@ -878,6 +898,7 @@ INLINE void gather_sum_rows_block_body(void *ctx, int task, int worker)
     const gather_job *J = ctx;
     int d = J->Y->cols, k1 = (int)span_end((size_t)task * GATHER_ROWS, GATHER_ROWS, (size_t)J->n);
     for (int k = task * GATHER_ROWS; k < k1; k++) {
+        if (k + KGL_AHEAD < J->n) kgl_prefetch_row(J->A->data + (size_t)J->ia[k + KGL_AHEAD] * d, (size_t)d * sizeof(kgl_real));
         const kgl_real *a = J->A->data + (size_t)J->ia[k] * d, *b = J->B->data + (size_t)J->ib[k] * d;
         kgl_real *y = J->Y->data + (size_t)k * d;
         for (int c = 0; c < d; c++) y[c] = a[c] + b[c];
