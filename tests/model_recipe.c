@@ -689,7 +689,7 @@ TEST(recipe_width_and_readout_follow_the_entities)
    word on a small graph, large.args on FB15k-237 and WN18RR, and otherwise
    large.args with its steps bounded by the training triples (190 n_train /
    1024): above 5,000 entities with large.args' sequence (the question
-   alone: the asked relation as a token, no edges), up to 5,000 (the
+   alone: the asked relation as a token, no edges) and its complex readout, up to 5,000 (the
    mid-size class) with 50 edges, no token, and the candidates' side of a
    head question (--candidate-states 0.5). The class edges are tried
    on both sides (200/201 entities, 10,000/10,001 triples, 5,000/5,001
@@ -733,9 +733,11 @@ TEST(auto_recipe_is_single_small_and_large_large)
                 snprintf(want, sizeof want, " --eval-every %ld ", lround(steps / 12.0));
                 CHECK(strstr(a.text, want) != NULL);
                 const char *sequence = g[k].v.n_entities > 5000
-                                           ? "--context graph --query-relation --hide-asked-relation --relation-token --neighbours 0 --dim 384"
+                                           ? "--context graph --query-relation --hide-asked-relation --relation-token --neighbours 0 --readout complex --dim 384"
                                            : "--context graph --query-relation --hide-asked-relation --neighbours 50 --candidate-states 0.5 --dim 384";
                 if (!CHECK(strstr(a.text, sequence) == a.text)) printf("    %s: %s\n", g[k].name, a.text);
+                /* the complex readout above 5,000 entities only: the mid-size class keeps the diagonal one */
+                CHECK((strstr(a.text, " --readout complex") != NULL) == (g[k].v.n_entities > 5000));
                 /* the mid-size and large classes run in float32, as large.args does */
                 CHECK(strstr(a.text, " --precision f32") != NULL && strstr(b.text, " --precision f32") != NULL);
                 CHECK(strstr(b.text, " --steps 12000 ") != NULL && strstr(a.text, " --steps 12000 ") == NULL);
