@@ -79,9 +79,14 @@ static inline void kgl_prefetch_row(const void *row, size_t bytes)
 {
     for (size_t k = 0; k < bytes; k += 64) __builtin_prefetch((const char *)row + k, 0, 3);
 }
-static inline void kgl_prefetch_row_for_write(const void *row, size_t bytes)
+/* A scatter-add's task (kgl_owns_row) asks for the gradient row that copy
+   i + KGL_AHEAD of idx adds to, when that row is the task's. (A read hint:
+   write hints measured the same.) */
+static inline void kgl_prefetch_owned_row(const kgl_real *grad, const int *idx, int i, int n, int d, int task,
+                                          int tasks)
 {
-    for (size_t k = 0; k < bytes; k += 64) __builtin_prefetch((const char *)row + k, 1, 3);
+    if (i + KGL_AHEAD < n && kgl_owns_row(idx ? idx[i + KGL_AHEAD] : i + KGL_AHEAD, task, tasks))
+        kgl_prefetch_row(grad + (size_t)(idx ? idx[i + KGL_AHEAD] : i + KGL_AHEAD) * d, (size_t)d * sizeof(kgl_real));
 }
 
 /* The end of a task's span [lo, lo + step) of n things: the last span is short. */

@@ -491,8 +491,7 @@ static void gather_rows_backward_owned(void *ctx, int task, int worker)
     const gather_rows_job *J = ctx;
     int d = J->T->cols;
     for (int b = 0; b < J->n; b++) {
-        if (b + KGL_AHEAD < J->n && kgl_owns_row(J->rows[b + KGL_AHEAD], task, J->tasks))
-            kgl_prefetch_row_for_write(J->T->grad + (size_t)J->rows[b + KGL_AHEAD] * d, (size_t)d * sizeof(kgl_real));
+        kgl_prefetch_owned_row(J->T->grad, J->rows, b, J->n, d, task, J->tasks);
         if (!kgl_owns_row(J->rows[b], task, J->tasks)) continue;
         kgl_real *dst = J->T->grad + (size_t)J->rows[b] * d;
         const kgl_real *g = J->Y->grad + (size_t)b * d;

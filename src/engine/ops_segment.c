@@ -238,9 +238,7 @@ INLINE void scatter_token_grads_owned_body(void *ctx, int task, int worker)
     int next = 0, T = J->offsets[J->segments]; /* rows of a seen so far, in token order (set_a: they come in order) */
     for (int b = 0; b < J->segments; b++)
         for (int t = J->offsets[b]; t < J->offsets[b + 1]; t++) {
-            int ahead = t + KGL_AHEAD < T ? (r->ia ? r->ia[t + KGL_AHEAD] : t + KGL_AHEAD) : -1;
-            if (ahead >= 0 && r->a->grad && kgl_owns_row(ahead, task, J->tasks))
-                kgl_prefetch_row_for_write(r->a->grad + (size_t)ahead * d, (size_t)d * sizeof(kgl_real));
+            if (r->a->grad) kgl_prefetch_owned_row(r->a->grad, r->ia, t, T, d, task, J->tasks);
             int ra = r->ia ? r->ia[t] : t;
             bool first = J->set_a && ra == next; /* this token is the row's first: set it */
             next += ra == next;
@@ -863,8 +861,7 @@ INLINE void gather_sum_rows_backward_owned_body(void *ctx, int task, int worker)
     const gather_job *J = ctx;
     int d = J->Y->cols, next = 0;
     for (int t = 0; t < J->n; t++) {
-        if (t + KGL_AHEAD < J->n && J->A->grad && kgl_owns_row(J->ia[t + KGL_AHEAD], task, J->tasks))
-            kgl_prefetch_row_for_write(J->A->grad + (size_t)J->ia[t + KGL_AHEAD] * d, (size_t)d * sizeof(kgl_real));
+        if (J->A->grad) kgl_prefetch_owned_row(J->A->grad, J->ia, t, J->n, d, task, J->tasks);
         const kgl_real *g = J->Y->grad + (size_t)t * d;
         bool first = J->set_a && J->ia[t] == next; /* the row's first token: it sets the row */
         next += J->ia[t] == next;
