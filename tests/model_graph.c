@@ -1160,3 +1160,102 @@ TEST(context_none_warns_that_layer_options_change_nothing)
     CHECK(run_kgl(T, "train --query-relation --steps 2", out, sizeof out, err, sizeof err) == 2);
     CHECK(run_kgl(T, "train --neighbours 4 --steps 2", out, sizeof out, err, sizeof err) == 2);
 }
+
+/* --outer-residual (README, "The neighbourhood context" and "A stack of
+   layers"): each layer's input added to its output, C = x + LN(x + o Wo).
+   A trained model's states with the option are, bit for bit, its input
+   plus the states of the same parameters without it: x_b = (E[i] + P[2m])
+   + Pq[r] for a question of the graph context (the question alone and 3
+   edges), E for the full context; the sum is one rounding in either
+   precision, the same the op makes. */
+TEST(outer_residual_state_is_the_input_plus_the_layer)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *trip = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    for (int K = -1; K <= 3; K += 3) { /* -1: the full context */
+        kgl_config cfg;
+        kgl_config_defaults(&cfg);
+        if (K >= 0) {
+            cfg.context = KGL_CONTEXT_GRAPH;
+            cfg.neighbours = K;
+            cfg.query_relation = cfg.relation_token = cfg.qk_norm = true;
+            cfg.readout = KGL_READOUT_COMPLEX;
+        }
+        cfg.outer_residual = true;
+        kgl_train_config tc = {.batch = 8, .seed = 3, .optim = {0}};
+        kgl_optim_defaults(&tc.optim);
+        kgl_trainer tr;
+        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
+        for (int step = 0; step < 10; step++) /* away from the initial values */
+            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+        kgl_model with = tr.model, without = tr.model; /* the same parameters, read only */
+        without.cfg.outer_residual = false;
+        int d = cfg.dim, n = ds.n_entities;
+        const kgl_real *E = with.entity_emb->data;
+        long differ = 0, moved = 0;
+        if (K >= 0) {
+            const kgl_real *P = with.context_relation_emb->data, *Pq = with.context_query_emb->data;
+            for (int q = 0; q < 6; q++) {
+                int i = trip[q].head, r = trip[q].rel;
+                kgl_real a[64], b[64];
+                if (!CHECK(d <= 64)) break;
+                kgl_model_query_states(&with, NULL, &i, &r, 1, a);
+                kgl_model_query_states(&without, NULL, &i, &r, 1, b);
+                for (int c = 0; c < d; c++) {
+                    kgl_real xb = E[(size_t)i * d + c] + P[(size_t)2 * m * d + c];
+                    xb = xb + Pq[(size_t)r * d + c];
+                    differ += a[c] != xb + b[c];
+                    moved += a[c] != b[c];
+                }
+            }
+        } else {
+            kgl_tape t1, t2;
+            kgl_tape_init(&t1);
+            kgl_tape_init(&t2);
+            kgl_forward f1, f2;
+            kgl_model_context(&with, &t1, &f1);
+            kgl_model_context(&without, &t2, &f2);
+            for (size_t k = 0; k < (size_t)n * d; k++) {
+                differ += f1.context->data[k] != E[k] + f2.context->data[k];
+                moved += f1.context->data[k] != f2.context->data[k];
+            }
+            kgl_tape_free(&t1);
+            kgl_tape_free(&t2);
+        }
+        if (!CHECK(differ == 0 && moved > 0)) printf("    K %d: %ld elements differ, %ld moved\n", K, differ, moved);
+        kgl_trainer_free(&tr);
+    }
+    kgl_dataset_free(&ds);
+}
+
+/* kgl train saves the option (checkpoint metadata outer_residual "1"), and
+   kgl eval of that checkpoint ranks as the trained model did (a load that
+   dropped the option would rank other states: the run without it differs);
+   --context none names it among the options that change nothing. */
+TEST(outer_residual_command_line)
+{
+    static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
+    char cmd[1024], ck[600];
+    snprintf(ck, sizeof ck, "%s/outer.st", T->tmp);
+    const char *model = "--context graph --query-relation --relation-token --neighbours 0 --steps 30 --json";
+    snprintf(cmd, sizeof cmd, "train %s --outer-residual --save %s", model, ck);
+    if (!CHECK(run_kgl(T, cmd, trained, sizeof trained, err, sizeof err) == 0)) printf("    %s\n", err);
+    size_t len = 0;
+    char *st = test_slurp(ck, &len);
+    CHECK(st && len > 8 && strstr(st + 8, "\"outer_residual\":\"1\""));
+    free(st);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
+    CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train %s", model);
+    CHECK(run_kgl(T, cmd, plain, sizeof plain, err, sizeof err) == 0);
+    const char *a = strstr(trained, "\"metrics\""), *b = strstr(evaluated, "\"metrics\""), *c = strstr(plain, "\"metrics\"");
+    if (CHECK(a && b && c)) {
+        size_t n = strcspn(a, "}"); /* the train split's tail metrics */
+        CHECK(strncmp(a, b, n) == 0 && strncmp(a, c, n) != 0);
+    }
+    CHECK(run_kgl(T, "train --context none --outer-residual --steps 2 --quiet", out, sizeof out, err, sizeof err) ==
+          0);
+    CHECK(strstr(err, "so --outer-residual changes nothing") != NULL);
+}

@@ -65,7 +65,7 @@ static void away_from_defaults(int which, kgl_config *c, kgl_train_state *st)
         c->init_scale = 0.5, c->qk_norm = true, c->learn_temperature = true, c->readout = KGL_READOUT_COMPLEX;
         c->context = KGL_CONTEXT_GRAPH, c->neighbours = 7, c->query_relation = true, c->hide_asked = true;
         c->relation_token = true, c->candidate_states = 0.75;
-        c->layers = 2;
+        c->layers = 2, c->outer_residual = true;
     } else {
         c->reciprocal = false;
     }
@@ -273,11 +273,14 @@ TEST(options_without_layer_names_the_moot_and_clears_the_neighbourhood)
     cfg.context = KGL_CONTEXT_NONE;
     CHECK(kgl_options_without_layer(&cfg, &st, given, list, sizeof list) == 0 && list[0] == 0);
     cfg.qk_norm = true, cfg.layers = 3, cfg.query_relation = true, cfg.relation_token = true;
+    cfg.outer_residual = true;
     st.reg.edge_dropout = 0.1;
     int n = kgl_options_without_layer(&cfg, &st, given, list, sizeof list);
-    if (!CHECK(n == 5 && strcmp(list, " --qk-norm --layers --query-relation --relation-token --edge-dropout") == 0))
+    if (!CHECK(n == 6 && strcmp(list, " --qk-norm --layers --query-relation --relation-token --outer-residual "
+                                      "--edge-dropout") == 0))
         printf("    %d: '%s'\n", n, list);
     CHECK(cfg.layers == 1 && !cfg.query_relation && !cfg.relation_token && st.reg.edge_dropout == 0 && cfg.qk_norm);
+    CHECK(!cfg.outer_residual);
 }
 
 /* --json's echo: every option marked KGL_OPTION_ECHO under its key, a

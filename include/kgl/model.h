@@ -51,6 +51,8 @@ typedef struct kgl_config {
     bool relation_token;      /* --relation-token: the asked relation is a token of the question's
                                  segment too (context.relation_emb's rows 2m + 1 + r) */
     int layers;               /* --layers L: the layer applied L times, each with its own weights (default 1) */
+    bool outer_residual;      /* --outer-residual: each layer's input added to its output, x + LN(x + o Wo)
+                                 (+ FFN): the question's own row kept beside what the layer makes of it */
     double candidate_states;  /* --candidate-states λ: a head question (t, r⁻¹, ?) also reads each candidate j's
                                  own question (j, r) (kgl_add_candidate_side; 0: off, the default) */
 } kgl_config;
@@ -395,7 +397,7 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * with the same; the asked relation as a token (--relation-token): with K 2,
  * qk-norm and half the segments' entities masked, and alone (K 0) in a stack
  * of two. */
-#define KGL_LAYER_CHECKS 12
+#define KGL_LAYER_CHECKS 14
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------ splitting --

@@ -195,6 +195,7 @@ void kgl_bench_result_json(FILE *f, const kgl_bench_spec *s, const kgl_bench_res
     kgl_json_field_string(&w, "query", s->model.query_relation ? "relation" : "entity");
     kgl_json_field_string(&w, "asked_edges", s->model.hide_asked ? "hidden" : "shown");
     kgl_json_field_bool(&w, "relation_token", s->model.relation_token);
+    kgl_json_field_bool(&w, "outer_residual", s->model.outer_residual);
     kgl_json_field_int(&w, "batch", r->batch);
     kgl_json_field_int(&w, "threads", r->threads);
     kgl_json_field_string(&w, "isa", r->isa);
@@ -228,8 +229,9 @@ void kgl_bench_result_write(FILE *f, const kgl_bench_spec *s, const kgl_bench_re
                  m->query_relation ? ", query asks the relation" : "", m->hide_asked ? ", its edges hidden" : "",
                  m->relation_token ? ", the relation a token" : "");
     else snprintf(ctx, sizeof ctx, "%s", kgl_context_name(m->context));
-    char stack[32] = ""; /* a stack's depth; one layer says nothing */
+    char stack[48] = ""; /* a stack's depth (one layer says nothing), and the outer residual */
     if (m->layers > 1) snprintf(stack, sizeof stack, ", %d layers", m->layers);
+    if (m->outer_residual) snprintf(stack + strlen(stack), sizeof stack - strlen(stack), ", outer residual");
     fprintf(f, "kgl bench %s: n %d, d %d, H %d%s, ffn %d%s, context %s, batch %d, %d thread%s (%s, %s)\n", graph,
             r->n_entities, m->dim, m->heads, m->qk_norm ? " qk-norm" : "", m->ffn, stack, ctx, r->batch, r->threads,
             r->threads == 1 ? "" : "s", r->isa, KGL_PRECISION);

@@ -169,7 +169,8 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
     return finish_layer(m, L, t, X, O, p, rng);
 }
 
-/* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one. */
+/* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one;
+   X + Y with --outer-residual. */
 static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
                                 double p, kgl_rng *rng)
 {
@@ -181,6 +182,14 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
         F = kgl_dropout(t, F, p, rng);
         Y = kgl_layernorm(t, kgl_add(t, Y, F), L->ln2_gamma, L->ln2_beta);
     }
+    /* --outer-residual: the layer's input kept beside its normalised output,
+       x + Y. The layer norm gives every row the same scale (γ, β); the
+       readout's score of a question is then as confident for a hub as for a
+       rare entity, where the embedding alone (the baseline) can grow or
+       shrink a row. Adding x back returns that freedom and keeps the
+       layer's say: ∂(x + Y)/∂x = I + ∂Y/∂x, so x's gradient is the
+       output's plus what flows back through the layer. */
+    if (m->cfg.outer_residual) Y = kgl_add(t, X, Y);
     return Y;
 }
 

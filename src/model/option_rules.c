@@ -33,6 +33,7 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
                 {cfg->query_relation, "--query-relation"},
                 {cfg->hide_asked, "--hide-asked-relation"},
                 {cfg->relation_token, "--relation-token"},
+                {cfg->outer_residual, "--outer-residual"},
                 {cfg->candidate_states > 0, "--candidate-states"},
                 {st->reg.edge_dropout > 0, "--edge-dropout"},
                 {st->reg.source_dropout > 0, "--source-dropout"}};
@@ -44,7 +45,7 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
             if (used < cap) snprintf(list + used, cap - used, " %s", moot[k].name);
             n++;
         }
-    cfg->query_relation = cfg->hide_asked = cfg->relation_token = false;
+    cfg->query_relation = cfg->hide_asked = cfg->relation_token = cfg->outer_residual = false;
     cfg->candidate_states = 0;
     cfg->layers = 1;
     st->reg.edge_dropout = st->reg.source_dropout = 0;

@@ -93,6 +93,11 @@ const kgl_option kgl_train_options[] = {
      .help = "with --query-relation: the asked relation is also a token of\n"
              "the question's segment, which the question attends to\n"
              "(--neighbours 0: the entity and the relation alone)"},
+    {.name = "--outer-residual", .type = KGL_OPTION_FLAG, MODEL(outer_residual), WORDS(zero_one),
+     .key = "outer_residual",
+     .help = "each layer's input added to its output: C = x + LN(x + o Wo)\n"
+             "(after the FFN, if any): the question's own embedding kept\n"
+             "beside the layer's normalised state (default off)"},
     {.name = "--hide-asked-relation", .type = KGL_OPTION_FLAG, MODEL(hide_asked), WORDS(asked_edges),
      .key = "asked_edges",
      .help = "with --query-relation: a question (i, r) never sees i's\n"
