@@ -85,8 +85,9 @@ static inline void kgl_prefetch_row(const void *row, size_t bytes)
 static inline void kgl_prefetch_owned_row(const kgl_real *grad, const int *idx, int i, int n, int d, int task,
                                           int tasks)
 {
-    if (i + KGL_AHEAD < n && kgl_owns_row(idx ? idx[i + KGL_AHEAD] : i + KGL_AHEAD, task, tasks))
-        kgl_prefetch_row(grad + (size_t)(idx ? idx[i + KGL_AHEAD] : i + KGL_AHEAD) * d, (size_t)d * sizeof(kgl_real));
+    if (i + KGL_AHEAD >= n) return;
+    int row = idx ? idx[i + KGL_AHEAD] : i + KGL_AHEAD;
+    if (kgl_owns_row(row, task, tasks)) kgl_prefetch_row(grad + (size_t)row * d, (size_t)d * sizeof(kgl_real));
 }
 
 /* The end of a task's span [lo, lo + step) of n things: the last span is short. */
