@@ -777,6 +777,35 @@ TEST(adam_matches_torch_by_hand)
     kgl_params_free(&ps);
 }
 
+/* --weight-decay-on matrices: every optimiser decays the matrix and leaves
+   the vector (a layer norm's gain, a bias) where its step puts it. With a
+   zero gradient every step moves nothing but the decay (Adam: m = v = 0, so
+   0 / (0 + eps); SGD: b = 0; Adagrad: 0 / (0 + eps)), so after one step the
+   matrix is exactly 1 − lr·wd (0.95, rounded) and the vector exactly 1; with the
+   decay on all (the default) both are 0.95. */
+TEST(weight_decay_on_matrices_leaves_the_vectors)
+{
+    for (int kind = 0; kind < KGL_N_OPTIMIZERS; kind++)
+        for (int matrices_only = 0; matrices_only < 2; matrices_only++) {
+            kgl_params ps = {0};
+            kgl_tensor *w = kgl_params_add(&ps, "w", 2, 3);
+            kgl_tensor *g = kgl_params_add_vector(&ps, "g", 4);
+            kgl_params_alloc(&ps);
+            for (int i = 0; i < 6; i++) w->data[i] = 1.0;
+            for (int i = 0; i < 4; i++) g->data[i] = 1.0;
+            kgl_params_zero_grad(&ps);
+            kgl_optim o;
+            kgl_optim_defaults(&o);
+            kgl_optim_select(&o, (kgl_optimizer_kind)kind);
+            o.lr = 0.1, o.weight_decay = 0.5, o.decay_matrices_only = matrices_only;
+            kgl_optim_step(&o, &ps);
+            kgl_real decayed = (kgl_real)(1.0 - 0.1 * 0.5); /* the optimiser's own expression, rounded as it is */
+            for (int i = 0; i < 6; i++) CHECK_NEAR(w->data[i], decayed, 0);
+            for (int i = 0; i < 4; i++) CHECK_NEAR(g->data[i], matrices_only ? (kgl_real)1 : decayed, 0);
+            kgl_params_free(&ps);
+        }
+}
+
 /* kgl_optim_step_on cuts the parameter block into spans of 65,536 elements
    (params.c's PARAM_SPAN) that the pool's threads update. Three parameters
    of 50,001, 70,003 and 30,007 elements put span edges inside a parameter

@@ -167,7 +167,7 @@ TEST(resume_takes_training_options_unless_given)
              "train --steps 3 --quiet --optimizer sgd --lr 0.05 --momentum 0.5 --batch 7 --seed 9 --weight-decay 0.01 "
              "--supervise-heads advises=0 --aux-weight 0.3 --freeze-embeddings --dropout 0.1 --attn-dropout 0.2 "
              "--hidden-dropout 0.3 --entity-dropout 0.05 --label-smoothing 0.1 --relation-loss 0.2 --n3 0.01 "
-             "--lr-schedule cosine --decay-steps 50 --warmup 2 --lr-floor 0.1 --save %s",
+             "--weight-decay-on matrices --lr-schedule cosine --decay-steps 50 --warmup 2 --lr-floor 0.1 --save %s",
              a);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
     snprintf(cmd, sizeof cmd, "train --steps 0 --quiet --resume %s --save %s", a, b);
@@ -185,6 +185,51 @@ TEST(resume_takes_training_options_unless_given)
     CHECK(compared > 20);
     CHECK(strcmp(meta(c, "base_lr"), "0.5") == 0 && strcmp(meta(c, "batch"), "11") == 0);
     CHECK(strcmp(meta(c, "momentum"), "0.5") == 0); /* not given: the checkpoint's */
+}
+
+/* The tensor `name` of checkpoint `path` equals (same) or differs from
+   (!same) the one of `other`, element by element, exactly. */
+static bool same_tensor(const char *path, const char *other, const char *name, bool same)
+{
+    kgl_st_file f, g;
+    char e[512];
+    if (!kgl_st_read(path, &f, e, sizeof e)) return false;
+    bool ok = false;
+    if (kgl_st_read(other, &g, e, sizeof e)) {
+        const kgl_st_tensor *a = kgl_st_find(&f, name), *b = kgl_st_find(&g, name);
+        if (a && b && a->shape[0] == b->shape[0] && a->shape[1] == b->shape[1]) {
+            size_t n = (size_t)(a->shape[0] * a->shape[1]), equal = 0;
+            for (size_t i = 0; i < n; i++) equal += a->data[i] == b->data[i];
+            ok = n > 0 && (same ? equal == n : equal < n);
+        }
+        kgl_st_free(&g);
+    }
+    kgl_st_free(&f);
+    return ok;
+}
+
+/* --weight-decay-on matrices, one step from the same start on the same
+   batch: step one's gradient is the same in every run, and each update is
+   θ · keep − (the optimiser's step of that gradient), keep = 1 − lr·wd or
+   1 where no decay applies. So the matrices equal, bit for bit, those of
+   the run decaying everything, and the vectors (a layer norm's gain) those
+   of the run without decay, which differ from the decayed ones. */
+TEST(weight_decay_on_matrices_decays_the_matrices_alone)
+{
+    const char *runs[3] = {"--weight-decay 0.5", "--weight-decay 0.5 --weight-decay-on matrices", "--weight-decay 0"};
+    char path[3][600], cmd[4096];
+    for (int r = 0; r < 3; r++) {
+        snprintf(path[r], sizeof path[r], "%s/decay%d.st", T->tmp, r);
+        snprintf(cmd, sizeof cmd, "train --steps 1 --quiet --seed 4 --lr 0.1 %s --save %s", runs[r], path[r]);
+        if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
+    }
+    CHECK(strcmp(meta(path[1], "weight_decay_on"), "matrices") == 0);
+    CHECK(strcmp(meta(path[0], "weight_decay_on"), "all") == 0);
+    CHECK(same_tensor(path[1], path[0], "attn.wq", true));
+    CHECK(same_tensor(path[1], path[0], "entity_emb", true));
+    CHECK(same_tensor(path[1], path[2], "ln1.gamma", true));
+    CHECK(same_tensor(path[0], path[2], "ln1.gamma", false)); /* the decay does move a gain */
+    CHECK(same_tensor(path[0], path[2], "attn.wq", false));
 }
 
 /* given[] with the named options marked. */

@@ -639,7 +639,8 @@ kgl_param *kgl_params_find(kgl_params *ps, const char *name);
 
 /* ----------------------------------------------------------- optimiser --
  * Adam as torch.optim.Adam (bias-corrected, eps after the square root);
- * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first).
+ * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first), on
+ * every parameter, or on the matrices alone with decay_matrices_only.
  * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b).
  * Adagrad as torch.optim.Adagrad (no lr decay, the sum starting at 0):
  * s ← s + g², θ ← θ − lr · g / (√s + eps), s kept in each parameter's m. */
@@ -649,6 +650,8 @@ extern const char *const kgl_optimizer_names[KGL_N_OPTIMIZERS]; /* "adam", "sgd"
 typedef struct kgl_optim {
     kgl_optimizer_kind kind;
     double lr, beta1, beta2, eps, weight_decay, momentum;
+    bool decay_matrices_only; /* the decay skips every vector parameter (layer norms' gains and shifts, biases,
+                                 temperatures): --weight-decay-on matrices */
     long step; /* updates already applied */
 } kgl_optim;
 void kgl_optim_defaults(kgl_optim *o);

@@ -136,12 +136,15 @@ static void update_elements(const optim_job *j, const kgl_param *p, size_t lo, s
     const kgl_optim *o = j->o;
     size_t n = hi - lo;
     kgl_real *theta = p->t.data + lo, *g = p->t.grad + lo, *m = p->m + lo, *v = p->v + lo;
+    /* A vector (a gain, a shift, a bias, a temperature) sets a scale or an
+       offset, not a direction to keep small: --weight-decay-on matrices leaves it out. */
+    bool decays = o->weight_decay != 0 && !(o->decay_matrices_only && p->vector);
     if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
         kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, j->step_size, j->bc2_sqrt,
-                        o->weight_decay != 0 ? j->keep : 1.0);
+                        decays ? j->keep : 1.0);
         return;
     }
-    if (o->weight_decay != 0)
+    if (decays)
         for (size_t i = 0; i < n; i++) theta[i] *= j->keep;
     if (o->kind == KGL_OPT_ADAGRAD) {
         /* Each coordinate's step is lr divided by the root of its summed

@@ -32,6 +32,7 @@ static const char *const temperatures[] = {"fixed", "learn"};
 static const char *const queries[] = {"entity", "relation"};
 static const char *const asked_edges[] = {"shown", "hidden"};
 static const char *const frozen[] = {"", "entity_emb"};
+static const char *const decayed[] = {"all", "matrices"};
 static const char *const targets[] = {"1vsall", "kvsall"};
 static const char *const scales[] = {"sqrt", "none"}; /* then a number: KGL_SCALE_VALUE */
 static const char *const precisions[] = {"f64", "f32"};
@@ -120,6 +121,10 @@ const kgl_option kgl_train_options[] = {
              "order when they fit, else a seeded shuffle per epoch)"},
     {.name = "--weight-decay", .arg = "W", .type = KGL_OPTION_REAL, TRAINING(optim.weight_decay), .lo = 0, .hi = 1e6,
      .key = "weight_decay", .help = "decoupled weight decay: AdamW (default 0)"},
+    {.name = "--weight-decay-on", .arg = "P", .type = KGL_OPTION_WORD, TRAINING(optim.decay_matrices_only), WORDS(decayed),
+     .key = "weight_decay_on",
+     .help = "what --weight-decay shrinks: all (default) or matrices (not\n"
+             "the layer norms' gains and shifts, biases, temperatures)"},
     {.name = "--optimizer", .arg = "O", .type = KGL_OPTION_WORD, TRAINING(optim.kind), .words = kgl_optimizer_names,
      .n_words = KGL_N_OPTIMIZERS, .key = "optimizer",
      .help = "adam (default, as torch.optim.Adam), sgd, or adagrad (as\n"
