@@ -806,6 +806,59 @@ TEST(weight_decay_on_matrices_leaves_the_vectors)
         }
 }
 
+/* --layer-lr s: a parameter marked layer steps at s · lr, in the step and in
+   the decay; the others at lr. Every optimiser, s = 0.5 (a power of two, so
+   the scaled rate and step size are exact): from θ = 0 with a gradient of 1
+   and no decay, the layer's step is exactly half the other's (Adam's first
+   step is lr · m̂ / (√v̂ + eps), SGD's and Adagrad's lr · g / …: each a
+   product with the rate, scaled exactly by one half); from θ = 1 with a zero
+   gradient, the layer's parameter is exactly 1 − s·lr·wd and the other's
+   1 − lr·wd. s = 1 is the default: the same bits as a parameter not marked. */
+TEST(layer_lr_scales_the_layer_parameters_step_and_decay)
+{
+    for (int kind = 0; kind < KGL_N_OPTIMIZERS; kind++)
+        for (int decay = 0; decay < 2; decay++) {
+            kgl_params ps = {0};
+            kgl_tensor *layer = kgl_params_add(&ps, "layer", 2, 3);
+            kgl_tensor *table = kgl_params_add(&ps, "table", 2, 3);
+            ps.p[0].layer = true;
+            kgl_params_alloc(&ps);
+            for (int i = 0; i < 6; i++) {
+                layer->data[i] = table->data[i] = decay ? 1.0 : 0.0;
+                layer->grad[i] = table->grad[i] = decay ? 0.0 : 1.0;
+            }
+            kgl_optim o;
+            kgl_optim_defaults(&o);
+            CHECK(o.layer_lr == 1);
+            kgl_optim_select(&o, (kgl_optimizer_kind)kind);
+            o.lr = 0.1, o.weight_decay = decay ? 0.5 : 0, o.layer_lr = 0.5;
+            kgl_optim_step(&o, &ps);
+            for (int i = 0; i < 6; i++) {
+                if (decay) {
+                    CHECK_NEAR(layer->data[i], (kgl_real)(1.0 - 0.5 * 0.1 * 0.5), 0);
+                    CHECK_NEAR(table->data[i], (kgl_real)(1.0 - 0.1 * 0.5), 0);
+                } else {
+                    CHECK(table->data[i] < 0);
+                    CHECK_NEAR(layer->data[i], (kgl_real)0.5 * table->data[i], 0);
+                }
+            }
+            kgl_params_free(&ps);
+        }
+    /* s = 1: the layer's parameter moves as the table does, bit for bit */
+    kgl_params ps = {0};
+    kgl_tensor *layer = kgl_params_add(&ps, "layer", 1, 4);
+    kgl_tensor *table = kgl_params_add(&ps, "table", 1, 4);
+    ps.p[0].layer = true;
+    kgl_params_alloc(&ps);
+    for (int i = 0; i < 4; i++) layer->data[i] = table->data[i] = 0.3 * i - 0.2, layer->grad[i] = table->grad[i] = 0.7 - 0.4 * i;
+    kgl_optim o;
+    kgl_optim_defaults(&o);
+    o.weight_decay = 0.3;
+    for (int step = 0; step < 3; step++) kgl_optim_step(&o, &ps);
+    for (int i = 0; i < 4; i++) CHECK_NEAR(layer->data[i], table->data[i], 0);
+    kgl_params_free(&ps);
+}
+
 /* kgl_optim_step_on cuts the parameter block into spans of 65,536 elements
    (params.c's PARAM_SPAN) that the pool's threads update. Three parameters
    of 50,001, 70,003 and 30,007 elements put span edges inside a parameter

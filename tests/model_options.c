@@ -167,7 +167,8 @@ TEST(resume_takes_training_options_unless_given)
              "train --steps 3 --quiet --optimizer sgd --lr 0.05 --momentum 0.5 --batch 7 --seed 9 --weight-decay 0.01 "
              "--supervise-heads advises=0 --aux-weight 0.3 --freeze-embeddings --dropout 0.1 --attn-dropout 0.2 "
              "--hidden-dropout 0.3 --entity-dropout 0.05 --label-smoothing 0.1 --relation-loss 0.2 --n3 0.01 "
-             "--weight-decay-on matrices --lr-schedule cosine --decay-steps 50 --warmup 2 --lr-floor 0.1 --save %s",
+             "--weight-decay-on matrices --layer-lr 0.25 --lr-schedule cosine --decay-steps 50 --warmup 2 --lr-floor 0.1 "
+             "--save %s",
              a);
     if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
     snprintf(cmd, sizeof cmd, "train --steps 0 --quiet --resume %s --save %s", a, b);
@@ -230,6 +231,32 @@ TEST(weight_decay_on_matrices_decays_the_matrices_alone)
     CHECK(same_tensor(path[1], path[2], "ln1.gamma", true));
     CHECK(same_tensor(path[0], path[2], "ln1.gamma", false)); /* the decay does move a gain */
     CHECK(same_tensor(path[0], path[2], "attn.wq", false));
+}
+
+/* --layer-lr (README, Optimiser): the model marks its layers' own
+   parameters, and only they change rate. One `kgl train` step at lr 0.1:
+   with --layer-lr 0.5 the embeddings are, bit for bit, the default run's
+   (the first step's gradients are the same, and their rate is lr), the
+   layer's Wq and its norm's gain are not; --layer-lr 1 is the default's
+   bits everywhere. The checkpoint keeps it (metadata layer_lr). */
+TEST(layer_lr_changes_the_layers_rate_alone)
+{
+    const char *runs[3] = {"", "--layer-lr 0.5", "--layer-lr 1"};
+    char path[3][600], cmd[4096];
+    for (int r = 0; r < 3; r++) {
+        snprintf(path[r], sizeof path[r], "%s/layerlr%d.st", T->tmp, r);
+        snprintf(cmd, sizeof cmd, "train --steps 1 --quiet --seed 4 --lr 0.1 --weight-decay 0.2 %s --save %s", runs[r],
+                 path[r]);
+        if (!CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0)) printf("    %s\n", err);
+    }
+    CHECK(strtod(meta(path[1], "layer_lr"), NULL) == 0.5);
+    CHECK(strtod(meta(path[0], "layer_lr"), NULL) == 1);
+    CHECK(same_tensor(path[1], path[0], "entity_emb", true));
+    CHECK(same_tensor(path[1], path[0], "relation_emb", true));
+    CHECK(same_tensor(path[1], path[0], "attn.wq", false));
+    CHECK(same_tensor(path[1], path[0], "ln1.gamma", false));
+    CHECK(same_tensor(path[2], path[0], "attn.wq", true));
+    CHECK(same_tensor(path[2], path[0], "ln1.gamma", true));
 }
 
 /* given[] with the named options marked. */

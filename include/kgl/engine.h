@@ -617,6 +617,7 @@ typedef struct kgl_param {
     kgl_real *m, *v; /* Adam moments */
     bool vector;   /* a [1, n] row stored with shape [n] */
     bool frozen;   /* skipped by the optimiser (no update, no decay) */
+    bool layer;    /* one of the model's layers' own (the model marks them): --layer-lr scales its rate */
 } kgl_param;
 
 typedef struct kgl_params {
@@ -640,7 +641,8 @@ kgl_param *kgl_params_find(kgl_params *ps, const char *name);
 /* ----------------------------------------------------------- optimiser --
  * Adam as torch.optim.Adam (bias-corrected, eps after the square root);
  * weight_decay > 0 makes it AdamW (decoupled, θ ← θ(1 − lr·wd) first), on
- * every parameter, or on the matrices alone with decay_matrices_only.
+ * every parameter, or on the matrices alone with decay_matrices_only. A
+ * parameter marked layer steps at layer_lr · lr, its decay θ(1 − layer_lr·lr·wd).
  * SGD as torch.optim.SGD (momentum buffer b ← μ b + g, θ ← θ − lr b).
  * Adagrad as torch.optim.Adagrad (no lr decay, the sum starting at 0):
  * s ← s + g², θ ← θ − lr · g / (√s + eps), s kept in each parameter's m. */
@@ -652,6 +654,8 @@ typedef struct kgl_optim {
     double lr, beta1, beta2, eps, weight_decay, momentum;
     bool decay_matrices_only; /* the decay skips every vector parameter (layer norms' gains and shifts, biases,
                                  temperatures): --weight-decay-on matrices */
+    double layer_lr;          /* the rate of every parameter marked layer, as a multiple of lr (its decay
+                                 too): --layer-lr; 1 by default */
     long step; /* updates already applied */
 } kgl_optim;
 void kgl_optim_defaults(kgl_optim *o);

@@ -109,6 +109,7 @@ void kgl_optim_defaults(kgl_optim *o)
     o->lr = 0.01;
     o->beta1 = 0.9;
     o->beta2 = 0.999;
+    o->layer_lr = 1;
 }
 
 /* One update of every parameter, in the order of torch.optim's single-tensor
@@ -139,20 +140,28 @@ static void update_elements(const optim_job *j, const kgl_param *p, size_t lo, s
     /* A vector (a gain, a shift, a bias, a temperature) sets a scale or an
        offset, not a direction to keep small: --weight-decay-on matrices leaves it out. */
     bool decays = o->weight_decay != 0 && !(o->decay_matrices_only && p->vector);
+    /* --layer-lr: a layer's parameter steps at its own rate lr' = layer_lr · lr,
+       in every line above that has lr (the step, and AdamW's decay); any other
+       parameter, or layer_lr 1, at lr itself (the job's values, the same bits). */
+    double lr = o->lr, step_size = j->step_size, keep = j->keep;
+    if (p->layer && o->layer_lr != 1) {
+        lr = o->layer_lr * o->lr;
+        step_size = o->layer_lr * j->step_size;
+        keep = 1.0 - lr * o->weight_decay;
+    }
     if (o->kind == KGL_OPT_ADAM) { /* the Adam lines above, element by element, on the vector kernel */
-        kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, j->step_size, j->bc2_sqrt,
-                        decays ? j->keep : 1.0);
+        kgl_adam_update(theta, g, m, v, n, o->beta1, o->beta2, o->eps, step_size, j->bc2_sqrt, decays ? keep : 1.0);
         return;
     }
     if (decays)
-        for (size_t i = 0; i < n; i++) theta[i] *= j->keep;
+        for (size_t i = 0; i < n; i++) theta[i] *= keep;
     if (o->kind == KGL_OPT_ADAGRAD) {
         /* Each coordinate's step is lr divided by the root of its summed
            squared gradients: a coordinate that has had large gradients
            moves less, and every step is smaller than the one before. */
         for (size_t i = 0; i < n; i++) {
             m[i] += g[i] * g[i];
-            theta[i] -= (kgl_real)(o->lr * g[i] / (sqrt(m[i]) + o->eps));
+            theta[i] -= (kgl_real)(lr * g[i] / (sqrt(m[i]) + o->eps));
         }
     }
     if (o->kind == KGL_OPT_SGD) {
@@ -162,7 +171,7 @@ static void update_elements(const optim_job *j, const kgl_param *p, size_t lo, s
                 m[i] = o->momentum * m[i] + g[i]; /* b starts at 0, so b = g at step 1 */
                 d = m[i];
             }
-            theta[i] -= o->lr * d;
+            theta[i] -= lr * d;
         }
     }
 }

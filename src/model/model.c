@@ -94,6 +94,7 @@ static void declare_block(kgl_model *m, int l)
     kgl_params *ps = &m->params;
     kgl_block *L = &m->layer[l];
     char name[KGL_NAME_MAX];
+    int first = ps->n; /* this layer's parameters, marked at the end for --layer-lr */
 #define NAMED(suffix) (l ? (snprintf(name, sizeof name, "layer%d.%s", l, suffix), name) : suffix)
     L->wq = kgl_params_add(ps, NAMED("attn.wq"), d, d);
     L->wk = kgl_params_add(ps, NAMED("attn.wk"), d, d);
@@ -117,6 +118,7 @@ static void declare_block(kgl_model *m, int l)
     }
     if (cfg->learn_temperature) L->log_temperature = kgl_params_add_vector(ps, NAMED("attn.log_temperature"), cfg->heads);
 #undef NAMED
+    for (int i = first; i < ps->n; i++) ps->p[i].layer = true;
 }
 
 /* Declares the parameters of model `cfg` in m (allocating nothing): what

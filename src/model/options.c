@@ -125,6 +125,11 @@ const kgl_option kgl_train_options[] = {
      .key = "weight_decay_on",
      .help = "what --weight-decay shrinks: all (default) or matrices (not\n"
              "the layer norms' gains and shifts, biases, temperatures)"},
+    {.name = "--layer-lr", .arg = "F", .type = KGL_OPTION_REAL, TRAINING(optim.layer_lr), .lo = 0, .hi = 1e6,
+     .key = "layer_lr",
+     .help = "the layers' learning rate as a multiple of the rate (their\n"
+             "weights, norms and temperatures; not the embeddings or the\n"
+             "readout), their weight decay with it (default 1)"},
     {.name = "--optimizer", .arg = "O", .type = KGL_OPTION_WORD, TRAINING(optim.kind), .words = kgl_optimizer_names,
      .n_words = KGL_N_OPTIMIZERS, .key = "optimizer",
      .help = "adam (default, as torch.optim.Adam), sgd, or adagrad (as\n"
