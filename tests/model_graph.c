@@ -1155,7 +1155,7 @@ TEST(context_none_warns_that_layer_options_change_nothing)
                   "--test data/walkthrough/family.test.tsv "
                   "--recipe data/bench/large.args --context none --steps 2 --quiet",
                   out, sizeof out, err, sizeof err) == 0);
-    CHECK(strstr(err, "--neighbours --query-relation --hide-asked-relation --relation-token change nothing") != NULL);
+    CHECK(strstr(err, "--neighbours --query-relation --hide-asked-relation --relation-token --outer-residual change nothing") != NULL);
     /* the same options with the full context are a mistake */
     CHECK(run_kgl(T, "train --query-relation --steps 2", out, sizeof out, err, sizeof err) == 2);
     CHECK(run_kgl(T, "train --neighbours 4 --steps 2", out, sizeof out, err, sizeof err) == 2);

@@ -733,7 +733,8 @@ TEST(auto_recipe_is_single_small_and_large_large)
                 snprintf(want, sizeof want, " --eval-every %ld ", lround(steps / 12.0));
                 CHECK(strstr(a.text, want) != NULL);
                 const char *sequence = g[k].v.n_entities > 5000
-                                           ? "--context graph --query-relation --hide-asked-relation --relation-token --neighbours 0 --readout complex --dim 384"
+                                           ? "--context graph --query-relation --hide-asked-relation --relation-token --neighbours 0 --readout complex "
+                                             "--outer-residual --dim 768"
                                            : "--context graph --query-relation --hide-asked-relation --neighbours 50 --candidate-states 0.5 --dim 384";
                 if (!CHECK(strstr(a.text, sequence) == a.text)) printf("    %s: %s\n", g[k].name, a.text);
                 /* the complex readout above 5,000 entities only: the mid-size class keeps the diagonal one */
