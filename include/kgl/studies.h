@@ -740,7 +740,8 @@ void kgl_saturation_tables_write(FILE *f, const kgl_saturation *s);
  * caller's (`kgl benchmark` starts one `kgl train` process per dataset and
  * seed, as children of kgl/engine.h). */
 #define KGL_BENCHMARK_MAX_SEEDS 16
-#define KGL_BENCHMARK_MAX_ARGS 128 /* argv slots; a configuration holds at most MAX_ARGS − 24 words */
+#define KGL_BENCHMARK_MAX_ARGS 192 /* argv slots; a configuration holds at most MAX_ARGS − 24 words (auto.args, every
+                                     class with its guards: 105 words in its ninth version) */
 
 /* The metrics a benchmark reports, in kgl_benchmark_metrics' order. */
 #define KGL_BENCHMARK_METRICS 5
