@@ -128,6 +128,105 @@ TEST(kvsall_queries_and_the_loss_of_a_step)
     kgl_dataset_free(&ds);
 }
 
+/* --relation-loss with 1-N targets: one triple (i, r, t) per query, t drawn
+   from the query's answers by the trainer's dropout stream in batch order
+   (kgl_rng_below over the answer count, none for a single answer); without
+   a stream (a loss outside training), the first answer. The term is λ ·
+   mean over queries of lse_k s[k] − s[r], s[k] = Σ_c C[i,c] E[t,c] R[k,c]
+   over all 4 relation rows. O(1) sums of d products: 1e-12. */
+static double relation_term(const kgl_model *m, const double *C, int n, const int *head, const int *rel,
+                            const int *tail)
+{
+    int d = m->cfg.dim, rows = kgl_config_relation_rows(&m->cfg);
+    const double *R = m->relation_emb->data, *E = m->entity_emb->data;
+    double sum = 0;
+    for (int q = 0; q < n; q++) {
+        double s[8], mx = -INFINITY, z = 0;
+        for (int k = 0; k < rows && k < 8; k++) {
+            s[k] = 0;
+            for (int c = 0; c < d; c++) s[k] += C[head[q] * d + c] * E[tail[q] * d + c] * R[k * d + c];
+            if (s[k] > mx) mx = s[k];
+        }
+        for (int k = 0; k < rows && k < 8; k++) z += exp(s[k] - mx);
+        sum += mx + log(z) - s[rel[q]];
+    }
+    return sum / n;
+}
+
+TEST(kvsall_relation_loss_asks_about_one_drawn_answer_a_query)
+{
+    kgl_dataset ds;
+    kgl_trainer tr;
+    if (!tiny_trainer(T, &ds, &tr, 1024)) return;
+    CHECK(kgl_config_relation_rows(&tr.model.cfg) == 4);
+    double plain = kgl_trainer_compute(&tr);
+    kgl_regularisers with = {.relation_loss = 0.7};
+    kgl_trainer_set_regularisers(&tr, &with);
+    kgl_rng stream = tr.dropout_rng; /* the draws the step will make */
+    double loss = kgl_trainer_compute(&tr);
+    /* the whole graph is one batch, in file order (the queries above) */
+    int n = 6, d = tr.model.cfg.dim, drawn[6], first[6], moved = 0;
+    const double *C = kgl_trainer_states(&tr)->data;
+    for (int q = 0; q < n; q++) {
+        int count = tr.q_off[q + 1] - tr.q_off[q], pick = count > 1 ? (int)kgl_rng_below(&stream, (uint32_t)count) : 0;
+        drawn[q] = tr.q_answers[tr.q_off[q] + pick];
+        first[q] = tr.q_answers[tr.q_off[q]];
+        moved += pick != 0;
+    }
+    CHECK(d > 0);
+    CHECK_NEAR(loss - plain, 0.7 * relation_term(&tr.model, C, n, tr.ex_head, tr.ex_rel, drawn), 1e-12);
+    /* the stream moved on by exactly those draws */
+    CHECK(memcmp(&stream, &tr.dropout_rng, sizeof stream) == 0);
+    /* seed 1 draws a second answer for at least one of the two queries that
+       have two, so the drawn and the first-answer terms differ here */
+    CHECK(moved > 0);
+    /* without a stream: the first answers */
+    kgl_tape t;
+    kgl_tape_init(&t);
+    kgl_batch b = {n, tr.ex_head, tr.ex_rel, tr.ex_tail, NULL};
+    kgl_forward f;
+    kgl_model_loss_multi(&tr.model, &t, &b, tr.q_off, tr.q_answers, NULL, &with, &f);
+    double no_stream = f.loss->data[0];
+    kgl_model_loss_multi(&tr.model, &t, &b, tr.q_off, tr.q_answers, NULL, NULL, &f);
+    double base = f.loss->data[0];
+    CHECK_NEAR(no_stream - base, 0.7 * relation_term(&tr.model, f.context->data, n, tr.ex_head, tr.ex_rel, first),
+               1e-12);
+    CHECK(fabs(relation_term(&tr.model, f.context->data, n, tr.ex_head, tr.ex_rel, first) -
+               relation_term(&tr.model, f.context->data, n, tr.ex_head, tr.ex_rel, drawn)) > 1e-9);
+    /* the term's gradient (no stream: fixed answers) against central
+       differences of the whole loss in E and R, which it reaches through the
+       tails and every relation row: h = 1e-5 in double precision leaves
+       O(h²) + 1e-16/h ≈ 1e-10, so 1e-6 relative */
+    kgl_params_zero_grad(&tr.model.params);
+    kgl_tape_reset(&t);
+    kgl_model_loss_multi(&tr.model, &t, &b, tr.q_off, tr.q_answers, NULL, &with, &f);
+    kgl_backward(&t, f.loss);
+    int checked = 0;
+    for (int which = 0; which < 2; which++) {
+        kgl_tensor *P = which ? tr.model.relation_emb : tr.model.entity_emb;
+        size_t count = kgl_numel(P);
+        for (size_t i = 0; i < count; i += count / 7 + 1) {
+            double g = P->grad[i], x = P->data[i], h = 1e-5, up, down;
+            P->data[i] = x + h;
+            kgl_tape_reset(&t);
+            kgl_model_loss_multi(&tr.model, &t, &b, tr.q_off, tr.q_answers, NULL, &with, &f);
+            up = f.loss->data[0];
+            P->data[i] = x - h;
+            kgl_tape_reset(&t);
+            kgl_model_loss_multi(&tr.model, &t, &b, tr.q_off, tr.q_answers, NULL, &with, &f);
+            down = f.loss->data[0];
+            P->data[i] = x;
+            double fd = (up - down) / (2 * h);
+            checked += g != 0;
+            if (!CHECK_NEAR(g, fd, 1e-6 * (1 + fabs(fd)))) printf("    %s[%zu]\n", which ? "R" : "E", i);
+        }
+    }
+    CHECK(checked > 4);
+    kgl_tape_free(&t);
+    kgl_trainer_free(&tr);
+    kgl_dataset_free(&ds);
+}
+
 /* The checkpoint says the run trains against all answers (metadata
    targets), so a resume without --targets continues it bit for bit, with
    the position among the queries in the middle of an epoch. */

@@ -324,7 +324,8 @@ typedef struct kgl_regularisers {
                                multiplies C[i], R[r] and E[j] feature by feature) */
     double label_smoothing; /* --label-smoothing: ε */
     double relation_loss;   /* --relation-loss λ: + λ · the cross entropy of predicting each
-                               example's relation from its head state and tail (not random) */
+                               example's relation from its head state and tail (with 1-N targets
+                               one tail a query, drawn from its answers: kgl_readout_loss) */
     double n3;              /* --n3 λ: + λ · (1/|B|) Σ_b Σ_c |C[i_b,c]|³ + |R[r_b,c]|³ + |E[t_b,c]|³
                                (Lacroix et al. 2018; the head state before hidden dropout) */
     double source_dropout;  /* --source-dropout: a graph context's segment without its entity's row

@@ -76,6 +76,25 @@ void kgl_model_loss_multi(const kgl_model *m, kgl_tape *t, const kgl_batch *b, c
     kgl_readout_loss(m, t, b, answer_off, answers, sup, reg, out);
 }
 
+/* With 1-N targets a query (i, r) has a set of answers, and relation
+   prediction asks about one triple (i, r, t) per query: t drawn uniformly
+   from its answers, one draw a query in batch order from the regularisers'
+   stream (after the dropout masks), or its first answer without a stream
+   (a loss evaluated outside training). One row per query keeps the term's
+   size fixed (B rows, not the batch's answers, which a few queries with
+   thousands of answers would dominate); over the steps every answer is
+   asked about, each query weighed as one. */
+static const int *drawn_answers(kgl_tape *t, int n, const int *answer_off, const int *answers, kgl_rng *rng)
+{
+    int *drawn = kgl_arena_alloc(&t->arena, (size_t)(n ? n : 1) * sizeof(int));
+    for (int k = 0; k < n; k++) {
+        int count = answer_off[k + 1] - answer_off[k];
+        if (count <= 0) kgl_die("relation prediction: a 1-N query without answers (batch row %d)", k);
+        drawn[k] = answers[answer_off[k] + (rng && count > 1 ? (int)kgl_rng_below(rng, (uint32_t)count) : 0)];
+    }
+    return drawn;
+}
+
 /* The readout: score[k, j] = Σ_c C[i_k, c] R[r_k, c] E[j, c] (or the complex
    product), then the cross entropy and the terms of the regularisers. */
 void kgl_readout_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const int *answer_off, const int *answers,
@@ -116,10 +135,11 @@ void kgl_readout_loss(const kgl_model *m, kgl_tape *t, const kgl_batch *b, const
            product with the roles of R and E swapped. Complex: Re Σ_c C[i,c]
            R[k,c] conj(E[t,c]) = Re Σ_c conj(C[i,c]) E[t,c] conj(R[k,c]),
            the complex product with conj(C) in the first place. */
+        const int *tails = answers ? drawn_answers(t, b->n, answer_off, answers, reg->rng) : b->tail;
         kgl_tensor *rel_scores =
             m->cfg.readout == KGL_READOUT_COMPLEX
-                ? kgl_trilinear_complex(t, kgl_conjugate(t, states), candidates, m->relation_emb, heads, b->tail, b->n)
-                : kgl_trilinear(t, states, candidates, m->relation_emb, heads, b->tail, b->n);
+                ? kgl_trilinear_complex(t, kgl_conjugate(t, states), candidates, m->relation_emb, heads, tails, b->n)
+                : kgl_trilinear(t, states, candidates, m->relation_emb, heads, tails, b->n);
         kgl_tensor *rel_loss = kgl_cross_entropy(t, rel_scores, b->rel, eps);
         out->main_loss = kgl_add(t, out->main_loss, kgl_scale(t, rel_loss, reg->relation_loss));
     }

@@ -63,7 +63,6 @@ const char *kgl_options_conflict(const kgl_config *cfg, const kgl_train_state *s
         {st->lookup && complex, "--lookup needs --readout diagonal"},
         /* these are per (example, tail): 1-N examples have many tails */
         {st->reg.n3 > 0 && st->kvsall, "--n3 needs --targets 1vsall (one tail per example)"},
-        {st->reg.relation_loss > 0 && st->kvsall, "--relation-loss needs --targets 1vsall (one tail per example)"},
         {supervision && st->kvsall, "--supervise-heads needs --targets 1vsall (one tail per example)"},
         /* supervision and lookup read the n x n weights of the full context */
         {supervision && cfg->context != KGL_CONTEXT_FULL, "--supervise-heads needs --context full"},

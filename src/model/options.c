@@ -184,7 +184,8 @@ const kgl_option kgl_train_options[] = {
     {.name = "--relation-loss", .arg = "L", .type = KGL_OPTION_REAL, TRAINING(reg.relation_loss), .lo = 0, .hi = 100,
      .key = "relation_loss",
      .help = "+ L x the cross entropy of predicting each example's\n"
-             "relation from its head state and tail (default 0)"},
+             "relation from its head state and tail (default 0); with\n"
+             "--targets kvsall, one tail a query, drawn from its answers"},
     {.name = "--n3", .arg = "L", .type = KGL_OPTION_REAL, TRAINING(reg.n3), .lo = 0, .hi = 100, .key = "n3",
      .help = "+ L x the mean over the batch of the summed cubes |x|^3 of\n"
              "each example's head state, relation and tail rows (N3)"},
