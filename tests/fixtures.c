@@ -93,3 +93,39 @@ double test_csv_num(const char *line, int col)
     test_csv_field(line, col, buf, sizeof buf);
     return buf[0] ? strtod(buf, NULL) : NAN;
 }
+
+/* The readout's score of (c, q, e) written out in real arithmetic:
+   diagonal Σ_j c_j q_j e_j; complex (rows of d/2 complex numbers [re | im])
+   Re Σ_j c_j q_j conj(e_j) = Σ_j Re(c q)_j e_re,j + Im(c q)_j e_im,j. */
+double test_readout_score(bool is_complex, const double *c, const double *q, const double *e, int d)
+{
+    double s = 0;
+    if (!is_complex)
+        for (int j = 0; j < d; j++) s += c[j] * q[j] * e[j];
+    else
+        for (int j = 0, h = d / 2; j < h; j++) {
+            double cq_re = c[j] * q[j] - c[h + j] * q[h + j], cq_im = c[j] * q[h + j] + c[h + j] * q[j];
+            s += cq_re * e[j] + cq_im * e[h + j];
+        }
+    return s;
+}
+
+/* mean_b (logsumexp_k s[b,k] − s[b,r_b]), s[b,k] the readout's score of
+   (i_b, k, t_b) for every relation row k */
+double test_relation_prediction_ce(const kgl_model *m, const double *C, const kgl_batch *b)
+{
+    int rows = 2 * m->cfg.n_relations, d = m->cfg.dim;
+    bool complex = m->cfg.readout == KGL_READOUT_COMPLEX;
+    const double *E = m->entity_emb->data, *R = m->relation_emb->data;
+    double ce = 0;
+    for (int k = 0; k < b->n; k++) {
+        double s[64], mx = -INFINITY, z = 0;
+        for (int r = 0; r < rows; r++) {
+            s[r] = test_readout_score(complex, C + b->head[k] * d, R + r * d, E + b->tail[k] * d, d);
+            mx = fmax(mx, s[r]);
+        }
+        for (int r = 0; r < rows; r++) z += exp(s[r] - mx);
+        ce += mx + log(z) - s[b->rel[k]];
+    }
+    return ce / b->n;
+}

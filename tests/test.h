@@ -107,4 +107,10 @@ double test_csv_num(const char *line, int col);
 #define UNDER_ASAN 0
 #endif
 
+/* The readout's score of (c, q, e) written out (diagonal or complex), and
+   the relation-prediction cross entropy of a batch from it: mean_b
+   (logsumexp_k s[b,k] − s[b,r_b]) over every relation row k (fixtures.c). */
+double test_readout_score(bool is_complex, const double *c, const double *q, const double *e, int d);
+double test_relation_prediction_ce(const kgl_model *m, const double *C, const kgl_batch *b);
+
 #endif
