@@ -191,3 +191,67 @@ TEST(candidate_states_command_line)
                   sizeof out, err, sizeof err) == 0);
     CHECK(strstr(err, "--candidate-states") != NULL);
 }
+
+/* The same files for --ranks FILE and --json predictions, or false. */
+static bool same_file(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *x = test_slurp(a, &la), *y = test_slurp(b, &lb);
+    bool same = x && y && la == lb && la > 0 && memcmp(x, y, la) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* kgl eval and kgl predict --candidate-states L: the side is an evaluation-
+   time choice, so a model trained without it, ranked with L, gives the
+   ranks of the same model trained with L (the same seed: the option does
+   not touch training, and no --valid chooses a step), byte for byte; L 0
+   takes it away again; the override changes the ranks (else the test could
+   not fail); a model that does not ask the relation is refused. */
+TEST(candidate_states_at_evaluation_time)
+{
+    char cmd[1536], a[600], b[600];
+    const char *base = "train --context graph --query-relation --hide-asked-relation --neighbours 3 --dim 8 --heads 2 "
+                       "--steps 20 --quiet";
+    snprintf(cmd, sizeof cmd, "%s --save %s/without.st", base, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "%s --candidate-states 0.5 --save %s/with.st", base, T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    const char *ranks[][3] = {{"without", "--candidate-states 0.5", "w5"}, {"with", "", "with"},
+                              {"with", "--candidate-states 0", "w0"},     {"without", "", "without"}};
+    for (int k = 0; k < 4; k++) {
+        snprintf(cmd, sizeof cmd, "eval --checkpoint %s/%s.st %s --ranks %s/%s.tsv", T->tmp, ranks[k][0], ranks[k][1],
+                 T->tmp, ranks[k][2]);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        /* a changed value is said */
+        CHECK((strstr(err, "asks its head questions with --candidate-states") != NULL) == (ranks[k][1][0] != 0));
+    }
+    snprintf(a, sizeof a, "%s/w5.tsv", T->tmp), snprintf(b, sizeof b, "%s/with.tsv", T->tmp);
+    CHECK(same_file(a, b));
+    snprintf(a, sizeof a, "%s/w0.tsv", T->tmp), snprintf(b, sizeof b, "%s/without.tsv", T->tmp);
+    CHECK(same_file(a, b));
+    snprintf(a, sizeof a, "%s/with.tsv", T->tmp);
+    CHECK(!same_file(a, b));
+    /* kgl predict: a head question's answers, every entity's score */
+    static char said[3][sizeof out];
+    const char *asked[][2] = {{"without", "--candidate-states 0.5"}, {"with", ""}, {"without", ""}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd,
+                 "predict --checkpoint %s/%s.st %s --train data/academic.tsv --relation advises --tail alice "
+                 "--no-filter --top 13 --json",
+                 T->tmp, asked[k][0], asked[k][1]);
+        CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+        CHECK(strstr(out, "\"rank\":13") != NULL);
+        memcpy(said[k], out, sizeof out);
+    }
+    CHECK(strcmp(said[0], said[1]) == 0);
+    CHECK(strcmp(said[1], said[2]) != 0);
+    snprintf(cmd, sizeof cmd, "train --steps 3 --quiet --save %s/plain.st", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/plain.st --candidate-states 1", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--candidate-states needs a model that asks the relation") != NULL);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s/with.st --candidate-states -1", T->tmp);
+    CHECK(run_kgl(T, cmd, out, sizeof out, err, sizeof err) == 2);
+}

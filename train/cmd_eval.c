@@ -10,7 +10,8 @@
 
 static const char help[] =
     "usage: kgl eval --checkpoint F [--train F] [--valid F] [--test F] [--relations A,B] [--json]\n"
-    "                [--ranks FILE.tsv] [--member K] [--splits train,valid,test]\n\n"
+    "                [--ranks FILE.tsv] [--member K] [--splits train,valid,test]\n"
+    "                [--candidate-states L]\n\n"
     "Ranks every triple of each given split for its tail and its head among all\n"
     "entities, filtering the other known answers (from every file given), with\n"
     "ties ranked as the mean of the optimistic and pessimistic rank. Prints MRR,\n"
@@ -35,6 +36,10 @@ static const char help[] =
     "training triples.\n\n"
     "--member K ranks model K of the ensemble alone (0: F itself; K: the K-th\n"
     "file F lists, or the K-th of A,B,...), as kgl train's line for member K.\n\n"
+    "--candidate-states L ranks with the candidates' side of a head question at\n"
+    "weight L (kgl train --candidate-states; 0: off) instead of the checkpoint's:\n"
+    "it changes ranking only, so a model trained without it can be measured\n"
+    "with it (a model that asks the relation, --query-relation).\n\n"
     EXIT_TABLE;
 
 /* Every triple of every split present, ranked, to `path`
@@ -75,12 +80,15 @@ int cmd_eval(int argc, char **argv)
     const char *ckpt = NULL, *ranks = NULL, *splits = NULL;
     long member = -1;
     bool json = false;
+    double candidate_states = -1; /* the checkpoint's */
     int st;
     while (cli_next(&a)) {
         if (cli_is(&a, "--help") || cli_is(&a, "-h")) {
             fputs(help, stdout);
             return 0;
         } else if ((st = model_cmd_option(&a, &d, &ckpt, &member, &json)) >= 0) {
+            if (st) return st;
+        } else if ((st = candidate_states_option(&a, &candidate_states)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--ranks")) {
             if (!(ranks = cli_value(&a))) return EXIT_USAGE;
@@ -108,10 +116,11 @@ int cmd_eval(int argc, char **argv)
         return st;
     }
     const cli_file output = {"--ranks", ranks, true, NULL};
-    if (!outputs_distinct("eval", &d, ckpt, ms.paths, ms.n, &output, 1)) {
+    if ((st = set_candidate_states("eval", &ms, candidate_states)) ||
+        !outputs_distinct("eval", &d, ckpt, ms.paths, ms.n, &output, 1)) {
         kgl_model_set_close(&ms);
         data_free(&v);
-        return EXIT_USAGE;
+        return st ? st : EXIT_USAGE;
     }
     kgl_eval ev;
     kgl_eval_init(&ev, v.ds.n_entities, v.ds.n_relations);

@@ -40,6 +40,10 @@ static const char help[] =
     "                     prob is the mean of the models' probabilities, score\n"
     "                     its log\n"
     "  --member K         ask model K of the ensemble alone (0: F itself)\n"
+    "  --candidate-states L\n"
+    "                     score head questions with the candidates' side at\n"
+    "                     weight L (kgl train --candidate-states; 0: off)\n"
+    "                     instead of the checkpoint's\n"
     "  --head NAME        ask for the tails of NAME under --relation\n"
     "  --tail NAME        ask for the heads of NAME under --relation\n"
     "  --relation REL     the relation asked about\n"
@@ -76,6 +80,7 @@ typedef struct predict_options {
     const char *ckpt, *head, *tail, *relation, *queries;
     bool json;
     long top, member;
+    double candidate_states; /* < 0: the checkpoint's */
     bool top_given;  /* else 10, or n when there are fewer */
     bool have_known; /* triples given (--train, with --valid, --test) */
     bool filtering;  /* known answers left out */
@@ -87,7 +92,7 @@ static int parse_options(int argc, char **argv, predict_options *o)
     cli_args a;
     cli_init(&a, "predict", argc, argv);
     a.help = help;
-    *o = (predict_options){.member = -1};
+    *o = (predict_options){.member = -1, .candidate_states = -1};
     int filter = -1; /* -1: the default (on exactly when triples are given) */
     int st;
     while (cli_next(&a)) {
@@ -95,6 +100,8 @@ static int parse_options(int argc, char **argv, predict_options *o)
             fputs(help, stdout);
             return 0;
         } else if ((st = model_cmd_option(&a, &o->d, &o->ckpt, &o->member, &o->json)) >= 0) {
+            if (st) return st;
+        } else if ((st = candidate_states_option(&a, &o->candidate_states)) >= 0) {
             if (st) return st;
         } else if (cli_is(&a, "--head") || cli_is(&a, "--tail") || cli_is(&a, "--relation") ||
                    cli_is(&a, "--queries")) {
@@ -267,7 +274,8 @@ int cmd_predict(int argc, char **argv)
     const kgl_dataset *ds = o.have_known ? &v.ds : &names;
     kgl_question one, *qs = &one;
     int n_q = 1;
-    st = read_questions(&o, ds, &one, &qs, &n_q);
+    st = set_candidate_states("predict", &ms, o.candidate_states);
+    if (!st) st = read_questions(&o, ds, &one, &qs, &n_q);
     if (!st) st = answer_questions(&o, ds, &ms, qs, n_q);
     if (qs != &one) free(qs);
     kgl_model_set_close(&ms);

@@ -272,6 +272,30 @@ int model_cmd_option(cli_args *a, data_args *d, const char **checkpoint, long *m
     return -1;
 }
 
+int candidate_states_option(cli_args *a, double *lambda)
+{
+    if (!cli_is(a, "--candidate-states")) return -1;
+    return cli_double(a, 0, 1e6, lambda) ? 0 : EXIT_USAGE;
+}
+
+int set_candidate_states(const char *cmd, kgl_model_set *ms, double lambda)
+{
+    if (lambda < 0) return 0;
+    for (int k = 0; k < ms->n; k++) {
+        kgl_config *c = &ms->m[k].cfg;
+        if (lambda > 0 && !c->query_relation) {
+            fprintf(stderr, "kgl %s: --candidate-states needs a model that asks the relation (trained with "
+                    "--query-relation); %s was not\n", cmd, ms->paths[k]);
+            return EXIT_USAGE;
+        }
+        if (c->candidate_states != lambda)
+            fprintf(stderr, "kgl %s: note: %s asks its head questions with --candidate-states %g (its checkpoint's: %g)\n", cmd,
+                    ms->paths[k], lambda, c->candidate_states);
+        c->candidate_states = lambda;
+    }
+    return 0;
+}
+
 int open_model(const char *cmd, const data_args *d, const char *checkpoint, long member, kgl_model_choice *c,
                data_view *v, kgl_model *m, kgl_checkpoint *ck)
 {

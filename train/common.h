@@ -72,6 +72,16 @@ void json_model_choice(kgl_json_writer *w, const kgl_model_choice *c);
 int model_set_open(const char *cmd, const char *spec, int member, const data_view *v, kgl_dataset *names,
                    kgl_model_set *ms);
 
+/* --candidate-states L given to kgl eval or kgl predict: read into *lambda
+ * (0 to 1e6). Returns -1 when a's option is another, else 0 or EXIT_USAGE. */
+int candidate_states_option(cli_args *a, double *lambda);
+/* The candidates' side of every model of ms set to lambda (< 0: each keeps
+ * its checkpoint's): an evaluation-time choice (README, "The candidates' side
+ * of a head question"), so a model trained without it can be ranked with it.
+ * Refuses (EXIT_USAGE, after reporting) a model that does not ask the
+ * relation (--query-relation); notes on stderr each value it changes. */
+int set_candidate_states(const char *cmd, kgl_model_set *ms, double lambda);
+
 /* Whether the n_out outputs (cli_file, output set) are files of their own:
  * none is a triples file d names, nor one of the n_models checkpoint files
  * opened for --checkpoint spec (an ensemble's members, --member K's file),
