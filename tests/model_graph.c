@@ -1230,6 +1230,114 @@ TEST(outer_residual_state_is_the_input_plus_the_layer)
     kgl_dataset_free(&ds);
 }
 
+/* --layer-dropout p (README, "Regularisers"): with the outer residual
+   C = x + Y, a training forward drops each row's whole term Y with
+   probability p, one uniform a row in row order from the regularisers'
+   stream (keep = u >= p), so a dropped row's state is x exactly and a kept
+   row's x + Y / (1 - p), rounded as the dropout op rounds (one product
+   then the sum); evaluation (no stream) keeps every term. Checked bit for
+   bit against Y and x from the same parameters (the states without the
+   option, as the test above derives them), for the full context and the
+   graph context's question alone and with 3 edges, with the stream moved
+   on by exactly one draw a row. */
+TEST(layer_dropout_drops_whole_rows_of_the_layer_term)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *trip = ds.splits[0].triples;
+    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    const double p = 0.5;
+    for (int K = -1; K <= 3; K += 3) { /* -1: the full context */
+        kgl_config cfg;
+        kgl_config_defaults(&cfg);
+        if (K >= 0) {
+            cfg.context = KGL_CONTEXT_GRAPH;
+            cfg.neighbours = K;
+            cfg.query_relation = cfg.relation_token = cfg.qk_norm = true;
+        }
+        cfg.outer_residual = true;
+        kgl_train_config tc = {.batch = 8, .seed = 5, .optim = {0}};
+        kgl_optim_defaults(&tc.optim);
+        kgl_trainer tr;
+        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
+        for (int step = 0; step < 10; step++) /* away from the initial values */
+            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+        kgl_model with = tr.model, term = tr.model; /* the same parameters, read only */
+        term.cfg.outer_residual = false;          /* its states are the term Y alone */
+        int d = cfg.dim, n = ds.n_entities, rows = K >= 0 ? n_tr : n;
+        int entity[64], rel[64];
+        for (int k = 0; k < n_tr && k < 64; k++) entity[k] = trip[k].head, rel[k] = trip[k].rel;
+        kgl_questions q = {.n = n_tr, .entity = entity, .rel = rel};
+        kgl_rng rng, replay;
+        kgl_rng_seed(&rng, 9);
+        replay = rng;
+        kgl_regularisers reg = {.layer_dropout = p, .rng = &rng}, eval = {.layer_dropout = p, .rng = NULL};
+        kgl_tape t1, t2, t3;
+        kgl_tape_init(&t1), kgl_tape_init(&t2), kgl_tape_init(&t3);
+        kgl_forward f1, f2, f3;
+        kgl_layer_forward(&with, &t1, K >= 0 ? &q : NULL, &reg, &f1);
+        kgl_layer_forward(&with, &t2, K >= 0 ? &q : NULL, &eval, &f2);
+        kgl_layer_forward(&term, &t3, K >= 0 ? &q : NULL, NULL, &f3);
+        const kgl_real *E = with.entity_emb->data;
+        double alpha = 1.0 / (1.0 - p);
+        long wrong = 0, dropped = 0, kept = 0, evaluated_wrong = 0;
+        for (int i = 0; i < rows; i++) {
+            bool keep = kgl_rng_uniform(&replay) >= p;
+            dropped += !keep, kept += keep;
+            for (int c = 0; c < d; c++) {
+                kgl_real x;
+                if (K >= 0) {
+                    x = E[(size_t)entity[i] * d + c] + with.context_relation_emb->data[(size_t)2 * m * d + c];
+                    x = x + with.context_query_emb->data[(size_t)rel[i] * d + c];
+                } else {
+                    x = E[(size_t)i * d + c];
+                }
+                kgl_real y = f3.context->data[(size_t)i * d + c];
+                kgl_real want = keep ? x + (kgl_real)(0 + alpha * y) : x + (kgl_real)0;
+                wrong += f1.context->data[(size_t)i * d + c] != want;
+                evaluated_wrong += f2.context->data[(size_t)i * d + c] != x + y;
+            }
+        }
+        wrong += memcmp(&replay, &rng, sizeof rng) != 0; /* exactly one draw a row */
+        if (!CHECK(wrong == 0 && evaluated_wrong == 0))
+            printf("    K %d: %ld values or the stream differ from the definition, %ld in evaluation\n", K, wrong,
+                   evaluated_wrong);
+        CHECK(dropped > 0 && kept > 0);
+        kgl_tape_free(&t1), kgl_tape_free(&t2), kgl_tape_free(&t3);
+        kgl_trainer_free(&tr);
+    }
+    kgl_dataset_free(&ds);
+}
+
+/* --layer-dropout on the command line: it needs the outer residual (there is
+   no state to fall back on without it), is kept in the checkpoint (metadata
+   layer_dropout), changes training (a run with it differs from one
+   without), and --context none after it runs the baseline with a warning
+   that names it. */
+TEST(layer_dropout_command_line)
+{
+    static char with[1 << 14], without[1 << 14];
+    char cmd[1024], ck[600];
+    const char *model = "--context graph --query-relation --relation-token --neighbours 0 --steps 30 --json";
+    CHECK(run_kgl(T, "train --context graph --query-relation --layer-dropout 0.3 --steps 2", out, sizeof out, err,
+                  sizeof err) == 2);
+    CHECK(strstr(err, "--layer-dropout needs --outer-residual") != NULL);
+    snprintf(ck, sizeof ck, "%s/ld.st", T->tmp);
+    snprintf(cmd, sizeof cmd, "train %s --outer-residual --layer-dropout 0.5 --save %s", model, ck);
+    if (!CHECK(run_kgl(T, cmd, with, sizeof with, err, sizeof err) == 0)) printf("    %s\n", err);
+    size_t len = 0;
+    char *st = test_slurp(ck, &len);
+    CHECK(st && len > 8 && strstr(st + 8, "\"layer_dropout\":\"0.5\""));
+    free(st);
+    snprintf(cmd, sizeof cmd, "train %s --outer-residual", model);
+    CHECK(run_kgl(T, cmd, without, sizeof without, err, sizeof err) == 0);
+    const char *a = strstr(with, "\"final_loss\""), *b = strstr(without, "\"final_loss\"");
+    if (CHECK(a && b)) CHECK(strncmp(a, b, strcspn(a, ",")) != 0);
+    CHECK(run_kgl(T, "train --context none --outer-residual --layer-dropout 0.3 --steps 2 --quiet", out, sizeof out,
+                  err, sizeof err) == 0);
+    CHECK(strstr(err, "--layer-dropout") != NULL);
+}
+
 /* kgl train saves the option (checkpoint metadata outer_residual "1"), and
    kgl eval of that checkpoint ranks as the trained model did (a load that
    dropped the option would rank other states: the run without it differs);

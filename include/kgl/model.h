@@ -313,7 +313,8 @@ bool kgl_gradients_write(const char *path, const char *checkpoint, long step, co
  * embeddings X = drop(E) (Q, K, V and the residual read X; the readout's
  * candidates are E itself), each head's attention weights, the attention
  * output before the residual U = X + drop(O Wo) (and the FFN output before
- * its residual), and in the loss each example's head state C[i] (a mask per
+ * its residual, then with --layer-dropout a mask of rows on the layer's
+ * term), and in the loss each example's head state C[i] (a mask per
  * example), then the readout's candidates, all of E. Label smoothing is the
  * cross entropy's ε. With rng NULL no dropout happens (evaluation). */
 typedef struct kgl_regularisers {
@@ -334,6 +335,9 @@ typedef struct kgl_regularisers {
                                (training only; kgl_neighbourhood_sample draws it) */
     double entity_dropout;  /* --entity-dropout: the readout's candidates, E[j] for every entity j
                                (one mask on the whole table a step, drawn after the hidden dropout's) */
+    double layer_dropout;   /* --layer-dropout: with --outer-residual, each row's layer term Y of
+                               C = x + Y dropped whole (C = x), one draw a row, layer by layer
+                               after the layer's other masks; kept rows x + Y / (1 − p) */
     kgl_rng *rng;
 } kgl_regularisers;
 /* What the layer is asked: n questions, question k about entity[k]. */

@@ -78,9 +78,9 @@ static bool use_fused_attention(const kgl_model *m, double p_attn, bool need_log
 }
 
 static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
-                                   kgl_rng *rng, bool need_logits, kgl_forward *out);
+                                   double p_layer, kgl_rng *rng, bool need_logits, kgl_forward *out);
 static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
-                                double p, kgl_rng *rng);
+                                double p, double p_layer, kgl_rng *rng);
 
 /* ---- the full context (and none) --------------------------------------------
  * Every entity's state: each attends over every entity (--context full), or
@@ -101,7 +101,7 @@ static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regul
 {
     memset(out, 0, sizeof *out);
     kgl_rng *rng = reg ? reg->rng : NULL;
-    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0, p_layer = reg ? reg->layer_dropout : 0;
 
     kgl_tensor *X = kgl_dropout(t, m->entity_emb, p, rng); /* E itself when p = 0 */
     if (m->cfg.context == KGL_CONTEXT_NONE) { /* no layer: the states are the embeddings */
@@ -110,7 +110,7 @@ static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regul
     }
     for (int l = 0; l < m->cfg.layers; l++) {
         kgl_forward deeper = {0}; /* a deeper layer's records: its weights, logits and measurements kept below */
-        X = attention_layer(m, l, t, X, p, p_attn, rng, need_logits && l == 0, l == 0 ? out : &deeper);
+        X = attention_layer(m, l, t, X, p, p_attn, p_layer, rng, need_logits && l == 0, l == 0 ? out : &deeper);
         memcpy(out->layer_attn[l], l == 0 ? out->attn : deeper.attn, sizeof out->attn);
         memcpy(out->layer_logits_attn[l], l == 0 ? out->logits_attn : deeper.logits_attn, sizeof out->logits_attn);
         out->layer_attn_stats[l] = l == 0 ? out->attn_stats : deeper.attn_stats;
@@ -121,7 +121,7 @@ static void full_context_states(const kgl_model *m, kgl_tape *t, const kgl_regul
 /* Layer l on the rows of X: multi-head self-attention, residual, layer norm,
    the FFN when there is one. Records its attention into `out`. */
 static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *X, double p, double p_attn,
-                                   kgl_rng *rng, bool need_logits, kgl_forward *out)
+                                   double p_layer, kgl_rng *rng, bool need_logits, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     const kgl_block *L = &m->layer[l];
@@ -142,7 +142,7 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
         kgl_tensor *O = kgl_attention(t, Q, K, V, H, tau, c->learn_temperature ? L->log_temperature : NULL, views,
                                       m->measure_attention ? &out->attn_stats : NULL);
         for (int h = 0; h < H; h++) out->attn[h] = keep ? &views[h] : NULL;
-        return finish_layer(m, L, t, X, O, p, rng);
+        return finish_layer(m, L, t, X, O, p, p_layer, rng);
     }
     for (int h = 0; h < H; h++) {
         kgl_tensor *Qh = H > 1 ? kgl_slice_cols(t, Q, h * dk, dk) : Q;
@@ -166,13 +166,25 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
         }
     }
     kgl_tensor *O = H > 1 ? kgl_concat_cols(t, H, out->head_out) : out->head_out[0];
-    return finish_layer(m, L, t, X, O, p, rng);
+    return finish_layer(m, L, t, X, O, p, p_layer, rng);
+}
+
+/* The rows of Y, each kept whole or dropped whole (a dropout mask of rows:
+   keep[i] = uniform >= p, one draw a row, in order), through the dropout op. */
+static kgl_tensor *drop_rows(kgl_tape *t, kgl_tensor *Y, double p, kgl_rng *rng)
+{
+    int rows = Y->rows, cols = Y->cols;
+    unsigned char *row_keep = kgl_arena_alloc(&t->arena, rows ? (size_t)rows : 1);
+    unsigned char *keep = kgl_arena_alloc(&t->arena, kgl_numel(Y) ? kgl_numel(Y) : 1);
+    kgl_rng_keep_mask(rng, row_keep, (size_t)rows, p);
+    for (int i = 0; i < rows; i++) memset(keep + (size_t)i * cols, row_keep[i], (size_t)cols);
+    return kgl_dropout_mask(t, Y, keep, p);
 }
 
 /* After the attention: U = X + O Wo, Y = LN(U), and the FFN when there is one;
    X + Y with --outer-residual. */
 static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape *t, kgl_tensor *X, kgl_tensor *O,
-                                double p, kgl_rng *rng)
+                                double p, double p_layer, kgl_rng *rng)
 {
     kgl_tensor *U = kgl_add(t, X, kgl_dropout(t, kgl_matmul(t, O, L->wo), p, rng));
     kgl_tensor *Y = kgl_layernorm(t, U, L->ln1_gamma, L->ln1_beta);
@@ -188,8 +200,18 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
        rare entity, where the embedding alone (the baseline) can grow or
        shrink a row. Adding x back returns that freedom and keeps the
        layer's say: ∂(x + Y)/∂x = I + ∂Y/∂x, so x's gradient is the
-       output's plus what flows back through the layer. */
-    if (m->cfg.outer_residual) Y = kgl_add(t, X, Y);
+       output's plus what flows back through the layer.
+       --layer-dropout p (training): a row's whole term Y dropped with
+       probability p, one draw a row (the stream's next draws, after this
+       layer's other masks), so that row's state is x alone, the baseline's
+       (a question then trains its entity's embedding as the baseline does:
+       the row the readout also reads as a candidate, which the layer's term
+       otherwise relieves); kept rows are x + Y / (1 − p), the dropout op's
+       inverted scaling, so C's expectation is x + Y. */
+    if (m->cfg.outer_residual) {
+        if (p_layer > 0 && rng) Y = drop_rows(t, Y, p_layer, rng);
+        Y = kgl_add(t, X, Y);
+    }
     return Y;
 }
 
@@ -222,7 +244,7 @@ static kgl_tensor *finish_layer(const kgl_model *m, const kgl_block *L, kgl_tape
  * and the attention output before the residual, --attn-dropout the weights. */
 static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
                                            kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
-                                           kgl_rng *rng, kgl_forward *out);
+                                           double p_layer, kgl_rng *rng, kgl_forward *out);
 
 /* The states of the questions whose segments nb holds, asking asked[b] (or NULL). */
 static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
@@ -232,7 +254,7 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
     int B = nb->n;
     memset(out, 0, sizeof *out);
     kgl_rng *rng = reg ? reg->rng : NULL;
-    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0;
+    double p = reg ? reg->dropout : 0, p_attn = reg ? reg->attn_dropout : 0, p_layer = reg ? reg->layer_dropout : 0;
     kgl_tensor *Xu = kgl_dropout(t, kgl_gather_rows(t, m->entity_emb, nb->unique, nb->n_unique), p, rng);
     if (nb->zero_slot >= 0) { /* one more row, of zeros: the asked relations' tokens, and the first tokens
                                  --source-dropout masked */
@@ -252,7 +274,7 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
     kgl_tensor *C = Xq;
     for (int l = 0; l < c->layers; l++) {
         kgl_forward deeper = {0}; /* a deeper layer's records: its weights and scores kept below */
-        C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, rng, l == 0 ? out : &deeper);
+        C = segment_attention_layer(m, l, t, C, Xu, P, nb, p, p_attn, p_layer, rng, l == 0 ? out : &deeper);
         out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
         out->layer_segment_logits[l] = l == 0 ? out->segment_logits : deeper.segment_logits;
     }
@@ -266,7 +288,7 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
    layer costs O(U d²) as the first, not O(T d²)). */
 static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_tensor *C, kgl_tensor *Xu,
                                            kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
-                                           kgl_rng *rng, kgl_forward *out)
+                                           double p_layer, kgl_rng *rng, kgl_forward *out)
 {
     const kgl_config *c = &m->cfg;
     const kgl_block *L = &m->layer[l];
@@ -334,7 +356,7 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
         O = kgl_matmul_heads(t, kgl_segment_head_sums(t, Ad, X, nb->offsets, B), L->wv, H);
     } else
         O = kgl_segment_weighted_sum(t, Ad, V, nb->offsets, B);
-    return finish_layer(m, L, t, C, O, p, rng);
+    return finish_layer(m, L, t, C, O, p, p_layer, rng);
 }
 
 const kgl_graph *kgl_model_graph(const kgl_model *m)

@@ -359,8 +359,8 @@ const char *kgl_layer_check_name(int which)
                                                          "graph, K 2, 2 layers, asks relation",
                                                          "graph, K 2, relation token, qk-norm, masked",
                                                          "graph, K 0, relation token, 2 layers",
-                                                         "graph, K 0, relation token, outer residual, complex",
-                                                         "outer residual, 2 layers, dropout"};
+                                                         "graph, K 0, relation token, outer residual + layer dropout, complex",
+                                                         "outer residual + layer dropout, 2 layers, dropout"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -452,7 +452,8 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     kgl_rng drop_rng;
     kgl_rng_seed(&drop_rng, seed + 4);
     kgl_regularisers reg = {.dropout = 0.2, .attn_dropout = 0.1, .hidden_dropout = 0.3, .label_smoothing = 0.1,
-                            .relation_loss = 0.5, .n3 = 0.1, .entity_dropout = 0.25, .rng = &drop_rng};
+                            .relation_loss = 0.5, .n3 = 0.1, .entity_dropout = 0.25, .layer_dropout = 0.4,
+                            .rng = &drop_rng}; /* layer dropout: with the outer residual (which 12, 13) */
     /* which 3: the complex readout's relation loss (no masks: every
        evaluation is the same function) */
     kgl_regularisers complex_reg = {.relation_loss = 0.5, .label_smoothing = 0.1};

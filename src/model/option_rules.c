@@ -36,7 +36,8 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
                 {cfg->outer_residual, "--outer-residual"},
                 {cfg->candidate_states > 0, "--candidate-states"},
                 {st->reg.edge_dropout > 0, "--edge-dropout"},
-                {st->reg.source_dropout > 0, "--source-dropout"}};
+                {st->reg.source_dropout > 0, "--source-dropout"},
+                {st->reg.layer_dropout > 0, "--layer-dropout"}};
     if (cap) list[0] = 0;
     int n = 0;
     for (size_t k = 0; k < sizeof moot / sizeof moot[0]; k++)
@@ -48,7 +49,7 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
     cfg->query_relation = cfg->hide_asked = cfg->relation_token = cfg->outer_residual = false;
     cfg->candidate_states = 0;
     cfg->layers = 1;
-    st->reg.edge_dropout = st->reg.source_dropout = 0;
+    st->reg.edge_dropout = st->reg.source_dropout = st->reg.layer_dropout = 0;
     return n;
 }
 
@@ -74,6 +75,9 @@ const char *kgl_options_conflict(const kgl_config *cfg, const kgl_train_state *s
          "--query-relation needs --context graph"},
         {st->reg.edge_dropout > 0 && cfg->context != KGL_CONTEXT_GRAPH, "--edge-dropout needs --context graph"},
         {st->reg.source_dropout > 0 && cfg->context != KGL_CONTEXT_GRAPH, "--source-dropout needs --context graph"},
+        /* without the input added back, a dropped layer would leave a question no state */
+        {st->reg.layer_dropout > 0 && !cfg->outer_residual && cfg->context != KGL_CONTEXT_NONE,
+         "--layer-dropout needs --outer-residual"},
         {was_given(given, "--hide-asked-relation") && !cfg->query_relation && cfg->context != KGL_CONTEXT_NONE,
          "--hide-asked-relation needs --query-relation (a state per question)"},
     };

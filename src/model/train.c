@@ -731,6 +731,7 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
     case KGL_CONTEXT_FULL: {
         double layer = 19 * n * d + (c->qk_norm ? 4 * n * d : 0) + (r->dropout > 0 ? 6.25 * n * d : 0);
         if (f > 0) layer += 7 * n * f + 8 * n * d;
+        if (r->layer_dropout > 0 && c->outer_residual) layer += 2.5 * n * d; /* the term dropped, its gradient, masks */
         /* the fused op keeps every head's weights, and its backward a block
            of 64 rows of ∂L/∂S a thread (counted as one n × n more: as much
            for n / 64 threads); the composition (head supervision, attention
@@ -758,6 +759,7 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
         if (f > 0) layer += 7 * B * f + 8 * B * d;
         if (c->query_relation) layer += 4 * B * d;
         if (r->dropout > 0) layer += 2.5 * B * d;
+        if (r->layer_dropout > 0 && c->outer_residual) layer += 2.5 * B * d; /* the term dropped, its gradient, masks */
         return readout + c->layers * layer; /* each layer of a stack asks the tokens again */
     }
     }
