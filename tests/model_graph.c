@@ -1168,35 +1168,57 @@ TEST(context_none_warns_that_layer_options_change_nothing)
    + Pq[r] for a question of the graph context (the question alone and 3
    edges), E for the full context; the sum is one rounding in either
    precision, the same the op makes. */
+/* A model with --outer-residual trained 10 steps on the academic world (away
+   from its initial values): the full context (K -1) or the graph context's
+   question with the relation token and K edges; false after a failed check. */
+static bool outer_residual_trained(test_ctx *T, kgl_trainer *tr, const kgl_dataset *ds, int K, bool complex_readout,
+                                   uint64_t seed)
+{
+    kgl_config cfg;
+    kgl_config_defaults(&cfg);
+    if (K >= 0) {
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = K;
+        cfg.query_relation = cfg.relation_token = cfg.qk_norm = true;
+        if (complex_readout) cfg.readout = KGL_READOUT_COMPLEX;
+    }
+    cfg.outer_residual = true;
+    kgl_train_config tc = {.batch = 8, .seed = seed, .optim = {0}};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer_init(tr, ds, ds->splits[0].triples, ds->splits[0].n, &cfg, &tc);
+    for (int step = 0; step < 10; step++)
+        if (!CHECK(isfinite(kgl_trainer_step(tr)))) return false;
+    return true;
+}
+
+/* Element c of a question's input row x: the graph context's x_b = (E[i] +
+   P[2m]) + Pq[r], rounded as the model adds them; the full context's E[i]. */
+static kgl_real question_input(const kgl_model *m, int i, int r, int c)
+{
+    int d = m->cfg.dim;
+    const kgl_real *E = m->entity_emb->data;
+    if (m->cfg.context != KGL_CONTEXT_GRAPH) return E[(size_t)i * d + c];
+    kgl_real x = E[(size_t)i * d + c] + m->context_relation_emb->data[(size_t)2 * m->cfg.n_relations * d + c];
+    return x + m->context_query_emb->data[(size_t)r * d + c];
+}
+
 TEST(outer_residual_state_is_the_input_plus_the_layer)
 {
     kgl_dataset ds;
     if (!CHECK(load_academic(&ds))) return;
     const kgl_triple *trip = ds.splits[0].triples;
-    int n_tr = ds.splits[0].n, m = ds.n_relations;
     for (int K = -1; K <= 3; K += 3) { /* -1: the full context */
-        kgl_config cfg;
-        kgl_config_defaults(&cfg);
-        if (K >= 0) {
-            cfg.context = KGL_CONTEXT_GRAPH;
-            cfg.neighbours = K;
-            cfg.query_relation = cfg.relation_token = cfg.qk_norm = true;
-            cfg.readout = KGL_READOUT_COMPLEX;
-        }
-        cfg.outer_residual = true;
-        kgl_train_config tc = {.batch = 8, .seed = 3, .optim = {0}};
-        kgl_optim_defaults(&tc.optim);
         kgl_trainer tr;
-        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
-        for (int step = 0; step < 10; step++) /* away from the initial values */
-            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+        if (!outer_residual_trained(T, &tr, &ds, K, true, 3)) {
+            kgl_trainer_free(&tr);
+            break;
+        }
         kgl_model with = tr.model, without = tr.model; /* the same parameters, read only */
         without.cfg.outer_residual = false;
-        int d = cfg.dim, n = ds.n_entities;
+        int d = with.cfg.dim, n = ds.n_entities;
         const kgl_real *E = with.entity_emb->data;
         long differ = 0, moved = 0;
         if (K >= 0) {
-            const kgl_real *P = with.context_relation_emb->data, *Pq = with.context_query_emb->data;
             for (int q = 0; q < 6; q++) {
                 int i = trip[q].head, r = trip[q].rel;
                 kgl_real a[64], b[64];
@@ -1204,9 +1226,7 @@ TEST(outer_residual_state_is_the_input_plus_the_layer)
                 kgl_model_query_states(&with, NULL, &i, &r, 1, a);
                 kgl_model_query_states(&without, NULL, &i, &r, 1, b);
                 for (int c = 0; c < d; c++) {
-                    kgl_real xb = E[(size_t)i * d + c] + P[(size_t)2 * m * d + c];
-                    xb = xb + Pq[(size_t)r * d + c];
-                    differ += a[c] != xb + b[c];
+                    differ += a[c] != question_input(&with, i, r, c) + b[c];
                     moved += a[c] != b[c];
                 }
             }
@@ -1245,26 +1265,17 @@ TEST(layer_dropout_drops_whole_rows_of_the_layer_term)
     kgl_dataset ds;
     if (!CHECK(load_academic(&ds))) return;
     const kgl_triple *trip = ds.splits[0].triples;
-    int n_tr = ds.splits[0].n, m = ds.n_relations;
+    int n_tr = ds.splits[0].n;
     const double p = 0.5;
     for (int K = -1; K <= 3; K += 3) { /* -1: the full context */
-        kgl_config cfg;
-        kgl_config_defaults(&cfg);
-        if (K >= 0) {
-            cfg.context = KGL_CONTEXT_GRAPH;
-            cfg.neighbours = K;
-            cfg.query_relation = cfg.relation_token = cfg.qk_norm = true;
-        }
-        cfg.outer_residual = true;
-        kgl_train_config tc = {.batch = 8, .seed = 5, .optim = {0}};
-        kgl_optim_defaults(&tc.optim);
         kgl_trainer tr;
-        kgl_trainer_init(&tr, &ds, trip, n_tr, &cfg, &tc);
-        for (int step = 0; step < 10; step++) /* away from the initial values */
-            if (!CHECK(isfinite(kgl_trainer_step(&tr)))) break;
+        if (!outer_residual_trained(T, &tr, &ds, K, false, 5)) {
+            kgl_trainer_free(&tr);
+            break;
+        }
         kgl_model with = tr.model, term = tr.model; /* the same parameters, read only */
         term.cfg.outer_residual = false;          /* its states are the term Y alone */
-        int d = cfg.dim, n = ds.n_entities, rows = K >= 0 ? n_tr : n;
+        int d = with.cfg.dim, n = ds.n_entities, rows = K >= 0 ? n_tr : n;
         int entity[64], rel[64];
         for (int k = 0; k < n_tr && k < 64; k++) entity[k] = trip[k].head, rel[k] = trip[k].rel;
         kgl_questions q = {.n = n_tr, .entity = entity, .rel = rel};
@@ -1278,20 +1289,13 @@ TEST(layer_dropout_drops_whole_rows_of_the_layer_term)
         kgl_layer_forward(&with, &t1, K >= 0 ? &q : NULL, &reg, &f1);
         kgl_layer_forward(&with, &t2, K >= 0 ? &q : NULL, &eval, &f2);
         kgl_layer_forward(&term, &t3, K >= 0 ? &q : NULL, NULL, &f3);
-        const kgl_real *E = with.entity_emb->data;
         double alpha = 1.0 / (1.0 - p);
         long wrong = 0, dropped = 0, kept = 0, evaluated_wrong = 0;
         for (int i = 0; i < rows; i++) {
             bool keep = kgl_rng_uniform(&replay) >= p;
             dropped += !keep, kept += keep;
             for (int c = 0; c < d; c++) {
-                kgl_real x;
-                if (K >= 0) {
-                    x = E[(size_t)entity[i] * d + c] + with.context_relation_emb->data[(size_t)2 * m * d + c];
-                    x = x + with.context_query_emb->data[(size_t)rel[i] * d + c];
-                } else {
-                    x = E[(size_t)i * d + c];
-                }
+                kgl_real x = K >= 0 ? question_input(&with, entity[i], rel[i], c) : question_input(&with, i, 0, c);
                 kgl_real y = f3.context->data[(size_t)i * d + c];
                 kgl_real want = keep ? x + (kgl_real)(0 + alpha * y) : x + (kgl_real)0;
                 wrong += f1.context->data[(size_t)i * d + c] != want;
@@ -1309,6 +1313,21 @@ TEST(layer_dropout_drops_whole_rows_of_the_layer_term)
     kgl_dataset_free(&ds);
 }
 
+/* kgl train ARGS --save F (under T->tmp) into `json`, checked to exit 0 and to
+   keep `field` (e.g. "\"outer_residual\":\"1\"") in F's metadata; F's path into ck. */
+static void trained_and_saved(test_ctx *T, const char *args, const char *name, char *ck, size_t ck_cap, char *json,
+                              size_t cap, const char *field)
+{
+    char cmd[1024];
+    snprintf(ck, ck_cap, "%s/%s", T->tmp, name);
+    snprintf(cmd, sizeof cmd, "train %s --save %s", args, ck);
+    if (!CHECK(run_kgl(T, cmd, json, cap, err, sizeof err) == 0)) printf("    %s\n", err);
+    size_t len = 0;
+    char *st = test_slurp(ck, &len);
+    CHECK(st && len > 8 && strstr(st + 8, field));
+    free(st);
+}
+
 /* --layer-dropout on the command line: it needs the outer residual (there is
    no state to fall back on without it), is kept in the checkpoint (metadata
    layer_dropout), changes training (a run with it differs from one
@@ -1322,13 +1341,8 @@ TEST(layer_dropout_command_line)
     CHECK(run_kgl(T, "train --context graph --query-relation --layer-dropout 0.3 --steps 2", out, sizeof out, err,
                   sizeof err) == 2);
     CHECK(strstr(err, "--layer-dropout needs --outer-residual") != NULL);
-    snprintf(ck, sizeof ck, "%s/ld.st", T->tmp);
-    snprintf(cmd, sizeof cmd, "train %s --outer-residual --layer-dropout 0.5 --save %s", model, ck);
-    if (!CHECK(run_kgl(T, cmd, with, sizeof with, err, sizeof err) == 0)) printf("    %s\n", err);
-    size_t len = 0;
-    char *st = test_slurp(ck, &len);
-    CHECK(st && len > 8 && strstr(st + 8, "\"layer_dropout\":\"0.5\""));
-    free(st);
+    snprintf(cmd, sizeof cmd, "%s --outer-residual --layer-dropout 0.5", model);
+    trained_and_saved(T, cmd, "ld.st", ck, sizeof ck, with, sizeof with, "\"layer_dropout\":\"0.5\"");
     snprintf(cmd, sizeof cmd, "train %s --outer-residual", model);
     CHECK(run_kgl(T, cmd, without, sizeof without, err, sizeof err) == 0);
     const char *a = strstr(with, "\"final_loss\""), *b = strstr(without, "\"final_loss\"");
@@ -1346,14 +1360,9 @@ TEST(outer_residual_command_line)
 {
     static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
     char cmd[1024], ck[600];
-    snprintf(ck, sizeof ck, "%s/outer.st", T->tmp);
     const char *model = "--context graph --query-relation --relation-token --neighbours 0 --steps 30 --json";
-    snprintf(cmd, sizeof cmd, "train %s --outer-residual --save %s", model, ck);
-    if (!CHECK(run_kgl(T, cmd, trained, sizeof trained, err, sizeof err) == 0)) printf("    %s\n", err);
-    size_t len = 0;
-    char *st = test_slurp(ck, &len);
-    CHECK(st && len > 8 && strstr(st + 8, "\"outer_residual\":\"1\""));
-    free(st);
+    snprintf(cmd, sizeof cmd, "%s --outer-residual", model);
+    trained_and_saved(T, cmd, "outer.st", ck, sizeof ck, trained, sizeof trained, "\"outer_residual\":\"1\"");
     snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
     CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
     snprintf(cmd, sizeof cmd, "train %s", model);
