@@ -171,8 +171,7 @@ const kgl_option kgl_train_options[] = {
      .hi = 0.99, .file_lo = 0, .file_hi = 0.999999, .key = "layer_dropout",
      .help = "with --outer-residual: each training question's layer term\n"
              "dropped whole with probability P, its state then x alone (its\n"
-             "embedding: the baseline's), so the rows the readout also reads\n"
-             "as candidates keep what the questions learn"},
+             "embedding: the baseline's); kept terms scaled by 1/(1 - P)"},
     {.name = "--entity-dropout", .arg = "P", .type = KGL_OPTION_REAL, TRAINING(reg.entity_dropout), .lo = 0,
      .hi = 0.99, .file_lo = 0, .file_hi = 0.999999, .key = "entity_dropout",
      .help = "dropout on the readout's candidates: the whole entity table\n"
