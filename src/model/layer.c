@@ -174,10 +174,8 @@ static kgl_tensor *attention_layer(const kgl_model *m, int l, kgl_tape *t, kgl_t
 static kgl_tensor *drop_rows(kgl_tape *t, kgl_tensor *Y, double p, kgl_rng *rng)
 {
     int rows = Y->rows, cols = Y->cols;
-    unsigned char *row_keep = kgl_arena_alloc(&t->arena, rows ? (size_t)rows : 1);
     unsigned char *keep = kgl_arena_alloc(&t->arena, kgl_numel(Y) ? kgl_numel(Y) : 1);
-    kgl_rng_keep_mask(rng, row_keep, (size_t)rows, p);
-    for (int i = 0; i < rows; i++) memset(keep + (size_t)i * cols, row_keep[i], (size_t)cols);
+    for (int i = 0; i < rows; i++) memset(keep + (size_t)i * cols, kgl_rng_uniform(rng) >= p, (size_t)cols);
     return kgl_dropout_mask(t, Y, keep, p);
 }
 
