@@ -72,7 +72,7 @@ TEST(cli_gradcheck_json)
     CHECK(ops == kgl_op_registry_count);
     CHECK(checks > 500);
     CHECK(strcmp(pass, "True") == 0);
-    CHECK(layer == 8 + 14 + 14 + 13 + 14 + 20 + 2 + 10 + 36 + 38 + 15 + 26 + 15 + 14); /* parameters of each whole-layer configuration */
+    CHECK(layer == 8 + 14 + 14 + 13 + 14 + 20 + 2 + 10 + 36 + 38 + 15 + 26 + 15 + 14 + 24); /* parameters of each whole-layer configuration */
 }
 
 TEST(cli_gradcheck_single_op)

@@ -1250,6 +1250,59 @@ TEST(outer_residual_state_is_the_input_plus_the_layer)
     kgl_dataset_free(&ds);
 }
 
+/* --head-state input (README, "The neighbourhood context"): a head question
+   (?, r, t) is asked as (t, r⁻¹, ?), its asked row m + r, and its state is
+   its input row x_b = (E[t] + P[2m]) + Pq[m + r] exactly, not the layer's;
+   a tail question's state is, bit for bit, the same parameters' state
+   without the option (the layer's output), with 3 edges and two layers.
+   A run with it trains other parameters than a run without (the head
+   questions' gradient reaches the entity's row and Pq, not the layer). */
+TEST(head_state_input_takes_the_input_row_for_head_questions)
+{
+    kgl_dataset ds;
+    if (!CHECK(load_academic(&ds))) return;
+    const kgl_triple *trip = ds.splits[0].triples;
+    kgl_config cfg = graph_config(&ds, 3);
+    cfg.query_relation = cfg.qk_norm = cfg.head_state_input = true;
+    cfg.layers = 2;
+    kgl_train_config tc = {.batch = 8, .seed = 4, .optim = {0}};
+    kgl_optim_defaults(&tc.optim);
+    kgl_trainer with_tr, without_tr;
+    kgl_trainer_init(&with_tr, &ds, trip, ds.splits[0].n, &cfg, &tc);
+    cfg.head_state_input = false;
+    kgl_trainer_init(&without_tr, &ds, trip, ds.splits[0].n, &cfg, &tc);
+    for (int step = 0; step < 10; step++) {
+        CHECK(isfinite(kgl_trainer_step(&with_tr)));
+        CHECK(isfinite(kgl_trainer_step(&without_tr)));
+    }
+    kgl_model with = with_tr.model, layer_state = with_tr.model; /* the same parameters, read only */
+    layer_state.cfg.head_state_input = false;
+    int d = with.cfg.dim, m = ds.n_relations;
+    long wrong = 0, heads = 0, tails = 0, layer_moved = 0;
+    for (int q = 0; q < 12 && CHECK(d <= 64); q++) {
+        bool head = q % 2; /* (h, r, ?) and (t, r⁻¹, ?) of the same triple */
+        int i = head ? trip[q / 2].tail : trip[q / 2].head, r = head ? m + trip[q / 2].rel : trip[q / 2].rel;
+        kgl_real a[64], b[64];
+        kgl_model_query_states(&with, NULL, &i, &r, 1, a);
+        kgl_model_query_states(&layer_state, NULL, &i, &r, 1, b);
+        for (int c = 0; c < d; c++) {
+            kgl_real want = head ? question_input(&with, i, r, c) : b[c];
+            wrong += a[c] != want;
+            layer_moved += head && b[c] != want; /* the layer's state is another one, so the check can fail */
+        }
+        heads += head, tails += !head;
+    }
+    if (!CHECK(wrong == 0 && heads == 6 && tails == 6 && layer_moved > 0))
+        printf("    %ld values differ from the definition; the layer moved %ld\n", wrong, layer_moved);
+    long trained_apart = 0; /* the option changes training: the entity table differs after 10 steps */
+    for (size_t k = 0; k < kgl_numel(with.entity_emb); k++)
+        trained_apart += with.entity_emb->data[k] != without_tr.model.entity_emb->data[k];
+    CHECK(trained_apart > 0);
+    kgl_trainer_free(&with_tr);
+    kgl_trainer_free(&without_tr);
+    kgl_dataset_free(&ds);
+}
+
 /* --layer-dropout p (README, "Regularisers"): with the outer residual
    C = x + Y, a training forward drops each row's whole term Y with
    probability p, one uniform a row in row order from the regularisers'
@@ -1350,6 +1403,40 @@ TEST(layer_dropout_command_line)
     CHECK(run_kgl(T, "train --context none --outer-residual --layer-dropout 0.3 --steps 2 --quiet", out, sizeof out,
                   err, sizeof err) == 0);
     CHECK(strstr(err, "--layer-dropout") != NULL);
+}
+
+/* --head-state input on the command line: it needs --query-relation and
+   reciprocal relations (the direction is the asked relation's row); it is
+   saved (checkpoint metadata head_state "input") and kgl eval of the
+   checkpoint ranks as the trained model did, where the same run without it
+   ranks otherwise; --context none names it among the options that change
+   nothing. */
+TEST(head_state_command_line)
+{
+    static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
+    char cmd[1024], ck[600];
+    const char *model = "--context graph --query-relation --neighbours 2 --steps 30 --json";
+    CHECK(run_kgl(T, "train --context graph --head-state input --steps 2", out, sizeof out, err, sizeof err) == 2);
+    CHECK(strstr(err, "--head-state input needs --query-relation") != NULL);
+    CHECK(run_kgl(T, "train --context graph --query-relation --no-reciprocal --head-state input --steps 2", out,
+                  sizeof out, err, sizeof err) == 2);
+    CHECK(run_kgl(T, "train --context graph --query-relation --head-state both --steps 2", out, sizeof out, err,
+                  sizeof err) == 2);
+    snprintf(cmd, sizeof cmd, "%s --head-state input", model);
+    trained_and_saved(T, cmd, "hs.st", ck, sizeof ck, trained, sizeof trained, "\"head_state\":\"input\"");
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
+    CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train %s", model);
+    CHECK(run_kgl(T, cmd, plain, sizeof plain, err, sizeof err) == 0);
+    const char *a = strstr(trained, "\"metrics\""), *b = strstr(evaluated, "\"metrics\""), *c = strstr(plain, "\"metrics\"");
+    const char *end = a ? strstr(a, "\"optimistic\"") : NULL;
+    if (CHECK(a && b && c && end)) {
+        size_t n = (size_t)(end - a); /* the train split's tail, head and both metrics */
+        CHECK(strncmp(a, b, n) == 0 && strncmp(a, c, n) != 0);
+    }
+    CHECK(run_kgl(T, "train --context none --query-relation --head-state input --steps 2 --quiet", out, sizeof out,
+                  err, sizeof err) == 0);
+    CHECK(strstr(err, "--head-state input") != NULL);
 }
 
 /* kgl train saves the option (checkpoint metadata outer_residual "1"), and

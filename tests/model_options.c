@@ -65,7 +65,7 @@ static void away_from_defaults(int which, kgl_config *c, kgl_train_state *st)
         c->init_scale = 0.5, c->qk_norm = true, c->learn_temperature = true, c->readout = KGL_READOUT_COMPLEX;
         c->context = KGL_CONTEXT_GRAPH, c->neighbours = 7, c->query_relation = true, c->hide_asked = true;
         c->relation_token = true, c->candidate_states = 0.75;
-        c->layers = 2, c->outer_residual = true;
+        c->layers = 2, c->outer_residual = true, c->head_state_input = true;
     } else {
         c->reciprocal = false;
     }

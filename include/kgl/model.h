@@ -55,6 +55,8 @@ typedef struct kgl_config {
                                  (+ FFN): the question's own row kept beside what the layer makes of it */
     double candidate_states;  /* --candidate-states λ: a head question (t, r⁻¹, ?) also reads each candidate j's
                                  own question (j, r) (kgl_add_candidate_side; 0: off, the default) */
+    bool head_state_input;    /* --head-state input: a head question (t, r⁻¹, ?) takes its input row x_b as its
+                                 state, the layer's output only the tail questions' (layer.c) */
 } kgl_config;
 
 /* ---------------------------------------------------------------- graph --
@@ -402,7 +404,7 @@ int kgl_gradcheck_model_reg(kgl_model *m, const kgl_batch *b, const kgl_supervis
  * with the same; the asked relation as a token (--relation-token): with K 2,
  * qk-norm and half the segments' entities masked, and alone (K 0) in a stack
  * of two. */
-#define KGL_LAYER_CHECKS 14
+#define KGL_LAYER_CHECKS 15
 const char *kgl_layer_check_name(int which);
 int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res);
 /* ------------------------------------------------------------ splitting --

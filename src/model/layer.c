@@ -245,6 +245,31 @@ static kgl_tensor *segment_attention_layer(const kgl_model *m, int l, kgl_tape *
                                            kgl_tensor *P, const kgl_neighbourhood *nb, double p, double p_attn,
                                            double p_layer, kgl_rng *rng, kgl_forward *out);
 
+/* --head-state input: a head question (?, r, t) is asked as (t, r⁻¹, ?), its
+   asked row r⁻¹ = m + r; its state is its input row x_b, and a tail
+   question's (asked row < m) the layer's output C_b:
+     state_b = keep_b C_b + (1 − keep_b) x_b,  keep_b = [asked_b < m]
+   through the product op with constant 0/1 rows, so exactly C_b or x_b
+   (1·C + 0·x = C, 0·C + 1·x = x for finite values); backward, ∂L/∂C_b
+   = keep_b ∂L/∂state_b and ∂L/∂x_b gains (1 − keep_b) ∂L/∂state_b, so
+   the layer learns from the tail questions alone and a head question
+   trains its entity's row as the baseline (--context none) does, with the
+   per-relation row Pq[r⁻¹] added (built for the head questions the layer
+   loses on FB15k-237 and CoDEx-S: data/report/large.md). The layer is
+   still computed for the head rows and its output discarded. */
+static kgl_tensor *head_questions_take_input(kgl_tape *t, kgl_tensor *C, kgl_tensor *Xq, const int *asked, int m)
+{
+    int B = C->rows, d = C->cols;
+    kgl_tensor *keep = kgl_tensor_new(t, B, d, false), *take_input = kgl_tensor_new(t, B, d, false);
+    for (int b = 0; b < B; b++)
+        for (int k = 0; k < d; k++) {
+            bool tail = asked[b] < m;
+            keep->data[(size_t)b * d + k] = tail ? 1 : 0;
+            take_input->data[(size_t)b * d + k] = tail ? 0 : 1;
+        }
+    return kgl_add(t, kgl_mul(t, C, keep), kgl_mul(t, Xq, take_input));
+}
+
 /* The states of the questions whose segments nb holds, asking asked[b] (or NULL). */
 static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regularisers *reg,
                                  const kgl_neighbourhood *nb, const int *asked, kgl_forward *out)
@@ -277,6 +302,7 @@ static void neighbourhood_states(const kgl_model *m, kgl_tape *t, const kgl_regu
         out->layer_segment_attn[l] = l == 0 ? out->segment_attn : deeper.segment_attn;
         out->layer_segment_logits[l] = l == 0 ? out->segment_logits : deeper.segment_logits;
     }
+    if (c->head_state_input && asked) C = head_questions_take_input(t, C, Xq, asked, c->n_relations);
     out->context = C;
 }
 

@@ -360,7 +360,8 @@ const char *kgl_layer_check_name(int which)
                                                          "graph, K 2, relation token, qk-norm, masked",
                                                          "graph, K 0, relation token, 2 layers",
                                                          "graph, K 0, relation token, outer residual + layer dropout, complex",
-                                                         "outer residual + layer dropout, 2 layers, dropout"};
+                                                         "outer residual + layer dropout, 2 layers, dropout",
+                                                         "graph, K 2, 2 layers, head questions take their input"};
     return which >= 0 && which < KGL_LAYER_CHECKS ? names[which] : "?";
 }
 
@@ -410,6 +411,13 @@ int kgl_layer_check(int which, uint64_t seed, kgl_check_result *res)
     if (which == 13) { /* the full context, each of two layers adding its input back */
         cfg.outer_residual = true;
         cfg.layers = 2;
+    }
+    if (which == 14) { /* --head-state input: the batch's reciprocal half reads x_b, the rest two layers */
+        cfg.context = KGL_CONTEXT_GRAPH;
+        cfg.neighbours = 2;
+        cfg.query_relation = cfg.head_state_input = true;
+        cfg.layers = 2;
+        cfg.qk_norm = true;
     }
     kgl_model m;
     kgl_model_create(&m, &cfg);

@@ -35,6 +35,7 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
                 {cfg->relation_token, "--relation-token"},
                 {cfg->outer_residual, "--outer-residual"},
                 {cfg->candidate_states > 0, "--candidate-states"},
+                {cfg->head_state_input, "--head-state input"},
                 {st->reg.edge_dropout > 0, "--edge-dropout"},
                 {st->reg.source_dropout > 0, "--source-dropout"},
                 {st->reg.layer_dropout > 0, "--layer-dropout"}};
@@ -46,7 +47,7 @@ int kgl_options_without_layer(kgl_config *cfg, kgl_train_state *st, const bool *
             if (used < cap) snprintf(list + used, cap - used, " %s", moot[k].name);
             n++;
         }
-    cfg->query_relation = cfg->hide_asked = cfg->relation_token = cfg->outer_residual = false;
+    cfg->query_relation = cfg->hide_asked = cfg->relation_token = cfg->outer_residual = cfg->head_state_input = false;
     cfg->candidate_states = 0;
     cfg->layers = 1;
     st->reg.edge_dropout = st->reg.source_dropout = st->reg.layer_dropout = 0;
@@ -78,6 +79,10 @@ const char *kgl_options_conflict(const kgl_config *cfg, const kgl_train_state *s
         /* without the input added back, a dropped layer would leave a question no state */
         {st->reg.layer_dropout > 0 && !cfg->outer_residual && cfg->context != KGL_CONTEXT_NONE,
          "--layer-dropout needs --outer-residual"},
+        /* a question's direction is its asked relation's row (r ≥ m: the reciprocal of a head question) */
+        {cfg->head_state_input && cfg->context != KGL_CONTEXT_NONE && (!cfg->query_relation || !cfg->reciprocal),
+         "--head-state input needs --query-relation and reciprocal relations (a question knows its direction by its "
+         "asked relation)"},
         {was_given(given, "--hide-asked-relation") && !cfg->query_relation && cfg->context != KGL_CONTEXT_NONE,
          "--hide-asked-relation needs --query-relation (a state per question)"},
     };

@@ -36,6 +36,7 @@ static const char *const decayed[] = {"all", "matrices"};
 static const char *const targets[] = {"1vsall", "kvsall"};
 static const char *const scales[] = {"sqrt", "none"}; /* then a number: KGL_SCALE_VALUE */
 static const char *const precisions[] = {"f64", "f32"};
+static const char *const head_states[] = {"layer", "input"};
 
 const kgl_option kgl_train_options[] = {
     /* data */
@@ -109,6 +110,12 @@ const kgl_option kgl_train_options[] = {
      .help = "with --query-relation: a head question (?, r, t) also scores\n"
              "each candidate j by its own question (j, r): L S(j,r).R[r].E[t]\n"
              "added to the score, in evaluation and prediction (default 0)"},
+    {.name = "--head-state", .arg = "S", .type = KGL_OPTION_WORD, MODEL(head_state_input), WORDS(head_states),
+     .key = "head_state",
+     .help = "with --query-relation: layer (default), or input: a head\n"
+             "question (?, r, t), asked as (t, r^-1, ?), takes its input row\n"
+             "x = E[t] + P[2m] + Pq[r^-1] as its state, not the layer's\n"
+             "output; tail questions keep the layer"},
 
     /* training: the checkpoint's unless given again */
     {.name = "--steps", .arg = "N", .type = KGL_OPTION_WHOLE, RUN(steps), .lo = 0, .hi = 100000000,

@@ -760,7 +760,9 @@ static double step_values(const kgl_config *c, const kgl_train_config *tc, const
         if (c->query_relation) layer += 4 * B * d;
         if (r->dropout > 0) layer += 2.5 * B * d;
         if (r->layer_dropout > 0 && c->outer_residual) layer += 2.5 * B * d; /* the term dropped, its gradient, masks */
-        return readout + c->layers * layer; /* each layer of a stack asks the tokens again */
+        /* --head-state input: two constant masks, two products, their sum, and gradients */
+        double head_state = c->head_state_input ? 8 * B * d : 0;
+        return readout + c->layers * layer + head_state; /* each layer of a stack asks the tokens again */
     }
     }
     return readout;
