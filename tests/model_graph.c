@@ -1405,6 +1405,30 @@ TEST(layer_dropout_command_line)
     CHECK(strstr(err, "--layer-dropout") != NULL);
 }
 
+/* kgl train MODEL OPTION --save (checked to keep `field` in the checkpoint's
+   metadata), kgl eval of the checkpoint and kgl train MODEL without OPTION:
+   the evaluation ranks the train split as the trained model did (tail, head
+   and both), and the run without the option ranks it otherwise (a load that
+   dropped the option would rank other states, and the check can fail). */
+static void option_saved_and_evaluated(test_ctx *T, const char *model, const char *option, const char *name,
+                                       const char *field)
+{
+    static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
+    char cmd[1024], ck[600];
+    snprintf(cmd, sizeof cmd, "%s %s", model, option);
+    trained_and_saved(T, cmd, name, ck, sizeof ck, trained, sizeof trained, field);
+    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
+    CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "train %s", model);
+    CHECK(run_kgl(T, cmd, plain, sizeof plain, err, sizeof err) == 0);
+    const char *a = strstr(trained, "\"metrics\""), *b = strstr(evaluated, "\"metrics\""), *c = strstr(plain, "\"metrics\"");
+    const char *end = a ? strstr(a, "\"optimistic\"") : NULL;
+    if (CHECK(a && b && c && end)) {
+        size_t n = (size_t)(end - a);
+        CHECK(strncmp(a, b, n) == 0 && strncmp(a, c, n) != 0);
+    }
+}
+
 /* --head-state input on the command line: it needs --query-relation and
    reciprocal relations (the direction is the asked relation's row); it is
    saved (checkpoint metadata head_state "input") and kgl eval of the
@@ -1413,27 +1437,14 @@ TEST(layer_dropout_command_line)
    nothing. */
 TEST(head_state_command_line)
 {
-    static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
-    char cmd[1024], ck[600];
-    const char *model = "--context graph --query-relation --neighbours 2 --steps 30 --json";
     CHECK(run_kgl(T, "train --context graph --head-state input --steps 2", out, sizeof out, err, sizeof err) == 2);
     CHECK(strstr(err, "--head-state input needs --query-relation") != NULL);
     CHECK(run_kgl(T, "train --context graph --query-relation --no-reciprocal --head-state input --steps 2", out,
                   sizeof out, err, sizeof err) == 2);
     CHECK(run_kgl(T, "train --context graph --query-relation --head-state both --steps 2", out, sizeof out, err,
                   sizeof err) == 2);
-    snprintf(cmd, sizeof cmd, "%s --head-state input", model);
-    trained_and_saved(T, cmd, "hs.st", ck, sizeof ck, trained, sizeof trained, "\"head_state\":\"input\"");
-    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
-    CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
-    snprintf(cmd, sizeof cmd, "train %s", model);
-    CHECK(run_kgl(T, cmd, plain, sizeof plain, err, sizeof err) == 0);
-    const char *a = strstr(trained, "\"metrics\""), *b = strstr(evaluated, "\"metrics\""), *c = strstr(plain, "\"metrics\"");
-    const char *end = a ? strstr(a, "\"optimistic\"") : NULL;
-    if (CHECK(a && b && c && end)) {
-        size_t n = (size_t)(end - a); /* the train split's tail, head and both metrics */
-        CHECK(strncmp(a, b, n) == 0 && strncmp(a, c, n) != 0);
-    }
+    option_saved_and_evaluated(T, "--context graph --query-relation --neighbours 2 --steps 30 --json",
+                               "--head-state input", "hs.st", "\"head_state\":\"input\"");
     CHECK(run_kgl(T, "train --context none --query-relation --head-state input --steps 2 --quiet", out, sizeof out,
                   err, sizeof err) == 0);
     CHECK(strstr(err, "--head-state input") != NULL);
@@ -1445,20 +1456,8 @@ TEST(head_state_command_line)
    --context none names it among the options that change nothing. */
 TEST(outer_residual_command_line)
 {
-    static char trained[1 << 14], evaluated[1 << 14], plain[1 << 14];
-    char cmd[1024], ck[600];
-    const char *model = "--context graph --query-relation --relation-token --neighbours 0 --steps 30 --json";
-    snprintf(cmd, sizeof cmd, "%s --outer-residual", model);
-    trained_and_saved(T, cmd, "outer.st", ck, sizeof ck, trained, sizeof trained, "\"outer_residual\":\"1\"");
-    snprintf(cmd, sizeof cmd, "eval --checkpoint %s --json", ck);
-    CHECK(run_kgl(T, cmd, evaluated, sizeof evaluated, err, sizeof err) == 0);
-    snprintf(cmd, sizeof cmd, "train %s", model);
-    CHECK(run_kgl(T, cmd, plain, sizeof plain, err, sizeof err) == 0);
-    const char *a = strstr(trained, "\"metrics\""), *b = strstr(evaluated, "\"metrics\""), *c = strstr(plain, "\"metrics\"");
-    if (CHECK(a && b && c)) {
-        size_t n = strcspn(a, "}"); /* the train split's tail metrics */
-        CHECK(strncmp(a, b, n) == 0 && strncmp(a, c, n) != 0);
-    }
+    option_saved_and_evaluated(T, "--context graph --query-relation --relation-token --neighbours 0 --steps 30 --json",
+                               "--outer-residual", "outer.st", "\"outer_residual\":\"1\"");
     CHECK(run_kgl(T, "train --context none --outer-residual --steps 2 --quiet", out, sizeof out, err, sizeof err) ==
           0);
     CHECK(strstr(err, "so --outer-residual changes nothing") != NULL);
