@@ -261,12 +261,13 @@ static kgl_tensor *head_questions_take_input(kgl_tape *t, kgl_tensor *C, kgl_ten
 {
     int B = C->rows, d = C->cols;
     kgl_tensor *keep = kgl_tensor_new(t, B, d, false), *take_input = kgl_tensor_new(t, B, d, false);
-    for (int b = 0; b < B; b++)
+    for (int b = 0; b < B; b++) {
+        kgl_real tail = asked[b] < m ? 1 : 0;
         for (int k = 0; k < d; k++) {
-            bool tail = asked[b] < m;
-            keep->data[(size_t)b * d + k] = tail ? 1 : 0;
-            take_input->data[(size_t)b * d + k] = tail ? 0 : 1;
+            keep->data[(size_t)b * d + k] = tail;
+            take_input->data[(size_t)b * d + k] = 1 - tail;
         }
+    }
     return kgl_add(t, kgl_mul(t, C, keep), kgl_mul(t, Xq, take_input));
 }
 
