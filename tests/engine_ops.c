@@ -1067,6 +1067,64 @@ TEST(rng_mask_on_threads_is_the_one_stream_mask)
     }
 }
 
+/* A long mask drawn in eight lanes (AVX-512: eight copies of the generator,
+ * each jumped to its run; rng.c) is the one stream's mask to the bit, and
+ * leaves the stream where the draws one by one leave it. The reference is
+ * kgl_rng_uniform's draws compared with p here; the sizes: one below the
+ * lanes' threshold (65,536), the threshold itself (runs of 8,192), runs plus
+ * a remainder of 7, and two longer; the rates: 0 (all kept), the smallest
+ * and largest that matter at 53 bits (2⁻⁶⁰ drops only a draw of 0;
+ * 1 − 2⁻⁵³ keeps only the largest), and three between, one (0.1) whose
+ * p · 2⁵³ is not an integer. On a CPU without AVX-512 both paths are the one
+ * stream and this checks that alone. */
+TEST(rng_mask_in_lanes_is_the_one_stream_mask)
+{
+    static const size_t sizes[] = {65535, 65536, 65536 + 7, 200003, (1u << 20) + 13};
+    static const double rates[] = {0, 0x1p-60, 0.1, 0.3, 0.5, 1 - 0x1p-53};
+    enum { MAX = (1u << 20) + 13 };
+    unsigned char *want = kgl_xmalloc(MAX), *got = kgl_xmalloc(MAX + 1);
+    int differ = 0, states = 0, past = 0, kept_all = 0, kept_none = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++)
+        for (size_t r = 0; r < sizeof rates / sizeof *rates; r++) {
+            kgl_rng one, lanes;
+            kgl_rng_seed(&one, 100 + k);
+            kgl_rng_next(&one); /* not at a seed's first draw */
+            lanes = one;
+            size_t n = sizes[k], kept = 0;
+            for (size_t i = 0; i < n; i++) kept += want[i] = kgl_rng_uniform(&one) >= rates[r];
+            memset(got, 2, MAX + 1);
+            kgl_rng_keep_mask_isa(KGL_ISA_AVX512, &lanes, got, n, rates[r]);
+            differ += memcmp(want, got, n) != 0;
+            states += memcmp(one.s, lanes.s, sizeof one.s) != 0;
+            past += got[n] != 2; /* nothing written past the mask */
+            kept_all += r == 0 && kept == n;
+            kept_none += r == 5 && kept == 0;
+        }
+    CHECK(differ == 0);
+    CHECK(states == 0);
+    CHECK(past == 0);
+    CHECK(kept_all == 5);  /* p = 0 keeps every draw */
+    CHECK(kept_none == 5); /* p = 1 − 2⁻⁵³ keeps none here (a draw of 2⁵³ − 1 in 10⁶ is unlikely) */
+    /* The boundary itself, which random draws never meet: a state whose first draw's 53 bits are
+       u = ⌊p · 2⁵³⌋ (dropped: u · 2⁻⁵³ < p) or ⌈p · 2⁵³⌉ (kept), p = 0.1. The draw is rotl(s₁ · 5, 7) · 9,
+       so s₁ = rotr(x · 9⁻¹, 7) · 5⁻¹ mod 2⁶⁴ gives the draw x = u · 2¹¹. */
+    uint64_t inv5 = 5, inv9 = 9;
+    for (int it = 0; it < 6; it++) inv5 *= 2 - 5 * inv5, inv9 *= 2 - 9 * inv9; /* Newton: a⁻¹ mod 2⁶⁴ */
+    const double p = 0.1;
+    const uint64_t boundary[2] = {(uint64_t)floor(p * 0x1p53), (uint64_t)ceil(p * 0x1p53)};
+    for (int b = 0; b < 2; b++) {
+        uint64_t y = (boundary[b] << 11) * inv9;
+        kgl_rng one = {{1, ((y >> 7) | (y << 57)) * inv5, 2, 3}}, lanes = one;
+        size_t n = 65536;
+        for (size_t i = 0; i < n; i++) want[i] = kgl_rng_uniform(&one) >= p;
+        kgl_rng_keep_mask_isa(KGL_ISA_AVX512, &lanes, got, n, p);
+        CHECK(want[0] == b); /* the draw is the one asked for: dropped, then kept */
+        CHECK(memcmp(want, got, n) == 0);
+    }
+    free(want);
+    free(got);
+}
+
 /* Dropout's values, not only its gradient (a wrong scale in forward and
  * backward alike passes the gradient check): Y = X ⊙ keep / (1 − p) and
  * dX = G ⊙ keep / (1 − p), by hand for p = 0.25 (1/(1 − p) = 4/3); the mask

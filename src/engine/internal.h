@@ -3,6 +3,7 @@
 #ifndef KGL_INTERNAL_H
 #define KGL_INTERNAL_H
 
+#include "cpu.h"
 #include "kgl/engine.h"
 
 /* A programming error inside the library (a broken invariant, a shape
@@ -14,6 +15,10 @@ _Noreturn void kgl_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)
  * (kgl_set_out_of_memory_handler), else "kgl: out of memory: ..." and abort.
  * kgl_xmalloc and its kin (kgl/engine.h) come here instead of returning NULL. */
 _Noreturn void kgl_out_of_memory(const char *what, size_t bytes);
+/* kgl_rng_keep_mask on one ISA's path (clamped to what the CPU has): AVX-512 draws a long mask in eight
+   lanes (rng.c), the others in one stream; the tests compare the two. */
+void kgl_rng_keep_mask_isa(kgl_isa isa, kgl_rng *rng, unsigned char *keep, size_t n, double p);
+
 /* qsort comparators, ascending. */
 static inline int kgl_cmp_int(const void *a, const void *b)
 {
