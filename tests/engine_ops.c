@@ -1106,21 +1106,29 @@ TEST(rng_mask_in_lanes_is_the_one_stream_mask)
     CHECK(kept_all == 5);  /* p = 0 keeps every draw */
     CHECK(kept_none == 5); /* p = 1 − 2⁻⁵³ keeps none here (a draw of 2⁵³ − 1 in 10⁶ is unlikely) */
     /* The boundary itself, which random draws never meet: a state whose first draw's 53 bits are
-       u = ⌊p · 2⁵³⌋ (dropped: u · 2⁻⁵³ < p) or ⌈p · 2⁵³⌉ (kept), p = 0.1. The draw is rotl(s₁ · 5, 7) · 9,
-       so s₁ = rotr(x · 9⁻¹, 7) · 5⁻¹ mod 2⁶⁴ gives the draw x = u · 2¹¹. */
+       u = ⌊p · 2⁵³⌋ (dropped: u · 2⁻⁵³ < p) or ⌈p · 2⁵³⌉ (kept), for p = 0.1 (p · 2⁵³ not an integer)
+       and p = 0.5 (u · 2⁻⁵³ = p exactly: kept, as uniform >= p keeps it), on both paths. The draw is
+       rotl(s₁ · 5, 7) · 9, so s₁ = rotr(x · 9⁻¹, 7) · 5⁻¹ mod 2⁶⁴ gives the draw x = u · 2¹¹. */
     uint64_t inv5 = 5, inv9 = 9;
     for (int it = 0; it < 6; it++) inv5 *= 2 - 5 * inv5, inv9 *= 2 - 9 * inv9; /* Newton: a⁻¹ mod 2⁶⁴ */
-    const double p = 0.1;
-    const uint64_t boundary[2] = {(uint64_t)floor(p * 0x1p53), (uint64_t)ceil(p * 0x1p53)};
-    for (int b = 0; b < 2; b++) {
-        uint64_t y = (boundary[b] << 11) * inv9;
-        kgl_rng one = {{1, ((y >> 7) | (y << 57)) * inv5, 2, 3}}, lanes = one;
-        size_t n = 65536;
-        for (size_t i = 0; i < n; i++) want[i] = kgl_rng_uniform(&one) >= p;
-        kgl_rng_keep_mask_isa(KGL_ISA_AVX512, &lanes, got, n, p);
-        CHECK(want[0] == b); /* the draw is the one asked for: dropped, then kept */
-        CHECK(memcmp(want, got, n) == 0);
-    }
+    static const double at[2] = {0.1, 0.5};
+    static const kgl_isa paths[2] = {KGL_ISA_PORTABLE, KGL_ISA_AVX512};
+    int first_wrong = 0, mask_wrong = 0;
+    for (int c = 0; c < 2; c++)
+        for (int b = 0; b < 2; b++)
+            for (int path = 0; path < 2; path++) {
+                double p = at[c];
+                uint64_t u = b ? (uint64_t)ceil(p * 0x1p53) : (uint64_t)ceil(p * 0x1p53) - 1;
+                uint64_t y = (u << 11) * inv9;
+                kgl_rng one = {{1, ((y >> 7) | (y << 57)) * inv5, 2, 3}}, mask = one;
+                size_t n = 65536;
+                for (size_t i = 0; i < n; i++) want[i] = kgl_rng_uniform(&one) >= p;
+                kgl_rng_keep_mask_isa(paths[path], &mask, got, n, p);
+                first_wrong += want[0] != b || got[0] != b; /* the draw asked for: dropped, then kept */
+                mask_wrong += memcmp(want, got, n) != 0;
+            }
+    CHECK(first_wrong == 0);
+    CHECK(mask_wrong == 0);
     free(want);
     free(got);
 }
