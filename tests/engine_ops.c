@@ -1067,16 +1067,17 @@ TEST(rng_mask_on_threads_is_the_one_stream_mask)
     }
 }
 
-/* A long mask drawn in eight lanes (AVX-512: eight copies of the generator,
- * each jumped to its run; rng.c) is the one stream's mask to the bit, and
+/* A long mask drawn in eight lanes (eight copies of the generator, each
+ * jumped to its run, in AVX-512's or AVX2's registers; rng.c) is the one
+ * stream's mask to the bit on either, and
  * leaves the stream where the draws one by one leave it. The reference is
  * kgl_rng_uniform's draws compared with p here; the sizes: one below the
  * lanes' threshold (65,536), the threshold itself (runs of 8,192), runs plus
  * a remainder of 7, and two longer; the rates: 0 (all kept), the smallest
  * and largest that matter at 53 bits (2⁻⁶⁰ drops only a draw of 0;
  * 1 − 2⁻⁵³ keeps only the largest), and three between, one (0.1) whose
- * p · 2⁵³ is not an integer. On a CPU without AVX-512 both paths are the one
- * stream and this checks that alone. */
+ * p · 2⁵³ is not an integer. A path the CPU lacks falls back to the next
+ * (AVX-512 to AVX2, AVX2 to the one stream), so this checks what it has. */
 TEST(rng_mask_in_lanes_is_the_one_stream_mask)
 {
     static const size_t sizes[] = {65535, 65536, 65536 + 7, 200003, (1u << 20) + 13};
@@ -1092,11 +1093,14 @@ TEST(rng_mask_in_lanes_is_the_one_stream_mask)
             lanes = one;
             size_t n = sizes[k], kept = 0;
             for (size_t i = 0; i < n; i++) kept += want[i] = kgl_rng_uniform(&one) >= rates[r];
-            memset(got, 2, MAX + 1);
-            kgl_rng_keep_mask_isa(KGL_ISA_AVX512, &lanes, got, n, rates[r]);
-            differ += memcmp(want, got, n) != 0;
-            states += memcmp(one.s, lanes.s, sizeof one.s) != 0;
-            past += got[n] != 2; /* nothing written past the mask */
+            for (int isa = KGL_ISA_AVX2; isa <= KGL_ISA_AVX512; isa++) {
+                kgl_rng copy = lanes;
+                memset(got, 2, MAX + 1);
+                kgl_rng_keep_mask_isa((kgl_isa)isa, &copy, got, n, rates[r]);
+                differ += memcmp(want, got, n) != 0;
+                states += memcmp(one.s, copy.s, sizeof one.s) != 0;
+                past += got[n] != 2; /* nothing written past the mask */
+            }
             kept_all += r == 0 && kept == n;
             kept_none += r == 5 && kept == 0;
         }
@@ -1112,11 +1116,11 @@ TEST(rng_mask_in_lanes_is_the_one_stream_mask)
     uint64_t inv5 = 5, inv9 = 9;
     for (int it = 0; it < 6; it++) inv5 *= 2 - 5 * inv5, inv9 *= 2 - 9 * inv9; /* Newton: a⁻¹ mod 2⁶⁴ */
     static const double at[2] = {0.1, 0.5};
-    static const kgl_isa paths[2] = {KGL_ISA_PORTABLE, KGL_ISA_AVX512};
+    static const kgl_isa paths[3] = {KGL_ISA_PORTABLE, KGL_ISA_AVX2, KGL_ISA_AVX512};
     int first_wrong = 0, mask_wrong = 0;
     for (int c = 0; c < 2; c++)
         for (int b = 0; b < 2; b++)
-            for (int path = 0; path < 2; path++) {
+            for (int path = 0; path < 3; path++) {
                 double p = at[c];
                 uint64_t u = b ? (uint64_t)ceil(p * 0x1p53) : (uint64_t)ceil(p * 0x1p53) - 1;
                 uint64_t y = (u << 11) * inv9;
