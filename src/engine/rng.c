@@ -143,16 +143,16 @@ void kgl_rng_advance(kgl_rng *rng, uint64_t n)
  * dropout. So a long mask is cut into eight runs of equal length `len` (a
  * multiple of 8), run j drawn by a copy of the generator jumped j · len draws
  * on (one jump polynomial, applied seven times in turn), the eight copies in
- * the eight 64-bit lanes of AVX-512 registers (AVX2: two registers of
- * four); the last copy then draws on to
- * the mask's end alone, and its state is the stream's there. Whether a draw
- * keeps: its 53 top bits u give u · 2⁻⁵³ >= p, and since p · 2⁵³ is exact
- * (p in [0, 1)) and u an integer, that is u >= ⌈p · 2⁵³⌉ in integers. Every
- * operation is on integers, so the mask and the final state are the one
- * stream's to the bit (tests/engine_ops.c). 0.9 ms for those 3 million draws
- * on one Zen 4 core (AVX2: 1.15). The eight bytes of a lane's eight draws are gathered
- * from eight lane masks held as the bytes of one word: byte t is draw t's
- * mask, so bit j of each byte, shifted down to bit 0, is lane j's byte t. */
+ * the eight 64-bit lanes of AVX-512 registers (AVX2: two registers of four);
+ * the last copy then draws on to the mask's end alone, and its state is the
+ * stream's there. Whether a draw keeps: its 53 top bits u give u · 2⁻⁵³ >= p,
+ * and since p · 2⁵³ is exact (p in [0, 1)) and u an integer, that is
+ * u >= ⌈p · 2⁵³⌉ in integers. Every operation is on integers, so the mask and
+ * the final state are the one stream's to the bit (tests/engine_ops.c): 0.9 ms
+ * for those 3 million draws on one Zen 4 core (AVX2: 1.15 ms). A lane's eight
+ * bytes come from eight lane masks held as the bytes of one word: byte t is
+ * draw t's mask, so bit j of each byte, shifted down to bit 0, is lane j's
+ * byte t. */
 #define MASK_LANES 8
 /* Below this many draws one stream: the jump polynomial costs about 15 µs (10,000 draws). */
 #define MASK_LANES_MIN 65536
