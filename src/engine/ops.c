@@ -1908,11 +1908,7 @@ INLINE void dropout_forward_block_body(void *ctx, int task, int worker)
     (void)worker;
     const dropout_job *J = ctx;
     size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
-    const kgl_real *restrict in = J->in;
-    kgl_real *restrict out = J->out;
-    const unsigned char *restrict keep = J->keep;
-    double alpha = J->alpha;
-    for (size_t i = lo; i < hi; i++) out[i] = kept_or(keep[i], (kgl_real)(alpha * in[i]), 0);
+    for (size_t i = lo; i < hi; i++) J->out[i] = kept_or(J->keep[i], (kgl_real)(J->alpha * J->in[i]), 0);
 }
 ISA_CLONES(dropout_forward_block)
 
@@ -1921,14 +1917,11 @@ INLINE void dropout_backward_block_body(void *ctx, int task, int worker)
     (void)worker;
     const dropout_job *J = ctx;
     size_t lo = (size_t)task * ELEM_BLOCK, hi = span_end(lo, ELEM_BLOCK, J->n);
-    const kgl_real *restrict in = J->in;
-    kgl_real *restrict out = J->out;
-    const unsigned char *restrict keep = J->keep;
-    double alpha = J->alpha;
+    kgl_real *out = J->out;
     if (J->set) /* a dropped element gets 0, a kept one 0 + its value */
-        for (size_t i = lo; i < hi; i++) out[i] = kept_or(keep[i], (kgl_real)(0 + alpha * in[i]), 0);
+        for (size_t i = lo; i < hi; i++) out[i] = kept_or(J->keep[i], (kgl_real)(0 + J->alpha * J->in[i]), 0);
     else
-        for (size_t i = lo; i < hi; i++) out[i] = kept_or(keep[i], (kgl_real)(out[i] + alpha * in[i]), out[i]);
+        for (size_t i = lo; i < hi; i++) out[i] = kept_or(J->keep[i], (kgl_real)(out[i] + J->alpha * J->in[i]), out[i]);
 }
 ISA_CLONES(dropout_backward_block)
 

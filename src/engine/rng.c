@@ -149,10 +149,7 @@ void kgl_rng_advance(kgl_rng *rng, uint64_t n)
  * and since p · 2⁵³ is exact (p in [0, 1)) and u an integer, that is
  * u >= ⌈p · 2⁵³⌉ in integers. Every operation is on integers, so the mask and
  * the final state are the one stream's to the bit (tests/engine_ops.c): 0.9 ms
- * for those 3 million draws on one Zen 4 core (AVX2: 1.15 ms). A lane's eight
- * bytes come from eight lane masks held as the bytes of one word: byte t is
- * draw t's mask, so bit j of each byte, shifted down to bit 0, is lane j's
- * byte t. */
+ * for those 3 million draws on one Zen 4 core (AVX2: 1.15 ms). */
 #define MASK_LANES 8
 /* Below this many draws one stream: the jump polynomial costs about 15 µs (10,000 draws). */
 #define MASK_LANES_MIN 65536
@@ -168,13 +165,35 @@ static bool keep_mask_in_lanes(kgl_isa isa, size_t n, double p)
 }
 
 #if defined(__x86_64__)
+/* The eight copies' states word by word (w[k][j] = lane j's s[k]: a vector register's lanes), and back. */
+static inline void lanes_to_words(const kgl_rng lane[MASK_LANES], uint64_t w[4][MASK_LANES])
+{
+    for (int j = 0; j < MASK_LANES; j++)
+        for (int k = 0; k < 4; k++) w[k][j] = lane[j].s[k];
+}
+
+static inline void words_to_lanes(uint64_t w[4][MASK_LANES], kgl_rng lane[MASK_LANES])
+{
+    for (int j = 0; j < MASK_LANES; j++)
+        for (int k = 0; k < 4; k++) lane[j].s[k] = w[k][j];
+}
+
+/* Eight draws of each lane, byte d of masks holding draw d's keep bits (lane j in bit j), into keep + j · len + i:
+   bit j of each byte, shifted down to bit 0, is lane j's byte. */
+static inline void spread_lane_bytes(uint64_t masks, unsigned char *keep, size_t len, size_t i)
+{
+    for (int j = 0; j < MASK_LANES; j++) {
+        uint64_t bytes = masks >> j & 0x0101010101010101ULL;
+        memcpy(keep + (size_t)j * len + i, &bytes, 8);
+    }
+}
+
 /* The eight copies in lanes, len draws each (len a multiple of 8), into keep + j · len. */
 __attribute__((target("avx512f"))) static void keep_mask_lanes_avx512(kgl_rng lane[MASK_LANES], unsigned char *keep,
                                                                       size_t len, uint64_t threshold)
 {
     uint64_t w[4][MASK_LANES];
-    for (int j = 0; j < MASK_LANES; j++)
-        for (int k = 0; k < 4; k++) w[k][j] = lane[j].s[k];
+    lanes_to_words(lane, w);
     __m512i s0 = _mm512_loadu_si512(w[0]), s1 = _mm512_loadu_si512(w[1]), s2 = _mm512_loadu_si512(w[2]),
             s3 = _mm512_loadu_si512(w[3]), t = _mm512_set1_epi64((long long)threshold);
     for (size_t i = 0; i < len; i += 8) {
@@ -194,15 +213,11 @@ __attribute__((target("avx512f"))) static void keep_mask_lanes_avx512(kgl_rng la
             __mmask8 kept = _mm512_cmpge_epu64_mask(_mm512_srli_epi64(result, 11), t);
             masks |= (uint64_t)kept << (8 * d);
         }
-        for (int j = 0; j < MASK_LANES; j++) {
-            uint64_t bytes = masks >> j & 0x0101010101010101ULL; /* lane j's eight draws, 0 or 1 a byte */
-            memcpy(keep + (size_t)j * len + i, &bytes, 8);
-        }
+        spread_lane_bytes(masks, keep, len, i);
     }
     _mm512_storeu_si512(w[0], s0), _mm512_storeu_si512(w[1], s1);
     _mm512_storeu_si512(w[2], s2), _mm512_storeu_si512(w[3], s3);
-    for (int j = 0; j < MASK_LANES; j++)
-        for (int k = 0; k < 4; k++) lane[j].s[k] = w[k][j];
+    words_to_lanes(w, lane);
 }
 
 /* The same in AVX2: lanes 0-3 in one register, 4-7 in another; the rotations as two shifts, and the
@@ -232,8 +247,7 @@ __attribute__((target("avx2"))) static void keep_mask_lanes_avx2(kgl_rng lane[MA
                                                                  size_t len, uint64_t threshold)
 {
     uint64_t w[4][MASK_LANES];
-    for (int j = 0; j < MASK_LANES; j++)
-        for (int k = 0; k < 4; k++) w[k][j] = lane[j].s[k];
+    lanes_to_words(lane, w);
     __m256i lo[4], hi[4], t = _mm256_set1_epi64x((long long)threshold);
     for (int k = 0; k < 4; k++)
         lo[k] = _mm256_loadu_si256((const __m256i *)w[k]), hi[k] = _mm256_loadu_si256((const __m256i *)(w[k] + 4));
@@ -244,15 +258,11 @@ __attribute__((target("avx2"))) static void keep_mask_lanes_avx2(kgl_rng lane[MA
             kept |= next4_kept(hi, t) << 4;
             masks |= (uint64_t)kept << (8 * d);
         }
-        for (int j = 0; j < MASK_LANES; j++) {
-            uint64_t bytes = masks >> j & 0x0101010101010101ULL;
-            memcpy(keep + (size_t)j * len + i, &bytes, 8);
-        }
+        spread_lane_bytes(masks, keep, len, i);
     }
     for (int k = 0; k < 4; k++)
         _mm256_storeu_si256((__m256i *)w[k], lo[k]), _mm256_storeu_si256((__m256i *)(w[k] + 4), hi[k]);
-    for (int j = 0; j < MASK_LANES; j++)
-        for (int k = 0; k < 4; k++) lane[j].s[k] = w[k][j];
+    words_to_lanes(w, lane);
 }
 #endif
 
