@@ -24,7 +24,7 @@ enum { KGL_SET = 0, KGL_ADD = 1 }; /* C = A·B  or  C += A·B (the sum starts fr
 /* Blocking constants (elements; the largest over the ISAs); see kernel.c. */
 #ifdef KGL_FLOAT32
 enum {
-    KGL_GEMM_KC = 256,  /* depth of a packed block (the k extent a micro-kernel call runs) */
+    KGL_GEMM_KC = 384,  /* depth of a packed block (the k extent a micro-kernel call runs; AVX-512's) */
     KGL_GEMM_MC = 144,  /* rows of C per packed block of A */
     KGL_GEMM_NC = 4096, /* columns of C per packed block of B */
 };
