@@ -439,8 +439,8 @@ static TARGET_AVX512 void avx512_edge(int mr, int nr, int kc, const kgl_real *a,
  * tile reads 176 bytes in 24 FMA cycles, far below L2's rate): a slice of the sum stores C and the next one
  * reloads it, and the step's products with K = 384 (the graph step's width: the readout's S Eᵀ, whose C is
  * 1,024 x 14,505, and the layer's projections) now run in one slice, G E and Gᵀ S in a third fewer. On a
- * Zen 4 core the FB15k-237 graph step went from 543-549 to 524-533 ms (speed.md). The AVX2 float tile keeps
- * the double blocking, also measured best. */
+ * Zen 4 core the FB15k-237 graph step is about 1 % faster (524-527 -> 516-520 ms, alternated; speed.md).
+ * The AVX2 float tile keeps the double blocking, also measured best. */
 #ifdef KGL_FLOAT32
 enum { P_MC = 128, P_KC = 256, A2_MC = 96, A2_KC = 256, A5_MC = 144, A5_KC = 384 };
 #else
