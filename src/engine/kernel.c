@@ -56,9 +56,11 @@
  * L1 serves 12 FMAs. Alone in L1, the 12 x 32 float tile runs at ~87% of the
  * peak (6 x 64 and 8 x 48 tiles, fewer loads per FMA, ran up to 10% faster,
  * 14 x 32 no faster); the whole 1024^3 product at ~70%, as OpenBLAS's sgemm
- * on the same core. On a Zen 4 core (a 512-bit FMA takes both 256-bit pipes, so one a cycle) the tile alone
- * runs at 97-99% of that core's peak and the readout's products at ~86% (speed.md, "A deeper slice"). 12 x 2 vectors keeps one kernel for both precisions and
- * 32-wide float panels (the model's products are often that narrow). The
+ * on the same core. On a Zen 4 core (a 512-bit FMA takes both 256-bit
+ * pipes, so one a cycle) the tile alone runs at 97-99% of that core's peak
+ * and the readout's products at ~86% (speed.md, "A deeper slice"). 12 x 2
+ * vectors keeps one kernel for both precisions and 32-wide float panels
+ * (the model's products are often that narrow). The
  * macro-kernel prefetches the next tile of C, whose rows lie ldc apart in
  * memory, while the current one runs (see prefetch_tile). */
 #include <stddef.h>
